@@ -1,0 +1,1 @@
+//! Shared payload builders for the criterion benches in this package.

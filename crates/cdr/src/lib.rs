@@ -1,0 +1,24 @@
+//! CORBA Common Data Representation (CDR), CORBA 3.x Part 2 "CDR Transfer
+//! Syntax": the encoding every GIOP message body uses.
+//!
+//! Layers, bottom up (no I/O anywhere in this crate):
+//! - [`options`]: byte order, char/wchar code sets, GIOP-version wchar rules
+//!   and the limits that protect a decoder from hostile lengths.
+//! - [`prim`]: fixed-size primitives and their bulk (memcpy) paths.
+//! - [`Writer`] / [`Reader`]: aligned encode/decode relative to an origin
+//!   the caller sets (GIOP message start, body start, encapsulation start).
+//!
+//! Everything else (serde, TypeCodes, dynamic values) is built only on
+//! `Reader` and `Writer`.
+
+pub mod error;
+pub mod options;
+pub mod prim;
+pub mod reader;
+pub mod writer;
+
+pub use error::{CdrError, Result};
+pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
+pub use prim::Primitive;
+pub use reader::Reader;
+pub use writer::Writer;

@@ -1,0 +1,614 @@
+//! The CDR decoder: a cursor over a byte slice that knows its byte order,
+//! where its alignment origin lies, the negotiated code sets and the limits.
+//!
+//! Every length read from the input is checked against both the bytes left
+//! and [`Limits::max_len`](crate::Limits) *before* anything is allocated.
+
+use bytes::Bytes;
+
+use crate::error::{CdrError, Result};
+use crate::options::{ByteOrder, CharCodeSet, Options, WCharCodeSet, WcharRules};
+use crate::prim::{decode_slice, Primitive};
+
+/// Reads CDR values from a byte slice.
+#[derive(Debug, Clone)]
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    /// Stream offset of `data[0]` relative to the alignment origin (12 when
+    /// `data` is a GIOP body whose header was cut off).
+    base: usize,
+    order: ByteOrder,
+    opts: Options,
+    depth: u32,
+    /// When set, `data` is a view of this buffer, so octet sequences can be
+    /// handed out as `Bytes` without copying.
+    owner: Option<&'a Bytes>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader whose alignment origin is `data[0]`.
+    pub fn new(data: &'a [u8], order: ByteOrder) -> Self {
+        Reader {
+            data,
+            pos: 0,
+            base: 0,
+            order,
+            opts: Options::default(),
+            depth: 0,
+            owner: None,
+        }
+    }
+
+    /// A reader over a `Bytes` buffer: octet sequences read with
+    /// [`read_octet_bytes`](Self::read_octet_bytes) share its memory.
+    pub fn from_bytes(data: &'a Bytes, order: ByteOrder) -> Self {
+        let mut r = Reader::new(&data[..], order);
+        r.owner = Some(data);
+        r
+    }
+
+    /// Declare that `data[0]` lies at stream offset `base` (e.g. 12 for a
+    /// GIOP body following the header).
+    pub fn with_base(mut self, base: usize) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// Replace the code-set / wchar / limit options.
+    pub fn options(mut self, opts: Options) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// The options in force.
+    pub fn opts(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Change the options in place (e.g. after code-set negotiation).
+    pub fn set_options(&mut self, opts: Options) {
+        self.opts = opts;
+    }
+
+    /// Byte order being read.
+    pub fn order(&self) -> ByteOrder {
+        self.order
+    }
+
+    /// Current stream offset (relative to the alignment origin). Errors
+    /// report offsets in the same terms.
+    pub fn position(&self) -> usize {
+        self.base + self.pos
+    }
+
+    /// Index into the slice given at construction.
+    pub fn index(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// The unread bytes, not consumed.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
+    /// Whole input slice (for TypeCode indirection, which jumps backwards).
+    pub fn data(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// Move the cursor to slice index `index` (TypeCode indirection).
+    pub fn seek(&mut self, index: usize) -> Result<()> {
+        if index > self.data.len() {
+            return Err(self.truncated(index - self.pos));
+        }
+        self.pos = index;
+        Ok(())
+    }
+
+    /// Fail with `TrailingData` unless every byte was consumed.
+    pub fn expect_end(&self) -> Result<()> {
+        if self.remaining() == 0 {
+            Ok(())
+        } else {
+            Err(CdrError::TrailingData {
+                offset: self.position(),
+                remaining: self.remaining(),
+            })
+        }
+    }
+
+    fn truncated(&self, needed: usize) -> CdrError {
+        CdrError::Truncated {
+            offset: self.position(),
+            needed,
+            available: self.remaining(),
+        }
+    }
+
+    /// Enter one level of nesting; fails past `limits.max_depth`. Pair with
+    /// [`leave`](Self::leave).
+    pub fn enter(&mut self) -> Result<()> {
+        if self.depth >= self.opts.limits.max_depth {
+            return Err(CdrError::DepthExceeded {
+                offset: self.position(),
+                limit: self.opts.limits.max_depth,
+            });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Leave one level of nesting.
+    pub fn leave(&mut self) {
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// Skip padding up to a multiple of `n` (a power of two). Padding
+    /// contents are not checked: ORBs leave garbage there.
+    #[inline]
+    pub fn align(&mut self, n: usize) -> Result<()> {
+        debug_assert!(n.is_power_of_two());
+        let pad = self.position().wrapping_neg() & (n - 1);
+        if pad > self.remaining() {
+            return Err(self.truncated(pad));
+        }
+        self.pos += pad;
+        Ok(())
+    }
+
+    /// Take exactly `n` bytes.
+    #[inline]
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.remaining() {
+            return Err(self.truncated(n));
+        }
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    /// octet
+    #[inline]
+    pub fn read_u8(&mut self) -> Result<u8> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(self.truncated(1)),
+        }
+    }
+
+    /// boolean: 0 or 1, anything else is an error.
+    pub fn read_bool(&mut self) -> Result<bool> {
+        let offset = self.position();
+        match self.read_u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            value => Err(CdrError::InvalidBool { offset, value }),
+        }
+    }
+
+    /// Any aligned numeric primitive.
+    #[inline]
+    pub fn read<T: Primitive>(&mut self) -> Result<T> {
+        self.align(T::SIZE)?;
+        let b = self.take(T::SIZE)?;
+        Ok(T::from_wire(b, self.order))
+    }
+
+    /// short
+    #[inline]
+    pub fn read_i16(&mut self) -> Result<i16> {
+        self.read()
+    }
+    /// unsigned short
+    #[inline]
+    pub fn read_u16(&mut self) -> Result<u16> {
+        self.read()
+    }
+    /// long
+    #[inline]
+    pub fn read_i32(&mut self) -> Result<i32> {
+        self.read()
+    }
+    /// unsigned long
+    #[inline]
+    pub fn read_u32(&mut self) -> Result<u32> {
+        self.read()
+    }
+    /// long long
+    #[inline]
+    pub fn read_i64(&mut self) -> Result<i64> {
+        self.read()
+    }
+    /// unsigned long long
+    #[inline]
+    pub fn read_u64(&mut self) -> Result<u64> {
+        self.read()
+    }
+    /// float
+    #[inline]
+    pub fn read_f32(&mut self) -> Result<f32> {
+        self.read()
+    }
+    /// double
+    #[inline]
+    pub fn read_f64(&mut self) -> Result<f64> {
+        self.read()
+    }
+
+    /// long double: 16 raw octets aligned to 8, in the stream's byte order.
+    pub fn read_long_double(&mut self) -> Result<[u8; 16]> {
+        self.align(8)?;
+        Ok(self.take(16)?.try_into().expect("16 bytes"))
+    }
+
+    /// A u32 count of elements each at least `min_elem_size` bytes on the
+    /// wire, checked against the bytes left and the length limit.
+    /// `min_elem_size` 0 (e.g. empty structs) checks only the limit.
+    pub fn read_len(&mut self, min_elem_size: usize) -> Result<usize> {
+        let len = self.read_u32()? as usize;
+        self.check_len(len, min_elem_size)?;
+        Ok(len)
+    }
+
+    /// Check a count already read against the limit and the bytes left.
+    pub fn check_len(&self, len: usize, min_elem_size: usize) -> Result<()> {
+        let offset = self.position().saturating_sub(4);
+        let bytes = len.saturating_mul(min_elem_size.max(1));
+        if len > self.opts.limits.max_len || bytes > self.opts.limits.max_len {
+            return Err(CdrError::LimitExceeded {
+                offset,
+                len: len as u64,
+                limit: self.opts.limits.max_len as u64,
+            });
+        }
+        if min_elem_size > 0 && len.saturating_mul(min_elem_size) > self.remaining() {
+            return Err(CdrError::Truncated {
+                offset: self.position(),
+                needed: len.saturating_mul(min_elem_size),
+                available: self.remaining(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `n` primitives with no length prefix (array body, or a sequence body
+    /// after its length): one copy plus an optional swap pass.
+    pub fn read_slice<T: Primitive>(&mut self, n: usize) -> Result<Vec<T>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        self.align(T::SIZE)?;
+        let bytes = n
+            .checked_mul(T::SIZE)
+            .ok_or_else(|| self.truncated(usize::MAX))?;
+        let b = self.take(bytes)?;
+        Ok(decode_slice(b, self.order))
+    }
+
+    /// sequence of a primitive.
+    pub fn read_seq<T: Primitive>(&mut self) -> Result<Vec<T>> {
+        let n = self.read_len(T::SIZE)?;
+        self.read_slice(n)
+    }
+
+    /// sequence<octet> as a borrowed slice.
+    pub fn read_octet_seq(&mut self) -> Result<&'a [u8]> {
+        let n = self.read_len(1)?;
+        self.take(n)
+    }
+
+    /// sequence<octet> as `Bytes`: zero-copy when the reader was built with
+    /// [`from_bytes`](Self::from_bytes), one copy otherwise.
+    pub fn read_octet_bytes(&mut self) -> Result<Bytes> {
+        let s = self.read_octet_seq()?;
+        Ok(match self.owner {
+            Some(owner) => owner.slice_ref(s),
+            None => Bytes::copy_from_slice(s),
+        })
+    }
+
+    /// char: one octet in the negotiated code set.
+    pub fn read_char(&mut self) -> Result<char> {
+        let offset = self.position();
+        let b = self.read_u8()?;
+        match self.opts.char_set {
+            CharCodeSet::Latin1 => Ok(b as char),
+            CharCodeSet::Utf8 if b < 0x80 => Ok(b as char),
+            CharCodeSet::Utf8 => Err(CdrError::InvalidCodeSet {
+                offset,
+                codeset: "UTF-8",
+            }),
+        }
+    }
+
+    /// string: the raw bytes without the NUL (in the transmission code set).
+    pub fn read_string_bytes(&mut self) -> Result<&'a [u8]> {
+        let offset = self.position();
+        let n = self.read_len(1)?;
+        if n == 0 {
+            return Err(CdrError::EmptyString { offset });
+        }
+        let s = self.take(n)?;
+        match s.split_last() {
+            Some((0, body)) => Ok(body),
+            _ => Err(CdrError::StringNotTerminated { offset }),
+        }
+    }
+
+    /// string, converted from the negotiated code set.
+    pub fn read_string(&mut self) -> Result<String> {
+        let offset = self.position();
+        let b = self.read_string_bytes()?;
+        match self.opts.char_set {
+            CharCodeSet::Utf8 => match std::str::from_utf8(b) {
+                Ok(s) => Ok(s.to_owned()),
+                Err(_) => Err(CdrError::InvalidCodeSet {
+                    offset,
+                    codeset: "UTF-8",
+                }),
+            },
+            CharCodeSet::Latin1 => Ok(b.iter().map(|&c| c as char).collect()),
+        }
+    }
+
+    fn wide_set(&self) -> Result<WCharCodeSet> {
+        match (self.opts.wchar_rules, self.opts.wchar_set) {
+            (WcharRules::Giop10, _) | (_, None) => Err(CdrError::WcharNotNegotiated {
+                offset: self.position(),
+            }),
+            (_, Some(ws)) => Ok(ws),
+        }
+    }
+
+    /// Decode UTF-16 octets (GIOP 1.2 layout): an optional BOM picks the
+    /// order, otherwise big-endian.
+    fn utf16_octets(&self, offset: usize, b: &[u8], ws: WCharCodeSet) -> Result<String> {
+        let bad = || CdrError::InvalidCodeSet {
+            offset,
+            codeset: ws.name(),
+        };
+        if !b.len().is_multiple_of(2) {
+            return Err(bad());
+        }
+        let (big, body) = match b {
+            [0xFE, 0xFF, rest @ ..] => (true, rest),
+            [0xFF, 0xFE, rest @ ..] => (false, rest),
+            _ => (true, b),
+        };
+        let units = body.chunks_exact(2).map(|c| {
+            if big {
+                u16::from_be_bytes([c[0], c[1]])
+            } else {
+                u16::from_le_bytes([c[0], c[1]])
+            }
+        });
+        Self::decode_units(units, ws).ok_or_else(bad)
+    }
+
+    fn decode_units(units: impl Iterator<Item = u16>, ws: WCharCodeSet) -> Option<String> {
+        let mut s = String::new();
+        for c in char::decode_utf16(units) {
+            let c = c.ok()?;
+            if ws == WCharCodeSet::Ucs2 && c as u32 > 0xFFFF {
+                return None;
+            }
+            s.push(c);
+        }
+        Some(s)
+    }
+
+    /// wchar, by the GIOP version's rules.
+    pub fn read_wchar(&mut self) -> Result<char> {
+        let ws = self.wide_set()?;
+        let offset = self.position();
+        let s = match self.opts.wchar_rules {
+            WcharRules::Giop12 => {
+                let n = self.read_u8()? as usize;
+                let b = self.take(n)?;
+                self.utf16_octets(offset, b, ws)?
+            }
+            _ => {
+                let u = self.read_u16()?;
+                Self::decode_units(std::iter::once(u), ws).ok_or(CdrError::InvalidCodeSet {
+                    offset,
+                    codeset: ws.name(),
+                })?
+            }
+        };
+        let mut it = s.chars();
+        match (it.next(), it.next()) {
+            (Some(c), None) => Ok(c),
+            _ => Err(CdrError::InvalidCodeSet {
+                offset,
+                codeset: ws.name(),
+            }),
+        }
+    }
+
+    /// wstring, by the GIOP version's rules.
+    pub fn read_wstring(&mut self) -> Result<String> {
+        let ws = self.wide_set()?;
+        let offset = self.position();
+        match self.opts.wchar_rules {
+            WcharRules::Giop12 => {
+                let n = self.read_len(1)?;
+                let b = self.take(n)?;
+                self.utf16_octets(offset, b, ws)
+            }
+            _ => {
+                let n = self.read_len(2)?;
+                if n == 0 {
+                    return Err(CdrError::EmptyString { offset });
+                }
+                let units = self.read_slice::<u16>(n)?;
+                if units[n - 1] != 0 {
+                    return Err(CdrError::StringNotTerminated { offset });
+                }
+                Self::decode_units(units[..n - 1].iter().copied(), ws).ok_or(
+                    CdrError::InvalidCodeSet {
+                        offset,
+                        codeset: ws.name(),
+                    },
+                )
+            }
+        }
+    }
+
+    /// An encapsulation: u32 length, then a reader over exactly that many
+    /// bytes whose alignment origin is the byte-order octet and whose byte
+    /// order is the one that octet announces. The outer reader moves past.
+    pub fn read_encapsulation(&mut self) -> Result<Reader<'a>> {
+        let n = self.read_len(1)?;
+        let start = self.position();
+        let body = self.take(n)?;
+        let Some((&flag, _)) = body.split_first() else {
+            return Err(CdrError::Truncated {
+                offset: start,
+                needed: 1,
+                available: 0,
+            });
+        };
+        let order = match flag {
+            0 => ByteOrder::Big,
+            1 => ByteOrder::Little,
+            value => {
+                return Err(CdrError::InvalidByteOrder {
+                    offset: start,
+                    value,
+                })
+            }
+        };
+        let mut inner = Reader {
+            data: body,
+            pos: 1,
+            base: 0,
+            order,
+            opts: self.opts,
+            depth: self.depth,
+            owner: self.owner,
+        };
+        // Offsets inside are relative to the encapsulation's own origin,
+        // as the spec defines alignment there.
+        inner.enter()?;
+        Ok(inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Writer;
+    use bytes::BytesMut;
+
+    #[test]
+    fn reads_what_writer_wrote_with_padding() {
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, ByteOrder::Big);
+        w.write_char('x').unwrap();
+        w.write_f64(2.5);
+        w.write_i16(-3);
+        w.write_string("hello").unwrap();
+        w.write_seq(&[1i32, 2, 3]).unwrap();
+        w.write_bool(true);
+        let mut r = Reader::new(&buf, ByteOrder::Big);
+        assert_eq!(r.read_char().unwrap(), 'x');
+        assert_eq!(r.read_f64().unwrap(), 2.5);
+        assert_eq!(r.read_i16().unwrap(), -3);
+        assert_eq!(r.read_string().unwrap(), "hello");
+        assert_eq!(r.read_seq::<i32>().unwrap(), vec![1, 2, 3]);
+        assert!(r.read_bool().unwrap());
+        r.expect_end().unwrap();
+    }
+
+    #[test]
+    fn base_offset_shifts_alignment() {
+        // Body starting at stream offset 12: a double needs 4 pad bytes.
+        let data = [0, 0, 0, 0, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0];
+        let mut r = Reader::new(&data, ByteOrder::Big).with_base(12);
+        assert_eq!(r.read_f64().unwrap(), 1.0);
+    }
+
+    #[test]
+    fn hostile_lengths_are_refused_before_allocating() {
+        let data = [0xff, 0xff, 0xff, 0xff, 1, 2, 3];
+        let mut r = Reader::new(&data, ByteOrder::Big);
+        assert_eq!(
+            r.read_seq::<u64>(),
+            Err(CdrError::LimitExceeded {
+                offset: 0,
+                len: 0xffff_ffff,
+                limit: 256 * 1024 * 1024
+            })
+        );
+        let data = [0, 0, 0, 9, 1, 2, 3];
+        let mut r = Reader::new(&data, ByteOrder::Big);
+        assert_eq!(
+            r.read_octet_seq(),
+            Err(CdrError::Truncated {
+                offset: 4,
+                needed: 9,
+                available: 3
+            })
+        );
+    }
+
+    #[test]
+    fn string_errors_are_precise() {
+        let mut r = Reader::new(&[0, 0, 0, 0], ByteOrder::Big);
+        assert_eq!(r.read_string(), Err(CdrError::EmptyString { offset: 0 }));
+        let mut r = Reader::new(&[0, 0, 0, 2, b'a', b'b'], ByteOrder::Big);
+        assert_eq!(
+            r.read_string(),
+            Err(CdrError::StringNotTerminated { offset: 0 })
+        );
+        let mut r = Reader::new(&[2], ByteOrder::Big);
+        assert_eq!(
+            r.read_bool(),
+            Err(CdrError::InvalidBool {
+                offset: 0,
+                value: 2
+            })
+        );
+    }
+
+    #[test]
+    fn wstring_accepts_bom_in_either_order() {
+        // 1.2: length 6, LE BOM, "hi" little-endian.
+        let data = [0, 0, 0, 6, 0xFF, 0xFE, b'h', 0, b'i', 0];
+        let mut r = Reader::new(&data, ByteOrder::Big);
+        assert_eq!(r.read_wstring().unwrap(), "hi");
+        let data = [4, 0, 0, 0, 0, b'h', 0, b'i'];
+        let mut r = Reader::new(&data, ByteOrder::Little);
+        assert_eq!(r.read_wstring().unwrap(), "hi");
+    }
+
+    #[test]
+    fn encapsulation_has_its_own_order_and_origin() {
+        let data = [7, 0, 0, 0, 0, 0, 0, 8, 1, 0, 0, 0, 4, 3, 2, 1];
+        let mut r = Reader::new(&data, ByteOrder::Big);
+        assert_eq!(r.read_u8().unwrap(), 7);
+        let mut e = r.read_encapsulation().unwrap();
+        assert_eq!(e.order(), ByteOrder::Little);
+        assert_eq!(e.read_u32().unwrap(), 0x0102_0304);
+        e.expect_end().unwrap();
+        r.expect_end().unwrap();
+    }
+
+    #[test]
+    fn octet_bytes_are_zero_copy_from_bytes() {
+        let data = Bytes::from_static(&[0, 0, 0, 3, 9, 8, 7]);
+        let mut r = Reader::from_bytes(&data, ByteOrder::Big);
+        let b = r.read_octet_bytes().unwrap();
+        assert_eq!(&b[..], &[9, 8, 7]);
+        assert_eq!(b.as_ptr(), data[4..].as_ptr());
+    }
+}

@@ -1,0 +1,3 @@
+//! The benchmark interface of `fixtures/idl/bench.idl`: our reference
+//! server (typed and dynamic skeletons) and, beside it in this directory,
+//! the same interface for vendor ORBs (omniORB, JacORB, omniORBpy, TAO).
