@@ -404,8 +404,10 @@ mod tests {
         let out = with(ByteOrder::Big, |w| w.write_string("é").unwrap());
         assert_eq!(out, [0, 0, 0, 2, 0xE9, 0]);
         let mut buf = BytesMut::new();
-        let mut opts = Options::default();
-        opts.char_set = CharCodeSet::Utf8;
+        let opts = Options {
+            char_set: CharCodeSet::Utf8,
+            ..Options::default()
+        };
         let mut w = Writer::new(&mut buf, ByteOrder::Big).options(opts);
         assert!(matches!(
             w.write_char('é'),
@@ -420,8 +422,10 @@ mod tests {
         let out = with(ByteOrder::Little, |w| w.write_wstring("hi").unwrap());
         assert_eq!(out, [4, 0, 0, 0, 0, b'h', 0, b'i']);
         let mut buf = BytesMut::new();
-        let mut opts = Options::default();
-        opts.wchar_rules = WcharRules::Giop11;
+        let mut opts = Options {
+            wchar_rules: WcharRules::Giop11,
+            ..Options::default()
+        };
         let mut w = Writer::new(&mut buf, ByteOrder::Little).options(opts);
         w.write_wstring("hi").unwrap();
         assert_eq!(&buf[..], &[3, 0, 0, 0, b'h', 0, b'i', 0, 0, 0]);
