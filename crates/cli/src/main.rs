@@ -1,12 +1,5 @@
-//! `iiopbench`: the command line.
-
-use clap::Parser;
-
-/// Benchmark and interoperability tester for CORBA ORBs over IIOP.
-#[derive(Debug, Parser)]
-#[command(version, about)]
-struct Cli {}
+//! `iiopbench`: parse the command line, run, exit with its status.
 
 fn main() {
-    let _ = Cli::parse();
+    std::process::exit(iiopbench::main_with_args(std::env::args_os()));
 }

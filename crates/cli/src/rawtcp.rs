@@ -1,0 +1,371 @@
+//! The physical baseline (E4.3): the same message sizes and patterns as the
+//! GIOP benchmarks, carried over plain TCP with a 12-byte frame header —
+//! the size of a GIOP header — and no marshalling at all.
+//!
+//! Frame: `RAWT` magic, one kind octet, three zero octets, u32 little-endian
+//! body length, then the body. Kinds: 0 sink (no reply), 1 echo (the whole
+//! frame comes back), 2 ack (a header with length 0 comes back), 3 stats (a
+//! header then u64 LE body bytes received on this connection so far).
+//!
+//! Both sides are plain blocking sockets on their own threads: the least
+//! work a byte can cost here, which is what a baseline is for.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::hist::Latency;
+
+/// Header size, equal to GIOP's.
+pub const HEADER: usize = 12;
+/// Largest body the server accepts.
+pub const MAX_BODY: usize = 512 << 20;
+
+/// What a frame asks of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Sink = 0,
+    Echo = 1,
+    Ack = 2,
+    Stats = 3,
+}
+
+fn header(kind: Kind, len: usize) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..4].copy_from_slice(b"RAWT");
+    h[4] = kind as u8;
+    h[8..].copy_from_slice(&(len as u32).to_le_bytes());
+    h
+}
+
+fn parse_header(h: &[u8; HEADER]) -> std::io::Result<(u8, usize)> {
+    if &h[..4] != b"RAWT" {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "bad raw-tcp magic",
+        ));
+    }
+    let len = u32::from_le_bytes(h[8..].try_into().expect("4 bytes")) as usize;
+    if len > MAX_BODY {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("raw-tcp frame of {len} bytes exceeds {MAX_BODY}"),
+        ));
+    }
+    Ok((h[4], len))
+}
+
+/// Socket options applied identically to both ends of every comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SocketOpts {
+    pub nodelay: bool,
+    pub sndbuf: Option<usize>,
+    pub rcvbuf: Option<usize>,
+}
+
+impl Default for SocketOpts {
+    fn default() -> Self {
+        SocketOpts {
+            nodelay: true,
+            sndbuf: None,
+            rcvbuf: None,
+        }
+    }
+}
+
+impl SocketOpts {
+    /// Apply to a connected socket.
+    pub fn apply(&self, s: &TcpStream) -> std::io::Result<()> {
+        s.set_nodelay(self.nodelay)?;
+        set_buf(s, libc::SO_SNDBUF, self.sndbuf)?;
+        set_buf(s, libc::SO_RCVBUF, self.rcvbuf)
+    }
+}
+
+/// Set SO_SNDBUF / SO_RCVBUF on any socket.
+pub fn set_buf(s: &impl AsRawFd, opt: libc::c_int, size: Option<usize>) -> std::io::Result<()> {
+    let Some(size) = size else { return Ok(()) };
+    let v = libc::c_int::try_from(size).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a valid fd and a pointer to a c_int of the given length.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A running raw-TCP server (sink / echo / ack / stats).
+#[derive(Debug)]
+pub struct RawServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl RawServer {
+    /// Listen on `addr` and serve on background threads, each pinned to
+    /// `cpus` when given.
+    pub fn start(
+        addr: &str,
+        opts: SocketOpts,
+        cpus: Option<Vec<usize>>,
+    ) -> anyhow::Result<RawServer> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("raw-tcp server cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        std::thread::Builder::new()
+            .name("raw-tcp-accept".into())
+            .spawn(move || {
+                if let Some(c) = &cpus {
+                    let _ = crate::sysinfo::pin_current_thread(c);
+                }
+                for conn in listener.incoming() {
+                    if stop2.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let cpus = cpus.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("raw-tcp-conn".into())
+                        .spawn(move || {
+                            if let Some(c) = &cpus {
+                                let _ = crate::sysinfo::pin_current_thread(c);
+                            }
+                            let _ = opts.apply(&conn);
+                            let _ = serve_conn(conn);
+                        });
+                }
+            })?;
+        Ok(RawServer { addr: local, stop })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+    }
+}
+
+/// Serve one connection until the peer closes it.
+fn serve_conn(mut s: TcpStream) -> std::io::Result<()> {
+    let mut h = [0u8; HEADER];
+    let mut body = Vec::new();
+    let mut received: u64 = 0;
+    loop {
+        match s.read_exact(&mut h) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        let (kind, len) = parse_header(&h)?;
+        body.resize(len, 0);
+        s.read_exact(&mut body)?;
+        received += len as u64;
+        match kind {
+            0 => {}
+            1 => {
+                // One write for header+body keeps the echo a single segment
+                // train, as a GIOP reply would be.
+                let mut out = Vec::with_capacity(HEADER + len);
+                out.extend_from_slice(&h);
+                out.extend_from_slice(&body);
+                s.write_all(&out)?;
+            }
+            2 => s.write_all(&header(Kind::Ack, 0))?,
+            3 => {
+                let mut out = header(Kind::Stats, 8).to_vec();
+                out.extend_from_slice(&received.to_le_bytes());
+                s.write_all(&out)?;
+            }
+            k => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("unknown raw-tcp kind {k}"),
+                ))
+            }
+        }
+    }
+}
+
+/// What a raw-TCP run measured.
+#[derive(Debug, Clone, Default)]
+pub struct RawRun {
+    pub calls: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Bytes the server says it received (stream mode).
+    pub server_bytes: Option<u64>,
+    pub latency: Latency,
+}
+
+/// A connected raw-TCP client.
+#[derive(Debug)]
+pub struct RawClient {
+    s: TcpStream,
+}
+
+impl RawClient {
+    /// Connect with a timeout and apply the socket options.
+    pub fn connect(
+        addr: SocketAddr,
+        opts: SocketOpts,
+        timeout: Duration,
+    ) -> anyhow::Result<RawClient> {
+        let s = TcpStream::connect_timeout(&addr, timeout)
+            .map_err(|e| anyhow::anyhow!("raw-tcp connect to {addr}: {e}"))?;
+        opts.apply(&s)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(RawClient { s })
+    }
+
+    /// Stream frames of `size` body bytes until `total` bytes are sent and
+    /// `min_duration` has passed (or `max_duration`), then ask the server
+    /// how much arrived. Time is taken after the server confirms.
+    pub fn stream(
+        &mut self,
+        size: usize,
+        total: u64,
+        min_duration: Duration,
+        max_duration: Duration,
+    ) -> anyhow::Result<RawRun> {
+        let mut frame = header(Kind::Sink, size).to_vec();
+        frame.extend((0..size).map(|i| (i * 7 + 3) as u8));
+        let before = self.stats()?;
+        let start = Instant::now();
+        let mut run = RawRun::default();
+        loop {
+            self.s.write_all(&frame)?;
+            run.calls += 1;
+            run.bytes += size as u64;
+            if (run.bytes >= total && start.elapsed() >= min_duration)
+                || start.elapsed() >= max_duration
+            {
+                break;
+            }
+        }
+        let after = self.stats()?;
+        run.seconds = start.elapsed().as_secs_f64();
+        run.server_bytes = Some(after - before);
+        Ok(run)
+    }
+
+    /// Ask the server for its received-bytes counter on this connection.
+    pub fn stats(&mut self) -> anyhow::Result<u64> {
+        self.s.write_all(&header(Kind::Stats, 0))?;
+        let mut h = [0u8; HEADER];
+        self.s.read_exact(&mut h)?;
+        let (_, len) = parse_header(&h)?;
+        anyhow::ensure!(len == 8, "raw-tcp stats reply of {len} bytes");
+        let mut b = [0u8; 8];
+        self.s.read_exact(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// Ping-pong: `warmup` unrecorded then `count` recorded round trips (or
+    /// until `duration`), each sending `size` bytes and getting them back
+    /// (`echo`) or getting an empty ack.
+    pub fn pingpong(
+        &mut self,
+        size: usize,
+        echo: bool,
+        warmup: u64,
+        count: u64,
+        duration: Option<Duration>,
+    ) -> anyhow::Result<RawRun> {
+        let kind = if echo { Kind::Echo } else { Kind::Ack };
+        let mut frame = header(kind, size).to_vec();
+        frame.extend((0..size).map(|i| (i * 7 + 3) as u8));
+        let reply_len = if echo { size } else { 0 };
+        let mut reply = vec![0u8; HEADER + reply_len];
+        let mut run = RawRun::default();
+        for _ in 0..warmup {
+            self.s.write_all(&frame)?;
+            self.s.read_exact(&mut reply)?;
+        }
+        let start = Instant::now();
+        while run.calls < count && duration.is_none_or(|d| start.elapsed() < d) {
+            let t0 = Instant::now();
+            self.s.write_all(&frame)?;
+            self.s.read_exact(&mut reply)?;
+            run.latency.record_ns(t0.elapsed().as_nanos() as u64);
+            run.calls += 1;
+            run.bytes += size as u64;
+        }
+        run.seconds = start.elapsed().as_secs_f64();
+        anyhow::ensure!(
+            !echo || reply[HEADER..] == frame[HEADER..],
+            "raw-tcp echo returned different bytes"
+        );
+        Ok(run)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_counts_every_byte() {
+        let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None).unwrap();
+        let mut c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        let r = c
+            .stream(1000, 50_000, Duration::ZERO, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(r.calls, 50);
+        assert_eq!(r.bytes, 50_000);
+        assert_eq!(r.server_bytes, Some(50_000));
+    }
+
+    #[test]
+    fn pingpong_records_each_call() {
+        let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None).unwrap();
+        let mut c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        let r = c.pingpong(100, true, 5, 200, None).unwrap();
+        assert_eq!(r.calls, 200);
+        assert_eq!(r.latency.len(), 200);
+        let r = c.pingpong(1, false, 0, 50, None).unwrap();
+        assert_eq!(r.latency.len(), 50);
+    }
+
+    #[test]
+    fn oversized_frame_closes_connection_only() {
+        let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None).unwrap();
+        let mut bad = TcpStream::connect(srv.addr()).unwrap();
+        let mut h = header(Kind::Sink, 0);
+        h[8..].copy_from_slice(&u32::MAX.to_le_bytes());
+        bad.write_all(&h).unwrap();
+        let mut buf = [0u8; 1];
+        bad.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(
+            bad.read(&mut buf).unwrap(),
+            0,
+            "server must close the connection"
+        );
+        let mut c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        assert_eq!(c.pingpong(8, true, 0, 3, None).unwrap().calls, 3);
+    }
+}

@@ -1,0 +1,488 @@
+//! The results file: a documented, versioned JSON schema
+//! (`docs/results-schema.md`) that every bench command writes, and the
+//! exporters over it (JSON, CSV). Exporters are pure functions from
+//! results to bytes; files are written atomically (temporary file, then
+//! rename) so a kill never leaves half a file behind.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::hist::LatencySummary;
+use crate::sysinfo::HostInfo;
+
+/// Bumped whenever a field changes meaning or disappears. Adding optional
+/// fields does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema_version: u32,
+    pub tool: Tool,
+    /// Which command produced it: `throughput`, `latency`, `connect`, `tcp`…
+    pub kind: String,
+    /// The command line, for rerunning.
+    pub command: Vec<String>,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    pub host: HostInfo,
+    pub target: TargetInfo,
+    pub placement: Placement,
+    /// Parameters common to every case (per-case ones are in `cases[].params`).
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub cases: Vec<Case>,
+    /// Least-squares fits over size sweeps: latency = a + b·bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fits: Vec<Fit>,
+    pub outcome: Outcome,
+}
+
+/// What measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    pub git_commit: String,
+}
+
+impl Tool {
+    /// This binary.
+    pub fn current() -> Self {
+        Tool {
+            name: "iiopbench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            git_commit: env!("IIOPBENCH_GIT_COMMIT").into(),
+        }
+    }
+}
+
+/// What was measured against.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    /// `embedded` (our server started by this run), `ior`, `corbaloc`,
+    /// `corbaname`, `raw-tcp`.
+    pub kind: String,
+    /// The reference as given (IOR strings shortened).
+    pub reference: String,
+    pub host: String,
+    pub port: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orb_type: Option<String>,
+    pub giop_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_sets: Option<String>,
+    /// For the embedded server: how it is isolated from the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<String>,
+    /// For our server: `typed` or `dynamic` skeleton.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skeleton: Option<String>,
+}
+
+/// Where client and server ran (CPU lists as given to the kernel).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub client_cpus: Vec<usize>,
+    /// Known when we started the server (embedded) or were told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpus: Option<Vec<usize>>,
+    /// `same-cpu`, `cross-cpu`, `overlapping` or `unknown`.
+    pub relation: String,
+}
+
+impl Placement {
+    /// Classify a client/server placement.
+    pub fn new(client_cpus: Vec<usize>, server_cpus: Option<Vec<usize>>) -> Self {
+        let relation = match &server_cpus {
+            None => "unknown",
+            Some(s) if *s == client_cpus && s.len() == 1 => "same-cpu",
+            Some(s) if s.iter().all(|c| !client_cpus.contains(c)) => "cross-cpu",
+            Some(_) => "overlapping",
+        }
+        .to_string();
+        Placement {
+            client_cpus,
+            server_cpus,
+            relation,
+        }
+    }
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Every planned case ran to the end.
+    pub complete: bool,
+    /// One line naming what stopped the run, when it did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One measured point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    /// Short human label, e.g. `oneway double 64KiB`.
+    pub name: String,
+    pub params: CaseParams,
+    pub calls: u64,
+    /// Payload bytes sent by the client.
+    pub bytes: u64,
+    pub seconds: f64,
+    pub calls_per_sec: f64,
+    /// Payload Mbit/s at the sender (10^6 bits).
+    pub throughput_mbps: f64,
+    /// Payload Mbit/s as counted by the server, when it reports counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_throughput_mbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencySummary>,
+    /// HdrHistogram V2 compressed, base64 (nanoseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    /// Error counts by kind (e.g. the exception's repository id).
+    pub errors: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFigures>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Overhead>,
+    /// Seconds spent per phase (marshal, write, wait, read, demarshal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<BTreeMap<String, f64>>,
+    /// This case's figure divided by the raw-TCP baseline's, same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Baseline>,
+    /// Experiment-specific figures (e.g. `littles_law`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// Per-case parameters; `type`, `size` and `mode` always present.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseParams {
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub size: u64,
+    pub mode: String,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+/// CPU cost of a case.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFigures {
+    pub client_user_s: f64,
+    pub client_sys_s: f64,
+    /// Client CPU seconds per MiB of payload.
+    pub client_s_per_mib: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_s: Option<f64>,
+}
+
+/// Protocol bytes beyond the payload, per call (E3.4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    pub request_bytes: f64,
+    pub reply_bytes: f64,
+}
+
+/// Ratio to the raw-TCP baseline measured in the same run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Which figure: `throughput` or `p50`.
+    pub metric: String,
+    pub baseline_value: f64,
+    /// case / baseline for throughput; case / baseline for latency.
+    pub ratio: f64,
+}
+
+/// latency_us(mean) = a + b·bytes over a size sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    pub label: String,
+    /// Intercept, µs.
+    pub a_us: f64,
+    /// Slope, µs per byte.
+    pub b_us_per_byte: f64,
+    /// 1/b in MB/s (10^6 bytes per second); infinite slope-free fits omit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inv_b_mbytes_per_s: Option<f64>,
+    pub r2: f64,
+    pub points: usize,
+}
+
+/// Least squares y = a + b·x. None with fewer than two distinct x.
+pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let ss_tot: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let ss_res: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
+    let r2 = if ss_tot == 0.0 {
+        1.0
+    } else {
+        1.0 - ss_res / ss_tot
+    };
+    Some((a, b, r2))
+}
+
+impl Fit {
+    /// Fit mean latency (µs) against bytes.
+    pub fn from_points(label: &str, points: &[(f64, f64)]) -> Option<Fit> {
+        let (a, b, r2) = fit_line(points)?;
+        Some(Fit {
+            label: label.to_string(),
+            a_us: a,
+            b_us_per_byte: b,
+            inv_b_mbytes_per_s: (b > 0.0).then(|| 1.0 / b),
+            r2,
+            points: points.len(),
+        })
+    }
+}
+
+/// RFC 3339 UTC timestamp of now, without a date-time dependency.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    (y, m, d)
+}
+
+/// JSON text of the results.
+pub fn to_json(r: &Results) -> String {
+    serde_json::to_string_pretty(r).expect("results serialize") + "\n"
+}
+
+/// CSV: one row per case, the stable scalar fields.
+pub fn to_csv(r: &Results) -> String {
+    let mut out = String::from(
+        "name,type,size,mode,calls,bytes,seconds,calls_per_sec,throughput_mbps,receiver_throughput_mbps,\
+         lat_min_us,lat_mean_us,lat_p50_us,lat_p90_us,lat_p99_us,lat_p999_us,lat_max_us,errors\n",
+    );
+    for c in &r.cases {
+        let l = c.latency_us.unwrap_or_default();
+        let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
+        let errors: u64 = c.errors.values().sum();
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{:.6},{:.1},{:.3},{},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{}\n",
+            csv_field(&c.name),
+            csv_field(&c.params.ty),
+            c.params.size,
+            csv_field(&c.params.mode),
+            c.calls,
+            c.bytes,
+            c.seconds,
+            c.calls_per_sec,
+            c.throughput_mbps,
+            opt(c.receiver_throughput_mbps),
+            l.min,
+            l.mean,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.p999,
+            l.max,
+            errors
+        ));
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Write `contents` to `path` atomically (`-` is stdout).
+pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        std::io::stdout().write_all(contents.as_bytes())?;
+        return Ok(());
+    }
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(d) = dir {
+        std::fs::create_dir_all(d)?;
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| anyhow::anyhow!("{} is not a file path", path.display()))?;
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res.map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
+}
+
+/// Read a results file, checking the schema version.
+pub fn read(path: &Path) -> anyhow::Result<Results> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
+    let r: Results = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{} is not an iiopbench results file: {e}", path.display()))?;
+    anyhow::ensure!(
+        r.schema_version <= SCHEMA_VERSION,
+        "{} has schema version {}, newer than this iiopbench ({SCHEMA_VERSION})",
+        path.display(),
+        r.schema_version
+    );
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Results {
+        let mut errors = BTreeMap::new();
+        errors.insert("IDL:omg.org/CORBA/TRANSIENT:1.0".to_string(), 2);
+        Results {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::current(),
+            kind: "throughput".into(),
+            command: vec!["iiopbench".into(), "bench".into()],
+            started_at: now_rfc3339(),
+            host: HostInfo::default(),
+            target: TargetInfo {
+                kind: "embedded".into(),
+                ..Default::default()
+            },
+            placement: Placement::new(vec![0], Some(vec![1])),
+            params: BTreeMap::new(),
+            cases: vec![Case {
+                name: "oneway, long".into(),
+                params: CaseParams {
+                    ty: "long".into(),
+                    size: 1024,
+                    mode: "oneway".into(),
+                    extra: BTreeMap::new(),
+                },
+                calls: 10,
+                bytes: 10240,
+                seconds: 0.5,
+                errors,
+                ..Default::default()
+            }],
+            fits: vec![],
+            outcome: Outcome {
+                complete: true,
+                failure: None,
+            },
+        }
+    }
+
+    #[test]
+    fn stable_field_names() {
+        let v: serde_json::Value = serde_json::from_str(&to_json(&sample())).unwrap();
+        for k in [
+            "schema_version",
+            "tool",
+            "target",
+            "cases",
+            "host",
+            "placement",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        let c = &v["cases"][0];
+        assert_eq!(c["params"]["type"], "long");
+        assert_eq!(c["params"]["size"], 1024);
+        assert_eq!(c["params"]["mode"], "oneway");
+        for k in ["calls", "bytes", "seconds", "throughput_mbps", "errors"] {
+            assert!(c.get(k).is_some(), "missing {k}");
+        }
+        assert_eq!(v["placement"]["relation"], "cross-cpu");
+    }
+
+    #[test]
+    fn json_round_trip_and_csv_quoting() {
+        let r = sample();
+        let back: Results = serde_json::from_str(&to_json(&r)).unwrap();
+        assert_eq!(back, r);
+        let csv = to_csv(&r);
+        assert_eq!(csv.lines().count(), 2);
+        assert!(csv
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("\"oneway, long\",long,1024,oneway,10,10240,"));
+    }
+
+    #[test]
+    fn fit_recovers_a_line() {
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|i| (i as f64 * 100.0, 20.0 + 0.5 * i as f64 * 100.0))
+            .collect();
+        let f = Fit::from_points("x", &pts).unwrap();
+        assert!((f.a_us - 20.0).abs() < 1e-9 && (f.b_us_per_byte - 0.5).abs() < 1e-12);
+        assert!((f.r2 - 1.0).abs() < 1e-12);
+        assert!(fit_line(&[(1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_413), (2025, 11, 21));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let dir = std::env::temp_dir().join(format!("iiopbench-test-{}", std::process::id()));
+        let p = dir.join("r.json");
+        write_atomic(&p, "first").unwrap();
+        write_atomic(&p, "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "second");
+        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

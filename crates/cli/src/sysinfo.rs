@@ -1,0 +1,185 @@
+//! What the machine is and where we run on it: CPU model, cores, kernel,
+//! process CPU time (rusage), and CPU placement (affinity), which moves
+//! loopback latency more than any ORB does and so goes into every result.
+
+use serde::{Deserialize, Serialize};
+
+/// The host a run happened on (`host` in the results schema).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub cores: usize,
+    pub kernel: String,
+    pub os: String,
+}
+
+impl HostInfo {
+    /// Read from /proc and uname.
+    pub fn current() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("model name")
+                    .and_then(|r| r.split(':').nth(1))
+            })
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into())
+        };
+        HostInfo {
+            hostname: read("/proc/sys/kernel/hostname"),
+            cpu_model,
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            kernel: read("/proc/sys/kernel/osrelease"),
+            os: std::env::consts::OS.to_string(),
+        }
+    }
+}
+
+/// User and system CPU seconds of this process so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub user: f64,
+    pub sys: f64,
+}
+
+impl CpuTime {
+    /// getrusage(RUSAGE_SELF).
+    pub fn now() -> Self {
+        // SAFETY: getrusage writes into the zeroed struct we own.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+            ru
+        };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        CpuTime {
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+        }
+    }
+
+    /// CPU used between `earlier` and `self`.
+    pub fn since(self, earlier: CpuTime) -> CpuTime {
+        CpuTime {
+            user: (self.user - earlier.user).max(0.0),
+            sys: (self.sys - earlier.sys).max(0.0),
+        }
+    }
+
+    /// user + sys.
+    pub fn total(self) -> f64 {
+        self.user + self.sys
+    }
+}
+
+/// Parse a CPU list as taskset takes it: `0`, `0,1`, `0-3`, `0-1,4`.
+pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse()?, b.trim().parse()?);
+                anyhow::ensure!(a <= b && b < 1024, "bad CPU range {part:?}");
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse()?),
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "empty CPU list {s:?}");
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The CPUs the calling thread may run on.
+pub fn current_affinity() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the cpu_set_t we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Restrict the calling thread (and threads it creates afterwards) to
+/// `cpus`, like `taskset`.
+pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
+    // SAFETY: we build a cpu_set_t we own and pass its exact size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            anyhow::ensure!(c < libc::CPU_SETSIZE as usize, "CPU {c} out of range");
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            anyhow::bail!(
+                "cannot pin to CPUs {cpus:?}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Format a CPU list compactly for humans (`0-1,3`).
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpu_list("1,0,1").unwrap(), vec![0, 1]);
+        assert!(parse_cpu_list("2-1").is_err());
+        assert!(parse_cpu_list("").is_err());
+        assert_eq!(format_cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+    }
+
+    #[test]
+    fn host_and_cpu_are_read() {
+        let h = HostInfo::current();
+        assert!(h.cores >= 1);
+        assert_ne!(h.kernel, "unknown");
+        let t0 = CpuTime::now();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        assert!(CpuTime::now().since(t0).total() >= 0.0);
+        assert!(!current_affinity().is_empty());
+    }
+}
