@@ -1,20 +1,76 @@
 //! iiopbench as a library: the command-line options and `run()` live here so
 //! that tests drive the whole CLI in-process against loopback servers (as
-//! oha does). `main.rs` only parses and calls [`run`].
+//! oha does). `main.rs` only calls [`main_with_args`].
+//!
+//! Modules: [`opts`] (clap structs), one `cmd_*` module per command, and
+//! the shared measurement pieces: [`hist`] (HDR histograms), [`results`]
+//! (the JSON schema and exporters), [`output`] (human tables and files),
+//! [`sysinfo`] / [`placement`] (host, CPU time, pinning), [`rawtcp`] (the
+//! physical baseline), [`units`] (sizes, sweeps, durations).
 
+pub mod cmd_serve;
+pub mod cmd_tcp;
+pub mod context;
 pub mod hist;
+pub mod interrupt;
+pub mod opts;
+pub mod output;
+pub mod placement;
 pub mod rawtcp;
 pub mod results;
 pub mod sysinfo;
 pub mod table;
 pub mod units;
 
-/// Entry point used by `main`: returns the process exit status.
+use clap::Parser;
+
+use opts::{BenchCommand, Cli, Command};
+
+/// Run a parsed command line; returns the exit status. Benchmarks that
+/// fail half-way still write what they measured, then name the failure
+/// in one line on stderr and return 1.
+pub fn run(cli: Cli) -> i32 {
+    interrupt::install();
+    let outcome = match cli.command {
+        Command::Bench(BenchCommand::Tcp(o)) => {
+            let (r, err) = cmd_tcp::run(&o);
+            finish(&r, &o.output, err)
+        }
+        Command::Serve(o) => cmd_serve::run(&o),
+    };
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("iiopbench: {e:#}");
+            1
+        }
+    }
+}
+
+fn finish(
+    r: &results::Results,
+    o: &opts::OutputOpts,
+    err: Option<anyhow::Error>,
+) -> anyhow::Result<()> {
+    let written = output::emit(r, o);
+    match (err, written) {
+        (Some(e), _) => Err(e),
+        (None, w) => w,
+    }
+}
+
+/// Entry point used by `main`: parse `args` and run; returns the exit status.
 pub fn main_with_args<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let _ = args.into_iter().count();
-    0
+    match Cli::try_parse_from(args) {
+        Ok(cli) => run(cli),
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            code
+        }
+    }
 }

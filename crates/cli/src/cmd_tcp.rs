@@ -1,0 +1,153 @@
+//! `iiopbench bench tcp`: the raw-TCP baseline (E4.3), and the helper that
+//! other commands use to measure the same baseline in their own run.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::context::{new_results, param};
+use crate::opts::{TcpOpts, TcpPattern};
+use crate::placement::Cpus;
+use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts};
+use crate::results::{Case, CaseParams, Results, TargetInfo};
+use crate::units::format_size;
+
+/// Stream-mode case from a raw run.
+pub fn stream_case(run: &RawRun, size: u64) -> Case {
+    let mut c = base_case(run, size, "stream");
+    c.receiver_throughput_mbps = run.server_bytes.map(|b| mbps(b, run.seconds));
+    c
+}
+
+/// Ping-pong case from a raw run.
+pub fn pingpong_case(run: &RawRun, size: u64) -> Case {
+    let mut c = base_case(run, size, "pingpong");
+    c.latency_us = Some(run.latency.summary());
+    c.histogram = Some(run.latency.to_base64());
+    c
+}
+
+fn base_case(run: &RawRun, size: u64, mode: &str) -> Case {
+    Case {
+        name: format!("tcp {mode} {}", format_size(size)),
+        params: CaseParams {
+            ty: "octet".into(),
+            size,
+            mode: mode.into(),
+            extra: Default::default(),
+        },
+        calls: run.calls,
+        bytes: run.bytes,
+        seconds: run.seconds,
+        calls_per_sec: run.calls as f64 / run.seconds.max(1e-9),
+        throughput_mbps: mbps(run.bytes, run.seconds),
+        ..Default::default()
+    }
+}
+
+/// Payload megabits per second.
+pub fn mbps(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 * 8.0 / seconds.max(1e-9) / 1e6
+}
+
+fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
+    target
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("cannot resolve raw-tcp target {target}: {e}"))?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("raw-tcp target {target} resolves to nothing"))
+}
+
+/// Run `bench tcp`; always returns the results (possibly partial) and the
+/// error that stopped it, if any.
+pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
+    let cpus = match Cpus::resolve(&o.placement) {
+        Ok(c) => c,
+        Err(e) => return (empty(o), Some(e)),
+    };
+    let sock = o.socket.raw();
+    let mut embedded = None;
+    let addr = match &o.target {
+        Some(t) => resolve(t),
+        None => RawServer::start("127.0.0.1:0", sock, cpus.server.clone()).map(|s| {
+            let a = s.addr();
+            embedded = Some(s);
+            a
+        }),
+    };
+    let target = TargetInfo {
+        kind: if embedded.is_some() {
+            "embedded-raw-tcp"
+        } else {
+            "raw-tcp"
+        }
+        .into(),
+        reference: o.target.clone().unwrap_or_else(|| "embedded".into()),
+        host: addr
+            .as_ref()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default(),
+        port: addr.as_ref().map(|a| a.port()).unwrap_or(0),
+        isolation: embedded
+            .as_ref()
+            .map(|_| "in-process raw-TCP server on its own threads (blocking sockets)".to_string()),
+        ..Default::default()
+    };
+    let mut r = new_results("tcp", target, cpus.record(embedded.is_some()));
+    fill_params(&mut r, o);
+    let addr = match addr {
+        Ok(a) => a,
+        Err(e) => return (r, Some(e)),
+    };
+    if let Err(e) = cpus.pin_client() {
+        return (r, Some(e));
+    }
+    let err = measure(o, addr, sock, &mut r.cases).err();
+    r.outcome.complete = err.is_none();
+    r.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    drop(embedded);
+    (r, err)
+}
+
+fn empty(o: &TcpOpts) -> Results {
+    let mut r = new_results("tcp", TargetInfo::default(), Default::default());
+    fill_params(&mut r, o);
+    r
+}
+
+fn fill_params(r: &mut Results, o: &TcpOpts) {
+    param(&mut r.params, "nodelay", o.socket.nodelay);
+    param(&mut r.params, "sndbuf", o.socket.sndbuf);
+    param(&mut r.params, "rcvbuf", o.socket.rcvbuf);
+    param(&mut r.params, "total", o.total);
+    param(
+        &mut r.params,
+        "min_duration_s",
+        o.min_duration.as_secs_f64(),
+    );
+    param(&mut r.params, "count", o.count);
+    param(&mut r.params, "warmup", o.warmup);
+}
+
+fn measure(
+    o: &TcpOpts,
+    addr: SocketAddr,
+    sock: SocketOpts,
+    cases: &mut Vec<Case>,
+) -> anyhow::Result<()> {
+    let max = o.min_duration.max(Duration::from_secs(1)) * 30;
+    for &size in &o.size.0 {
+        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
+            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
+            let run = c.stream(size as usize, o.total, o.min_duration, max)?;
+            cases.push(stream_case(&run, size));
+        }
+        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
+            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
+            let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
+            cases.push(pingpong_case(&run, size));
+        }
+    }
+    Ok(())
+}

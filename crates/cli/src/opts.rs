@@ -1,0 +1,165 @@
+//! Command-line options, parsed into typed structs before anything runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::units::{parse_duration, parse_size, parse_sizes};
+
+/// Benchmark and interoperability tester for CORBA ORBs over IIOP.
+#[derive(Debug, Parser)]
+#[command(name = "iiopbench", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a benchmark.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+    /// Serve the benchmark interface (or the raw-TCP baseline).
+    Serve(ServeOpts),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The physical baseline: the same sizes and patterns over plain TCP
+    /// with a 12-byte frame header and no marshalling (E4.3).
+    Tcp(TcpOpts),
+}
+
+/// Where the client and an embedded server run.
+#[derive(Debug, Clone, Args)]
+pub struct PlacementOpts {
+    /// Shortcut placement for client and embedded server: `same` (both on
+    /// CPU 0), `cross` (client 0, server 1) or `none` (wherever the kernel
+    /// puts them).
+    #[arg(long, value_enum, default_value_t = Pin::None)]
+    pub pin: Pin,
+    /// Pin the client to these CPUs (taskset syntax, e.g. `0` or `0-1`);
+    /// overrides --pin.
+    #[arg(long, value_name = "CPUS")]
+    pub client_cpus: Option<String>,
+    /// Pin the embedded server to these CPUs; overrides --pin.
+    #[arg(long, value_name = "CPUS")]
+    pub server_cpus: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Pin {
+    None,
+    Same,
+    Cross,
+}
+
+/// Socket options, applied the same way to both ends we control.
+#[derive(Debug, Clone, Args)]
+pub struct SocketArgs {
+    /// TCP_NODELAY (Nagle off) on every connection.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub nodelay: bool,
+    /// SO_SNDBUF in bytes (e.g. 256KiB); kernel default when absent.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub sndbuf: Option<u64>,
+    /// SO_RCVBUF in bytes; kernel default when absent.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub rcvbuf: Option<u64>,
+}
+
+/// Where results go.
+#[derive(Debug, Clone, Args)]
+pub struct OutputOpts {
+    /// Write the results as JSON (docs/results-schema.md); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per case.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (one histogram per case).
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+    /// No progress and no table (errors still go to stderr).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TcpPattern {
+    /// One-way stream of frames, confirmed by the server's byte count.
+    Stream,
+    /// Request/reply of the same size (echo).
+    Pingpong,
+    /// Both.
+    Both,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TcpOpts {
+    /// A raw-TCP server (`iiopbench serve --raw-tcp`) as HOST:PORT; the
+    /// embedded one when absent.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub target: Option<String>,
+    /// Which pattern to run.
+    #[arg(long, value_enum, default_value_t = TcpPattern::Both)]
+    pub pattern: TcpPattern,
+    /// Payload bytes per message: a size, a list or a doubling range
+    /// (`1KiB..128KiB`).
+    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB")]
+    pub size: Sizes,
+    /// Stream: bytes to send per point (at least).
+    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    pub total: u64,
+    /// Stream: minimum duration per point.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub min_duration: Duration,
+    /// Ping-pong: round trips per point.
+    #[arg(long, default_value_t = 10_000)]
+    pub count: u64,
+    /// Ping-pong: unrecorded round trips first.
+    #[arg(long, default_value_t = 1_000)]
+    pub warmup: u64,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementOpts,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeOpts {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+    pub listen: String,
+    /// Serve the raw-TCP baseline (sink/echo) on this address instead of
+    /// GIOP (`bench tcp --target` talks to it).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub raw_tcp: Option<String>,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    /// Pin the server to these CPUs (taskset syntax).
+    #[arg(long, value_name = "CPUS")]
+    pub cpus: Option<String>,
+}
+
+/// A list of payload sizes (a sweep).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizes(pub Vec<u64>);
+
+fn parse_size_list(s: &str) -> Result<Sizes, crate::units::ParseError> {
+    parse_sizes(s).map(Sizes)
+}
+
+impl SocketArgs {
+    /// As raw-TCP socket options.
+    pub fn raw(&self) -> crate::rawtcp::SocketOpts {
+        crate::rawtcp::SocketOpts {
+            nodelay: self.nodelay,
+            sndbuf: self.sndbuf.map(|v| v as usize),
+            rcvbuf: self.rcvbuf.map(|v| v as usize),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Turning [`Results`] into what people and scripts read: the human table
+//! on stdout, and the JSON / CSV / interval-log files. Everything here is
+//! a pure function of the results except the final writes.
+
+use std::time::Duration;
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+
+use crate::hist::Latency;
+use crate::opts::OutputOpts;
+use crate::results::{self, Results};
+use crate::table::{micros, num, Table};
+use crate::units::format_size;
+
+/// The human summary: a header line saying what ran where, then one table
+/// row per case, then fits and the failure line if any.
+pub fn human(r: &Results) -> String {
+    let mut out = String::new();
+    let t = &r.target;
+    out.push_str(&format!(
+        "iiopbench {} {} — target: {} {}:{}{}{}\n",
+        r.kind,
+        r.tool.version,
+        t.kind,
+        t.host,
+        t.port,
+        t.orb_type
+            .as_deref()
+            .map(|o| format!(" ({o})"))
+            .unwrap_or_default(),
+        if t.giop_version.is_empty() {
+            String::new()
+        } else {
+            format!(", GIOP {}", t.giop_version)
+        }
+    ));
+    if let Some(iso) = &t.isolation {
+        out.push_str(&format!("  server: {iso}\n"));
+    }
+    let p = &r.placement;
+    out.push_str(&format!(
+        "  placement: client CPUs {}, server CPUs {} ({})\n",
+        crate::sysinfo::format_cpu_list(&p.client_cpus),
+        p.server_cpus
+            .as_deref()
+            .map(crate::sysinfo::format_cpu_list)
+            .unwrap_or_else(|| "?".into()),
+        p.relation
+    ));
+    let has_lat = r.cases.iter().any(|c| c.latency_us.is_some());
+    let has_recv = r.cases.iter().any(|c| c.receiver_throughput_mbps.is_some());
+    let has_base = r.cases.iter().any(|c| c.baseline.is_some());
+    let mut header = vec!["case", "size", "calls", "time", "calls/s", "Mbit/s"];
+    if has_recv {
+        header.push("recv Mbit/s");
+    }
+    if has_lat {
+        header.extend(["mean ± σ", "p50", "p99", "p99.9", "max"]);
+    }
+    if has_base {
+        header.push("vs tcp");
+    }
+    header.push("errors");
+    let mut tab = Table::new(header);
+    for c in &r.cases {
+        let mut row = vec![
+            c.name.clone(),
+            format_size(c.params.size),
+            c.calls.to_string(),
+            format!("{} s", num(c.seconds)),
+            num(c.calls_per_sec),
+            num(c.throughput_mbps),
+        ];
+        if has_recv {
+            row.push(
+                c.receiver_throughput_mbps
+                    .map(num)
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        if has_lat {
+            match &c.latency_us {
+                Some(l) => row.extend([
+                    format!("{} ± {}", micros(l.mean), micros(l.stdev)),
+                    micros(l.p50),
+                    micros(l.p99),
+                    micros(l.p999),
+                    micros(l.max),
+                ]),
+                None => row.extend(std::iter::repeat_n("-".to_string(), 5)),
+            }
+        }
+        if has_base {
+            row.push(
+                c.baseline
+                    .as_ref()
+                    .map(|b| format!("{:.2}x {}", b.ratio, b.metric))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        let errors: u64 = c.errors.values().sum();
+        row.push(errors.to_string());
+        tab.row(row);
+    }
+    out.push_str(&tab.render());
+    for f in &r.fits {
+        out.push_str(&format!(
+            "  fit {}: latency = {} + {:.5} µs/byte{} (R² {:.3}, {} points)\n",
+            f.label,
+            micros(f.a_us),
+            f.b_us_per_byte,
+            f.inv_b_mbytes_per_s
+                .map(|v| format!(", 1/b = {} MB/s", num(v)))
+                .unwrap_or_default(),
+            f.r2,
+            f.points
+        ));
+    }
+    for c in &r.cases {
+        for (kind, n) in &c.errors {
+            out.push_str(&format!("  {}: {n} × {kind}\n", c.name));
+        }
+    }
+    if let Some(f) = &r.outcome.failure {
+        out.push_str(&format!("  INCOMPLETE: {f}\n"));
+    }
+    out
+}
+
+/// HdrHistogram interval log, one interval per case that has a histogram.
+pub fn hlog(r: &Results) -> anyhow::Result<String> {
+    let mut buf = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    {
+        let mut w = IntervalLogWriterBuilder::new()
+            .add_comment(&format!("iiopbench {} {}", r.kind, r.started_at))
+            .add_comment("values in nanoseconds")
+            .with_max_value_divisor(1e3)
+            .begin_log_with(&mut buf, &mut ser)?;
+        let mut start = Duration::ZERO;
+        for c in &r.cases {
+            let Some(h) = &c.histogram else { continue };
+            let l = Latency::from_base64(h)?;
+            let tag: String = c
+                .name
+                .chars()
+                .map(|ch| {
+                    if matches!(ch, ',' | ' ' | '\r' | '\n') {
+                        '_'
+                    } else {
+                        ch
+                    }
+                })
+                .collect();
+            let dur = Duration::from_secs_f64(c.seconds.max(0.0));
+            w.write_histogram(l.inner(), start, dur, Tag::new(&tag))
+                .map_err(|e| anyhow::anyhow!("interval log: {e:?}"))?;
+            start += dur;
+        }
+    }
+    Ok(String::from_utf8(buf)?)
+}
+
+/// Print (unless quiet) and write every requested file.
+pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
+    if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", human(r));
+    }
+    if let Some(p) = &o.json {
+        results::write_atomic(p, &results::to_json(r))?;
+    }
+    if let Some(p) = &o.csv {
+        results::write_atomic(p, &results::to_csv(r))?;
+    }
+    if let Some(p) = &o.hlog {
+        results::write_atomic(p, &hlog(r)?)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! Black-box: `iiopbench bench tcp` run in-process against the embedded and
+//! an external raw-TCP server; exact counts asserted from the JSON.
+
+use std::path::PathBuf;
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("iiopbench-{}-{name}", std::process::id()))
+}
+
+fn run(args: &[&str]) -> i32 {
+    iiopbench::main_with_args(std::iter::once("iiopbench").chain(args.iter().copied()))
+}
+
+#[test]
+fn embedded_stream_and_pingpong_counts_are_exact() {
+    let json = tmp("tcp.json");
+    let csv = tmp("tcp.csv");
+    let hlog = tmp("tcp.hlog");
+    let code = run(&[
+        "bench",
+        "tcp",
+        "--size",
+        "1KiB,4KiB",
+        "--total",
+        "64KiB",
+        "--min-duration",
+        "0s",
+        "--count",
+        "300",
+        "--warmup",
+        "10",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["kind"], "tcp");
+    assert_eq!(v["outcome"]["complete"], true);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    // stream 1KiB: exactly 64 frames of 1024 bytes, all confirmed by the server
+    assert_eq!(cases[0]["params"]["mode"], "stream");
+    assert_eq!(cases[0]["calls"], 64);
+    assert_eq!(cases[0]["bytes"], 65536);
+    assert_eq!(
+        cases[0]["throughput_mbps"],
+        cases[0]["receiver_throughput_mbps"]
+    );
+    assert_eq!(cases[1]["params"]["mode"], "pingpong");
+    assert_eq!(cases[1]["calls"], 300);
+    assert_eq!(cases[1]["bytes"], 300 * 1024);
+    assert!(cases[1]["latency_us"]["p50"].as_f64().unwrap() > 0.0);
+    assert_eq!(cases[2]["calls"], 16);
+    let h = iiopbench::hist::Latency::from_base64(cases[3]["histogram"].as_str().unwrap()).unwrap();
+    assert_eq!(h.len(), 300);
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 5);
+    let log = std::fs::read_to_string(&hlog).unwrap();
+    assert_eq!(log.lines().filter(|l| l.starts_with("Tag=")).count(), 2);
+    for p in [json, csv, hlog] {
+        std::fs::remove_file(p).unwrap();
+    }
+}
+
+#[test]
+fn external_target_that_is_down_fails_with_partial_results() {
+    let json = tmp("down.json");
+    // Bind then drop to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("127.0.0.1:{port}");
+    let code = run(&[
+        "bench",
+        "tcp",
+        "--target",
+        &target,
+        "--size",
+        "1KiB",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["outcome"]["complete"], false);
+    assert!(v["outcome"]["failure"]
+        .as_str()
+        .unwrap()
+        .contains("connect"));
+    assert_eq!(v["cases"].as_array().unwrap().len(), 0);
+    std::fs::remove_file(json).unwrap();
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    assert_eq!(run(&["bench", "tcp", "--size", "lots"]), 2);
+    assert_eq!(run(&["bench", "tcp", "--pin", "sideways"]), 2);
+}
