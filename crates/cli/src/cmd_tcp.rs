@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::context::{new_results, param};
 use crate::opts::{TcpOpts, TcpPattern};
 use crate::placement::Cpus;
+use crate::progress::Progress;
 use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts};
 use crate::results::{Case, CaseParams, Results, TargetInfo};
 use crate::units::format_size;
@@ -135,18 +136,23 @@ fn measure(
     cases: &mut Vec<Case>,
 ) -> anyhow::Result<()> {
     let max = o.min_duration.max(Duration::from_secs(1)) * 30;
+    let progress = Progress::new(o.output.quiet);
     for &size in &o.size.0 {
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
+            let p = progress.case(&format!("tcp stream {}", format_size(size)));
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
             let run = c.stream(size as usize, o.total, o.min_duration, max)?;
             cases.push(stream_case(&run, size));
+            p.done();
         }
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
+            let p = progress.case(&format!("tcp pingpong {}", format_size(size)));
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
             let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
             cases.push(pingpong_case(&run, size));
+            p.done();
         }
     }
     Ok(())

@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod opts;
 pub mod output;
 pub mod placement;
+pub mod progress;
 pub mod rawtcp;
 pub mod results;
 pub mod sysinfo;
