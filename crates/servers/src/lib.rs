@@ -1,3 +1,5 @@
 //! The benchmark interface of `fixtures/idl/bench.idl`: our reference
 //! server (typed and dynamic skeletons) and, beside it in this directory,
 //! the same interface for vendor ORBs (omniORB, JacORB, omniORBpy, TAO).
+
+pub mod bench;

@@ -1,0 +1,223 @@
+//! The objects and operations of bench.idl, resolved from what arrives on
+//! the wire (object key, operation name) to small enums, once per request,
+//! with one hash lookup.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::elements::{CallMode, Elem};
+
+/// Number of `Bench::Single` objects (keys `Single0` … `Single499`).
+pub const SINGLES: u32 = 500;
+
+/// Repository ids of the interfaces.
+pub const PERF_ID: &str = "IDL:Bench/Perf:1.0";
+pub const DISPATCH50_ID: &str = "IDL:Bench/Dispatch50:1.0";
+pub const DISPATCH500_ID: &str = "IDL:Bench/Dispatch500:1.0";
+pub const SINGLE_ID: &str = "IDL:Bench/Single:1.0";
+pub const OBJECT_ID: &str = "IDL:omg.org/CORBA/Object:1.0";
+
+/// One of bench.idl's objects, from its object key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Object {
+    /// Key `Bench`.
+    Perf,
+    /// Key `Dispatch50`.
+    Dispatch50,
+    /// Key `Dispatch500`.
+    Dispatch500,
+    /// Key `Single<i>`.
+    Single(u32),
+}
+
+impl Object {
+    /// Resolve an object key; `None` for keys we do not serve.
+    pub fn from_key(key: &[u8]) -> Option<Object> {
+        match key {
+            b"Bench" => Some(Object::Perf),
+            b"Dispatch50" => Some(Object::Dispatch50),
+            b"Dispatch500" => Some(Object::Dispatch500),
+            _ => {
+                let rest = key.strip_prefix(b"Single")?;
+                if rest.is_empty() || rest.len() > 3 || (rest.len() > 1 && rest[0] == b'0') {
+                    return None;
+                }
+                let n = std::str::from_utf8(rest).ok()?.parse::<u32>().ok()?;
+                (n < SINGLES).then_some(Object::Single(n))
+            }
+        }
+    }
+
+    /// The object key.
+    pub fn key(self) -> Vec<u8> {
+        match self {
+            Object::Perf => b"Bench".to_vec(),
+            Object::Dispatch50 => b"Dispatch50".to_vec(),
+            Object::Dispatch500 => b"Dispatch500".to_vec(),
+            Object::Single(i) => format!("Single{i}").into_bytes(),
+        }
+    }
+
+    /// The most derived interface's repository id.
+    pub fn repo_id(self) -> &'static str {
+        match self {
+            Object::Perf => PERF_ID,
+            Object::Dispatch50 => DISPATCH50_ID,
+            Object::Dispatch500 => DISPATCH500_ID,
+            Object::Single(_) => SINGLE_ID,
+        }
+    }
+
+    /// `_is_a`: the interface itself or CORBA::Object.
+    pub fn is_a(self, id: &str) -> bool {
+        id == self.repo_id() || id == OBJECT_ID
+    }
+
+    /// Resolve an operation name on this object.
+    pub fn op(self, name: &str) -> Option<Op> {
+        if let Some(op) = builtin(name) {
+            return Some(op);
+        }
+        match self {
+            Object::Perf => perf_ops().get(name).copied(),
+            Object::Dispatch50 => method_index(name, 2, 50),
+            Object::Dispatch500 => method_index(name, 3, 500),
+            Object::Single(_) => (name == "op").then_some(Op::Noop(0)),
+        }
+    }
+}
+
+/// An operation of bench.idl (or of CORBA::Object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `_is_a(in string id)`.
+    IsA,
+    /// `_non_existent()` (and the pre-2.3 spelling `_not_existent`).
+    NonExistent,
+    /// `_interface()`: we have no Interface Repository.
+    Interface,
+    /// `_repository_id()` (CORBA 3).
+    RepositoryId,
+    Ping,
+    Reset,
+    GetStats,
+    Mark,
+    Work,
+    GetSingle,
+    PassCd,
+    PassBoth,
+    PassChars,
+    PassDoubles,
+    /// A payload operation.
+    Payload(Elem, CallMode),
+    /// A no-op dispatch method (`m00` … / `op`), with its position.
+    Noop(u16),
+}
+
+impl Op {
+    /// Whether the operation is declared oneway in bench.idl.
+    pub fn is_oneway(self) -> bool {
+        matches!(self, Op::Mark | Op::Payload(_, CallMode::Oneway))
+    }
+}
+
+fn builtin(name: &str) -> Option<Op> {
+    Some(match name {
+        "_is_a" => Op::IsA,
+        "_non_existent" | "_not_existent" => Op::NonExistent,
+        "_interface" => Op::Interface,
+        "_repository_id" => Op::RepositoryId,
+        _ => return None,
+    })
+}
+
+fn method_index(name: &str, digits: usize, n: u16) -> Option<Op> {
+    let d = name.strip_prefix('m')?;
+    if d.len() != digits || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let i: u16 = d.parse().ok()?;
+    (i < n).then_some(Op::Noop(i))
+}
+
+fn perf_ops() -> &'static HashMap<String, Op> {
+    static OPS: OnceLock<HashMap<String, Op>> = OnceLock::new();
+    OPS.get_or_init(|| {
+        let mut m = HashMap::new();
+        for (name, op) in [
+            ("ping", Op::Ping),
+            ("reset", Op::Reset),
+            ("get_stats", Op::GetStats),
+            ("mark", Op::Mark),
+            ("work", Op::Work),
+            ("get_single", Op::GetSingle),
+            ("pass_cd", Op::PassCd),
+            ("pass_both", Op::PassBoth),
+            ("pass_chars", Op::PassChars),
+            ("pass_doubles", Op::PassDoubles),
+        ] {
+            m.insert(name.to_string(), op);
+        }
+        for e in Elem::ALL {
+            for mode in [CallMode::Oneway, CallMode::Twoway, CallMode::Echo] {
+                m.insert(e.op_name(mode), Op::Payload(e, mode));
+            }
+        }
+        m
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys() {
+        assert_eq!(Object::from_key(b"Bench"), Some(Object::Perf));
+        assert_eq!(Object::from_key(b"Single0"), Some(Object::Single(0)));
+        assert_eq!(Object::from_key(b"Single499"), Some(Object::Single(499)));
+        for bad in [
+            &b"Single500"[..],
+            b"Single",
+            b"Single07",
+            b"Single-1",
+            b"bench",
+            b"",
+        ] {
+            assert_eq!(Object::from_key(bad), None, "{bad:?}");
+        }
+        for o in [
+            Object::Perf,
+            Object::Dispatch50,
+            Object::Dispatch500,
+            Object::Single(42),
+        ] {
+            assert_eq!(Object::from_key(&o.key()), Some(o));
+        }
+    }
+
+    #[test]
+    fn operations() {
+        let p = Object::Perf;
+        assert_eq!(
+            p.op("echo_perfstruct"),
+            Some(Op::Payload(Elem::PerfStruct, CallMode::Echo))
+        );
+        assert_eq!(
+            p.op("send_oneway_octet"),
+            Some(Op::Payload(Elem::Octet, CallMode::Oneway))
+        );
+        assert_eq!(p.op("get_stats"), Some(Op::GetStats));
+        assert_eq!(p.op("_non_existent"), Some(Op::NonExistent));
+        assert_eq!(p.op("m00"), None);
+        assert_eq!(p.op("echo_quaternion"), None);
+        assert_eq!(Object::Dispatch50.op("m49"), Some(Op::Noop(49)));
+        assert_eq!(Object::Dispatch50.op("m50"), None);
+        assert_eq!(Object::Dispatch50.op("m5"), None);
+        assert_eq!(Object::Dispatch500.op("m499"), Some(Op::Noop(499)));
+        assert_eq!(Object::Dispatch500.op("m49"), None);
+        assert_eq!(Object::Single(3).op("op"), Some(Op::Noop(0)));
+        assert!(Op::Mark.is_oneway() && !Op::Ping.is_oneway());
+        assert!(p.is_a(PERF_ID) && p.is_a(OBJECT_ID) && !p.is_a(SINGLE_ID));
+    }
+}
