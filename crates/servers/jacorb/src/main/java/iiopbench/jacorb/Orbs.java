@@ -18,6 +18,9 @@ final class Orbs {
   /** ORB name and version, as printed in config lines and JSON ("JacORB 3.9"). */
   static final String ORB_NAME = "JacORB " + org.jacorb.util.Version.version;
 
+  /** slf4j-simple's level property for JacORB's POA request controller. */
+  static final String POOL_LOGGER = "org.slf4j.simpleLogger.log.org.jacorb.poa.controller";
+
   /**
    * Must be set before anything touches org.omg.CORBA.ORB: Java 17 has no
    * built-in ORB, and the singleton (used for TypeCodes and Any) is looked up
@@ -29,6 +32,14 @@ final class Orbs {
     // JacORB logs through slf4j; slf4j-simple to stderr, warnings and errors only.
     if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
       System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    }
+    // With one request processor (see Server), JacORB's RequestController
+    // warns "Thread pool exhausted" for every request that arrives while
+    // one is running -- thousands of stderr lines a second under a oneway
+    // flood, which costs the server more than the requests. That state is
+    // intended here, so only errors from that logger.
+    if (System.getProperty(POOL_LOGGER) == null) {
+      System.setProperty(POOL_LOGGER, "error");
     }
   }
 

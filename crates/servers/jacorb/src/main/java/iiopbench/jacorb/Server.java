@@ -15,7 +15,8 @@ import org.omg.PortableServer.Servant;
 
 /**
  * The JacORB server of bench.idl, driven by docs/vendor-protocol.md:
- * {@code Server --host HOST --port PORT [--ior-file FILE]}.
+ * {@code Server --host HOST --port PORT [--ior-file FILE]}; port 0 picks a free
+ * port, which the corbaloc lines then show.
  *
  * All objects live in one persistent, USER_ID POA ("bench") of a server
  * with {@code jacorb.implname=iiopbench} listening on OAIAddr:OAPort, so
@@ -112,9 +113,10 @@ public final class Server {
     for (String name : new String[] {
         "jacorb.implname", "OAIAddr", "OAPort", "jacorb.poa.thread_pool_min",
         "jacorb.poa.thread_pool_max", "jacorb.poa.queue_wait", "jacorb.poa.queue_max",
-        "jacorb.poa.queue_min", "jacorb.maxManagedBufSize"}) {
+        "jacorb.poa.queue_min"}) {
       out.println("config " + name + "=" + Orbs.attribute(orb, name, "(default)"));
     }
+    out.println("config log.org.jacorb.poa.controller=" + System.getProperty(Orbs.POOL_LOGGER));
     out.println("config native_char_codeset=" + jorb.getTCSDefault().getName());
     out.println("config native_wchar_codeset=" + jorb.getTCSWDefault().getName());
     out.println("config giop_minor=" + jorb.getGIOPMinorVersion());
@@ -122,6 +124,10 @@ public final class Server {
         + " via ORB.addObjectKey onto iiopbench/bench/<oid>");
 
     String ior = orb.object_to_string(bench);
+    if (port == 0) {
+      // --port 0: JacORB bound an ephemeral port; the IOR's profile tells which.
+      port = listenPort(jorb, ior);
+    }
     out.println(ior);
     for (String key : new String[] {"Bench", "Dispatch50", "Dispatch500", "Single0"}) {
       out.println("corbaloc " + key + " corbaloc:iiop:" + host + ":" + port + "/" + key);
@@ -137,6 +143,16 @@ public final class Server {
     out.println("ready");
     out.flush();
     orb.run();
+  }
+
+  /** The port of the primary IIOP address in {@code ior}. */
+  private static int listenPort(org.jacorb.orb.ORB orb, String ior) {
+    org.omg.ETF.Profile profile = new org.jacorb.orb.ParsedIOR(orb, ior).getEffectiveProfile();
+    if (!(profile instanceof org.jacorb.orb.iiop.IIOPProfile)) {
+      throw new IllegalStateException("the server's IOR has no IIOP profile: " + ior);
+    }
+    return ((org.jacorb.orb.iiop.IIOPAddress) ((org.jacorb.orb.iiop.IIOPProfile) profile).getAddress())
+        .getPort();
   }
 
   /** Activates {@code servant} under object id {@code oid} and maps the short key oid onto it. */
