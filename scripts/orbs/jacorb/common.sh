@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/orbs/jacorb/*: paths and the java command line of the
 # JacORB vendor programs (crates/servers/jacorb). Not executable on its own.
 # The repository root, absolute: the scripts do not cd, so relative paths
@@ -14,6 +15,7 @@ jacorb_die() {
 
 [ -f "$JACORB_PROJECT/pom.xml" ] || jacorb_die "no $JACORB_PROJECT/pom.xml"
 # Maven, quiet and without ANSI colours.
+# shellcheck disable=SC2034 # used by the scripts that source this file
 JACORB_MVN=(mvn -B -q -Dstyle.color=never -f "$JACORB_PROJECT/pom.xml")
 
 # True when the build output is missing or older than any input.
