@@ -27,7 +27,8 @@ REPLY_STATUS = ["NO_EXCEPTION", "USER_EXCEPTION", "SYSTEM_EXCEPTION", "LOCATION_
 LOCATE_STATUS = ["UNKNOWN_OBJECT", "OBJECT_HERE", "OBJECT_FORWARD", "OBJECT_FORWARD_PERM",
                  "LOC_SYSTEM_EXCEPTION", "LOC_NEEDS_ADDRESSING_MODE"]
 CONTEXT_NAMES = {0: "TransactionService", 1: "CodeSets", 5: "BI_DIR_IIOP", 11: "FT_REQUEST",
-                 14: "ExceptionDetailMessage", 15: "SecurityAttributeService"}
+                 14: "ExceptionDetailMessage", 15: "SecurityAttributeService",
+                 0x4A414301: "JacORB-SERVICE_PADDING_CONTEXT"}
 
 
 # ---- encoding (big-endian, alignment from the start of the message) -----
