@@ -70,6 +70,19 @@ inline bool wsame(const CORBA::WChar* a, const CORBA::WChar* b) {
     if (a[k] != b[k]) return false;
   return a[k] == b[k];
 }
+// The characters of a string sequence element or string struct member.
+// TAO's const operator[] yields `const char*`; omniORB's and TAO's managed
+// members have in(): one helper for both mappings.
+inline const char* cs(const char* s) { return s; }
+template <class S>
+inline const char* cs(const S& s) {
+  return s.in();
+}
+inline const CORBA::WChar* ws(const CORBA::WChar* s) { return s; }
+template <class S>
+inline const CORBA::WChar* ws(const S& s) {
+  return s.in();
+}
 // string wire size by the COUNTERS rule: length field, characters, NUL.
 inline uint64_t sbytes(const char* s) { return 4 + strlen(s) + 1; }
 
@@ -132,10 +145,10 @@ struct E_string {
       s[i] = CORBA::string_dup(buf);
     }
   }
-  static bool same(const Seq& a, const Seq& b, Idx i) { return strcmp(a[i].in(), b[i].in()) == 0; }
+  static bool same(const Seq& a, const Seq& b, Idx i) { return strcmp(cs(a[i]), cs(b[i])) == 0; }
   static uint64_t bytes(const Seq& s) {
     uint64_t n = 0;
-    for (Idx i = 0; i < s.length(); ++i) n += sbytes(s[i].in());
+    for (Idx i = 0; i < s.length(); ++i) n += sbytes(cs(s[i]));
     return n;
   }
 };
@@ -151,10 +164,10 @@ struct E_wstring {
       s[i] = CORBA::wstring_dup(buf);
     }
   }
-  static bool same(const Seq& a, const Seq& b, Idx i) { return wsame(a[i].in(), b[i].in()); }
+  static bool same(const Seq& a, const Seq& b, Idx i) { return wsame(ws(a[i]), ws(b[i])); }
   static uint64_t bytes(const Seq& s) {
     uint64_t n = 0;
-    for (Idx i = 0; i < s.length(); ++i) n += 4 + 2 * wlen(s[i].in());
+    for (Idx i = 0; i < s.length(); ++i) n += 4 + 2 * wlen(ws(s[i]));
     return n;
   }
 };
@@ -173,12 +186,12 @@ struct E_mystruct {
     }
   }
   static bool same(const Seq& a, const Seq& b, Idx i) {
-    return (a[i].b ? 1 : 0) == (b[i].b ? 1 : 0) && strcmp(a[i].s.in(), b[i].s.in()) == 0 &&
+    return (a[i].b ? 1 : 0) == (b[i].b ? 1 : 0) && strcmp(cs(a[i].s), cs(b[i].s)) == 0 &&
            a[i].l == b[i].l;
   }
   static uint64_t bytes(const Seq& s) {
     uint64_t n = 0;
-    for (Idx i = 0; i < s.length(); ++i) n += 1 + sbytes(s[i].s.in()) + 4;
+    for (Idx i = 0; i < s.length(); ++i) n += 1 + sbytes(cs(s[i].s)) + 4;
     return n;
   }
 };
