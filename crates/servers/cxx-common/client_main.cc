@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +513,7 @@ int main(int argc, char** argv) {
     die("--mode must be latency, throughput or conformance");
   }
   std::string ref = resolve_target(a.target);
+  signal(SIGPIPE, SIG_IGN);
   rest.push_back(0);
   int oargc = (int)rest.size() - 1;
   try {
