@@ -379,7 +379,7 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
   });
   ck.run("get_single_7", [&](std::string& d) {
     Bench::Single_var s = p->get_single(7);
-    if (CORBA::is_nil(s)) {
+    if (CORBA::is_nil(s.in())) {
       d = "nil reference";
       return false;
     }
@@ -415,10 +415,10 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
       d = ref;
       std::string m = x.method;
       if (std::string(x.key) == "Dispatch50") {
-        Bench::Dispatch50_var o = Bench::Dispatch50::_narrow(obj);
+        Bench::Dispatch50_var o = Bench::Dispatch50::_narrow(obj.in());
         if (m == "m00") o->m00(); else o->m49();
       } else {
-        Bench::Dispatch500_var o = Bench::Dispatch500::_narrow(obj);
+        Bench::Dispatch500_var o = Bench::Dispatch500::_narrow(obj.in());
         if (m == "m000") o->m000(); else o->m499();
       }
       return true;
@@ -522,12 +522,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < cfg.size(); ++i)
       printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
     CORBA::Object_var obj = orb->string_to_object(ref.c_str());
-    Bench::Perf_var p = Bench::Perf::_narrow(obj);
-    if (CORBA::is_nil(p)) die("target is not a Bench::Perf: " + ref);
+    Bench::Perf_var p = Bench::Perf::_narrow(obj.in());
+    if (CORBA::is_nil(p.in())) die("target is not a Bench::Perf: " + ref);
     int rc;
-    if (a.mode == "latency") rc = dispatch_latency(p, a);
-    else if (a.mode == "throughput") rc = dispatch_throughput(p, a);
-    else rc = run_conformance(orb, p, ref);
+    if (a.mode == "latency") rc = dispatch_latency(p.in(), a);
+    else if (a.mode == "throughput") rc = dispatch_throughput(p.in(), a);
+    else rc = run_conformance(orb.in(), p.in(), ref);
     fflush(stdout);
     orb->destroy();
     return rc;

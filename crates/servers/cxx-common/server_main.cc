@@ -90,21 +90,21 @@ int main(int argc, char** argv) {
     PortableServer::ServantBase_var perf_servant;
     bench::PerfImpl* perf = new bench::PerfImpl(counters, singles);
     perf_servant = perf;
-    CORBA::Object_var perf_obj = orbx::bind_key(orb, "Bench", perf);
+    CORBA::Object_var perf_obj = orbx::bind_key(orb.in(), "Bench", perf);
     PortableServer::ServantBase_var d50 = new bench::Dispatch50Impl;
-    CORBA::Object_var d50_obj = orbx::bind_key(orb, "Dispatch50", d50.in());
+    CORBA::Object_var d50_obj = orbx::bind_key(orb.in(), "Dispatch50", d50.in());
     PortableServer::ServantBase_var d500 = new bench::Dispatch500Impl;
-    CORBA::Object_var d500_obj = orbx::bind_key(orb, "Dispatch500", d500.in());
+    CORBA::Object_var d500_obj = orbx::bind_key(orb.in(), "Dispatch500", d500.in());
     std::vector<PortableServer::ServantBase_var> single_servants(500);
     for (unsigned i = 0; i < 500; ++i) {
       single_servants[i] = new bench::SingleImpl;
       std::string key = "Single" + std::to_string(i);
-      CORBA::Object_var o = orbx::bind_key(orb, key.c_str(), single_servants[i].in());
-      singles[i] = Bench::Single::_narrow(o);
+      CORBA::Object_var o = orbx::bind_key(orb.in(), key.c_str(), single_servants[i].in());
+      singles[i] = Bench::Single::_narrow(o.in());
     }
-    orbx::activate(orb);
+    orbx::activate(orb.in());
 
-    CORBA::String_var ior = orb->object_to_string(perf_obj);
+    CORBA::String_var ior = orb->object_to_string(perf_obj.in());
     if (!ior_file.empty()) {
       FILE* f = fopen(ior_file.c_str(), "w");
       if (!f || fprintf(f, "%s\n", ior.in()) < 0 || fclose(f) != 0) {
