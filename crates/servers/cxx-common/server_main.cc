@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
 
   // Block the stop signals in every thread (the ORB's threads inherit this
   // mask); one thread takes them with sigwait and shuts the ORB down.
+  // A background job of a non-interactive shell starts with SIGINT ignored,
+  // and an ignored signal is discarded instead of pending for sigwait.
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);

@@ -276,6 +276,10 @@ def set_timer_slack():
 def main(argv):
     host, port, ior_file, orb_args = parse_args(argv)
     slack = set_timer_slack()
+    # Handlers first, so a stop signal right after `ready` still ends cleanly.
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     endpoint = f"giop:tcp:{host}:{port}"
     # Our settings first; -ORB options given on the command line come later
     # and win. maxServerThreadPerConnection 1 keeps one connection's requests
@@ -321,9 +325,6 @@ def main(argv):
     out.write("ready\n")
     out.flush()
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
     while not stop.wait(0.5):
         pass
     orb.shutdown(True)
