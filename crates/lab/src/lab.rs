@@ -181,7 +181,15 @@ impl Lab {
         let ns_name = format!("{}-h-{name}", self.id);
         let ns = self.new_ns(ns_name.clone())?;
         let addr = host_addr(i);
-        netns::ip(&["-n", &ns_name, "addr", "add", &format!("{addr}/32"), "dev", "lo"])?;
+        netns::ip(&[
+            "-n",
+            &ns_name,
+            "addr",
+            "add",
+            &format!("{addr}/32"),
+            "dev",
+            "lo",
+        ])?;
         self.hosts.push(Host {
             name: name.to_string(),
             ns_name,
@@ -209,22 +217,53 @@ impl Lab {
         for (end, host_idx, third) in [("sa", ia, 210u8), ("sb", ib, 211u8)] {
             let host_ns = self.hosts[host_idx].ns_name.clone();
             netns::ip(&[
-                "-n", &r, "link", "add", "name", end, "mtu", &mtu, "type", "veth", "peer", "name", &lname,
-                "netns", &host_ns,
+                "-n", &r, "link", "add", "name", end, "mtu", &mtu, "type", "veth", "peer", "name",
+                &lname, "netns", &host_ns,
             ])?;
             let mid = Ipv4Addr::new(10, third, k8, 2);
             let near = Ipv4Addr::new(10, third, k8, 1);
             netns::ip(&["-n", &r, "addr", "add", &format!("{mid}/24"), "dev", end])?;
             netns::ip(&["-n", &r, "link", "set", "dev", end, "up"])?;
-            netns::ip(&["-n", &host_ns, "addr", "add", &format!("{near}/24"), "dev", &lname])?;
-            netns::ip(&["-n", &host_ns, "link", "set", "dev", &lname, "mtu", &mtu, "up"])?;
-            let (me, peer) = if end == "sa" { (a_addr, b_addr) } else { (b_addr, a_addr) };
             netns::ip(&[
-                "-n", &host_ns, "route", "add", &format!("{peer}/32"), "via", &mid.to_string(),
-                "dev", &lname, "src", &me.to_string(),
+                "-n",
+                &host_ns,
+                "addr",
+                "add",
+                &format!("{near}/24"),
+                "dev",
+                &lname,
             ])?;
             netns::ip(&[
-                "-n", &r, "route", "add", &format!("{me}/32"), "via", &near.to_string(), "dev", end,
+                "-n", &host_ns, "link", "set", "dev", &lname, "mtu", &mtu, "up",
+            ])?;
+            let (me, peer) = if end == "sa" {
+                (a_addr, b_addr)
+            } else {
+                (b_addr, a_addr)
+            };
+            netns::ip(&[
+                "-n",
+                &host_ns,
+                "route",
+                "add",
+                &format!("{peer}/32"),
+                "via",
+                &mid.to_string(),
+                "dev",
+                &lname,
+                "src",
+                &me.to_string(),
+            ])?;
+            netns::ip(&[
+                "-n",
+                &r,
+                "route",
+                "add",
+                &format!("{me}/32"),
+                "via",
+                &near.to_string(),
+                "dev",
+                end,
             ])?;
         }
         let netem = match mech {
@@ -240,9 +279,18 @@ impl Lab {
                 let fd = open_tun(&ns, tun)?;
                 netns::ip(&["-n", &r, "link", "set", "dev", tun, "mtu", &mtu, "up"])?;
                 netns::sysctl(&ns, &format!("net/ipv4/conf/{tun}/rp_filter"), "0")?;
-                netns::ip(&["-n", &r, "route", "add", "default", "dev", tun, "table", table])?;
-                netns::ip(&["-n", &r, "rule", "add", "iif", from, "lookup", table, "pref", table])?;
-                rs.push(Relay::start(fd, &format!("{k}{from}"), Duration::ZERO, Duration::ZERO)?);
+                netns::ip(&[
+                    "-n", &r, "route", "add", "default", "dev", tun, "table", table,
+                ])?;
+                netns::ip(&[
+                    "-n", &r, "rule", "add", "iif", from, "lookup", table, "pref", table,
+                ])?;
+                rs.push(Relay::start(
+                    fd,
+                    &format!("{k}{from}"),
+                    Duration::ZERO,
+                    Duration::ZERO,
+                )?);
             }
             let b = rs.pop().expect("two relays");
             let a = rs.pop().expect("two relays");
@@ -299,14 +347,17 @@ impl Lab {
                 tbf_parent = vec!["parent".into(), "1:1".into(), "handle".into(), "10:".into()];
             }
             if let Some(args) = tbf {
-                let mut cmd: Vec<String> = ["qdisc", "add", "dev", egress].map(String::from).to_vec();
+                let mut cmd: Vec<String> =
+                    ["qdisc", "add", "dev", egress].map(String::from).to_vec();
                 cmd.extend(tbf_parent);
                 cmd.extend(args);
                 run_strings(ns, "tc", &cmd)?;
             }
         } else {
             if let Some(args) = tbf {
-                let mut cmd: Vec<String> = ["qdisc", "add", "dev", egress, "root"].map(String::from).to_vec();
+                let mut cmd: Vec<String> = ["qdisc", "add", "dev", egress, "root"]
+                    .map(String::from)
+                    .to_vec();
                 cmd.extend(args);
                 run_strings(ns, "tc", &cmd)?;
             }

@@ -17,9 +17,11 @@
 //! * `measure` — self-measurement probes and [`LinkReport`].
 //! * `netns` — namespace plumbing, process cleanup, leftovers.
 //! * `signal` — cleanup on SIGINT/SIGTERM/SIGHUP.
+//! * `features` — what the kernel offers ([`probe_features`]).
 //! * `error` — [`LabError`].
 
 pub mod error;
+pub mod features;
 pub mod lab;
 pub mod measure;
 pub mod netns;
@@ -29,6 +31,7 @@ pub mod signal;
 pub mod spec;
 
 pub use error::{LabError, Result};
+pub use features::{probe_features, Features};
 pub use lab::{Direction, Host, Lab};
 pub use measure::{DirectionReport, LinkReport, MeasureOptions};
 pub use netns::{cleanup_leftovers, NAME_PREFIX};

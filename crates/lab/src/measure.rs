@@ -155,7 +155,13 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// Sequential UDP echo RTTs from `a` to `b`: (samples, sent).
-pub(crate) fn rtt_samples(lab: &Lab, a: &str, b: &str, count: u32, timeout: Duration) -> Result<Vec<Duration>> {
+pub(crate) fn rtt_samples(
+    lab: &Lab,
+    a: &str,
+    b: &str,
+    count: u32,
+    timeout: Duration,
+) -> Result<Vec<Duration>> {
     let server = udp_in(lab, b)?;
     let client = udp_in(lab, a)?;
     let server_addr = server.local_addr().map_err(io("echo local_addr"))?;
@@ -187,7 +193,9 @@ pub(crate) fn rtt_samples(lab: &Lab, a: &str, b: &str, count: u32, timeout: Dura
                     if left.is_zero() {
                         break;
                     }
-                    client.set_read_timeout(Some(left)).map_err(io("probe timeout"))?;
+                    client
+                        .set_read_timeout(Some(left))
+                        .map_err(io("probe timeout"))?;
                     match client.recv(&mut buf) {
                         Ok(n) if n >= 4 && buf[..4] == seq.to_be_bytes() => {
                             out.push(t0.elapsed());
@@ -332,7 +340,9 @@ impl Lab {
     /// directions). Takes about `rtt_probes × RTT + loss_probes / pps +
     /// rate_duration` per link; the probes leave the lab as they found it.
     pub fn measure(&self, opts: &MeasureOptions) -> Result<Vec<LinkReport>> {
-        (0..self.link_count()).map(|i| self.measure_link(i, opts)).collect()
+        (0..self.link_count())
+            .map(|i| self.measure_link(i, opts))
+            .collect()
     }
 
     fn measure_link(&self, idx: usize, opts: &MeasureOptions) -> Result<LinkReport> {
@@ -366,8 +376,20 @@ impl Lab {
         let loss = flows(
             self,
             &[
-                (a.clone(), b.clone(), opts.loss_probes, SMALL_PAYLOAD, pps_for(&ab)),
-                (b.clone(), a.clone(), opts.loss_probes, SMALL_PAYLOAD, pps_for(&ba)),
+                (
+                    a.clone(),
+                    b.clone(),
+                    opts.loss_probes,
+                    SMALL_PAYLOAD,
+                    pps_for(&ab),
+                ),
+                (
+                    b.clone(),
+                    a.clone(),
+                    opts.loss_probes,
+                    SMALL_PAYLOAD,
+                    pps_for(&ba),
+                ),
             ],
             settle,
         )?;
@@ -400,7 +422,12 @@ impl Lab {
                 }
             };
         }
-        let dir_report = |from: &str, to: &str, imp: Impairment, f: &Flow, rate: Option<f64>| -> Result<DirectionReport> {
+        let dir_report = |from: &str,
+                          to: &str,
+                          imp: Impairment,
+                          f: &Flow,
+                          rate: Option<f64>|
+         -> Result<DirectionReport> {
             Ok(DirectionReport {
                 from: from.to_string(),
                 to: to.to_string(),

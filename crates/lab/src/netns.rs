@@ -169,7 +169,9 @@ pub fn sysctl(ns: &File, key: &str, value: &str) -> Result<()> {
 /// Creates namespace `name`, registers it, and opens it.
 pub fn create(name: &str) -> Result<File> {
     ip(&["netns", "add", name])?;
-    LIVE.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string());
+    LIVE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.to_string());
     File::open(ns_path(name)).map_err(|e| LabError::io(format!("opening namespace {name}"), e))
 }
 
@@ -184,7 +186,11 @@ pub fn pids_in(name: &str) -> Vec<i32> {
     };
     let mut pids = Vec::new();
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if pid == me {

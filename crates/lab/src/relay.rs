@@ -46,7 +46,9 @@ struct IfReq {
 /// non-blocking. The device lives as long as the returned descriptor.
 pub fn open_tun(ns: &File, name: &str) -> Result<OwnedFd> {
     if name.is_empty() || name.len() > 15 {
-        return Err(LabError::Spec(format!("tun name `{name}` must be 1-15 bytes")));
+        return Err(LabError::Spec(format!(
+            "tun name `{name}` must be 1-15 bytes"
+        )));
     }
     let name = name.to_string();
     in_netns(ns, move || -> io::Result<OwnedFd> {
@@ -107,7 +109,12 @@ impl Relay {
         let jitter_ns = Arc::new(AtomicU64::new(jitter.as_nanos() as u64));
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(RelayStats::default());
-        let state = (delay_ns.clone(), jitter_ns.clone(), stop.clone(), stats.clone());
+        let state = (
+            delay_ns.clone(),
+            jitter_ns.clone(),
+            stop.clone(),
+            stats.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("lab-relay-{label}"))
             .spawn(move || {
@@ -149,7 +156,13 @@ impl Drop for Relay {
 
 /// Departure time of a packet read at `now`: `now + delay ± jitter`, but
 /// never before the previous packet's (`last`), so order is kept.
-pub fn departure(now: Instant, last: Option<Instant>, delay_ns: u64, jitter_ns: u64, draw: i64) -> Instant {
+pub fn departure(
+    now: Instant,
+    last: Option<Instant>,
+    delay_ns: u64,
+    jitter_ns: u64,
+    draw: i64,
+) -> Instant {
     let mut ns = delay_ns as i64;
     if jitter_ns > 0 {
         ns += draw.clamp(-(jitter_ns as i64), jitter_ns as i64);
@@ -161,7 +174,13 @@ pub fn departure(now: Instant, last: Option<Instant>, delay_ns: u64, jitter_ns: 
     }
 }
 
-fn run(tun: OwnedFd, delay_ns: &AtomicU64, jitter_ns: &AtomicU64, stop: &AtomicBool, stats: &RelayStats) {
+fn run(
+    tun: OwnedFd,
+    delay_ns: &AtomicU64,
+    jitter_ns: &AtomicU64,
+    stop: &AtomicBool,
+    stats: &RelayStats,
+) {
     // Sleep precision: the default 50 us timer slack would add to every delay.
     // SAFETY: prctl(PR_SET_TIMERSLACK) only changes this thread's slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
@@ -234,7 +253,10 @@ mod tests {
     fn departure_adds_delay_and_clamps_jitter() {
         let t0 = Instant::now();
         let ms = 1_000_000;
-        assert_eq!(departure(t0, None, 20 * ms, 0, 999), t0 + Duration::from_millis(20));
+        assert_eq!(
+            departure(t0, None, 20 * ms, 0, 999),
+            t0 + Duration::from_millis(20)
+        );
         assert_eq!(
             departure(t0, None, 20 * ms, 5 * ms, -3 * ms as i64),
             t0 + Duration::from_millis(17)
@@ -251,7 +273,13 @@ mod tests {
         let t0 = Instant::now();
         let ms = 1_000_000;
         let first = departure(t0, None, 20 * ms, 5 * ms, 5 * ms as i64);
-        let second = departure(t0 + Duration::from_millis(1), Some(first), 20 * ms, 5 * ms, -5 * ms as i64);
+        let second = departure(
+            t0 + Duration::from_millis(1),
+            Some(first),
+            20 * ms,
+            5 * ms,
+            -5 * ms as i64,
+        );
         assert_eq!(first, t0 + Duration::from_millis(25));
         assert_eq!(second, first);
     }

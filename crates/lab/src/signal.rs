@@ -72,7 +72,12 @@ pub fn install_cleanup_handler() -> Result<()> {
                 .map_err(|e| format!("spawning watcher: {e}"))?;
             for sig in SIGNALS {
                 // SAFETY: installing a handler that only calls write(2).
-                let prev = unsafe { libc::signal(sig, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t) };
+                let prev = unsafe {
+                    libc::signal(
+                        sig,
+                        on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                    )
+                };
                 if prev == libc::SIG_ERR {
                     return Err(format!(
                         "signal({sig}): {}",

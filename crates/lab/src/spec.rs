@@ -16,14 +16,21 @@ pub const MAX_HOSTS: usize = 200;
 /// Largest number of links a lab accepts.
 pub const MAX_LINKS: usize = 200;
 
+/// Serializes a duration as fractional milliseconds (results files).
+fn as_ms<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
 /// How one direction of a link is degraded.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Impairment {
     /// Added one-way delay.
+    #[serde(rename = "delay_ms", serialize_with = "as_ms")]
     pub delay: Duration,
     /// Each packet's delay is `delay ± jitter` (uniform). The relay keeps
     /// packet order (a packet never leaves before the one ahead of it);
     /// netem reorders when jitter exceeds the packet spacing.
+    #[serde(rename = "jitter_ms", serialize_with = "as_ms")]
     pub jitter: Duration,
     /// Probability that a packet is dropped, 0.0..=1.0.
     pub loss: f64,
@@ -171,8 +178,7 @@ impl LabSpec {
         for (i, h) in self.hosts.iter().enumerate() {
             let ok = !h.is_empty()
                 && h.len() <= 24
-                && h
-                    .bytes()
+                && h.bytes()
                     .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-');
             if !ok {
                 return Err(LabError::Spec(format!(
@@ -186,16 +192,11 @@ impl LabSpec {
         for (i, l) in self.links.iter().enumerate() {
             for end in [&l.a, &l.b] {
                 if !self.hosts.contains(end) {
-                    return Err(LabError::Spec(format!(
-                        "link {i}: `{end}` is not a host"
-                    )));
+                    return Err(LabError::Spec(format!("link {i}: `{end}` is not a host")));
                 }
             }
             if l.a == l.b {
-                return Err(LabError::Spec(format!(
-                    "link {i}: both ends are `{}`",
-                    l.a
-                )));
+                return Err(LabError::Spec(format!("link {i}: both ends are `{}`", l.a)));
             }
             let dup = self.links[..i]
                 .iter()
@@ -212,10 +213,8 @@ impl LabSpec {
                     l.mtu
                 )));
             }
-            l.a_to_b
-                .validate(&format!("link {i} {}->{}", l.a, l.b))?;
-            l.b_to_a
-                .validate(&format!("link {i} {}->{}", l.b, l.a))?;
+            l.a_to_b.validate(&format!("link {i} {}->{}", l.a, l.b))?;
+            l.b_to_a.validate(&format!("link {i} {}->{}", l.b, l.a))?;
         }
         Ok(())
     }
@@ -226,8 +225,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn impairment_serializes_in_milliseconds() {
+        let imp = Impairment {
+            delay: Duration::from_micros(20_500),
+            jitter: Duration::from_millis(2),
+            loss: 0.02,
+            rate_bps: Some(T1_BPS),
+        };
+        assert_eq!(
+            serde_json::to_string(&imp).unwrap(),
+            r#"{"delay_ms":20.5,"jitter_ms":2.0,"loss":0.02,"rate_bps":1544000}"#
+        );
+    }
+
+    #[test]
     fn pair_validates() {
-        let s = LabSpec::pair("client", "server", Impairment::delay(Duration::from_millis(20)));
+        let s = LabSpec::pair(
+            "client",
+            "server",
+            Impairment::delay(Duration::from_millis(20)),
+        );
         s.validate().unwrap();
     }
 
@@ -259,7 +276,8 @@ mod tests {
             "invalid lab spec: link 0 b->a: jitter 1ms exceeds delay 0ns"
         );
         let mut s = base.clone();
-        s.links.push(LinkSpec::symmetric("b", "a", Impairment::NONE));
+        s.links
+            .push(LinkSpec::symmetric("b", "a", Impairment::NONE));
         assert_eq!(
             s.validate().unwrap_err().to_string(),
             "invalid lab spec: link 1: `b`-`a` already linked"

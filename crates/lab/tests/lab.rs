@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use iiop_lab::{
-    cleanup_leftovers, netns, DelayMechanism, Impairment, Lab, LabError, LabSpec, Mechanism,
-    MeasureOptions,
+    cleanup_leftovers, netns, DelayMechanism, Impairment, Lab, LabError, LabSpec, MeasureOptions,
+    Mechanism,
 };
 
 /// Serialises the tests: timing on a 2-core machine is only fair alone.
@@ -135,13 +135,21 @@ fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
         "ping-pong mean: bare {b:.3} ms, 20ms+20ms {d:.3} ms, with 2% loss {l:.3} ms (median {:.3} ms)",
         median_ms(&lossy)
     );
-    assert!((d - b - 40.0).abs() <= 4.0, "delay moved mean by {:.3} ms", d - b);
+    assert!(
+        (d - b - 40.0).abs() <= 4.0,
+        "delay moved mean by {:.3} ms",
+        d - b
+    );
     assert!(
         (median_ms(&lossy) - median_ms(&base) - 40.0).abs() <= 4.0,
         "median with loss moved by {:.3} ms",
         median_ms(&lossy) - median_ms(&base)
     );
-    assert!(l - b >= 36.0, "mean with loss moved by only {:.3} ms", l - b);
+    assert!(
+        l - b >= 36.0,
+        "mean with loss moved by only {:.3} ms",
+        l - b
+    );
 
     lab.destroy().expect("destroy");
     assert_gone(&id);
@@ -159,7 +167,8 @@ fn spawned_processes_run_inside_hosts_and_die_with_the_lab() {
     let b_addr = lab.host("b").unwrap().addr();
 
     let mut cmd = Command::new("ip");
-    cmd.args(["-o", "-4", "addr", "show", "dev", "lo"]).stdout(Stdio::piped());
+    cmd.args(["-o", "-4", "addr", "show", "dev", "lo"])
+        .stdout(Stdio::piped());
     let out = lab.spawn("a", cmd).unwrap().wait_with_output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("inet 10.201.0.1/32"), "{text}");
@@ -198,7 +207,10 @@ fn failed_create_removes_what_it_made() {
     match netem {
         // Kernel without sch_netem: the error names tc, and nothing is left.
         Err(LabError::Command { command, .. }) => {
-            assert!(command.starts_with("tc qdisc add dev sb root handle 1: netem"), "{command}");
+            assert!(
+                command.starts_with("tc qdisc add dev sb root handle 1: netem"),
+                "{command}"
+            );
         }
         Err(e) => panic!("unexpected error: {e}"),
         Ok(lab) => {
@@ -228,9 +240,15 @@ fn clean_removes_leftovers_of_dead_owners_only() {
     let removed = cleanup_leftovers("iiopb-999999999-", false).unwrap();
     assert_eq!(removed, vec![dead.to_string()]);
     assert!(!netns::ns_path(dead).exists());
-    assert_eq!(cleanup_leftovers(&alive, false).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        cleanup_leftovers(&alive, false).unwrap(),
+        Vec::<String>::new()
+    );
     assert!(netns::ns_path(&alive).exists());
-    assert_eq!(cleanup_leftovers(&alive, true).unwrap(), vec![alive.clone()]);
+    assert_eq!(
+        cleanup_leftovers(&alive, true).unwrap(),
+        vec![alive.clone()]
+    );
     assert!(!netns::ns_path(&alive).exists());
 }
 
@@ -241,4 +259,245 @@ fn not_root_or_bad_spec_is_a_clear_error() {
         Lab::create(bad).unwrap_err().to_string(),
         "invalid lab spec: host `a` listed twice"
     );
+}
+
+#[test]
+fn features_probe_matches_this_kernel() {
+    if !root_or_skip("features") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let f = iiop_lab::probe_features().expect("probe");
+    eprintln!("{}", serde_json::to_string(&f).unwrap());
+    assert!(f.lab_possible(), "{f:?}");
+    // netem is optional; whatever the probe says must agree with what
+    // Lab::create picks in Auto mode.
+    let lab = Lab::create(LabSpec::pair(
+        "a",
+        "b",
+        Impairment::delay(Duration::from_millis(1)),
+    ))
+    .unwrap();
+    let expected = if f.netem {
+        Mechanism::Netem
+    } else {
+        Mechanism::Relay
+    };
+    assert_eq!(lab.mechanisms("a", "b").unwrap().delay, expected);
+    assert!(!netns::ns_path(&format!("iiopb-{}-probe", std::process::id())).exists());
+}
+
+const CHILD_ENV: &str = "IIOP_LAB_SIGNAL_CHILD";
+
+/// Run by `signals_*` in a child process: holds a lab with the cleanup
+/// handler installed until killed (at most 30 s).
+#[test]
+#[ignore = "helper process for the signal tests"]
+fn signal_child_holds_a_lab() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    iiop_lab::install_cleanup_handler().unwrap();
+    let lab = Lab::create(LabSpec::pair(
+        "a",
+        "b",
+        Impairment::delay(Duration::from_millis(5)),
+    ))
+    .unwrap();
+    println!("LAB_ID={}", lab.id());
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(30));
+}
+
+/// Starts the helper, returns it and its lab id once the lab exists.
+fn start_child() -> (std::process::Child, String) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "signal_child_holds_a_lab",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(|l| l.ok()) {
+            if let Some(id) = line.strip_prefix("LAB_ID=") {
+                let _ = tx.send(id.to_string());
+            }
+        }
+    });
+    let id = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("child printed its lab id");
+    (child, id)
+}
+
+#[test]
+fn sigint_removes_the_lab_and_sigkill_leftovers_are_cleaned() {
+    if !root_or_skip("signals") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use std::os::unix::process::ExitStatusExt;
+
+    let (mut child, id) = start_child();
+    assert_eq!(netns::list(&format!("{id}-")).len(), 3);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGINT),
+        "died of the re-raised SIGINT"
+    );
+    assert_gone(&id);
+
+    let (mut child, id) = start_child();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    let left = netns::list(&format!("{id}-"));
+    assert_eq!(left.len(), 3, "SIGKILL cannot be caught: namespaces stay");
+    assert_eq!(cleanup_leftovers(&format!("{id}-"), false).unwrap(), left);
+    assert_gone(&id);
+}
+
+/// Bytes moved one way over a fresh TCP connection from `from` to `to`
+/// within `limit`; returns (bytes, seconds).
+fn bulk(lab: &Lab, from: &str, to: &str, total: usize, limit: Duration) -> (usize, f64) {
+    let addr = lab.host(to).unwrap().addr();
+    let listener = lab
+        .run_in(to, move || TcpListener::bind((addr, 0)))
+        .unwrap()
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sink = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut n = 0usize;
+        while let Ok(k) = s.read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+            n += k;
+        }
+        n
+    });
+    let mut conn = lab
+        .run_in(from, move || {
+            TcpStream::connect_timeout(&(addr, port).into(), Duration::from_secs(5))
+        })
+        .unwrap()
+        .unwrap();
+    conn.set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let chunk = vec![7u8; 1 << 16];
+    let t0 = Instant::now();
+    let mut sent = 0;
+    while sent < total && t0.elapsed() < limit {
+        conn.write_all(&chunk).unwrap();
+        sent += chunk.len();
+    }
+    drop(conn);
+    let got = sink.join().unwrap();
+    (got, t0.elapsed().as_secs_f64())
+}
+
+#[test]
+fn relay_carries_tens_of_megabits() {
+    if !root_or_skip("relay_throughput") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let spec = LabSpec {
+        delay_mechanism: DelayMechanism::Relay,
+        ..LabSpec::pair("a", "b", Impairment::delay(Duration::from_millis(5)))
+    };
+    let lab = Lab::create(spec).unwrap();
+    let (bytes, secs) = bulk(&lab, "a", "b", 40 << 20, Duration::from_secs(4));
+    let mbps = bytes as f64 * 8.0 / secs / 1e6;
+    eprintln!("relay throughput: {bytes} bytes in {secs:.2} s = {mbps:.1} Mbit/s");
+    assert!(mbps >= 40.0, "relay carried only {mbps:.1} Mbit/s");
+}
+
+#[test]
+fn three_hosts_t1_asymmetric_delay_with_jitter() {
+    if !root_or_skip("three_hosts") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t1 = |delay_ms, jitter_ms| Impairment {
+        delay: Duration::from_millis(delay_ms),
+        jitter: Duration::from_millis(jitter_ms),
+        loss: 0.0,
+        rate_bps: Some(iiop_lab::T1_BPS),
+    };
+    let spec = LabSpec {
+        hosts: vec!["client".into(), "server".into(), "far".into()],
+        links: vec![
+            iiop_lab::LinkSpec {
+                a: "client".into(),
+                b: "server".into(),
+                a_to_b: t1(50, 2),
+                b_to_a: t1(10, 2),
+                mtu: 1500,
+            },
+            iiop_lab::LinkSpec {
+                mtu: 1400,
+                ..iiop_lab::LinkSpec::symmetric(
+                    "server",
+                    "far",
+                    Impairment::delay(Duration::from_millis(5)),
+                )
+            },
+        ],
+        delay_mechanism: DelayMechanism::Auto,
+    };
+    let lab = Lab::create(spec).unwrap();
+    let id = lab.id().to_string();
+    let reports = lab.measure(&MeasureOptions::default()).unwrap();
+    for r in &reports {
+        eprintln!("{}", serde_json::to_string(r).unwrap());
+    }
+    assert_eq!(reports.len(), 2);
+    for r in &reports {
+        assert_eq!(r.violations(), Vec::<String>::new());
+    }
+    let cs = &reports[0];
+    assert_eq!(cs.rtt_configured_ms, 60.0);
+    // ±2 ms jitter each way: the fastest of 30 echoes is below 59 ms.
+    assert!(
+        cs.rtt_min_ms >= 56.0 && cs.rtt_min_ms < 59.0,
+        "min {}",
+        cs.rtt_min_ms
+    );
+    assert_eq!(reports[1].rtt_configured_ms, 10.0);
+    assert_eq!(reports[1].a_to_b.rate_bps, None);
+
+    // Only linked hosts reach each other.
+    let far = lab.host("far").unwrap().addr();
+    let err = lab
+        .run_in("client", move || {
+            TcpStream::connect_timeout(&(far, 9).into(), Duration::from_secs(2))
+        })
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENETUNREACH), "{err}");
+    // The MTU of the server-far link is what the spec says.
+    let mut cmd = Command::new("ip");
+    cmd.args(["-o", "link", "show", "dev", "l1"])
+        .stdout(Stdio::piped());
+    let out = lab.spawn("far", cmd).unwrap().wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("mtu 1400"), "{text}");
+    drop(lab);
+    assert_gone(&id);
 }
