@@ -18,7 +18,7 @@
 //! the root namespace, so no packet can leave the lab.
 
 use std::fs::File;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -459,10 +459,28 @@ impl Lab {
 
     /// Spawns `cmd` inside host `host`. The caller owns the child; any
     /// process still in the lab's namespaces when the lab drops is killed.
+    /// For tokio, prepare a std `Command` with [`Lab::prepare`] and convert
+    /// it with `tokio::process::Command::from`.
     pub fn spawn(&self, host: &str, mut cmd: Command) -> Result<Child> {
         self.prepare(host, &mut cmd)?;
         cmd.spawn()
             .map_err(|e| LabError::io(format!("spawning a process in host {host}"), e))
+    }
+
+    /// A TCP listener on `host`'s address and `port` (0: any), inside the
+    /// host. Use it from any thread, or hand it to tokio with `from_std`
+    /// (after `set_nonblocking(true)`).
+    pub fn tcp_listener(&self, host: &str, port: u16) -> Result<TcpListener> {
+        let addr = self.host(host)?.addr();
+        self.run_in(host, move || TcpListener::bind((addr, port)))?
+            .map_err(|e| LabError::io(format!("binding {addr}:{port} in host {host}"), e))
+    }
+
+    /// A TCP connection from inside host `from` to `to`, made within
+    /// `timeout`.
+    pub fn tcp_connect(&self, from: &str, to: SocketAddr, timeout: Duration) -> Result<TcpStream> {
+        self.run_in(from, move || TcpStream::connect_timeout(&to, timeout))?
+            .map_err(|e| LabError::io(format!("connecting from host {from} to {to}"), e))
     }
 
     /// Runs `f` on a thread inside host `host` and returns its result.

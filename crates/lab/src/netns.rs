@@ -166,8 +166,17 @@ pub fn sysctl(ns: &File, key: &str, value: &str) -> Result<()> {
         .map_err(|e| LabError::io(format!("writing {path} in lab namespace"), e))
 }
 
-/// Creates namespace `name`, registers it, and opens it.
+/// Creates namespace `name`, registers it, and opens it. A namespace of
+/// that name not made by this process is a leftover of a dead process that
+/// had the same pid (names carry the owner's pid), and is removed first.
 pub fn create(name: &str) -> Result<File> {
+    let ours = LIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(name);
+    if !ours && ns_path(name).exists() {
+        destroy(name)?;
+    }
     ip(&["netns", "add", name])?;
     LIVE.lock()
         .unwrap_or_else(|e| e.into_inner())
