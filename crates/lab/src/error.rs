@@ -48,6 +48,10 @@ pub enum LabError {
     /// A link between hosts that the lab does not have.
     #[error("no link between `{0}` and `{1}` in this lab")]
     UnknownLink(String, String),
+    /// The self-measurement is outside the tolerances: the lab does not do
+    /// what it was configured to do, so results on it are not to be trusted.
+    #[error("lab self-check failed: {}", .0.join("; "))]
+    SelfCheck(Vec<String>),
     /// A self-measurement probe failed (no answer, timeout).
     #[error("probe {probe} on link {link}: {detail}")]
     Probe {

@@ -19,6 +19,34 @@
 //! * `signal` — cleanup on SIGINT/SIGTERM/SIGHUP.
 //! * `features` — what the kernel offers ([`probe_features`]).
 //! * `error` — [`LabError`].
+//!
+//! ```no_run
+//! use iiop_lab::{Impairment, Lab, LabSpec, MeasureOptions, T1_BPS};
+//! use std::time::Duration;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! iiop_lab::install_cleanup_handler()?; // Ctrl-C removes the lab
+//! let imp = Impairment {
+//!     delay: Duration::from_millis(150),
+//!     jitter: Duration::ZERO,
+//!     loss: 0.02,
+//!     rate_bps: Some(T1_BPS),
+//! };
+//! let mut lab = Lab::create(LabSpec::pair("client", "server", imp))?;
+//! for r in lab.measure(&MeasureOptions::default())? {
+//!     assert!(r.violations().is_empty(), "{:?}", r.violations());
+//! }
+//! let server = lab.host("server")?.addr();
+//! let mut cmd = std::process::Command::new("ping");
+//! cmd.args(["-c", "3", &server.to_string()]);
+//! let _status = lab.spawn("client", cmd)?.wait()?;
+//! let listener = lab.tcp_listener("server", 0)?;
+//! let _stream = lab.tcp_connect("client", listener.local_addr()?, Duration::from_secs(5))?;
+//! lab.set_link("client", "server", Impairment::NONE)?;
+//! lab.destroy()?;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod error;
 pub mod features;

@@ -346,6 +346,19 @@ impl Lab {
             .collect()
     }
 
+    /// [`Lab::measure`], then fails with [`LabError::SelfCheck`] listing
+    /// every violation when a figure is outside its tolerance
+    /// ([`LinkReport::violations`]). Returns the reports when all pass.
+    pub fn verify(&self, opts: &MeasureOptions) -> Result<Vec<LinkReport>> {
+        let reports = self.measure(opts)?;
+        let bad: Vec<String> = reports.iter().flat_map(LinkReport::violations).collect();
+        if bad.is_empty() {
+            Ok(reports)
+        } else {
+            Err(LabError::SelfCheck(bad))
+        }
+    }
+
     fn measure_link(&self, idx: usize, opts: &MeasureOptions) -> Result<LinkReport> {
         let (ha, hb, spec, _) = self.link_ends(idx);
         let (a, b) = (ha.name().to_string(), hb.name().to_string());

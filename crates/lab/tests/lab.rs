@@ -91,7 +91,7 @@ fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
     assert_eq!(server.to_string(), "10.201.0.2");
 
     // Self-measurement.
-    let reports = lab.measure(&MeasureOptions::default()).expect("measure");
+    let reports = lab.verify(&MeasureOptions::default()).expect("self-check");
     assert_eq!(reports.len(), 1);
     let r = &reports[0];
     eprintln!("{}", serde_json::to_string_pretty(r).unwrap());
@@ -513,4 +513,44 @@ fn three_hosts_t1_asymmetric_delay_with_jitter() {
     assert!(text.contains("mtu 1400"), "{text}");
     drop(lab);
     assert_gone(&id);
+}
+
+#[test]
+fn self_check_catches_a_lab_that_lies() {
+    if !root_or_skip("self_check") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let lab = Lab::create(LabSpec::pair("a", "b", Impairment::NONE)).unwrap();
+    // Behind the lab's back: a second nftables table in the middle
+    // namespace drops 30 % of a->b while the spec says no loss.
+    let middle = lab.links()[0].1.to_string();
+    let rogue = "table inet rogue {\n chain c {\n  type filter hook forward priority 10; policy accept;\n  iifname \"sa\" numgen random mod 100 < 30 drop\n }\n}\n";
+    let mut nft = Command::new("ip")
+        .args(["netns", "exec", &middle, "nft", "-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(rogue.as_bytes())
+        .unwrap();
+    assert!(nft.wait().unwrap().success());
+    let opts = MeasureOptions {
+        rtt_probes: 5,
+        loss_probes: 1000,
+        rate_duration: Duration::from_millis(200),
+    };
+    match lab.verify(&opts) {
+        Err(LabError::SelfCheck(v)) => {
+            assert_eq!(v.len(), 1, "{v:?}");
+            assert!(v[0].starts_with("a->b: loss "), "{}", v[0]);
+            assert!(v[0].ends_with(" %, configured 0.00 %"), "{}", v[0]);
+        }
+        other => panic!("expected a failed self-check, got {other:?}"),
+    }
+    let r = &lab.measure(&opts).unwrap()[0];
+    assert!((r.a_to_b.loss - 0.3).abs() < 0.06, "loss {}", r.a_to_b.loss);
+    assert_eq!(r.b_to_a.loss, 0.0);
 }
