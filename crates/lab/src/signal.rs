@@ -42,9 +42,7 @@ fn watcher(read_fd: libc::c_int) {
             return;
         }
     }
-    for name in netns::live() {
-        let _ = netns::destroy(&name);
-    }
+    remove_all_labs();
     let sig = libc::c_int::from(b);
     // SAFETY: restoring the default action and re-raising the signal.
     unsafe {
@@ -53,9 +51,21 @@ fn watcher(read_fd: libc::c_int) {
     }
 }
 
+/// Removes every namespace this process created and has not deleted yet
+/// (with the processes inside). For programs with their own signal
+/// handling (e.g. tokio's `ctrl_c`): call it before exiting. Labs still
+/// alive in this process stop working; dropping them afterwards is safe.
+pub fn remove_all_labs() {
+    for name in netns::live() {
+        let _ = netns::destroy(&name);
+    }
+}
+
 /// Installs the handlers once per process (later calls return the first
 /// call's outcome). Call it before creating a lab in a program that a user
-/// may interrupt; tests do not need it (Drop runs on panic).
+/// may interrupt; tests do not need it (Drop runs on panic). It replaces
+/// earlier handlers of these signals; a program that installs its own
+/// later (tokio's `signal::ctrl_c`) should call [`remove_all_labs`] there.
 pub fn install_cleanup_handler() -> Result<()> {
     INSTALLED
         .get_or_init(|| {
