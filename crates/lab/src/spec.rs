@@ -93,6 +93,94 @@ impl Impairment {
     }
 }
 
+fn parse_duration(v: &str) -> Option<Duration> {
+    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 1e-6)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        return None;
+    };
+    let x: f64 = num.parse().ok()?;
+    (x.is_finite() && (0.0..=3600.0).contains(&x)).then(|| Duration::from_secs_f64(x * scale))
+}
+
+fn parse_rate(v: &str) -> Option<u64> {
+    if v.eq_ignore_ascii_case("t1") {
+        return Some(T1_BPS);
+    }
+    let lower = v.to_ascii_lowercase();
+    let (num, scale) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
+        .iter()
+        .find_map(|(suffix, scale)| lower.strip_suffix(suffix).map(|n| (n.to_string(), *scale)))?;
+    let x: f64 = num.parse().ok()?;
+    let bps = x * scale;
+    (bps.is_finite() && (1.0..=1e12).contains(&bps)).then_some(bps.round() as u64)
+}
+
+/// Parses the command-line form `delay=20ms,jitter=2ms,loss=2%,rate=10mbit`
+/// (any subset, any order; `none` or an empty string for no impairment).
+/// Durations take `us`, `ms` or `s`; loss `N%` or a fraction; rate `bit`,
+/// `kbit`, `mbit`, `gbit` (decimal, as tc) or `t1`. The result is validated.
+impl std::str::FromStr for Impairment {
+    type Err = LabError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let mut imp = Impairment::NONE;
+        let s = s.trim();
+        if s.is_empty() || s == "none" {
+            return Ok(imp);
+        }
+        for part in s.split(',') {
+            let bad = || LabError::Spec(format!("impairment `{s}`: cannot parse `{part}`"));
+            let (key, value) = part.trim().split_once('=').ok_or_else(bad)?;
+            let value = value.trim();
+            match key.trim() {
+                "delay" => imp.delay = parse_duration(value).ok_or_else(bad)?,
+                "jitter" => imp.jitter = parse_duration(value).ok_or_else(bad)?,
+                "loss" => {
+                    imp.loss = match value.strip_suffix('%') {
+                        Some(p) => p.parse::<f64>().map_err(|_| bad())? / 100.0,
+                        None => value.parse::<f64>().map_err(|_| bad())?,
+                    }
+                }
+                "rate" => imp.rate_bps = Some(parse_rate(value).ok_or_else(bad)?),
+                _ => return Err(bad()),
+            }
+        }
+        imp.validate(&format!("impairment `{s}`"))?;
+        Ok(imp)
+    }
+}
+
+/// The form [`FromStr`](std::str::FromStr) reads; `none` when unimpaired.
+impl std::fmt::Display for Impairment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        let ms = |d: Duration| format!("{}ms", d.as_secs_f64() * 1000.0);
+        if !self.delay.is_zero() {
+            parts.push(format!("delay={}", ms(self.delay)));
+        }
+        if !self.jitter.is_zero() {
+            parts.push(format!("jitter={}", ms(self.jitter)));
+        }
+        if self.loss > 0.0 {
+            // Rounded to 1e-6 %, so 0.08 prints as 8%, not 8.000000000000002%.
+            parts.push(format!("loss={}%", (self.loss * 1e8).round() / 1e6));
+        }
+        if let Some(r) = self.rate_bps {
+            parts.push(format!("rate={r}bit"));
+        }
+        if parts.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&parts.join(","))
+        }
+    }
+}
+
 impl Default for Impairment {
     fn default() -> Self {
         Self::NONE
@@ -235,6 +323,67 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&imp).unwrap(),
             r#"{"delay_ms":20.5,"jitter_ms":2.0,"loss":0.02,"rate_bps":1544000}"#
+        );
+    }
+
+    #[test]
+    fn impairment_parses_command_line_form() {
+        let imp: Impairment = "delay=20ms, jitter=1.5ms,loss=2%,rate=10mbit"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            imp,
+            Impairment {
+                delay: Duration::from_millis(20),
+                jitter: Duration::from_micros(1500),
+                loss: 0.02,
+                rate_bps: Some(10_000_000),
+            }
+        );
+        assert_eq!(
+            imp.to_string(),
+            "delay=20ms,jitter=1.5ms,loss=2%,rate=10000000bit"
+        );
+        assert_eq!(imp.to_string().parse::<Impairment>().unwrap(), imp);
+        let t1: Impairment = "rate=T1,delay=0.3s,loss=0.08".parse().unwrap();
+        assert_eq!(t1.rate_bps, Some(T1_BPS));
+        assert_eq!(t1.delay, Duration::from_millis(300));
+        assert_eq!(t1.loss, 0.08);
+        assert_eq!(t1.to_string(), "delay=300ms,loss=8%,rate=1544000bit");
+        assert_eq!("none".parse::<Impairment>().unwrap(), Impairment::NONE);
+        assert_eq!(Impairment::NONE.to_string(), "none");
+        assert_eq!(
+            "delay=500us".parse::<Impairment>().unwrap().delay,
+            Duration::from_micros(500)
+        );
+        assert_eq!(
+            "rate=64kbit".parse::<Impairment>().unwrap().rate_bps,
+            Some(64_000)
+        );
+    }
+
+    #[test]
+    fn impairment_parse_errors_name_the_part() {
+        let e = |s: &str| s.parse::<Impairment>().unwrap_err().to_string();
+        assert_eq!(
+            e("delay=20"),
+            "invalid lab spec: impairment `delay=20`: cannot parse `delay=20`"
+        );
+        assert_eq!(
+            e("delay=20ms,speed=1"),
+            "invalid lab spec: impairment `delay=20ms,speed=1`: cannot parse `speed=1`"
+        );
+        assert_eq!(
+            e("loss=120%"),
+            "invalid lab spec: impairment `loss=120%`: loss 1.2 is not within 0..=1"
+        );
+        assert_eq!(
+            e("jitter=5ms"),
+            "invalid lab spec: impairment `jitter=5ms`: jitter 5ms exceeds delay 0ns"
+        );
+        assert_eq!(
+            e("rate=fast"),
+            "invalid lab spec: impairment `rate=fast`: cannot parse `rate=fast`"
         );
     }
 
