@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::error::{LabError, Result};
 use crate::netns::{self, NAME_PREFIX};
-use crate::relay::{open_tun, Relay};
+use crate::relay::{open_tun, Relay, RelayCounters};
 use crate::shaping::{self, Mechanisms};
 use crate::spec::{DelayMechanism, Impairment, LabSpec, LinkSpec};
 
@@ -418,6 +418,17 @@ impl Lab {
             &self.impairment(from, to)?,
             self.links[idx].netem,
         ))
+    }
+
+    /// Counters of the relay carrying packets from `from` to `to`, or
+    /// `None` when delay is made by netem.
+    pub fn relay_counters(&self, from: &str, to: &str) -> Result<Option<RelayCounters>> {
+        let (idx, dir) = self.link_index(from, to)?;
+        Ok(self.links[idx].relays.as_ref().map(|r| {
+            r[if dir == Direction::AToB { 0 } else { 1 }]
+                .stats()
+                .snapshot()
+        }))
     }
 
     /// This lab's unique prefix (`iiopb-<pid>-<n>`); every namespace name

@@ -63,6 +63,7 @@ pub use features::{probe_features, Features};
 pub use lab::{Direction, Host, Lab};
 pub use measure::{DirectionReport, LinkReport, MeasureOptions};
 pub use netns::{cleanup_leftovers, NAME_PREFIX};
+pub use relay::RelayCounters;
 pub use shaping::{Mechanism, Mechanisms};
 pub use signal::{install_cleanup_handler, remove_all_labs};
 pub use spec::{DelayMechanism, Impairment, LabSpec, LinkSpec, T1_BPS};

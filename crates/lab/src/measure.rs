@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::error::{LabError, Result};
 use crate::lab::Lab;
+use crate::relay::RelayCounters;
 use crate::shaping::{Mechanisms, ETH_HEADER};
 use crate::spec::Impairment;
 
@@ -73,6 +74,9 @@ pub struct DirectionReport {
     pub loss: f64,
     /// Measured rate in bit/s of Ethernet frames, when a cap is configured.
     pub rate_bps: Option<f64>,
+    /// The relay's counters after the probes (relay mode only); a non-zero
+    /// `overflow` means the relay, not the configured loss, dropped packets.
+    pub relay: Option<RelayCounters>,
 }
 
 /// Self-measurement of one link.
@@ -451,6 +455,7 @@ impl Lab {
                 loss_received: f.received,
                 loss: 1.0 - f64::from(f.received) / f64::from(f.sent.max(1)),
                 rate_bps: rate,
+                relay: self.relay_counters(from, to)?,
             })
         };
         Ok(LinkReport {
@@ -499,6 +504,7 @@ mod tests {
             loss_received: 1960,
             loss,
             rate_bps: Some(rate),
+            relay: None,
         };
         LinkReport {
             a: "a".into(),

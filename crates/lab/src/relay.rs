@@ -94,6 +94,28 @@ pub struct RelayStats {
     pub write_errors: AtomicU64,
 }
 
+/// A snapshot of [`RelayStats`], for reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RelayCounters {
+    /// Packets delivered onwards since the relay started.
+    pub forwarded: u64,
+    /// Packets dropped because the hold queue was full.
+    pub overflow: u64,
+    /// Packets lost to write errors.
+    pub write_errors: u64,
+}
+
+impl RelayStats {
+    /// Current values.
+    pub fn snapshot(&self) -> RelayCounters {
+        RelayCounters {
+            forwarded: self.forwarded.load(Ordering::Relaxed),
+            overflow: self.overflow.load(Ordering::Relaxed),
+            write_errors: self.write_errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// One running relay direction. Dropping it stops and joins the thread,
 /// which closes the TUN device.
 #[derive(Debug)]

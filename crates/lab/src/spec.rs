@@ -249,6 +249,13 @@ impl LabSpec {
         }
     }
 
+    /// Two hosts joined by one link impaired differently each way.
+    pub fn pair_asymmetric(a: &str, b: &str, a_to_b: Impairment, b_to_a: Impairment) -> Self {
+        let mut spec = Self::pair(a, b, a_to_b);
+        spec.links[0].b_to_a = b_to_a;
+        spec
+    }
+
     /// Checks names, uniqueness, link ends, MTU and impairment ranges.
     pub fn validate(&self) -> Result<()> {
         if self.hosts.is_empty() || self.hosts.len() > MAX_HOSTS {

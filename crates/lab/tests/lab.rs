@@ -102,6 +102,14 @@ fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
         assert_ne!(d.mechanisms.loss, Mechanism::None);
         assert_eq!(d.mechanisms.rate, Mechanism::Tbf);
         assert_eq!(d.loss_sent, 3000);
+        if d.mechanisms.delay == Mechanism::Relay {
+            let c = d.relay.expect("relay counters");
+            // At least the loss probes that survived nft went through it.
+            assert!(c.forwarded >= u64::from(d.loss_received), "{c:?}");
+            assert_eq!((c.overflow, c.write_errors), (0, 0));
+        } else {
+            assert_eq!(d.relay, None);
+        }
     }
 
     // TCP ping-pong: the echo server listens in "server", the client
