@@ -561,10 +561,10 @@ impl TypeCode {
                     ));
                 }
             }
-            TcDef::Fixed { digits, scale } => {
-                if *digits == 0 || *digits > 31 || *scale < 0 || *scale as i32 > *digits as i32 {
-                    return Err(bad(0, format!("fixed<{digits},{scale}> is not legal")));
-                }
+            TcDef::Fixed { digits, scale }
+                if *digits == 0 || *digits > 31 || *scale < 0 || *scale as i32 > *digits as i32 =>
+            {
+                return Err(bad(0, format!("fixed<{digits},{scale}> is not legal")));
             }
             TcDef::Basic(k) if !k.is_basic() => {
                 return Err(bad(0, format!("{} has parameters", k.name())));
@@ -661,7 +661,7 @@ impl TypeCode {
         Self::basic(TCKind::tk_any)
     }
     /// tk_TypeCode
-    pub fn typecode() -> TypeCode {
+    pub fn tc_typecode() -> TypeCode {
         Self::basic(TCKind::tk_TypeCode)
     }
     /// tk_Principal

@@ -841,7 +841,7 @@ pub fn fixed_to_bcd(s: &str, digits: u16, scale: i16) -> Result<Vec<u8>> {
         return Err(bad());
     }
     let mut ds: Vec<u8> = Vec::with_capacity(digits + 2);
-    if digits % 2 == 0 {
+    if digits.is_multiple_of(2) {
         ds.push(0);
     }
     ds.extend(std::iter::repeat_n(0, digits - scale - int.len()));
