@@ -156,7 +156,12 @@ impl TCKind {
         use TCKind::*;
         matches!(
             self,
-            tk_objref | tk_native | tk_abstract_interface | tk_local_interface | tk_component | tk_home
+            tk_objref
+                | tk_native
+                | tk_abstract_interface
+                | tk_local_interface
+                | tk_component
+                | tk_home
         )
     }
 
@@ -704,7 +709,11 @@ impl TypeCode {
     /// objref, native, abstract_interface, local_interface, component or
     /// home. Panics for other kinds (a programming error).
     pub fn interface(kind: TCKind, id: &str, name: &str) -> TypeCode {
-        assert!(kind.is_interface_like(), "{} is not interface-like", kind.name());
+        assert!(
+            kind.is_interface_like(),
+            "{} is not interface-like",
+            kind.name()
+        );
         Self::from_def(TcDef::Interface {
             kind,
             id: id.into(),
@@ -719,10 +728,7 @@ impl TypeCode {
             name: name.into(),
             members: members
                 .into_iter()
-                .map(|(n, tc)| StructMember {
-                    name: n.into(),
-                    tc,
-                })
+                .map(|(n, tc)| StructMember { name: n.into(), tc })
                 .collect(),
         })
     }
@@ -734,10 +740,7 @@ impl TypeCode {
             name: name.into(),
             members: members
                 .into_iter()
-                .map(|(n, tc)| StructMember {
-                    name: n.into(),
-                    tc,
-                })
+                .map(|(n, tc)| StructMember { name: n.into(), tc })
                 .collect(),
         })
     }
@@ -1034,7 +1037,16 @@ fn is_legal_discriminator(tc: &TypeCode) -> bool {
     use TCKind::*;
     matches!(
         tc.unalias().kind(),
-        tk_short | tk_long | tk_ushort | tk_ulong | tk_longlong | tk_ulonglong | tk_char | tk_boolean | tk_wchar | tk_enum
+        tk_short
+            | tk_long
+            | tk_ushort
+            | tk_ulong
+            | tk_longlong
+            | tk_ulonglong
+            | tk_char
+            | tk_boolean
+            | tk_wchar
+            | tk_enum
     ) && !tc.unalias().is_recursive_ref()
 }
 
@@ -1462,9 +1474,8 @@ impl TcDecoder {
             tk_fixed => {
                 let digits = r.read_u16()?;
                 let scale = r.read_i16()?;
-                TypeCode::fixed(digits, scale).map_err(|_| {
-                    bad(pos, format!("fixed<{digits},{scale}> is not legal"))
-                })
+                TypeCode::fixed(digits, scale)
+                    .map_err(|_| bad(pos, format!("fixed<{digits},{scale}> is not legal")))
             }
             _ => {
                 // Complex: an encapsulation. Its TCKind address was pushed
@@ -1472,7 +1483,12 @@ impl TcDecoder {
                 let slot_addr = self.starts.last().map(|(a, _)| *a).unwrap_or(0);
                 r.align(4)?;
                 let origin = r.position() + 4;
-                let mut e = r.read_encapsulation()?;
+                // A depth error comes from the new encapsulation reader,
+                // in its offsets; the others are in ours.
+                let mut e = r.read_encapsulation().map_err(|err| match err {
+                    CdrError::DepthExceeded { .. } => shift_err(err, origin),
+                    other => other,
+                })?;
                 let tc = self
                     .complex(kind, slot_addr, &mut e)
                     .and_then(|tc| e.expect_end().map(|_| tc))
@@ -1761,7 +1777,9 @@ impl TcEncoder {
             }
             _ => {
                 let pushed = match def {
-                    TcDef::Struct { id, .. } | TcDef::Union { id, .. } | TcDef::Value { id, .. } => {
+                    TcDef::Struct { id, .. }
+                    | TcDef::Union { id, .. }
+                    | TcDef::Value { id, .. } => {
                         self.enclosing.push((id.clone(), at));
                         true
                     }

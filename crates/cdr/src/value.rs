@@ -125,7 +125,10 @@ pub enum Value {
     /// struct or exception members in TypeCode order.
     Struct(Vec<Value>),
     /// Discriminator (as `i64`) and the selected member's value.
-    Union { disc: i64, value: Box<Value> },
+    Union {
+        disc: i64,
+        value: Box<Value>,
+    },
     /// sequence or array of a non-packed element type.
     Seq(Vec<Value>),
     ShortSeq(Vec<i16>),
@@ -349,7 +352,10 @@ impl Ctx {
                     let value = self.decode(&atc, r);
                     self.enclosing = outer;
                     r.leave();
-                    Value::Any(Box::new(Any { tc: atc, value: value? }))
+                    Value::Any(Box::new(Any {
+                        tc: atc,
+                        value: value?,
+                    }))
                 }
                 tk_TypeCode => Value::TypeCode(TypeCode::decode(r)?),
                 tk_Principal => Value::Principal(r.read_octet_bytes()?),
@@ -575,7 +581,12 @@ impl Ctx {
                 let b = fixed_to_bcd(s, *digits, *scale)?;
                 w.write_bytes(&b)
             }
-            (TcDef::Interface { kind: tk_objref, .. }, Value::ObjRef(ior)) => ior.encode(w)?,
+            (
+                TcDef::Interface {
+                    kind: tk_objref, ..
+                },
+                Value::ObjRef(ior),
+            ) => ior.encode(w)?,
             (TcDef::Struct { members, .. }, Value::Struct(vals)) => {
                 if members.len() != vals.len() {
                     return Err(CdrError::TypeMismatch {

@@ -146,14 +146,14 @@ fn union_on_enum() {
 
 #[test]
 fn recursive_struct_with_indirection_across_encapsulations() {
-    let expected = node(
-        1,
-        vec![node(2, vec![]), node(3, vec![node(4, vec![])])],
-    );
+    let expected = node(1, vec![node(2, vec![]), node(3, vec![node(4, vec![])])]);
     check("node", &node_tc(), expected);
     // The indirection: kind at 0x84, offset field at 0x88 = -136 → 0.
     let b = fixture("node");
-    assert_eq!(&b[0x84..0x8c], &[0xff, 0xff, 0xff, 0xff, 0x78, 0xff, 0xff, 0xff]);
+    assert_eq!(
+        &b[0x84..0x8c],
+        &[0xff, 0xff, 0xff, 0xff, 0x78, 0xff, 0xff, 0xff]
+    );
 }
 
 #[test]
@@ -166,14 +166,28 @@ fn typecode_as_value() {
     let bytes = fixture("typecode_node");
     let mut r = Reader::new(&bytes, ByteOrder::Little);
     let v = Value::decode(&TypeCode::any(), &mut r).unwrap();
-    let Value::Any(a) = v else { panic!("not an any") };
+    let Value::Any(a) = v else {
+        panic!("not an any")
+    };
     assert_eq!(a.tc.kind(), iiop_cdr::TCKind::tk_TypeCode);
     let Value::TypeCode(t) = &a.value else {
         panic!("not a TypeCode: {:?}", a.value)
     };
     assert!(t.equal(&node_tc()));
-    assert_eq!(t.member_type(1).unwrap().unalias().content_type().unwrap().id(), Some("IDL:Fx/Node:1.0"));
-    check("typecode_node", &TypeCode::tc_typecode(), Value::TypeCode(node_tc()));
+    assert_eq!(
+        t.member_type(1)
+            .unwrap()
+            .unalias()
+            .content_type()
+            .unwrap()
+            .id(),
+        Some("IDL:Fx/Node:1.0")
+    );
+    check(
+        "typecode_node",
+        &TypeCode::tc_typecode(),
+        Value::TypeCode(node_tc()),
+    );
 }
 
 #[test]
@@ -191,7 +205,11 @@ fn mixed_struct_with_fixed_array_octets_and_any() {
             ("fl", TypeCode::float()),
             (
                 "arr",
-                TypeCode::alias("IDL:Fx/LongArr:1.0", "LongArr", TypeCode::array(TypeCode::long(), 3)),
+                TypeCode::alias(
+                    "IDL:Fx/LongArr:1.0",
+                    "LongArr",
+                    TypeCode::array(TypeCode::long(), 3),
+                ),
             ),
             ("bytes", TypeCode::sequence(TypeCode::octet(), 0)),
             ("inner", TypeCode::any()),
