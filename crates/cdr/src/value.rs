@@ -25,9 +25,10 @@
 //!   as TypeCodes only: as values they are a `TypeMismatch` error.
 //!
 //! Hostile input: counts are checked against the bytes left at the
-//! element's minimum wire size (at least 1) before allocating, nesting
-//! goes through `Reader::enter`, and values of types that occupy no bytes
-//! at all (empty structs) draw on a fixed node budget.
+//! element's minimum wire size before allocating, nesting goes through
+//! `Reader::enter`, and values of types that occupy no bytes at all
+//! (empty structs, arrays of them) draw on a fixed node budget of 65536
+//! per decode, which also bounds their counts.
 
 use bytes::Bytes;
 
@@ -309,6 +310,19 @@ impl Ctx {
         }
     }
 
+    /// A count of elements that occupy no bytes cannot be checked against
+    /// the input: check it against the node budget instead.
+    fn check_empty_count(&self, n: usize, offset: usize) -> Result<()> {
+        if n > self.budget as usize {
+            return Err(CdrError::LimitExceeded {
+                offset,
+                len: n as u64,
+                limit: self.budget as u64,
+            });
+        }
+        Ok(())
+    }
+
     fn charge_empty(&mut self, tc: &TypeCode, offset: usize) -> Result<()> {
         if tc.min_wire_size() == 0 {
             if self.budget == 0 {
@@ -443,21 +457,27 @@ impl Ctx {
                     check_bound(pos, b.len(), *bound)?;
                     return Ok(Value::OctetSeq(b));
                 }
-                let min = element.min_wire_size().max(1);
+                let min = self.resolve(element, pos)?.min_wire_size();
                 let n = r.read_len(usize::try_from(min).unwrap_or(usize::MAX))?;
                 check_bound(pos, n, *bound)?;
+                if min == 0 {
+                    self.check_empty_count(n, pos)?;
+                }
                 self.elements(element, n, r)?
             }
             TcDef::Array { element, length } => {
                 let n = *length as usize;
-                let min = element.min_wire_size().max(1);
+                let min = self.resolve(element, pos)?.min_wire_size();
                 let need = (n as u64).saturating_mul(min);
-                if need > r.remaining() as u64 || n > r.opts().limits.max_len {
+                if need > r.remaining() as u64 {
                     return Err(CdrError::Truncated {
                         offset: pos,
                         needed: usize::try_from(need).unwrap_or(usize::MAX),
                         available: r.remaining(),
                     });
+                }
+                if min == 0 {
+                    self.check_empty_count(n, pos)?;
                 }
                 self.charge_empty(tc, pos)?;
                 self.elements(element, n, r)?
