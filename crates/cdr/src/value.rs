@@ -8,7 +8,10 @@
 //!   move with one bulk copy; sequences and arrays of anything else are
 //!   [`Value::Seq`]. The TypeCode says whether it is a sequence or array.
 //! - A struct or exception is its members in one `Vec<Value>`, in
-//!   TypeCode order.
+//!   TypeCode order. A sequence or array of structs is
+//!   [`Value::StructSeq`], stored by column: one packed vector per
+//!   primitive member, so 64 KiB of `sequence<PerfStruct>` decodes into
+//!   five vectors with no per-element allocation and no recursive call.
 //! - A union is its discriminator as an `i64` (same convention as
 //!   [`UnionMember::label`](crate::typecode::UnionMember)) and the selected
 //!   member's value.
@@ -34,7 +37,9 @@ use bytes::Bytes;
 
 use crate::error::{CdrError, Result};
 use crate::reader::Reader;
-use crate::typecode::{read_label, write_label, TCKind, TcDef, TypeCode, UnionMember};
+use crate::typecode::{
+    read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember,
+};
 use crate::writer::Writer;
 
 /// A tagged profile of an IOR, kept as raw bytes (an encapsulation for the
@@ -132,6 +137,14 @@ pub enum Value {
     },
     /// sequence or array of a non-packed element type.
     Seq(Vec<Value>),
+    /// sequence or array of structs/exceptions with at least one member,
+    /// stored by column: one sequence-like value per member, each holding
+    /// that member of every element — a packed vector for primitive
+    /// members (`ShortSeq`, `CharSeq`, `DoubleSeq`, …), `Seq` (one value
+    /// per element) for the others. A `sequence<PerfStruct>` decodes into
+    /// five flat vectors. Decoding produces this; encoding also accepts
+    /// `Seq` of `Struct` (rows). See [`Value::len`] and [`Value::element`].
+    StructSeq(Vec<Value>),
     ShortSeq(Vec<i16>),
     UShortSeq(Vec<u16>),
     LongSeq(Vec<i32>),
@@ -180,6 +193,7 @@ impl Value {
             Struct(_) => "Struct",
             Union { .. } => "Union",
             Seq(_) => "Seq",
+            StructSeq(_) => "StructSeq",
             ShortSeq(_) => "ShortSeq",
             UShortSeq(_) => "UShortSeq",
             LongSeq(_) => "LongSeq",
@@ -196,6 +210,66 @@ impl Value {
             TypeCode(_) => "TypeCode",
             ObjRef(_) => "ObjRef",
             Principal(_) => "Principal",
+        }
+    }
+
+    /// Number of elements of a sequence-like value (packed vectors,
+    /// `Seq`, `StructSeq`); `None` for other values.
+    pub fn len(&self) -> Option<usize> {
+        use Value::*;
+        Some(match self {
+            Seq(x) => x.len(),
+            StructSeq(cols) => cols.first().and_then(Value::len).unwrap_or(0),
+            ShortSeq(x) => x.len(),
+            UShortSeq(x) => x.len(),
+            LongSeq(x) => x.len(),
+            ULongSeq(x) => x.len(),
+            LongLongSeq(x) => x.len(),
+            ULongLongSeq(x) => x.len(),
+            FloatSeq(x) => x.len(),
+            DoubleSeq(x) => x.len(),
+            BooleanSeq(x) => x.len(),
+            CharSeq(x) => x.len(),
+            OctetSeq(x) => x.len(),
+            EnumSeq(x) => x.len(),
+            _ => return None,
+        })
+    }
+
+    /// Whether a sequence-like value has no elements (`None` for others).
+    pub fn is_empty(&self) -> Option<bool> {
+        self.len().map(|n| n == 0)
+    }
+
+    /// Element `i` of a sequence-like value as a standalone value: a
+    /// scalar for packed vectors (a `CharSeq` octet becomes `Char` of that
+    /// ISO-8859-1 code), a `Struct` row for `StructSeq`.
+    pub fn element(&self, i: usize) -> Option<Value> {
+        use Value::*;
+        match self {
+            Seq(x) => x.get(i).cloned(),
+            StructSeq(cols) => {
+                if i >= self.len()? {
+                    return None;
+                }
+                cols.iter()
+                    .map(|c| c.element(i))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Struct)
+            }
+            ShortSeq(x) => x.get(i).map(|&v| Short(v)),
+            UShortSeq(x) => x.get(i).map(|&v| UShort(v)),
+            LongSeq(x) => x.get(i).map(|&v| Long(v)),
+            ULongSeq(x) => x.get(i).map(|&v| ULong(v)),
+            LongLongSeq(x) => x.get(i).map(|&v| LongLong(v)),
+            ULongLongSeq(x) => x.get(i).map(|&v| ULongLong(v)),
+            FloatSeq(x) => x.get(i).map(|&v| Float(v)),
+            DoubleSeq(x) => x.get(i).map(|&v| Double(v)),
+            BooleanSeq(x) => x.get(i).map(|&v| Boolean(v)),
+            CharSeq(x) => x.get(i).map(|&v| Char(v as char)),
+            OctetSeq(x) => x.get(i).map(|&v| Octet(v)),
+            EnumSeq(x) => x.get(i).map(|&v| Enum(v)),
+            _ => None,
         }
     }
 
@@ -550,6 +624,12 @@ impl Ctx {
                 }
             });
         }
+        let et = self.resolve(element.unalias(), pos)?.clone();
+        if let TcDef::Struct { members, .. } = et.def() {
+            if !members.is_empty() {
+                return self.struct_elements(&et, members, n, r);
+            }
+        }
         r.enter()?;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
@@ -557,6 +637,70 @@ impl Ctx {
         }
         r.leave();
         Ok(Value::Seq(out))
+    }
+
+    /// `n` structs by column; primitive members are read inline.
+    fn struct_elements(
+        &mut self,
+        et: &TypeCode,
+        members: &[StructMember],
+        n: usize,
+        r: &mut Reader<'_>,
+    ) -> Result<Value> {
+        let mut cols: Vec<Column> = members
+            .iter()
+            .map(|m| Column::new(packed_kind(&m.tc), n))
+            .collect();
+        // The sequence and its element structs: two levels, entered once.
+        r.enter()?;
+        r.enter()?;
+        let target = et.is_recursion_target();
+        if target {
+            self.enclosing.push(et.clone());
+        }
+        let empty = et.min_wire_size() == 0;
+        for _ in 0..n {
+            if empty {
+                self.charge_empty(et, r.position())?;
+            }
+            for (m, col) in members.iter().zip(cols.iter_mut()) {
+                match col {
+                    Column::Short(v) => v.push(r.read_i16()?),
+                    Column::UShort(v) => v.push(r.read_u16()?),
+                    Column::Long(v) => v.push(r.read_i32()?),
+                    Column::ULong(v) => v.push(r.read_u32()?),
+                    Column::LongLong(v) => v.push(r.read_i64()?),
+                    Column::ULongLong(v) => v.push(r.read_u64()?),
+                    Column::Float(v) => v.push(r.read_f32()?),
+                    Column::Double(v) => v.push(r.read_f64()?),
+                    Column::Boolean(v) => v.push(r.read_bool()?),
+                    Column::Char(v) => v.push(r.read_char()? as u32 as u8),
+                    Column::Octet(v) => v.push(r.read_u8()?),
+                    Column::Enum(v, count) => {
+                        r.align(4)?;
+                        let offset = r.position();
+                        let value = r.read_u32()?;
+                        if value >= *count {
+                            return Err(CdrError::InvalidEnum {
+                                offset,
+                                value,
+                                count: *count,
+                            });
+                        }
+                        v.push(value)
+                    }
+                    Column::Other(v) => v.push(self.decode(&m.tc, r)?),
+                }
+            }
+        }
+        if target {
+            self.enclosing.pop();
+        }
+        r.leave();
+        r.leave();
+        Ok(Value::StructSeq(
+            cols.into_iter().map(Column::finish).collect(),
+        ))
     }
 
     fn encode(&mut self, tc: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
@@ -720,6 +864,19 @@ impl Ctx {
             (Some(Packed::Octet), Value::OctetSeq(x)) => Some(x.len()),
             (Some(Packed::Enum(_)), Value::EnumSeq(x)) => Some(x.len()),
             (None, Value::Seq(x)) => Some(x.len()),
+            (None, Value::StructSeq(cols)) => {
+                let et = self.resolve(element.unalias(), pos)?;
+                match et.def() {
+                    TcDef::Struct { members, .. } => {
+                        struct_seq_len(members, cols).map_err(|why| CdrError::TypeMismatch {
+                            offset: pos,
+                            expected: format!("columns of {}", et.name().unwrap_or("a struct")),
+                            found: why,
+                        })?
+                    }
+                    _ => None,
+                }
+            }
             _ => None,
         };
         ok.ok_or_else(|| CdrError::TypeMismatch {
@@ -772,6 +929,41 @@ impl Ctx {
                     self.encode(element, e, w)?;
                 }
             }
+            Value::StructSeq(cols) => {
+                let et = self.resolve(element.unalias(), w.position())?.clone();
+                let TcDef::Struct { members, .. } = et.def() else {
+                    return Err(mismatch(w.position(), element, v));
+                };
+                // Shape checked by `element_count` before the length.
+                let n = cols.first().and_then(Value::len).unwrap_or(0);
+                let target = et.is_recursion_target();
+                if target {
+                    self.enclosing.push(et.clone());
+                }
+                for i in 0..n {
+                    for (m, col) in members.iter().zip(cols) {
+                        match col {
+                            Value::ShortSeq(x) => w.write_i16(x[i]),
+                            Value::UShortSeq(x) => w.write_u16(x[i]),
+                            Value::LongSeq(x) => w.write_i32(x[i]),
+                            Value::ULongSeq(x) => w.write_u32(x[i]),
+                            Value::LongLongSeq(x) => w.write_i64(x[i]),
+                            Value::ULongLongSeq(x) => w.write_u64(x[i]),
+                            Value::FloatSeq(x) => w.write_f32(x[i]),
+                            Value::DoubleSeq(x) => w.write_f64(x[i]),
+                            Value::BooleanSeq(x) => w.write_bool(x[i]),
+                            Value::CharSeq(x) => w.write_char(x[i] as char)?,
+                            Value::OctetSeq(x) => w.write_u8(x[i]),
+                            Value::EnumSeq(x) => w.write_u32(x[i]),
+                            Value::Seq(x) => self.encode(&m.tc, &x[i], w)?,
+                            other => return Err(mismatch(w.position(), &m.tc, other)),
+                        }
+                    }
+                }
+                if target {
+                    self.enclosing.pop();
+                }
+            }
             other => {
                 return Err(CdrError::TypeMismatch {
                     offset: w.position(),
@@ -782,6 +974,113 @@ impl Ctx {
         }
         Ok(())
     }
+}
+
+/// A column of a struct sequence being decoded.
+enum Column {
+    Short(Vec<i16>),
+    UShort(Vec<u16>),
+    Long(Vec<i32>),
+    ULong(Vec<u32>),
+    LongLong(Vec<i64>),
+    ULongLong(Vec<u64>),
+    Float(Vec<f32>),
+    Double(Vec<f64>),
+    Boolean(Vec<bool>),
+    Char(Vec<u8>),
+    Octet(Vec<u8>),
+    Enum(Vec<u32>, u32),
+    Other(Vec<Value>),
+}
+
+impl Column {
+    /// `n` was checked against the bytes left at the element's minimum
+    /// size, which is at least one byte per primitive member.
+    fn new(p: Option<Packed>, n: usize) -> Column {
+        match p {
+            Some(Packed::Short) => Column::Short(Vec::with_capacity(n)),
+            Some(Packed::UShort) => Column::UShort(Vec::with_capacity(n)),
+            Some(Packed::Long) => Column::Long(Vec::with_capacity(n)),
+            Some(Packed::ULong) => Column::ULong(Vec::with_capacity(n)),
+            Some(Packed::LongLong) => Column::LongLong(Vec::with_capacity(n)),
+            Some(Packed::ULongLong) => Column::ULongLong(Vec::with_capacity(n)),
+            Some(Packed::Float) => Column::Float(Vec::with_capacity(n)),
+            Some(Packed::Double) => Column::Double(Vec::with_capacity(n)),
+            Some(Packed::Boolean) => Column::Boolean(Vec::with_capacity(n)),
+            Some(Packed::Char) => Column::Char(Vec::with_capacity(n)),
+            Some(Packed::Octet) => Column::Octet(Vec::with_capacity(n)),
+            Some(Packed::Enum(count)) => Column::Enum(Vec::with_capacity(n), count),
+            None => Column::Other(Vec::with_capacity(n)),
+        }
+    }
+
+    fn finish(self) -> Value {
+        match self {
+            Column::Short(v) => Value::ShortSeq(v),
+            Column::UShort(v) => Value::UShortSeq(v),
+            Column::Long(v) => Value::LongSeq(v),
+            Column::ULong(v) => Value::ULongSeq(v),
+            Column::LongLong(v) => Value::LongLongSeq(v),
+            Column::ULongLong(v) => Value::ULongLongSeq(v),
+            Column::Float(v) => Value::FloatSeq(v),
+            Column::Double(v) => Value::DoubleSeq(v),
+            Column::Boolean(v) => Value::BooleanSeq(v),
+            Column::Char(v) => Value::CharSeq(v),
+            Column::Octet(v) => Value::OctetSeq(Bytes::from(v)),
+            Column::Enum(v, _) => Value::EnumSeq(v),
+            Column::Other(v) => Value::Seq(v),
+        }
+    }
+}
+
+/// The element count of a `StructSeq`, after checking that there is one
+/// column per member, each of the member's representation, all of one
+/// length, enum indices in range. `Ok(None)` when it is not a struct
+/// sequence of these members at all; `Err` says what is wrong.
+fn struct_seq_len(
+    members: &[StructMember],
+    cols: &[Value],
+) -> std::result::Result<Option<usize>, String> {
+    if members.is_empty() || cols.len() != members.len() {
+        return Err(format!(
+            "{} columns for {} members",
+            cols.len(),
+            members.len()
+        ));
+    }
+    let n = cols[0].len().unwrap_or(0);
+    for (j, (m, c)) in members.iter().zip(cols).enumerate() {
+        let fits = match (packed_kind(&m.tc), c) {
+            (Some(Packed::Short), Value::ShortSeq(_))
+            | (Some(Packed::UShort), Value::UShortSeq(_))
+            | (Some(Packed::Long), Value::LongSeq(_))
+            | (Some(Packed::ULong), Value::ULongSeq(_))
+            | (Some(Packed::LongLong), Value::LongLongSeq(_))
+            | (Some(Packed::ULongLong), Value::ULongLongSeq(_))
+            | (Some(Packed::Float), Value::FloatSeq(_))
+            | (Some(Packed::Double), Value::DoubleSeq(_))
+            | (Some(Packed::Boolean), Value::BooleanSeq(_))
+            | (Some(Packed::Char), Value::CharSeq(_))
+            | (Some(Packed::Octet), Value::OctetSeq(_))
+            | (None, Value::Seq(_)) => true,
+            (Some(Packed::Enum(count)), Value::EnumSeq(x)) => x.iter().all(|&e| e < count),
+            _ => false,
+        };
+        if !fits {
+            return Err(format!(
+                "column {j} ({}) for member {}",
+                c.variant_name(),
+                m.name
+            ));
+        }
+        if c.len() != Some(n) {
+            return Err(format!(
+                "column {j} has {:?} elements, column 0 has {n}",
+                c.len()
+            ));
+        }
+    }
+    Ok(Some(n))
 }
 
 fn check_bound(offset: usize, n: usize, bound: u32) -> Result<()> {

@@ -423,16 +423,23 @@ fn recursive_values_decode_and_nesting_is_bounded() {
     // v=1, [ v=2, [] ]
     let b = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0];
     let v = dec(&node, &b, ByteOrder::Big).unwrap();
+    let leaf = Value::StructSeq(vec![Value::LongSeq(vec![]), Value::Seq(vec![])]);
     assert_eq!(
         v,
         Value::Struct(vec![
             Value::Long(1),
-            Value::Seq(vec![Value::Struct(vec![
-                Value::Long(2),
-                Value::Seq(vec![])
-            ])])
+            Value::StructSeq(vec![
+                Value::LongSeq(vec![2]),
+                Value::Seq(vec![leaf.clone()])
+            ])
         ])
     );
+    // Rows are accepted on encode too.
+    let rows = Value::Struct(vec![
+        Value::Long(1),
+        Value::Seq(vec![Value::Struct(vec![Value::Long(2), leaf])]),
+    ]);
+    assert_eq!(enc(&node, &rows, ByteOrder::Big), b);
     assert_eq!(enc(&node, &v, ByteOrder::Big), b);
     // A 1000-deep list: refused by the depth limit, not the stack.
     let mut deep = Vec::new();
@@ -459,4 +466,50 @@ fn any_with_hostile_typecode_inside() {
         dec(&TypeCode::any(), &b, ByteOrder::Big),
         Err(CdrError::BadTypeCode { offset: 4, .. })
     ));
+}
+
+#[test]
+fn struct_sequences_decode_by_column() {
+    let cd = TypeCode::struct_tc(
+        "IDL:CD:1.0",
+        "CD",
+        vec![("c", TypeCode::char()), ("d", TypeCode::double())],
+    );
+    let t = TypeCode::sequence(cd, 0);
+    // length 2 at 0; c at 4, d at 8; c at 16, d at 24.
+    let mut b = vec![0, 0, 0, 2, b'x', 0, 0, 0];
+    b.extend_from_slice(&1.5f64.to_be_bytes());
+    b.extend_from_slice(&[b'y', 0, 0, 0, 0, 0, 0, 0]);
+    b.extend_from_slice(&(-3.0f64).to_be_bytes());
+    let v = dec(&t, &b, ByteOrder::Big).unwrap();
+    assert_eq!(
+        v,
+        Value::StructSeq(vec![
+            Value::CharSeq(b"xy".to_vec()),
+            Value::DoubleSeq(vec![1.5, -3.0])
+        ])
+    );
+    assert_eq!(
+        v.element(1),
+        Some(Value::Struct(vec![Value::Char('y'), Value::Double(-3.0)]))
+    );
+    assert_eq!(v.element(2), None);
+    assert_eq!(enc(&t, &v, ByteOrder::Big), b);
+    // Ragged or mistyped columns are refused before the length is written.
+    let mut buf = BytesMut::new();
+    let mut w = Writer::new(&mut buf, ByteOrder::Big);
+    let ragged = Value::StructSeq(vec![
+        Value::CharSeq(b"xy".to_vec()),
+        Value::DoubleSeq(vec![1.5]),
+    ]);
+    assert!(matches!(
+        ragged.encode(&t, &mut w),
+        Err(CdrError::TypeMismatch { offset: 0, .. })
+    ));
+    let mistyped = Value::StructSeq(vec![Value::LongSeq(vec![1]), Value::DoubleSeq(vec![1.5])]);
+    assert!(matches!(
+        mistyped.encode(&t, &mut w),
+        Err(CdrError::TypeMismatch { offset: 0, .. })
+    ));
+    assert!(buf.is_empty());
 }

@@ -63,8 +63,14 @@ fn cd(c: char, d: f64) -> Value {
     Value::Struct(vec![Value::Char(c), Value::Double(d)])
 }
 
-fn node(v: i32, next: Vec<Value>) -> Value {
-    Value::Struct(vec![Value::Long(v), Value::Seq(next)])
+/// A `NodeSeq` value: struct sequences decode by column.
+fn nodes(items: Vec<(i32, Value)>) -> Value {
+    let (vs, nexts): (Vec<i32>, Vec<Value>) = items.into_iter().unzip();
+    Value::StructSeq(vec![Value::LongSeq(vs), Value::Seq(nexts)])
+}
+
+fn leaf() -> Value {
+    nodes(vec![])
 }
 
 fn any(tc: TypeCode, value: Value) -> Value {
@@ -117,11 +123,13 @@ fn cd_struct() {
 #[test]
 fn sequence_of_struct_through_alias() {
     let tc = TypeCode::alias("IDL:Fx/CDSeq:1.0", "CDSeq", TypeCode::sequence(cd_tc(), 0));
-    check(
-        "cdseq",
-        &tc,
-        Value::Seq(vec![cd('a', 1.5), cd('b', 3.0), cd('c', 4.5)]),
-    );
+    let v = Value::StructSeq(vec![
+        Value::CharSeq(b"abc".to_vec()),
+        Value::DoubleSeq(vec![1.5, 3.0, 4.5]),
+    ]);
+    assert_eq!(v.len(), Some(3));
+    assert_eq!(v.element(1), Some(cd('b', 3.0)));
+    check("cdseq", &tc, v);
 }
 
 #[test]
@@ -146,7 +154,11 @@ fn union_on_enum() {
 
 #[test]
 fn recursive_struct_with_indirection_across_encapsulations() {
-    let expected = node(1, vec![node(2, vec![]), node(3, vec![node(4, vec![])])]);
+    // 1 -> [2, 3 -> [4]]
+    let expected = Value::Struct(vec![
+        Value::Long(1),
+        nodes(vec![(2, leaf()), (3, nodes(vec![(4, leaf())]))]),
+    ]);
     check("node", &node_tc(), expected);
     // The indirection: kind at 0x84, offset field at 0x88 = -136 → 0.
     let b = fixture("node");
