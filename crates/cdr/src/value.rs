@@ -5,8 +5,9 @@
 //! Representation choices (they matter for speed):
 //! - Sequences *and arrays* of primitive element types are stored packed
 //!   (`ShortSeq(Vec<i16>)`, …, `OctetSeq(Bytes)`, `CharSeq(Vec<u8>)`) and
-//!   move with one bulk copy; sequences and arrays of anything else are
-//!   [`Value::Seq`]. The TypeCode says whether it is a sequence or array.
+//!   move with one bulk copy; sequences and arrays of structs are
+//!   [`Value::StructSeq`] (below), of anything else [`Value::Seq`]. The
+//!   TypeCode says whether it is a sequence or an array.
 //! - A struct or exception is its members in one `Vec<Value>`, in
 //!   TypeCode order. A sequence or array of structs is
 //!   [`Value::StructSeq`], stored by column: one packed vector per
@@ -23,7 +24,12 @@
 //! - `long double` is 16 raw octets in the stream's byte order.
 //! - `char` is a Rust `char` decoded through the negotiated code set;
 //!   `CharSeq` keeps the transmitted octets.
+//! - An object reference is [`Value::ObjRef`] holding a boxed [`Ior`]
+//!   (type id + raw tagged profiles; boxed to keep `Value` at 40 bytes).
 //! - Aliases are transparent: a value of `typedef T A` is a value of `T`.
+//!
+//! Entry points: [`Value::decode`]`(&TypeCode, &mut Reader)` and
+//! [`Value::encode`]`(&self, &TypeCode, &mut Writer)`.
 //! - valuetypes, value boxes, native and local/abstract interfaces decode
 //!   as TypeCodes only: as values they are a `TypeMismatch` error.
 //!
@@ -135,7 +141,9 @@ pub enum Value {
         disc: i64,
         value: Box<Value>,
     },
-    /// sequence or array of a non-packed element type.
+    /// sequence or array of any other element type (strings, unions,
+    /// anys, nested sequences, wchar, empty structs, …), one value per
+    /// element. Encoding also accepts it for struct elements (rows).
     Seq(Vec<Value>),
     /// sequence or array of structs/exceptions with at least one member,
     /// stored by column: one sequence-like value per member, each holding
