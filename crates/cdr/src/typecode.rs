@@ -1445,6 +1445,10 @@ impl TcDecoder {
                 )
             })?;
         match &self.starts[i].1 {
+            Slot::Done(tc) if tc.has_unbound_recursion() => {
+                let tc = tc.clone();
+                self.rebind(&tc, field_pos, off)
+            }
             Slot::Done(tc) => Ok(tc.clone()),
             Slot::InProgress(Some(id)) if !id.is_empty() => Ok(TypeCode::recursive(id)),
             Slot::InProgress(_) => Err(bad(
@@ -1454,6 +1458,36 @@ impl TcDecoder {
                 ),
             )),
         }
+    }
+
+    /// A repeated TypeCode taken from inside a recursive one (omniORB
+    /// sends `NodeSeq b` of `struct Outer { Node a; NodeSeq b; }` as an
+    /// indirection into `Node`): its placeholders must now name a type
+    /// that encloses the new position, or be replaced by the finished
+    /// recursive TypeCode they referred to.
+    fn rebind(&self, tc: &TypeCode, field_pos: usize, off: i32) -> Result<TypeCode> {
+        let mut out = tc.clone();
+        for id in tc.0.meta.free.clone() {
+            let enclosing = self
+                .starts
+                .iter()
+                .any(|(_, s)| matches!(s, Slot::InProgress(Some(x)) if *x == id));
+            if enclosing {
+                continue;
+            }
+            let target = self.starts.iter().rev().find_map(|(_, s)| match s {
+                Slot::Done(t) if t.id() == Some(&*id) && t.is_recursion_target() => Some(t.clone()),
+                _ => None,
+            });
+            let Some(target) = target else {
+                return Err(bad(
+                    field_pos,
+                    format!("indirection offset {off} refers to a recursive reference to {id} outside its type"),
+                ));
+            };
+            out = substitute(&out, &id, &target, &mut HashMap::new());
+        }
+        Ok(out)
     }
 
     fn set_id(&mut self, slot_addr: usize, id: &Arc<str>) {
@@ -1633,6 +1667,118 @@ impl TcDecoder {
         };
         Ok(TypeCode::from_def(def))
     }
+}
+
+/// `tc` with every placeholder for `id` that it leaves unbound replaced
+/// by `target`. Shared nodes are rebuilt once (memo by address), so the
+/// work is linear in the distinct nodes.
+fn substitute(
+    tc: &TypeCode,
+    id: &Arc<str>,
+    target: &TypeCode,
+    memo: &mut HashMap<usize, TypeCode>,
+) -> TypeCode {
+    if !tc.0.meta.free.iter().any(|x| x == id) {
+        return tc.clone();
+    }
+    let key = Arc::as_ptr(&tc.0) as *const u8 as usize;
+    if let Some(done) = memo.get(&key) {
+        return done.clone();
+    }
+    let mut sub = |t: &TypeCode| substitute(t, id, target, memo);
+    let def = match &tc.0.def {
+        TcDef::Recursive { .. } => return target.clone(),
+        TcDef::Struct {
+            kind,
+            id: sid,
+            name,
+            members,
+        } => TcDef::Struct {
+            kind: *kind,
+            id: sid.clone(),
+            name: name.clone(),
+            members: members
+                .iter()
+                .map(|m| StructMember {
+                    name: m.name.clone(),
+                    tc: sub(&m.tc),
+                })
+                .collect(),
+        },
+        TcDef::Union {
+            id: uid,
+            name,
+            discriminator,
+            default_index,
+            members,
+        } => TcDef::Union {
+            id: uid.clone(),
+            name: name.clone(),
+            discriminator: discriminator.clone(),
+            default_index: *default_index,
+            members: members
+                .iter()
+                .map(|m| UnionMember {
+                    label: m.label,
+                    name: m.name.clone(),
+                    tc: sub(&m.tc),
+                })
+                .collect(),
+        },
+        TcDef::Sequence { element, bound } => TcDef::Sequence {
+            element: sub(element),
+            bound: *bound,
+        },
+        TcDef::Array { element, length } => TcDef::Array {
+            element: sub(element),
+            length: *length,
+        },
+        TcDef::Alias {
+            id: aid,
+            name,
+            content,
+        } => TcDef::Alias {
+            id: aid.clone(),
+            name: name.clone(),
+            content: sub(content),
+        },
+        TcDef::ValueBox {
+            id: vid,
+            name,
+            content,
+        } => TcDef::ValueBox {
+            id: vid.clone(),
+            name: name.clone(),
+            content: sub(content),
+        },
+        TcDef::Value {
+            kind,
+            id: vid,
+            name,
+            modifier,
+            base,
+            members,
+        } => TcDef::Value {
+            kind: *kind,
+            id: vid.clone(),
+            name: name.clone(),
+            modifier: *modifier,
+            base: base.as_ref().map(&mut sub),
+            members: members
+                .iter()
+                .map(|m| ValueMember {
+                    name: m.name.clone(),
+                    tc: sub(&m.tc),
+                    visibility: m.visibility,
+                })
+                .collect(),
+        },
+        // No children: nothing can be unbound inside.
+        other => other.clone(),
+    };
+    let out = TypeCode::from_def(def);
+    memo.insert(key, out.clone());
+    out
 }
 
 /// Read a union case label of the discriminator's type as an `i64`.

@@ -80,6 +80,19 @@ fn any(tc: TypeCode, value: Value) -> Value {
 /// Decode the whole file as an any; check the value and TypeCode, then
 /// re-encode and compare with omniORB's bytes, gaps masked.
 fn check(name: &str, expected_tc: &TypeCode, expected: Value) {
+    let (bytes, buf) = check_value(name, expected_tc, expected);
+    assert_eq!(buf.len(), bytes.len(), "{name}: re-encoded length");
+    for (i, (&ours, &theirs)) in buf.iter().zip(&bytes).enumerate() {
+        assert!(
+            ours == theirs || ours == 0,
+            "{name}: byte {i:#x}: ours {ours:#04x}, omniORB {theirs:#04x}"
+        );
+    }
+}
+
+/// Decode, compare, re-encode and decode our own bytes again; returns
+/// omniORB's bytes and ours.
+fn check_value(name: &str, expected_tc: &TypeCode, expected: Value) -> (Vec<u8>, BytesMut) {
     let bytes = fixture(name);
     let mut r = Reader::new(&bytes, ByteOrder::Little);
     let v = Value::decode(&TypeCode::any(), &mut r).unwrap();
@@ -97,15 +110,9 @@ fn check(name: &str, expected_tc: &TypeCode, expected: Value) {
     let mut buf = BytesMut::new();
     let mut w = Writer::new(&mut buf, ByteOrder::Little);
     v.encode(&TypeCode::any(), &mut w).unwrap();
-    assert_eq!(buf.len(), bytes.len(), "{name}: re-encoded length");
-    for (i, (&ours, &theirs)) in buf.iter().zip(&bytes).enumerate() {
-        assert!(
-            ours == theirs || ours == 0,
-            "{name}: byte {i:#x}: ours {ours:#04x}, omniORB {theirs:#04x}"
-        );
-    }
     let mut r = Reader::new(&buf, ByteOrder::Little);
     assert_eq!(Value::decode(&TypeCode::any(), &mut r).unwrap(), v);
+    (bytes, buf)
 }
 
 #[test]
@@ -258,4 +265,34 @@ fn repeated_typecode_indirection() {
         &tc,
         Value::Struct(vec![cd('x', 2.5), cd('y', -4.0)]),
     );
+}
+
+#[test]
+fn repeated_typecode_from_inside_a_recursive_one() {
+    // `struct Outer { Node a; NodeSeq b; }`: omniORB sends b's TypeCode as
+    // an indirection (offset -84 at 0xd8) to the NodeSeq alias *inside*
+    // Node, whose element is a recursive reference to Node. Out there it
+    // must mean the whole Node type.
+    let b = fixture("outer");
+    assert_eq!(
+        &b[0xd4..0xdc],
+        &[0xff, 0xff, 0xff, 0xff, 0xac, 0xff, 0xff, 0xff]
+    );
+    let node_seq = TypeCode::alias(
+        "IDL:Fx/NodeSeq:1.0",
+        "NodeSeq",
+        TypeCode::sequence(node_tc(), 0),
+    );
+    let tc = TypeCode::struct_tc(
+        "IDL:Fx/Outer:1.0",
+        "Outer",
+        vec![("a", node_tc()), ("b", node_seq)],
+    );
+    let expected = Value::Struct(vec![
+        Value::Struct(vec![Value::Long(5), leaf()]),
+        nodes(vec![(6, leaf())]),
+    ]);
+    let (_, ours) = check_value("outer", &tc, expected);
+    // We write b's TypeCode in full, with an indirection to `a`'s Node.
+    assert!(ours.len() > b.len());
 }
