@@ -573,3 +573,39 @@ fn trailing_bytes_inside_an_encapsulation_are_refused() {
         })
     );
 }
+
+#[test]
+fn indirection_to_an_indirection_is_refused() {
+    // struct S { sequence<S> a; sequence<S> b; }: b's element indirection
+    // re-aimed at a's indirection (a chain, the start of a loop) instead
+    // of at S.
+    let s = TypeCode::struct_tc(
+        "IDL:S:1.0",
+        "S",
+        vec![
+            ("a", TypeCode::sequence(TypeCode::recursive("IDL:S:1.0"), 0)),
+            ("b", TypeCode::sequence(TypeCode::recursive("IDL:S:1.0"), 0)),
+        ],
+    );
+    let mut bytes = enc(&s, ByteOrder::Big);
+    let ind: Vec<usize> = (0..bytes.len() - 3)
+        .step_by(4)
+        .filter(|&i| bytes[i..i + 4] == [0xff; 4])
+        .collect();
+    assert_eq!(ind.len(), 2, "two indirections");
+    // Each points back at S (offset 0) from its offset field.
+    for &k in &ind {
+        let off = i32::from_be_bytes(bytes[k + 4..k + 8].try_into().unwrap());
+        assert_eq!(off, -((k + 4) as i32));
+    }
+    let field = ind[1] + 4;
+    let off = ind[0] as i32 - field as i32;
+    bytes[field..field + 4].copy_from_slice(&off.to_be_bytes());
+    assert_eq!(
+        dec(&bytes, ByteOrder::Big),
+        Err(bad_tc(
+            field,
+            &format!("indirection offset {off} does not point at the start of a TypeCode")
+        ))
+    );
+}
