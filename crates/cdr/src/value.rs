@@ -42,6 +42,7 @@
 use bytes::Bytes;
 
 use crate::error::{CdrError, Result};
+use crate::prim::Primitive;
 use crate::reader::Reader;
 use crate::typecode::{
     read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember,
@@ -666,12 +667,23 @@ impl Ctx {
         if target {
             self.enclosing.push(et.clone());
         }
+        if let Some(layout) = RowLayout::new(&cols) {
+            self.fixed_rows(&layout, &mut cols, n, r)?;
+            if target {
+                self.enclosing.pop();
+            }
+            r.leave();
+            r.leave();
+            return Ok(Value::StructSeq(
+                cols.into_iter().map(Column::finish).collect(),
+            ));
+        }
         let empty = et.min_wire_size() == 0;
         for _ in 0..n {
             if empty {
                 self.charge_empty(et, r.position())?;
             }
-            for (m, col) in members.iter().zip(cols.iter_mut()) {
+            for (j, col) in cols.iter_mut().enumerate() {
                 match col {
                     Column::Short(v) => v.push(r.read_i16()?),
                     Column::UShort(v) => v.push(r.read_u16()?),
@@ -697,7 +709,7 @@ impl Ctx {
                         }
                         v.push(value)
                     }
-                    Column::Other(v) => v.push(self.decode(&m.tc, r)?),
+                    Column::Other(v) => v.push(self.decode(&members[j].tc, r)?),
                 }
             }
         }
@@ -709,6 +721,72 @@ impl Ctx {
         Ok(Value::StructSeq(
             cols.into_iter().map(Column::finish).collect(),
         ))
+    }
+
+    /// Rows of a struct whose members are all primitives: each row is one
+    /// `take` of its exact size (which depends only on the start offset
+    /// modulo 8), its members read at precomputed offsets.
+    fn fixed_rows(
+        &mut self,
+        layout: &RowLayout,
+        cols: &mut [Column],
+        n: usize,
+        r: &mut Reader<'_>,
+    ) -> Result<()> {
+        let order = r.order();
+        let utf8 = r.opts().char_set == crate::CharCodeSet::Utf8;
+        for _ in 0..n {
+            let start = r.position();
+            let res = start % 8;
+            let row = r.take(layout.size[res])?;
+            for (col, offs) in cols.iter_mut().zip(&layout.offsets) {
+                let o = offs[res];
+                let b = &row[o..];
+                match col {
+                    Column::Short(v) => v.push(i16::from_wire(b, order)),
+                    Column::UShort(v) => v.push(u16::from_wire(b, order)),
+                    Column::Long(v) => v.push(i32::from_wire(b, order)),
+                    Column::ULong(v) => v.push(u32::from_wire(b, order)),
+                    Column::LongLong(v) => v.push(i64::from_wire(b, order)),
+                    Column::ULongLong(v) => v.push(u64::from_wire(b, order)),
+                    Column::Float(v) => v.push(f32::from_wire(b, order)),
+                    Column::Double(v) => v.push(f64::from_wire(b, order)),
+                    Column::Octet(v) => v.push(b[0]),
+                    Column::Char(v) => {
+                        if utf8 && b[0] >= 0x80 {
+                            return Err(CdrError::InvalidCodeSet {
+                                offset: start + o,
+                                codeset: "UTF-8",
+                            });
+                        }
+                        v.push(b[0])
+                    }
+                    Column::Boolean(v) => match b[0] {
+                        0 => v.push(false),
+                        1 => v.push(true),
+                        value => {
+                            return Err(CdrError::InvalidBool {
+                                offset: start + o,
+                                value,
+                            })
+                        }
+                    },
+                    Column::Enum(v, count) => {
+                        let value = u32::from_wire(b, order);
+                        if value >= *count {
+                            return Err(CdrError::InvalidEnum {
+                                offset: start + o,
+                                value,
+                                count: *count,
+                            });
+                        }
+                        v.push(value)
+                    }
+                    Column::Other(_) => unreachable!("RowLayout::new refuses Other columns"),
+                }
+            }
+        }
+        Ok(())
     }
 
     fn encode(&mut self, tc: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
@@ -1038,6 +1116,44 @@ impl Column {
             Column::Enum(v, _) => Value::EnumSeq(v),
             Column::Other(v) => Value::Seq(v),
         }
+    }
+}
+
+/// Where each member of an all-primitive struct lies inside one element,
+/// for each start offset modulo 8 (CDR alignment repeats every 8 bytes).
+struct RowLayout {
+    /// Bytes from an element's start (after the previous element) to its
+    /// end, per start residue.
+    size: [usize; 8],
+    /// Per member: its offset from the element's start, per residue.
+    offsets: Vec<[usize; 8]>,
+}
+
+impl RowLayout {
+    /// `None` unless every column is a primitive one.
+    fn new(cols: &[Column]) -> Option<RowLayout> {
+        let sizes: Vec<usize> = cols
+            .iter()
+            .map(|c| match c {
+                Column::Boolean(_) | Column::Char(_) | Column::Octet(_) => Some(1),
+                Column::Short(_) | Column::UShort(_) => Some(2),
+                Column::Long(_) | Column::ULong(_) | Column::Float(_) | Column::Enum(..) => Some(4),
+                Column::LongLong(_) | Column::ULongLong(_) | Column::Double(_) => Some(8),
+                Column::Other(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        let mut size = [0usize; 8];
+        let mut offsets = vec![[0usize; 8]; cols.len()];
+        for (res, total) in size.iter_mut().enumerate() {
+            let mut pos = res;
+            for (j, &sz) in sizes.iter().enumerate() {
+                pos += pos.wrapping_neg() & (sz - 1);
+                offsets[j][res] = pos - res;
+                pos += sz;
+            }
+            *total = pos - res;
+        }
+        Some(RowLayout { size, offsets })
     }
 }
 

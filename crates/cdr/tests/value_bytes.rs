@@ -513,3 +513,74 @@ fn struct_sequences_decode_by_column() {
     ));
     assert!(buf.is_empty());
 }
+
+#[test]
+fn struct_sequence_fast_path_refuses_bad_members_at_their_offset() {
+    let bl = TypeCode::struct_tc(
+        "IDL:BL:1.0",
+        "BL",
+        vec![
+            ("b", TypeCode::boolean()),
+            ("l", TypeCode::long()),
+            ("e", color_tc()),
+            ("c", TypeCode::char()),
+        ],
+    );
+    let t = TypeCode::sequence(bl, 0);
+    // Element 0 at 4: b 4, l 8, e 12, c 16; element 1 at 17: b 17, l 20,
+    // e 24, c 28.
+    let good = |b1: u8, e1: u8, c1: u8| {
+        vec![
+            0, 0, 0, 2, // length
+            1, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 2, b'x', // element 0
+            b1, 0, 0, 0, 0, 0, 9, 0, 0, 0, e1, c1, // element 1
+        ]
+    };
+    assert_eq!(
+        dec(&t, &good(0, 1, b'y'), ByteOrder::Big).unwrap(),
+        Value::StructSeq(vec![
+            Value::BooleanSeq(vec![true, false]),
+            Value::LongSeq(vec![7, 9]),
+            Value::EnumSeq(vec![2, 1]),
+            Value::CharSeq(b"xy".to_vec()),
+        ])
+    );
+    assert_eq!(
+        dec(&t, &good(2, 1, b'y'), ByteOrder::Big),
+        Err(CdrError::InvalidBool {
+            offset: 17,
+            value: 2
+        })
+    );
+    assert_eq!(
+        dec(&t, &good(0, 3, b'y'), ByteOrder::Big),
+        Err(CdrError::InvalidEnum {
+            offset: 24,
+            value: 3,
+            count: 3
+        })
+    );
+    let utf8 = iiop_cdr::Options {
+        char_set: iiop_cdr::CharCodeSet::Utf8,
+        ..Default::default()
+    };
+    let bytes = good(0, 1, 0xe9);
+    let mut r = Reader::new(&bytes, ByteOrder::Big).options(utf8);
+    assert_eq!(
+        Value::decode(&t, &mut r),
+        Err(CdrError::InvalidCodeSet {
+            offset: 28,
+            codeset: "UTF-8"
+        })
+    );
+    // Cut inside element 1: the row is taken whole, from its start.
+    let cut = &good(0, 1, b'y')[..26];
+    assert_eq!(
+        dec(&t, cut, ByteOrder::Big),
+        Err(CdrError::Truncated {
+            offset: 17,
+            needed: 12,
+            available: 9
+        })
+    );
+}
