@@ -394,8 +394,9 @@ impl Ctx {
     }
 
     /// A count of elements that occupy no bytes cannot be checked against
-    /// the input: check it against the node budget instead.
-    fn check_empty_count(&self, n: usize, offset: usize) -> Result<()> {
+    /// the input: each element costs one unit of the node budget instead,
+    /// paid up front (so nested zero-size arrays cannot multiply).
+    fn charge_count(&mut self, n: usize, offset: usize) -> Result<()> {
         if n > self.budget as usize {
             return Err(CdrError::LimitExceeded {
                 offset,
@@ -403,6 +404,7 @@ impl Ctx {
                 limit: self.budget as u64,
             });
         }
+        self.budget -= n as u32;
         Ok(())
     }
 
@@ -544,7 +546,7 @@ impl Ctx {
                 let n = r.read_len(usize::try_from(min).unwrap_or(usize::MAX))?;
                 check_bound(pos, n, *bound)?;
                 if min == 0 {
-                    self.check_empty_count(n, pos)?;
+                    self.charge_count(n, pos)?;
                 }
                 self.elements(element, n, r)?
             }
@@ -560,7 +562,7 @@ impl Ctx {
                     });
                 }
                 if min == 0 {
-                    self.check_empty_count(n, pos)?;
+                    self.charge_count(n, pos)?;
                 }
                 self.charge_empty(tc, pos)?;
                 self.elements(element, n, r)?

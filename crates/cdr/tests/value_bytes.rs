@@ -379,16 +379,17 @@ fn zero_size_values_draw_on_a_budget() {
         dec(&empty, &[], ByteOrder::Big).unwrap(),
         Value::Struct(vec![])
     );
-    // A million empty structs from no input at all: each inner array's
-    // count is checked against what is left of the 65536-node budget
-    // (1 for the outer array, 1001 per inner one: 470 left at the 65th).
+    // A million empty structs from no input at all: element counts are
+    // paid from the 65536-node budget up front, and each zero-size value
+    // costs one more (outer array 1000 + 1, each inner one 1000 + 1 +
+    // 1000 structs: 503 left when the 33rd inner array asks for 1000).
     let t = TypeCode::array(TypeCode::array(empty.clone(), 1000), 1000);
     assert_eq!(
         dec(&t, &[], ByteOrder::Big),
         Err(CdrError::LimitExceeded {
             offset: 0,
             len: 1000,
-            limit: 470
+            limit: 503
         })
     );
     // A sequence count of zero-size elements: no bytes to check against.
