@@ -585,3 +585,32 @@ fn struct_sequence_fast_path_refuses_bad_members_at_their_offset() {
         })
     );
 }
+
+#[test]
+fn wide_text_starting_with_a_bom_character_survives() {
+    // Found by fuzzing: U+FEFF first, written big-endian without a BOM,
+    // read back as a BOM and lost. The writer now puts a BOM in front.
+    let s = Value::WString("\u{feff}!".into());
+    let b = enc(&TypeCode::wstring(0), &s, ByteOrder::Little);
+    assert_eq!(b, [6, 0, 0, 0, 0xfe, 0xff, 0xfe, 0xff, 0, b'!']);
+    assert_eq!(
+        dec(&TypeCode::wstring(0), &b, ByteOrder::Little).unwrap(),
+        s
+    );
+    let s = Value::WString("\u{fffe}".into());
+    let b = enc(&TypeCode::wstring(0), &s, ByteOrder::Big);
+    assert_eq!(dec(&TypeCode::wstring(0), &b, ByteOrder::Big).unwrap(), s);
+    let c = Value::WChar('\u{feff}');
+    let b = enc(&TypeCode::wchar(), &c, ByteOrder::Big);
+    assert_eq!(b, [4, 0xfe, 0xff, 0xfe, 0xff]);
+    assert_eq!(dec(&TypeCode::wchar(), &b, ByteOrder::Big).unwrap(), c);
+    // Ordinary text keeps the BOM-less big-endian form.
+    assert_eq!(
+        enc(
+            &TypeCode::wstring(0),
+            &Value::WString("hi".into()),
+            ByteOrder::Big
+        ),
+        [0, 0, 0, 4, 0, b'h', 0, b'i']
+    );
+}
