@@ -7,6 +7,8 @@
 //! - [`prim`]: fixed-size primitives and their bulk (memcpy) paths.
 //! - [`Writer`] / [`Reader`]: aligned encode/decode relative to an origin
 //!   the caller sets (GIOP message start, body start, encapsulation start).
+//! - [`typecode`]: CORBA TypeCodes and their CDR encoding.
+//! - [`value`]: dynamic values of any IDL type, driven by a TypeCode.
 //!
 //! Everything else (serde, TypeCodes, dynamic values) is built only on
 //! `Reader` and `Writer`.
@@ -15,10 +17,14 @@ pub mod error;
 pub mod options;
 pub mod prim;
 pub mod reader;
+pub mod typecode;
+pub mod value;
 pub mod writer;
 
 pub use error::{CdrError, Result};
 pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
 pub use prim::Primitive;
 pub use reader::Reader;
+pub use typecode::{TCKind, TcDef, TypeCode};
+pub use value::{Any, Ior, TaggedProfile, Value};
 pub use writer::Writer;

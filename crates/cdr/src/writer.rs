@@ -291,6 +291,13 @@ impl<'a> Writer<'a> {
             });
         }
         match self.opts.wchar_rules {
+            // A first unit that reads as a byte-order mark gets a real
+            // BOM in front, or the reader would swallow it.
+            WcharRules::Giop12 if matches!(units[0], 0xFEFF | 0xFFFE) => {
+                self.buf.put_u8(4);
+                self.buf.put_u16(0xFEFF);
+                self.buf.put_u16(units[0]);
+            }
             WcharRules::Giop12 => {
                 self.buf.put_u8(2);
                 self.buf.put_u16(units[0]);
@@ -306,8 +313,13 @@ impl<'a> Writer<'a> {
         let units = self.utf16_units(s, ws)?;
         match self.opts.wchar_rules {
             WcharRules::Giop12 => {
-                self.write_len(units.len() * 2)?;
-                self.buf.reserve(units.len() * 2);
+                // Same as for wchar: a leading U+FEFF/U+FFFE needs a BOM.
+                let bom = matches!(units.first(), Some(0xFEFF | 0xFFFE));
+                self.write_len((units.len() + bom as usize) * 2)?;
+                self.buf.reserve((units.len() + 1) * 2);
+                if bom {
+                    self.buf.put_u16(0xFEFF);
+                }
                 for u in units {
                     self.buf.put_u16(u);
                 }
