@@ -1,0 +1,1 @@
+//! tokio transport (in progress).
