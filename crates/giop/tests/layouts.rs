@@ -31,7 +31,12 @@ fn key() -> TargetAddress {
     TargetAddress::Key(Bytes::from_static(b"K"))
 }
 
-fn request(version: Version, order: ByteOrder, response: ResponseMode, body: Option<u32>) -> Vec<u8> {
+fn request(
+    version: Version,
+    order: ByteOrder,
+    response: ResponseMode,
+    body: Option<u32>,
+) -> Vec<u8> {
     let mut buf = BytesMut::new();
     let t = key();
     let head = RequestHead {
@@ -54,11 +59,9 @@ fn request(version: Version, order: ByteOrder, response: ResponseMode, body: Opt
 #[test]
 fn request_12_worked_example_size_32() {
     let b = request(Version::V1_2, ByteOrder::Big, ResponseMode::Twoway, None);
-    let expected = hex(
-        "47494f50 01020000 00000020
+    let expected = hex("47494f50 01020000 00000020
          00000005 03000000 00000000 00000001 4b000000
-         00000003 6f700000 00000000",
-    );
+         00000003 6f700000 00000000");
     assert_eq!(b, expected);
     // A non-empty body starts at 48, after 4 pad bytes.
     let b = request(Version::V1_2, ByteOrder::Big, ResponseMode::Twoway, Some(7));
@@ -76,9 +79,17 @@ fn request_12_worked_example_size_32() {
         m => panic!("{m:?}"),
     }
     // Oneway and SYNC_WITH_SERVER flags.
-    assert_eq!(request(Version::V1_2, ByteOrder::Big, ResponseMode::Oneway, None)[16], 0x00);
     assert_eq!(
-        request(Version::V1_2, ByteOrder::Big, ResponseMode::SyncWithServer, None)[16],
+        request(Version::V1_2, ByteOrder::Big, ResponseMode::Oneway, None)[16],
+        0x00
+    );
+    assert_eq!(
+        request(
+            Version::V1_2,
+            ByteOrder::Big,
+            ResponseMode::SyncWithServer,
+            None
+        )[16],
         0x01
     );
 }
@@ -107,18 +118,24 @@ fn request_12_unpadded_empty_body_and_padded_empty_body_both_decode() {
 fn request_10_and_11() {
     // 12 contexts, 16 id, 20 response_expected, 21-23 gap (1.1: reserved),
     // 24 key length, 28 key, 32 op length, 36 "op\0", 40 principal.
-    let expected = hex(
-        "47494f50 01000000 00000020
+    let expected = hex("47494f50 01000000 00000020
          00000000 00000005 01000000 00000001 4b000000
-         00000003 6f700000 00000000",
-    );
+         00000003 6f700000 00000000");
     let b = request(Version::V1_0, ByteOrder::Big, ResponseMode::Twoway, None);
     assert_eq!(b, expected);
     let mut e11 = expected.clone();
     e11[5] = 1;
-    assert_eq!(request(Version::V1_1, ByteOrder::Big, ResponseMode::Twoway, None), e11);
+    assert_eq!(
+        request(Version::V1_1, ByteOrder::Big, ResponseMode::Twoway, None),
+        e11
+    );
     // The body follows the principal directly (no 8-alignment in 1.0/1.1).
-    let b = request(Version::V1_0, ByteOrder::Little, ResponseMode::Oneway, Some(9));
+    let b = request(
+        Version::V1_0,
+        ByteOrder::Little,
+        ResponseMode::Oneway,
+        Some(9),
+    );
     assert_eq!(b[6], 1, "1.0 byte-order boolean");
     assert_eq!(b[20], 0, "oneway: response_expected false");
     assert_eq!(b.len(), 48);
@@ -138,7 +155,10 @@ fn request_12_other_addressing_modes_round_trip() {
     let ior = Ior::iiop("IDL:X:1.0", "h", 1, &b"K"[..]);
     for t in [
         TargetAddress::Profile(ior.profiles[0].clone()),
-        TargetAddress::Reference { index: 0, ior: ior.clone() },
+        TargetAddress::Reference {
+            index: 0,
+            ior: ior.clone(),
+        },
     ] {
         let mut buf = BytesMut::new();
         let head = RequestHead {
@@ -148,8 +168,15 @@ fn request_12_other_addressing_modes_round_trip() {
             operation: "op",
             contexts: &[],
         };
-        encode_request(&mut buf, Version::V1_2, ByteOrder::Big, Options::default(), &head, |_| Ok(()))
-            .unwrap();
+        encode_request(
+            &mut buf,
+            Version::V1_2,
+            ByteOrder::Big,
+            Options::default(),
+            &head,
+            |_| Ok(()),
+        )
+        .unwrap();
         match decode(&buf) {
             Message::Request(r) => {
                 assert_eq!(r.header.target, t);
@@ -179,10 +206,17 @@ fn request_with_code_sets_context() {
         contexts: &ctx,
     };
     let mut buf = BytesMut::new();
-    encode_request(&mut buf, Version::V1_2, ByteOrder::Little, Options::default(), &head, |w| {
-        w.write_u32(0);
-        Ok(())
-    })
+    encode_request(
+        &mut buf,
+        Version::V1_2,
+        ByteOrder::Little,
+        Options::default(),
+        &head,
+        |w| {
+            w.write_u32(0);
+            Ok(())
+        },
+    )
     .unwrap();
     // 32 op length, "list\0" 36..41, pad; 44 count 1, 48 id 1, 52 length
     // 12, data 56..68, pad to 72, body.
@@ -197,12 +231,21 @@ fn request_with_code_sets_context() {
 
 fn reply(version: Version, status: ReplyStatus, body: Option<u32>) -> Vec<u8> {
     let mut buf = BytesMut::new();
-    encode_reply(&mut buf, version, ByteOrder::Big, Options::default(), 5, status, &[], |w| {
-        if let Some(v) = body {
-            w.write_u32(v);
-        }
-        Ok(())
-    })
+    encode_reply(
+        &mut buf,
+        version,
+        ByteOrder::Big,
+        Options::default(),
+        5,
+        status,
+        &[],
+        |w| {
+            if let Some(v) = body {
+                w.write_u32(v);
+            }
+            Ok(())
+        },
+    )
     .unwrap();
     buf.to_vec()
 }
@@ -240,8 +283,16 @@ fn twelve_only_statuses_never_go_to_older_peers() {
     for v in [Version::V1_0, Version::V1_1] {
         let mut buf = BytesMut::new();
         assert_eq!(
-            begin_reply(&mut buf, v, ByteOrder::Big, Options::default(), 1, ReplyStatus::LocationForwardPerm, &[])
-                .map(|_| ()),
+            begin_reply(
+                &mut buf,
+                v,
+                ByteOrder::Big,
+                Options::default(),
+                1,
+                ReplyStatus::LocationForwardPerm,
+                &[]
+            )
+            .map(|_| ()),
             Err(GiopError::NotInVersion {
                 what: "LOCATION_FORWARD_PERM",
                 minor: v.minor
@@ -304,7 +355,10 @@ fn cancel_locate_close_error_layouts() {
         for t in [MsgType::CloseConnection, MsgType::MessageError] {
             let mut buf = BytesMut::new();
             encode_empty(&mut buf, v, ByteOrder::Little, t);
-            assert_eq!(&buf[..], &[b'G', b'I', b'O', b'P', 1, v.minor, 1, t as u8, 0, 0, 0, 0]);
+            assert_eq!(
+                &buf[..],
+                &[b'G', b'I', b'O', b'P', 1, v.minor, 1, t as u8, 0, 0, 0, 0]
+            );
         }
 
         let mut buf = BytesMut::new();
@@ -325,7 +379,10 @@ fn cancel_locate_close_error_layouts() {
     // LocateRequest 1.0/1.1: 12 id, 16 key length, 20 key.
     let mut buf = BytesMut::new();
     encode_locate_request(&mut buf, Version::V1_1, ByteOrder::Big, 2, &key()).unwrap();
-    assert_eq!(&buf[..], &hex("47494f50 01010003 00000009 00000002 00000001 4b")[..]);
+    assert_eq!(
+        &buf[..],
+        &hex("47494f50 01010003 00000009 00000002 00000001 4b")[..]
+    );
     // 1.2: 12 id, 16 disposition, 18 pad, 20 key length, 24 key.
     let mut buf = BytesMut::new();
     encode_locate_request(&mut buf, Version::V1_2, ByteOrder::Big, 2, &key()).unwrap();
@@ -362,7 +419,10 @@ fn locate_reply_forward_body_is_not_8_aligned() {
         LocateStatus::NeedsAddressingMode(1),
         LocateStatus::UnknownObject,
     ] {
-        let lr = LocateReply { request_id: 1, status };
+        let lr = LocateReply {
+            request_id: 1,
+            status,
+        };
         let mut buf = BytesMut::new();
         encode_locate_reply(&mut buf, Version::V1_2, ByteOrder::Big, &lr).unwrap();
         assert_eq!(decode(&buf), Message::LocateReply(lr));

@@ -115,7 +115,14 @@ fn manifest_matches_files_and_headers() {
             Err(e) => assert_eq!(r.kind, "type9", "{}: {e}", r.file),
         }
     }
-    for k in ["Request", "Reply", "LocateRequest", "LocateReply", "CloseConnection", "Fragment"] {
+    for k in [
+        "Request",
+        "Reply",
+        "LocateRequest",
+        "LocateReply",
+        "CloseConnection",
+        "Fragment",
+    ] {
         assert!(kinds.contains_key(k), "no {k} captured");
     }
 }
@@ -306,7 +313,10 @@ fn code_sets_context_on_ior_requests_only() {
     assert_eq!(list.version, Version::V1_2);
     assert_eq!(list.header.operation(), "list");
     assert_eq!(list.header.contexts.code_sets().unwrap(), Some(cs));
-    assert_eq!(&list.header.target.object_key().unwrap()[..], b"NameService");
+    assert_eq!(
+        &list.header.target.object_key().unwrap()[..],
+        b"NameService"
+    );
     let list11 = &requests("list-ior11")[0];
     assert_eq!(list11.version, Version::V1_1);
     assert_eq!(list11.header.contexts.code_sets().unwrap(), Some(cs));
@@ -315,7 +325,11 @@ fn code_sets_context_on_ior_requests_only() {
     assert_eq!(loc[0].version, Version::V1_0);
     assert_eq!(loc[0].header.operation(), "_is_a");
     assert!(loc[0].header.contexts.is_empty());
-    let id = loc[0].body.reader(Options::default()).read_string().unwrap();
+    let id = loc[0]
+        .body
+        .reader(Options::default())
+        .read_string()
+        .unwrap();
     assert_eq!(id, "IDL:omg.org/CosNaming/NamingContext:1.0");
     assert_eq!(loc[1].header.operation(), "list");
 }
@@ -437,7 +451,10 @@ fn target_address_modes() {
     // omniORB 4.2's nameclt sends KeyAddr whatever -ORBgiopTargetAddressMode
     // says (the option did not change the bytes).
     for s in ["list-profileaddr12", "list-referenceaddr12"] {
-        assert!(matches!(requests(s)[0].header.target, TargetAddress::Key(_)));
+        assert!(matches!(
+            requests(s)[0].header.target,
+            TargetAddress::Key(_)
+        ));
     }
 }
 
@@ -448,11 +465,17 @@ fn server_close_and_bad_input() {
     assert_eq!(m.last().unwrap().1, Message::CloseConnection);
     assert_eq!(m.last().unwrap().0.version, Version::V1_0);
     // Clients on GIOP 1.2 say goodbye with CloseConnection too.
-    assert_eq!(messages("list-ior12", "c2s").last().unwrap().1, Message::CloseConnection);
+    assert_eq!(
+        messages("list-ior12", "c2s").last().unwrap().1,
+        Message::CloseConnection
+    );
     // The probes omniNames answered by closing without a MessageError.
     assert_eq!(
         Header::parse(&read("bad-type12-00-00-c2s-1.2-type9.bin")),
-        Err(GiopError::UnknownMessageType { msg_type: 9, minor: 2 })
+        Err(GiopError::UnknownMessageType {
+            msg_type: 9,
+            minor: 2
+        })
     );
     assert_eq!(
         Header::parse(&read("bad-magic-00-00-c2s-raw.bin")),
@@ -467,7 +490,12 @@ fn is_a_and_non_existent_replies() {
     assert_eq!(rs.len(), 2);
     let mut by_id: Vec<(u32, bool)> = rs
         .iter()
-        .map(|r| (r.header.request_id, r.body.reader(Options::default()).read_bool().unwrap()))
+        .map(|r| {
+            (
+                r.header.request_id,
+                r.body.reader(Options::default()).read_bool().unwrap(),
+            )
+        })
         .collect();
     by_id.sort();
     assert_eq!(by_id, vec![(1, true), (2, false)]);
@@ -478,7 +506,11 @@ fn omninames_ior_round_trips_and_summarises() {
     let text = std::fs::read_to_string(dir().join("omninames-root.ior")).unwrap();
     let text = text.trim();
     let ior: Ior = text.parse().unwrap();
-    assert_eq!(ior.to_string(), text, "printing must give omniORB's string back");
+    assert_eq!(
+        ior.to_string(),
+        text,
+        "printing must give omniORB's string back"
+    );
     assert_eq!(ior.order, ByteOrder::Little);
     assert_eq!(ior.type_id, "IDL:omg.org/CosNaming/NamingContextExt:1.0");
     let p = ior.iiop_profile().unwrap();

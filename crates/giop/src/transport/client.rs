@@ -27,7 +27,9 @@ use tokio::net::TcpSocket;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::codec::{fragment_message, CodecConfig, Decoder};
-use crate::context::{default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS};
+use crate::context::{
+    default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
+};
 use crate::error::GiopError;
 use crate::exception::SystemException;
 use crate::header::{MsgType, Version, HEADER_LEN};
@@ -142,7 +144,13 @@ pub enum ClientError {
 impl ClientError {
     /// Whether sending the request again (on a new connection) is safe.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, ClientError::Closed { retryable: true, .. })
+        matches!(
+            self,
+            ClientError::Closed {
+                retryable: true,
+                ..
+            }
+        )
     }
 }
 
@@ -161,6 +169,7 @@ struct PendingMap {
 
 struct Shared {
     addr: String,
+    local: std::net::SocketAddr,
     version: Version,
     order: ByteOrder,
     opts: Options,
@@ -303,6 +312,7 @@ impl Connection {
             })?
             .map_err(connect_err)?;
         stream.set_nodelay(cfg.nodelay).map_err(connect_err)?;
+        let local = stream.local_addr().map_err(connect_err)?;
         let (opts, code_sets) = match code_sets {
             Some(cs) if version.minor >= 1 => {
                 let n = negotiate(cs, version);
@@ -319,6 +329,7 @@ impl Connection {
         let (shutdown, shutdown_rx) = watch::channel(false);
         let shared = Arc::new(Shared {
             addr,
+            local,
             version,
             order: cfg.order,
             opts,
@@ -338,7 +349,12 @@ impl Connection {
             shutdown,
         });
         let (rd, wr) = stream.into_split();
-        tokio::spawn(reader_task(shared.clone(), rd, cfg.codec, shutdown_rx.clone()));
+        tokio::spawn(reader_task(
+            shared.clone(),
+            rd,
+            cfg.codec,
+            shutdown_rx.clone(),
+        ));
         tokio::spawn(writer_task(shared.clone(), wr, shutdown_rx));
         Ok(Connection { shared })
     }
@@ -346,6 +362,11 @@ impl Connection {
     /// `host:port` of the peer.
     pub fn addr(&self) -> &str {
         &self.shared.addr
+    }
+
+    /// Our end of the TCP connection.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.shared.local
     }
 
     /// The GIOP version spoken.
@@ -387,8 +408,15 @@ impl Connection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        self.request_with(target, operation, response, &[], self.shared.request_timeout, body)
-            .await
+        self.request_with(
+            target,
+            operation,
+            response,
+            &[],
+            self.shared.request_timeout,
+            body,
+        )
+        .await
     }
 
     /// [`request`](Self::request) with extra service contexts and an
@@ -480,7 +508,12 @@ impl Connection {
         let id_at = if s.version.is_12() {
             HEADER_LEN
         } else {
-            HEADER_LEN + 4 + contexts.iter().map(|c| 8 + c.data.len().next_multiple_of(4)).sum::<usize>()
+            HEADER_LEN
+                + 4
+                + contexts
+                    .iter()
+                    .map(|c| 8 + c.data.len().next_multiple_of(4))
+                    .sum::<usize>()
         };
         Ok(Prepared {
             message: buf.freeze(),
@@ -501,16 +534,20 @@ impl Connection {
             }));
         }
         let res = self
-            .send(p.response.expects_reply(), self.shared.request_timeout, |out, id| {
-                let start = out.len();
-                out.extend_from_slice(&p.message);
-                let b = match p.order {
-                    ByteOrder::Big => id.to_be_bytes(),
-                    ByteOrder::Little => id.to_le_bytes(),
-                };
-                out[start + p.id_at..start + p.id_at + 4].copy_from_slice(&b);
-                Ok(())
-            })
+            .send(
+                p.response.expects_reply(),
+                self.shared.request_timeout,
+                |out, id| {
+                    let start = out.len();
+                    out.extend_from_slice(&p.message);
+                    let b = match p.order {
+                        ByteOrder::Big => id.to_be_bytes(),
+                        ByteOrder::Little => id.to_le_bytes(),
+                    };
+                    out[start + p.id_at..start + p.id_at + 4].copy_from_slice(&b);
+                    Ok(())
+                },
+            )
             .await?;
         match res {
             None => Ok(None),
@@ -652,7 +689,11 @@ impl Connection {
     }
 }
 
-async fn writer_task(shared: Arc<Shared>, mut wr: OwnedWriteHalf, mut shutdown: watch::Receiver<bool>) {
+async fn writer_task(
+    shared: Arc<Shared>,
+    mut wr: OwnedWriteHalf,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         let data = {
             let mut out = shared.out.lock().unwrap_or_else(|e| e.into_inner());
@@ -687,7 +728,12 @@ async fn writer_task(shared: Arc<Shared>, mut wr: OwnedWriteHalf, mut shutdown: 
     // GIOP 1.2 lets a client say it is closing.
     if shared.version.is_12() && shared.dead().is_none() {
         let mut b = BytesMut::new();
-        encode_empty(&mut b, shared.version, shared.order, MsgType::CloseConnection);
+        encode_empty(
+            &mut b,
+            shared.version,
+            shared.order,
+            MsgType::CloseConnection,
+        );
         let _ = wr.write_all(&b).await;
     }
     let _ = wr.shutdown().await;
@@ -738,7 +784,12 @@ async fn reader_task(
         // Tell the peer why we hang up.
         {
             let mut out = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            encode_empty(&mut out, shared.version, shared.order, MsgType::MessageError);
+            encode_empty(
+                &mut out,
+                shared.version,
+                shared.order,
+                MsgType::MessageError,
+            );
         }
         shared.out_ready.notify_one();
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -746,7 +797,11 @@ async fn reader_task(
     shared.fail_all(err);
 }
 
-fn drain_frames(shared: &Shared, decoder: &mut Decoder, buf: &mut BytesMut) -> Result<(), ClientError> {
+fn drain_frames(
+    shared: &Shared,
+    decoder: &mut Decoder,
+    buf: &mut BytesMut,
+) -> Result<(), ClientError> {
     let protocol = |error| ClientError::Protocol {
         addr: shared.addr.clone(),
         error,
@@ -965,7 +1020,11 @@ pub fn reply_result(reply: Reply) -> Result<Body, ClientError> {
             body: reply.body,
         }),
         ReplyStatus::NeedsAddressingMode => Err(ClientError::NeedsAddressingMode(
-            reply.body.reader(Options::default()).read_i16().unwrap_or(-1),
+            reply
+                .body
+                .reader(Options::default())
+                .read_i16()
+                .unwrap_or(-1),
         )),
         ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
             Err(protocol(GiopError::BadValue {

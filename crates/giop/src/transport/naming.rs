@@ -42,7 +42,10 @@ pub async fn resolve_target(client: &Client, target: &Target) -> Result<Ior, Cli
         Target::Ior(i) => Ok(i.clone()),
         Target::Corbaloc(c) => c.to_ior("").ok_or(ClientError::NoProfile),
         Target::Corbaname(c) => {
-            let ctx = c.naming_context().to_ior("").ok_or(ClientError::NoProfile)?;
+            let ctx = c
+                .naming_context()
+                .to_ior("")
+                .ok_or(ClientError::NoProfile)?;
             let name = c.components().map_err(ClientError::Encode)?;
             if name.is_empty() {
                 return Ok(ctx);
@@ -51,4 +54,3 @@ pub async fn resolve_target(client: &Client, target: &Target) -> Result<Ior, Cli
         }
     }
 }
-

@@ -286,6 +286,7 @@ impl<H: Handler> ConnTask<H> {
         let mut out = BytesMut::with_capacity(64 * 1024);
         let mut closing = *stop.borrow();
         let mut peer_gone = false;
+        let mut aborted = false;
         loop {
             // Handle what is buffered (also after async replies freed room).
             let next = self.process(&mut decoder, &mut inbuf, &mut out);
@@ -298,7 +299,10 @@ impl<H: Handler> ConnTask<H> {
             match next {
                 Next::Continue => {}
                 Next::Close => closing = true,
-                Next::Abort => break,
+                Next::Abort => {
+                    aborted = true;
+                    break;
+                }
             }
             if (closing || peer_gone) && self.in_flight == 0 {
                 break;
@@ -307,7 +311,10 @@ impl<H: Handler> ConnTask<H> {
                 inbuf.reserve(64 * 1024);
             }
             let can_read = !closing && !peer_gone && self.in_flight < self.cfg.max_in_flight;
-            let idle = self.cfg.idle_timeout.filter(|_| self.in_flight == 0 && !closing);
+            let idle = self
+                .cfg
+                .idle_timeout
+                .filter(|_| self.in_flight == 0 && !closing);
             tokio::select! {
                 r = stream.read_buf(&mut inbuf), if can_read => match r {
                     Ok(0) | Err(_) => peer_gone = true,
@@ -331,10 +338,17 @@ impl<H: Handler> ConnTask<H> {
                 }
             }
         }
-        if !peer_gone {
+        if aborted {
+            let _ = stream.shutdown().await;
+        } else if !peer_gone {
             // Tell the client that unanswered requests may be retried.
             let mut b = BytesMut::new();
-            encode_empty(&mut b, self.last_version, ByteOrder::NATIVE, MsgType::CloseConnection);
+            encode_empty(
+                &mut b,
+                self.last_version,
+                ByteOrder::NATIVE,
+                MsgType::CloseConnection,
+            );
             let _ = stream.write_all(&b).await;
             let _ = stream.shutdown().await;
         }
@@ -363,7 +377,12 @@ impl<H: Handler> ConnTask<H> {
     }
 
     fn message_error(&self, out: &mut BytesMut) -> Next {
-        encode_empty(out, self.last_version, ByteOrder::NATIVE, MsgType::MessageError);
+        encode_empty(
+            out,
+            self.last_version,
+            ByteOrder::NATIVE,
+            MsgType::MessageError,
+        );
         Next::Abort
     }
 
@@ -445,7 +464,15 @@ impl<H: Handler> ConnTask<H> {
             options: opts,
             body: &req.body,
         };
-        let p = match begin_reply(out, version, order, opts, h.request_id, ReplyStatus::NoException, &[]) {
+        let p = match begin_reply(
+            out,
+            version,
+            order,
+            opts,
+            h.request_id,
+            ReplyStatus::NoException,
+            &[],
+        ) {
             Ok(p) => p,
             Err(_) => return,
         };
@@ -544,7 +571,15 @@ impl<H: Handler> ConnTask<H> {
         let opts = self.options(version);
         match outcome {
             Some(o) => {
-                if let Ok(p) = begin_reply(out, version, order, opts, request_id, ReplyStatus::NoException, &[]) {
+                if let Ok(p) = begin_reply(
+                    out,
+                    version,
+                    order,
+                    opts,
+                    request_id,
+                    ReplyStatus::NoException,
+                    &[],
+                ) {
                     self.finish(out, p, version, o);
                 }
             }
