@@ -113,7 +113,11 @@ async fn list(client: &Client, ctx: &Ior) -> Vec<String> {
         for _ in 0..comps {
             let id = r.read_string().unwrap();
             let kind = r.read_string().unwrap();
-            parts.push(if kind.is_empty() { id } else { format!("{id}.{kind}") });
+            parts.push(if kind.is_empty() {
+                id
+            } else {
+                format!("{id}.{kind}")
+            });
         }
         r.read_u32().unwrap();
         names.push(parts.join("/"));
@@ -128,7 +132,9 @@ async fn list(client: &Client, ctx: &Ior) -> Vec<String> {
 async fn our_client_against_omninames() {
     let Some(names) = start_names() else { return };
     let port = names.port;
-    let loc: Target = format!("corbaloc:iiop:127.0.0.1:{port}/NameService").parse().unwrap();
+    let loc: Target = format!("corbaloc:iiop:127.0.0.1:{port}/NameService")
+        .parse()
+        .unwrap();
     let client = Client::new(ClientConfig {
         connect_timeout: Duration::from_secs(5),
         request_timeout: Some(Duration::from_secs(10)),
@@ -136,16 +142,25 @@ async fn our_client_against_omninames() {
     });
     let ns = resolve_target(&client, &loc).await.unwrap();
     let route = client.route(&ns).await.unwrap();
-    assert_eq!(route.connection.version(), Version::V1_0, "corbaloc without 1.2@ is GIOP 1.0");
+    assert_eq!(
+        route.connection.version(),
+        Version::V1_0,
+        "corbaloc without 1.2@ is GIOP 1.0"
+    );
 
     // The omniNames IOR (GIOP 1.2, TAG_CODE_SETS) and the corbaloc one.
     let root = names.root.clone();
     assert_eq!(root.iiop_profile().unwrap().port, port);
     for target in [&ns, &root] {
-        let b = client.call(target, "_non_existent", |_| Ok(())).await.unwrap();
+        let b = client
+            .call(target, "_non_existent", |_| Ok(()))
+            .await
+            .unwrap();
         assert!(!bool_body(&b));
         let b = client
-            .call(target, "_is_a", |w| w.write_string("IDL:omg.org/CosNaming/NamingContext:1.0"))
+            .call(target, "_is_a", |w| {
+                w.write_string("IDL:omg.org/CosNaming/NamingContext:1.0")
+            })
             .await
             .unwrap();
         assert!(bool_body(&b));
@@ -168,18 +183,36 @@ async fn our_client_against_omninames() {
         }
         // An operation it does not have.
         assert_eq!(
-            client.call(target, "frobnicate", |_| Ok(())).await.unwrap_err(),
+            client
+                .call(target, "frobnicate", |_| Ok(()))
+                .await
+                .unwrap_err(),
             ClientError::System(SystemException::bad_operation(0x4154_0026, Completion::No))
         );
-        assert_eq!(client.locate(target).await.unwrap().0, LocateStatus::ObjectHere);
+        assert_eq!(
+            client.locate(target).await.unwrap().0,
+            LocateStatus::ObjectHere
+        );
     }
-    assert_eq!(client.route(&root).await.unwrap().connection.version(), Version::V1_2);
+    assert_eq!(
+        client.route(&root).await.unwrap().connection.version(),
+        Version::V1_2
+    );
 
     // Unknown object key.
-    let nokey: Target = format!("corbaloc:iiop:1.2@127.0.0.1:{port}/NoSuchKey").parse().unwrap();
+    let nokey: Target = format!("corbaloc:iiop:1.2@127.0.0.1:{port}/NoSuchKey")
+        .parse()
+        .unwrap();
     let nokey = resolve_target(&client, &nokey).await.unwrap();
-    assert_eq!(client.locate(&nokey).await.unwrap().0, LocateStatus::UnknownObject);
-    match client.call(&nokey, "_non_existent", |_| Ok(())).await.unwrap_err() {
+    assert_eq!(
+        client.locate(&nokey).await.unwrap().0,
+        LocateStatus::UnknownObject
+    );
+    match client
+        .call(&nokey, "_non_existent", |_| Ok(()))
+        .await
+        .unwrap_err()
+    {
         ClientError::System(e) => assert_eq!(e.name(), "OBJECT_NOT_EXIST"),
         e => panic!("{e}"),
     }
@@ -190,7 +223,13 @@ async fn our_client_against_omninames() {
         .build();
     if installed("nameclt") {
         let st = Command::new("nameclt")
-            .args(["-ior", &root.to_string(), "bind", "test.obj", &ours.to_string()])
+            .args([
+                "-ior",
+                &root.to_string(),
+                "bind",
+                "test.obj",
+                &ours.to_string(),
+            ])
             .status()
             .unwrap();
         assert!(st.success());
@@ -198,8 +237,15 @@ async fn our_client_against_omninames() {
         // Same effect through our client: bind(Name, Object).
         client
             .call(&root, "bind", |w| {
-                write_name(w, &[NameComponent { id: "test".into(), kind: "obj".into() }])?;
-                ours.encode(w).map_err(|e| iiop_cdr::CdrError::Message(e.to_string()))
+                write_name(
+                    w,
+                    &[NameComponent {
+                        id: "test".into(),
+                        kind: "obj".into(),
+                    }],
+                )?;
+                ours.encode(w)
+                    .map_err(|e| iiop_cdr::CdrError::Message(e.to_string()))
             })
             .await
             .unwrap();
@@ -211,7 +257,9 @@ async fn our_client_against_omninames() {
     let got = resolve_name(&client, &ns, &name).await.unwrap();
     assert_eq!(got.type_id, ours.type_id);
     assert_eq!(got.iiop_profile(), ours.iiop_profile());
-    let cn: Target = format!("corbaname::127.0.0.1:{port}#test.obj").parse().unwrap();
+    let cn: Target = format!("corbaname::127.0.0.1:{port}#test.obj")
+        .parse()
+        .unwrap();
     let got = resolve_target(&client, &cn).await.unwrap();
     assert_eq!(got.iiop_profile(), ours.iiop_profile());
     assert_eq!(list(&client, &root).await, vec!["test.obj".to_string()]);
