@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
 use tokio::sync::{oneshot, watch, Notify};
@@ -67,6 +67,9 @@ pub struct ClientConfig {
     pub fragment_size: Option<usize>,
     /// Connections per endpoint in a [`Client`]'s pool (round robin).
     pub pool_size: usize,
+    /// When a request is the only one in flight and nothing is queued,
+    /// write it from the calling task instead of waking the writer task.
+    pub direct_write: bool,
 }
 
 impl Default for ClientConfig {
@@ -83,6 +86,7 @@ impl Default for ClientConfig {
             codec: CodecConfig::default(),
             fragment_size: None,
             pool_size: 1,
+            direct_write: true,
         }
     }
 }
@@ -167,6 +171,13 @@ struct PendingMap {
     dead: Option<ClientError>,
 }
 
+/// Bytes waiting to be written, and whether the writer task is writing
+/// (then callers must not write directly, or bytes would reorder).
+struct OutState {
+    buf: BytesMut,
+    writing: bool,
+}
+
 struct Shared {
     addr: String,
     local: std::net::SocketAddr,
@@ -177,9 +188,12 @@ struct Shared {
     code_sets: Option<ServiceContext>,
     code_sets_sent: AtomicBool,
     fragment_size: Option<usize>,
+    direct_write: bool,
     request_timeout: Option<Duration>,
     next_id: AtomicU32,
-    out: Mutex<BytesMut>,
+    out: Mutex<OutState>,
+    /// Shared with the writer task: `try_write` needs only `&self`.
+    wr: OwnedWriteHalf,
     out_ready: Notify,
     out_space: Notify,
     pending: Mutex<PendingMap>,
@@ -327,6 +341,7 @@ impl Connection {
             _ => (default_options(version), None),
         };
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
             addr,
             local,
@@ -336,9 +351,14 @@ impl Connection {
             code_sets,
             code_sets_sent: AtomicBool::new(false),
             fragment_size: cfg.fragment_size,
+            direct_write: cfg.direct_write,
             request_timeout: cfg.request_timeout,
             next_id: AtomicU32::new(1),
-            out: Mutex::new(BytesMut::with_capacity(16 * 1024)),
+            out: Mutex::new(OutState {
+                buf: BytesMut::with_capacity(16 * 1024),
+                writing: false,
+            }),
+            wr,
             out_ready: Notify::new(),
             out_space: Notify::new(),
             pending: Mutex::new(PendingMap {
@@ -348,14 +368,13 @@ impl Connection {
             handles: AtomicUsize::new(1),
             shutdown,
         });
-        let (rd, wr) = stream.into_split();
         tokio::spawn(reader_task(
             shared.clone(),
             rd,
             cfg.codec,
             shutdown_rx.clone(),
         ));
-        tokio::spawn(writer_task(shared.clone(), wr, shutdown_rx));
+        tokio::spawn(writer_task(shared.clone(), shutdown_rx));
         Ok(Connection { shared })
     }
 
@@ -601,44 +620,59 @@ impl Connection {
     ) -> Result<Option<Incoming>, ClientError> {
         let s = &self.shared;
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-        let rx = {
+        let (rx, alone) = {
             let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(e) = &p.dead {
                 return Err(e.clone());
             }
+            // With nothing else in flight, writing from this task saves a
+            // task switch; with company, the writer task batches instead.
+            let alone = s.direct_write && p.map.is_empty();
             if expects_reply {
                 let (tx, rx) = oneshot::channel();
                 p.map.insert(id, tx);
-                Some(rx)
+                (Some(rx), alone)
             } else {
-                None
+                (None, alone)
             }
         };
         // Back-pressure: wait while the writer is far behind.
         loop {
             let notified = s.out_space.notified();
-            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).len();
+            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).buf.len();
             if queued < HIGH_WATER || s.dead().is_some() {
                 break;
             }
             notified.await;
         }
         let res = {
-            let mut out = s.out.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
+            let idle = alone && st.buf.is_empty() && !st.writing;
+            let out = &mut st.buf;
             let start = out.len();
-            let r = encode(&mut out, id);
+            let mut r = encode(out, id);
+            if r.is_ok() {
+                if let Some(fs) = s.fragment_size {
+                    if s.version.is_12() && out.len() - start > fs {
+                        let msg = out.split_off(start);
+                        r = fragment_message(&msg, fs, out).map_err(ClientError::Encode);
+                    }
+                }
+            }
             match r {
                 Ok(()) => {
-                    if let Some(fs) = s.fragment_size {
-                        if s.version.is_12() && out.len() - start > fs {
-                            let msg = out.split_off(start);
-                            fragment_message(&msg, fs, &mut out).map_err(ClientError::Encode)?;
-                        }
-                    }
                     if s.code_sets.is_some() {
                         s.code_sets_sent.store(true, Ordering::Relaxed);
                     }
-                    Ok(())
+                    // Fast path: nothing queued or in flight and the writer
+                    // task idle: write from this task, under the lock that
+                    // orders bytes.
+                    if idle {
+                        if let Ok(n) = s.wr.try_write(out) {
+                            bytes::Buf::advance(out, n);
+                        }
+                    }
+                    Ok(!out.is_empty())
                 }
                 Err(e) => {
                     out.truncate(start);
@@ -646,15 +680,18 @@ impl Connection {
                 }
             }
         };
-        if let Err(e) = res {
-            s.pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .map
-                .remove(&id);
-            return Err(e);
+        match res {
+            Ok(true) => s.out_ready.notify_one(),
+            Ok(false) => {}
+            Err(e) => {
+                s.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .map
+                    .remove(&id);
+                return Err(e);
+            }
         }
-        s.out_ready.notify_one();
         let Some(rx) = rx else {
             return Ok(None);
         };
@@ -674,8 +711,8 @@ impl Connection {
                         .remove(&id);
                     // Tell the server it need not bother.
                     {
-                        let mut out = s.out.lock().unwrap_or_else(|e| e.into_inner());
-                        let _ = encode_cancel_request(&mut out, s.version, s.order, id);
+                        let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = encode_cancel_request(&mut st.buf, s.version, s.order, id);
                     }
                     s.out_ready.notify_one();
                     Err(ClientError::Timeout {
@@ -689,24 +726,23 @@ impl Connection {
     }
 }
 
-async fn writer_task(
-    shared: Arc<Shared>,
-    mut wr: OwnedWriteHalf,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let data = {
-            let mut out = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            if out.is_empty() {
+            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            if st.buf.is_empty() {
                 None
             } else {
-                Some(out.split())
+                st.writing = true;
+                Some(st.buf.split())
             }
         };
         match data {
             Some(data) => {
+                let r = write_all(&shared.wr, &data).await;
+                shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
                 shared.out_space.notify_waiters();
-                if let Err(e) = wr.write_all(&data).await {
+                if let Err(e) = r {
                     shared.fail_all(ClientError::Io {
                         addr: shared.addr.clone(),
                         message: e.to_string(),
@@ -726,7 +762,7 @@ async fn writer_task(
         }
     }
     // GIOP 1.2 lets a client say it is closing.
-    if shared.version.is_12() && shared.dead().is_none() {
+    if shared.version.is_12() && matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
         let mut b = BytesMut::new();
         encode_empty(
             &mut b,
@@ -734,9 +770,22 @@ async fn writer_task(
             shared.order,
             MsgType::CloseConnection,
         );
-        let _ = wr.write_all(&b).await;
+        let _ = write_all(&shared.wr, &b).await;
     }
-    let _ = wr.shutdown().await;
+    // The write half shuts down when the last reference to it goes.
+}
+
+/// `write_all` over a shared write half.
+async fn write_all(wr: &OwnedWriteHalf, mut data: &[u8]) -> std::io::Result<()> {
+    while !data.is_empty() {
+        wr.writable().await?;
+        match wr.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 async fn reader_task(
@@ -783,9 +832,9 @@ async fn reader_task(
     if let ClientError::Protocol { .. } = err {
         // Tell the peer why we hang up.
         {
-            let mut out = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
             encode_empty(
-                &mut out,
+                &mut st.buf,
                 shared.version,
                 shared.order,
                 MsgType::MessageError,

@@ -260,10 +260,11 @@ struct ConnTask<H> {
 #[derive(PartialEq, Eq)]
 enum Next {
     Continue,
-    /// Finish in-flight work, send CloseConnection, close.
-    Close,
     /// Close now (after flushing what is queued).
     Abort,
+    /// The client sent CloseConnection (GIOP 1.2): it expects no more
+    /// replies; close without answering in kind.
+    PeerClosing,
 }
 
 impl<H: Handler> ConnTask<H> {
@@ -298,11 +299,11 @@ impl<H: Handler> ConnTask<H> {
             }
             match next {
                 Next::Continue => {}
-                Next::Close => closing = true,
                 Next::Abort => {
                     aborted = true;
                     break;
                 }
+                Next::PeerClosing => peer_gone = true,
             }
             if (closing || peer_gone) && self.in_flight == 0 {
                 break;
@@ -428,7 +429,7 @@ impl<H: Handler> ConnTask<H> {
             // Nothing to cancel on the synchronous path; async replies to a
             // cancelled request are still sent (the client drops them).
             Message::CancelRequest { .. } => Next::Continue,
-            Message::CloseConnection => Next::Close,
+            Message::CloseConnection => Next::PeerClosing,
             Message::MessageError => Next::Abort,
             Message::Reply(_) | Message::LocateReply(_) => self.message_error(out),
         }
