@@ -4,6 +4,14 @@
 //! fragments follow their first message, no request id; GIOP 1.2: keyed by
 //! the request id of the 16-byte fragment header, interleaving allowed).
 //!
+//! Reassembly concatenates the fragment bodies, so the body reads as one
+//! CDR stream whose alignment counts from the first message's header. That
+//! is exact for GIOP 1.2 (16-byte fragment headers, 8-multiple pieces).
+//! GIOP 1.1 senders align each Fragment's data relative to that Fragment's
+//! own header (omniORB does, see fixtures/giop/omniorb/frag-doubles11*):
+//! when a 1.1 boundary does not fall at 4 mod 8 of the stream, 8-byte
+//! primitives after it are misread. Not fixable without type information.
+//!
 //! Output side: [`fragment_message`] splits a complete GIOP 1.2 message into
 //! a first message and Fragments, every piece but the last a multiple of 8
 //! bytes long. We never emit GIOP 1.1 fragments (JacORB rejects them).
