@@ -490,6 +490,32 @@ impl Connection {
         }
     }
 
+    /// Send a request whose body was marshalled beforehand (e.g. once, for
+    /// many calls) by a [`Writer`] with an 8-aligned origin. The bytes are
+    /// copied in as they are, which is only right where the body starts
+    /// 8-aligned: always in GIOP 1.2; in 1.0/1.1 only when the request
+    /// header happens to end 8-aligned, otherwise this fails with
+    /// [`ClientError::Encode`] instead of sending misaligned data.
+    pub async fn request_bytes(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: &[u8],
+    ) -> Result<Option<Reply>, ClientError> {
+        self.request(target, operation, response, |w| {
+            if !body.is_empty() && w.position() % 8 != 0 {
+                return Err(CdrError::Message(format!(
+                    "pre-marshalled body would start at offset {}, not 8-aligned",
+                    w.position()
+                )));
+            }
+            w.write_bytes(body);
+            Ok(())
+        })
+        .await
+    }
+
     /// Build a request once for [`send_prepared`](Self::send_prepared).
     pub fn prepare<F>(
         &self,
