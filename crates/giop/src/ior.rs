@@ -611,6 +611,34 @@ mod tests {
     }
 
     #[test]
+    fn multiple_components_profile() {
+        let order = ByteOrder::Big;
+        let comps = [
+            TaggedComponent::from_component(&Component::OrbType(0x5441_4F00), order),
+            TaggedComponent {
+                tag: 0x99,
+                data: Bytes::from_static(&[0, 1, 2]),
+            },
+        ];
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, order);
+        w.write_u8(order.flag());
+        encode_components(&mut w, &comps);
+        let p = TaggedProfile {
+            tag: TAG_MULTIPLE_COMPONENTS,
+            data: buf.freeze(),
+        };
+        let got = p.multiple_components().unwrap().unwrap();
+        assert_eq!(got, comps);
+        assert_eq!(got[0].decode().unwrap(), Component::OrbType(0x5441_4F00));
+        assert_eq!(got[1].decode().unwrap(), Component::Other(comps[1].clone()));
+        assert!(p.iiop().is_none());
+        let ior = Ior::new("", vec![p]);
+        assert_eq!(ior.summary(), "type <none>\nprofile tag 1 (35 bytes)");
+        assert_eq!(ior.to_string().parse::<Ior>().unwrap(), ior);
+    }
+
+    #[test]
     fn bad_text_is_refused_cleanly() {
         assert!(matches!(
             "IOR:0".parse::<Ior>(),

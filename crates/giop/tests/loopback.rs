@@ -695,3 +695,52 @@ async fn pre_marshalled_bodies() {
     assert_eq!(echo_long(&c, 3).await, 3, "the connection is unharmed");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn max_connections_holds_back_the_next_connection() {
+    let s = Server::start(ServerConfig {
+        max_connections: 1,
+        ..ServerConfig::default()
+    })
+    .await;
+    let a = connect(s.port, Version::V1_2, ByteOrder::Big).await;
+    assert_eq!(echo_long(&a, 1).await, 1);
+    let cfg = ClientConfig {
+        request_timeout: Some(Duration::from_millis(200)),
+        ..ClientConfig::default()
+    };
+    let b = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let e = b
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(2);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Timeout { .. }), "{e}");
+    a.close();
+    drop(a);
+    // Once the first connection is gone the second one is served.
+    let mut served = false;
+    for _ in 0..20 {
+        match b
+            .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(3);
+                Ok(())
+            })
+            .await
+        {
+            Ok(Some(r)) => {
+                assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 3);
+                served = true;
+                break;
+            }
+            Err(ClientError::Timeout { .. }) => continue,
+            r => panic!("{r:?}"),
+        }
+    }
+    assert!(served);
+    s.stop().await;
+}
