@@ -48,7 +48,8 @@ pub struct Ior {
     pub type_id: String,
     pub profiles: Vec<TaggedProfile>,
     /// Byte order of the stringified form's encapsulation (kept so the
-    /// IOR prints back as read).
+    /// IOR prints back as read); for an IOR read from a message, that
+    /// message's order.
     pub order: ByteOrder,
 }
 

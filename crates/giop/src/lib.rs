@@ -12,6 +12,21 @@
 //! - [`ior`], [`corbaloc`]: object references in their textual forms.
 //! - [`transport`]: the only module with I/O (tokio): client connections,
 //!   pool, forwarding, and the server loop.
+//!
+//! A call through the client, from a textual reference:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use iiop_giop::transport::{resolve_target, Client, ClientConfig};
+//! use iiop_giop::Target;
+//!
+//! let client = Client::new(ClientConfig::default());
+//! let target: Target = "corbaloc:iiop:1.2@127.0.0.1:2809/Bench".parse()?;
+//! let ior = resolve_target(&client, &target).await?;
+//! let body = client.call(&ior, "echo_long", |w| { w.write_i32(42); Ok(()) }).await?;
+//! assert_eq!(body.reader(iiop_cdr::Options::default()).read_i32()?, 42);
+//! # Ok(()) }
+//! ```
 
 pub mod codec;
 pub mod context;

@@ -10,6 +10,8 @@
 //! concurrently per connection, and their replies are written as they
 //! finish.
 //!
+//! SYNC_WITH_SERVER requests are answered like twoways, after the handler
+//! ran (with whatever body it wrote, empty for a oneway operation).
 //! Malformed input gets a MessageError and the connection is closed.
 //! Shutdown (the future given to [`serve`]) stops accepting and reading,
 //! lets in-flight requests finish, then sends CloseConnection.
