@@ -744,3 +744,68 @@ async fn max_connections_holds_back_the_next_connection() {
     assert!(served);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn needs_addressing_mode_is_answered_with_the_asked_disposition() {
+    use iiop_giop::codec::Decoder;
+    use iiop_giop::message::{encode_reply, Message};
+    // A hand-made server: KeyAddr gets NEEDS_ADDRESSING_MODE(ProfileAddr),
+    // ProfileAddr gets a reply saying which disposition it saw.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut d = Decoder::default();
+        let mut inb = BytesMut::new();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let Some(f) = d.decode(&mut inb).unwrap() else {
+                if s.read_buf(&mut inb).await.unwrap() == 0 {
+                    break;
+                }
+                continue;
+            };
+            let Message::Request(r) =
+                Message::decode(&f.header, f.payload, Options::default()).unwrap()
+            else {
+                continue;
+            };
+            let disp: i16 = match r.header.target {
+                TargetAddress::Key(_) => 0,
+                TargetAddress::Profile(_) => 1,
+                TargetAddress::Reference { .. } => 2,
+            };
+            seen.push(disp);
+            let mut out = BytesMut::new();
+            let status = if disp == 0 {
+                ReplyStatus::NeedsAddressingMode
+            } else {
+                ReplyStatus::NoException
+            };
+            encode_reply(
+                &mut out,
+                r.version,
+                f.header.order,
+                Options::default(),
+                r.header.request_id,
+                status,
+                &[],
+                |w| {
+                    w.write_i16(if disp == 0 { 1 } else { disp });
+                    Ok(())
+                },
+            )
+            .unwrap();
+            s.write_all(&out).await.unwrap();
+        }
+        seen
+    });
+    let client = Client::new(ClientConfig {
+        version: Some(Version::V1_2),
+        ..ClientConfig::default()
+    });
+    let ior = Ior::iiop(TYPE_ID, "127.0.0.1", port, &b"echo"[..]);
+    let b = client.call(&ior, "op", |_| Ok(())).await.unwrap();
+    assert_eq!(b.reader(Options::default()).read_i16().unwrap(), 1);
+    assert_eq!(srv.await.unwrap(), vec![0, 1]);
+}

@@ -66,6 +66,7 @@ pub struct ClientConfig {
     /// Fragment outgoing GIOP 1.2 messages longer than this.
     pub fragment_size: Option<usize>,
     /// Connections per endpoint in a [`Client`]'s pool (round robin).
+    /// Oneways keep their order only within one connection.
     pub pool_size: usize,
     /// When a request is the only one in flight and nothing is queued,
     /// write it from the calling task instead of waking the writer task.
@@ -993,7 +994,9 @@ impl Client {
     /// Invoke `operation` on `ior`, following LOCATION_FORWARD(_PERM)
     /// replies (each to a new endpoint) up to `max_forwards` times and
     /// retrying once on a connection the server closed with
-    /// CloseConnection. `body` may run once per attempt. Returns the final
+    /// CloseConnection, and once in the addressing disposition a GIOP 1.2
+    /// server asks for with NEEDS_ADDRESSING_MODE. `body` may run once per
+    /// attempt. Returns the final
     /// reply (NO_EXCEPTION, USER_EXCEPTION or SYSTEM_EXCEPTION), `None`
     /// for a oneway.
     pub async fn invoke<F>(
@@ -1009,8 +1012,13 @@ impl Client {
         let mut target = ior.clone();
         let mut retried = false;
         let mut hops = 0;
+        // Addressing disposition a server asked for (GIOP 1.2), if any.
+        let mut disposition: Option<i16> = None;
         loop {
-            let route = self.route(&target).await?;
+            let mut route = self.route(&target).await?;
+            if let Some(d) = disposition {
+                route.target = addressed(&target, d)?;
+            }
             let r = route
                 .connection
                 .request(&route.target, operation, response, &body)
@@ -1041,7 +1049,11 @@ impl Client {
                         .reader(Options::default())
                         .read_i16()
                         .unwrap_or(-1);
-                    return Err(ClientError::NeedsAddressingMode(d));
+                    // Resend once in the disposition asked for.
+                    if disposition.is_some() || !(0..=2).contains(&d) {
+                        return Err(ClientError::NeedsAddressingMode(d));
+                    }
+                    disposition = Some(d);
                 }
                 _ => return Ok(Some(reply)),
             }
@@ -1077,6 +1089,28 @@ impl Client {
         }
         Err(ClientError::TooManyForwards(self.cfg.max_forwards))
     }
+}
+
+/// The target address of disposition `d` (0 KeyAddr, 1 ProfileAddr,
+/// 2 ReferenceAddr) for the first IIOP profile of `ior`.
+fn addressed(ior: &Ior, d: i16) -> Result<TargetAddress, ClientError> {
+    let index = ior
+        .profiles
+        .iter()
+        .position(|p| matches!(p.iiop(), Some(Ok(_))))
+        .ok_or(ClientError::NoProfile)?;
+    Ok(match d {
+        0 => TargetAddress::Key(
+            ior.profiles[index]
+                .object_key()
+                .ok_or(ClientError::NoProfile)?,
+        ),
+        1 => TargetAddress::Profile(ior.profiles[index].clone()),
+        _ => TargetAddress::Reference {
+            index: index as u32,
+            ior: ior.clone(),
+        },
+    })
 }
 
 /// Turn a reply into its NO_EXCEPTION body or an exception error.
