@@ -375,6 +375,25 @@ mod tests {
     }
 
     #[test]
+    fn bi_dir_listen_points() {
+        // Big-endian encapsulation: 1 listen point "h", port 7.
+        let data = [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, b'h', 0, 0, 7];
+        assert_eq!(
+            BiDirIiop::decode(&data).unwrap(),
+            BiDirIiop {
+                listen_points: vec![("h".to_string(), 7)]
+            }
+        );
+        let mut l = ServiceContextList::new();
+        l.push(SC_BI_DIR_IIOP, Bytes::copy_from_slice(&data));
+        l.push(99, Bytes::from_static(b"kept"));
+        assert_eq!(l.bi_dir().unwrap().unwrap().listen_points.len(), 1);
+        assert_eq!(&l.get(99).unwrap().data[..], b"kept");
+        assert_eq!(l.code_sets(), Ok(None));
+        assert!(BiDirIiop::decode(&data[..14]).is_err());
+    }
+
+    #[test]
     fn tag_code_sets_round_trip() {
         let ours = CodeSetComponentInfo::ours();
         let b = ours.encode(ByteOrder::Big);

@@ -809,3 +809,49 @@ async fn needs_addressing_mode_is_answered_with_the_asked_disposition() {
     assert_eq!(b.reader(Options::default()).read_i16().unwrap(), 1);
     assert_eq!(srv.await.unwrap(), vec![0, 1]);
 }
+
+#[tokio::test]
+async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut b = [0u8; 256];
+        let _ = s.read(&mut b).await.unwrap();
+        // A 1.2 Reply for request 1 with status 9.
+        s.write_all(
+            b"GIOP\x01\x02\x00\x01\x00\x00\x00\x0c\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00\x00",
+        )
+        .await
+        .unwrap();
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut rest))
+            .await
+            .unwrap()
+            .unwrap();
+        rest
+    });
+    let c = connect(port, Version::V1_2, ByteOrder::Big).await;
+    let e = c
+        .request(&key("echo"), "op", ResponseMode::Twoway, |_| Ok(()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ClientError::Protocol {
+            addr: format!("127.0.0.1:{port}"),
+            error: iiop_giop::GiopError::BadValue {
+                what: "reply status",
+                value: 9,
+                offset: 16
+            }
+        }
+    );
+    drop(c);
+    let rest = srv.await.unwrap();
+    assert_eq!(
+        &rest[..12],
+        b"GIOP\x01\x02\x00\x06\x00\x00\x00\x00",
+        "MessageError first"
+    );
+}
