@@ -7,12 +7,11 @@
 //! - [`prim`]: fixed-size primitives and their bulk (memcpy) paths.
 //! - [`Writer`] / [`Reader`]: aligned encode/decode relative to an origin
 //!   the caller sets (GIOP message start, body start, encapsulation start).
-//!
 //! - [`ser`] / [`de`]: serde on top of `Writer` / `Reader` ([`to_bytes`],
 //!   [`to_writer`], [`from_bytes`], [`from_reader`]); [`wrap`]: wrappers for
 //!   the IDL types Rust lacks and one-copy primitive sequences ([`Seq`]).
 //!
-//! Everything else (serde, TypeCodes, dynamic values) is built only on
+//! Everything above the core (serde, TypeCodes, dynamic values) is built only on
 //! `Reader` and `Writer`.
 
 pub mod de;

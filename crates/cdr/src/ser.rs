@@ -81,7 +81,6 @@ impl ser::Error for CdrError {
 
 /// Serialize `value` as CDR into a writer (whose origin, byte order and
 /// options the caller chose).
-#[inline]
 ///
 /// Errors raised by `Serialize` impls themselves (serde's `custom`) come
 /// back as [`CdrError::Message`] with the writer's offset appended.
