@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use crate::error::{CdrError, Result};
 use crate::options::{ByteOrder, CharCodeSet};
+use crate::prim::Primitive;
 use crate::reader::Reader;
 use crate::ser::{variant_disc, DiscKind, VariantDisc};
 use crate::wrap::{self, Magic, RawGuard, RawMode};
@@ -39,7 +40,13 @@ impl de::Error for CdrError {
 /// offset appended.
 #[inline]
 pub fn from_reader<'de, T: Deserialize<'de>>(r: &mut Reader<'de>) -> Result<T> {
-    T::deserialize(&mut Deserializer::new(r)).map_err(|e| match e {
+    // The deserializer works on its own copy of the reader (one pointer
+    // hop less per field than through `&mut Reader`) and hands the
+    // position back, also on failure.
+    let mut de = Deserializer::new(r.clone());
+    let v = T::deserialize(&mut de);
+    *r = de.into_reader();
+    v.map_err(|e| match e {
         CdrError::Message(m) => CdrError::Message(format!("{m} (at offset {})", r.position())),
         e => e,
     })
@@ -58,18 +65,24 @@ pub fn from_bytes<'de, T: Deserialize<'de>>(data: &'de [u8], order: ByteOrder) -
 /// The CDR deserializer. Usually reached through [`from_reader`] /
 /// [`from_bytes`].
 #[derive(Debug)]
-pub struct Deserializer<'r, 'de> {
-    r: &'r mut Reader<'de>,
+pub struct Deserializer<'de> {
+    r: Reader<'de>,
 }
 
-impl<'r, 'de> Deserializer<'r, 'de> {
-    /// A deserializer reading from `r`.
-    pub fn new(r: &'r mut Reader<'de>) -> Self {
+impl<'de> Deserializer<'de> {
+    /// A deserializer reading from `r` (taken by value; get it back, with
+    /// its position advanced, from [`into_reader`](Self::into_reader)).
+    pub fn new(r: Reader<'de>) -> Self {
         Deserializer { r }
     }
 
     /// The reader underneath.
     pub fn reader(&mut self) -> &mut Reader<'de> {
+        &mut self.r
+    }
+
+    /// Give the reader back.
+    pub fn into_reader(self) -> Reader<'de> {
         self.r
     }
 
@@ -79,6 +92,29 @@ impl<'r, 'de> Deserializer<'r, 'de> {
             expected: "a type with a CDR mapping".into(),
             found: what.into(),
         }
+    }
+
+    /// One naturally aligned primitive: the padding and the value checked
+    /// against the bytes left in one comparison. Same result as
+    /// `Reader::read::<T>`, which produces the exact error on failure.
+    #[inline(always)]
+    fn get<T: Primitive>(&mut self) -> Result<T> {
+        let pad = self.r.position().wrapping_neg() & (T::SIZE - 1);
+        match self.r.rest().get(pad..pad + T::SIZE) {
+            Some(b) => {
+                let v = T::from_wire(b, self.r.order());
+                self.r.take(pad + T::SIZE)?;
+                Ok(v)
+            }
+            None => self.get_slow::<T>(),
+        }
+    }
+
+    /// The failing case of [`get`](Self::get), kept out of the hot code.
+    #[cold]
+    #[inline(never)]
+    fn get_slow<T: Primitive>(&mut self) -> Result<T> {
+        self.r.read::<T>()
     }
 
     /// Run `f` one nesting level deeper.
@@ -206,26 +242,32 @@ impl<'r, 'de> Deserializer<'r, 'de> {
             visitor.visit_seq(&mut access)?
         };
         if access.left != 0 {
-            return Err(CdrError::TypeMismatch {
-                offset,
-                expected: format!("{n} elements consumed"),
-                found: format!("{} left unread by the visitor", access.left),
-            });
+            return Err(Self::unconsumed(offset, n, access.left));
         }
         Ok(v)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unconsumed(offset: usize, n: usize, left: usize) -> CdrError {
+        CdrError::TypeMismatch {
+            offset,
+            expected: format!("{n} elements consumed"),
+            found: format!("{left} left unread by the visitor"),
+        }
     }
 }
 
 macro_rules! prim {
-    ($($m:ident => $read:ident, $visit:ident;)*) => {$(
+    ($($m:ident => $t:ty, $visit:ident;)*) => {$(
         #[inline]
         fn $m<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-            visitor.$visit(self.r.$read()?)
+            visitor.$visit(self.get::<$t>()?)
         }
     )*};
 }
 
-impl<'de> de::Deserializer<'de> for &mut Deserializer<'_, 'de> {
+impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
     type Error = CdrError;
 
     fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value> {
@@ -233,22 +275,48 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'_, 'de> {
     }
 
     prim! {
-        deserialize_bool => read_bool, visit_bool;
-        deserialize_u8 => read_u8, visit_u8;
-        deserialize_i16 => read_i16, visit_i16;
-        deserialize_i32 => read_i32, visit_i32;
-        deserialize_i64 => read_i64, visit_i64;
-        deserialize_u16 => read_u16, visit_u16;
-        deserialize_u32 => read_u32, visit_u32;
-        deserialize_u64 => read_u64, visit_u64;
-        deserialize_f32 => read_f32, visit_f32;
-        deserialize_f64 => read_f64, visit_f64;
-        deserialize_char => read_char, visit_char;
+        deserialize_i16 => i16, visit_i16;
+        deserialize_i32 => i32, visit_i32;
+        deserialize_i64 => i64, visit_i64;
+        deserialize_u16 => u16, visit_u16;
+        deserialize_u32 => u32, visit_u32;
+        deserialize_u64 => u64, visit_u64;
+        deserialize_f32 => f32, visit_f32;
+        deserialize_f64 => f64, visit_f64;
+    }
+
+    #[inline]
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        match self.r.rest().first() {
+            Some(&b @ (0 | 1)) => {
+                self.r.take(1)?;
+                visitor.visit_bool(b == 1)
+            }
+            _ => visitor.visit_bool(self.r.read_bool()?),
+        }
+    }
+
+    #[inline]
+    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        visitor.visit_u8(self.r.read_u8()?)
     }
 
     #[inline]
     fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         visitor.visit_i8(self.r.read_u8()? as i8)
+    }
+
+    #[inline]
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        // `Reader::read_char`'s rule inlined for the common case (Latin-1,
+        // or ASCII under UTF-8); the rest goes there for its exact error.
+        match self.r.rest().first() {
+            Some(&b) if b < 0x80 || self.r.opts().char_set == CharCodeSet::Latin1 => {
+                self.r.take(1)?;
+                visitor.visit_char(b as char)
+            }
+            _ => visitor.visit_char(self.r.read_char()?),
+        }
     }
 
     fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
@@ -378,12 +446,12 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'_, 'de> {
 
 /// A run of `left` elements (struct members, tuple/array elements or
 /// sequence elements) or map entries.
-struct Counted<'a, 'r, 'de> {
-    de: &'a mut Deserializer<'r, 'de>,
+struct Counted<'a, 'de> {
+    de: &'a mut Deserializer<'de>,
     left: usize,
 }
 
-impl<'de> de::SeqAccess<'de> for &mut Counted<'_, '_, 'de> {
+impl<'de> de::SeqAccess<'de> for &mut Counted<'_, 'de> {
     type Error = CdrError;
     #[inline]
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
@@ -399,7 +467,7 @@ impl<'de> de::SeqAccess<'de> for &mut Counted<'_, '_, 'de> {
     }
 }
 
-impl<'de> de::MapAccess<'de> for &mut Counted<'_, '_, 'de> {
+impl<'de> de::MapAccess<'de> for &mut Counted<'_, 'de> {
     type Error = CdrError;
     fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>> {
         if self.left == 0 {
@@ -417,12 +485,12 @@ impl<'de> de::MapAccess<'de> for &mut Counted<'_, '_, 'de> {
 }
 
 /// A union (or enum) whose variant index has been read.
-struct Union<'a, 'r, 'de> {
-    de: &'a mut Deserializer<'r, 'de>,
+struct Union<'a, 'de> {
+    de: &'a mut Deserializer<'de>,
     index: u32,
 }
 
-impl<'a, 'r, 'de> de::EnumAccess<'de> for Union<'a, 'r, 'de> {
+impl<'a, 'de> de::EnumAccess<'de> for Union<'a, 'de> {
     type Error = CdrError;
     type Variant = Self;
     fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self)> {
@@ -431,7 +499,7 @@ impl<'a, 'r, 'de> de::EnumAccess<'de> for Union<'a, 'r, 'de> {
     }
 }
 
-impl<'de> de::VariantAccess<'de> for Union<'_, '_, 'de> {
+impl<'de> de::VariantAccess<'de> for Union<'_, 'de> {
     type Error = CdrError;
     fn unit_variant(self) -> Result<()> {
         Ok(())
