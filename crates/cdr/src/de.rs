@@ -94,27 +94,17 @@ impl<'de> Deserializer<'de> {
         }
     }
 
-    /// One naturally aligned primitive: the padding and the value checked
-    /// against the bytes left in one comparison. Same result as
-    /// `Reader::read::<T>`, which produces the exact error on failure.
+    /// One naturally aligned primitive: the padding and the value taken
+    /// with ONE bounds check. Same result as `Reader::read::<T>`, which
+    /// produces the exact error on failure (a failed `take` moves nothing).
     #[inline(always)]
     fn get<T: Primitive>(&mut self) -> Result<T> {
         let pad = self.r.position().wrapping_neg() & (T::SIZE - 1);
-        match self.r.rest().get(pad..pad + T::SIZE) {
-            Some(b) => {
-                let v = T::from_wire(b, self.r.order());
-                self.r.take(pad + T::SIZE)?;
-                Ok(v)
-            }
-            None => self.get_slow::<T>(),
+        let order = self.r.order();
+        match self.r.take(pad + T::SIZE) {
+            Ok(b) => Ok(T::from_wire(&b[pad..], order)),
+            Err(_) => Err(truncated(self.r.position(), self.r.remaining(), pad, T::SIZE)),
         }
-    }
-
-    /// The failing case of [`get`](Self::get), kept out of the hot code.
-    #[cold]
-    #[inline(never)]
-    fn get_slow<T: Primitive>(&mut self) -> Result<T> {
-        self.r.read::<T>()
     }
 
     /// Run `f` one nesting level deeper.
@@ -232,7 +222,7 @@ impl<'de> Deserializer<'de> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn counted<V: Visitor<'de>>(&mut self, n: usize, visitor: V, map: bool) -> Result<V::Value> {
         let offset = self.r.position();
         let mut access = Counted { de: self, left: n };
@@ -258,9 +248,31 @@ impl<'de> Deserializer<'de> {
     }
 }
 
+/// The error `Reader::read` gives for a primitive of `size` whose `pad`
+/// padding bytes start at `offset` with `available` bytes left. Takes
+/// values, not the deserializer, so that the deserializer's state never
+/// escapes from the hot path and can live in registers.
+#[cold]
+#[inline(never)]
+fn truncated(offset: usize, available: usize, pad: usize, size: usize) -> CdrError {
+    if pad > available {
+        CdrError::Truncated {
+            offset,
+            needed: pad,
+            available,
+        }
+    } else {
+        CdrError::Truncated {
+            offset: offset + pad,
+            needed: size,
+            available: available - pad,
+        }
+    }
+}
+
 macro_rules! prim {
     ($($m:ident => $t:ty, $visit:ident;)*) => {$(
-        #[inline]
+        #[inline(always)]
         fn $m<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
             visitor.$visit(self.get::<$t>()?)
         }
@@ -285,37 +297,41 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         deserialize_f64 => f64, visit_f64;
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        match self.r.rest().first() {
-            Some(&b @ (0 | 1)) => {
-                self.r.take(1)?;
-                visitor.visit_bool(b == 1)
-            }
-            _ => visitor.visit_bool(self.r.read_bool()?),
+        // `Reader::read_bool`'s rule and error, inlined.
+        match self.r.read_u8()? {
+            0 => visitor.visit_bool(false),
+            1 => visitor.visit_bool(true),
+            value => Err(CdrError::InvalidBool {
+                offset: self.r.position() - 1,
+                value,
+            }),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         visitor.visit_u8(self.r.read_u8()?)
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         visitor.visit_i8(self.r.read_u8()? as i8)
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
-        // `Reader::read_char`'s rule inlined for the common case (Latin-1,
-        // or ASCII under UTF-8); the rest goes there for its exact error.
-        match self.r.rest().first() {
-            Some(&b) if b < 0x80 || self.r.opts().char_set == CharCodeSet::Latin1 => {
-                self.r.take(1)?;
-                visitor.visit_char(b as char)
-            }
-            _ => visitor.visit_char(self.r.read_char()?),
+        // `Reader::read_char`'s rule and error, inlined: one octet in the
+        // char code set (Latin-1: any; UTF-8: ASCII only).
+        let b = self.r.read_u8()?;
+        if b < 0x80 || self.r.opts().char_set == CharCodeSet::Latin1 {
+            visitor.visit_char(b as char)
+        } else {
+            Err(CdrError::InvalidCodeSet {
+                offset: self.r.position() - 1,
+                codeset: CharCodeSet::Utf8.name(),
+            })
         }
     }
 
@@ -386,7 +402,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value> {
         self.counted(len, visitor, false)
     }
@@ -409,7 +425,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
@@ -453,13 +469,20 @@ struct Counted<'a, 'de> {
 
 impl<'de> de::SeqAccess<'de> for &mut Counted<'_, 'de> {
     type Error = CdrError;
-    #[inline]
+    #[inline(always)]
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
         if self.left == 0 {
             return Ok(None);
         }
         self.left -= 1;
         seed.deserialize(&mut *self.de).map(Some)
+    }
+    /// Overridden only to force inlining: serde-derived struct visitors
+    /// call this once per member, and a call here makes every member go
+    /// through memory (a store-forwarding stall per field).
+    #[inline(always)]
+    fn next_element<T: Deserialize<'de>>(&mut self) -> Result<Option<T>> {
+        self.next_element_seed(std::marker::PhantomData)
     }
     #[inline]
     fn size_hint(&self) -> Option<usize> {

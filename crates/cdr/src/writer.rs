@@ -48,27 +48,32 @@ impl<'a> Writer<'a> {
     }
 
     /// The options in force.
+    #[inline]
     pub fn opts(&self) -> &Options {
         &self.opts
     }
 
     /// The byte order being written.
+    #[inline]
     pub fn order(&self) -> ByteOrder {
         self.order
     }
 
     /// Current stream offset (relative to the origin).
+    #[inline]
     pub fn position(&self) -> usize {
         self.buf.len() - self.origin
     }
 
     /// Index in the underlying buffer of the next byte to be written.
+    #[inline]
     pub fn buf_len(&self) -> usize {
         self.buf.len()
     }
 
     /// Direct access to the underlying buffer (for callers that patch
     /// lengths or splice in pre-encoded bytes).
+    #[inline]
     pub fn buffer(&mut self) -> &mut BytesMut {
         self.buf
     }
