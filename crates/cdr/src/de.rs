@@ -103,7 +103,12 @@ impl<'de> Deserializer<'de> {
         let order = self.r.order();
         match self.r.take(pad + T::SIZE) {
             Ok(b) => Ok(T::from_wire(&b[pad..], order)),
-            Err(_) => Err(truncated(self.r.position(), self.r.remaining(), pad, T::SIZE)),
+            Err(_) => Err(truncated(
+                self.r.position(),
+                self.r.remaining(),
+                pad,
+                T::SIZE,
+            )),
         }
     }
 

@@ -432,11 +432,9 @@ impl<'s, 'w> ser::Serializer for &'s mut Serializer<'w> {
     }
     #[inline]
     fn serialize_char(self, v: char) -> Result<()> {
-        if self.pending.is_some() {
-            if self.pending == Some(Magic::WChar) {
-                self.pending = None;
-                return self.writer().write_wchar(v);
-            }
+        if self.pending == Some(Magic::WChar) {
+            self.pending = None;
+            return self.writer().write_wchar(v);
         }
         // The same rule as `Writer::write_char` (one octet in the char code
         // set), inlined; anything else goes there for its exact error.

@@ -459,7 +459,7 @@ impl<'de, T: SeqElem> Deserialize<'de> for Seq<T> {
             }
             fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Vec<T>, E> {
                 match take_raw() {
-                    Some(RawMode::Decode(order)) if b.len() % T::SIZE == 0 => {
+                    Some(RawMode::Decode(order)) if b.len().is_multiple_of(T::SIZE) => {
                         Ok(decode_slice(b, order))
                     }
                     _ => Err(E::invalid_type(de::Unexpected::Bytes(b), &self)),
