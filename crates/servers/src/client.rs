@@ -119,6 +119,7 @@ impl BenchClient {
     /// `get_stats()`.
     pub async fn stats(&self) -> Result<StatsWire, BenchError> {
         let b = self.call("get_stats", |_| Ok(())).await?;
+        #[allow(clippy::redundant_closure)] // the closure is needed for the higher-ranked lifetime
         self.decode("get_stats", &b, |r| iiop_cdr::from_reader(r))
     }
 
