@@ -1,25 +1,91 @@
-//! `iiopbench serve`: our servers in the foreground until Ctrl-C/SIGTERM.
+//! `iiopbench serve`: our reference server in the foreground until
+//! Ctrl-C/SIGTERM, speaking the same startup protocol as the vendor servers
+//! (docs/vendor-protocol.md: `config` lines, the IOR, `corbaloc` lines,
+//! `ready`), so that scripts and the interop matrix drive every server the
+//! same way. On shutdown it lets in-flight requests finish and prints the
+//! counters.
 
+use std::io::Write;
 use std::time::Duration;
+
+use iiop_giop::codec::CodecConfig;
+use iiop_giop::transport::server::ServerConfig;
+use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::opts::ServeOpts;
 use crate::rawtcp::RawServer;
 use crate::sysinfo::parse_cpu_list;
 
+/// The server options a `serve` command line asks for.
+pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
+    let cpus = o.cpus.as_deref().map(parse_cpu_list).transpose()?;
+    let max = usize::try_from(o.max_message_size).unwrap_or(usize::MAX);
+    let codec = CodecConfig {
+        max_message_size: max,
+        max_reassembled_size: max,
+    };
+    Ok(ServerOptions {
+        listen: o.listen.clone(),
+        skeleton: o.skeleton.skeleton(),
+        threads: o.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }),
+        cpus,
+        config: ServerConfig {
+            codec,
+            nodelay: o.socket.nodelay,
+            ..ServerConfig::default()
+        },
+    })
+}
+
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
-    let cpus = o.cpus.as_deref().map(parse_cpu_list).transpose()?;
-    let Some(raw) = &o.raw_tcp else {
-        anyhow::bail!(
-            "the GIOP server is not built into this version yet; use --raw-tcp HOST:PORT"
-        );
+    let opts = server_options(o)?;
+    let raw = match &o.raw_tcp {
+        Some(addr) => Some(RawServer::start(addr, o.socket.raw(), opts.cpus.clone())?),
+        None => None,
     };
-    let srv = RawServer::start(raw, o.socket.raw(), cpus)?;
-    println!("raw-tcp {}", srv.addr());
-    println!("ready");
+    let srv =
+        RunningServer::start(opts.clone()).map_err(|e| anyhow::anyhow!("iiopbench serve: {e}"))?;
+    let refs = srv.refs();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "config skeleton={}", opts.skeleton.name())?;
+    writeln!(out, "config threads={}", opts.threads)?;
+    writeln!(
+        out,
+        "config max_message_size={}",
+        opts.config.codec.max_message_size
+    )?;
+    writeln!(out, "config nodelay={}", opts.config.nodelay)?;
+    if let Some(c) = &opts.cpus {
+        writeln!(out, "config cpus={}", crate::sysinfo::format_cpu_list(c))?;
+    }
+    if let Some(r) = &raw {
+        writeln!(out, "config raw_tcp={}", r.addr())?;
+    }
+    let ior = refs.ior.to_string();
+    if let Some(f) = &o.ior_file {
+        crate::results::write_atomic(f, &format!("{ior}\n"))?;
+    }
+    writeln!(out, "{ior}")?;
+    for (key, url) in &refs.corbalocs {
+        writeln!(out, "corbaloc {key} {url}")?;
+    }
+    writeln!(out, "ready")?;
+    out.flush()?;
+    drop(out);
     while !crate::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
     }
-    eprintln!("iiopbench serve: shutting down");
+    let s = srv.stop()?;
+    println!(
+        "stats calls={} oneways={} bytes={} cpu_seconds={:.3} last_mark={} mark_disorder={}",
+        s.calls, s.oneways, s.bytes, s.cpu_seconds, s.last_mark, s.mark_disorder
+    );
+    drop(raw);
     Ok(())
 }

@@ -161,11 +161,23 @@ pub struct TcpOpts {
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeOpts {
-    /// Address to listen on.
+    /// Address to listen on for GIOP (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     pub listen: String,
-    /// Serve the raw-TCP baseline (sink/echo) on this address instead of
-    /// GIOP (`bench tcp --target` talks to it).
+    /// Also write the main object's IOR to this file.
+    #[arg(long, value_name = "FILE")]
+    pub ior_file: Option<PathBuf>,
+    /// Which skeleton decodes arguments: serde types or run-time TypeCodes.
+    #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
+    pub skeleton: SkeletonArg,
+    /// Server threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Largest GIOP message accepted, after fragment reassembly.
+    #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
+    pub max_message_size: u64,
+    /// Also serve the raw-TCP baseline (sink/echo) on this address
+    /// (`bench tcp --target` talks to it).
     #[arg(long, value_name = "HOST:PORT")]
     pub raw_tcp: Option<String>,
     #[command(flatten)]
@@ -173,6 +185,23 @@ pub struct ServeOpts {
     /// Pin the server to these CPUs (taskset syntax).
     #[arg(long, value_name = "CPUS")]
     pub cpus: Option<String>,
+}
+
+/// The server skeletons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SkeletonArg {
+    Typed,
+    Dynamic,
+}
+
+impl SkeletonArg {
+    /// As the server's type.
+    pub fn skeleton(self) -> iiop_servers::reference::Skeleton {
+        match self {
+            SkeletonArg::Typed => iiop_servers::reference::Skeleton::Typed,
+            SkeletonArg::Dynamic => iiop_servers::reference::Skeleton::Dynamic,
+        }
+    }
 }
 
 /// A list of payload sizes (a sweep).
