@@ -69,7 +69,7 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
     let mut embedded = None;
     let addr = match &o.target {
         Some(t) => resolve(t),
-        None => RawServer::start("127.0.0.1:0", sock, cpus.server.clone()).map(|s| {
+        None => RawServer::start("127.0.0.1:0", sock, Some(cpus.server_or_all())).map(|s| {
             let a = s.addr();
             embedded = Some(s);
             a

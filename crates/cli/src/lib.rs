@@ -22,6 +22,7 @@ pub mod rawtcp;
 pub mod results;
 pub mod sysinfo;
 pub mod table;
+pub mod target;
 pub mod units;
 
 use clap::Parser;

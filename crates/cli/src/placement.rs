@@ -10,6 +10,8 @@ use crate::sysinfo::{current_affinity, parse_cpu_list, pin_current_thread};
 pub struct Cpus {
     pub client: Option<Vec<usize>>,
     pub server: Option<Vec<usize>>,
+    /// Every CPU the process could use before anything was pinned.
+    pub all: Vec<usize>,
 }
 
 impl Cpus {
@@ -34,7 +36,13 @@ impl Cpus {
                 crate::sysinfo::format_cpu_list(&avail)
             );
         }
-        Ok(Cpus { client, server })
+        Ok(Cpus { client, server, all: avail })
+    }
+
+    /// The CPUs an embedded server should run on: as pinned, or all of
+    /// them (not the client's, which it would otherwise inherit).
+    pub fn server_or_all(&self) -> Vec<usize> {
+        self.server.clone().unwrap_or_else(|| self.all.clone())
     }
 
     /// Pin the calling (client) thread; call before creating client threads.
@@ -49,7 +57,7 @@ impl Cpus {
     /// actually have (inherited from the process), so nothing is unknown
     /// when we started both sides.
     pub fn record(&self, server_known: bool) -> Placement {
-        let all = current_affinity();
+        let all = self.all.clone();
         let client = self.client.clone().unwrap_or_else(|| all.clone());
         let server = if server_known {
             Some(self.server.clone().unwrap_or(all))

@@ -66,6 +66,22 @@ impl CpuTime {
         }
     }
 
+    /// getrusage(RUSAGE_THREAD): the calling thread only (the client's
+    /// runtime thread, excluding an embedded server's threads).
+    pub fn thread_now() -> Self {
+        // SAFETY: getrusage writes into the zeroed struct we own.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+            ru
+        };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        CpuTime {
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+        }
+    }
+
     /// CPU used between `earlier` and `self`.
     pub fn since(self, earlier: CpuTime) -> CpuTime {
         CpuTime {

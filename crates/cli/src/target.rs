@@ -1,0 +1,214 @@
+//! What a benchmark talks to: a reference given by the user (IOR string,
+//! `corbaloc:`, `corbaname:`, a file holding one, or `-` for stdin), or —
+//! with no `--target` — our reference server embedded in this process on a
+//! runtime and threads of its own (pinned with `--server-cpus`). Also the
+//! client configuration every bench command shares.
+
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use iiop_cdr::ByteOrder;
+use iiop_giop::ior::{orb_type_name, Ior};
+use iiop_giop::transport::client::{Client, ClientConfig};
+use iiop_giop::transport::naming::resolve_target;
+use iiop_giop::{Target, Version};
+use iiop_servers::run::{RunningServer, ServerOptions};
+
+use crate::opts::{SkeletonArg, SocketArgs};
+use crate::placement::Cpus;
+use crate::results::TargetInfo;
+use crate::units::parse_duration;
+
+/// Target and protocol options shared by the bench commands.
+#[derive(Debug, Clone, Args)]
+pub struct TargetOpts {
+    /// The server: `IOR:…`, `corbaloc:…`, `corbaname:…`, a file holding
+    /// one, or `-` for stdin. Without it, our reference server runs
+    /// embedded in this process (own runtime and threads).
+    #[arg(long, short, value_name = "REF")]
+    pub target: Option<String>,
+    /// GIOP version to speak (default: the reference's; a corbaloc
+    /// without `1.2@` means 1.0, as in every ORB).
+    #[arg(long, value_parser = parse_version, value_name = "1.0|1.1|1.2")]
+    pub giop: Option<Version>,
+    /// Byte order of our requests.
+    #[arg(long, value_enum, default_value_t = OrderArg::Native)]
+    pub order: OrderArg,
+    /// Skeleton of the embedded server.
+    #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
+    pub skeleton: SkeletonArg,
+    /// Threads of the embedded server (default: the number of server CPUs,
+    /// 1 when pinned to one).
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<usize>,
+    /// Timeout of every call (and of connecting).
+    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    pub timeout: Duration,
+    /// Fragment our GIOP 1.2 requests above this size (for ORBs with
+    /// small message limits).
+    #[arg(long, value_parser = crate::units::parse_size, value_name = "SIZE")]
+    pub fragment_size: Option<u64>,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    Native,
+    Big,
+    Little,
+}
+
+impl OrderArg {
+    /// As a CDR byte order.
+    pub fn order(self) -> ByteOrder {
+        match self {
+            OrderArg::Native => ByteOrder::NATIVE,
+            OrderArg::Big => ByteOrder::Big,
+            OrderArg::Little => ByteOrder::Little,
+        }
+    }
+}
+
+fn parse_version(s: &str) -> Result<Version, String> {
+    match s {
+        "1.0" => Ok(Version::V1_0),
+        "1.1" => Ok(Version::V1_1),
+        "1.2" => Ok(Version::V1_2),
+        _ => Err(format!("unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2")),
+    }
+}
+
+/// The client configuration for these options.
+pub fn client_config(t: &TargetOpts, s: &SocketArgs) -> ClientConfig {
+    ClientConfig {
+        version: t.giop,
+        order: t.order.order(),
+        nodelay: s.nodelay,
+        send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
+        recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+        connect_timeout: t.timeout,
+        request_timeout: Some(t.timeout),
+        fragment_size: t.fragment_size.map(|v| v as usize),
+        ..ClientConfig::default()
+    }
+}
+
+/// A resolved target.
+#[derive(Debug)]
+pub struct Resolved {
+    pub ior: Ior,
+    pub info: TargetInfo,
+    /// Our server, when embedded (stopped on drop).
+    pub embedded: Option<RunningServer>,
+    /// Time spent turning the reference into an IOR (naming lookups).
+    pub resolve_seconds: f64,
+}
+
+/// Resolve the target (starting the embedded server if none was given).
+pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Result<Resolved> {
+    let Some(reference) = &t.target else {
+        let threads = t
+            .server_threads
+            .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
+        let opts = ServerOptions {
+            skeleton: t.skeleton.skeleton(),
+            threads,
+            cpus: Some(cpus.server_or_all()),
+            config: iiop_giop::transport::server::ServerConfig {
+                nodelay: s.nodelay,
+                ..Default::default()
+            },
+            ..ServerOptions::default()
+        };
+        let srv = RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
+        let ior = srv.refs().ior.clone();
+        let mut info = describe(&ior, "embedded", "embedded", t);
+        info.isolation = Some(format!(
+            "embedded in this process: own tokio runtime, {threads} thread{}, CPUs {}",
+            if threads == 1 { "" } else { "s" },
+            cpus.server
+                .as_deref()
+                .map(crate::sysinfo::format_cpu_list)
+                .unwrap_or_else(|| "unpinned".into())
+        ));
+        info.skeleton = Some(t.skeleton.skeleton().name().into());
+        return Ok(Resolved {
+            ior,
+            info,
+            embedded: Some(srv),
+            resolve_seconds: 0.0,
+        });
+    };
+    let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+    let kind = match &parsed {
+        Target::Ior(_) => "ior",
+        Target::Corbaloc(_) => "corbaloc",
+        Target::Corbaname(_) => "corbaname",
+    };
+    let start = Instant::now();
+    let client = Client::new(client_config(t, s));
+    let ior = resolve_target(&client, &parsed)
+        .await
+        .map_err(|e| anyhow::anyhow!("resolving {kind} target: {e}"))?;
+    let resolve_seconds = start.elapsed().as_secs_f64();
+    Ok(Resolved {
+        info: describe(&ior, kind, &shorten(reference), t),
+        ior,
+        embedded: None,
+        resolve_seconds,
+    })
+}
+
+fn shorten(r: &str) -> String {
+    let r = r.trim();
+    if r.len() > 80 {
+        format!("{}…", &r[..77])
+    } else {
+        r.to_string()
+    }
+}
+
+/// The results' description of a target IOR.
+pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> TargetInfo {
+    let p = ior.iiop_profile();
+    let version = t
+        .giop
+        .or_else(|| p.as_ref().map(|p| Version { major: 1, minor: p.version.minor.min(2) }))
+        .map(|v| format!("{}.{}", v.major, v.minor))
+        .unwrap_or_default();
+    TargetInfo {
+        kind: kind.into(),
+        reference: reference.into(),
+        host: p.as_ref().map(|p| p.host.clone()).unwrap_or_default(),
+        port: p.as_ref().map(|p| p.port).unwrap_or(0),
+        orb_type: p.as_ref().and_then(|p| p.orb_type()).map(|t| {
+            orb_type_name(t)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{t:#010x}"))
+        }),
+        giop_version: version,
+        code_sets: p.as_ref().and_then(|p| p.code_sets()).map(|cs| {
+            format!("char {}, wchar {}", code_set_list(&cs.for_char), code_set_list(&cs.for_wchar))
+        }),
+        isolation: None,
+        skeleton: None,
+    }
+}
+
+/// `native (+conversion, …)` with registry names where known.
+fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
+    let name = |id: u32| match id {
+        0x0001_0001 => "ISO-8859-1".to_string(),
+        0x0501_0001 => "UTF-8".to_string(),
+        0x0001_0109 => "UTF-16".to_string(),
+        0x0001_0100 => "UCS-2".to_string(),
+        0x0001_0102 => "UCS-2-level-1".to_string(),
+        0x0001_0104 => "UCS-4".to_string(),
+        other => format!("{other:#010x}"),
+    };
+    let mut s = name(c.native);
+    if !c.conversion.is_empty() {
+        s.push_str(&format!(" (+{})", c.conversion.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ")));
+    }
+    s
+}
