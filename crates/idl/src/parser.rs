@@ -894,6 +894,11 @@ impl Parser {
         }
         self.expect_kw("switch")?;
         self.expect_punct("(")?;
+        // Declared before the discriminator: an enum defined in the
+        // switch belongs to the union's scope.
+        let u = Union { discriminator: Type::Long, cases: Vec::new(), defined: true };
+        let id = self.declare(&name, loc, DefKind::Union(u), true)?;
+        self.enter(id);
         let dloc = self.loc()?;
         let disc = if is_kw(&self.look()?, "enum") {
             Type::Named(self.enum_type()?)
@@ -911,9 +916,6 @@ impl Parser {
         }
         self.expect_punct(")")?;
         self.expect_punct("{")?;
-        let u = Union { discriminator: disc.clone(), cases: Vec::new(), defined: true };
-        let id = self.declare(&name, loc, DefKind::Union(u), true)?;
-        self.enter(id);
         let mut cases: Vec<UnionCase> = Vec::new();
         let mut seen_default = false;
         while !self.eat_punct("}")? {
@@ -1199,7 +1201,7 @@ impl Parser {
             Type::Float | Type::Double | Type::LongDouble => {
                 let f = match v {
                     ConstValue::Float(f) => f,
-                    ConstValue::Int(i) => i as f64,
+                    // The spec forbids mixing: `const double d = 2;` is an error.
                     _ => return Err(self.err_at(loc, "expected a floating-point value")),
                 };
                 if *t == Type::Float {
@@ -1290,8 +1292,10 @@ impl Parser {
                 _ => Err(overflow()),
             },
             (x, y) => {
+                if matches!((&x, &y), (Int(_), Float(_)) | (Float(_), Int(_))) {
+                    return Err(self.err_at(loc, format!("operator '{op}' mixes integer and floating-point operands")));
+                }
                 let f = |v: &ConstValue| match v {
-                    Int(i) => Some(*i as f64),
                     Float(f) => Some(*f),
                     _ => None,
                 };

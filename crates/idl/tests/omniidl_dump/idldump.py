@@ -58,6 +58,8 @@ def dims(decl):
 
 
 def text(s):
+    if not isinstance(s, str):  # omniidl gives a wstring as a list of code points
+        s = "".join(chr(c) for c in s)
     out = []
     for c in s:
         o = ord(c)
