@@ -214,7 +214,9 @@ impl Lexer<'_> {
                 Some(rest) if !rest.is_empty() && directives => Tok::EscIdent(rest.to_string()),
                 _ => Tok::Ident(s),
             }
-        } else if c.is_ascii_digit() || (c == '.' && self.peek(1).is_some_and(|d| d.is_ascii_digit())) {
+        } else if c.is_ascii_digit()
+            || (c == '.' && self.peek(1).is_some_and(|d| d.is_ascii_digit()))
+        {
             self.number(loc)?
         } else if c == '\'' {
             Tok::Char(self.char_lit()?)
@@ -224,7 +226,11 @@ impl Lexer<'_> {
             let mut found = None;
             for p in PUNCTS {
                 let pc: Vec<char> = p.chars().collect();
-                if pc.iter().enumerate().all(|(i, ch)| self.peek(i) == Some(*ch)) {
+                if pc
+                    .iter()
+                    .enumerate()
+                    .all(|(i, ch)| self.peek(i) == Some(*ch))
+                {
                     found = Some(*p);
                     break;
                 }
@@ -535,17 +541,43 @@ mod tests {
     #[test]
     fn directives_and_positions() {
         let sm = SourceMap::default();
-        let t = lex("/* c\n */ a\n  #define X \\\n 5 // c\nb", 0, 1, 1, true, &sm).unwrap();
-        assert_eq!(t[0].loc, Loc { file: 0, line: 2, col: 5 });
+        let t = lex(
+            "/* c\n */ a\n  #define X \\\n 5 // c\nb",
+            0,
+            1,
+            1,
+            true,
+            &sm,
+        )
+        .unwrap();
+        assert_eq!(
+            t[0].loc,
+            Loc {
+                file: 0,
+                line: 2,
+                col: 5
+            }
+        );
         assert_eq!(
             t[1].tok,
             Tok::Directive {
                 name: "define".into(),
                 rest: "X   5".into(),
-                rest_loc: Loc { file: 0, line: 3, col: 11 }
+                rest_loc: Loc {
+                    file: 0,
+                    line: 3,
+                    col: 11
+                }
             }
         );
-        assert_eq!(t[2].loc, Loc { file: 0, line: 5, col: 1 });
+        assert_eq!(
+            t[2].loc,
+            Loc {
+                file: 0,
+                line: 5,
+                col: 1
+            }
+        );
     }
 
     #[test]

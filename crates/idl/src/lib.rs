@@ -68,8 +68,19 @@ fn finish(mut items: Vec<Item>, sources: SourceMap, notes: Vec<Note>) -> Result<
             Item::Token(t) => Some(t.loc),
             _ => None,
         })
-        .unwrap_or(Loc { file: 1, line: 1, col: 1 });
-    items.push(Item::Token(Token { tok: Tok::Eof, loc: end }));
-    let spec = Spec { sources, notes, ..Spec::default() };
+        .unwrap_or(Loc {
+            file: 1,
+            line: 1,
+            col: 1,
+        });
+    items.push(Item::Token(Token {
+        tok: Tok::Eof,
+        loc: end,
+    }));
+    let spec = Spec {
+        sources,
+        notes,
+        ..Spec::default()
+    };
     parser::Parser::new(items, spec).parse()
 }

@@ -358,7 +358,10 @@ impl Spec {
 
     /// Every definition with its id, in creation order.
     pub fn iter(&self) -> impl Iterator<Item = (DefId, &Def)> {
-        self.defs.iter().enumerate().map(|(i, d)| (DefId(i as u32), d))
+        self.defs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (DefId(i as u32), d))
     }
 
     /// Follows typedefs until a non-alias type.

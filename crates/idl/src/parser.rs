@@ -24,12 +24,53 @@ use crate::Error;
 
 /// Words that can never be identifiers.
 const KEYWORDS: &[&str] = &[
-    "abstract", "any", "attribute", "boolean", "case", "char", "const", "context", "custom",
-    "default", "double", "enum", "exception", "FALSE", "fixed", "float", "in", "inout",
-    "interface", "local", "long", "module", "native", "Object", "octet", "oneway", "out",
-    "private", "public", "raises", "readonly", "sequence", "short", "string", "struct",
-    "supports", "switch", "TRUE", "truncatable", "typedef", "unsigned", "union", "ValueBase",
-    "valuetype", "void", "wchar", "wstring",
+    "abstract",
+    "any",
+    "attribute",
+    "boolean",
+    "case",
+    "char",
+    "const",
+    "context",
+    "custom",
+    "default",
+    "double",
+    "enum",
+    "exception",
+    "FALSE",
+    "fixed",
+    "float",
+    "in",
+    "inout",
+    "interface",
+    "local",
+    "long",
+    "module",
+    "native",
+    "Object",
+    "octet",
+    "oneway",
+    "out",
+    "private",
+    "public",
+    "raises",
+    "readonly",
+    "sequence",
+    "short",
+    "string",
+    "struct",
+    "supports",
+    "switch",
+    "TRUE",
+    "truncatable",
+    "typedef",
+    "unsigned",
+    "union",
+    "ValueBase",
+    "valuetype",
+    "void",
+    "wchar",
+    "wstring",
 ];
 
 /// Where a definition appears.
@@ -154,7 +195,10 @@ impl Parser {
         match self.sync() {
             Ok(()) => {
                 let t = self.tok().clone();
-                self.err_at(t.loc, format!("expected {what}, found {}", t.tok.describe()))
+                self.err_at(
+                    t.loc,
+                    format!("expected {what}, found {}", t.tok.describe()),
+                )
             }
             Err(e) => e,
         }
@@ -213,7 +257,10 @@ impl Parser {
         match t.tok {
             Tok::Ident(s) if !KEYWORDS.contains(&s.as_str()) => Ok((s, t.loc)),
             Tok::EscIdent(s) => Ok((s, t.loc)),
-            other => Err(self.err_at(t.loc, format!("expected an identifier, found {}", other.describe()))),
+            other => Err(self.err_at(
+                t.loc,
+                format!("expected an identifier, found {}", other.describe()),
+            )),
         }
     }
 
@@ -269,7 +316,13 @@ impl Parser {
 
     /// Declares `name` in the current scope. `listed`: record it in the
     /// enclosing module/interface/valuetype contents.
-    fn declare(&mut self, name: &str, loc: Loc, kind: DefKind, listed: bool) -> Result<DefId, Error> {
+    fn declare(
+        &mut self,
+        name: &str,
+        loc: Loc,
+        kind: DefKind,
+        listed: bool,
+    ) -> Result<DefId, Error> {
         let scope = self.cur_scope();
         let existing = match scope {
             None => self.spec.root_scope.get(name).copied(),
@@ -287,9 +340,23 @@ impl Parser {
                 Some(false) => Ok(old),
                 None => {
                     let prev = self.spec.sources.render(od.loc);
-                    Err(self.err_at(loc, format!("'{name}' redefined (previous declaration at {prev})")))
+                    Err(self.err_at(
+                        loc,
+                        format!("'{name}' redefined (previous declaration at {prev})"),
+                    ))
                 }
             };
+        }
+        let map = match scope {
+            None => &self.spec.root_scope,
+            Some(s) => &self.spec.def(s).scope,
+        };
+        if let Some((other, &oid)) = map.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)) {
+            let prev = self.spec.sources.render(self.spec.def(oid).loc);
+            return Err(self.err_at(
+                loc,
+                format!("'{name}' collides with '{other}' declared at {prev} (IDL identifiers differing only in case clash)"),
+            ));
         }
         let scoped_name = match scope {
             None => format!("::{name}"),
@@ -375,7 +442,10 @@ impl Parser {
         };
         match &self.spec.def(target).kind {
             DefKind::Interface(_) => Ok(target),
-            _ => Err(self.err_at(loc, format!("{what}: '{}' is not an interface", parts.join("::")))),
+            _ => Err(self.err_at(
+                loc,
+                format!("{what}: '{}' is not an interface", parts.join("::")),
+            )),
         }
     }
 
@@ -383,7 +453,10 @@ impl Parser {
         let (id, loc) = self.scoped_def()?;
         match &self.spec.def(id).kind {
             DefKind::Value(_) => Ok(id),
-            _ => Err(self.err_at(loc, format!("'{}' is not a valuetype", self.spec.def(id).scoped_name))),
+            _ => Err(self.err_at(
+                loc,
+                format!("'{}' is not a valuetype", self.spec.def(id).scoped_name),
+            )),
         }
     }
 
@@ -393,7 +466,10 @@ impl Parser {
         loop {
             let (id, loc) = self.scoped_def()?;
             if !matches!(self.spec.def(id).kind, DefKind::Exception(_)) {
-                return Err(self.err_at(loc, format!("'{}' is not an exception", self.spec.def(id).scoped_name)));
+                return Err(self.err_at(
+                    loc,
+                    format!("'{}' is not an exception", self.spec.def(id).scoped_name),
+                ));
             }
             out.push(id);
             if !self.eat_punct(",")? {
@@ -457,7 +533,11 @@ impl Parser {
 
     fn pragma_target(&self, name: &str, loc: Loc) -> Result<DefId, Error> {
         let absolute = name.starts_with("::");
-        let parts: Vec<String> = name.trim_start_matches("::").split("::").map(str::to_string).collect();
+        let parts: Vec<String> = name
+            .trim_start_matches("::")
+            .split("::")
+            .map(str::to_string)
+            .collect();
         self.resolve_name(&parts, absolute, loc)
     }
 
@@ -478,7 +558,11 @@ impl Parser {
                 let next = self.look_ahead(1);
                 if is_kw(&next, "interface") {
                     self.bump()?;
-                    let k = if kw == "abstract" { InterfaceKind::Abstract } else { InterfaceKind::Local };
+                    let k = if kw == "abstract" {
+                        InterfaceKind::Abstract
+                    } else {
+                        InterfaceKind::Local
+                    };
                     if kw == "custom" {
                         return Err(self.err_at(loc, "expected 'valuetype' after 'custom'"));
                     }
@@ -495,7 +579,11 @@ impl Parser {
                 self.bump()?;
                 let ty = self.type_spec()?;
                 for (name, loc, dims) in self.declarators()? {
-                    let t = if dims.is_empty() { ty.clone() } else { Type::Array(Box::new(ty.clone()), dims) };
+                    let t = if dims.is_empty() {
+                        ty.clone()
+                    } else {
+                        Type::Array(Box::new(ty.clone()), dims)
+                    };
                     self.declare(&name, loc, DefKind::Typedef(t), true)?;
                 }
                 self.expect_punct(";").map(|_| ())
@@ -520,12 +608,19 @@ impl Parser {
             }
             "const" => self.const_decl(),
             "exception" => self.exception(),
-            "typeid" | "typeprefix" if !matches!(self.look_ahead(1), Tok::Ident(_) | Tok::EscIdent(_) | Tok::Punct("::")) || matches!(self.look_ahead(2), Tok::Str(_) | Tok::Punct("::")) => {
+            "typeid" | "typeprefix"
+                if !matches!(
+                    self.look_ahead(1),
+                    Tok::Ident(_) | Tok::EscIdent(_) | Tok::Punct("::")
+                ) || matches!(self.look_ahead(2), Tok::Str(_) | Tok::Punct("::")) =>
+            {
                 self.bump()?;
                 let (id, _) = self.scoped_def()?;
                 let sloc = self.loc()?;
                 let Tok::Str(s) = self.bump()?.tok else {
-                    return Err(self.err_at(sloc, format!("expected a string literal after {kw} NAME")));
+                    return Err(
+                        self.err_at(sloc, format!("expected a string literal after {kw} NAME"))
+                    );
                 };
                 if kw == "typeid" {
                     self.spec.defs[id.0 as usize].repo_id = s;
@@ -544,10 +639,16 @@ impl Parser {
                 while !matches!(self.look()?, Tok::Punct(";") | Tok::Eof) {
                     self.bump()?;
                 }
-                self.note(loc, "skipped import declaration (imports are not supported; use #include)".to_string());
+                self.note(
+                    loc,
+                    "skipped import declaration (imports are not supported; use #include)"
+                        .to_string(),
+                );
                 self.expect_punct(";").map(|_| ())
             }
-            "component" | "home" | "porttype" | "connector" if ctx == Ctx::Module => self.skip_construct(kw, loc),
+            "component" | "home" | "porttype" | "connector" if ctx == Ctx::Module => {
+                self.skip_construct(kw, loc)
+            }
             "attribute" | "readonly" if ctx != Ctx::Module => self.attribute(),
             "public" | "private" if ctx == Ctx::Value => self.state_member(),
             "factory" if ctx == Ctx::Value => self.factory(),
@@ -581,14 +682,24 @@ impl Parser {
                 _ => {}
             }
         }
-        self.note(loc, format!("skipped {kw} '{name}' (CCM constructs are not modelled)"));
+        self.note(
+            loc,
+            format!("skipped {kw} '{name}' (CCM constructs are not modelled)"),
+        );
         Ok(())
     }
 
     fn module(&mut self) -> Result<(), Error> {
         self.expect_kw("module")?;
         let (name, loc) = self.ident()?;
-        let id = self.declare(&name, loc, DefKind::Module { contents: Vec::new() }, true)?;
+        let id = self.declare(
+            &name,
+            loc,
+            DefKind::Module {
+                contents: Vec::new(),
+            },
+            true,
+        )?;
         if !matches!(self.spec.def(id).kind, DefKind::Module { .. }) {
             return Err(self.err_at(loc, format!("'{name}' is not a module")));
         }
@@ -608,7 +719,12 @@ impl Parser {
         self.expect_kw("interface")?;
         let (name, loc) = self.ident()?;
         if self.eat_punct(";")? {
-            let fwd = Interface { kind, bases: Vec::new(), contents: Vec::new(), defined: false };
+            let fwd = Interface {
+                kind,
+                bases: Vec::new(),
+                contents: Vec::new(),
+                defined: false,
+            };
             self.declare(&name, loc, DefKind::Interface(fwd), true)?;
             return Ok(());
         }
@@ -623,7 +739,12 @@ impl Parser {
             }
         }
         self.expect_punct("{")?;
-        let def = Interface { kind, bases, contents: Vec::new(), defined: true };
+        let def = Interface {
+            kind,
+            bases,
+            contents: Vec::new(),
+            defined: true,
+        };
         let id = self.declare(&name, loc, DefKind::Interface(def), true)?;
         self.enter(id);
         while !self.eat_punct("}")? {
@@ -716,8 +837,16 @@ impl Parser {
         };
         let mut members = Vec::new();
         for (name, _, dims) in decls {
-            let t = if dims.is_empty() { ty.clone() } else { Type::Array(Box::new(ty.clone()), dims) };
-            members.push(StateMember { public, name, ty: t });
+            let t = if dims.is_empty() {
+                ty.clone()
+            } else {
+                Type::Array(Box::new(ty.clone()), dims)
+            };
+            members.push(StateMember {
+                public,
+                name,
+                ty: t,
+            });
         }
         if let DefKind::Value(v) = &mut self.spec.defs[vid.0 as usize].kind {
             v.state.extend(members);
@@ -774,7 +903,12 @@ impl Parser {
         }
         self.expect_punct(";")?;
         for (name, loc) in names {
-            let a = Attribute { readonly, ty: ty.clone(), get_raises: get_raises.clone(), set_raises: set_raises.clone() };
+            let a = Attribute {
+                readonly,
+                ty: ty.clone(),
+                get_raises: get_raises.clone(),
+                set_raises: set_raises.clone(),
+            };
             self.declare(&name, loc, DefKind::Attribute(a), true)?;
         }
         Ok(())
@@ -782,7 +916,11 @@ impl Parser {
 
     fn operation(&mut self) -> Result<(), Error> {
         let oneway = self.eat_kw("oneway")?;
-        let result = if self.eat_kw("void")? { Type::Void } else { self.param_type()? };
+        let result = if self.eat_kw("void")? {
+            Type::Void
+        } else {
+            self.param_type()?
+        };
         let (name, loc) = self.ident()?;
         self.expect_punct("(")?;
         let mut params = Vec::new();
@@ -799,14 +937,22 @@ impl Parser {
                 };
                 let ty = self.param_type()?;
                 let (pname, _) = self.ident()?;
-                params.push(Param { dir, name: pname, ty });
+                params.push(Param {
+                    dir,
+                    name: pname,
+                    ty,
+                });
                 if !self.eat_punct(",")? {
                     break;
                 }
             }
             self.expect_punct(")")?;
         }
-        let raises = if self.eat_kw("raises")? { self.exception_list()? } else { Vec::new() };
+        let raises = if self.eat_kw("raises")? {
+            self.exception_list()?
+        } else {
+            Vec::new()
+        };
         let mut contexts = Vec::new();
         if self.eat_kw("context")? {
             self.expect_punct("(")?;
@@ -814,7 +960,12 @@ impl Parser {
                 let sloc = self.loc()?;
                 match self.bump()?.tok {
                     Tok::Str(s) => contexts.push(s),
-                    other => return Err(self.err_at(sloc, format!("expected a string literal, found {}", other.describe()))),
+                    other => {
+                        return Err(self.err_at(
+                            sloc,
+                            format!("expected a string literal, found {}", other.describe()),
+                        ))
+                    }
                 }
                 if !self.eat_punct(",")? {
                     break;
@@ -826,10 +977,22 @@ impl Parser {
         let Some(defined_in) = self.cur_scope() else {
             return Err(self.err_at(loc, "operation outside an interface"));
         };
-        if oneway && (result != Type::Void || params.iter().any(|p| p.dir != Direction::In) || !raises.is_empty()) {
+        if oneway
+            && (result != Type::Void
+                || params.iter().any(|p| p.dir != Direction::In)
+                || !raises.is_empty())
+        {
             return Err(self.err_at(loc, format!("oneway operation '{name}' must return void, take only in parameters and raise nothing")));
         }
-        let op = Operation { name: name.clone(), oneway, result, params, raises, contexts, defined_in };
+        let op = Operation {
+            name: name.clone(),
+            oneway,
+            result,
+            params,
+            raises,
+            contexts,
+            defined_in,
+        };
         self.declare(&name, loc, DefKind::Operation(op), true)?;
         Ok(())
     }
@@ -838,11 +1001,22 @@ impl Parser {
         self.expect_kw("exception")?;
         let (name, loc) = self.ident()?;
         self.expect_punct("{")?;
-        let id = self.declare(&name, loc, DefKind::Exception(Struct { members: Vec::new(), defined: true }), true)?;
+        let id = self.declare(
+            &name,
+            loc,
+            DefKind::Exception(Struct {
+                members: Vec::new(),
+                defined: true,
+            }),
+            true,
+        )?;
         self.enter(id);
         let members = self.members(true)?;
         self.leave();
-        self.spec.defs[id.0 as usize].kind = DefKind::Exception(Struct { members, defined: true });
+        self.spec.defs[id.0 as usize].kind = DefKind::Exception(Struct {
+            members,
+            defined: true,
+        });
         self.expect_punct(";").map(|_| ())
     }
 
@@ -859,7 +1033,11 @@ impl Parser {
                 if out.iter().any(|m: &Member| m.name == name) {
                     return Err(self.err_at(loc, format!("duplicate member '{name}'")));
                 }
-                let t = if dims.is_empty() { ty.clone() } else { Type::Array(Box::new(ty.clone()), dims) };
+                let t = if dims.is_empty() {
+                    ty.clone()
+                } else {
+                    Type::Array(Box::new(ty.clone()), dims)
+                };
                 out.push(Member { name, ty: t });
             }
             self.expect_punct(";")?;
@@ -874,14 +1052,33 @@ impl Parser {
         self.expect_kw("struct")?;
         let (name, loc) = self.ident()?;
         if allow_forward && matches!(self.look()?, Tok::Punct(";")) {
-            return self.declare(&name, loc, DefKind::Struct(Struct { members: Vec::new(), defined: false }), true);
+            return self.declare(
+                &name,
+                loc,
+                DefKind::Struct(Struct {
+                    members: Vec::new(),
+                    defined: false,
+                }),
+                true,
+            );
         }
         self.expect_punct("{")?;
-        let id = self.declare(&name, loc, DefKind::Struct(Struct { members: Vec::new(), defined: true }), true)?;
+        let id = self.declare(
+            &name,
+            loc,
+            DefKind::Struct(Struct {
+                members: Vec::new(),
+                defined: true,
+            }),
+            true,
+        )?;
         self.enter(id);
         let members = self.members(false)?;
         self.leave();
-        self.spec.defs[id.0 as usize].kind = DefKind::Struct(Struct { members, defined: true });
+        self.spec.defs[id.0 as usize].kind = DefKind::Struct(Struct {
+            members,
+            defined: true,
+        });
         Ok(id)
     }
 
@@ -889,14 +1086,22 @@ impl Parser {
         self.expect_kw("union")?;
         let (name, loc) = self.ident()?;
         if allow_forward && matches!(self.look()?, Tok::Punct(";")) {
-            let u = Union { discriminator: Type::Long, cases: Vec::new(), defined: false };
+            let u = Union {
+                discriminator: Type::Long,
+                cases: Vec::new(),
+                defined: false,
+            };
             return self.declare(&name, loc, DefKind::Union(u), true);
         }
         self.expect_kw("switch")?;
         self.expect_punct("(")?;
         // Declared before the discriminator: an enum defined in the
         // switch belongs to the union's scope.
-        let u = Union { discriminator: Type::Long, cases: Vec::new(), defined: true };
+        let u = Union {
+            discriminator: Type::Long,
+            cases: Vec::new(),
+            defined: true,
+        };
         let id = self.declare(&name, loc, DefKind::Union(u), true)?;
         self.enter(id);
         let dloc = self.loc()?;
@@ -906,13 +1111,24 @@ impl Parser {
             self.simple_type()?
         };
         let ok = match self.spec.unalias(&disc) {
-            Type::Short | Type::Long | Type::LongLong | Type::UShort | Type::ULong | Type::ULongLong => true,
+            Type::Short
+            | Type::Long
+            | Type::LongLong
+            | Type::UShort
+            | Type::ULong
+            | Type::ULongLong => true,
             Type::Char | Type::WChar | Type::Boolean | Type::Octet => true,
             Type::Named(id) => matches!(self.spec.def(*id).kind, DefKind::Enum(_)),
             _ => false,
         };
         if !ok {
-            return Err(self.err_at(dloc, format!("'{}' cannot be a union discriminator", self.spec.type_name(&disc))));
+            return Err(self.err_at(
+                dloc,
+                format!(
+                    "'{}' cannot be a union discriminator",
+                    self.spec.type_name(&disc)
+                ),
+            ));
         }
         self.expect_punct(")")?;
         self.expect_punct("{")?;
@@ -924,7 +1140,11 @@ impl Parser {
                 let lloc = self.loc()?;
                 if self.eat_kw("case")? {
                     let v = self.const_expr(&disc)?;
-                    let dup = cases.iter().flat_map(|c| &c.labels).chain(labels.iter()).any(|l| *l == CaseLabel::Value(v.clone()));
+                    let dup = cases
+                        .iter()
+                        .flat_map(|c| &c.labels)
+                        .chain(labels.iter())
+                        .any(|l| *l == CaseLabel::Value(v.clone()));
                     if dup {
                         return Err(self.err_at(lloc, "duplicate case label"));
                     }
@@ -949,14 +1169,26 @@ impl Parser {
             if cases.iter().any(|c| c.name == mname) {
                 return Err(self.err_at(mloc, format!("duplicate union member '{mname}'")));
             }
-            let ty = if dims.is_empty() { ty } else { Type::Array(Box::new(ty), dims) };
-            cases.push(UnionCase { labels, name: mname, ty });
+            let ty = if dims.is_empty() {
+                ty
+            } else {
+                Type::Array(Box::new(ty), dims)
+            };
+            cases.push(UnionCase {
+                labels,
+                name: mname,
+                ty,
+            });
         }
         self.leave();
         if cases.is_empty() {
             return Err(self.err_at(loc, format!("union '{name}' has no cases")));
         }
-        self.spec.defs[id.0 as usize].kind = DefKind::Union(Union { discriminator: disc, cases, defined: true });
+        self.spec.defs[id.0 as usize].kind = DefKind::Union(Union {
+            discriminator: disc,
+            cases,
+            defined: true,
+        });
         Ok(id)
     }
 
@@ -972,9 +1204,22 @@ impl Parser {
             }
         }
         self.expect_punct("}")?;
-        let id = self.declare(&name, loc, DefKind::Enum(names.iter().map(|n| n.0.clone()).collect()), true)?;
+        let id = self.declare(
+            &name,
+            loc,
+            DefKind::Enum(names.iter().map(|n| n.0.clone()).collect()),
+            true,
+        )?;
         for (i, (n, l)) in names.into_iter().enumerate() {
-            self.declare(&n, l, DefKind::Enumerator { of: id, index: i as u32 }, false)?;
+            self.declare(
+                &n,
+                l,
+                DefKind::Enumerator {
+                    of: id,
+                    index: i as u32,
+                },
+                false,
+            )?;
         }
         Ok(id)
     }
@@ -1081,14 +1326,21 @@ impl Parser {
             "sequence" => {
                 self.expect_punct("<")?;
                 let elem = self.simple_type()?;
-                let bound = if self.eat_punct(",")? { Some(self.positive_int()?) } else { None };
+                let bound = if self.eat_punct(",")? {
+                    Some(self.positive_int()?)
+                } else {
+                    None
+                };
                 self.expect_close_angle()?;
                 Type::Sequence(Box::new(elem), bound)
             }
             "fixed" => {
                 let floc = self.loc()?;
                 if !self.eat_punct("<")? {
-                    return Err(self.err_at(floc, "'fixed' without <digits, scale> is only allowed in constant declarations"));
+                    return Err(self.err_at(
+                        floc,
+                        "'fixed' without <digits, scale> is only allowed in constant declarations",
+                    ));
                 }
                 let d = self.positive_int()?;
                 self.expect_punct(",")?;
@@ -1099,7 +1351,12 @@ impl Parser {
                     return Err(self.err_at(sloc, "fixed scale must be an integer"));
                 };
                 if d > 31 || s < 0 || s > d as i128 {
-                    return Err(self.err_at(floc, format!("invalid fixed<{d},{s}>: need digits <= 31 and 0 <= scale <= digits")));
+                    return Err(self.err_at(
+                        floc,
+                        format!(
+                            "invalid fixed<{d},{s}>: need digits <= 31 and 0 <= scale <= digits"
+                        ),
+                    ));
                 }
                 Type::Fixed(d as u16, s as i16)
             }
@@ -1116,12 +1373,25 @@ impl Parser {
             Some(id) => {
                 let d = self.spec.def(id);
                 match &d.kind {
-                    DefKind::Struct(_) | DefKind::Union(_) | DefKind::Enum(_) | DefKind::Typedef(_) | DefKind::Interface(_) | DefKind::Value(_) | DefKind::ValueBox(_) | DefKind::Native | DefKind::Exception(_) => Ok(Type::Named(id)),
+                    DefKind::Struct(_)
+                    | DefKind::Union(_)
+                    | DefKind::Enum(_)
+                    | DefKind::Typedef(_)
+                    | DefKind::Interface(_)
+                    | DefKind::Value(_)
+                    | DefKind::ValueBox(_)
+                    | DefKind::Native
+                    | DefKind::Exception(_) => Ok(Type::Named(id)),
                     _ => Err(self.err_at(loc, format!("'{}' is not a type", d.scoped_name))),
                 }
             }
             None => {
-                let builtin = match parts.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                let builtin = match parts
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .as_slice()
+                {
                     ["TypeCode"] | ["CORBA", "TypeCode"] => Some(Type::TypeCode),
                     ["CORBA", "Object"] => Some(Type::Object),
                     ["CORBA", "ValueBase"] => Some(Type::ValueBase),
@@ -1155,12 +1425,25 @@ impl Parser {
         }
         let ty = self.simple_type()?;
         let ok = match self.spec.unalias(&ty) {
-            Type::Sequence(..) | Type::Any | Type::Object | Type::TypeCode | Type::ValueBase | Type::Void | Type::Principal | Type::Array(..) => false,
+            Type::Sequence(..)
+            | Type::Any
+            | Type::Object
+            | Type::TypeCode
+            | Type::ValueBase
+            | Type::Void
+            | Type::Principal
+            | Type::Array(..) => false,
             Type::Named(id) => matches!(self.spec.def(*id).kind, DefKind::Enum(_)),
             _ => true,
         };
         if !ok {
-            return Err(self.err_at(loc, format!("'{}' is not a valid constant type", self.spec.type_name(&ty))));
+            return Err(self.err_at(
+                loc,
+                format!(
+                    "'{}' is not a valid constant type",
+                    self.spec.type_name(&ty)
+                ),
+            ));
         }
         Ok(ty)
     }
@@ -1186,7 +1469,9 @@ impl Parser {
         let range = |lo: i128, hi: i128, name: &str| -> Result<ConstValue, Error> {
             match v {
                 ConstValue::Int(x) if x >= lo && x <= hi => Ok(ConstValue::Int(x)),
-                ConstValue::Int(x) => Err(self.err_at(loc, format!("value {x} out of range for {name}"))),
+                ConstValue::Int(x) => {
+                    Err(self.err_at(loc, format!("value {x} out of range for {name}")))
+                }
                 _ => Err(self.err_at(loc, format!("expected an integer value for {name}"))),
             }
         };
@@ -1249,14 +1534,31 @@ impl Parser {
                 _ => Err(self.err_at(loc, "expected a fixed-point value")),
             },
             Type::Named(eid) => match v {
-                ConstValue::Enum(e) if matches!(self.spec.def(e).kind, DefKind::Enumerator { of, .. } if of == *eid) => Ok(ConstValue::Enum(e)),
-                _ => Err(self.err_at(loc, format!("expected an enumerator of {}", self.spec.def(*eid).scoped_name))),
+                ConstValue::Enum(e) if matches!(self.spec.def(e).kind, DefKind::Enumerator { of, .. } if of == *eid) => {
+                    Ok(ConstValue::Enum(e))
+                }
+                _ => Err(self.err_at(
+                    loc,
+                    format!(
+                        "expected an enumerator of {}",
+                        self.spec.def(*eid).scoped_name
+                    ),
+                )),
             },
-            other => Err(self.err_at(loc, format!("'{}' is not a constant type", self.spec.type_name(other)))),
+            other => Err(self.err_at(
+                loc,
+                format!("'{}' is not a constant type", self.spec.type_name(other)),
+            )),
         }
     }
 
-    fn int_op(&self, loc: Loc, op: &str, a: ConstValue, b: ConstValue) -> Result<ConstValue, Error> {
+    fn int_op(
+        &self,
+        loc: Loc,
+        op: &str,
+        a: ConstValue,
+        b: ConstValue,
+    ) -> Result<ConstValue, Error> {
         use ConstValue::*;
         let overflow = || self.err_at(loc, format!("overflow in constant expression ('{op}')"));
         let check = |v: Option<i128>| -> Result<ConstValue, Error> {
@@ -1287,13 +1589,20 @@ impl Parser {
                     if y == 0 {
                         return Err(self.err_at(loc, "division by zero in constant expression"));
                     }
-                    check(if op == "/" { x.checked_div(y) } else { x.checked_rem(y) })
+                    check(if op == "/" {
+                        x.checked_div(y)
+                    } else {
+                        x.checked_rem(y)
+                    })
                 }
                 _ => Err(overflow()),
             },
             (x, y) => {
                 if matches!((&x, &y), (Int(_), Float(_)) | (Float(_), Int(_))) {
-                    return Err(self.err_at(loc, format!("operator '{op}' mixes integer and floating-point operands")));
+                    return Err(self.err_at(
+                        loc,
+                        format!("operator '{op}' mixes integer and floating-point operands"),
+                    ));
                 }
                 let f = |v: &ConstValue| match v {
                     Float(f) => Some(*f),
@@ -1317,7 +1626,14 @@ impl Parser {
     }
 
     fn binary_level(&mut self, t: &Type, level: usize) -> Result<ConstValue, Error> {
-        const LEVELS: &[&[&str]] = &[&["|"], &["^"], &["&"], &["<<", ">>"], &["+", "-"], &["*", "/", "%"]];
+        const LEVELS: &[&[&str]] = &[
+            &["|"],
+            &["^"],
+            &["&"],
+            &["<<", ">>"],
+            &["+", "-"],
+            &["*", "/", "%"],
+        ];
         if level == LEVELS.len() {
             return self.unary_expr(t);
         }
@@ -1421,7 +1737,11 @@ impl Parser {
                     }
                     self.bump()?;
                 }
-                Ok(if wide { ConstValue::WStr(s) } else { ConstValue::Str(s) })
+                Ok(if wide {
+                    ConstValue::WStr(s)
+                } else {
+                    ConstValue::Str(s)
+                })
             }
             Tok::Ident(ref k) if k == "TRUE" || k == "FALSE" => {
                 self.bump()?;
@@ -1433,7 +1753,10 @@ impl Parser {
                 match &d.kind {
                     DefKind::Const { value, .. } => Ok(value.clone()),
                     DefKind::Enumerator { .. } => Ok(ConstValue::Enum(id)),
-                    _ => Err(self.err_at(loc, format!("'{}' is not a constant or enumerator", d.scoped_name))),
+                    _ => Err(self.err_at(
+                        loc,
+                        format!("'{}' is not a constant or enumerator", d.scoped_name),
+                    )),
                 }
             }
             _ => Err(self.expected("a constant expression")),

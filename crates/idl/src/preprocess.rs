@@ -85,7 +85,12 @@ impl<'a> Preprocessor<'a> {
             let toks = lex(value, cmdline, 1, 1, false, &pp.sources)?;
             pp.macros.insert(
                 name.to_string(),
-                Macro::Object(toks.into_iter().map(|t| t.tok).filter(|t| *t != Tok::Eof).collect()),
+                Macro::Object(
+                    toks.into_iter()
+                        .map(|t| t.tok)
+                        .filter(|t| *t != Tok::Eof)
+                        .collect(),
+                ),
             );
         }
         Ok(pp)
@@ -121,13 +126,17 @@ impl<'a> Preprocessor<'a> {
             match t.tok {
                 Tok::Eof => {
                     if let Some(c) = conds.last() {
-                        return Err(self.sources.error(c.loc, "unterminated conditional directive"));
+                        return Err(self
+                            .sources
+                            .error(c.loc, "unterminated conditional directive"));
                     }
                     return Ok(());
                 }
-                Tok::Directive { name, rest, rest_loc } => {
-                    self.directive(&mut conds, active, t.loc, &name, &rest, rest_loc, depth)?
-                }
+                Tok::Directive {
+                    name,
+                    rest,
+                    rest_loc,
+                } => self.directive(&mut conds, active, t.loc, &name, &rest, rest_loc, depth)?,
                 _ if !active => {}
                 _ => self.expand(t, &mut Vec::new(), 0)?,
             }
@@ -185,7 +194,8 @@ impl<'a> Preprocessor<'a> {
                     self.eval_if(rest, rest_loc)?
                 } else {
                     let id = rest.split_whitespace().next().ok_or_else(|| {
-                        self.sources.error(rest_loc, format!("#{name} without a macro name"))
+                        self.sources
+                            .error(rest_loc, format!("#{name} without a macro name"))
                     })?;
                     self.macros.contains_key(id) == (name == "ifdef")
                 };
@@ -269,8 +279,19 @@ impl<'a> Preprocessor<'a> {
             col: rest_loc.col + name.len() as u32,
             ..rest_loc
         };
-        let toks = lex(after, body_loc.file, body_loc.line, body_loc.col, false, &self.sources)?;
-        let body = toks.into_iter().map(|t| t.tok).filter(|t| *t != Tok::Eof).collect();
+        let toks = lex(
+            after,
+            body_loc.file,
+            body_loc.line,
+            body_loc.col,
+            false,
+            &self.sources,
+        )?;
+        let body = toks
+            .into_iter()
+            .map(|t| t.tok)
+            .filter(|t| *t != Tok::Eof)
+            .collect();
         self.macros.insert(name, Macro::Object(body));
         Ok(())
     }
@@ -285,12 +306,15 @@ impl<'a> Preprocessor<'a> {
             (None, false)
         };
         let Some(name) = name else {
-            return Err(self
-                .sources
-                .error(rest_loc, format!("expected \"file\" or <file> after #include, found '{rest}'")));
+            return Err(self.sources.error(
+                rest_loc,
+                format!("expected \"file\" or <file> after #include, found '{rest}'"),
+            ));
         };
         if depth >= MAX_INCLUDE_DEPTH {
-            return Err(self.sources.error(loc, "#include nested too deeply (cycle?)"));
+            return Err(self
+                .sources
+                .error(loc, "#include nested too deeply (cycle?)"));
         }
         let mut candidates = Vec::new();
         if quoted {
@@ -305,13 +329,22 @@ impl<'a> Preprocessor<'a> {
         let Some(path) = candidates.into_iter().find(|p| p.is_file()) else {
             return Err(self.sources.error(
                 rest_loc,
-                format!("cannot find include file {name} (search path: {:?})", self.include_dirs),
+                format!(
+                    "cannot find include file {name} (search path: {:?})",
+                    self.include_dirs
+                ),
             ));
         };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| self.sources.error(rest_loc, format!("cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.sources
+                .error(rest_loc, format!("cannot read {}: {e}", path.display()))
+        })?;
         let file = self.sources.add(path);
-        let start = Loc { file, line: 1, col: 1 };
+        let start = Loc {
+            file,
+            line: 1,
+            col: 1,
+        };
         self.out.push(Item::EnterFile(start));
         self.file(file, &text, depth + 1)?;
         self.out.push(Item::LeaveFile(loc));
@@ -320,26 +353,42 @@ impl<'a> Preprocessor<'a> {
 
     /// Evaluates a `#if` / `#elif` condition.
     fn eval_if(&mut self, rest: &str, rest_loc: Loc) -> Result<bool, Error> {
-        let toks = lex(rest, rest_loc.file, rest_loc.line, rest_loc.col, false, &self.sources)?;
+        let toks = lex(
+            rest,
+            rest_loc.file,
+            rest_loc.line,
+            rest_loc.col,
+            false,
+            &self.sources,
+        )?;
         // Replace defined(X) / defined X first, then expand macros.
         let mut pre = Vec::new();
         let mut i = 0;
         while i < toks.len() {
             if toks[i].tok == Tok::Ident("defined".into()) {
-                let (name_at, close) = if toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct("(")) {
+                let (name_at, close) = if toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct("("))
+                {
                     (i + 2, true)
                 } else {
                     (i + 1, false)
                 };
                 let Some(Tok::Ident(name)) = toks.get(name_at).map(|t| &t.tok) else {
-                    return Err(self.sources.error(toks[i].loc, "defined without a macro name"));
+                    return Err(self
+                        .sources
+                        .error(toks[i].loc, "defined without a macro name"));
                 };
                 let v = self.macros.contains_key(name) as u128;
-                pre.push(Token { tok: Tok::Int(v), loc: toks[i].loc });
+                pre.push(Token {
+                    tok: Tok::Int(v),
+                    loc: toks[i].loc,
+                });
                 i = name_at + 1;
                 if close {
                     if toks.get(i).map(|t| &t.tok) != Some(&Tok::Punct(")")) {
-                        return Err(self.sources.error(toks[i.min(toks.len() - 1)].loc, "expected ')' after defined(NAME"));
+                        return Err(self.sources.error(
+                            toks[i.min(toks.len() - 1)].loc,
+                            "expected ')' after defined(NAME",
+                        ));
                     }
                     i += 1;
                 }
@@ -361,19 +410,32 @@ impl<'a> Preprocessor<'a> {
             })
             .map(|t| match t.tok {
                 // Identifiers left after expansion count as 0, like cpp.
-                Tok::Ident(_) | Tok::EscIdent(_) => Token { tok: Tok::Int(0), loc: t.loc },
+                Tok::Ident(_) | Tok::EscIdent(_) => Token {
+                    tok: Tok::Int(0),
+                    loc: t.loc,
+                },
                 _ => t,
             })
             .collect();
         if toks.last().map(|t| &t.tok) != Some(&Tok::Eof) {
-            toks.push(Token { tok: Tok::Eof, loc: rest_loc });
+            toks.push(Token {
+                tok: Tok::Eof,
+                loc: rest_loc,
+            });
         }
-        let mut ev = IfEval { toks: &toks, pos: 0, sources: &self.sources };
+        let mut ev = IfEval {
+            toks: &toks,
+            pos: 0,
+            sources: &self.sources,
+        };
         let v = ev.ternary()?;
         if ev.toks[ev.pos].tok != Tok::Eof {
             return Err(self.sources.error(
                 ev.toks[ev.pos].loc,
-                format!("expected end of #if expression, found {}", ev.toks[ev.pos].tok.describe()),
+                format!(
+                    "expected end of #if expression, found {}",
+                    ev.toks[ev.pos].tok.describe()
+                ),
             ));
         }
         Ok(v != 0)
@@ -410,17 +472,16 @@ impl IfEval<'_> {
             Ok(())
         } else {
             let t = &self.toks[self.pos];
-            Err(self.sources.error(t.loc, format!("expected '{p}', found {}", t.tok.describe())))
+            Err(self
+                .sources
+                .error(t.loc, format!("expected '{p}', found {}", t.tok.describe())))
         }
     }
 
     fn binary(&mut self, min_prec: u8) -> Result<i128, Error> {
         let mut lhs = self.unary()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Punct(p) => *p,
-                _ => break,
-            };
+        while let Tok::Punct(op) = self.peek() {
+            let op = *op;
             let prec = match op {
                 "||" => 1,
                 "&&" => 2,
@@ -490,7 +551,10 @@ impl IfEval<'_> {
             Tok::Char(v) => Ok(v as i128),
             other => Err(self.sources.error(
                 t.loc,
-                format!("expected an integer expression in #if, found {}", other.describe()),
+                format!(
+                    "expected an integer expression in #if, found {}",
+                    other.describe()
+                ),
             )),
         }
     }
@@ -538,7 +602,10 @@ mod tests {
     fn unterminated_if_is_an_error() {
         let pp = Preprocessor::new(&[], &[]).unwrap();
         let e = pp.run_text("t.idl".into(), "a\n#ifdef X\nb\n").unwrap_err();
-        assert_eq!(e.to_string(), "t.idl:2:1: unterminated conditional directive");
+        assert_eq!(
+            e.to_string(),
+            "t.idl:2:1: unterminated conditional directive"
+        );
     }
 
     #[test]
@@ -548,6 +615,10 @@ mod tests {
             .run_text("t.idl".into(), "\n#include <nothere.idl>\n")
             .unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.message.starts_with("cannot find include file nothere.idl"), "{e}");
+        assert!(
+            e.message
+                .starts_with("cannot find include file nothere.idl"),
+            "{e}"
+        );
     }
 }

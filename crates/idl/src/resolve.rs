@@ -30,7 +30,12 @@ pub(crate) fn lookup_in(spec: &Spec, scope: Option<DefId>, name: &str) -> Option
 
 /// Resolves a scoped name seen inside the nest of scopes `scopes`
 /// (outermost first).
-pub(crate) fn resolve(spec: &Spec, scopes: &[DefId], parts: &[String], absolute: bool) -> Option<DefId> {
+pub(crate) fn resolve(
+    spec: &Spec,
+    scopes: &[DefId],
+    parts: &[String],
+    absolute: bool,
+) -> Option<DefId> {
     let (first, rest) = parts.split_first()?;
     let mut cur = if absolute {
         lookup_in(spec, None, first)?

@@ -16,7 +16,9 @@ use common::*;
 
 fn omniidl_dump(file: &Path, includes: &[PathBuf]) -> Result<BTreeSet<String>, String> {
     let mut cmd = Command::new("omniidl");
-    cmd.arg("-p").arg(crate_dir().join("tests/omniidl_dump")).arg("-bidldump");
+    cmd.arg("-p")
+        .arg(crate_dir().join("tests/omniidl_dump"))
+        .arg("-bidldump");
     for i in includes {
         cmd.arg(format!("-I{}", i.display()));
     }
@@ -24,11 +26,18 @@ fn omniidl_dump(file: &Path, includes: &[PathBuf]) -> Result<BTreeSet<String>, S
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).to_string());
     }
-    Ok(String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect())
+    Ok(String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect())
 }
 
 fn have_omniidl() -> bool {
-    Command::new("omniidl").arg("-V").output().is_ok_and(|o| o.status.success())
+    Command::new("omniidl")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn compare(file: &Path, opts: &iiop_idl::Options) -> Result<usize, String> {
@@ -51,7 +60,11 @@ fn compare(file: &Path, opts: &iiop_idl::Options) -> Result<usize, String> {
         }
         (Err(_), Err(_)) => Ok(0),
         (Ok(_), Err(e)) => Err(format!("{}: omniidl accepts, we fail: {e}", file.display())),
-        (Err(e), Ok(_)) => Err(format!("{}: we accept, omniidl fails: {}", file.display(), e.lines().next().unwrap_or(""))),
+        (Err(e), Ok(_)) => Err(format!(
+            "{}: we accept, omniidl fails: {}",
+            file.display(),
+            e.lines().next().unwrap_or("")
+        )),
     }
 }
 
@@ -80,7 +93,15 @@ fn repository_ids_and_members_agree_with_omniidl() {
             Err(e) => failures.push(e),
         }
     }
-    println!("compared {facts} facts over {} files", files.len() + omni.len());
-    assert!(failures.is_empty(), "{} files differ:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "compared {facts} facts over {} files",
+        files.len() + omni.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} files differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(facts > 12_000, "only {facts} facts compared");
 }

@@ -11,9 +11,16 @@ use common::*;
 
 #[test]
 fn every_omniorb_idl_file_parses() {
-    assert!(Path::new(OMNI).is_dir(), "{OMNI} missing: run scripts/install-deps (package omniorb-idl)");
+    assert!(
+        Path::new(OMNI).is_dir(),
+        "{OMNI} missing: run scripts/install-deps (package omniorb-idl)"
+    );
     let files = idl_files(Path::new(OMNI));
-    assert!(files.len() >= 70, "only {} idl files under {OMNI}", files.len());
+    assert!(
+        files.len() >= 70,
+        "only {} idl files under {OMNI}",
+        files.len()
+    );
     let opts = omni_opts();
     let start = Instant::now();
     let mut unexpected = Vec::new();
@@ -53,12 +60,17 @@ fn every_omniorb_idl_file_parses() {
         "parsed {parsed} of {} files ({interfaces} interfaces incl. included files) in {took:?}",
         files.len()
     );
-    assert!(unexpected.is_empty(), "unexpected results:\n{}", unexpected.join("\n"));
+    assert!(
+        unexpected.is_empty(),
+        "unexpected results:\n{}",
+        unexpected.join("\n")
+    );
     assert_eq!(parsed, files.len() - BROKEN_AS_SHIPPED.len());
     // The only notes are ignored pragmas (omniORB's C++ `hh` and
     // `javaPackage`): nothing in the corpus is skipped.
     assert!(
-        notes.iter().all(|n| n.contains("note: ignored #pragma hh") || n.contains("note: ignored #pragma javaPackage")),
+        notes.iter().all(|n| n.contains("note: ignored #pragma hh")
+            || n.contains("note: ignored #pragma javaPackage")),
         "{notes:?}"
     );
     assert!(took.as_secs_f64() < 5.0, "took {took:?}");

@@ -143,7 +143,10 @@ pub fn dump(spec: &Spec) -> BTreeSet<String> {
             DefKind::Union(u) => {
                 out.insert(format!("declared {sn} {rid}"));
                 if u.defined {
-                    out.insert(format!("union {sn} {rid} switch({})", spec.type_name(&u.discriminator)));
+                    out.insert(format!(
+                        "union {sn} {rid} switch({})",
+                        spec.type_name(&u.discriminator)
+                    ));
                     for (i, c) in u.cases.iter().enumerate() {
                         let labels: Vec<String> = c
                             .labels
@@ -170,7 +173,11 @@ pub fn dump(spec: &Spec) -> BTreeSet<String> {
                 out.insert(format!("typedef {sn} {rid} {}", spec.type_name(t)));
             }
             DefKind::Const { ty, value: v } => {
-                out.insert(format!("const {sn} {rid} {} = {}", spec.type_name(ty), value(spec, v)));
+                out.insert(format!(
+                    "const {sn} {rid} {} = {}",
+                    spec.type_name(ty),
+                    value(spec, v)
+                ));
             }
             DefKind::Native => {
                 out.insert(format!("native {sn} {rid}"));
@@ -254,6 +261,10 @@ fn own_ops(spec: &Spec, contents: &[iiop_idl::DefId]) -> Vec<String> {
 
 fn members(spec: &Spec, sn: &str, ms: &[iiop_idl::Member], out: &mut BTreeSet<String>) {
     for (i, m) in ms.iter().enumerate() {
-        out.insert(format!("member {sn} #{i} {} {}", m.name, spec.type_name(&m.ty)));
+        out.insert(format!(
+            "member {sn} #{i} {} {}",
+            m.name,
+            spec.type_name(&m.ty)
+        ));
     }
 }
