@@ -356,6 +356,20 @@ impl Spec {
         Some(cur)
     }
 
+    /// Finds the definition with repository id `repo_id` (e.g. the type id
+    /// of an IOR, `IDL:Bench/Perf:1.0`).
+    pub fn lookup_repo_id(&self, repo_id: &str) -> Option<DefId> {
+        self.iter()
+            .filter(|(_, d)| {
+                !matches!(
+                    d.kind,
+                    DefKind::Enumerator { .. } | DefKind::Operation(_) | DefKind::Attribute(_)
+                )
+            })
+            .find(|(_, d)| d.repo_id == repo_id)
+            .map(|(id, _)| id)
+    }
+
     /// Every definition with its id, in creation order.
     pub fn iter(&self) -> impl Iterator<Item = (DefId, &Def)> {
         self.defs

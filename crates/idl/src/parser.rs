@@ -426,15 +426,7 @@ impl Parser {
     /// A scoped name that must denote an interface (possibly via typedef).
     fn interface_name(&mut self, what: &str) -> Result<DefId, Error> {
         let (parts, abs, loc) = self.scoped_name()?;
-        let id = match self.resolve_name(&parts, abs, loc) {
-            Ok(id) => id,
-            Err(e) if parts.last().is_some_and(|p| p == "Object") => {
-                // `CORBA::Object` as a base is implicit.
-                let _ = e;
-                return Err(self.err_at(loc, format!("{what}: CORBA::Object is an implicit base")));
-            }
-            Err(e) => return Err(e),
-        };
+        let id = self.resolve_name(&parts, abs, loc)?;
         let ty = Type::Named(id);
         let target = match self.spec.unalias(&ty) {
             Type::Named(t) => *t,
@@ -608,6 +600,9 @@ impl Parser {
             }
             "const" => self.const_decl(),
             "exception" => self.exception(),
+            // `typeid` / `typeprefix` are CORBA 3 keywords; IDL written
+            // before them may use the words as type names (`typeid f();`),
+            // so they are keywords only when followed by a name and a string.
             "typeid" | "typeprefix"
                 if !matches!(
                     self.look_ahead(1),
@@ -1407,12 +1402,10 @@ impl Parser {
 
     fn const_decl(&mut self) -> Result<(), Error> {
         self.expect_kw("const")?;
-        let tloc = self.loc()?;
         let ty = self.const_type()?;
         let (name, loc) = self.ident()?;
         self.expect_punct("=")?;
         let value = self.const_expr(&ty)?;
-        let _ = tloc;
         self.declare(&name, loc, DefKind::Const { ty, value }, true)?;
         self.expect_punct(";").map(|_| ())
     }

@@ -87,6 +87,8 @@ fn perf_has_10_control_and_78_payload_operations() {
             .collect::<Vec<_>>(),
         ["double", "::Bench::ServiceDist", "::Bench::ServiceKind"]
     );
+    assert_eq!(spec.lookup_repo_id("IDL:Bench/Perf:1.0"), Some(perf));
+    assert_eq!(spec.lookup_repo_id("IDL:Bench/Nope:1.0"), None);
     assert!(spec.find_operation("Bench::Perf", "no_such_op").is_none());
     assert!(spec.find_operation("Bench::Nope", "ping").is_none());
 }
