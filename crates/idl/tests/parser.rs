@@ -279,3 +279,53 @@ fn escaped_identifiers_and_bounded_strings() {
     assert_eq!(op.params[0].ty, Type::WString(Some(4)));
     assert_eq!(op.params[0].name, "in");
 }
+
+#[test]
+fn feature_corpus_repository_ids() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/idl/corpus/features.idl"
+    );
+    let spec = iiop_idl::parse_file(file, &Options::default()).unwrap();
+    assert_eq!(rid(&spec, "Inc::Base"), "IDL:inc.example/Inc/Base:1.0");
+    assert_eq!(rid(&spec, "Top::Node"), "IDL:Top/Node:1.0");
+    assert_eq!(rid(&spec, "Top::Node::Inner"), "IDL:Top/Node/Inner:1.0");
+    assert_eq!(
+        rid(&spec, "Top::Nested::InNested"),
+        "IDL:nested.example/InNested:1.0"
+    );
+    assert_eq!(
+        rid(&spec, "Top::Nested::Versioned"),
+        "IDL:nested.example/Versioned:2.7"
+    );
+    assert_eq!(rid(&spec, "Top::Nested::Renamed"), "LOCAL:renamed");
+    assert_eq!(rid(&spec, "Top::AfterNested"), "IDL:Top/AfterNested:1.0");
+    assert_eq!(rid(&spec, "Top::Inline::Color"), "IDL:Top/Inline/Color:1.0");
+    assert_eq!(const_value(&spec, "FromMacro"), ConstValue::Int(17));
+    // C inherits A (which inherits Inc::Base) and B.
+    let c = spec.lookup("Top::C").unwrap();
+    let names: Vec<String> = spec.operations(c).into_iter().map(|o| o.name).collect();
+    assert_eq!(
+        names,
+        [
+            "base_op",
+            "_get_base_attr",
+            "a_op",
+            "_get_name",
+            "_set_name",
+            "b_op",
+            "uses_inherited",
+            "raises_inherited",
+            "fire",
+            "_get_r1",
+            "_get_r2",
+            "get_fwd",
+            "arrays",
+            "echo",
+            "bounded_by_inherited_const"
+        ]
+    );
+    let get_fwd = spec.find_operation("Top::C", "get_fwd").unwrap();
+    assert_eq!(get_fwd.contexts, ["user", "lang*"]);
+    assert_eq!(spec.type_name(&get_fwd.result), "::Top::Fwd");
+}
