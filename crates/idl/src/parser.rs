@@ -91,7 +91,14 @@ pub(crate) struct Parser {
     /// `typeprefix`) followed by the names of the scopes entered since.
     prefixes: Vec<String>,
     typeprefixes: HashMap<DefId, String>,
+    /// Current nesting of definitions, types and expressions.
+    depth: usize,
 }
+
+/// Deepest nesting of definitions, types or parenthesized expressions
+/// accepted (real IDL stays far below; the limit keeps hostile input
+/// from exhausting the stack).
+const MAX_NESTING: usize = 64;
 
 fn is_kw(t: &Tok, kw: &str) -> bool {
     matches!(t, Tok::Ident(s) if s == kw)
@@ -106,6 +113,7 @@ impl Parser {
             scopes: Vec::new(),
             prefixes: vec![String::new()],
             typeprefixes: HashMap::new(),
+            depth: 0,
         }
     }
 
@@ -535,7 +543,23 @@ impl Parser {
 
     // ---- definitions ----------------------------------------------------
 
+    /// Runs `f` one nesting level deeper, failing beyond [`MAX_NESTING`].
+    fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, Error>) -> Result<T, Error> {
+        if self.depth >= MAX_NESTING {
+            let loc = self.loc()?;
+            return Err(self.err_at(loc, format!("nesting deeper than {MAX_NESTING} levels")));
+        }
+        self.depth += 1;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
     fn definition(&mut self, ctx: Ctx) -> Result<(), Error> {
+        self.nested(|p| p.definition_inner(ctx))
+    }
+
+    fn definition_inner(&mut self, ctx: Ctx) -> Result<(), Error> {
         let t = self.look()?;
         let loc = self.loc()?;
         let kw = match &t {
@@ -1264,6 +1288,10 @@ impl Parser {
     }
 
     fn simple_type(&mut self) -> Result<Type, Error> {
+        self.nested(|p| p.simple_type_inner())
+    }
+
+    fn simple_type_inner(&mut self) -> Result<Type, Error> {
         let t = self.look()?;
         let kw = match &t {
             Tok::Ident(s) if KEYWORDS.contains(&s.as_str()) => s.clone(),
@@ -1644,7 +1672,7 @@ impl Parser {
     }
 
     fn or_expr(&mut self, t: &Type) -> Result<ConstValue, Error> {
-        self.binary_level(t, 0)
+        self.nested(|p| p.binary_level(t, 0))
     }
 
     fn unary_expr(&mut self, t: &Type) -> Result<ConstValue, Error> {

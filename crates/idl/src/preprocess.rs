@@ -427,6 +427,7 @@ impl<'a> Preprocessor<'a> {
             toks: &toks,
             pos: 0,
             sources: &self.sources,
+            depth: 0,
         };
         let v = ev.ternary()?;
         if ev.toks[ev.pos].tok != Tok::Eof {
@@ -447,6 +448,8 @@ struct IfEval<'t> {
     toks: &'t [Token],
     pos: usize,
     sources: &'t SourceMap,
+    /// Nesting of unary operators and parentheses.
+    depth: usize,
 }
 
 impl IfEval<'_> {
@@ -535,6 +538,17 @@ impl IfEval<'_> {
     }
 
     fn unary(&mut self) -> Result<i128, Error> {
+        if self.depth >= MAX_EXPANSION_DEPTH {
+            let loc = self.toks[self.pos].loc;
+            return Err(self.sources.error(loc, "#if expression nested too deeply"));
+        }
+        self.depth += 1;
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self) -> Result<i128, Error> {
         let t = self.toks[self.pos].clone();
         self.pos += 1;
         match t.tok {
