@@ -14,6 +14,17 @@
 //! - [`model`]: the result, [`Spec`], with [`Spec::operations`] and
 //!   [`Spec::find_operation`].
 //!
+//! What is modelled: modules (reopened modules merge), interfaces
+//! (abstract, local, multiple inheritance, forward declarations),
+//! operations (oneway, in/out/inout, raises, context), attributes (as
+//! `_get_`/`_set_` operations, with raises/getraises/setraises), structs,
+//! unions, enums, exceptions, typedefs (arrays included), constants with
+//! evaluated values, native, valuetypes and eventtypes (state members,
+//! factories, operations), value boxes, `#pragma prefix/version/ID`,
+//! `typeprefix`/`typeid`. Skipped with a [`Note`]: CCM `component`,
+//! `home`, `porttype`, `connector`, and `import`. Unknown pragmas are
+//! ignored with a note.
+//!
 //! ```no_run
 //! let opts = iiop_idl::Options { include_dirs: vec!["/usr/share/idl/omniORB".into()], ..Default::default() };
 //! let spec = iiop_idl::parse_file("fixtures/idl/bench.idl", &opts).unwrap();

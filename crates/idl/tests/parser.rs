@@ -329,3 +329,24 @@ fn feature_corpus_repository_ids() {
     assert_eq!(get_fwd.contexts, ["user", "lang*"]);
     assert_eq!(spec.type_name(&get_fwd.result), "::Top::Fwd");
 }
+
+#[test]
+fn attribute_raises_clauses() {
+    let spec = parse(
+        "exception G {}; exception S {}; exception R {};\n\
+         interface I { attribute long a getraises (G) setraises (S, R); readonly attribute long b raises (R);\n\
+         attribute long c setraises (S); };",
+    );
+    let ids = |names: &[&str]| names.iter().map(|n| spec.lookup(n).unwrap()).collect::<Vec<_>>();
+    let op = |n: &str| spec.find_operation("I", n).unwrap();
+    assert_eq!(op("_get_a").raises, ids(&["G"]));
+    assert_eq!(op("_set_a").raises, ids(&["S", "R"]));
+    assert_eq!(op("_get_b").raises, ids(&["R"]));
+    assert!(spec.find_operation("I", "_set_b").is_none());
+    assert_eq!(op("_get_c").raises, ids(&[]));
+    assert_eq!(op("_set_c").raises, ids(&["S"]));
+    assert_eq!(
+        err("interface I { readonly attribute long b setraises (X); };"),
+        "t.idl:1:41: expected ';', found 'setraises'"
+    );
+}
