@@ -8,9 +8,9 @@
 //! Modules, in pipeline order:
 //! - [`lexer`]: text to tokens with file:line:column positions.
 //! - [`preprocess`]: `#include`, `#if…`, `#define`, pragmas passed on.
-//! - [`parser`] (private): recursive descent building the model, with
+//! - `parser` (private): recursive descent building the model, with
 //!   constant evaluation and repository ids.
-//! - [`resolve`] (private): the IDL name lookup rules.
+//! - `resolve` (private): the IDL name lookup rules.
 //! - [`model`]: the result, [`Spec`], with [`Spec::operations`] and
 //!   [`Spec::find_operation`].
 //!

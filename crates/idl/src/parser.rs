@@ -2,7 +2,7 @@
 //! the [`Spec`] directly.
 //!
 //! IDL requires a name to be declared before it is used, so names are
-//! resolved as they are parsed (see [`crate::resolve`]) and every type in
+//! resolved as they are parsed (see the `resolve` module) and every type in
 //! the model is already bound to its definition. Constant expressions are
 //! evaluated here with the spec's typing (integers in 64-bit signed or
 //! unsigned range, floats in double, `~` relative to the target width) and
