@@ -441,7 +441,11 @@ impl Parser {
             _ => id,
         };
         match &self.spec.def(target).kind {
-            DefKind::Interface(_) => Ok(target),
+            DefKind::Interface(i) if i.defined => Ok(target),
+            DefKind::Interface(_) => Err(self.err_at(
+                loc,
+                format!("{what}: '{}' is only forward-declared", parts.join("::")),
+            )),
             _ => Err(self.err_at(
                 loc,
                 format!("{what}: '{}' is not an interface", parts.join("::")),
@@ -452,7 +456,14 @@ impl Parser {
     fn value_name(&mut self) -> Result<DefId, Error> {
         let (id, loc) = self.scoped_def()?;
         match &self.spec.def(id).kind {
-            DefKind::Value(_) => Ok(id),
+            DefKind::Value(v) if v.defined => Ok(id),
+            DefKind::Value(_) => Err(self.err_at(
+                loc,
+                format!(
+                    "base valuetype '{}' is only forward-declared",
+                    self.spec.def(id).scoped_name
+                ),
+            )),
             _ => Err(self.err_at(
                 loc,
                 format!("'{}' is not a valuetype", self.spec.def(id).scoped_name),

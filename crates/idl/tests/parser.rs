@@ -269,6 +269,14 @@ fn diagnostics_say_file_line_column() {
         err("interface I { void f() raises (I); };"),
         "t.idl:1:32: '::I' is not an exception"
     );
+    assert_eq!(
+        err("interface F;\ninterface X : F {};"),
+        "t.idl:2:15: base interface: 'F' is only forward-declared"
+    );
+    assert_eq!(
+        err("valuetype V;\nvaluetype W : V {};"),
+        "t.idl:2:15: base valuetype '::V' is only forward-declared"
+    );
 }
 
 #[test]
@@ -337,7 +345,12 @@ fn attribute_raises_clauses() {
          interface I { attribute long a getraises (G) setraises (S, R); readonly attribute long b raises (R);\n\
          attribute long c setraises (S); };",
     );
-    let ids = |names: &[&str]| names.iter().map(|n| spec.lookup(n).unwrap()).collect::<Vec<_>>();
+    let ids = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| spec.lookup(n).unwrap())
+            .collect::<Vec<_>>()
+    };
     let op = |n: &str| spec.find_operation("I", n).unwrap();
     assert_eq!(op("_get_a").raises, ids(&["G"]));
     assert_eq!(op("_set_a").raises, ids(&["S", "R"]));
