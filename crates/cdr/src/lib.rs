@@ -7,18 +7,33 @@
 //! - [`prim`]: fixed-size primitives and their bulk (memcpy) paths.
 //! - [`Writer`] / [`Reader`]: aligned encode/decode relative to an origin
 //!   the caller sets (GIOP message start, body start, encapsulation start).
+//! - [`typecode`]: CORBA TypeCodes and their CDR encoding.
+//! - [`value`]: dynamic values of any IDL type, driven by a TypeCode.
+//! - [`ser`] / [`de`]: serde on top of `Writer` / `Reader` ([`to_bytes`],
+//!   [`to_writer`], [`from_bytes`], [`from_reader`]); [`wrap`]: wrappers for
+//!   the IDL types Rust lacks and one-copy primitive sequences ([`Seq`]).
 //!
-//! Everything else (serde, TypeCodes, dynamic values) is built only on
+//! Everything above the core (serde, TypeCodes, dynamic values) is built only on
 //! `Reader` and `Writer`.
 
+pub mod de;
 pub mod error;
 pub mod options;
 pub mod prim;
 pub mod reader;
+pub mod typecode;
+pub mod value;
+pub mod ser;
+pub mod wrap;
 pub mod writer;
 
+pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
 pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
 pub use prim::Primitive;
 pub use reader::Reader;
+pub use typecode::{TCKind, TcDef, TypeCode};
+pub use value::{Any, Ior, TaggedProfile, Value};
+pub use ser::{to_bytes, to_writer};
+pub use wrap::{CharSeq, LongDouble, Octets, Seq, SeqElem, WChar, WString};
 pub use writer::Writer;

@@ -62,6 +62,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The options in force.
+    #[inline]
     pub fn opts(&self) -> &Options {
         &self.opts
     }
@@ -72,32 +73,38 @@ impl<'a> Reader<'a> {
     }
 
     /// Byte order being read.
+    #[inline]
     pub fn order(&self) -> ByteOrder {
         self.order
     }
 
     /// Current stream offset (relative to the alignment origin). Errors
     /// report offsets in the same terms.
+    #[inline]
     pub fn position(&self) -> usize {
         self.base + self.pos
     }
 
     /// Index into the slice given at construction.
+    #[inline]
     pub fn index(&self) -> usize {
         self.pos
     }
 
     /// Bytes not yet read.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
     /// The unread bytes, not consumed.
+    #[inline]
     pub fn rest(&self) -> &'a [u8] {
         &self.data[self.pos..]
     }
 
     /// Whole input slice (for TypeCode indirection, which jumps backwards).
+    #[inline]
     pub fn data(&self) -> &'a [u8] {
         self.data
     }
@@ -133,6 +140,7 @@ impl<'a> Reader<'a> {
 
     /// Enter one level of nesting; fails past `limits.max_depth`. Pair with
     /// [`leave`](Self::leave).
+    #[inline]
     pub fn enter(&mut self) -> Result<()> {
         if self.depth >= self.opts.limits.max_depth {
             return Err(CdrError::DepthExceeded {
@@ -145,6 +153,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Leave one level of nesting.
+    #[inline]
     pub fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
     }
@@ -253,6 +262,7 @@ impl<'a> Reader<'a> {
     /// A u32 count of elements each at least `min_elem_size` bytes on the
     /// wire, checked against the bytes left and the length limit.
     /// `min_elem_size` 0 (e.g. empty structs) checks only the limit.
+    #[inline]
     pub fn read_len(&mut self, min_elem_size: usize) -> Result<usize> {
         let len = self.read_u32()? as usize;
         self.check_len(len, min_elem_size)?;
@@ -260,6 +270,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Check a count already read against the limit and the bytes left.
+    #[inline]
     pub fn check_len(&self, len: usize, min_elem_size: usize) -> Result<()> {
         let offset = self.position().saturating_sub(4);
         let bytes = len.saturating_mul(min_elem_size.max(1));

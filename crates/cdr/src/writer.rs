@@ -48,27 +48,32 @@ impl<'a> Writer<'a> {
     }
 
     /// The options in force.
+    #[inline]
     pub fn opts(&self) -> &Options {
         &self.opts
     }
 
     /// The byte order being written.
+    #[inline]
     pub fn order(&self) -> ByteOrder {
         self.order
     }
 
     /// Current stream offset (relative to the origin).
+    #[inline]
     pub fn position(&self) -> usize {
         self.buf.len() - self.origin
     }
 
     /// Index in the underlying buffer of the next byte to be written.
+    #[inline]
     pub fn buf_len(&self) -> usize {
         self.buf.len()
     }
 
     /// Direct access to the underlying buffer (for callers that patch
     /// lengths or splice in pre-encoded bytes).
+    #[inline]
     pub fn buffer(&mut self) -> &mut BytesMut {
         self.buf
     }
@@ -291,6 +296,13 @@ impl<'a> Writer<'a> {
             });
         }
         match self.opts.wchar_rules {
+            WcharRules::Giop12 if is_bom(units[0]) => {
+                // U+FEFF / U+FFFE first would be read as a BOM: say the
+                // order explicitly.
+                self.buf.put_u8(4);
+                self.buf.put_u16(0xFEFF);
+                self.buf.put_u16(units[0]);
+            }
             WcharRules::Giop12 => {
                 self.buf.put_u8(2);
                 self.buf.put_u16(units[0]);
@@ -306,8 +318,14 @@ impl<'a> Writer<'a> {
         let units = self.utf16_units(s, ws)?;
         match self.opts.wchar_rules {
             WcharRules::Giop12 => {
-                self.write_len(units.len() * 2)?;
-                self.buf.reserve(units.len() * 2);
+                // A first unit U+FEFF / U+FFFE would be read as a BOM: then
+                // put an explicit big-endian BOM in front.
+                let bom = units.first().is_some_and(|&u| is_bom(u));
+                self.write_len(units.len() * 2 + if bom { 2 } else { 0 })?;
+                self.buf.reserve(units.len() * 2 + 2);
+                if bom {
+                    self.buf.put_u16(0xFEFF);
+                }
                 for u in units {
                     self.buf.put_u16(u);
                 }
@@ -357,6 +375,12 @@ impl<'a> Writer<'a> {
         self.patch_u32(len_at, len);
         Ok(r)
     }
+}
+
+/// Whether a UTF-16 unit at the start of GIOP 1.2 wide data would be taken
+/// for a byte-order mark.
+fn is_bom(unit: u16) -> bool {
+    unit == 0xFEFF || unit == 0xFFFE
 }
 
 #[cfg(test)]
@@ -436,6 +460,16 @@ mod tests {
             w.write_wchar('x'),
             Err(CdrError::WcharNotNegotiated { .. })
         ));
+    }
+
+    #[test]
+    fn leading_bom_characters_get_an_explicit_bom() {
+        let out = with(ByteOrder::Little, |w| w.write_wchar('\u{FEFF}').unwrap());
+        assert_eq!(out, [4, 0xFE, 0xFF, 0xFE, 0xFF]);
+        let out = with(ByteOrder::Big, |w| w.write_wstring("\u{FFFE}a").unwrap());
+        assert_eq!(out, [0, 0, 0, 6, 0xFE, 0xFF, 0xFF, 0xFE, 0, b'a']);
+        let mut r = crate::Reader::new(&out, ByteOrder::Big);
+        assert_eq!(r.read_wstring().unwrap(), "\u{FFFE}a");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! [`sysinfo`] / [`placement`] (host, CPU time, pinning), [`rawtcp`] (the
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
+pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod context;
@@ -25,7 +26,7 @@ pub mod units;
 
 use clap::Parser;
 
-use opts::{BenchCommand, Cli, Command};
+use opts::{BenchCommand, Cli, Command, OrbsCommand};
 
 /// Run a parsed command line; returns the exit status. Benchmarks that
 /// fail half-way still write what they measured, then name the failure
@@ -38,6 +39,7 @@ pub fn run(cli: Cli) -> i32 {
             finish(&r, &o.output, err)
         }
         Command::Serve(o) => cmd_serve::run(&o),
+        Command::Orbs(c) => orbs(c),
     };
     match outcome {
         Ok(()) => 0,
@@ -45,6 +47,32 @@ pub fn run(cli: Cli) -> i32 {
             eprintln!("iiopbench: {e:#}");
             1
         }
+    }
+}
+
+fn orbs(c: OrbsCommand) -> anyhow::Result<()> {
+    match c {
+        OrbsCommand::List => cmd_orbs::list(),
+        OrbsCommand::Install { name } => cmd_orbs::run_script(&name, "install", &[]),
+        OrbsCommand::Build { name } => cmd_orbs::run_script(&name, "build", &[]),
+        OrbsCommand::Start {
+            name,
+            host,
+            port,
+            ior_file,
+        } => {
+            let mut args = vec![
+                "--host".to_string(),
+                host,
+                "--port".into(),
+                port.to_string(),
+            ];
+            if let Some(f) = ior_file {
+                args.extend(["--ior-file".into(), f.display().to_string()]);
+            }
+            Err(cmd_orbs::exec_script(&name, "start", &args))
+        }
+        OrbsCommand::Client { name, args } => Err(cmd_orbs::exec_script(&name, "client", &args)),
     }
 }
 

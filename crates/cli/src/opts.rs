@@ -22,6 +22,36 @@ pub enum Command {
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
     Serve(ServeOpts),
+    /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
+    /// start their bench.idl server, run their client.
+    #[command(subcommand)]
+    Orbs(OrbsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrbsCommand {
+    /// Show each vendor ORB and whether it is installed and built here.
+    List,
+    /// Install what the ORB needs from its ecosystem's registry.
+    Install { name: String },
+    /// Build the ORB's bench.idl server and client.
+    Build { name: String },
+    /// Run the ORB's server in the foreground; prints its IOR, then `ready`.
+    Start {
+        name: String,
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        #[arg(long, value_name = "FILE")]
+        ior_file: Option<PathBuf>,
+    },
+    /// Run the ORB's client (arguments as docs/vendor-protocol.md says).
+    Client {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,8 @@
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Columns (besides the first) that hold text and align left.
+    left: Vec<usize>,
 }
 
 impl Table {
@@ -14,7 +16,14 @@ impl Table {
         Table {
             header: header.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
+            left: Vec::new(),
         }
+    }
+
+    /// Left-align these columns too (text rather than numbers).
+    pub fn left_align(mut self, cols: &[usize]) -> Self {
+        self.left.extend_from_slice(cols);
+        self
     }
 
     /// Append a row (missing cells are blank).
@@ -50,7 +59,7 @@ impl Table {
                 if i > 0 {
                     line.push_str("  ");
                 }
-                if i == 0 {
+                if i == 0 || self.left.contains(&i) {
                     line.push_str(c);
                     line.push_str(&" ".repeat(pad));
                 } else {

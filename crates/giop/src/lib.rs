@@ -1,3 +1,47 @@
 //! GIOP 1.0, 1.1 and 1.2 over TCP (IIOP): pure message types and codec
 //! (no I/O, no clock), IOR and corbaloc references, and one tokio
 //! transport module for clients and servers.
+//!
+//! Layers, bottom up:
+//! - [`header`]: the 12-byte message header.
+//! - [`message`]: the messages of each version, encoded into a caller-owned
+//!   buffer and decoded from a complete frame.
+//! - [`context`]: service contexts and code set negotiation.
+//! - [`exception`]: system exceptions and minor codes.
+//! - [`codec`]: framing, size limits, fragment reassembly and splitting.
+//! - [`ior`], [`corbaloc`]: object references in their textual forms.
+//! - [`transport`]: the only module with I/O (tokio): client connections,
+//!   pool, forwarding, and the server loop.
+//!
+//! A call through the client, from a textual reference:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use iiop_giop::transport::{resolve_target, Client, ClientConfig};
+//! use iiop_giop::Target;
+//!
+//! let client = Client::new(ClientConfig::default());
+//! let target: Target = "corbaloc:iiop:1.2@127.0.0.1:2809/Bench".parse()?;
+//! let ior = resolve_target(&client, &target).await?;
+//! let body = client.call(&ior, "echo_long", |w| { w.write_i32(42); Ok(()) }).await?;
+//! assert_eq!(body.reader(iiop_cdr::Options::default()).read_i32()?, 42);
+//! # Ok(()) }
+//! ```
+
+pub mod codec;
+pub mod context;
+pub mod corbaloc;
+pub mod error;
+pub mod exception;
+pub mod header;
+pub mod ior;
+pub mod message;
+pub mod transport;
+
+pub use codec::{CodecConfig, Decoder, Frame};
+pub use corbaloc::{Corbaloc, Corbaname, Target};
+pub use error::{GiopError, Result};
+pub use exception::{Completion, SystemException};
+pub use header::{Header, MsgType, Version};
+pub use ior::Ior;
+pub use message::{Message, ReplyStatus, ResponseMode, TargetAddress};

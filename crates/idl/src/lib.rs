@@ -13,6 +13,8 @@
 //! - `resolve` (private): the IDL name lookup rules.
 //! - [`model`]: the result, [`Spec`], with [`Spec::operations`] and
 //!   [`Spec::find_operation`].
+//! - [`typecode`]: [`Spec::to_typecode`], the model's types as
+//!   `iiop_cdr` TypeCodes for the dynamic codec.
 //!
 //! What is modelled: modules (reopened modules merge), interfaces
 //! (abstract, local, multiple inheritance, forward declarations),
@@ -38,6 +40,7 @@ pub mod model;
 mod parser;
 pub mod preprocess;
 mod resolve;
+pub mod typecode;
 
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,7 @@
 pub mod counters;
 pub mod elements;
 pub mod ops;
+pub mod types;
 pub mod work;
 
 pub use elements::{CallMode, Elem};

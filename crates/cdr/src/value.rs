@@ -1,0 +1,1309 @@
+//! Dynamic values: a value tree that encodes and decodes any IDL type given
+//! its [`TypeCode`], using only [`Reader`] and [`Writer`] — the DII/DSI
+//! analogue of the static serde path.
+//!
+//! Representation choices (they matter for speed):
+//! - Sequences *and arrays* of primitive element types are stored packed
+//!   (`ShortSeq(Vec<i16>)`, …, `OctetSeq(Bytes)`, `CharSeq(Vec<u8>)`) and
+//!   move with one bulk copy; sequences and arrays of structs are
+//!   [`Value::StructSeq`] (below), of anything else [`Value::Seq`]. The
+//!   TypeCode says whether it is a sequence or an array.
+//! - A struct or exception is its members in one `Vec<Value>`, in
+//!   TypeCode order. A sequence or array of structs is
+//!   [`Value::StructSeq`], stored by column: one packed vector per
+//!   primitive member, so 64 KiB of `sequence<PerfStruct>` decodes into
+//!   five vectors with no per-element allocation and no recursive call.
+//! - A union is its discriminator as an `i64` (same convention as
+//!   [`UnionMember::label`](crate::typecode::UnionMember)) and the selected
+//!   member's value.
+//! - `fixed` is a decimal string: optional `-`, digits, optional `.` and
+//!   fraction digits (`"123.45"`, `"-0.50"`); decoding produces exactly
+//!   `scale` fraction digits and strips leading integer zeros (keeping
+//!   one). Encoding accepts fewer fraction digits (zero-padded), refuses
+//!   more, and refuses more integer digits than `digits - scale`.
+//! - `long double` is 16 raw octets in the stream's byte order.
+//! - `char` is a Rust `char` decoded through the negotiated code set;
+//!   `CharSeq` keeps the transmitted octets.
+//! - An object reference is [`Value::ObjRef`] holding a boxed [`Ior`]
+//!   (type id + raw tagged profiles; boxed to keep `Value` at 40 bytes).
+//! - Aliases are transparent: a value of `typedef T A` is a value of `T`.
+//!
+//! Entry points: [`Value::decode`]`(&TypeCode, &mut Reader)` and
+//! [`Value::encode`]`(&self, &TypeCode, &mut Writer)`.
+//! - valuetypes, value boxes, native and local/abstract interfaces decode
+//!   as TypeCodes only: as values they are a `TypeMismatch` error.
+//!
+//! Hostile input: counts are checked against the bytes left at the
+//! element's minimum wire size before allocating, nesting goes through
+//! `Reader::enter`, and values of types that occupy no bytes at all
+//! (empty structs, arrays of them) draw on a fixed node budget of 65536
+//! per decode, which also bounds their counts.
+
+use bytes::Bytes;
+
+use crate::error::{CdrError, Result};
+use crate::prim::Primitive;
+use crate::reader::Reader;
+use crate::typecode::{
+    read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember,
+};
+use crate::writer::Writer;
+
+/// A tagged profile of an IOR, kept as raw bytes (an encapsulation for the
+/// standard tags); `iiop-giop` parses IIOP profiles further.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaggedProfile {
+    pub tag: u32,
+    pub data: Bytes,
+}
+
+/// An interoperable object reference as CDR carries it: repository type id
+/// and tagged profiles. A nil reference has an empty id and no profiles.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ior {
+    pub type_id: String,
+    pub profiles: Vec<TaggedProfile>,
+}
+
+impl Ior {
+    /// The nil object reference.
+    pub fn nil() -> Ior {
+        Ior::default()
+    }
+
+    /// Whether this is the nil reference.
+    pub fn is_nil(&self) -> bool {
+        self.type_id.is_empty() && self.profiles.is_empty()
+    }
+
+    /// Decode an IOR: string type id, u32 count, (u32 tag, octet sequence)
+    /// per profile.
+    pub fn decode(r: &mut Reader<'_>) -> Result<Ior> {
+        let type_id = r.read_string()?;
+        let n = r.read_len(8)?;
+        let mut profiles = Vec::with_capacity(n);
+        for _ in 0..n {
+            let tag = r.read_u32()?;
+            let data = r.read_octet_bytes()?;
+            profiles.push(TaggedProfile { tag, data });
+        }
+        Ok(Ior { type_id, profiles })
+    }
+
+    /// Encode an IOR.
+    pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
+        w.write_string(&self.type_id)?;
+        w.write_len(self.profiles.len())?;
+        for p in &self.profiles {
+            w.write_u32(p.tag);
+            w.write_octet_seq(&p.data)?;
+        }
+        Ok(())
+    }
+}
+
+/// An `any`: a TypeCode and a value of that type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Any {
+    pub tc: TypeCode,
+    pub value: Value,
+}
+
+/// A value of some IDL type; which one is said by the TypeCode it is
+/// encoded or decoded with (see the module doc for the representation).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Void,
+    Short(i16),
+    Long(i32),
+    UShort(u16),
+    ULong(u32),
+    LongLong(i64),
+    ULongLong(u64),
+    Float(f32),
+    Double(f64),
+    /// 16 raw octets in the stream's byte order.
+    LongDouble([u8; 16]),
+    Boolean(bool),
+    Char(char),
+    Octet(u8),
+    WChar(char),
+    String(String),
+    WString(String),
+    /// Decimal string, see the module doc.
+    Fixed(String),
+    /// Index of the enumerator.
+    Enum(u32),
+    /// struct or exception members in TypeCode order.
+    Struct(Vec<Value>),
+    /// Discriminator (as `i64`) and the selected member's value.
+    Union {
+        disc: i64,
+        value: Box<Value>,
+    },
+    /// sequence or array of any other element type (strings, unions,
+    /// anys, nested sequences, wchar, empty structs, …), one value per
+    /// element. Encoding also accepts it for struct elements (rows).
+    Seq(Vec<Value>),
+    /// sequence or array of structs/exceptions with at least one member,
+    /// stored by column: one sequence-like value per member, each holding
+    /// that member of every element — a packed vector for primitive
+    /// members (`ShortSeq`, `CharSeq`, `DoubleSeq`, …), `Seq` (one value
+    /// per element) for the others. A `sequence<PerfStruct>` decodes into
+    /// five flat vectors. Decoding produces this; encoding also accepts
+    /// `Seq` of `Struct` (rows). See [`Value::len`] and [`Value::element`].
+    StructSeq(Vec<Value>),
+    ShortSeq(Vec<i16>),
+    UShortSeq(Vec<u16>),
+    LongSeq(Vec<i32>),
+    ULongSeq(Vec<u32>),
+    LongLongSeq(Vec<i64>),
+    ULongLongSeq(Vec<u64>),
+    FloatSeq(Vec<f32>),
+    DoubleSeq(Vec<f64>),
+    BooleanSeq(Vec<bool>),
+    /// Transmitted octets of a `char` sequence/array.
+    CharSeq(Vec<u8>),
+    OctetSeq(Bytes),
+    /// Enumerator indices of an enum sequence/array.
+    EnumSeq(Vec<u32>),
+    Any(Box<Any>),
+    TypeCode(TypeCode),
+    ObjRef(Box<Ior>),
+    /// `Principal`: its octets.
+    Principal(Bytes),
+}
+
+impl Value {
+    /// A short name of the variant, for errors.
+    pub fn variant_name(&self) -> &'static str {
+        use Value::*;
+        match self {
+            Null => "Null",
+            Void => "Void",
+            Short(_) => "Short",
+            Long(_) => "Long",
+            UShort(_) => "UShort",
+            ULong(_) => "ULong",
+            LongLong(_) => "LongLong",
+            ULongLong(_) => "ULongLong",
+            Float(_) => "Float",
+            Double(_) => "Double",
+            LongDouble(_) => "LongDouble",
+            Boolean(_) => "Boolean",
+            Char(_) => "Char",
+            Octet(_) => "Octet",
+            WChar(_) => "WChar",
+            String(_) => "String",
+            WString(_) => "WString",
+            Fixed(_) => "Fixed",
+            Enum(_) => "Enum",
+            Struct(_) => "Struct",
+            Union { .. } => "Union",
+            Seq(_) => "Seq",
+            StructSeq(_) => "StructSeq",
+            ShortSeq(_) => "ShortSeq",
+            UShortSeq(_) => "UShortSeq",
+            LongSeq(_) => "LongSeq",
+            ULongSeq(_) => "ULongSeq",
+            LongLongSeq(_) => "LongLongSeq",
+            ULongLongSeq(_) => "ULongLongSeq",
+            FloatSeq(_) => "FloatSeq",
+            DoubleSeq(_) => "DoubleSeq",
+            BooleanSeq(_) => "BooleanSeq",
+            CharSeq(_) => "CharSeq",
+            OctetSeq(_) => "OctetSeq",
+            EnumSeq(_) => "EnumSeq",
+            Any(_) => "Any",
+            TypeCode(_) => "TypeCode",
+            ObjRef(_) => "ObjRef",
+            Principal(_) => "Principal",
+        }
+    }
+
+    /// Number of elements of a sequence-like value (packed vectors,
+    /// `Seq`, `StructSeq`); `None` for other values.
+    pub fn len(&self) -> Option<usize> {
+        use Value::*;
+        Some(match self {
+            Seq(x) => x.len(),
+            StructSeq(cols) => cols.first().and_then(Value::len).unwrap_or(0),
+            ShortSeq(x) => x.len(),
+            UShortSeq(x) => x.len(),
+            LongSeq(x) => x.len(),
+            ULongSeq(x) => x.len(),
+            LongLongSeq(x) => x.len(),
+            ULongLongSeq(x) => x.len(),
+            FloatSeq(x) => x.len(),
+            DoubleSeq(x) => x.len(),
+            BooleanSeq(x) => x.len(),
+            CharSeq(x) => x.len(),
+            OctetSeq(x) => x.len(),
+            EnumSeq(x) => x.len(),
+            _ => return None,
+        })
+    }
+
+    /// Whether a sequence-like value has no elements (`None` for others).
+    pub fn is_empty(&self) -> Option<bool> {
+        self.len().map(|n| n == 0)
+    }
+
+    /// Element `i` of a sequence-like value as a standalone value: a
+    /// scalar for packed vectors (a `CharSeq` octet becomes `Char` of that
+    /// ISO-8859-1 code), a `Struct` row for `StructSeq`.
+    pub fn element(&self, i: usize) -> Option<Value> {
+        use Value::*;
+        match self {
+            Seq(x) => x.get(i).cloned(),
+            StructSeq(cols) => {
+                if i >= self.len()? {
+                    return None;
+                }
+                cols.iter()
+                    .map(|c| c.element(i))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Struct)
+            }
+            ShortSeq(x) => x.get(i).map(|&v| Short(v)),
+            UShortSeq(x) => x.get(i).map(|&v| UShort(v)),
+            LongSeq(x) => x.get(i).map(|&v| Long(v)),
+            ULongSeq(x) => x.get(i).map(|&v| ULong(v)),
+            LongLongSeq(x) => x.get(i).map(|&v| LongLong(v)),
+            ULongLongSeq(x) => x.get(i).map(|&v| ULongLong(v)),
+            FloatSeq(x) => x.get(i).map(|&v| Float(v)),
+            DoubleSeq(x) => x.get(i).map(|&v| Double(v)),
+            BooleanSeq(x) => x.get(i).map(|&v| Boolean(v)),
+            CharSeq(x) => x.get(i).map(|&v| Char(v as char)),
+            OctetSeq(x) => x.get(i).map(|&v| Octet(v)),
+            EnumSeq(x) => x.get(i).map(|&v| Enum(v)),
+            _ => None,
+        }
+    }
+
+    /// Decode a value of type `tc`.
+    pub fn decode(tc: &TypeCode, r: &mut Reader<'_>) -> Result<Value> {
+        let mut ctx = Ctx {
+            enclosing: Vec::new(),
+            budget: EMPTY_NODE_BUDGET,
+        };
+        ctx.decode(tc, r)
+    }
+
+    /// Encode this value as type `tc`.
+    pub fn encode(&self, tc: &TypeCode, w: &mut Writer<'_>) -> Result<()> {
+        let mut ctx = Ctx {
+            enclosing: Vec::new(),
+            budget: EMPTY_NODE_BUDGET,
+        };
+        ctx.encode(tc, self, w)
+    }
+}
+
+/// How many values of zero-size types (empty structs and arrays of them)
+/// one decode may produce: they consume no input, so the byte count
+/// cannot bound them.
+const EMPTY_NODE_BUDGET: u32 = 1 << 16;
+
+/// State of one decode/encode: the enclosing recursion targets (to resolve
+/// recursive placeholders) and the zero-size node budget.
+struct Ctx {
+    enclosing: Vec<TypeCode>,
+    budget: u32,
+}
+
+fn mismatch(offset: usize, tc: &TypeCode, found: &Value) -> CdrError {
+    CdrError::TypeMismatch {
+        offset,
+        expected: tc.kind().name().to_string(),
+        found: found.variant_name().to_string(),
+    }
+}
+
+fn unsupported(offset: usize, kind: TCKind) -> CdrError {
+    CdrError::TypeMismatch {
+        offset,
+        expected: "a type supported as a dynamic value".into(),
+        found: kind.name().into(),
+    }
+}
+
+/// Packed element kinds (after stripping aliases).
+#[derive(Clone, Copy)]
+enum Packed {
+    Short,
+    UShort,
+    Long,
+    ULong,
+    LongLong,
+    ULongLong,
+    Float,
+    Double,
+    Boolean,
+    Char,
+    Octet,
+    Enum(u32),
+}
+
+fn packed_kind(elem: &TypeCode) -> Option<Packed> {
+    use TCKind::*;
+    match elem.unalias().def() {
+        TcDef::Basic(k) => Some(match k {
+            tk_short => Packed::Short,
+            tk_ushort => Packed::UShort,
+            tk_long => Packed::Long,
+            tk_ulong => Packed::ULong,
+            tk_longlong => Packed::LongLong,
+            tk_ulonglong => Packed::ULongLong,
+            tk_float => Packed::Float,
+            tk_double => Packed::Double,
+            tk_boolean => Packed::Boolean,
+            tk_char => Packed::Char,
+            tk_octet => Packed::Octet,
+            _ => return None,
+        }),
+        TcDef::Enum { members, .. } => Some(Packed::Enum(members.len() as u32)),
+        _ => None,
+    }
+}
+
+fn select_member(members: &[UnionMember], default_index: i32, disc: i64) -> Option<usize> {
+    members
+        .iter()
+        .enumerate()
+        .find(|(i, m)| *i as i32 != default_index && m.label == disc)
+        .map(|(i, _)| i)
+        .or_else(|| (default_index >= 0).then_some(default_index as usize))
+}
+
+impl Ctx {
+    fn resolve<'t>(&'t self, tc: &'t TypeCode, offset: usize) -> Result<&'t TypeCode> {
+        match tc.def() {
+            TcDef::Recursive { id } => self
+                .enclosing
+                .iter()
+                .rev()
+                .find(|t| t.id() == Some(&**id))
+                .ok_or_else(|| CdrError::BadTypeCode {
+                    offset,
+                    reason: format!("recursive reference to {id} outside its enclosing type"),
+                }),
+            _ => Ok(tc),
+        }
+    }
+
+    /// A count of elements that occupy no bytes cannot be checked against
+    /// the input: each element costs one unit of the node budget instead,
+    /// paid up front (so nested zero-size arrays cannot multiply).
+    fn charge_count(&mut self, n: usize, offset: usize) -> Result<()> {
+        if n > self.budget as usize {
+            return Err(CdrError::LimitExceeded {
+                offset,
+                len: n as u64,
+                limit: self.budget as u64,
+            });
+        }
+        self.budget -= n as u32;
+        Ok(())
+    }
+
+    fn charge_empty(&mut self, tc: &TypeCode, offset: usize) -> Result<()> {
+        if tc.min_wire_size() == 0 {
+            if self.budget == 0 {
+                return Err(CdrError::LimitExceeded {
+                    offset,
+                    len: EMPTY_NODE_BUDGET as u64 + 1,
+                    limit: EMPTY_NODE_BUDGET as u64,
+                });
+            }
+            self.budget -= 1;
+        }
+        Ok(())
+    }
+
+    fn decode(&mut self, tc: &TypeCode, r: &mut Reader<'_>) -> Result<Value> {
+        use TCKind::*;
+        let pos = r.position();
+        Ok(match tc.def() {
+            TcDef::Basic(k) => match k {
+                tk_null => Value::Null,
+                tk_void => Value::Void,
+                tk_short => Value::Short(r.read_i16()?),
+                tk_long => Value::Long(r.read_i32()?),
+                tk_ushort => Value::UShort(r.read_u16()?),
+                tk_ulong => Value::ULong(r.read_u32()?),
+                tk_longlong => Value::LongLong(r.read_i64()?),
+                tk_ulonglong => Value::ULongLong(r.read_u64()?),
+                tk_float => Value::Float(r.read_f32()?),
+                tk_double => Value::Double(r.read_f64()?),
+                tk_longdouble => Value::LongDouble(r.read_long_double()?),
+                tk_boolean => Value::Boolean(r.read_bool()?),
+                tk_char => Value::Char(r.read_char()?),
+                tk_octet => Value::Octet(r.read_u8()?),
+                tk_wchar => Value::WChar(r.read_wchar()?),
+                tk_any => {
+                    r.enter()?;
+                    let atc = TypeCode::decode(r)?;
+                    // The any's TypeCode is self-contained: recursion
+                    // inside it never refers to our enclosing types.
+                    let outer = std::mem::take(&mut self.enclosing);
+                    let value = self.decode(&atc, r);
+                    self.enclosing = outer;
+                    r.leave();
+                    Value::Any(Box::new(Any {
+                        tc: atc,
+                        value: value?,
+                    }))
+                }
+                tk_TypeCode => Value::TypeCode(TypeCode::decode(r)?),
+                tk_Principal => Value::Principal(r.read_octet_bytes()?),
+                other => return Err(unsupported(pos, *other)),
+            },
+            TcDef::String { bound } => {
+                let s = r.read_string()?;
+                check_bound(pos, s.chars().count(), *bound)?;
+                Value::String(s)
+            }
+            TcDef::WString { bound } => {
+                let s = r.read_wstring()?;
+                check_bound(pos, s.chars().count(), *bound)?;
+                Value::WString(s)
+            }
+            TcDef::Fixed { digits, scale } => {
+                let n = (*digits as usize + 2) / 2;
+                let b = r.take(n)?;
+                Value::Fixed(fixed_from_bcd(b, *digits, *scale, pos)?)
+            }
+            TcDef::Interface { kind, .. } => match kind {
+                tk_objref => Value::ObjRef(Box::new(Ior::decode(r)?)),
+                other => return Err(unsupported(pos, *other)),
+            },
+            TcDef::Struct { members, .. } => {
+                self.charge_empty(tc, pos)?;
+                r.enter()?;
+                let target = tc.is_recursion_target();
+                if target {
+                    self.enclosing.push(tc.clone());
+                }
+                let mut vals = Vec::with_capacity(members.len());
+                for m in members {
+                    vals.push(self.decode(&m.tc, r)?);
+                }
+                if target {
+                    self.enclosing.pop();
+                }
+                r.leave();
+                Value::Struct(vals)
+            }
+            TcDef::Union {
+                discriminator,
+                default_index,
+                members,
+                ..
+            } => {
+                r.enter()?;
+                let target = tc.is_recursion_target();
+                if target {
+                    self.enclosing.push(tc.clone());
+                }
+                let dpos = r.position();
+                let disc = read_label(discriminator, r)?;
+                let i = select_member(members, *default_index, disc).ok_or(
+                    CdrError::InvalidDiscriminator {
+                        offset: dpos,
+                        value: disc,
+                    },
+                )?;
+                let value = self.decode(&members[i].tc, r)?;
+                if target {
+                    self.enclosing.pop();
+                }
+                r.leave();
+                Value::Union {
+                    disc,
+                    value: Box::new(value),
+                }
+            }
+            TcDef::Enum { members, .. } => {
+                let v = r.read_u32()?;
+                if v as usize >= members.len() {
+                    return Err(CdrError::InvalidEnum {
+                        offset: pos,
+                        value: v,
+                        count: members.len() as u32,
+                    });
+                }
+                Value::Enum(v)
+            }
+            TcDef::Sequence { element, bound } => {
+                if matches!(element.unalias().def(), TcDef::Basic(tk_octet)) {
+                    let b = r.read_octet_bytes()?;
+                    check_bound(pos, b.len(), *bound)?;
+                    return Ok(Value::OctetSeq(b));
+                }
+                let min = self.resolve(element, pos)?.min_wire_size();
+                let n = r.read_len(usize::try_from(min).unwrap_or(usize::MAX))?;
+                check_bound(pos, n, *bound)?;
+                if min == 0 {
+                    self.charge_count(n, pos)?;
+                }
+                self.elements(element, n, r)?
+            }
+            TcDef::Array { element, length } => {
+                let n = *length as usize;
+                let min = self.resolve(element, pos)?.min_wire_size();
+                let need = (n as u64).saturating_mul(min);
+                if need > r.remaining() as u64 {
+                    return Err(CdrError::Truncated {
+                        offset: pos,
+                        needed: usize::try_from(need).unwrap_or(usize::MAX),
+                        available: r.remaining(),
+                    });
+                }
+                if min == 0 {
+                    self.charge_count(n, pos)?;
+                }
+                self.charge_empty(tc, pos)?;
+                self.elements(element, n, r)?
+            }
+            TcDef::Alias { content, .. } => self.decode(content, r)?,
+            TcDef::Recursive { .. } => {
+                let t = self.resolve(tc, pos)?.clone();
+                self.decode(&t, r)?
+            }
+            TcDef::ValueBox { .. } | TcDef::Value { .. } => {
+                return Err(unsupported(pos, tc.kind()))
+            }
+        })
+    }
+
+    /// `n` elements (count already checked against the bytes left).
+    fn elements(&mut self, element: &TypeCode, n: usize, r: &mut Reader<'_>) -> Result<Value> {
+        let pos = r.position();
+        if let Some(p) = packed_kind(element) {
+            return Ok(match p {
+                Packed::Short => Value::ShortSeq(r.read_slice(n)?),
+                Packed::UShort => Value::UShortSeq(r.read_slice(n)?),
+                Packed::Long => Value::LongSeq(r.read_slice(n)?),
+                Packed::ULong => Value::ULongSeq(r.read_slice(n)?),
+                Packed::LongLong => Value::LongLongSeq(r.read_slice(n)?),
+                Packed::ULongLong => Value::ULongLongSeq(r.read_slice(n)?),
+                Packed::Float => Value::FloatSeq(r.read_slice(n)?),
+                Packed::Double => Value::DoubleSeq(r.read_slice(n)?),
+                Packed::Octet => Value::OctetSeq(Bytes::copy_from_slice(r.take(n)?)),
+                Packed::Char => {
+                    let b = r.take(n)?;
+                    if r.opts().char_set == crate::CharCodeSet::Utf8 && !b.is_ascii() {
+                        let i = b.iter().position(|c| !c.is_ascii()).unwrap_or(0);
+                        return Err(CdrError::InvalidCodeSet {
+                            offset: pos + i,
+                            codeset: "UTF-8",
+                        });
+                    }
+                    Value::CharSeq(b.to_vec())
+                }
+                Packed::Boolean => {
+                    let b = r.take(n)?;
+                    let mut out = Vec::with_capacity(n);
+                    for (i, &x) in b.iter().enumerate() {
+                        match x {
+                            0 => out.push(false),
+                            1 => out.push(true),
+                            value => {
+                                return Err(CdrError::InvalidBool {
+                                    offset: pos + i,
+                                    value,
+                                })
+                            }
+                        }
+                    }
+                    Value::BooleanSeq(out)
+                }
+                Packed::Enum(count) => {
+                    r.align(4)?;
+                    let start = r.position();
+                    let v: Vec<u32> = r.read_slice(n)?;
+                    if let Some(i) = v.iter().position(|&x| x >= count) {
+                        return Err(CdrError::InvalidEnum {
+                            offset: start + 4 * i,
+                            value: v[i],
+                            count,
+                        });
+                    }
+                    Value::EnumSeq(v)
+                }
+            });
+        }
+        let et = self.resolve(element.unalias(), pos)?.clone();
+        if let TcDef::Struct { members, .. } = et.def() {
+            if !members.is_empty() {
+                return self.struct_elements(&et, members, n, r);
+            }
+        }
+        r.enter()?;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            out.push(self.decode(element, r)?);
+        }
+        r.leave();
+        Ok(Value::Seq(out))
+    }
+
+    /// `n` structs by column; primitive members are read inline.
+    fn struct_elements(
+        &mut self,
+        et: &TypeCode,
+        members: &[StructMember],
+        n: usize,
+        r: &mut Reader<'_>,
+    ) -> Result<Value> {
+        let mut cols: Vec<Column> = members
+            .iter()
+            .map(|m| Column::new(packed_kind(&m.tc), n))
+            .collect();
+        // The sequence and its element structs: two levels, entered once.
+        r.enter()?;
+        r.enter()?;
+        let target = et.is_recursion_target();
+        if target {
+            self.enclosing.push(et.clone());
+        }
+        if let Some(layout) = RowLayout::new(&cols) {
+            self.fixed_rows(&layout, &mut cols, n, r)?;
+            if target {
+                self.enclosing.pop();
+            }
+            r.leave();
+            r.leave();
+            return Ok(Value::StructSeq(
+                cols.into_iter().map(Column::finish).collect(),
+            ));
+        }
+        let empty = et.min_wire_size() == 0;
+        for _ in 0..n {
+            if empty {
+                self.charge_empty(et, r.position())?;
+            }
+            for (j, col) in cols.iter_mut().enumerate() {
+                match col {
+                    Column::Short(v) => v.push(r.read_i16()?),
+                    Column::UShort(v) => v.push(r.read_u16()?),
+                    Column::Long(v) => v.push(r.read_i32()?),
+                    Column::ULong(v) => v.push(r.read_u32()?),
+                    Column::LongLong(v) => v.push(r.read_i64()?),
+                    Column::ULongLong(v) => v.push(r.read_u64()?),
+                    Column::Float(v) => v.push(r.read_f32()?),
+                    Column::Double(v) => v.push(r.read_f64()?),
+                    Column::Boolean(v) => v.push(r.read_bool()?),
+                    Column::Char(v) => v.push(r.read_char()? as u32 as u8),
+                    Column::Octet(v) => v.push(r.read_u8()?),
+                    Column::Enum(v, count) => {
+                        r.align(4)?;
+                        let offset = r.position();
+                        let value = r.read_u32()?;
+                        if value >= *count {
+                            return Err(CdrError::InvalidEnum {
+                                offset,
+                                value,
+                                count: *count,
+                            });
+                        }
+                        v.push(value)
+                    }
+                    Column::Other(v) => v.push(self.decode(&members[j].tc, r)?),
+                }
+            }
+        }
+        if target {
+            self.enclosing.pop();
+        }
+        r.leave();
+        r.leave();
+        Ok(Value::StructSeq(
+            cols.into_iter().map(Column::finish).collect(),
+        ))
+    }
+
+    /// Rows of a struct whose members are all primitives: each row is one
+    /// `take` of its exact size (which depends only on the start offset
+    /// modulo 8), its members read at precomputed offsets.
+    fn fixed_rows(
+        &mut self,
+        layout: &RowLayout,
+        cols: &mut [Column],
+        n: usize,
+        r: &mut Reader<'_>,
+    ) -> Result<()> {
+        let order = r.order();
+        let utf8 = r.opts().char_set == crate::CharCodeSet::Utf8;
+        for _ in 0..n {
+            let start = r.position();
+            let res = start % 8;
+            let row = r.take(layout.size[res])?;
+            for (col, offs) in cols.iter_mut().zip(&layout.offsets) {
+                let o = offs[res];
+                let b = &row[o..];
+                match col {
+                    Column::Short(v) => v.push(i16::from_wire(b, order)),
+                    Column::UShort(v) => v.push(u16::from_wire(b, order)),
+                    Column::Long(v) => v.push(i32::from_wire(b, order)),
+                    Column::ULong(v) => v.push(u32::from_wire(b, order)),
+                    Column::LongLong(v) => v.push(i64::from_wire(b, order)),
+                    Column::ULongLong(v) => v.push(u64::from_wire(b, order)),
+                    Column::Float(v) => v.push(f32::from_wire(b, order)),
+                    Column::Double(v) => v.push(f64::from_wire(b, order)),
+                    Column::Octet(v) => v.push(b[0]),
+                    Column::Char(v) => {
+                        if utf8 && b[0] >= 0x80 {
+                            return Err(CdrError::InvalidCodeSet {
+                                offset: start + o,
+                                codeset: "UTF-8",
+                            });
+                        }
+                        v.push(b[0])
+                    }
+                    Column::Boolean(v) => match b[0] {
+                        0 => v.push(false),
+                        1 => v.push(true),
+                        value => {
+                            return Err(CdrError::InvalidBool {
+                                offset: start + o,
+                                value,
+                            })
+                        }
+                    },
+                    Column::Enum(v, count) => {
+                        let value = u32::from_wire(b, order);
+                        if value >= *count {
+                            return Err(CdrError::InvalidEnum {
+                                offset: start + o,
+                                value,
+                                count: *count,
+                            });
+                        }
+                        v.push(value)
+                    }
+                    Column::Other(_) => unreachable!("RowLayout::new refuses Other columns"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn encode(&mut self, tc: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
+        use TCKind::*;
+        let pos = w.position();
+        match (tc.def(), v) {
+            (TcDef::Basic(k), _) => match (k, v) {
+                (tk_null, Value::Null) | (tk_void, Value::Void) => {}
+                (tk_short, Value::Short(x)) => w.write_i16(*x),
+                (tk_long, Value::Long(x)) => w.write_i32(*x),
+                (tk_ushort, Value::UShort(x)) => w.write_u16(*x),
+                (tk_ulong, Value::ULong(x)) => w.write_u32(*x),
+                (tk_longlong, Value::LongLong(x)) => w.write_i64(*x),
+                (tk_ulonglong, Value::ULongLong(x)) => w.write_u64(*x),
+                (tk_float, Value::Float(x)) => w.write_f32(*x),
+                (tk_double, Value::Double(x)) => w.write_f64(*x),
+                (tk_longdouble, Value::LongDouble(x)) => w.write_long_double(*x),
+                (tk_boolean, Value::Boolean(x)) => w.write_bool(*x),
+                (tk_char, Value::Char(x)) => w.write_char(*x)?,
+                (tk_octet, Value::Octet(x)) => w.write_u8(*x),
+                (tk_wchar, Value::WChar(x)) => w.write_wchar(*x)?,
+                (tk_any, Value::Any(a)) => {
+                    a.tc.encode(w)?;
+                    let outer = std::mem::take(&mut self.enclosing);
+                    let res = self.encode(&a.tc, &a.value, w);
+                    self.enclosing = outer;
+                    res?
+                }
+                (tk_TypeCode, Value::TypeCode(t)) => t.encode(w)?,
+                (tk_Principal, Value::Principal(b)) => w.write_octet_seq(b)?,
+                _ => return Err(mismatch(pos, tc, v)),
+            },
+            (TcDef::String { bound }, Value::String(s)) => {
+                check_bound(pos, s.chars().count(), *bound)?;
+                w.write_string(s)?
+            }
+            (TcDef::WString { bound }, Value::WString(s)) => {
+                check_bound(pos, s.chars().count(), *bound)?;
+                w.write_wstring(s)?
+            }
+            (TcDef::Fixed { digits, scale }, Value::Fixed(s)) => {
+                let b = fixed_to_bcd(s, *digits, *scale)?;
+                w.write_bytes(&b)
+            }
+            (
+                TcDef::Interface {
+                    kind: tk_objref, ..
+                },
+                Value::ObjRef(ior),
+            ) => ior.encode(w)?,
+            (TcDef::Struct { members, .. }, Value::Struct(vals)) => {
+                if members.len() != vals.len() {
+                    return Err(CdrError::TypeMismatch {
+                        offset: pos,
+                        expected: format!("{} members", members.len()),
+                        found: format!("{} values", vals.len()),
+                    });
+                }
+                let target = tc.is_recursion_target();
+                if target {
+                    self.enclosing.push(tc.clone());
+                }
+                for (m, x) in members.iter().zip(vals) {
+                    self.encode(&m.tc, x, w)?;
+                }
+                if target {
+                    self.enclosing.pop();
+                }
+            }
+            (
+                TcDef::Union {
+                    discriminator,
+                    default_index,
+                    members,
+                    ..
+                },
+                Value::Union { disc, value },
+            ) => {
+                let i = select_member(members, *default_index, *disc).ok_or(
+                    CdrError::InvalidDiscriminator {
+                        offset: pos,
+                        value: *disc,
+                    },
+                )?;
+                if let TcDef::Enum { members: e, .. } = discriminator.unalias().def() {
+                    if *disc < 0 || *disc >= e.len() as i64 {
+                        return Err(CdrError::InvalidEnum {
+                            offset: pos,
+                            value: *disc as u32,
+                            count: e.len() as u32,
+                        });
+                    }
+                }
+                let target = tc.is_recursion_target();
+                if target {
+                    self.enclosing.push(tc.clone());
+                }
+                write_label(discriminator, *disc, w)?;
+                self.encode(&members[i].tc, value, w)?;
+                if target {
+                    self.enclosing.pop();
+                }
+            }
+            (TcDef::Enum { members, .. }, Value::Enum(x)) => {
+                if *x as usize >= members.len() {
+                    return Err(CdrError::InvalidEnum {
+                        offset: pos,
+                        value: *x,
+                        count: members.len() as u32,
+                    });
+                }
+                w.write_u32(*x)
+            }
+            (TcDef::Sequence { element, bound }, _) => {
+                let n = self.element_count(element, v, pos)?;
+                check_bound(pos, n, *bound)?;
+                w.write_len(n)?;
+                self.encode_elements(element, v, w)?
+            }
+            (TcDef::Array { element, length }, _) => {
+                let n = self.element_count(element, v, pos)?;
+                if n != *length as usize {
+                    return Err(CdrError::TypeMismatch {
+                        offset: pos,
+                        expected: format!("array of {length} elements"),
+                        found: format!("{n} elements"),
+                    });
+                }
+                self.encode_elements(element, v, w)?
+            }
+            (TcDef::Alias { content, .. }, _) => self.encode(content, v, w)?,
+            (TcDef::Recursive { .. }, _) => {
+                let t = self.resolve(tc, pos)?.clone();
+                self.encode(&t, v, w)?
+            }
+            (TcDef::ValueBox { .. } | TcDef::Value { .. }, _) => {
+                return Err(unsupported(pos, tc.kind()))
+            }
+            (TcDef::Interface { kind, .. }, Value::ObjRef(_)) => {
+                return Err(unsupported(pos, *kind))
+            }
+            _ => return Err(mismatch(pos, tc, v)),
+        }
+        Ok(())
+    }
+
+    /// The element count of a sequence/array value, checking that the
+    /// representation fits the element type.
+    fn element_count(&self, element: &TypeCode, v: &Value, pos: usize) -> Result<usize> {
+        let ok = match (packed_kind(element), v) {
+            (Some(Packed::Short), Value::ShortSeq(x)) => Some(x.len()),
+            (Some(Packed::UShort), Value::UShortSeq(x)) => Some(x.len()),
+            (Some(Packed::Long), Value::LongSeq(x)) => Some(x.len()),
+            (Some(Packed::ULong), Value::ULongSeq(x)) => Some(x.len()),
+            (Some(Packed::LongLong), Value::LongLongSeq(x)) => Some(x.len()),
+            (Some(Packed::ULongLong), Value::ULongLongSeq(x)) => Some(x.len()),
+            (Some(Packed::Float), Value::FloatSeq(x)) => Some(x.len()),
+            (Some(Packed::Double), Value::DoubleSeq(x)) => Some(x.len()),
+            (Some(Packed::Boolean), Value::BooleanSeq(x)) => Some(x.len()),
+            (Some(Packed::Char), Value::CharSeq(x)) => Some(x.len()),
+            (Some(Packed::Octet), Value::OctetSeq(x)) => Some(x.len()),
+            (Some(Packed::Enum(_)), Value::EnumSeq(x)) => Some(x.len()),
+            (None, Value::Seq(x)) => Some(x.len()),
+            (None, Value::StructSeq(cols)) => {
+                let et = self.resolve(element.unalias(), pos)?;
+                match et.def() {
+                    TcDef::Struct { members, .. } => {
+                        struct_seq_len(members, cols).map_err(|why| CdrError::TypeMismatch {
+                            offset: pos,
+                            expected: format!("columns of {}", et.name().unwrap_or("a struct")),
+                            found: why,
+                        })?
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        ok.ok_or_else(|| CdrError::TypeMismatch {
+            offset: pos,
+            expected: format!("elements of {}", element.unalias().kind().name()),
+            found: v.variant_name().to_string(),
+        })
+    }
+
+    fn encode_elements(&mut self, element: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
+        match v {
+            Value::ShortSeq(x) => w.write_slice(x),
+            Value::UShortSeq(x) => w.write_slice(x),
+            Value::LongSeq(x) => w.write_slice(x),
+            Value::ULongSeq(x) => w.write_slice(x),
+            Value::LongLongSeq(x) => w.write_slice(x),
+            Value::ULongLongSeq(x) => w.write_slice(x),
+            Value::FloatSeq(x) => w.write_slice(x),
+            Value::DoubleSeq(x) => w.write_slice(x),
+            Value::OctetSeq(x) => w.write_bytes(x),
+            Value::CharSeq(x) => {
+                if w.opts().char_set == crate::CharCodeSet::Utf8 && !x.is_ascii() {
+                    return Err(CdrError::Unrepresentable {
+                        what: "char sequence with non-ASCII octets".into(),
+                        codeset: "UTF-8",
+                    });
+                }
+                w.write_bytes(x)
+            }
+            Value::BooleanSeq(x) => {
+                w.reserve(x.len());
+                for &b in x {
+                    w.write_bool(b);
+                }
+            }
+            Value::EnumSeq(x) => {
+                if let TcDef::Enum { members, .. } = element.unalias().def() {
+                    if let Some(&bad) = x.iter().find(|&&e| e as usize >= members.len()) {
+                        return Err(CdrError::InvalidEnum {
+                            offset: w.position(),
+                            value: bad,
+                            count: members.len() as u32,
+                        });
+                    }
+                }
+                w.write_slice(x)
+            }
+            Value::Seq(x) => {
+                for e in x {
+                    self.encode(element, e, w)?;
+                }
+            }
+            Value::StructSeq(cols) => {
+                let et = self.resolve(element.unalias(), w.position())?.clone();
+                let TcDef::Struct { members, .. } = et.def() else {
+                    return Err(mismatch(w.position(), element, v));
+                };
+                // Shape checked by `element_count` before the length.
+                let n = cols.first().and_then(Value::len).unwrap_or(0);
+                let target = et.is_recursion_target();
+                if target {
+                    self.enclosing.push(et.clone());
+                }
+                for i in 0..n {
+                    for (m, col) in members.iter().zip(cols) {
+                        match col {
+                            Value::ShortSeq(x) => w.write_i16(x[i]),
+                            Value::UShortSeq(x) => w.write_u16(x[i]),
+                            Value::LongSeq(x) => w.write_i32(x[i]),
+                            Value::ULongSeq(x) => w.write_u32(x[i]),
+                            Value::LongLongSeq(x) => w.write_i64(x[i]),
+                            Value::ULongLongSeq(x) => w.write_u64(x[i]),
+                            Value::FloatSeq(x) => w.write_f32(x[i]),
+                            Value::DoubleSeq(x) => w.write_f64(x[i]),
+                            Value::BooleanSeq(x) => w.write_bool(x[i]),
+                            Value::CharSeq(x) => w.write_char(x[i] as char)?,
+                            Value::OctetSeq(x) => w.write_u8(x[i]),
+                            Value::EnumSeq(x) => w.write_u32(x[i]),
+                            Value::Seq(x) => self.encode(&m.tc, &x[i], w)?,
+                            other => return Err(mismatch(w.position(), &m.tc, other)),
+                        }
+                    }
+                }
+                if target {
+                    self.enclosing.pop();
+                }
+            }
+            other => {
+                return Err(CdrError::TypeMismatch {
+                    offset: w.position(),
+                    expected: "a sequence value".into(),
+                    found: other.variant_name().into(),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A column of a struct sequence being decoded.
+enum Column {
+    Short(Vec<i16>),
+    UShort(Vec<u16>),
+    Long(Vec<i32>),
+    ULong(Vec<u32>),
+    LongLong(Vec<i64>),
+    ULongLong(Vec<u64>),
+    Float(Vec<f32>),
+    Double(Vec<f64>),
+    Boolean(Vec<bool>),
+    Char(Vec<u8>),
+    Octet(Vec<u8>),
+    Enum(Vec<u32>, u32),
+    Other(Vec<Value>),
+}
+
+impl Column {
+    /// `n` was checked against the bytes left at the element's minimum
+    /// size, which is at least one byte per primitive member.
+    fn new(p: Option<Packed>, n: usize) -> Column {
+        match p {
+            Some(Packed::Short) => Column::Short(Vec::with_capacity(n)),
+            Some(Packed::UShort) => Column::UShort(Vec::with_capacity(n)),
+            Some(Packed::Long) => Column::Long(Vec::with_capacity(n)),
+            Some(Packed::ULong) => Column::ULong(Vec::with_capacity(n)),
+            Some(Packed::LongLong) => Column::LongLong(Vec::with_capacity(n)),
+            Some(Packed::ULongLong) => Column::ULongLong(Vec::with_capacity(n)),
+            Some(Packed::Float) => Column::Float(Vec::with_capacity(n)),
+            Some(Packed::Double) => Column::Double(Vec::with_capacity(n)),
+            Some(Packed::Boolean) => Column::Boolean(Vec::with_capacity(n)),
+            Some(Packed::Char) => Column::Char(Vec::with_capacity(n)),
+            Some(Packed::Octet) => Column::Octet(Vec::with_capacity(n)),
+            Some(Packed::Enum(count)) => Column::Enum(Vec::with_capacity(n), count),
+            None => Column::Other(Vec::with_capacity(n)),
+        }
+    }
+
+    fn finish(self) -> Value {
+        match self {
+            Column::Short(v) => Value::ShortSeq(v),
+            Column::UShort(v) => Value::UShortSeq(v),
+            Column::Long(v) => Value::LongSeq(v),
+            Column::ULong(v) => Value::ULongSeq(v),
+            Column::LongLong(v) => Value::LongLongSeq(v),
+            Column::ULongLong(v) => Value::ULongLongSeq(v),
+            Column::Float(v) => Value::FloatSeq(v),
+            Column::Double(v) => Value::DoubleSeq(v),
+            Column::Boolean(v) => Value::BooleanSeq(v),
+            Column::Char(v) => Value::CharSeq(v),
+            Column::Octet(v) => Value::OctetSeq(Bytes::from(v)),
+            Column::Enum(v, _) => Value::EnumSeq(v),
+            Column::Other(v) => Value::Seq(v),
+        }
+    }
+}
+
+/// Where each member of an all-primitive struct lies inside one element,
+/// for each start offset modulo 8 (CDR alignment repeats every 8 bytes).
+struct RowLayout {
+    /// Bytes from an element's start (after the previous element) to its
+    /// end, per start residue.
+    size: [usize; 8],
+    /// Per member: its offset from the element's start, per residue.
+    offsets: Vec<[usize; 8]>,
+}
+
+impl RowLayout {
+    /// `None` unless every column is a primitive one.
+    fn new(cols: &[Column]) -> Option<RowLayout> {
+        let sizes: Vec<usize> = cols
+            .iter()
+            .map(|c| match c {
+                Column::Boolean(_) | Column::Char(_) | Column::Octet(_) => Some(1),
+                Column::Short(_) | Column::UShort(_) => Some(2),
+                Column::Long(_) | Column::ULong(_) | Column::Float(_) | Column::Enum(..) => Some(4),
+                Column::LongLong(_) | Column::ULongLong(_) | Column::Double(_) => Some(8),
+                Column::Other(_) => None,
+            })
+            .collect::<Option<_>>()?;
+        let mut size = [0usize; 8];
+        let mut offsets = vec![[0usize; 8]; cols.len()];
+        for (res, total) in size.iter_mut().enumerate() {
+            let mut pos = res;
+            for (j, &sz) in sizes.iter().enumerate() {
+                pos += pos.wrapping_neg() & (sz - 1);
+                offsets[j][res] = pos - res;
+                pos += sz;
+            }
+            *total = pos - res;
+        }
+        Some(RowLayout { size, offsets })
+    }
+}
+
+/// The element count of a `StructSeq`, after checking that there is one
+/// column per member, each of the member's representation, all of one
+/// length, enum indices in range. `Ok(None)` when it is not a struct
+/// sequence of these members at all; `Err` says what is wrong.
+fn struct_seq_len(
+    members: &[StructMember],
+    cols: &[Value],
+) -> std::result::Result<Option<usize>, String> {
+    if members.is_empty() || cols.len() != members.len() {
+        return Err(format!(
+            "{} columns for {} members",
+            cols.len(),
+            members.len()
+        ));
+    }
+    let n = cols[0].len().unwrap_or(0);
+    for (j, (m, c)) in members.iter().zip(cols).enumerate() {
+        let fits = match (packed_kind(&m.tc), c) {
+            (Some(Packed::Short), Value::ShortSeq(_))
+            | (Some(Packed::UShort), Value::UShortSeq(_))
+            | (Some(Packed::Long), Value::LongSeq(_))
+            | (Some(Packed::ULong), Value::ULongSeq(_))
+            | (Some(Packed::LongLong), Value::LongLongSeq(_))
+            | (Some(Packed::ULongLong), Value::ULongLongSeq(_))
+            | (Some(Packed::Float), Value::FloatSeq(_))
+            | (Some(Packed::Double), Value::DoubleSeq(_))
+            | (Some(Packed::Boolean), Value::BooleanSeq(_))
+            | (Some(Packed::Char), Value::CharSeq(_))
+            | (Some(Packed::Octet), Value::OctetSeq(_))
+            | (None, Value::Seq(_)) => true,
+            (Some(Packed::Enum(count)), Value::EnumSeq(x)) => x.iter().all(|&e| e < count),
+            _ => false,
+        };
+        if !fits {
+            return Err(format!(
+                "column {j} ({}) for member {}",
+                c.variant_name(),
+                m.name
+            ));
+        }
+        if c.len() != Some(n) {
+            return Err(format!(
+                "column {j} has {:?} elements, column 0 has {n}",
+                c.len()
+            ));
+        }
+    }
+    Ok(Some(n))
+}
+
+fn check_bound(offset: usize, n: usize, bound: u32) -> Result<()> {
+    if bound != 0 && n > bound as usize {
+        return Err(CdrError::LimitExceeded {
+            offset,
+            len: n as u64,
+            limit: bound as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Packed BCD (`(digits + 2) / 2` octets, sign in the last nibble) to the
+/// decimal string of the module doc.
+pub fn fixed_from_bcd(b: &[u8], digits: u16, scale: i16, offset: usize) -> Result<String> {
+    let nibbles: Vec<u8> = b.iter().flat_map(|&x| [x >> 4, x & 0x0f]).collect();
+    let (sign, body) = nibbles.split_last().ok_or(CdrError::Truncated {
+        offset,
+        needed: 1,
+        available: 0,
+    })?;
+    let negative = match sign {
+        0xD | 0xB => true,
+        0xC | 0xA | 0xE | 0xF => false,
+        other => {
+            return Err(CdrError::TypeMismatch {
+                offset: offset + b.len() - 1,
+                expected: "fixed sign nibble 0xC or 0xD".into(),
+                found: format!("{other:#x}"),
+            })
+        }
+    };
+    if let Some(i) = body.iter().position(|&d| d > 9) {
+        return Err(CdrError::TypeMismatch {
+            offset: offset + i / 2,
+            expected: "a BCD digit".into(),
+            found: format!("nibble {:#x}", body[i]),
+        });
+    }
+    // An even digit count leaves a leading pad nibble.
+    let ds = &body[body.len() - digits as usize..];
+    let int_len = digits as usize - scale as usize;
+    let (int, frac) = ds.split_at(int_len);
+    let mut s = String::with_capacity(digits as usize + 2);
+    if negative {
+        s.push('-');
+    }
+    let first = int.iter().position(|&d| d != 0).unwrap_or(int.len());
+    if first == int.len() {
+        s.push('0');
+    }
+    for &d in &int[first..] {
+        s.push((b'0' + d) as char);
+    }
+    if !frac.is_empty() {
+        s.push('.');
+        for &d in frac {
+            s.push((b'0' + d) as char);
+        }
+    }
+    Ok(s)
+}
+
+/// The decimal string of the module doc to packed BCD for
+/// `fixed<digits, scale>`.
+pub fn fixed_to_bcd(s: &str, digits: u16, scale: i16) -> Result<Vec<u8>> {
+    let bad = || CdrError::Unrepresentable {
+        what: format!("{s:?} as fixed<{digits},{scale}>"),
+        codeset: "decimal",
+    };
+    let (negative, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let int = int.trim_start_matches('0');
+    let scale = scale as usize;
+    let digits = digits as usize;
+    if int.len() > digits - scale || frac.len() > scale {
+        return Err(bad());
+    }
+    let mut ds: Vec<u8> = Vec::with_capacity(digits + 2);
+    if digits.is_multiple_of(2) {
+        ds.push(0);
+    }
+    ds.extend(std::iter::repeat_n(0, digits - scale - int.len()));
+    ds.extend(int.bytes().map(|c| c - b'0'));
+    ds.extend(frac.bytes().map(|c| c - b'0'));
+    ds.extend(std::iter::repeat_n(0, scale - frac.len()));
+    ds.push(if negative { 0xD } else { 0xC });
+    Ok(ds.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect())
+}

@@ -1,0 +1,1146 @@
+//! The IIOP client: [`Connection`] (one TCP connection, many requests in
+//! flight) and [`Client`] (a pool of connections per endpoint, code set
+//! negotiation, forwarding).
+//!
+//! Order of use: build a [`ClientConfig`], then either
+//! [`Connection::connect`] and [`Connection::request`] with a
+//! [`TargetAddress`], or [`Client::invoke`] with an [`Ior`], which picks a
+//! pooled connection and follows LOCATION_FORWARD replies.
+//!
+//! The request path writes the GIOP message straight into the connection's
+//! output buffer under a short lock (the body closure runs there too); the
+//! writer task takes whatever accumulated and writes it with one call, so
+//! requests issued together leave in one segment. [`Prepared`] holds a
+//! complete message so the same request can be sent again with only its
+//! request id patched.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
+use tokio::io::AsyncReadExt;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpSocket;
+use tokio::sync::{oneshot, watch, Notify};
+
+use crate::codec::{fragment_message, CodecConfig, Decoder};
+use crate::context::{
+    default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
+};
+use crate::error::GiopError;
+use crate::exception::SystemException;
+use crate::header::{MsgType, Version, HEADER_LEN};
+use crate::ior::{IiopProfile, Ior};
+use crate::message::{
+    begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply,
+    LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+};
+
+/// Output bytes queued beyond which new requests wait for the writer.
+const HIGH_WATER: usize = 8 << 20;
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// GIOP version to speak; `None` uses the IOR profile's version (which
+    /// is 1.0 for a corbaloc without `1.2@`, as every ORB does).
+    pub version: Option<Version>,
+    /// Byte order of our messages.
+    pub order: ByteOrder,
+    /// TCP_NODELAY (on by default: request/reply traffic).
+    pub nodelay: bool,
+    /// SO_SNDBUF, if set.
+    pub send_buffer: Option<u32>,
+    /// SO_RCVBUF, if set.
+    pub recv_buffer: Option<u32>,
+    pub connect_timeout: Duration,
+    /// Default per-request timeout (`None`: wait forever).
+    pub request_timeout: Option<Duration>,
+    /// Most LOCATION_FORWARD / OBJECT_FORWARD hops followed per call.
+    pub max_forwards: u32,
+    /// Limits on incoming messages.
+    pub codec: CodecConfig,
+    /// Fragment outgoing GIOP 1.2 messages longer than this.
+    pub fragment_size: Option<usize>,
+    /// Connections per endpoint in a [`Client`]'s pool (round robin).
+    /// Oneways keep their order only within one connection.
+    pub pool_size: usize,
+    /// When a request is the only one in flight and nothing is queued,
+    /// write it from the calling task instead of waking the writer task.
+    pub direct_write: bool,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            version: None,
+            order: ByteOrder::NATIVE,
+            nodelay: true,
+            send_buffer: None,
+            recv_buffer: None,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: None,
+            max_forwards: 8,
+            codec: CodecConfig::default(),
+            fragment_size: None,
+            pool_size: 1,
+            direct_write: true,
+        }
+    }
+}
+
+/// Why a call failed, and whose fault it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// TCP connect failed.
+    #[error("connect to {addr} failed: {message}")]
+    Connect { addr: String, message: String },
+    /// TCP connect did not finish in time.
+    #[error("connect to {addr} timed out after {after:?}")]
+    ConnectTimeout { addr: String, after: Duration },
+    /// Reading or writing the socket failed.
+    #[error("I/O error on connection to {addr}: {message}")]
+    Io { addr: String, message: String },
+    /// The peer closed the connection. `retryable`: it sent CloseConnection
+    /// first, so the request was not processed and may be sent again.
+    #[error("connection to {addr} closed by the peer{}", if *.retryable { " (CloseConnection: retry)" } else { "" })]
+    Closed { addr: String, retryable: bool },
+    /// The peer sent MessageError: it could not parse something we sent.
+    #[error("peer {addr} sent MessageError")]
+    PeerMessageError { addr: String },
+    /// The peer sent something malformed.
+    #[error("malformed message from {addr}: {error}")]
+    Protocol { addr: String, error: GiopError },
+    /// We could not encode the request (a body closure error, a status not
+    /// in this GIOP version, …).
+    #[error("cannot encode request: {0}")]
+    Encode(GiopError),
+    /// No reply in time.
+    #[error("request {request_id} to {addr} timed out after {after:?}")]
+    Timeout {
+        addr: String,
+        request_id: u32,
+        after: Duration,
+    },
+    /// More forwards than `max_forwards`.
+    #[error("more than {0} LOCATION_FORWARD hops")]
+    TooManyForwards(u32),
+    /// The IOR has no IIOP profile we can use.
+    #[error("no usable IIOP profile in the IOR")]
+    NoProfile,
+    /// The server raised a system exception.
+    #[error("system exception: {0}")]
+    System(SystemException),
+    /// The server raised a user exception.
+    #[error("user exception {repo_id}")]
+    User { repo_id: String, body: Body },
+    /// The server asked for another addressing mode (GIOP 1.2).
+    #[error("server needs addressing disposition {0}")]
+    NeedsAddressingMode(i16),
+    /// The connection handle was closed by us.
+    #[error("connection closed locally")]
+    LocallyClosed,
+}
+
+impl ClientError {
+    /// Whether sending the request again (on a new connection) is safe.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Closed {
+                retryable: true,
+                ..
+            }
+        )
+    }
+}
+
+enum Incoming {
+    Reply(Reply),
+    Locate(LocateReply),
+}
+
+type Waiter = oneshot::Sender<Result<Incoming, ClientError>>;
+
+struct PendingMap {
+    map: HashMap<u32, Waiter>,
+    /// Set once the connection is dead; new requests fail with it.
+    dead: Option<ClientError>,
+}
+
+/// Bytes waiting to be written, and whether the writer task is writing
+/// (then callers must not write directly, or bytes would reorder).
+struct OutState {
+    buf: BytesMut,
+    writing: bool,
+}
+
+struct Shared {
+    addr: String,
+    local: std::net::SocketAddr,
+    version: Version,
+    order: ByteOrder,
+    opts: Options,
+    /// CodeSets context to send until the first request carried it.
+    code_sets: Option<ServiceContext>,
+    code_sets_sent: AtomicBool,
+    fragment_size: Option<usize>,
+    direct_write: bool,
+    request_timeout: Option<Duration>,
+    next_id: AtomicU32,
+    out: Mutex<OutState>,
+    /// Shared with the writer task: `try_write` needs only `&self`.
+    wr: OwnedWriteHalf,
+    out_ready: Notify,
+    out_space: Notify,
+    pending: Mutex<PendingMap>,
+    handles: AtomicUsize,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Shared {
+    fn fail_all(&self, err: ClientError) {
+        let waiters: Vec<Waiter> = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if p.dead.is_none() {
+                p.dead = Some(err.clone());
+            }
+            p.map.drain().map(|(_, w)| w).collect()
+        };
+        for w in waiters {
+            let _ = w.send(Err(err.clone()));
+        }
+        let _ = self.shutdown.send(true);
+        self.out_space.notify_waiters();
+    }
+
+    fn dead(&self) -> Option<ClientError> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .dead
+            .clone()
+    }
+}
+
+/// A cloneable handle to one IIOP connection. The socket closes when the
+/// last handle is dropped.
+pub struct Connection {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("addr", &self.shared.addr)
+            .field("version", &self.shared.version)
+            .field("order", &self.shared.order)
+            .finish()
+    }
+}
+
+impl Clone for Connection {
+    fn clone(&self) -> Self {
+        self.shared.handles.fetch_add(1, Ordering::Relaxed);
+        Connection {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let _ = self.shared.shutdown.send(true);
+        }
+    }
+}
+
+/// A complete request message built once and sent many times: only the
+/// request id is patched per send (seed 000's "request reuse").
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    message: Bytes,
+    /// Offset of the request id in `message`.
+    id_at: usize,
+    response: ResponseMode,
+    version: Version,
+    order: ByteOrder,
+}
+
+impl Prepared {
+    /// The encoded message (with the request id it was prepared with).
+    pub fn message(&self) -> &Bytes {
+        &self.message
+    }
+}
+
+impl Connection {
+    /// Connect to `host:port` speaking `version`. With `code_sets` (the
+    /// target IOR's TAG_CODE_SETS) and GIOP ≥ 1.1, code sets are negotiated
+    /// and sent in a CodeSets context on the first request.
+    pub async fn connect(
+        host: &str,
+        port: u16,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Result<Connection, ClientError> {
+        let addr = format!("{host}:{port}");
+        let connect_err = |e: std::io::Error| ClientError::Connect {
+            addr: addr.clone(),
+            message: e.to_string(),
+        };
+        let sockaddr = tokio::time::timeout(cfg.connect_timeout, tokio::net::lookup_host(&addr))
+            .await
+            .map_err(|_| ClientError::ConnectTimeout {
+                addr: addr.clone(),
+                after: cfg.connect_timeout,
+            })?
+            .map_err(connect_err)?
+            .next()
+            .ok_or_else(|| ClientError::Connect {
+                addr: addr.clone(),
+                message: "host name resolved to no address".into(),
+            })?;
+        let socket = if sockaddr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        }
+        .map_err(connect_err)?;
+        if let Some(n) = cfg.send_buffer {
+            socket.set_send_buffer_size(n).map_err(connect_err)?;
+        }
+        if let Some(n) = cfg.recv_buffer {
+            socket.set_recv_buffer_size(n).map_err(connect_err)?;
+        }
+        let stream = tokio::time::timeout(cfg.connect_timeout, socket.connect(sockaddr))
+            .await
+            .map_err(|_| ClientError::ConnectTimeout {
+                addr: addr.clone(),
+                after: cfg.connect_timeout,
+            })?
+            .map_err(connect_err)?;
+        stream.set_nodelay(cfg.nodelay).map_err(connect_err)?;
+        let local = stream.local_addr().map_err(connect_err)?;
+        let (opts, code_sets) = match code_sets {
+            Some(cs) if version.minor >= 1 => {
+                let n = negotiate(cs, version);
+                (
+                    n.options,
+                    Some(ServiceContext {
+                        id: SC_CODE_SETS,
+                        data: n.context.encode(cfg.order),
+                    }),
+                )
+            }
+            _ => (default_options(version), None),
+        };
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (rd, wr) = stream.into_split();
+        let shared = Arc::new(Shared {
+            addr,
+            local,
+            version,
+            order: cfg.order,
+            opts,
+            code_sets,
+            code_sets_sent: AtomicBool::new(false),
+            fragment_size: cfg.fragment_size,
+            direct_write: cfg.direct_write,
+            request_timeout: cfg.request_timeout,
+            next_id: AtomicU32::new(1),
+            out: Mutex::new(OutState {
+                buf: BytesMut::with_capacity(16 * 1024),
+                writing: false,
+            }),
+            wr,
+            out_ready: Notify::new(),
+            out_space: Notify::new(),
+            pending: Mutex::new(PendingMap {
+                map: HashMap::new(),
+                dead: None,
+            }),
+            handles: AtomicUsize::new(1),
+            shutdown,
+        });
+        tokio::spawn(reader_task(
+            shared.clone(),
+            rd,
+            cfg.codec,
+            shutdown_rx.clone(),
+        ));
+        tokio::spawn(writer_task(shared.clone(), shutdown_rx));
+        Ok(Connection { shared })
+    }
+
+    /// `host:port` of the peer.
+    pub fn addr(&self) -> &str {
+        &self.shared.addr
+    }
+
+    /// Our end of the TCP connection.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.shared.local
+    }
+
+    /// The GIOP version spoken.
+    pub fn version(&self) -> Version {
+        self.shared.version
+    }
+
+    /// Our byte order.
+    pub fn order(&self) -> ByteOrder {
+        self.shared.order
+    }
+
+    /// The CDR options (negotiated code sets) for bodies on this
+    /// connection.
+    pub fn options(&self) -> Options {
+        self.shared.opts
+    }
+
+    /// Whether the connection has failed or was closed.
+    pub fn is_closed(&self) -> bool {
+        self.shared.dead().is_some() || *self.shared.shutdown.borrow()
+    }
+
+    /// Close the connection: pending requests fail with `LocallyClosed`.
+    pub fn close(&self) {
+        self.shared.fail_all(ClientError::LocallyClosed);
+    }
+
+    /// Send a request whose body `body` writes directly into the outgoing
+    /// buffer (alignment relative to the message start, as CDR wants).
+    /// Returns the reply for twoway calls, `None` for oneways (once queued).
+    pub async fn request<F>(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        self.request_with(
+            target,
+            operation,
+            response,
+            &[],
+            self.shared.request_timeout,
+            body,
+        )
+        .await
+    }
+
+    /// [`request`](Self::request) with extra service contexts and an
+    /// explicit timeout.
+    pub async fn request_with<F>(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        contexts: &[ServiceContext],
+        timeout: Option<Duration>,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let s = &self.shared;
+        let res = self
+            .send(response.expects_reply(), timeout, |out, id| {
+                let ctx_buf;
+                let contexts = match self.code_set_context() {
+                    Some(cs) if contexts.is_empty() => std::slice::from_ref(cs),
+                    Some(cs) => {
+                        ctx_buf = [contexts, std::slice::from_ref(cs)].concat();
+                        &ctx_buf[..]
+                    }
+                    None => contexts,
+                };
+                let head = RequestHead {
+                    request_id: id,
+                    response,
+                    target,
+                    operation,
+                    contexts,
+                };
+                let p = begin_request(out, s.version, s.order, s.opts, &head)
+                    .map_err(ClientError::Encode)?;
+                body(&mut p.writer(out)).map_err(|e| {
+                    ClientError::Encode(GiopError::Cdr {
+                        what: "request body",
+                        source: e,
+                    })
+                })?;
+                p.finish(out).map_err(ClientError::Encode)?;
+                Ok(())
+            })
+            .await?;
+        match res {
+            None => Ok(None),
+            Some(Incoming::Reply(r)) => Ok(Some(r)),
+            Some(Incoming::Locate(_)) => Err(self.protocol("LocateReply to a Request")),
+        }
+    }
+
+    /// Send a request whose body was marshalled beforehand (e.g. once, for
+    /// many calls) by a [`Writer`] with an 8-aligned origin. The bytes are
+    /// copied in as they are, which is only right where the body starts
+    /// 8-aligned: always in GIOP 1.2; in 1.0/1.1 only when the request
+    /// header happens to end 8-aligned, otherwise this fails with
+    /// [`ClientError::Encode`] instead of sending misaligned data.
+    pub async fn request_bytes(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: &[u8],
+    ) -> Result<Option<Reply>, ClientError> {
+        self.request(target, operation, response, |w| {
+            if !body.is_empty() && w.position() % 8 != 0 {
+                return Err(CdrError::Message(format!(
+                    "pre-marshalled body would start at offset {}, not 8-aligned",
+                    w.position()
+                )));
+            }
+            w.write_bytes(body);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Build a request once for [`send_prepared`](Self::send_prepared).
+    pub fn prepare<F>(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let s = &self.shared;
+        let mut buf = BytesMut::new();
+        let contexts: &[ServiceContext] = match &s.code_sets {
+            Some(c) => std::slice::from_ref(c),
+            None => &[],
+        };
+        let head = RequestHead {
+            request_id: 0,
+            response,
+            target,
+            operation,
+            contexts,
+        };
+        let p = begin_request(&mut buf, s.version, s.order, s.opts, &head)
+            .map_err(ClientError::Encode)?;
+        body(&mut p.writer(&mut buf)).map_err(|e| {
+            ClientError::Encode(GiopError::Cdr {
+                what: "request body",
+                source: e,
+            })
+        })?;
+        p.finish(&mut buf).map_err(ClientError::Encode)?;
+        // 1.2: the id follows the header; 1.0/1.1: after the contexts.
+        let id_at = if s.version.is_12() {
+            HEADER_LEN
+        } else {
+            HEADER_LEN
+                + 4
+                + contexts
+                    .iter()
+                    .map(|c| 8 + c.data.len().next_multiple_of(4))
+                    .sum::<usize>()
+        };
+        Ok(Prepared {
+            message: buf.freeze(),
+            id_at,
+            response,
+            version: s.version,
+            order: s.order,
+        })
+    }
+
+    /// Send a [`Prepared`] request with a fresh request id. The message
+    /// bytes are copied into the output buffer; nothing is re-marshalled.
+    pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
+        if p.version != self.shared.version || p.order != self.shared.order {
+            return Err(ClientError::Encode(GiopError::NotInVersion {
+                what: "a request prepared for another connection",
+                minor: self.shared.version.minor,
+            }));
+        }
+        let res = self
+            .send(
+                p.response.expects_reply(),
+                self.shared.request_timeout,
+                |out, id| {
+                    let start = out.len();
+                    out.extend_from_slice(&p.message);
+                    let b = match p.order {
+                        ByteOrder::Big => id.to_be_bytes(),
+                        ByteOrder::Little => id.to_le_bytes(),
+                    };
+                    out[start + p.id_at..start + p.id_at + 4].copy_from_slice(&b);
+                    Ok(())
+                },
+            )
+            .await?;
+        match res {
+            None => Ok(None),
+            Some(Incoming::Reply(r)) => Ok(Some(r)),
+            Some(Incoming::Locate(_)) => Err(self.protocol("LocateReply to a Request")),
+        }
+    }
+
+    /// Send a LocateRequest.
+    pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
+        let s = &self.shared;
+        let res = self
+            .send(true, s.request_timeout, |out, id| {
+                encode_locate_request(out, s.version, s.order, id, target)
+                    .map(|_| ())
+                    .map_err(ClientError::Encode)
+            })
+            .await?;
+        match res {
+            Some(Incoming::Locate(l)) => Ok(l),
+            _ => Err(self.protocol("Reply to a LocateRequest")),
+        }
+    }
+
+    fn protocol(&self, what: &'static str) -> ClientError {
+        ClientError::Protocol {
+            addr: self.shared.addr.clone(),
+            error: GiopError::BadValue {
+                what,
+                value: 0,
+                offset: 0,
+            },
+        }
+    }
+
+    fn code_set_context(&self) -> Option<&ServiceContext> {
+        let s = &self.shared;
+        let cs = s.code_sets.as_ref()?;
+        if s.code_sets_sent.load(Ordering::Relaxed) {
+            None
+        } else {
+            Some(cs)
+        }
+    }
+
+    async fn send(
+        &self,
+        expects_reply: bool,
+        timeout: Option<Duration>,
+        encode: impl FnOnce(&mut BytesMut, u32) -> Result<(), ClientError>,
+    ) -> Result<Option<Incoming>, ClientError> {
+        let s = &self.shared;
+        let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+        let (rx, alone) = {
+            let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(e) = &p.dead {
+                return Err(e.clone());
+            }
+            // With nothing else in flight, writing from this task saves a
+            // task switch; with company, the writer task batches instead.
+            let alone = s.direct_write && p.map.is_empty();
+            if expects_reply {
+                let (tx, rx) = oneshot::channel();
+                p.map.insert(id, tx);
+                (Some(rx), alone)
+            } else {
+                (None, alone)
+            }
+        };
+        // Back-pressure: wait while the writer is far behind.
+        loop {
+            let notified = s.out_space.notified();
+            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).buf.len();
+            if queued < HIGH_WATER || s.dead().is_some() {
+                break;
+            }
+            notified.await;
+        }
+        let res = {
+            let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
+            let idle = alone && st.buf.is_empty() && !st.writing;
+            let out = &mut st.buf;
+            let start = out.len();
+            let mut r = encode(out, id);
+            if r.is_ok() {
+                if let Some(fs) = s.fragment_size {
+                    if s.version.is_12() && out.len() - start > fs {
+                        let msg = out.split_off(start);
+                        r = fragment_message(&msg, fs, out).map_err(ClientError::Encode);
+                    }
+                }
+            }
+            match r {
+                Ok(()) => {
+                    if s.code_sets.is_some() {
+                        s.code_sets_sent.store(true, Ordering::Relaxed);
+                    }
+                    // Fast path: nothing queued or in flight and the writer
+                    // task idle: write from this task, under the lock that
+                    // orders bytes.
+                    if idle {
+                        if let Ok(n) = s.wr.try_write(out) {
+                            bytes::Buf::advance(out, n);
+                        }
+                    }
+                    Ok(!out.is_empty())
+                }
+                Err(e) => {
+                    out.truncate(start);
+                    Err(e)
+                }
+            }
+        };
+        match res {
+            Ok(true) => s.out_ready.notify_one(),
+            Ok(false) => {}
+            Err(e) => {
+                s.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .map
+                    .remove(&id);
+                return Err(e);
+            }
+        }
+        let Some(rx) = rx else {
+            return Ok(None);
+        };
+        let closed = || ClientError::Closed {
+            addr: s.addr.clone(),
+            retryable: false,
+        };
+        match timeout {
+            None => rx.await.map_err(|_| closed())?.map(Some),
+            Some(after) => match tokio::time::timeout(after, rx).await {
+                Ok(r) => r.map_err(|_| closed())?.map(Some),
+                Err(_) => {
+                    s.pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .map
+                        .remove(&id);
+                    // Tell the server it need not bother.
+                    {
+                        let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = encode_cancel_request(&mut st.buf, s.version, s.order, id);
+                    }
+                    s.out_ready.notify_one();
+                    Err(ClientError::Timeout {
+                        addr: s.addr.clone(),
+                        request_id: id,
+                        after,
+                    })
+                }
+            },
+        }
+    }
+}
+
+async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        let data = {
+            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            if st.buf.is_empty() {
+                None
+            } else {
+                st.writing = true;
+                Some(st.buf.split())
+            }
+        };
+        match data {
+            Some(data) => {
+                let r = write_all(&shared.wr, &data).await;
+                shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
+                shared.out_space.notify_waiters();
+                if let Err(e) = r {
+                    shared.fail_all(ClientError::Io {
+                        addr: shared.addr.clone(),
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+            }
+            None => {
+                if *shutdown.borrow() {
+                    break;
+                }
+                tokio::select! {
+                    _ = shared.out_ready.notified() => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+        }
+    }
+    // GIOP 1.2 lets a client say it is closing.
+    if shared.version.is_12() && matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
+        let mut b = BytesMut::new();
+        encode_empty(
+            &mut b,
+            shared.version,
+            shared.order,
+            MsgType::CloseConnection,
+        );
+        let _ = write_all(&shared.wr, &b).await;
+    }
+    // The write half shuts down when the last reference to it goes.
+}
+
+/// `write_all` over a shared write half.
+async fn write_all(wr: &OwnedWriteHalf, mut data: &[u8]) -> std::io::Result<()> {
+    while !data.is_empty() {
+        wr.writable().await?;
+        match wr.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn reader_task(
+    shared: Arc<Shared>,
+    mut rd: OwnedReadHalf,
+    codec: CodecConfig,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut decoder = Decoder::new(codec);
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let err = loop {
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(64 * 1024);
+        }
+        let n = tokio::select! {
+            r = rd.read_buf(&mut buf) => r,
+            _ = shutdown.changed() => {
+                if *shutdown.borrow() {
+                    break ClientError::LocallyClosed;
+                }
+                continue;
+            }
+        };
+        match n {
+            Ok(0) => {
+                break ClientError::Closed {
+                    addr: shared.addr.clone(),
+                    retryable: false,
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                break ClientError::Io {
+                    addr: shared.addr.clone(),
+                    message: e.to_string(),
+                }
+            }
+        }
+        match drain_frames(&shared, &mut decoder, &mut buf) {
+            Ok(()) => {}
+            Err(e) => break e,
+        }
+    };
+    if let ClientError::Protocol { .. } = err {
+        // Tell the peer why we hang up.
+        {
+            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            encode_empty(
+                &mut st.buf,
+                shared.version,
+                shared.order,
+                MsgType::MessageError,
+            );
+        }
+        shared.out_ready.notify_one();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    shared.fail_all(err);
+}
+
+fn drain_frames(
+    shared: &Shared,
+    decoder: &mut Decoder,
+    buf: &mut BytesMut,
+) -> Result<(), ClientError> {
+    let protocol = |error| ClientError::Protocol {
+        addr: shared.addr.clone(),
+        error,
+    };
+    while let Some(frame) = decoder.decode(buf).map_err(protocol)? {
+        let msg = Message::decode(&frame.header, frame.payload, shared.opts).map_err(protocol)?;
+        let (id, inc) = match msg {
+            Message::Reply(r) => (r.header.request_id, Incoming::Reply(r)),
+            Message::LocateReply(l) => (l.request_id, Incoming::Locate(l)),
+            Message::CloseConnection => {
+                return Err(ClientError::Closed {
+                    addr: shared.addr.clone(),
+                    retryable: true,
+                })
+            }
+            Message::MessageError => {
+                return Err(ClientError::PeerMessageError {
+                    addr: shared.addr.clone(),
+                })
+            }
+            Message::Request(_) | Message::LocateRequest(_) | Message::CancelRequest { .. } => {
+                return Err(protocol(GiopError::BadValue {
+                    what: "message type from a server",
+                    value: frame.header.msg_type as u32,
+                    offset: 7,
+                }))
+            }
+        };
+        let waiter = shared
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map
+            .remove(&id);
+        // A reply nobody waits for (timed out, cancelled) is dropped.
+        if let Some(w) = waiter {
+            let _ = w.send(Ok(inc));
+        }
+    }
+    Ok(())
+}
+
+/// Connections by endpoint, created on demand.
+#[derive(Debug, Default)]
+struct Pool {
+    conns: Vec<Connection>,
+    next: usize,
+}
+
+/// A client: pooled connections per endpoint, forwarding, code sets.
+#[derive(Debug)]
+pub struct Client {
+    cfg: ClientConfig,
+    pools: Mutex<HashMap<(String, u16, Version), Pool>>,
+}
+
+/// Where a call goes: the connection and the address to put in requests.
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub connection: Connection,
+    pub target: TargetAddress,
+}
+
+impl Client {
+    /// A client with these settings.
+    pub fn new(cfg: ClientConfig) -> Client {
+        Client {
+            cfg,
+            pools: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// A connection to the first IIOP profile of `ior` (pooled) and the
+    /// KeyAddr target for it.
+    pub async fn route(&self, ior: &Ior) -> Result<Route, ClientError> {
+        let p = ior.iiop_profile().ok_or(ClientError::NoProfile)?;
+        let connection = self.connection_for(&p).await?;
+        Ok(Route {
+            connection,
+            target: TargetAddress::Key(p.object_key.clone()),
+        })
+    }
+
+    /// A pooled connection to the endpoint of an IIOP profile.
+    pub async fn connection_for(&self, p: &IiopProfile) -> Result<Connection, ClientError> {
+        let version = self.cfg.version.unwrap_or(if p.version.minor > 2 {
+            Version::V1_2
+        } else {
+            p.version
+        });
+        let key = (p.host.clone(), p.port, version);
+        {
+            let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
+            let pool = pools.entry(key.clone()).or_default();
+            pool.conns.retain(|c| !c.is_closed());
+            if pool.conns.len() >= self.cfg.pool_size.max(1) {
+                pool.next = (pool.next + 1) % pool.conns.len();
+                return Ok(pool.conns[pool.next].clone());
+            }
+        }
+        let cs = p.code_sets();
+        let c = Connection::connect(&p.host, p.port, version, &self.cfg, cs.as_ref()).await?;
+        let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pools.entry(key).or_default();
+        pool.conns.push(c.clone());
+        Ok(c)
+    }
+
+    /// Invoke `operation` on `ior`, following LOCATION_FORWARD(_PERM)
+    /// replies (each to a new endpoint) up to `max_forwards` times and
+    /// retrying once on a connection the server closed with
+    /// CloseConnection, and once in the addressing disposition a GIOP 1.2
+    /// server asks for with NEEDS_ADDRESSING_MODE. `body` may run once per
+    /// attempt. Returns the final
+    /// reply (NO_EXCEPTION, USER_EXCEPTION or SYSTEM_EXCEPTION), `None`
+    /// for a oneway.
+    pub async fn invoke<F>(
+        &self,
+        ior: &Ior,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let mut target = ior.clone();
+        let mut retried = false;
+        let mut hops = 0;
+        // Addressing disposition a server asked for (GIOP 1.2), if any.
+        let mut disposition: Option<i16> = None;
+        loop {
+            let mut route = self.route(&target).await?;
+            if let Some(d) = disposition {
+                route.target = addressed(&target, d)?;
+            }
+            let r = route
+                .connection
+                .request(&route.target, operation, response, &body)
+                .await;
+            let reply = match r {
+                Err(e) if e.is_retryable() && !retried => {
+                    retried = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+                Ok(None) => return Ok(None),
+                Ok(Some(reply)) => reply,
+            };
+            match reply.header.status {
+                ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+                    hops += 1;
+                    if hops > self.cfg.max_forwards {
+                        return Err(ClientError::TooManyForwards(self.cfg.max_forwards));
+                    }
+                    target = reply.forward_ior().map_err(|error| ClientError::Protocol {
+                        addr: route.connection.addr().to_owned(),
+                        error,
+                    })?;
+                }
+                ReplyStatus::NeedsAddressingMode => {
+                    let d = reply
+                        .body
+                        .reader(Options::default())
+                        .read_i16()
+                        .unwrap_or(-1);
+                    // Resend once in the disposition asked for.
+                    if disposition.is_some() || !(0..=2).contains(&d) {
+                        return Err(ClientError::NeedsAddressingMode(d));
+                    }
+                    disposition = Some(d);
+                }
+                _ => return Ok(Some(reply)),
+            }
+        }
+    }
+
+    /// [`invoke`](Self::invoke) a twoway call and turn exception replies
+    /// into errors: `Ok` holds the NO_EXCEPTION body.
+    pub async fn call<F>(&self, ior: &Ior, operation: &str, body: F) -> Result<Body, ClientError>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let reply = self
+            .invoke(ior, operation, ResponseMode::Twoway, body)
+            .await?
+            .ok_or(ClientError::LocallyClosed)?;
+        reply_result(reply)
+    }
+
+    /// LocateRequest, following OBJECT_FORWARD(_PERM). Returns the final
+    /// status and the IOR it applies to.
+    pub async fn locate(&self, ior: &Ior) -> Result<(LocateStatus, Ior), ClientError> {
+        let mut target = ior.clone();
+        for _ in 0..=self.cfg.max_forwards {
+            let route = self.route(&target).await?;
+            let l = route.connection.locate(&route.target).await?;
+            match l.status {
+                LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => {
+                    target = next;
+                }
+                status => return Ok((status, target)),
+            }
+        }
+        Err(ClientError::TooManyForwards(self.cfg.max_forwards))
+    }
+}
+
+/// The target address of disposition `d` (0 KeyAddr, 1 ProfileAddr,
+/// 2 ReferenceAddr) for the first IIOP profile of `ior`.
+fn addressed(ior: &Ior, d: i16) -> Result<TargetAddress, ClientError> {
+    let index = ior
+        .profiles
+        .iter()
+        .position(|p| matches!(p.iiop(), Some(Ok(_))))
+        .ok_or(ClientError::NoProfile)?;
+    Ok(match d {
+        0 => TargetAddress::Key(
+            ior.profiles[index]
+                .object_key()
+                .ok_or(ClientError::NoProfile)?,
+        ),
+        1 => TargetAddress::Profile(ior.profiles[index].clone()),
+        _ => TargetAddress::Reference {
+            index: index as u32,
+            ior: ior.clone(),
+        },
+    })
+}
+
+/// Turn a reply into its NO_EXCEPTION body or an exception error.
+pub fn reply_result(reply: Reply) -> Result<Body, ClientError> {
+    let protocol = |error| ClientError::Protocol {
+        addr: String::new(),
+        error,
+    };
+    match reply.header.status {
+        ReplyStatus::NoException => Ok(reply.body),
+        ReplyStatus::SystemException => Err(ClientError::System(
+            reply.system_exception().map_err(protocol)?,
+        )),
+        ReplyStatus::UserException => Err(ClientError::User {
+            repo_id: reply.user_exception_id().map_err(protocol)?,
+            body: reply.body,
+        }),
+        ReplyStatus::NeedsAddressingMode => Err(ClientError::NeedsAddressingMode(
+            reply
+                .body
+                .reader(Options::default())
+                .read_i16()
+                .unwrap_or(-1),
+        )),
+        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+            Err(protocol(GiopError::BadValue {
+                what: "unfollowed forward reply status",
+                value: reply.header.status as u32,
+                offset: 0,
+            }))
+        }
+    }
+}

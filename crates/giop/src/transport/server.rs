@@ -1,0 +1,634 @@
+//! The IIOP server: [`serve`] accepts connections (at most
+//! `max_connections`), runs one task per connection, and dispatches each
+//! Request to a [`Handler`].
+//!
+//! The fast path is synchronous: the connection task writes the Reply
+//! header into its output buffer, the handler writes the body right after
+//! it through a [`Writer`], and all replies produced from one read are
+//! written with one call. A handler that must wait (sleep, I/O) returns
+//! [`Dispatch::Async`] with a future; up to `max_in_flight` of those run
+//! concurrently per connection, and their replies are written as they
+//! finish.
+//!
+//! SYNC_WITH_SERVER requests are answered like twoways, after the handler
+//! ran (with whatever body it wrote, empty for a oneway operation).
+//! Malformed input gets a MessageError and the connection is closed.
+//! Shutdown (the future given to [`serve`]) stops accepting and reading,
+//! lets in-flight requests finish, then sends CloseConnection.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, Options, Reader, Writer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::codec::{fragment_message, CodecConfig, Decoder, Frame};
+use crate::context::{default_options, CodeSetContext, ServiceContextList};
+use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
+use crate::header::{MsgType, Version};
+use crate::ior::Ior;
+use crate::message::{
+    begin_reply, encode_empty, encode_locate_reply, Body, LocateReply, LocateStatus, Message,
+    Pending, ReplyStatus, Request,
+};
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Connections served at once; further accepts wait.
+    pub max_connections: usize,
+    /// Close a connection (with CloseConnection) after this long without
+    /// a message and with nothing in flight.
+    pub idle_timeout: Option<Duration>,
+    /// Asynchronous handler calls running at once per connection.
+    pub max_in_flight: usize,
+    /// Limits on incoming messages (maximum message size).
+    pub codec: CodecConfig,
+    /// Fragment GIOP 1.2 replies longer than this.
+    pub fragment_size: Option<usize>,
+    /// TCP_NODELAY on accepted sockets.
+    pub nodelay: bool,
+    /// Byte order of replies; `None` answers in the request's order.
+    pub reply_order: Option<ByteOrder>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_connections: 1024,
+            idle_timeout: None,
+            max_in_flight: 64,
+            codec: CodecConfig::default(),
+            fragment_size: None,
+            nodelay: true,
+            reply_order: None,
+        }
+    }
+}
+
+/// What a handler sees of a request.
+#[derive(Debug)]
+pub struct RequestContext<'a> {
+    pub version: Version,
+    /// Byte order of the request.
+    pub order: ByteOrder,
+    /// Byte order of the reply: asynchronous handlers marshal their
+    /// [`AsyncReply::body`] in it.
+    pub reply_order: ByteOrder,
+    pub request_id: u32,
+    pub object_key: &'a [u8],
+    pub operation: &'a str,
+    pub contexts: &'a ServiceContextList,
+    /// False for oneways: whatever the handler writes is discarded.
+    pub response_expected: bool,
+    /// CDR options in force (code sets negotiated on this connection).
+    pub options: Options,
+    /// The body, for handlers that go asynchronous and need to own it.
+    pub body: &'a Body,
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// NO_EXCEPTION: the reply body (results) was written.
+    Reply,
+    /// USER_EXCEPTION: the body (repository id, then members) was written.
+    UserException,
+    /// SYSTEM_EXCEPTION: whatever was written is discarded.
+    System(SystemException),
+    /// LOCATION_FORWARD to this IOR.
+    Forward(Ior),
+    /// LOCATION_FORWARD_PERM (sent as LOCATION_FORWARD before GIOP 1.2).
+    ForwardPerm(Ior),
+}
+
+/// The result of an asynchronous handler call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AsyncReply {
+    pub outcome: Outcome,
+    /// For `Reply`/`UserException`: the body, marshalled with a
+    /// [`Writer`] whose origin is 8-aligned (`Writer::new` on an empty
+    /// buffer). Replies carry no service contexts, so the body starts at
+    /// offset 24 in every GIOP version, which is 8-aligned.
+    pub body: Bytes,
+}
+
+/// A handler's answer.
+pub enum Dispatch {
+    Done(Outcome),
+    Async(Pin<Box<dyn Future<Output = AsyncReply> + Send + 'static>>),
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dispatch::Done(o) => f.debug_tuple("Done").field(o).finish(),
+            Dispatch::Async(_) => f.write_str("Async(..)"),
+        }
+    }
+}
+
+/// The answer to a LocateRequest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocateOutcome {
+    Here,
+    Unknown,
+    Forward(Ior),
+    ForwardPerm(Ior),
+}
+
+/// Serves requests. `handle` runs on the connection's task: it must not
+/// block; return [`Dispatch::Async`] to wait.
+pub trait Handler: Send + Sync + 'static {
+    /// Handle one request: read arguments from `body`, write results to
+    /// `reply`. Unknown object keys should give
+    /// [`SystemException::unknown_object`], unknown operations
+    /// [`SystemException::unknown_operation`].
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch;
+
+    /// Answer a LocateRequest for `object_key`.
+    fn locate(&self, object_key: &[u8]) -> LocateOutcome {
+        let _ = object_key;
+        LocateOutcome::Here
+    }
+}
+
+/// The operations every CORBA object has: `_is_a` (true for any of
+/// `type_ids`), `_non_existent` / `_not_existent` (false). `None` for any
+/// other operation.
+pub fn handle_builtin(
+    req: &RequestContext<'_>,
+    body: &mut Reader<'_>,
+    reply: &mut Writer<'_>,
+    type_ids: &[&str],
+) -> Option<Dispatch> {
+    match req.operation {
+        "_is_a" => {
+            let Ok(id) = body.read_string() else {
+                return Some(Dispatch::Done(Outcome::System(SystemException::marshal(
+                    MINOR_MARSHAL_BAD_BODY,
+                    Completion::No,
+                ))));
+            };
+            reply.write_bool(
+                type_ids.contains(&id.as_str()) || id == "IDL:omg.org/CORBA/Object:1.0",
+            );
+            Some(Dispatch::Done(Outcome::Reply))
+        }
+        "_non_existent" | "_not_existent" => {
+            reply.write_bool(false);
+            Some(Dispatch::Done(Outcome::Reply))
+        }
+        _ => None,
+    }
+}
+
+/// Accept connections on `listener` and serve them with `handler` until
+/// `shutdown` completes; then stop accepting, let every connection finish
+/// its in-flight requests and close, and return.
+pub async fn serve<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    cfg: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let cfg = Arc::new(cfg);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
+    let mut tasks = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while tasks.try_join_next().is_some() {}
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = slots.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                Err(_) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(cfg.nodelay);
+        let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
+        tasks.spawn(async move {
+            ConnTask::new(h, c).run(stream, rx).await;
+            drop(permit);
+        });
+    }
+    let _ = stop_tx.send(true);
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+struct AsyncDone {
+    request_id: u32,
+    version: Version,
+    order: ByteOrder,
+    expects: bool,
+    reply: AsyncReply,
+}
+
+struct ConnTask<H> {
+    handler: Arc<H>,
+    cfg: Arc<ServerConfig>,
+    code_sets: Option<CodeSetContext>,
+    last_version: Version,
+    in_flight: usize,
+    done_tx: mpsc::UnboundedSender<AsyncDone>,
+    done_rx: mpsc::UnboundedReceiver<AsyncDone>,
+}
+
+/// What to do after processing input.
+#[derive(PartialEq, Eq)]
+enum Next {
+    Continue,
+    /// Close now (after flushing what is queued).
+    Abort,
+    /// The client sent CloseConnection (GIOP 1.2): it expects no more
+    /// replies; close without answering in kind.
+    PeerClosing,
+}
+
+impl<H: Handler> ConnTask<H> {
+    fn new(handler: Arc<H>, cfg: Arc<ServerConfig>) -> Self {
+        let (done_tx, done_rx) = mpsc::unbounded_channel();
+        ConnTask {
+            handler,
+            cfg,
+            code_sets: None,
+            last_version: Version::V1_0,
+            in_flight: 0,
+            done_tx,
+            done_rx,
+        }
+    }
+
+    async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+        let mut decoder = Decoder::new(self.cfg.codec);
+        let mut inbuf = BytesMut::with_capacity(64 * 1024);
+        let mut out = BytesMut::with_capacity(64 * 1024);
+        let mut closing = *stop.borrow();
+        let mut peer_gone = false;
+        let mut aborted = false;
+        loop {
+            // Handle what is buffered (also after async replies freed room).
+            let next = self.process(&mut decoder, &mut inbuf, &mut out);
+            if !out.is_empty() {
+                if stream.write_all(&out).await.is_err() {
+                    return;
+                }
+                out.clear();
+            }
+            match next {
+                Next::Continue => {}
+                Next::Abort => {
+                    aborted = true;
+                    break;
+                }
+                Next::PeerClosing => peer_gone = true,
+            }
+            if (closing || peer_gone) && self.in_flight == 0 {
+                break;
+            }
+            if inbuf.capacity() - inbuf.len() < 16 * 1024 {
+                inbuf.reserve(64 * 1024);
+            }
+            let can_read = !closing && !peer_gone && self.in_flight < self.cfg.max_in_flight;
+            let idle = self
+                .cfg
+                .idle_timeout
+                .filter(|_| self.in_flight == 0 && !closing);
+            tokio::select! {
+                r = stream.read_buf(&mut inbuf), if can_read => match r {
+                    Ok(0) | Err(_) => peer_gone = true,
+                    Ok(_) => {}
+                },
+                Some(done) = self.done_rx.recv() => {
+                    self.in_flight -= 1;
+                    self.write_async(&mut out, done);
+                    while let Ok(done) = self.done_rx.try_recv() {
+                        self.in_flight -= 1;
+                        self.write_async(&mut out, done);
+                    }
+                }
+                r = stop.changed(), if !closing => {
+                    if r.is_err() || *stop.borrow() {
+                        closing = true;
+                    }
+                }
+                _ = sleep_opt(idle), if idle.is_some() => {
+                    closing = true;
+                }
+            }
+        }
+        if aborted {
+            let _ = stream.shutdown().await;
+        } else if !peer_gone {
+            // Tell the client that unanswered requests may be retried.
+            let mut b = BytesMut::new();
+            encode_empty(
+                &mut b,
+                self.last_version,
+                ByteOrder::NATIVE,
+                MsgType::CloseConnection,
+            );
+            let _ = stream.write_all(&b).await;
+            let _ = stream.shutdown().await;
+        }
+    }
+
+    fn options(&self, version: Version) -> Options {
+        match self.code_sets {
+            Some(cs) if version.minor >= 1 => cs.options(version),
+            _ => default_options(version),
+        }
+    }
+
+    fn process(&mut self, decoder: &mut Decoder, inbuf: &mut BytesMut, out: &mut BytesMut) -> Next {
+        while self.in_flight < self.cfg.max_in_flight {
+            let frame = match decoder.decode(inbuf) {
+                Ok(Some(f)) => f,
+                Ok(None) => return Next::Continue,
+                Err(_) => return self.message_error(out),
+            };
+            let next = self.frame(frame, out);
+            if next != Next::Continue {
+                return next;
+            }
+        }
+        Next::Continue
+    }
+
+    fn message_error(&self, out: &mut BytesMut) -> Next {
+        encode_empty(
+            out,
+            self.last_version,
+            ByteOrder::NATIVE,
+            MsgType::MessageError,
+        );
+        Next::Abort
+    }
+
+    fn frame(&mut self, frame: Frame, out: &mut BytesMut) -> Next {
+        let version = frame.header.version;
+        self.last_version = version;
+        let msg = match Message::decode(&frame.header, frame.payload, self.options(version)) {
+            Ok(m) => m,
+            Err(_) => return self.message_error(out),
+        };
+        match msg {
+            Message::Request(req) => {
+                if let Ok(Some(cs)) = req.header.contexts.code_sets() {
+                    self.code_sets = Some(cs);
+                }
+                self.request(req, out);
+                Next::Continue
+            }
+            Message::LocateRequest(l) => {
+                let order = self.cfg.reply_order.unwrap_or(frame.header.order);
+                let status = match l.target.object_key() {
+                    None if version.is_12() => LocateStatus::NeedsAddressingMode(0),
+                    None => LocateStatus::UnknownObject,
+                    Some(key) => match self.handler.locate(&key) {
+                        LocateOutcome::Here => LocateStatus::ObjectHere,
+                        LocateOutcome::Unknown => LocateStatus::UnknownObject,
+                        LocateOutcome::Forward(i) => LocateStatus::ObjectForward(i),
+                        LocateOutcome::ForwardPerm(i) if version.is_12() => {
+                            LocateStatus::ObjectForwardPerm(i)
+                        }
+                        LocateOutcome::ForwardPerm(i) => LocateStatus::ObjectForward(i),
+                    },
+                };
+                let reply = LocateReply {
+                    request_id: l.request_id,
+                    status,
+                };
+                if encode_locate_reply(out, version, order, &reply).is_err() {
+                    return self.message_error(out);
+                }
+                Next::Continue
+            }
+            // Nothing to cancel on the synchronous path; async replies to a
+            // cancelled request are still sent (the client drops them).
+            Message::CancelRequest { .. } => Next::Continue,
+            Message::CloseConnection => Next::PeerClosing,
+            Message::MessageError => Next::Abort,
+            Message::Reply(_) | Message::LocateReply(_) => self.message_error(out),
+        }
+    }
+
+    fn request(&mut self, req: Request, out: &mut BytesMut) {
+        let version = req.version;
+        let order = self.cfg.reply_order.unwrap_or(req.body.order);
+        let opts = self.options(version);
+        let h = &req.header;
+        let expects = h.response.expects_reply();
+        let start = out.len();
+        let Some(key) = h.target.object_key() else {
+            if expects {
+                let outcome = if version.is_12() {
+                    None
+                } else {
+                    Some(Outcome::System(SystemException::unknown_object()))
+                };
+                self.write_simple(out, version, order, h.request_id, outcome);
+            }
+            return;
+        };
+        let ctx = RequestContext {
+            version,
+            order: req.body.order,
+            reply_order: order,
+            request_id: h.request_id,
+            object_key: &key,
+            operation: h.operation(),
+            contexts: &h.contexts,
+            response_expected: expects,
+            options: opts,
+            body: &req.body,
+        };
+        let p = match begin_reply(
+            out,
+            version,
+            order,
+            opts,
+            h.request_id,
+            ReplyStatus::NoException,
+            &[],
+        ) {
+            Ok(p) => p,
+            Err(_) => return,
+        };
+        let dispatch = {
+            let mut reader = req.body.reader(opts);
+            let mut w = p.writer(out);
+            self.handler.handle(&ctx, &mut reader, &mut w)
+        };
+        match dispatch {
+            Dispatch::Done(outcome) => {
+                if expects {
+                    self.finish(out, p, version, outcome);
+                } else {
+                    out.truncate(start);
+                }
+            }
+            Dispatch::Async(fut) => {
+                out.truncate(start);
+                self.in_flight += 1;
+                let tx = self.done_tx.clone();
+                let request_id = h.request_id;
+                let task = tokio::spawn(fut);
+                tokio::spawn(async move {
+                    let reply = task.await.unwrap_or_else(|_| AsyncReply {
+                        outcome: Outcome::System(SystemException::internal(
+                            crate::exception::VMCID_IIOPBENCH | 3,
+                            Completion::Maybe,
+                        )),
+                        body: Bytes::new(),
+                    });
+                    let _ = tx.send(AsyncDone {
+                        request_id,
+                        version,
+                        order,
+                        expects,
+                        reply,
+                    });
+                });
+            }
+        }
+    }
+
+    /// Set the status for `outcome`, write its body if it has one of its
+    /// own, finish, fragment if configured.
+    fn finish(&self, out: &mut BytesMut, p: Pending, version: Version, outcome: Outcome) {
+        let res = match outcome {
+            Outcome::Reply => Ok(()),
+            Outcome::UserException => {
+                p.set_reply_status(out, ReplyStatus::UserException);
+                Ok(())
+            }
+            Outcome::System(e) => {
+                p.clear_body(out);
+                p.set_reply_status(out, ReplyStatus::SystemException);
+                e.encode(&mut p.writer(out))
+            }
+            Outcome::Forward(ior) | Outcome::ForwardPerm(ior) if !version.is_12() => {
+                p.clear_body(out);
+                p.set_reply_status(out, ReplyStatus::LocationForward);
+                ior.encode(&mut p.writer(out))
+            }
+            Outcome::Forward(ior) => {
+                p.clear_body(out);
+                p.set_reply_status(out, ReplyStatus::LocationForward);
+                ior.encode(&mut p.writer(out))
+            }
+            Outcome::ForwardPerm(ior) => {
+                p.clear_body(out);
+                p.set_reply_status(out, ReplyStatus::LocationForwardPerm);
+                ior.encode(&mut p.writer(out))
+            }
+        };
+        if res.is_err() || p.finish(out).is_err() {
+            out.truncate(p.start());
+            return;
+        }
+        if let Some(fs) = self.cfg.fragment_size {
+            if version.is_12() && out.len() - p.start() > fs {
+                let msg = out.split_off(p.start());
+                if fragment_message(&msg, fs, out).is_err() {
+                    out.truncate(p.start());
+                }
+            }
+        }
+    }
+
+    /// A reply with no handler body: `None` = NEEDS_ADDRESSING_MODE(KeyAddr).
+    fn write_simple(
+        &self,
+        out: &mut BytesMut,
+        version: Version,
+        order: ByteOrder,
+        request_id: u32,
+        outcome: Option<Outcome>,
+    ) {
+        let opts = self.options(version);
+        match outcome {
+            Some(o) => {
+                if let Ok(p) = begin_reply(
+                    out,
+                    version,
+                    order,
+                    opts,
+                    request_id,
+                    ReplyStatus::NoException,
+                    &[],
+                ) {
+                    self.finish(out, p, version, o);
+                }
+            }
+            None => {
+                if let Ok(p) = begin_reply(
+                    out,
+                    version,
+                    order,
+                    opts,
+                    request_id,
+                    ReplyStatus::NeedsAddressingMode,
+                    &[],
+                ) {
+                    p.writer(out).write_i16(0);
+                    let _ = p.finish(out);
+                }
+            }
+        }
+    }
+
+    fn write_async(&self, out: &mut BytesMut, done: AsyncDone) {
+        if !done.expects {
+            return;
+        }
+        let opts = self.options(done.version);
+        let Ok(p) = begin_reply(
+            out,
+            done.version,
+            done.order,
+            opts,
+            done.request_id,
+            ReplyStatus::NoException,
+            &[],
+        ) else {
+            return;
+        };
+        if matches!(done.reply.outcome, Outcome::Reply | Outcome::UserException) {
+            p.writer(out).write_bytes(&done.reply.body);
+        }
+        self.finish(out, p, done.version, done.reply.outcome);
+    }
+}
+
+async fn sleep_opt(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,857 @@
+//! Our client against our server over loopback: every message type, both
+//! byte orders, all three GIOP versions, oneway ordering, fragmentation in
+//! both directions, timeouts, closing servers, forwarding, many requests
+//! in flight, request reuse, pooling, graceful shutdown and idle close.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, Options, Reader, Writer};
+use iiop_giop::codec::CodecConfig;
+use iiop_giop::context::CodeSetContext;
+use iiop_giop::exception::{Completion, SystemException, MINOR_BAD_OPERATION_UNKNOWN};
+use iiop_giop::ior::Ior;
+use iiop_giop::message::{LocateStatus, ReplyStatus, ResponseMode, TargetAddress};
+use iiop_giop::transport::client::reply_result;
+use iiop_giop::transport::server::handle_builtin;
+use iiop_giop::transport::*;
+use iiop_giop::Version;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const TYPE_ID: &str = "IDL:Test/Echo:1.0";
+
+#[derive(Default)]
+struct TestHandler {
+    marks: Mutex<Vec<u32>>,
+    code_sets: Mutex<Vec<Option<CodeSetContext>>>,
+    port: Mutex<u16>,
+}
+
+impl TestHandler {
+    fn echo_ior(&self) -> Ior {
+        Ior::iiop(
+            TYPE_ID,
+            "127.0.0.1",
+            *self.port.lock().unwrap(),
+            &b"echo"[..],
+        )
+    }
+}
+
+impl Handler for TestHandler {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        let bad = || Dispatch::Done(Outcome::System(SystemException::marshal(1, Completion::No)));
+        match req.object_key {
+            b"echo" => {}
+            b"fwd" => return Dispatch::Done(Outcome::Forward(self.echo_ior())),
+            b"fwdperm" => return Dispatch::Done(Outcome::ForwardPerm(self.echo_ior())),
+            b"loop" => {
+                let me = Ior::iiop(
+                    TYPE_ID,
+                    "127.0.0.1",
+                    *self.port.lock().unwrap(),
+                    &b"loop"[..],
+                );
+                return Dispatch::Done(Outcome::Forward(me));
+            }
+            _ => return Dispatch::Done(Outcome::System(SystemException::unknown_object())),
+        }
+        self.code_sets
+            .lock()
+            .unwrap()
+            .push(req.contexts.code_sets().unwrap());
+        if let Some(d) = handle_builtin(req, body, reply, &[TYPE_ID]) {
+            return d;
+        }
+        match req.operation {
+            "echo_long" => match body.read_u32() {
+                Ok(v) => reply.write_u32(v),
+                Err(_) => return bad(),
+            },
+            "echo_octets" => match body.read_octet_seq() {
+                Ok(s) => reply.write_octet_seq(s).unwrap(),
+                Err(_) => return bad(),
+            },
+            "echo_wstring" => match body.read_wstring() {
+                Ok(s) => reply.write_wstring(&s).unwrap(),
+                Err(_) => return bad(),
+            },
+            "mark" => match body.read_u32() {
+                Ok(v) => self.marks.lock().unwrap().push(v),
+                Err(_) => return bad(),
+            },
+            "marks" => {
+                let m = self.marks.lock().unwrap();
+                reply.write_seq(&m[..]).unwrap();
+            }
+            "sleep" => {
+                let Ok(ms) = body.read_u32() else {
+                    return bad();
+                };
+                let order = req.reply_order;
+                return Dispatch::Async(Box::pin(async move {
+                    tokio::time::sleep(Duration::from_millis(ms as u64)).await;
+                    let mut b = BytesMut::new();
+                    Writer::new(&mut b, order).write_u32(ms);
+                    AsyncReply {
+                        outcome: Outcome::Reply,
+                        body: b.freeze(),
+                    }
+                }));
+            }
+            "oops" => {
+                reply.write_string("IDL:Test/Oops:1.0").unwrap();
+                reply.write_u32(77);
+                return Dispatch::Done(Outcome::UserException);
+            }
+            _ => return Dispatch::Done(Outcome::System(SystemException::unknown_operation())),
+        }
+        Dispatch::Done(Outcome::Reply)
+    }
+
+    fn locate(&self, key: &[u8]) -> LocateOutcome {
+        match key {
+            b"echo" => LocateOutcome::Here,
+            b"fwd" => LocateOutcome::Forward(self.echo_ior()),
+            _ => LocateOutcome::Unknown,
+        }
+    }
+}
+
+struct Server {
+    port: u16,
+    handler: Arc<TestHandler>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start(cfg: ServerConfig) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handler = Arc::new(TestHandler::default());
+        *handler.port.lock().unwrap() = port;
+        let (stop, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, handler.clone(), cfg, async {
+            let _ = rx.await;
+        }));
+        Server {
+            port,
+            handler,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    fn ior(&self, key: &str) -> Ior {
+        Ior::iiop(TYPE_ID, "127.0.0.1", self.port, key.as_bytes().to_vec())
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(5), self.task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn key(k: &str) -> TargetAddress {
+    TargetAddress::Key(Bytes::copy_from_slice(k.as_bytes()))
+}
+
+async fn connect(port: u16, version: Version, order: ByteOrder) -> Connection {
+    let cfg = ClientConfig {
+        order,
+        ..ClientConfig::default()
+    };
+    Connection::connect("127.0.0.1", port, version, &cfg, None)
+        .await
+        .unwrap()
+}
+
+async fn echo_long(c: &Connection, v: u32) -> u32 {
+    let r = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(v);
+            Ok(())
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.header.status, ReplyStatus::NoException);
+    r.body.reader(c.options()).read_u32().unwrap()
+}
+
+const VERSIONS: [Version; 3] = [Version::V1_0, Version::V1_1, Version::V1_2];
+const ORDERS: [ByteOrder; 2] = [ByteOrder::Big, ByteOrder::Little];
+
+#[tokio::test]
+async fn twoway_oneway_locate_in_every_version_and_order() {
+    let s = Server::start(ServerConfig::default()).await;
+    for v in VERSIONS {
+        for o in ORDERS {
+            let c = connect(s.port, v, o).await;
+            assert_eq!(echo_long(&c, 0xDEAD_BEEF).await, 0xDEAD_BEEF);
+            // Oneways keep their order, and a twoway after them sees all.
+            s.handler.marks.lock().unwrap().clear();
+            for i in 1..=200u32 {
+                let r = c
+                    .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                        w.write_u32(i);
+                        Ok(())
+                    })
+                    .await
+                    .unwrap();
+                assert!(r.is_none());
+            }
+            let r = c
+                .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+                .await
+                .unwrap()
+                .unwrap();
+            let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+            assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{v} {o:?}");
+            // LocateRequest.
+            assert_eq!(
+                c.locate(&key("echo")).await.unwrap().status,
+                LocateStatus::ObjectHere
+            );
+            assert_eq!(
+                c.locate(&key("nope")).await.unwrap().status,
+                LocateStatus::UnknownObject
+            );
+            match c.locate(&key("fwd")).await.unwrap().status {
+                LocateStatus::ObjectForward(i) => {
+                    assert_eq!(&i.iiop_profile().unwrap().object_key[..], b"echo")
+                }
+                st => panic!("{st:?}"),
+            }
+            // Builtins.
+            let r = c
+                .request(&key("echo"), "_is_a", ResponseMode::Twoway, |w| {
+                    w.write_string(TYPE_ID)
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(r.body.reader(Options::default()).read_bool().unwrap());
+        }
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn exceptions_unknown_key_and_operation_user_exception() {
+    let s = Server::start(ServerConfig::default()).await;
+    for v in VERSIONS {
+        let c = connect(s.port, v, ByteOrder::Little).await;
+        let r = c
+            .request(&key("nope"), "echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(1);
+                Ok(())
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            reply_result(r).unwrap_err(),
+            ClientError::System(SystemException::object_not_exist(
+                0x4F4D_0001,
+                Completion::No
+            ))
+        );
+        let r = c
+            .request(&key("echo"), "frobnicate", ResponseMode::Twoway, |_| Ok(()))
+            .await
+            .unwrap()
+            .unwrap();
+        match reply_result(r).unwrap_err() {
+            ClientError::System(e) => {
+                assert_eq!(e.name(), "BAD_OPERATION");
+                assert_eq!(e.minor, MINOR_BAD_OPERATION_UNKNOWN);
+            }
+            e => panic!("{e}"),
+        }
+        let r = c
+            .request(&key("echo"), "oops", ResponseMode::Twoway, |_| Ok(()))
+            .await
+            .unwrap()
+            .unwrap();
+        match reply_result(r).unwrap_err() {
+            ClientError::User { repo_id, body } => {
+                assert_eq!(repo_id, "IDL:Test/Oops:1.0");
+                let mut rd = body.reader(Options::default());
+                rd.read_string().unwrap();
+                assert_eq!(rd.read_u32().unwrap(), 77);
+            }
+            e => panic!("{e}"),
+        }
+        // A body that does not decode: the handler's MARSHAL.
+        let r = c
+            .request(&key("echo"), "echo_long", ResponseMode::Twoway, |_| Ok(()))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.header.status, ReplyStatus::SystemException);
+        assert_eq!(r.system_exception().unwrap().name(), "MARSHAL");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn many_requests_in_flight_on_one_connection() {
+    let s = Server::start(ServerConfig::default()).await;
+    let c = connect(s.port, Version::V1_2, ByteOrder::NATIVE).await;
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..500u32 {
+        let c = c.clone();
+        set.spawn(async move { (i, echo_long(&c, i * 3).await) });
+    }
+    let mut n = 0;
+    while let Some(r) = set.join_next().await {
+        let (i, v) = r.unwrap();
+        assert_eq!(v, i * 3);
+        n += 1;
+    }
+    assert_eq!(n, 500);
+    // Async handlers interleave: a slow one does not hold up a fast one.
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+                w.write_u32(1000);
+                Ok(())
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(echo_long(&c, 5).await, 5);
+    assert!(!slow.is_finished(), "the fast call overtook the slow one");
+    let r = slow.await.unwrap().unwrap().unwrap();
+    assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 1000);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn fragmentation_both_ways_and_size_limit() {
+    let s = Server::start(ServerConfig {
+        fragment_size: Some(1000),
+        ..ServerConfig::default()
+    })
+    .await;
+    let cfg = ClientConfig {
+        fragment_size: Some(4096),
+        ..ClientConfig::default()
+    };
+    let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+    let r = c
+        .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+            w.write_octet_seq(&payload)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        r.body.reader(Options::default()).read_octet_seq().unwrap(),
+        &payload[..]
+    );
+    s.stop().await;
+
+    // A server with a small maximum answers a bigger message with
+    // MessageError and closes.
+    let s = Server::start(ServerConfig {
+        codec: CodecConfig {
+            max_message_size: 1000,
+            max_reassembled_size: 1000,
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    let c = connect(s.port, Version::V1_2, ByteOrder::Big).await;
+    let e = c
+        .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+            w.write_octet_seq(&payload[..5000])
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ClientError::PeerMessageError {
+            addr: format!("127.0.0.1:{}", s.port)
+        }
+    );
+    assert!(c.is_closed());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn timeouts_then_the_connection_still_works() {
+    let s = Server::start(ServerConfig::default()).await;
+    let cfg = ClientConfig {
+        request_timeout: Some(Duration::from_millis(50)),
+        ..ClientConfig::default()
+    };
+    let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let e = c
+        .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+            w.write_u32(400);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ClientError::Timeout { after, .. } if after == Duration::from_millis(50)),
+        "{e}"
+    );
+    assert_eq!(echo_long(&c, 11).await, 11);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn server_that_closes_mid_request() {
+    // Reads the request, then hangs up without a word.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut b = [0u8; 64];
+        let _ = s.read(&mut b).await.unwrap();
+        drop(s);
+        // Second connection: answer with CloseConnection.
+        let (mut s, _) = l.accept().await.unwrap();
+        let _ = s.read(&mut b).await.unwrap();
+        s.write_all(b"GIOP\x01\x02\x01\x05\0\0\0\0").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    });
+    let c = connect(port, Version::V1_2, ByteOrder::Little).await;
+    let e = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(1);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ClientError::Closed {
+            addr: format!("127.0.0.1:{port}"),
+            retryable: false
+        }
+    );
+    // New requests on the dead connection fail at once.
+    assert!(c.is_closed());
+    let c = connect(port, Version::V1_2, ByteOrder::Little).await;
+    let e = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(1);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    srv.await.unwrap();
+}
+
+#[tokio::test]
+async fn location_forward_is_followed_and_bounded() {
+    let s = Server::start(ServerConfig::default()).await;
+    for v in [Version::V1_1, Version::V1_2] {
+        let client = Client::new(ClientConfig {
+            version: Some(v),
+            ..ClientConfig::default()
+        });
+        for k in ["fwd", "fwdperm"] {
+            let body = client
+                .call(&s.ior(k), "echo_long", |w| {
+                    w.write_u32(99);
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            assert_eq!(body.reader(Options::default()).read_u32().unwrap(), 99);
+        }
+        assert_eq!(
+            client
+                .invoke(
+                    &s.ior("loop"),
+                    "echo_long",
+                    ResponseMode::Twoway,
+                    |_| Ok(())
+                )
+                .await
+                .unwrap_err(),
+            ClientError::TooManyForwards(8)
+        );
+        let (st, ior) = client.locate(&s.ior("fwd")).await.unwrap();
+        assert_eq!(st, LocateStatus::ObjectHere);
+        assert_eq!(&ior.iiop_profile().unwrap().object_key[..], b"echo");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn code_sets_sent_once_and_wstrings_work() {
+    let s = Server::start(ServerConfig::default()).await;
+    let client = Client::new(ClientConfig::default());
+    let ior = s.ior("echo");
+    for _ in 0..2 {
+        let body = client
+            .call(&ior, "echo_wstring", |w| w.write_wstring("héllo wörld ✓"))
+            .await
+            .unwrap();
+        let route = client.route(&ior).await.unwrap();
+        let opts = route.connection.options();
+        assert_eq!(body.reader(opts).read_wstring().unwrap(), "héllo wörld ✓");
+    }
+    let seen = s.handler.code_sets.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![
+            Some(CodeSetContext {
+                char_data: 0x0001_0001,
+                wchar_data: 0x0001_0109
+            }),
+            None
+        ]
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn prepared_requests_and_pool() {
+    let s = Server::start(ServerConfig::default()).await;
+    for v in VERSIONS {
+        let c = connect(s.port, v, ByteOrder::Big).await;
+        let p = c
+            .prepare(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(42);
+                Ok(())
+            })
+            .unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..10 {
+            let r = c.send_prepared(&p).await.unwrap().unwrap();
+            assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 42);
+            ids.push(r.header.request_id);
+        }
+        ids.dedup();
+        assert_eq!(ids.len(), 10, "fresh request id per send");
+    }
+    let client = Client::new(ClientConfig {
+        pool_size: 3,
+        ..ClientConfig::default()
+    });
+    let ior = s.ior("echo");
+    let mut locals = Vec::new();
+    for _ in 0..6 {
+        locals.push(client.route(&ior).await.unwrap().connection.local_addr());
+    }
+    assert_eq!(
+        locals[0..3]
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        3
+    );
+    assert_eq!(
+        locals[3..6]
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        3
+    );
+    assert!(locals[3..6].iter().all(|a| locals[0..3].contains(a)));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_in_flight_requests() {
+    let s = Server::start(ServerConfig::default()).await;
+    let c = connect(s.port, Version::V1_2, ByteOrder::Little).await;
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+                w.write_u32(200);
+                Ok(())
+            })
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.stop().await;
+    let r = slow.await.unwrap().unwrap().unwrap();
+    assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 200);
+    // After the CloseConnection the handle reports a retryable close.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let e = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(1);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed_and_the_client_reconnects() {
+    let s = Server::start(ServerConfig {
+        idle_timeout: Some(Duration::from_millis(100)),
+        ..ServerConfig::default()
+    })
+    .await;
+    let client = Client::new(ClientConfig::default());
+    let ior = s.ior("echo");
+    let first = client.route(&ior).await.unwrap().connection;
+    let b = client
+        .call(&ior, "echo_long", |w| {
+            w.write_u32(1);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(b.reader(Options::default()).read_u32().unwrap(), 1);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(first.is_closed());
+    let b = client
+        .call(&ior, "echo_long", |w| {
+            w.write_u32(2);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(b.reader(Options::default()).read_u32().unwrap(), 2);
+    let second = client.route(&ior).await.unwrap().connection;
+    assert_ne!(first.local_addr(), second.local_addr());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_input_gets_message_error() {
+    let s = Server::start(ServerConfig::default()).await;
+    let mut sock = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
+        .await
+        .unwrap();
+    sock.write_all(b"GIOP\x01\x02\x00\x09\0\0\0\0")
+        .await
+        .unwrap();
+    let mut b = Vec::new();
+    tokio::time::timeout(Duration::from_secs(2), sock.read_to_end(&mut b))
+        .await
+        .unwrap()
+        .unwrap();
+    // No valid message came first, so the version is 1.0; our byte order.
+    let flags = ByteOrder::NATIVE.flag();
+    assert_eq!(
+        &b[..],
+        &[b'G', b'I', b'O', b'P', 1, 0, flags, 6, 0, 0, 0, 0]
+    );
+    assert_eq!(b.len(), 12);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn pre_marshalled_bodies() {
+    let s = Server::start(ServerConfig::default()).await;
+    let mut buf = BytesMut::new();
+    Writer::new(&mut buf, ByteOrder::Big).write_u32(1234);
+    let body = buf.freeze();
+    let c = connect(s.port, Version::V1_2, ByteOrder::Big).await;
+    for _ in 0..3 {
+        let r = c
+            .request_bytes(&key("echo"), "echo_long", ResponseMode::Twoway, &body)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 1234);
+    }
+    // GIOP 1.0 with key "echo" and operation "echo_long": the header ends
+    // at offset 52, 4 mod 8, so the body would be misaligned: refused.
+    let c = connect(s.port, Version::V1_0, ByteOrder::Big).await;
+    match c
+        .request_bytes(&key("echo"), "echo_long", ResponseMode::Twoway, &body)
+        .await
+    {
+        Err(ClientError::Encode(e)) => assert!(e.to_string().contains("offset 52"), "{e}"),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(echo_long(&c, 3).await, 3, "the connection is unharmed");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn max_connections_holds_back_the_next_connection() {
+    let s = Server::start(ServerConfig {
+        max_connections: 1,
+        ..ServerConfig::default()
+    })
+    .await;
+    let a = connect(s.port, Version::V1_2, ByteOrder::Big).await;
+    assert_eq!(echo_long(&a, 1).await, 1);
+    let cfg = ClientConfig {
+        request_timeout: Some(Duration::from_millis(200)),
+        ..ClientConfig::default()
+    };
+    let b = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let e = b
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(2);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Timeout { .. }), "{e}");
+    a.close();
+    drop(a);
+    // Once the first connection is gone the second one is served.
+    let mut served = false;
+    for _ in 0..20 {
+        match b
+            .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(3);
+                Ok(())
+            })
+            .await
+        {
+            Ok(Some(r)) => {
+                assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 3);
+                served = true;
+                break;
+            }
+            Err(ClientError::Timeout { .. }) => continue,
+            r => panic!("{r:?}"),
+        }
+    }
+    assert!(served);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn needs_addressing_mode_is_answered_with_the_asked_disposition() {
+    use iiop_giop::codec::Decoder;
+    use iiop_giop::message::{encode_reply, Message};
+    // A hand-made server: KeyAddr gets NEEDS_ADDRESSING_MODE(ProfileAddr),
+    // ProfileAddr gets a reply saying which disposition it saw.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut d = Decoder::default();
+        let mut inb = BytesMut::new();
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let Some(f) = d.decode(&mut inb).unwrap() else {
+                if s.read_buf(&mut inb).await.unwrap() == 0 {
+                    break;
+                }
+                continue;
+            };
+            let Message::Request(r) =
+                Message::decode(&f.header, f.payload, Options::default()).unwrap()
+            else {
+                continue;
+            };
+            let disp: i16 = match r.header.target {
+                TargetAddress::Key(_) => 0,
+                TargetAddress::Profile(_) => 1,
+                TargetAddress::Reference { .. } => 2,
+            };
+            seen.push(disp);
+            let mut out = BytesMut::new();
+            let status = if disp == 0 {
+                ReplyStatus::NeedsAddressingMode
+            } else {
+                ReplyStatus::NoException
+            };
+            encode_reply(
+                &mut out,
+                r.version,
+                f.header.order,
+                Options::default(),
+                r.header.request_id,
+                status,
+                &[],
+                |w| {
+                    w.write_i16(if disp == 0 { 1 } else { disp });
+                    Ok(())
+                },
+            )
+            .unwrap();
+            s.write_all(&out).await.unwrap();
+        }
+        seen
+    });
+    let client = Client::new(ClientConfig {
+        version: Some(Version::V1_2),
+        ..ClientConfig::default()
+    });
+    let ior = Ior::iiop(TYPE_ID, "127.0.0.1", port, &b"echo"[..]);
+    let b = client.call(&ior, "op", |_| Ok(())).await.unwrap();
+    assert_eq!(b.reader(Options::default()).read_i16().unwrap(), 1);
+    assert_eq!(srv.await.unwrap(), vec![0, 1]);
+}
+
+#[tokio::test]
+async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut b = [0u8; 256];
+        let _ = s.read(&mut b).await.unwrap();
+        // A 1.2 Reply for request 1 with status 9.
+        s.write_all(
+            b"GIOP\x01\x02\x00\x01\x00\x00\x00\x0c\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00\x00",
+        )
+        .await
+        .unwrap();
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut rest))
+            .await
+            .unwrap()
+            .unwrap();
+        rest
+    });
+    let c = connect(port, Version::V1_2, ByteOrder::Big).await;
+    let e = c
+        .request(&key("echo"), "op", ResponseMode::Twoway, |_| Ok(()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ClientError::Protocol {
+            addr: format!("127.0.0.1:{port}"),
+            error: iiop_giop::GiopError::BadValue {
+                what: "reply status",
+                value: 9,
+                offset: 16
+            }
+        }
+    );
+    drop(c);
+    let rest = srv.await.unwrap();
+    assert_eq!(
+        &rest[..12],
+        b"GIOP\x01\x02\x00\x06\x00\x00\x00\x00",
+        "MessageError first"
+    );
+}
