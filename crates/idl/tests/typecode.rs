@@ -136,6 +136,14 @@ fn feature_corpus_typecodes() {
     let node = ours(&spec, "Top::Node");
     assert!(node.is_recursion_target());
     assert!(!node.has_unbound_recursion());
+    // Recursive TypeCodes go out as indirections and come back equal.
+    for tc in [&node, &u] {
+        let mut buf = bytes::BytesMut::new();
+        tc.encode(&mut iiop_cdr::Writer::new(&mut buf, ByteOrder::Big)).unwrap();
+        assert!(buf.windows(4).any(|w| w == [0xff, 0xff, 0xff, 0xff]), "no indirection");
+        let back = TypeCode::decode(&mut Reader::new(&buf, ByteOrder::Big)).unwrap();
+        assert!(back.equal(tc));
+    }
 
     let v2 = ours(&spec, "Top::V2");
     match v2.def() {
