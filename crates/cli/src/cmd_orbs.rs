@@ -114,7 +114,8 @@ pub fn status(orb: &str) -> Status {
 
 /// `orbs list`.
 pub fn list() -> anyhow::Result<()> {
-    let mut t = Table::new(["orb", "installed", "built", "what", "detail"]).left_align(&[1, 2, 3, 4]);
+    let mut t =
+        Table::new(["orb", "installed", "built", "what", "detail"]).left_align(&[1, 2, 3, 4]);
     for (name, what) in ORBS {
         let s = status(name);
         let yn = |b: bool| if b { "yes" } else { "no" };

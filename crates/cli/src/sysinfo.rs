@@ -99,39 +99,7 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     Ok(out)
 }
 
-/// The CPUs the calling thread may run on.
-pub fn current_affinity() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills the cpu_set_t we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect()
-    }
-}
-
-/// Restrict the calling thread (and threads it creates afterwards) to
-/// `cpus`, like `taskset`.
-pub fn pin_current_thread(cpus: &[usize]) -> anyhow::Result<()> {
-    // SAFETY: we build a cpu_set_t we own and pass its exact size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            anyhow::ensure!(c < libc::CPU_SETSIZE as usize, "CPU {c} out of range");
-            libc::CPU_SET(c, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            anyhow::bail!(
-                "cannot pin to CPUs {cpus:?}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-    }
-    Ok(())
-}
+pub use iiop_servers::affinity::{current_affinity, pin_current_thread};
 
 /// Format a CPU list compactly for humans (`0-1,3`).
 pub fn format_cpu_list(cpus: &[usize]) -> String {

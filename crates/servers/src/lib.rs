@@ -2,4 +2,8 @@
 //! server (typed and dynamic skeletons) and, beside it in this directory,
 //! the same interface for vendor ORBs (omniORB, JacORB, omniORBpy, TAO).
 
+pub mod affinity;
 pub mod bench;
+pub mod client;
+pub mod reference;
+pub mod run;

@@ -4,7 +4,9 @@
 //! and bench.idl's payload-byte counting rules.
 
 use bytes::Bytes;
-use iiop_cdr::{CharCodeSet, CharSeq, Octets, Reader, Result, Seq, TypeCode, WChar, WString, Writer};
+use iiop_cdr::{
+    CharCodeSet, CharSeq, Octets, Reader, Result, Seq, TypeCode, WChar, WString, Writer,
+};
 use serde::{Deserialize, Serialize};
 
 use super::elements::{Elem, STRING_CHARS, WSTRING_CHARS};
@@ -238,9 +240,15 @@ impl Payload {
             Elem::ULongLong => Payload::ULongLong(Seq(r.map(|i| int(i) as u64).collect())),
             Elem::Float => Payload::Float(Seq(r.map(|i| real(i) as f32).collect())),
             Elem::Double => Payload::Double(Seq(r.map(real).collect())),
-            Elem::Char => Payload::Char(CharSeq(Bytes::from(r.map(|i| ch(i) as u8).collect::<Vec<u8>>()))),
-            Elem::WChar => Payload::WChar(r.map(|i| WChar((b'A' + (i % 26) as u8) as char)).collect()),
-            Elem::Octet => Payload::Octet(Octets(Bytes::from(r.map(|i| int(i) as u8).collect::<Vec<u8>>()))),
+            Elem::Char => Payload::Char(CharSeq(Bytes::from(
+                r.map(|i| ch(i) as u8).collect::<Vec<u8>>(),
+            ))),
+            Elem::WChar => {
+                Payload::WChar(r.map(|i| WChar((b'A' + (i % 26) as u8) as char)).collect())
+            }
+            Elem::Octet => Payload::Octet(Octets(Bytes::from(
+                r.map(|i| int(i) as u8).collect::<Vec<u8>>(),
+            ))),
             Elem::Boolean => Payload::Boolean(r.map(|i| i % 3 == 0).collect()),
             Elem::String => Payload::String(r.map(|i| text(i, STRING_CHARS)).collect()),
             Elem::WString => Payload::WString(r.map(|i| WString(text(i, WSTRING_CHARS))).collect()),
@@ -262,11 +270,23 @@ impl Payload {
                 })
                 .collect(),
             ),
-            Elem::Cd => Payload::Cd(r.map(|i| Cd { c: ch(i), d: real(i) }).collect()),
+            Elem::Cd => Payload::Cd(
+                r.map(|i| Cd {
+                    c: ch(i),
+                    d: real(i),
+                })
+                .collect(),
+            ),
             Elem::CharStruct => Payload::CharStruct(r.map(|i| CharStruct { c: ch(i) }).collect()),
-            Elem::FloatStruct => Payload::FloatStruct(r.map(|i| FloatStruct { f: real(i) as f32 }).collect()),
-            Elem::LongStruct => Payload::LongStruct(r.map(|i| LongStruct { l: int(i) as i32 }).collect()),
-            Elem::DoubleStruct => Payload::DoubleStruct(r.map(|i| DoubleStruct { d: real(i) }).collect()),
+            Elem::FloatStruct => {
+                Payload::FloatStruct(r.map(|i| FloatStruct { f: real(i) as f32 }).collect())
+            }
+            Elem::LongStruct => {
+                Payload::LongStruct(r.map(|i| LongStruct { l: int(i) as i32 }).collect())
+            }
+            Elem::DoubleStruct => {
+                Payload::DoubleStruct(r.map(|i| DoubleStruct { d: real(i) }).collect())
+            }
             Elem::LongQuad => Payload::LongQuad(
                 r.map(|i| {
                     let a = int(i) as i32;
@@ -295,7 +315,10 @@ impl Payload {
                 })
                 .collect(),
             ),
-            Elem::Color => Payload::Color(r.map(|i| [Color::Red, Color::Green, Color::Blue][i % 3]).collect()),
+            Elem::Color => Payload::Color(
+                r.map(|i| [Color::Red, Color::Green, Color::Blue][i % 3])
+                    .collect(),
+            ),
             Elem::Variant => Payload::Variant(
                 r.map(|i| match if throughput { 1 } else { i % 4 } {
                     0 => Variant::L(int(i) as i32),
@@ -367,7 +390,10 @@ impl Payload {
         let string = |s: &str| 4 + slen(s) + 1;
         match self {
             Payload::String(v) => v.iter().map(|s| string(s)).sum(),
-            Payload::WString(v) => v.iter().map(|s| 4 + 2 * s.0.encode_utf16().count() as u64).sum(),
+            Payload::WString(v) => v
+                .iter()
+                .map(|s| 4 + 2 * s.0.encode_utf16().count() as u64)
+                .sum(),
             Payload::MyStruct(v) => v.iter().map(|m| 1 + string(&m.s) + 4).sum(),
             Payload::Variant(v) => v
                 .iter()
@@ -451,9 +477,18 @@ pub fn element_typecode(elem: Elem) -> TypeCode {
         Elem::WString => T::wstring(0),
         Elem::PerfStruct => structure(
             "PerfStruct",
-            vec![("s", T::short()), ("c", T::char()), ("l", T::long()), ("o", T::octet()), ("d", T::double())],
+            vec![
+                ("s", T::short()),
+                ("c", T::char()),
+                ("l", T::long()),
+                ("o", T::octet()),
+                ("d", T::double()),
+            ],
         ),
-        Elem::MyStruct => structure("MyStruct", vec![("b", T::boolean()), ("s", T::string(0)), ("l", T::long())]),
+        Elem::MyStruct => structure(
+            "MyStruct",
+            vec![("b", T::boolean()), ("s", T::string(0)), ("l", T::long())],
+        ),
         Elem::Cd => structure("CD", vec![("c", T::char()), ("d", T::double())]),
         Elem::CharStruct => structure("CharStruct", vec![("c", T::char())]),
         Elem::FloatStruct => structure("FloatStruct", vec![("f", T::float())]),
@@ -461,11 +496,21 @@ pub fn element_typecode(elem: Elem) -> TypeCode {
         Elem::DoubleStruct => structure("DoubleStruct", vec![("d", T::double())]),
         Elem::LongQuad => structure(
             "LongQuad",
-            vec![("a", T::long()), ("b", T::long()), ("c", T::long()), ("d", T::long())],
+            vec![
+                ("a", T::long()),
+                ("b", T::long()),
+                ("c", T::long()),
+                ("d", T::long()),
+            ],
         ),
         Elem::MixedQuad => structure(
             "MixedQuad",
-            vec![("d", T::double()), ("f", T::float()), ("s1", T::short()), ("s2", T::short())],
+            vec![
+                ("d", T::double()),
+                ("f", T::float()),
+                ("s1", T::short()),
+                ("s2", T::short()),
+            ],
         ),
         Elem::FloatPair => structure("FloatPair", vec![("a", T::float()), ("b", T::float())]),
         Elem::Color => T::enum_tc(&id("Color"), "Color", &["RED", "GREEN", "BLUE"]),
@@ -474,7 +519,12 @@ pub fn element_typecode(elem: Elem) -> TypeCode {
             "Variant",
             T::long(),
             3,
-            vec![(1, "l", T::long()), (2, "d", T::double()), (3, "s", T::string(0)), (0, "o", T::octet())],
+            vec![
+                (1, "l", T::long()),
+                (2, "d", T::double()),
+                (3, "s", T::string(0)),
+                (0, "o", T::octet()),
+            ],
         )
         .expect("Variant is a legal union"),
     }
@@ -483,7 +533,11 @@ pub fn element_typecode(elem: Elem) -> TypeCode {
 /// TypeCode of the payload sequence typedef (`Bench::<Elem>Seq`).
 pub fn seq_typecode(elem: Elem) -> TypeCode {
     let name = elem.seq_name();
-    TypeCode::alias(&elem.seq_repo_id(), &name, TypeCode::sequence(element_typecode(elem), 0))
+    TypeCode::alias(
+        &elem.seq_repo_id(),
+        &name,
+        TypeCode::sequence(element_typecode(elem), 0),
+    )
 }
 
 #[cfg(test)]
@@ -524,21 +578,65 @@ mod tests {
 
     #[test]
     fn contents_and_counts_follow_the_contract() {
-        let Payload::PerfStruct(v) = Payload::generate(Elem::PerfStruct, 3, false) else { unreachable!() };
-        assert_eq!(v[2], PerfStruct { s: 17, c: 'c', l: 17, o: 17, d: 1.25 });
-        let Payload::String(v) = Payload::generate(Elem::String, 2, false) else { unreachable!() };
+        let Payload::PerfStruct(v) = Payload::generate(Elem::PerfStruct, 3, false) else {
+            unreachable!()
+        };
+        assert_eq!(
+            v[2],
+            PerfStruct {
+                s: 17,
+                c: 'c',
+                l: 17,
+                o: 17,
+                d: 1.25
+            }
+        );
+        let Payload::String(v) = Payload::generate(Elem::String, 2, false) else {
+            unreachable!()
+        };
         assert_eq!(v[1], "bcdefghijklmnop");
-        let Payload::Variant(v) = Payload::generate(Elem::Variant, 4, false) else { unreachable!() };
-        assert_eq!(v, vec![Variant::L(3), Variant::D(0.75), Variant::S(text(2, 15)), Variant::O(0, 24)]);
+        let Payload::Variant(v) = Payload::generate(Elem::Variant, 4, false) else {
+            unreachable!()
+        };
+        assert_eq!(
+            v,
+            vec![
+                Variant::L(3),
+                Variant::D(0.75),
+                Variant::S(text(2, 15)),
+                Variant::O(0, 24)
+            ]
+        );
         let l1 = CharCodeSet::Latin1;
-        assert_eq!(Payload::for_size(Elem::Double, 65536).counted_bytes(l1), 65536);
-        assert_eq!(Payload::for_size(Elem::PerfStruct, 1024).counted_bytes(l1), 42 * 24);
-        assert_eq!(Payload::generate(Elem::String, 3, false).counted_bytes(l1), 60);
-        assert_eq!(Payload::generate(Elem::MyStruct, 2, false).counted_bytes(l1), 50);
-        assert_eq!(Payload::generate(Elem::WString, 1, false).counted_bytes(l1), 20);
+        assert_eq!(
+            Payload::for_size(Elem::Double, 65536).counted_bytes(l1),
+            65536
+        );
+        assert_eq!(
+            Payload::for_size(Elem::PerfStruct, 1024).counted_bytes(l1),
+            42 * 24
+        );
+        assert_eq!(
+            Payload::generate(Elem::String, 3, false).counted_bytes(l1),
+            60
+        );
+        assert_eq!(
+            Payload::generate(Elem::MyStruct, 2, false).counted_bytes(l1),
+            50
+        );
+        assert_eq!(
+            Payload::generate(Elem::WString, 1, false).counted_bytes(l1),
+            20
+        );
         // L(4+4) + D(4+8) + S(4+20) + O(4+1)
-        assert_eq!(Payload::generate(Elem::Variant, 4, false).counted_bytes(l1), 49);
-        assert_eq!(Payload::for_size(Elem::Variant, 1200).counted_bytes(l1), 1200);
+        assert_eq!(
+            Payload::generate(Elem::Variant, 4, false).counted_bytes(l1),
+            49
+        );
+        assert_eq!(
+            Payload::for_size(Elem::Variant, 1200).counted_bytes(l1),
+            1200
+        );
     }
 
     #[test]

@@ -1,0 +1,215 @@
+//! A typed client for bench.idl over one GIOP connection: the calls the
+//! benchmarks, the conformance suite and the tests make, each one request
+//! written straight into the connection's buffer.
+
+use iiop_cdr::{CdrError, Reader, TypeCode, Value, Writer};
+use iiop_giop::ior::{IiopProfile, Ior};
+use iiop_giop::message::Body;
+use iiop_giop::transport::client::{reply_result, ClientConfig, ClientError, Connection};
+use iiop_giop::{ResponseMode, TargetAddress, Version};
+
+use crate::bench::elements::{CallMode, Elem};
+use crate::bench::types::{seq_typecode, Payload, StatsWire};
+use crate::bench::work::{Dist, Kind};
+
+/// Why a bench call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BenchError {
+    /// The call itself failed (connection, exception, timeout…).
+    #[error(transparent)]
+    Call(#[from] ClientError),
+    /// The reply did not decode as bench.idl says it should.
+    #[error("reply to {op} does not decode: {source}")]
+    Decode { op: String, source: CdrError },
+    /// The target's reference is unusable.
+    #[error("{0}")]
+    Reference(String),
+}
+
+/// One connection to one bench.idl object.
+#[derive(Debug, Clone)]
+pub struct BenchClient {
+    conn: Connection,
+    target: TargetAddress,
+}
+
+impl BenchClient {
+    /// Connect to the first IIOP profile of `ior`. GIOP version: the
+    /// config's, else the profile's; code sets negotiated from the IOR.
+    pub async fn connect(ior: &Ior, cfg: &ClientConfig) -> Result<BenchClient, BenchError> {
+        let p: IiopProfile = ior
+            .iiop_profile()
+            .ok_or_else(|| BenchError::Reference("the reference has no IIOP profile".into()))?;
+        let version = cfg.version.unwrap_or(Version {
+            major: 1,
+            minor: p.version.minor.min(2),
+        });
+        let cs = p.code_sets();
+        let conn = Connection::connect(&p.host, p.port, version, cfg, cs.as_ref()).await?;
+        Ok(BenchClient {
+            conn,
+            target: TargetAddress::Key(p.object_key.clone()),
+        })
+    }
+
+    /// The same connection, addressing another object key.
+    pub fn with_key(&self, key: &[u8]) -> BenchClient {
+        BenchClient {
+            conn: self.conn.clone(),
+            target: TargetAddress::Key(bytes::Bytes::copy_from_slice(key)),
+        }
+    }
+
+    /// The underlying connection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The target address used for every request.
+    pub fn target(&self) -> &TargetAddress {
+        &self.target
+    }
+
+    /// A twoway call: the NO_EXCEPTION body, or the exception as an error.
+    pub async fn call<F>(&self, op: &str, body: F) -> Result<Body, BenchError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let reply = self
+            .conn
+            .request(&self.target, op, ResponseMode::Twoway, body)
+            .await?
+            .ok_or(ClientError::LocallyClosed)?;
+        Ok(reply_result(reply)?)
+    }
+
+    /// A oneway call (returns once queued).
+    pub async fn oneway<F>(&self, op: &str, body: F) -> Result<(), BenchError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        self.conn
+            .request(&self.target, op, ResponseMode::Oneway, body)
+            .await?;
+        Ok(())
+    }
+
+    fn decode<T>(
+        &self,
+        op: &str,
+        body: &Body,
+        f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
+    ) -> Result<T, BenchError> {
+        f(&mut body.reader(self.conn.options())).map_err(|source| BenchError::Decode {
+            op: op.to_string(),
+            source,
+        })
+    }
+
+    /// `ping()`.
+    pub async fn ping(&self) -> Result<(), BenchError> {
+        self.call("ping", |_| Ok(())).await.map(drop)
+    }
+
+    /// `reset()`.
+    pub async fn reset(&self) -> Result<(), BenchError> {
+        self.call("reset", |_| Ok(())).await.map(drop)
+    }
+
+    /// `get_stats()`.
+    pub async fn stats(&self) -> Result<StatsWire, BenchError> {
+        let b = self.call("get_stats", |_| Ok(())).await?;
+        #[allow(clippy::redundant_closure)] // the closure is needed for the higher-ranked lifetime
+        self.decode("get_stats", &b, |r| iiop_cdr::from_reader(r))
+    }
+
+    /// `oneway mark(n)`.
+    pub async fn mark(&self, n: u64) -> Result<(), BenchError> {
+        self.oneway("mark", |w| {
+            w.write_u64(n);
+            Ok(())
+        })
+        .await
+    }
+
+    /// `work(us, dist, kind)`: microseconds the server spent.
+    pub async fn work(&self, us: f64, dist: Dist, kind: Kind) -> Result<f64, BenchError> {
+        let b = self
+            .call("work", |w| {
+                w.write_f64(us);
+                w.write_u32(dist as u32);
+                w.write_u32(kind as u32);
+                Ok(())
+            })
+            .await?;
+        self.decode("work", &b, |r| r.read_f64())
+    }
+
+    /// `get_single(i)`.
+    pub async fn get_single(&self, i: u32) -> Result<Ior, BenchError> {
+        let b = self
+            .call("get_single", |w| {
+                w.write_u32(i);
+                Ok(())
+            })
+            .await?;
+        let opts = self.conn.options();
+        Ior::decode(&mut b.reader(opts))
+            .map_err(|e| BenchError::Reference(format!("get_single reply: {e}")))
+    }
+
+    /// `_is_a(id)`.
+    pub async fn is_a(&self, id: &str) -> Result<bool, BenchError> {
+        let b = self.call("_is_a", |w| w.write_string(id)).await?;
+        self.decode("_is_a", &b, |r| r.read_bool())
+    }
+
+    /// `_non_existent()`.
+    pub async fn non_existent(&self) -> Result<bool, BenchError> {
+        let b = self.call("_non_existent", |_| Ok(())).await?;
+        self.decode("_non_existent", &b, |r| r.read_bool())
+    }
+
+    /// A payload operation (static path): `send_oneway_T`, `send_T` or
+    /// `echo_T`; the echo's decoded result.
+    pub async fn payload(
+        &self,
+        mode: CallMode,
+        p: &Payload,
+    ) -> Result<Option<Payload>, BenchError> {
+        let op = p.elem().op_name(mode);
+        match mode {
+            CallMode::Oneway => self.oneway(&op, |w| p.encode(w)).await.map(|_| None),
+            CallMode::Twoway => self.call(&op, |w| p.encode(w)).await.map(|_| None),
+            CallMode::Echo => {
+                let b = self.call(&op, |w| p.encode(w)).await?;
+                self.decode(&op, &b, |r| Payload::decode(p.elem(), r))
+                    .map(Some)
+            }
+        }
+    }
+
+    /// A payload operation built from a run-time TypeCode (the DII path).
+    pub async fn payload_dynamic(
+        &self,
+        mode: CallMode,
+        elem: Elem,
+        tc: &TypeCode,
+        v: &Value,
+    ) -> Result<Option<Value>, BenchError> {
+        let op = elem.op_name(mode);
+        match mode {
+            CallMode::Oneway => self.oneway(&op, |w| v.encode(tc, w)).await.map(|_| None),
+            CallMode::Twoway => self.call(&op, |w| v.encode(tc, w)).await.map(|_| None),
+            CallMode::Echo => {
+                let b = self.call(&op, |w| v.encode(tc, w)).await?;
+                self.decode(&op, &b, |r| Value::decode(tc, r)).map(Some)
+            }
+        }
+    }
+
+    /// The dynamic TypeCode of a payload type (for [`payload_dynamic`](Self::payload_dynamic)).
+    pub fn typecode(elem: Elem) -> TypeCode {
+        seq_typecode(elem)
+    }
+}

@@ -1,0 +1,389 @@
+//! Our reference server for bench.idl: a [`Handler`] for the GIOP
+//! transport, with two skeletons that behave identically —
+//! [`Skeleton::Typed`] decodes arguments into serde types,
+//! [`Skeleton::Dynamic`] decodes them as [`Value`]s driven by run-time
+//! TypeCodes (seed 000's DSI) — and [`start`], which binds, builds the IORs
+//! and corbaloc URLs, and serves on a runtime of its own.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
+use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
+use iiop_giop::ior::Ior;
+use iiop_giop::transport::server::{
+    handle_builtin, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
+};
+use iiop_giop::SystemException;
+
+use crate::bench::counters::Counters;
+use crate::bench::elements::{CallMode, Elem};
+use crate::bench::ops::{Object, Op, SINGLES};
+use crate::bench::types::{seq_typecode, Cd, Payload, StatsWire};
+use crate::bench::work::{self, Dist, Kind};
+
+/// Which skeleton decodes arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skeleton {
+    /// serde types compiled from bench.idl (the static skeleton).
+    Typed,
+    /// Values decoded from TypeCodes at run time (the DSI analogue).
+    Dynamic,
+}
+
+impl Skeleton {
+    /// `typed` / `dynamic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Skeleton::Typed => "typed",
+            Skeleton::Dynamic => "dynamic",
+        }
+    }
+}
+
+/// bench.idl's objects served over GIOP.
+#[derive(Debug)]
+pub struct BenchHandler {
+    counters: Arc<Counters>,
+    skeleton: Skeleton,
+    /// Where we listen, for the IORs `get_single` returns.
+    addr: OnceLock<(String, u16)>,
+}
+
+fn marshal_error() -> Dispatch {
+    Dispatch::Done(Outcome::System(SystemException::marshal(
+        MINOR_MARSHAL_BAD_BODY,
+        Completion::No,
+    )))
+}
+
+fn typecodes() -> &'static [TypeCode] {
+    static TCS: OnceLock<Vec<TypeCode>> = OnceLock::new();
+    TCS.get_or_init(|| Elem::ALL.iter().map(|&e| seq_typecode(e)).collect())
+}
+
+fn typecode(elem: Elem) -> &'static TypeCode {
+    &typecodes()[elem as usize]
+}
+
+/// Payload bytes of a dynamically decoded sequence, by bench.idl's rules.
+pub fn value_bytes(elem: Elem, v: &Value, char_set: CharCodeSet) -> u64 {
+    let slen = |s: &str| match char_set {
+        CharCodeSet::Latin1 => s.chars().count() as u64,
+        CharCodeSet::Utf8 => s.len() as u64,
+    };
+    let string = |s: &str| 4 + slen(s) + 1;
+    let items = |v: &Value| -> Vec<Value> {
+        let n = v.len().unwrap_or(0);
+        (0..n).filter_map(|i| v.element(i)).collect()
+    };
+    if let Some(stride) = elem.fixed_stride() {
+        return v.len().unwrap_or(0) as u64 * stride;
+    }
+    items(v)
+        .iter()
+        .map(|e| match (elem, e) {
+            (Elem::String, Value::String(s)) => string(s),
+            (Elem::WString, Value::WString(s)) => 4 + 2 * s.encode_utf16().count() as u64,
+            (Elem::MyStruct, Value::Struct(m)) => match m.get(1) {
+                Some(Value::String(s)) => 1 + string(s) + 4,
+                _ => 0,
+            },
+            (Elem::Variant, Value::Union { value, .. }) => {
+                4 + match value.as_ref() {
+                    Value::Long(_) => 4,
+                    Value::Double(_) => 8,
+                    Value::String(s) => string(s),
+                    _ => 1,
+                }
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+impl BenchHandler {
+    /// A handler with fresh counters.
+    pub fn new(skeleton: Skeleton) -> Self {
+        BenchHandler {
+            counters: Arc::new(Counters::new()),
+            skeleton,
+            addr: OnceLock::new(),
+        }
+    }
+
+    /// The shared counters (printed at shutdown).
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.counters
+    }
+
+    /// Which skeleton decodes arguments.
+    pub fn skeleton(&self) -> Skeleton {
+        self.skeleton
+    }
+
+    /// Tell the handler where it listens (needed by `get_single`).
+    pub fn set_address(&self, host: &str, port: u16) {
+        let _ = self.addr.set((host.to_string(), port));
+    }
+
+    /// The IOR of `obj` at our address.
+    pub fn ior_of(&self, obj: Object) -> Option<Ior> {
+        let (h, p) = self.addr.get()?;
+        Some(
+            Ior::builder(obj.repo_id())
+                .iiop(h, *p, obj.key(), &[])
+                .build(),
+        )
+    }
+
+    fn payload(
+        &self,
+        ctx: &RequestContext<'_>,
+        elem: Elem,
+        mode: CallMode,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        let cs = ctx.options.char_set;
+        match self.skeleton {
+            Skeleton::Typed => {
+                let Ok(p) = Payload::decode(elem, body) else {
+                    return marshal_error();
+                };
+                self.counters.bytes(p.counted_bytes(cs));
+                if mode == CallMode::Echo && p.encode(reply).is_err() {
+                    return marshal_error();
+                }
+            }
+            Skeleton::Dynamic => {
+                let tc = typecode(elem);
+                let Ok(v) = Value::decode(tc, body) else {
+                    return marshal_error();
+                };
+                self.counters.bytes(value_bytes(elem, &v, cs));
+                if mode == CallMode::Echo && v.encode(tc, reply).is_err() {
+                    return marshal_error();
+                }
+            }
+        }
+        Dispatch::Done(Outcome::Reply)
+    }
+
+    fn pass(&self, ctx: &RequestContext<'_>, op: Op, body: &mut Reader<'_>) -> Dispatch {
+        let cs = ctx.options.char_set;
+        let mut total = 0u64;
+        let decoded: Result<(), iiop_cdr::CdrError> = (|| {
+            match op {
+                Op::PassCd => {
+                    let v: Vec<Cd> = iiop_cdr::from_reader(body)?;
+                    total += v.len() as u64 * 16;
+                }
+                Op::PassBoth | Op::PassChars => {
+                    let c = Payload::decode(Elem::Char, body)?;
+                    total += c.counted_bytes(cs);
+                    if op == Op::PassBoth {
+                        total += Payload::decode(Elem::Double, body)?.counted_bytes(cs);
+                    }
+                }
+                _ => total += Payload::decode(Elem::Double, body)?.counted_bytes(cs),
+            }
+            Ok(())
+        })();
+        if decoded.is_err() {
+            return marshal_error();
+        }
+        self.counters.bytes(total);
+        Dispatch::Done(Outcome::Reply)
+    }
+
+    fn work(
+        &self,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+        ctx: &RequestContext<'_>,
+    ) -> Dispatch {
+        let args = (|| {
+            Ok::<_, iiop_cdr::CdrError>((body.read_f64()?, body.read_u32()?, body.read_u32()?))
+        })();
+        let Ok((us, dist, kind)) = args else {
+            return marshal_error();
+        };
+        let (Some(dist), Some(kind)) = (Dist::from_index(dist), Kind::from_index(kind)) else {
+            return Dispatch::Done(Outcome::System(SystemException::bad_param(
+                iiop_giop::exception::omg_minor(25),
+                Completion::No,
+            )));
+        };
+        let d = work::plan(us, dist);
+        match kind {
+            Kind::Spin => {
+                let t = Instant::now();
+                work::spin(d);
+                reply.write_f64(t.elapsed().as_secs_f64() * 1e6);
+                Dispatch::Done(Outcome::Reply)
+            }
+            Kind::Sleep => {
+                let order = ctx.reply_order;
+                Dispatch::Async(Box::pin(async move {
+                    let t = Instant::now();
+                    tokio::time::sleep(d).await;
+                    let mut buf = bytes::BytesMut::with_capacity(8);
+                    Writer::new(&mut buf, order).write_f64(t.elapsed().as_secs_f64() * 1e6);
+                    AsyncReply {
+                        outcome: Outcome::Reply,
+                        body: buf.freeze(),
+                    }
+                }))
+            }
+        }
+    }
+}
+
+impl Handler for BenchHandler {
+    fn handle(
+        &self,
+        ctx: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        let Some(obj) = Object::from_key(ctx.object_key) else {
+            return Dispatch::Done(Outcome::System(SystemException::unknown_object()));
+        };
+        let Some(op) = obj.op(ctx.operation) else {
+            return Dispatch::Done(Outcome::System(SystemException::unknown_operation()));
+        };
+        match op {
+            Op::IsA | Op::NonExistent => {
+                return handle_builtin(ctx, body, reply, &[obj.repo_id()])
+                    .unwrap_or_else(marshal_error)
+            }
+            Op::Interface => {
+                return Dispatch::Done(Outcome::System(SystemException::no_implement(
+                    iiop_giop::exception::omg_minor(3),
+                    Completion::No,
+                )))
+            }
+            Op::RepositoryId => {
+                return match reply.write_string(obj.repo_id()) {
+                    Ok(()) => Dispatch::Done(Outcome::Reply),
+                    Err(_) => marshal_error(),
+                }
+            }
+            _ => {}
+        }
+        if obj == Object::Perf && !matches!(op, Op::GetStats | Op::Reset) {
+            self.counters.call(op.is_oneway());
+        }
+        match op {
+            Op::Ping | Op::Noop(_) => Dispatch::Done(Outcome::Reply),
+            Op::Reset => {
+                self.counters.reset();
+                Dispatch::Done(Outcome::Reply)
+            }
+            Op::GetStats => {
+                let s = self.counters.snapshot();
+                let w = StatsWire {
+                    calls: s.calls,
+                    oneways: s.oneways,
+                    bytes: s.bytes,
+                    cpu_seconds: s.cpu_seconds,
+                    last_mark: s.last_mark,
+                    mark_disorder: s.mark_disorder,
+                };
+                match iiop_cdr::to_writer(reply, &w) {
+                    Ok(()) => Dispatch::Done(Outcome::Reply),
+                    Err(_) => marshal_error(),
+                }
+            }
+            Op::Mark => match body.read_u64() {
+                Ok(n) => {
+                    self.counters.mark(n);
+                    Dispatch::Done(Outcome::Reply)
+                }
+                Err(_) => marshal_error(),
+            },
+            Op::Work => self.work(body, reply, ctx),
+            Op::GetSingle => {
+                let Ok(i) = body.read_u32() else {
+                    return marshal_error();
+                };
+                if i >= SINGLES {
+                    return Dispatch::Done(Outcome::System(SystemException::bad_param(
+                        iiop_giop::exception::omg_minor(1),
+                        Completion::No,
+                    )));
+                }
+                match self.ior_of(Object::Single(i)).map(|ior| ior.encode(reply)) {
+                    Some(Ok(())) => Dispatch::Done(Outcome::Reply),
+                    _ => Dispatch::Done(Outcome::System(SystemException::internal(
+                        iiop_giop::exception::VMCID_IIOPBENCH | 4,
+                        Completion::No,
+                    ))),
+                }
+            }
+            Op::PassCd | Op::PassBoth | Op::PassChars | Op::PassDoubles => self.pass(ctx, op, body),
+            Op::Payload(elem, mode) => self.payload(ctx, elem, mode, body, reply),
+            Op::IsA | Op::NonExistent | Op::Interface | Op::RepositoryId => {
+                unreachable!("handled above")
+            }
+        }
+    }
+
+    fn locate(&self, object_key: &[u8]) -> LocateOutcome {
+        if Object::from_key(object_key).is_some() {
+            LocateOutcome::Here
+        } else {
+            LocateOutcome::Unknown
+        }
+    }
+}
+
+/// The references a running server hands out.
+#[derive(Debug, Clone)]
+pub struct References {
+    pub addr: SocketAddr,
+    /// IOR of the main object (`Bench`).
+    pub ior: Ior,
+    /// `(key, corbaloc URL)` for Bench, Dispatch50, Dispatch500, Single0.
+    pub corbalocs: Vec<(String, String)>,
+}
+
+impl References {
+    /// Build for a server at `host:port`.
+    pub fn new(handler: &BenchHandler, addr: SocketAddr) -> References {
+        let host = addr.ip().to_string();
+        handler.set_address(&host, addr.port());
+        let ior = handler.ior_of(Object::Perf).expect("address set");
+        let corbalocs = [
+            Object::Perf,
+            Object::Dispatch50,
+            Object::Dispatch500,
+            Object::Single(0),
+        ]
+        .iter()
+        .map(|o| {
+            let key = String::from_utf8(o.key()).expect("ASCII keys");
+            let url = format!(
+                "corbaloc:iiop:1.2@{}/{key}",
+                fmt_host_port(&host, addr.port())
+            );
+            (key, url)
+        })
+        .collect();
+        References {
+            addr,
+            ior,
+            corbalocs,
+        }
+    }
+}
+
+fn fmt_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
