@@ -139,8 +139,12 @@ fn feature_corpus_typecodes() {
     // Recursive TypeCodes go out as indirections and come back equal.
     for tc in [&node, &u] {
         let mut buf = bytes::BytesMut::new();
-        tc.encode(&mut iiop_cdr::Writer::new(&mut buf, ByteOrder::Big)).unwrap();
-        assert!(buf.windows(4).any(|w| w == [0xff, 0xff, 0xff, 0xff]), "no indirection");
+        tc.encode(&mut iiop_cdr::Writer::new(&mut buf, ByteOrder::Big))
+            .unwrap();
+        assert!(
+            buf.windows(4).any(|w| w == [0xff, 0xff, 0xff, 0xff]),
+            "no indirection"
+        );
         let back = TypeCode::decode(&mut Reader::new(&buf, ByteOrder::Big)).unwrap();
         assert!(back.equal(tc));
     }
