@@ -1147,7 +1147,7 @@ impl Parser {
             | Type::UShort
             | Type::ULong
             | Type::ULongLong => true,
-            Type::Char | Type::WChar | Type::Boolean | Type::Octet => true,
+            Type::Char | Type::WChar | Type::Boolean => true,
             Type::Named(id) => matches!(self.spec.def(*id).kind, DefKind::Enum(_)),
             _ => false,
         };
@@ -1706,10 +1706,12 @@ impl Parser {
                 self.bump()?;
                 match self.primary(t)? {
                     ConstValue::Int(i) => {
+                        // CORBA 3.0 7.4.2: short and octet expressions are
+                        // evaluated as long / unsigned long; the complement
+                        // of an unsigned value is (2^32-1 or 2^64-1) - value,
+                        // of a signed one -(value+1).
                         let bits = match t {
-                            Type::Octet => Some(8),
-                            Type::UShort => Some(16),
-                            Type::ULong => Some(32),
+                            Type::Octet | Type::UShort | Type::ULong => Some(32),
                             Type::ULongLong => Some(64),
                             _ => None,
                         };

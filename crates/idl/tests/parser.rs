@@ -270,6 +270,14 @@ fn diagnostics_say_file_line_column() {
         "t.idl:1:32: '::I' is not an exception"
     );
     assert_eq!(
+        err("const unsigned short U = ~1;"),
+        "t.idl:1:26: value 4294967294 out of range for unsigned short"
+    );
+    assert_eq!(
+        err("union U switch (octet) { case 1: long a; };"),
+        "t.idl:1:17: 'octet' cannot be a union discriminator"
+    );
+    assert_eq!(
         err("interface F;\ninterface X : F {};"),
         "t.idl:2:15: base interface: 'F' is only forward-declared"
     );
