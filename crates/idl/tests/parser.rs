@@ -371,3 +371,25 @@ fn attribute_raises_clauses() {
         "t.idl:1:41: expected ';', found 'setraises'"
     );
 }
+
+#[test]
+fn eventtypes_and_imports() {
+    let spec = parse(
+        "import ::Foo;\nabstract eventtype Base { };\neventtype Tick : Base { public unsigned long long n; };\n\
+         custom eventtype Raw { private octet b; };",
+    );
+    let DefKind::Value(v) = &spec.def(spec.lookup("Tick").unwrap()).kind else {
+        panic!()
+    };
+    assert!(v.event && !v.is_abstract && v.defined);
+    assert_eq!(v.bases, vec![spec.lookup("Base").unwrap()]);
+    assert_eq!(v.state[0].ty, Type::ULongLong);
+    let DefKind::Value(raw) = &spec.def(spec.lookup("Raw").unwrap()).kind else {
+        panic!()
+    };
+    assert!(raw.custom && raw.event && !raw.state[0].public);
+    assert_eq!(
+        spec.notes.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+        ["t.idl:1:1: note: skipped import declaration (imports are not supported; use #include)"]
+    );
+}
