@@ -244,3 +244,40 @@ fn every_omniorb_type_converts_and_round_trips() {
     println!("{converted} TypeCodes, {recursive} recursive");
     assert!(converted > 3500, "{converted}");
 }
+
+#[test]
+fn eventtype_and_custom_value_typecodes() {
+    let spec = iiop_idl::parse_str(
+        "e.idl",
+        "abstract valuetype A {};\nvaluetype C : A { public long x; };\neventtype E { private string s; };\n\
+         custom valuetype K { public short k; };",
+        &Options::default(),
+    )
+    .unwrap();
+    let e = ours(&spec, "E");
+    assert_eq!(e.kind(), TCKind::tk_event);
+    assert_eq!(e.id(), Some("IDL:E:1.0"));
+    let c = ours(&spec, "C");
+    match c.def() {
+        TcDef::Value {
+            modifier,
+            base,
+            members,
+            ..
+        } => {
+            // An abstract base is not the concrete base of the TypeCode.
+            assert_eq!(*modifier, 0);
+            assert!(base.is_none());
+            assert_eq!(members[0].name, "x");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        ours(&spec, "K").def(),
+        TcDef::Value { modifier: 1, .. }
+    ));
+    assert!(matches!(
+        ours(&spec, "A").def(),
+        TcDef::Value { modifier: 2, .. }
+    ));
+}
