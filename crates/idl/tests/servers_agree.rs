@@ -1,0 +1,68 @@
+//! The servers crate describes bench.idl by hand (element TypeCodes,
+//! operation names and oneway flags). The model parsed from the IDL must
+//! agree with it exactly, so the dynamic path and the hand-written one
+//! can never drift apart.
+
+mod common;
+
+use iiop_idl::{Direction, Options, Type};
+use iiop_servers::bench::types::seq_typecode;
+use iiop_servers::bench::{CallMode, Elem};
+
+#[test]
+fn payload_operations_and_typecodes_match_the_servers_tables() {
+    let spec = iiop_idl::parse_file(common::bench_idl(), &Options::default()).unwrap();
+    for elem in Elem::ALL {
+        let seq = spec.lookup(&format!("Bench::{}", elem.seq_name())).unwrap();
+        assert_eq!(spec.def(seq).repo_id, elem.seq_repo_id());
+        let ours = spec.def_typecode(seq).unwrap();
+        let theirs = seq_typecode(elem);
+        assert!(
+            ours.equal(&theirs),
+            "{elem}: ours {ours:?}\n servers {theirs:?}"
+        );
+        for mode in [CallMode::Oneway, CallMode::Twoway, CallMode::Echo] {
+            let name = elem.op_name(mode);
+            let op = spec
+                .find_operation("Bench::Perf", &name)
+                .unwrap_or_else(|| panic!("Perf::{name} missing"));
+            assert_eq!(op.oneway, mode == CallMode::Oneway, "{name}");
+            assert_eq!(op.params.len(), 1, "{name}");
+            assert_eq!(op.params[0].dir, Direction::In);
+            assert!(
+                spec.to_typecode(&op.params[0].ty).unwrap().equal(&theirs),
+                "{name}"
+            );
+            match mode {
+                CallMode::Echo => assert!(spec.to_typecode(&op.result).unwrap().equal(&theirs)),
+                _ => assert_eq!(op.result, Type::Void, "{name}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_idl_operation_is_served_with_the_same_oneway_flag() {
+    use iiop_servers::bench::{Object, Op};
+    let spec = iiop_idl::parse_file(common::bench_idl(), &Options::default()).unwrap();
+    for (obj, iface) in [
+        (Object::Perf, "Bench::Perf"),
+        (Object::Dispatch50, "Bench::Dispatch50"),
+        (Object::Dispatch500, "Bench::Dispatch500"),
+        (Object::Single(7), "Bench::Single"),
+    ] {
+        let id = spec.lookup(iface).unwrap();
+        assert_eq!(spec.def(id).repo_id, obj.repo_id());
+        let ops = spec.operations(id);
+        assert!(!ops.is_empty());
+        for (i, op) in ops.iter().enumerate() {
+            let served = obj
+                .op(&op.name)
+                .unwrap_or_else(|| panic!("{iface}::{} not served", op.name));
+            assert_eq!(served.is_oneway(), op.oneway, "{iface}::{}", op.name);
+            if let Op::Noop(pos) = served {
+                assert_eq!(pos as usize, i, "{iface}::{}", op.name);
+            }
+        }
+    }
+}
