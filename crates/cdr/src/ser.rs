@@ -96,7 +96,7 @@ pub fn to_writer<T: Serialize + ?Sized>(w: &mut Writer<'_>, value: &T) -> Result
 }
 
 /// Serialize `value` as a CDR stream of its own (alignment origin at its
-/// first byte) with default [`Options`](crate::Options).
+/// first byte) with default [`Options`].
 pub fn to_bytes<T: Serialize + ?Sized>(value: &T, order: ByteOrder) -> Result<BytesMut> {
     let mut buf = BytesMut::new();
     to_writer(&mut Writer::new(&mut buf, order), value)?;

@@ -19,10 +19,10 @@
 //! | [`Seq<T>`]     | `sequence<T>`       | one copy (+ swap pass)        | a sequence of `T`    |
 //!
 //! How the raw form is handed over: when our serializer meets a magic name
-//! it raises a thread-local token ([`RawMode::Encode`]) and serializes the
+//! it raises a thread-local token (`RawMode::Encode`) and serializes the
 //! inner value; the inner value sees the token (and clears it) and calls
 //! `serialize_bytes` with its host-order bytes instead of serializing each
-//! element. On decode our deserializer raises [`RawMode::Decode`] with the
+//! element. On decode our deserializer raises `RawMode::Decode` with the
 //! stream's byte order and hands the visitor the wire bytes; the visitor
 //! decodes them with one copy plus a swap pass. Tokens are raised only for
 //! the duration of one call and cleared by a guard, so a token can never

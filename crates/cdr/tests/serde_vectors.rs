@@ -531,3 +531,132 @@ fn deserialize_any_is_refused() {
         "{err:?}"
     );
 }
+
+#[test]
+fn sequences_of_unknown_length_get_their_count_patched() {
+    /// Serializes its items through `serialize_seq(None)`.
+    struct Unsized(Vec<u16>);
+    impl Serialize for Unsized {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = s.serialize_seq(None)?;
+            for x in &self.0 {
+                seq.serialize_element(x)?;
+            }
+            seq.end()
+        }
+    }
+    let b = to_bytes(&(1u8, Unsized(vec![7, 8])), Big).unwrap();
+    assert_eq!(&b[..], &[1, 0, 0, 0, 0, 0, 0, 2, 0, 7, 0, 8]);
+    let b = to_bytes(&Unsized(vec![]), Little).unwrap();
+    assert_eq!(&b[..], &[0, 0, 0, 0]);
+}
+
+#[test]
+fn code_set_rules_apply_to_char_sequences() {
+    let utf8 = Options {
+        char_set: iiop_cdr::CharCodeSet::Utf8,
+        ..Options::default()
+    };
+    // A non-ASCII octet is no UTF-8 `char`: refused both ways.
+    let mut buf = BytesMut::new();
+    let err = to_writer(
+        &mut Writer::new(&mut buf, Big).options(utf8),
+        &CharSeq(Bytes::from_static(&[b'a', 0xE9])),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        CdrError::Unrepresentable {
+            what: "sequence<char> with a non-ASCII octet".into(),
+            codeset: "UTF-8"
+        }
+    );
+    let data = [0, 0, 0, 2, b'a', 0xE9];
+    let mut r = Reader::new(&data, Big).options(utf8);
+    assert_eq!(
+        from_reader::<CharSeq>(&mut r),
+        Err(CdrError::InvalidCodeSet {
+            offset: 0,
+            codeset: "UTF-8"
+        })
+    );
+    let mut r = Reader::new(&data[4..], Big).with_base(4).options(utf8);
+    assert_eq!(
+        from_reader::<(char, char)>(&mut r),
+        Err(CdrError::InvalidCodeSet {
+            offset: 5,
+            codeset: "UTF-8"
+        })
+    );
+    // Latin-1 (the default) takes every octet.
+    let cs: CharSeq = from_bytes(&data, Big).unwrap();
+    assert_eq!(cs.to_latin1_string(), "aé");
+    // A UTF-8 string is carried as is.
+    let mut buf = BytesMut::new();
+    to_writer(&mut Writer::new(&mut buf, Big).options(utf8), "é").unwrap();
+    assert_eq!(&buf[..], &[0, 0, 0, 3, 0xC3, 0xA9, 0]);
+}
+
+#[test]
+fn option_and_bad_discriminators_are_refused_on_both_sides() {
+    let err = from_bytes::<Option<u8>>(&[1, 1], Big).unwrap_err();
+    assert!(
+        matches!(err, CdrError::TypeMismatch { offset: 0, .. }),
+        "{err:?}"
+    );
+    // A label that does not fit the discriminator type.
+    #[derive(Debug, Serialize)]
+    #[serde(rename = "T:short")]
+    enum T {
+        #[serde(rename = "70000")]
+        Big(u8),
+    }
+    let err = to_bytes(&T::Big(1), Big).unwrap_err();
+    assert_eq!(
+        err,
+        CdrError::Message(
+            "union discriminator 70000 does not fit the Short discriminator type (at offset 0)"
+                .into()
+        )
+    );
+    // A union without default whose discriminator names no case.
+    #[derive(Debug, Deserialize)]
+    enum N {
+        #[serde(rename = "1")]
+        A(#[allow(dead_code)] u8),
+    }
+    assert_eq!(
+        from_bytes::<N>(&[0, 0, 0, 5, 1], Big).map(|_| ()),
+        Err(CdrError::InvalidDiscriminator {
+            offset: 0,
+            value: 5
+        })
+    );
+    // Case 2 of Variant is a double: 8-aligned after the discriminator.
+    assert_eq!(
+        from_bytes::<Variant>(&[0, 0, 0, 2, 0, 0, 0, 0], Big).map(|_| ()),
+        Err(CdrError::Truncated {
+            offset: 8,
+            needed: 8,
+            available: 0
+        })
+    );
+}
+
+#[test]
+fn serde_errors_carry_the_offset() {
+    // Errors raised by serde itself (here: a Latin-1 non-ASCII string,
+    // converted, cannot be borrowed as &str) get the reader offset.
+    #[derive(Debug, Deserialize)]
+    struct Borrowed<'a> {
+        #[allow(dead_code)]
+        s: &'a str,
+    }
+    let data = [0, 0, 0, 2, 0xE9, 0];
+    let err = from_bytes::<Borrowed<'_>>(&data, Big).unwrap_err();
+    match err {
+        CdrError::Message(m) => assert!(m.ends_with("(at offset 6)"), "{m}"),
+        e => panic!("unexpected {e:?}"),
+    }
+}
