@@ -8,6 +8,7 @@
 //! [`sysinfo`] / [`placement`] (host, CPU time, pinning), [`rawtcp`] (the
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
+pub mod bench;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
@@ -35,6 +36,18 @@ use opts::{BenchCommand, Cli, Command, OrbsCommand};
 pub fn run(cli: Cli) -> i32 {
     interrupt::install();
     let outcome = match cli.command {
+        Command::Bench(BenchCommand::Throughput(o)) => {
+            let (r, err) = bench::throughput::run(&o);
+            finish(&r, &o.output, err)
+        }
+        Command::Bench(BenchCommand::Latency(o)) => {
+            let (r, err) = bench::latency::run(&o);
+            finish(&r, &o.output, err)
+        }
+        Command::Bench(BenchCommand::Connect(o)) => {
+            let (r, err) = bench::connect::run(&o);
+            finish(&r, &o.output, err)
+        }
         Command::Bench(BenchCommand::Tcp(o)) => {
             let (r, err) = cmd_tcp::run(&o);
             finish(&r, &o.output, err)

@@ -21,7 +21,7 @@ pub enum Command {
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
-    Serve(ServeOpts),
+    Serve(Box<ServeOpts>),
     /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
@@ -56,9 +56,15 @@ pub enum OrbsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// Typed throughput, CORBA-TTCP style (oneway / twoway / echo).
+    Throughput(Box<crate::bench::throughput::ThroughputOpts>),
+    /// Request/reply latency (closed loop, or open loop at a fixed rate).
+    Latency(Box<crate::bench::latency::LatencyOpts>),
+    /// Connection set-up cost, step by step, over fresh connections.
+    Connect(Box<crate::bench::connect::ConnectOpts>),
     /// The physical baseline: the same sizes and patterns over plain TCP
     /// with a 12-byte frame header and no marshalling (E4.3).
-    Tcp(TcpOpts),
+    Tcp(Box<TcpOpts>),
 }
 
 /// Where the client and an embedded server run.
@@ -208,7 +214,7 @@ impl SkeletonArg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sizes(pub Vec<u64>);
 
-fn parse_size_list(s: &str) -> Result<Sizes, crate::units::ParseError> {
+pub fn parse_size_list(s: &str) -> Result<Sizes, crate::units::ParseError> {
     parse_sizes(s).map(Sizes)
 }
 

@@ -36,7 +36,11 @@ impl Cpus {
                 crate::sysinfo::format_cpu_list(&avail)
             );
         }
-        Ok(Cpus { client, server, all: avail })
+        Ok(Cpus {
+            client,
+            server,
+            all: avail,
+        })
     }
 
     /// The CPUs an embedded server should run on: as pinned, or all of

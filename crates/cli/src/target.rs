@@ -74,7 +74,9 @@ fn parse_version(s: &str) -> Result<Version, String> {
         "1.0" => Ok(Version::V1_0),
         "1.1" => Ok(Version::V1_1),
         "1.2" => Ok(Version::V1_2),
-        _ => Err(format!("unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2")),
+        _ => Err(format!(
+            "unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2"
+        )),
     }
 }
 
@@ -120,7 +122,8 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
             },
             ..ServerOptions::default()
         };
-        let srv = RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
+        let srv =
+            RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
         let ior = srv.refs().ior.clone();
         let mut info = describe(&ior, "embedded", "embedded", t);
         info.isolation = Some(format!(
@@ -173,7 +176,12 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
     let p = ior.iiop_profile();
     let version = t
         .giop
-        .or_else(|| p.as_ref().map(|p| Version { major: 1, minor: p.version.minor.min(2) }))
+        .or_else(|| {
+            p.as_ref().map(|p| Version {
+                major: 1,
+                minor: p.version.minor.min(2),
+            })
+        })
         .map(|v| format!("{}.{}", v.major, v.minor))
         .unwrap_or_default();
     TargetInfo {
@@ -188,7 +196,11 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
         }),
         giop_version: version,
         code_sets: p.as_ref().and_then(|p| p.code_sets()).map(|cs| {
-            format!("char {}, wchar {}", code_set_list(&cs.for_char), code_set_list(&cs.for_wchar))
+            format!(
+                "char {}, wchar {}",
+                code_set_list(&cs.for_char),
+                code_set_list(&cs.for_wchar)
+            )
         }),
         isolation: None,
         skeleton: None,
@@ -208,7 +220,14 @@ fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
     };
     let mut s = name(c.native);
     if !c.conversion.is_empty() {
-        s.push_str(&format!(" (+{})", c.conversion.iter().map(|&i| name(i)).collect::<Vec<_>>().join(", ")));
+        s.push_str(&format!(
+            " (+{})",
+            c.conversion
+                .iter()
+                .map(|&i| name(i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     s
 }

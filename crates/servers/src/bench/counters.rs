@@ -108,13 +108,19 @@ pub fn threads_cpu_seconds(prefix: &str) -> Option<f64> {
     let mut found = false;
     for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let dir = t.path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else { continue };
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else {
+            continue;
+        };
         if !comm.trim_end().starts_with(prefix) {
             continue;
         }
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
         // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
         let f: Vec<&str> = rest.split_whitespace().collect();
         if let (Some(u), Some(s)) = (f.get(11), f.get(12)) {
             total += (u.parse::<f64>().unwrap_or(0.0) + s.parse::<f64>().unwrap_or(0.0)) / tick;

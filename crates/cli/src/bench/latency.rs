@@ -1,0 +1,441 @@
+//! `iiopbench bench latency`: request/reply latency (seed 003's ping-pong,
+//! E3.1; seed 002's null-method round trips, E2.1).
+//!
+//! Closed loop: `--connections C` × `--in-flight K` tasks, each issuing its
+//! next call when the previous one returns. Open loop (`--rate R`): calls
+//! are scheduled at fixed intended times and each latency is measured from
+//! its intended send time, so a stalled server shows up as latency instead
+//! of silently lowering the offered load (coordinated omission, as wrk2 and
+//! oha correct for). Histograms are HDR, merged losslessly across tasks.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use iiop_servers::bench::elements::{CallMode, Elem};
+use iiop_servers::bench::types::Payload;
+use iiop_servers::client::{BenchClient, BenchError};
+
+use super::session::{self, Session};
+use super::throughput::parse_types;
+use super::{count_error, error_kind, OnError};
+use crate::context::param;
+use crate::hist::Latency;
+use crate::opts::{OutputOpts, PlacementOpts, Sizes, SocketArgs};
+use crate::progress::Progress;
+use crate::results::{Case, CaseParams, CpuFigures, Fit, Results};
+use crate::sysinfo::CpuTime;
+use crate::target::TargetOpts;
+use crate::units::{format_size, parse_duration};
+
+/// Which operation a latency run calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LatOp {
+    /// `ping()`: no arguments, empty reply.
+    Ping,
+    /// `echo_T(s)`: the payload there and back.
+    Echo,
+    /// `send_T(s)`: the payload there, an empty reply back.
+    Send,
+}
+
+/// `bench latency` options.
+#[derive(Debug, Clone, Args)]
+pub struct LatencyOpts {
+    #[command(flatten)]
+    pub target: TargetOpts,
+    /// The operation.
+    #[arg(long, value_enum, default_value_t = LatOp::Ping)]
+    pub op: LatOp,
+    /// Element types for echo/send (bench.idl tokens), comma-separated.
+    #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
+    pub types: String,
+    /// Payload bytes per call for echo/send: a size, list or sweep.
+    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "0")]
+    pub size: Sizes,
+    /// Measured calls per point.
+    #[arg(long, default_value_t = 10_000)]
+    pub count: u64,
+    /// Measure for this long per point instead of --count calls.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Option<Duration>,
+    /// Unmeasured calls first (per point).
+    #[arg(long, default_value_t = 1_000)]
+    pub warmup: u64,
+    /// Connections (closed loop: each with --in-flight callers).
+    #[arg(long, default_value_t = 1)]
+    pub connections: usize,
+    /// Calls in flight per connection (closed loop).
+    #[arg(long, default_value_t = 1)]
+    pub in_flight: usize,
+    /// Open loop at this many calls per second (latency from the intended
+    /// send time).
+    #[arg(long, value_name = "CALLS_PER_SEC")]
+    pub rate: Option<f64>,
+    /// Also measure raw-TCP ping-pong at the same sizes and print ratios.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Raw-TCP server for --baseline with a remote target.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub baseline_target: Option<String>,
+    /// Stop at the first failed call, or count failures and go on.
+    #[arg(long, value_enum, default_value_t = OnError::Stop)]
+    pub on_error: OnError,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementOpts,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+/// What one caller sends.
+#[derive(Debug, Clone)]
+enum Call {
+    Ping,
+    Payload(CallMode, Rc<Payload>),
+}
+
+async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
+    match what {
+        Call::Ping => c.ping().await,
+        Call::Payload(mode, p) => match c.payload(*mode, p).await? {
+            Some(back) if &back != p.as_ref() => Err(BenchError::Reference(format!(
+                "echo_{} returned a different value",
+                p.elem()
+            ))),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// What the callers of one point measured together.
+#[derive(Debug, Default)]
+struct Tally {
+    lat: Latency,
+    calls: u64,
+    errors: BTreeMap<String, u64>,
+    first_error: Option<String>,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        self.lat.merge(&o.lat);
+        self.calls += o.calls;
+        for (k, v) in o.errors {
+            *self.errors.entry(k).or_insert(0) += v;
+        }
+        if self.first_error.is_none() {
+            self.first_error = o.first_error;
+        }
+    }
+
+    fn fail(&mut self, e: &BenchError) {
+        count_error(&mut self.errors, error_kind(e));
+        if self.first_error.is_none() {
+            self.first_error = Some(e.to_string());
+        }
+    }
+}
+
+/// Run `bench latency`.
+pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
+    session::run(
+        "latency",
+        &o.target,
+        &o.socket,
+        &o.placement,
+        |r| {
+            let p = &mut r.params;
+            param(p, "count", o.count);
+            param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
+            param(p, "warmup", o.warmup);
+            param(p, "connections", o.connections);
+            param(p, "in_flight", o.in_flight);
+            param(p, "rate", o.rate);
+            param(p, "nodelay", o.socket.nodelay);
+            param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
+        },
+        async |s: &Session, r: &mut Results| {
+            // Tasks share Rc'd payloads: run them on a LocalSet.
+            tokio::task::LocalSet::new()
+                .run_until(measure(o, s, r))
+                .await
+        },
+    )
+}
+
+async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        o.connections >= 1 && o.in_flight >= 1,
+        "--connections and --in-flight must be at least 1"
+    );
+    if let Some(rate) = o.rate {
+        anyhow::ensure!(rate > 0.0 && rate.is_finite(), "--rate must be positive");
+    }
+    let mut conns = Vec::with_capacity(o.connections);
+    for _ in 0..o.connections {
+        conns.push(
+            s.connect()
+                .await
+                .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?,
+        );
+    }
+    let cs = conns[0].connection().options().char_set;
+    let points: Vec<(Option<Elem>, u64)> = match o.op {
+        LatOp::Ping => vec![(None, 0)],
+        _ => parse_types(&o.types)?
+            .into_iter()
+            .flat_map(|e| o.size.0.iter().map(move |&s| (Some(e), s)))
+            .collect(),
+    };
+    let progress = Progress::new(o.output.quiet);
+    let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for (elem, size) in points {
+        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        let (what, per_call, label, ty) = match (o.op, elem) {
+            (LatOp::Ping, _) | (_, None) => (Call::Ping, 0, "ping".to_string(), "void".to_string()),
+            (op, Some(e)) => {
+                let mode = if op == LatOp::Echo {
+                    CallMode::Echo
+                } else {
+                    CallMode::Twoway
+                };
+                let p = Payload::for_size(e, size);
+                let b = p.counted_bytes(cs);
+                let name = if op == LatOp::Echo { "echo" } else { "send" };
+                (
+                    Call::Payload(mode, Rc::new(p)),
+                    b,
+                    format!("{name} {e} {}", format_size(size)),
+                    e.token().to_string(),
+                )
+            }
+        };
+        let pb = progress.case(&label);
+        // Warm-up, spread over the connections, not recorded.
+        for i in 0..o.warmup {
+            let c = &conns[i as usize % conns.len()];
+            if let Err(e) = call(c, &what).await {
+                pb.done();
+                anyhow::bail!("{label}: warm-up call failed: {e}");
+            }
+        }
+        let cpu0 = CpuTime::thread_now();
+        let start = Instant::now();
+        let tally = match o.rate {
+            None => closed_loop(o, &conns, &what).await,
+            Some(rate) => open_loop(o, &conns, &what, rate).await,
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let cpu = CpuTime::thread_now().since(cpu0);
+        pb.done();
+        let mode = match o.op {
+            LatOp::Ping => "ping",
+            LatOp::Echo => "echo",
+            LatOp::Send => "send",
+        };
+        let bytes = tally.calls * per_call;
+        let mut case = Case {
+            name: label.clone(),
+            params: CaseParams {
+                ty,
+                size,
+                mode: mode.into(),
+                extra: BTreeMap::new(),
+            },
+            calls: tally.calls,
+            bytes,
+            seconds: secs,
+            calls_per_sec: tally.calls as f64 / secs.max(1e-9),
+            throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+            latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
+            histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
+            errors: tally.errors,
+            cpu: Some(CpuFigures {
+                client_user_s: cpu.user,
+                client_sys_s: cpu.sys,
+                client_s_per_mib: if bytes > 0 {
+                    cpu.total() / (bytes as f64 / 1048576.0)
+                } else {
+                    0.0
+                },
+                server_s: None,
+            }),
+            ..Default::default()
+        };
+        param(&mut case.params.extra, "connections", o.connections);
+        param(&mut case.params.extra, "in_flight", o.in_flight);
+        if let Some(rate) = o.rate {
+            param(&mut case.params.extra, "rate", rate);
+        }
+        if let (Some(l), Some(e)) = (&case.latency_us, elem) {
+            fits.entry(format!("{mode} {e}"))
+                .or_default()
+                .push((per_call as f64, l.mean));
+        }
+        r.cases.push(case);
+        if let (OnError::Stop, Some(e)) = (o.on_error, tally.first_error) {
+            anyhow::bail!("{label}: {e}");
+        }
+    }
+    for (label, pts) in fits {
+        if let Some(f) = Fit::from_points(&label, &pts) {
+            r.fits.push(f);
+        }
+    }
+    if o.baseline {
+        baseline(o, s, r)?;
+    }
+    Ok(())
+}
+
+async fn closed_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call) -> Tally {
+    let issued = Rc::new(AtomicU64::new(0));
+    let deadline = o.duration.map(|d| Instant::now() + d);
+    let count = if o.duration.is_some() {
+        u64::MAX
+    } else {
+        o.count
+    };
+    let stop_on_error = o.on_error == OnError::Stop;
+    let mut tasks = Vec::new();
+    for c in conns {
+        for _ in 0..o.in_flight {
+            let (c, what, issued) = (c.clone(), what.clone(), issued.clone());
+            tasks.push(tokio::task::spawn_local(async move {
+                let mut t = Tally::default();
+                loop {
+                    if issued.fetch_add(1, Ordering::Relaxed) >= count
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                        || crate::interrupt::requested()
+                    {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    match call(&c, &what).await {
+                        Ok(()) => {
+                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                            t.calls += 1;
+                        }
+                        Err(e) => {
+                            t.fail(&e);
+                            if stop_on_error {
+                                issued.store(u64::MAX / 2, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                }
+                t
+            }));
+        }
+    }
+    let mut total = Tally::default();
+    for t in tasks {
+        if let Ok(t) = t.await {
+            total.merge(t);
+        }
+    }
+    total
+}
+
+/// Calls at fixed intended times; each latency counts from its intended
+/// time. At most 10 000 calls are outstanding; beyond that, calls are
+/// counted as `overload` errors rather than queued without bound.
+async fn open_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call, rate: f64) -> Tally {
+    const MAX_OUTSTANDING: usize = 10_000;
+    let n = match o.duration {
+        Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
+        None => o.count,
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let start = tokio::time::Instant::now();
+    let outstanding = Rc::new(std::cell::Cell::new(0usize));
+    let mut tasks = Vec::new();
+    let mut total = Tally::default();
+    for i in 0..n {
+        if crate::interrupt::requested() {
+            break;
+        }
+        let intended = start + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(intended).await;
+        if outstanding.get() >= MAX_OUTSTANDING {
+            count_error(&mut total.errors, "overload".into());
+            continue;
+        }
+        outstanding.set(outstanding.get() + 1);
+        let (c, what, out) = (
+            conns[i as usize % conns.len()].clone(),
+            what.clone(),
+            outstanding.clone(),
+        );
+        let intended = intended.into_std();
+        tasks.push(tokio::task::spawn_local(async move {
+            let mut t = Tally::default();
+            match call(&c, &what).await {
+                Ok(()) => {
+                    t.lat.record_ns(intended.elapsed().as_nanos() as u64);
+                    t.calls = 1;
+                }
+                Err(e) => t.fail(&e),
+            }
+            out.set(out.get() - 1);
+            t
+        }));
+    }
+    for t in tasks {
+        if let Ok(t) = t.await {
+            total.merge(t);
+        }
+    }
+    total
+}
+
+fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+    let echo = o.op == LatOp::Echo;
+    let sizes: Vec<u64> = if o.op == LatOp::Ping {
+        vec![1]
+    } else {
+        o.size.0.clone()
+    };
+    let mut raw = BTreeMap::new();
+    let dur = o.duration.unwrap_or(Duration::from_secs(1));
+    for size in sizes {
+        let run = session::raw_pingpong(addr, s, size, echo, dur)?;
+        let mut c = crate::cmd_tcp::pingpong_case(&run, size);
+        c.params.mode = if echo {
+            "tcp-pingpong-echo"
+        } else {
+            "tcp-pingpong-ack"
+        }
+        .into();
+        c.name = format!(
+            "tcp {} {}",
+            if echo { "echo" } else { "ack" },
+            format_size(size)
+        );
+        if let Some(l) = &c.latency_us {
+            raw.insert(size, l.p50);
+        }
+        r.cases.push(c);
+    }
+    for c in r
+        .cases
+        .iter_mut()
+        .filter(|c| !c.params.mode.starts_with("tcp"))
+    {
+        let key = if c.params.mode == "ping" {
+            1
+        } else {
+            c.params.size
+        };
+        if let Some(&p50) = raw.get(&key) {
+            session::latency_baseline(c, p50);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,52 @@
+//! The GIOP benchmarks: `bench throughput` (CORBA-TTCP, E0/E4.1),
+//! `bench latency` (ping-pong, closed or open loop, E3.1/E2.1) and
+//! `bench connect` (set-up cost, E1.1).
+//!
+//! Every command runs the same way: resolve the target (or start the
+//! embedded server, before pinning the client so it does not inherit the
+//! client's CPUs), pin the client thread, run a current-thread tokio
+//! runtime on it (so `RUSAGE_THREAD` is exactly the client's CPU), measure
+//! case after case, and always hand back the results measured so far with
+//! the error that stopped the run, if any.
+
+pub mod connect;
+pub mod latency;
+pub mod session;
+pub mod throughput;
+
+use std::collections::BTreeMap;
+
+use clap::ValueEnum;
+
+/// What to do when a call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnError {
+    /// End the run at the first failed call (the default).
+    Stop,
+    /// Count the failure by kind and go on.
+    Continue,
+}
+
+/// A short stable name for an error, used as the key of `errors`.
+pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
+    use iiop_giop::transport::client::ClientError as C;
+    use iiop_servers::client::BenchError as B;
+    match e {
+        B::Call(C::System(s)) => s.repo_id.to_string(),
+        B::Call(C::User { repo_id, .. }) => repo_id.clone(),
+        B::Call(C::Timeout { .. }) => "timeout".into(),
+        B::Call(C::Closed { .. }) => "connection-closed".into(),
+        B::Call(C::Io { .. }) => "io-error".into(),
+        B::Call(C::Connect { .. }) | B::Call(C::ConnectTimeout { .. }) => "connect-failed".into(),
+        B::Call(C::PeerMessageError { .. }) => "peer-message-error".into(),
+        B::Call(C::Protocol { .. }) => "malformed-reply".into(),
+        B::Call(_) => "call-failed".into(),
+        B::Decode { .. } => "undecodable-reply".into(),
+        B::Reference(_) => "bad-reference".into(),
+    }
+}
+
+/// Count one error of `kind`.
+pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: String) {
+    *errors.entry(kind).or_insert(0) += 1;
+}

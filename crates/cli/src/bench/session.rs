@@ -1,0 +1,176 @@
+//! The frame every GIOP benchmark runs in: placement, target, runtime,
+//! results skeleton, and the raw-TCP baseline measured in the same run.
+
+use std::time::Duration;
+
+use iiop_giop::transport::client::ClientConfig;
+use iiop_servers::client::BenchClient;
+
+use crate::opts::{OutputOpts, PlacementOpts, SocketArgs};
+use crate::placement::Cpus;
+use crate::rawtcp::{RawClient, RawRun, RawServer};
+use crate::results::{Baseline, Case, Results, TargetInfo};
+use crate::target::{self, Resolved, TargetOpts};
+
+/// Everything a benchmark needs once set up.
+#[derive(Debug)]
+pub struct Session {
+    pub cpus: Cpus,
+    pub resolved: Resolved,
+    pub cfg: ClientConfig,
+    pub socket: SocketArgs,
+}
+
+impl Session {
+    /// A new connection to the target's main object.
+    pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+        BenchClient::connect(&self.resolved.ior, &self.cfg).await
+    }
+
+    /// Whether the server runs inside this process.
+    pub fn embedded(&self) -> bool {
+        self.resolved.embedded.is_some()
+    }
+}
+
+/// Run `body` as a benchmark: resolve placement and target, pin the
+/// client, run on a current-thread runtime. Returns the results (possibly
+/// partial) and the error that ended the run.
+pub fn run<F>(
+    kind: &str,
+    t: &TargetOpts,
+    socket: &SocketArgs,
+    placement: &PlacementOpts,
+    fill_params: impl FnOnce(&mut Results),
+    body: F,
+) -> (Results, Option<anyhow::Error>)
+where
+    F: AsyncFnOnce(&Session, &mut Results) -> anyhow::Result<()>,
+{
+    let mut results = crate::context::new_results(kind, TargetInfo::default(), Default::default());
+    fill_params(&mut results);
+    let cpus = match Cpus::resolve(placement) {
+        Ok(c) => c,
+        Err(e) => return (results, Some(e)),
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return (results, Some(e.into())),
+    };
+    // The embedded server starts (on its own threads and CPUs) before the
+    // client thread is pinned.
+    let resolved = match rt.block_on(target::resolve(t, socket, &cpus)) {
+        Ok(r) => r,
+        Err(e) => return (results, Some(e)),
+    };
+    results.target = resolved.info.clone();
+    results.placement = cpus.record(resolved.embedded.is_some());
+    if resolved.resolve_seconds > 0.0 {
+        crate::context::param(
+            &mut results.params,
+            "resolve_seconds",
+            resolved.resolve_seconds,
+        );
+    }
+    if let Err(e) = cpus.pin_client() {
+        return (results, Some(e));
+    }
+    let session = Session {
+        cfg: target::client_config(t, socket),
+        cpus,
+        resolved,
+        socket: socket.clone(),
+    };
+    let err = rt.block_on(body(&session, &mut results)).err();
+    results.outcome.complete = err.is_none();
+    results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    // Stop the embedded server (graceful) before returning.
+    drop(session);
+    (results, err)
+}
+
+/// The raw-TCP server a baseline runs against: a local one pinned like an
+/// embedded server (loopback targets only: a remote target needs
+/// `iiopbench serve --raw-tcp` there and `--baseline-target`).
+pub fn baseline_server(
+    s: &Session,
+    remote: Option<&str>,
+) -> anyhow::Result<(Option<RawServer>, std::net::SocketAddr)> {
+    if let Some(r) = remote {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(r)?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("--baseline-target {r} resolves to nothing"))?;
+        return Ok((None, addr));
+    }
+    let host = &s.resolved.info.host;
+    let loopback = s.embedded()
+        || host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    anyhow::ensure!(
+        loopback,
+        "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
+    );
+    let srv = RawServer::start("127.0.0.1:0", s.socket.raw(), Some(s.cpus.server_or_all()))?;
+    let addr = srv.addr();
+    Ok((Some(srv), addr))
+}
+
+/// Raw-TCP stream of `size`-byte frames, the baseline of oneway throughput.
+pub fn raw_stream(
+    addr: std::net::SocketAddr,
+    s: &Session,
+    size: u64,
+    total: u64,
+    min: Duration,
+    max: Duration,
+) -> anyhow::Result<RawRun> {
+    let mut c = RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?;
+    c.stream(size as usize, total, min, max)
+}
+
+/// Raw-TCP ping-pong (`echo`: the frame comes back; else an empty ack),
+/// the baseline of twoway calls.
+pub fn raw_pingpong(
+    addr: std::net::SocketAddr,
+    s: &Session,
+    size: u64,
+    echo: bool,
+    duration: Duration,
+) -> anyhow::Result<RawRun> {
+    let mut c = RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?;
+    c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
+}
+
+/// Attach a throughput ratio to a case.
+pub fn throughput_baseline(c: &mut Case, raw_mbps: f64) {
+    c.baseline = Some(Baseline {
+        metric: "throughput".into(),
+        baseline_value: raw_mbps,
+        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+    });
+}
+
+/// Attach a p50 latency ratio to a case.
+pub fn latency_baseline(c: &mut Case, raw_p50_us: f64) {
+    if let Some(l) = &c.latency_us {
+        c.baseline = Some(Baseline {
+            metric: "p50".into(),
+            baseline_value: raw_p50_us,
+            ratio: l.p50 / raw_p50_us.max(1e-9),
+        });
+    }
+}
+
+/// Emit the results and turn the run's error into the command's outcome.
+pub fn finish(r: &Results, o: &OutputOpts, err: Option<anyhow::Error>) -> anyhow::Result<()> {
+    let written = crate::output::emit(r, o);
+    match (err, written) {
+        (Some(e), _) => Err(e),
+        (None, w) => w,
+    }
+}

@@ -1,0 +1,520 @@
+//! `iiopbench bench throughput`: CORBA-TTCP (seed 000, E0; seed 004, E4.1).
+//! Typed sequences of a given per-call size are sent until both a total
+//! volume and a minimum duration are reached; oneway runs end with
+//! `get_stats()`, which (on the same connection, after every oneway) tells
+//! how many payload bytes the server decoded — receiver-side throughput.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use clap::Args;
+use iiop_cdr::{Reader, TypeCode, Value, Writer};
+use iiop_giop::transport::client::Prepared;
+use iiop_giop::ResponseMode;
+use iiop_servers::bench::elements::{CallMode, Elem};
+use iiop_servers::bench::types::{seq_typecode, Payload};
+use iiop_servers::client::{BenchClient, BenchError};
+
+use super::session::{self, Session};
+use super::{count_error, error_kind, OnError};
+use crate::context::param;
+use crate::hist::Latency;
+use crate::opts::{OutputOpts, PlacementOpts, Sizes, SocketArgs};
+use crate::progress::Progress;
+use crate::results::{Case, CaseParams, CpuFigures, Overhead, Results};
+use crate::sysinfo::CpuTime;
+use crate::target::TargetOpts;
+use crate::units::{format_size, parse_duration, parse_size};
+
+/// `bench throughput` options.
+#[derive(Debug, Clone, Args)]
+pub struct ThroughputOpts {
+    #[command(flatten)]
+    pub target: TargetOpts,
+    /// Element types (bench.idl tokens), comma-separated, or `all`.
+    #[arg(
+        long = "type",
+        default_value = "octet,double,perfstruct",
+        value_name = "TYPES"
+    )]
+    pub types: String,
+    /// Payload bytes per call: a size, a list, or a doubling range
+    /// (`1KiB..128KiB`).
+    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "1KiB,64KiB")]
+    pub size: Sizes,
+    /// Return styles, comma-separated: oneway, twoway (void), echo.
+    #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
+    pub mode: String,
+    /// Payload bytes to send per point (at least).
+    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    pub total: u64,
+    /// Minimum duration of each point (64 MiB crosses loopback in ~20 ms).
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub min_duration: Duration,
+    /// Maximum duration of each point, whatever was sent.
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub max_duration: Duration,
+    /// Marshal each request once and resend it with only the request id
+    /// patched (seed 000's request reuse, E0.4).
+    #[arg(long)]
+    pub reuse_request: bool,
+    /// Build requests from run-time TypeCodes (Values) instead of compiled
+    /// serde types (the DII analogue, E0.3).
+    #[arg(long)]
+    pub dynamic: bool,
+    /// Measure marshal / transport / demarshal time per call (E0.5); costs
+    /// one extra copy per call, so off by default.
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Also measure raw TCP at the same sizes in this run and print ratios.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Raw-TCP server for --baseline with a remote target
+    /// (`iiopbench serve --raw-tcp` on the target host).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub baseline_target: Option<String>,
+    /// Stop at the first failed call, or count failures and go on.
+    #[arg(long, value_enum, default_value_t = OnError::Stop)]
+    pub on_error: OnError,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementOpts,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+/// Parse a comma list of element tokens (`all` for every type).
+pub fn parse_types(s: &str) -> anyhow::Result<Vec<Elem>> {
+    if s.trim() == "all" {
+        return Ok(Elem::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|t| t.trim().parse::<Elem>().map_err(anyhow::Error::from))
+        .collect()
+}
+
+/// Parse a comma list of modes.
+pub fn parse_modes(s: &str) -> anyhow::Result<Vec<CallMode>> {
+    s.split(',')
+        .map(|t| t.trim().parse::<CallMode>().map_err(|e| anyhow::anyhow!(e)))
+        .collect()
+}
+
+/// How one call is made.
+enum Sender {
+    Typed(Payload),
+    Dynamic(TypeCode, Value),
+    Prepared(Prepared, Payload),
+}
+
+/// The payload as the chosen path needs it.
+fn sender(
+    c: &BenchClient,
+    elem: Elem,
+    mode: CallMode,
+    size: u64,
+    o: &ThroughputOpts,
+) -> anyhow::Result<Sender> {
+    let p = Payload::for_size(elem, size);
+    if o.reuse_request {
+        let resp = match mode {
+            CallMode::Oneway => ResponseMode::Oneway,
+            _ => ResponseMode::Twoway,
+        };
+        let prep = c
+            .connection()
+            .prepare(c.target(), &elem.op_name(mode), resp, |w| p.encode(w))
+            .map_err(|e| anyhow::anyhow!("preparing request: {e}"))?;
+        return Ok(Sender::Prepared(prep, p));
+    }
+    if o.dynamic {
+        let tc = seq_typecode(elem);
+        let mut buf = BytesMut::new();
+        p.encode(&mut Writer::new(&mut buf, iiop_cdr::ByteOrder::NATIVE))?;
+        let v = Value::decode(&tc, &mut Reader::new(&buf, iiop_cdr::ByteOrder::NATIVE))?;
+        return Ok(Sender::Dynamic(tc, v));
+    }
+    Ok(Sender::Typed(p))
+}
+
+/// One call; checks an echo's result against what was sent.
+async fn call_once(
+    c: &BenchClient,
+    s: &Sender,
+    elem: Elem,
+    mode: CallMode,
+) -> Result<(), BenchError> {
+    let mismatch = || BenchError::Reference(format!("echo_{elem} returned a different value"));
+    match s {
+        Sender::Typed(p) => match c.payload(mode, p).await? {
+            Some(back) if &back != p => Err(mismatch()),
+            _ => Ok(()),
+        },
+        Sender::Dynamic(tc, v) => match c.payload_dynamic(mode, elem, tc, v).await? {
+            Some(back) if &back != v => Err(mismatch()),
+            _ => Ok(()),
+        },
+        Sender::Prepared(prep, p) => {
+            let reply = c.connection().send_prepared(prep).await?;
+            let Some(r) = reply else { return Ok(()) };
+            let body = iiop_giop::transport::client::reply_result(r)?;
+            if mode == CallMode::Echo {
+                let back = Payload::decode(elem, &mut body.reader(c.connection().options()))
+                    .map_err(|source| BenchError::Decode {
+                        op: elem.op_name(mode),
+                        source,
+                    })?;
+                if &back != p {
+                    return Err(mismatch());
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Protocol bytes per call beyond the payload (E3.4): the request message
+/// as built for this case, and one real reply.
+async fn overhead(
+    c: &BenchClient,
+    elem: Elem,
+    mode: CallMode,
+    p: &Payload,
+    payload_bytes: u64,
+) -> Option<Overhead> {
+    let resp = if mode == CallMode::Oneway {
+        ResponseMode::Oneway
+    } else {
+        ResponseMode::Twoway
+    };
+    let prep = c
+        .connection()
+        .prepare(c.target(), &elem.op_name(mode), resp, |w| p.encode(w))
+        .ok()?;
+    let request = prep.message().len() as f64 - payload_bytes as f64;
+    let reply = match mode {
+        CallMode::Oneway => 0.0,
+        _ => {
+            let r = c.connection().send_prepared(&prep).await.ok()??;
+            let total = (r.body.offset + r.body.bytes.len()) as f64;
+            if mode == CallMode::Echo {
+                total - payload_bytes as f64
+            } else {
+                total
+            }
+        }
+    };
+    Some(Overhead {
+        request_bytes: request,
+        reply_bytes: reply,
+    })
+}
+
+/// Run `bench throughput`.
+pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
+    session::run(
+        "throughput",
+        &o.target,
+        &o.socket,
+        &o.placement,
+        |r| {
+            let p = &mut r.params;
+            param(p, "total", o.total);
+            param(p, "min_duration_s", o.min_duration.as_secs_f64());
+            param(p, "max_duration_s", o.max_duration.as_secs_f64());
+            param(p, "reuse_request", o.reuse_request);
+            param(p, "dynamic", o.dynamic);
+            param(p, "nodelay", o.socket.nodelay);
+            param(p, "sndbuf", o.socket.sndbuf);
+            param(p, "rcvbuf", o.socket.rcvbuf);
+            param(p, "order", format!("{:?}", o.target.order.order()));
+        },
+        async |s: &Session, r: &mut Results| measure(o, s, r).await,
+    )
+}
+
+async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+    let types = parse_types(&o.types)?;
+    let modes = parse_modes(&o.mode)?;
+    let c = s
+        .connect()
+        .await
+        .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
+    let cs = c.connection().options().char_set;
+    let progress = Progress::new(o.output.quiet);
+    for &mode in &modes {
+        for &elem in &types {
+            for &size in &o.size.0 {
+                anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+                let label = format!("{} {elem} {}", mode.name(), format_size(size));
+                let pb = progress.case(&label);
+                let res = point(o, s, &c, elem, mode, size, cs, &label, r).await;
+                pb.done();
+                res?;
+            }
+        }
+    }
+    if o.baseline {
+        baseline(o, s, r)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn point(
+    o: &ThroughputOpts,
+    _s: &Session,
+    c: &BenchClient,
+    elem: Elem,
+    mode: CallMode,
+    size: u64,
+    cs: iiop_cdr::CharCodeSet,
+    label: &str,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    let snd = sender(c, elem, mode, size, o)?;
+    let payload = match &snd {
+        Sender::Typed(p) | Sender::Prepared(_, p) => p.clone(),
+        Sender::Dynamic(..) => Payload::for_size(elem, size),
+    };
+    let per_call = payload.counted_bytes(cs);
+    let over = overhead(c, elem, mode, &payload, per_call).await;
+    c.reset()
+        .await
+        .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
+    let mut errors = BTreeMap::new();
+    let mut lat = Latency::new();
+    let mut breakdown = Breakdown::default();
+    let (mut calls, mut bytes) = (0u64, 0u64);
+    let cpu0 = CpuTime::thread_now();
+    let start = Instant::now();
+    let mut failure = None;
+    loop {
+        let t0 = Instant::now();
+        let res = if o.breakdown {
+            breakdown.call(c, &payload, elem, mode).await
+        } else {
+            call_once(c, &snd, elem, mode).await
+        };
+        match res {
+            Ok(()) => {
+                calls += 1;
+                bytes += per_call;
+                if mode != CallMode::Oneway {
+                    lat.record_ns(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            Err(e) => {
+                count_error(&mut errors, error_kind(&e));
+                if o.on_error == OnError::Stop {
+                    failure = Some(anyhow::anyhow!("{label}: call {} failed: {e}", calls + 1));
+                    break;
+                }
+            }
+        }
+        let el = start.elapsed();
+        if (bytes >= o.total && el >= o.min_duration)
+            || el >= o.max_duration
+            || crate::interrupt::requested()
+        {
+            break;
+        }
+    }
+    let send_secs = start.elapsed().as_secs_f64();
+    let client_cpu = CpuTime::thread_now().since(cpu0);
+    // get_stats() follows every oneway on this connection: its reply means
+    // the server has decoded them all.
+    let stats = if failure.is_none() {
+        c.stats().await.ok()
+    } else {
+        None
+    };
+    let recv_secs = start.elapsed().as_secs_f64();
+    let mut case = Case {
+        name: label.to_string(),
+        params: CaseParams {
+            ty: elem.token().into(),
+            size,
+            mode: mode.name().into(),
+            extra: BTreeMap::new(),
+        },
+        calls,
+        bytes,
+        seconds: send_secs,
+        calls_per_sec: calls as f64 / send_secs.max(1e-9),
+        throughput_mbps: bytes as f64 * 8.0 / send_secs.max(1e-9) / 1e6,
+        errors,
+        overhead: over,
+        ..Default::default()
+    };
+    param(&mut case.params.extra, "elements", payload.len());
+    param(
+        &mut case.params.extra,
+        "path",
+        if o.reuse_request {
+            "reuse"
+        } else if o.dynamic {
+            "dynamic"
+        } else {
+            "typed"
+        },
+    );
+    if !lat.is_empty() {
+        case.latency_us = Some(lat.summary());
+        case.histogram = Some(lat.to_base64());
+    }
+    if let Some(st) = &stats {
+        case.receiver_throughput_mbps = Some(st.bytes as f64 * 8.0 / recv_secs.max(1e-9) / 1e6);
+        param(&mut case.extra, "server_bytes", st.bytes);
+        param(&mut case.extra, "receiver_seconds", recv_secs);
+        if st.bytes != bytes {
+            count_error(&mut case.errors, "payload-bytes-lost".into());
+            param(
+                &mut case.extra,
+                "lost_bytes",
+                bytes as i128 - st.bytes as i128,
+            );
+        }
+        let expect_calls = if mode == CallMode::Oneway {
+            (0, calls)
+        } else {
+            (calls, 0)
+        };
+        if (st.calls, st.oneways) != expect_calls {
+            count_error(&mut case.errors, "call-count-mismatch".into());
+        }
+    }
+    let mib = bytes as f64 / (1u64 << 20) as f64;
+    case.cpu = Some(CpuFigures {
+        client_user_s: client_cpu.user,
+        client_sys_s: client_cpu.sys,
+        client_s_per_mib: if mib > 0.0 {
+            client_cpu.total() / mib
+        } else {
+            0.0
+        },
+        server_s: stats.map(|s| s.cpu_seconds),
+    });
+    if o.breakdown {
+        case.breakdown = Some(breakdown.into_map());
+    }
+    r.cases.push(case);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Raw-TCP points at the same sizes, and the ratio of every case to its
+/// matching raw point.
+fn baseline(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+    let mut raw: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let modes = parse_modes(&o.mode)?;
+    for &size in &o.size.0 {
+        for &mode in &modes {
+            let (pattern, run) = match mode {
+                CallMode::Oneway => (
+                    "stream",
+                    session::raw_stream(addr, s, size, o.total, o.min_duration, o.max_duration)?,
+                ),
+                CallMode::Twoway => (
+                    "pingpong-ack",
+                    session::raw_pingpong(addr, s, size, false, o.min_duration)?,
+                ),
+                CallMode::Echo => (
+                    "pingpong-echo",
+                    session::raw_pingpong(addr, s, size, true, o.min_duration)?,
+                ),
+            };
+            let mut c = if mode == CallMode::Oneway {
+                crate::cmd_tcp::stream_case(&run, size)
+            } else {
+                crate::cmd_tcp::pingpong_case(&run, size)
+            };
+            c.name = format!("tcp {pattern} {}", format_size(size));
+            c.params.mode = format!("tcp-{pattern}");
+            raw.insert((mode.name().to_string(), size), c.throughput_mbps);
+            r.cases.push(c);
+        }
+    }
+    for c in r.cases.iter_mut() {
+        if let Some(&v) = raw.get(&(c.params.mode.clone(), c.params.size)) {
+            session::throughput_baseline(c, v);
+        }
+    }
+    Ok(())
+}
+
+/// Per-phase timers of `--breakdown`: the payload is marshalled into a
+/// scratch buffer (timed), the pre-marshalled body is sent and the reply
+/// awaited (timed: write, wait and read together, as the transport does
+/// them in one step), and an echo's result is demarshalled (timed).
+#[derive(Debug, Default)]
+struct Breakdown {
+    marshal: Duration,
+    transport: Duration,
+    demarshal: Duration,
+    scratch: BytesMut,
+}
+
+impl Breakdown {
+    async fn call(
+        &mut self,
+        c: &BenchClient,
+        p: &Payload,
+        elem: Elem,
+        mode: CallMode,
+    ) -> Result<(), BenchError> {
+        let conn = c.connection();
+        let t0 = Instant::now();
+        self.scratch.clear();
+        p.encode(&mut Writer::new(&mut self.scratch, conn.order()))
+            .map_err(|source| BenchError::Decode {
+                op: "marshal".into(),
+                source,
+            })?;
+        let t1 = Instant::now();
+        let resp = if mode == CallMode::Oneway {
+            ResponseMode::Oneway
+        } else {
+            ResponseMode::Twoway
+        };
+        let reply = conn
+            .request_bytes(c.target(), &elem.op_name(mode), resp, &self.scratch)
+            .await?;
+        let t2 = Instant::now();
+        if let Some(r) = reply {
+            let body = iiop_giop::transport::client::reply_result(r)?;
+            if mode == CallMode::Echo {
+                let back =
+                    Payload::decode(elem, &mut body.reader(conn.options())).map_err(|source| {
+                        BenchError::Decode {
+                            op: elem.op_name(mode),
+                            source,
+                        }
+                    })?;
+                if &back != p {
+                    return Err(BenchError::Reference(format!(
+                        "echo_{elem} returned a different value"
+                    )));
+                }
+            }
+        }
+        let t3 = Instant::now();
+        self.marshal += t1 - t0;
+        self.transport += t2 - t1;
+        self.demarshal += t3 - t2;
+        Ok(())
+    }
+
+    fn into_map(self) -> BTreeMap<String, f64> {
+        BTreeMap::from([
+            ("marshal".to_string(), self.marshal.as_secs_f64()),
+            ("write_wait_read".to_string(), self.transport.as_secs_f64()),
+            ("demarshal".to_string(), self.demarshal.as_secs_f64()),
+        ])
+    }
+}
