@@ -1,0 +1,374 @@
+//! Black-box: the GIOP bench commands run in-process against the embedded
+//! reference server and against deliberately failing servers; exact counts
+//! and bytes asserted from the JSON they write.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use iiop_cdr::{Reader, Writer};
+use iiop_giop::exception::Completion;
+use iiop_giop::ior::Ior;
+use iiop_giop::transport::server::{
+    serve, Dispatch, Handler, Outcome, RequestContext, ServerConfig,
+};
+use iiop_giop::SystemException;
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("iiopbench-{}-{name}", std::process::id()))
+}
+
+fn run(args: &[&str]) -> i32 {
+    iiopbench::main_with_args(std::iter::once("iiopbench").chain(args.iter().copied()))
+}
+
+fn run_json(name: &str, args: &[&str]) -> (i32, Value) {
+    let json = tmp(name);
+    let mut a: Vec<&str> = args.to_vec();
+    let j = json.to_str().unwrap().to_string();
+    a.extend(["--quiet", "--json", &j]);
+    let code = run(&a);
+    let v =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("results written")).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    (code, v)
+}
+
+fn cases(v: &Value) -> &Vec<Value> {
+    v["cases"].as_array().unwrap()
+}
+
+#[test]
+fn throughput_counts_every_call_and_byte_on_every_path() {
+    for path in [
+        &[][..],
+        &["--reuse-request"][..],
+        &["--dynamic"][..],
+        &["--breakdown"][..],
+    ] {
+        let mut args = vec![
+            "bench",
+            "throughput",
+            "--type",
+            "long,perfstruct",
+            "--size",
+            "1KiB",
+            "--total",
+            "64KiB",
+            "--min-duration",
+            "0s",
+            "--mode",
+            "oneway,twoway,echo",
+        ];
+        args.extend_from_slice(path);
+        let (code, v) = run_json("tp.json", &args);
+        assert_eq!(code, 0, "{path:?}");
+        assert_eq!(v["kind"], "throughput");
+        assert_eq!(v["target"]["kind"], "embedded");
+        assert_eq!(v["target"]["orb_type"], "iiopbench");
+        assert_eq!(v["outcome"]["complete"], true);
+        let cs = cases(&v);
+        assert_eq!(cs.len(), 6, "{path:?}");
+        for c in cs {
+            let (ty, mode) = (
+                c["params"]["type"].as_str().unwrap(),
+                c["params"]["mode"].as_str().unwrap(),
+            );
+            // long: 256 elements = 1024 bytes; perfstruct: 42 × 24 = 1008 bytes
+            let per_call = if ty == "long" { 1024 } else { 1008 };
+            let calls = 65536u64.div_ceil(per_call);
+            assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
+            assert_eq!(c["bytes"], calls * per_call);
+            assert_eq!(
+                c["extra"]["server_bytes"],
+                calls * per_call,
+                "receiver counted every byte"
+            );
+            assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
+            assert!(c["receiver_throughput_mbps"].as_f64().unwrap() > 0.0);
+            if mode == "oneway" {
+                assert!(c.get("latency_us").is_none());
+            } else {
+                let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
+                    .unwrap();
+                assert_eq!(h.len(), calls);
+            }
+            if path == ["--breakdown"] {
+                assert!(c["breakdown"]["marshal"].as_f64().unwrap() > 0.0);
+            }
+            // GIOP 1.2 request header for this op plus the sequence length:
+            // a fixed, small overhead.
+            let req = c["overhead"]["request_bytes"].as_f64().unwrap();
+            assert!((40.0..=100.0).contains(&req), "request overhead {req}");
+        }
+    }
+}
+
+#[test]
+fn latency_closed_open_and_many_connections() {
+    let (code, v) = run_json(
+        "lat.json",
+        &[
+            "bench",
+            "latency",
+            "--op",
+            "echo",
+            "--type",
+            "double",
+            "--size",
+            "64,1KiB,4KiB",
+            "--count",
+            "300",
+            "--warmup",
+            "10",
+        ],
+    );
+    assert_eq!(code, 0);
+    let cs = cases(&v);
+    assert_eq!(cs.len(), 3);
+    for c in cs {
+        assert_eq!(c["calls"], 300);
+        assert_eq!(
+            iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            300
+        );
+    }
+    assert_eq!(cs[1]["bytes"], 300 * 1024);
+    assert_eq!(v["fits"][0]["points"], 3);
+
+    let (code, v) = run_json(
+        "lat2.json",
+        &[
+            "bench",
+            "latency",
+            "--connections",
+            "2",
+            "--in-flight",
+            "3",
+            "--count",
+            "600",
+            "--warmup",
+            "0",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(cases(&v)[0]["calls"], 600);
+    assert_eq!(cases(&v)[0]["params"]["connections"], 2);
+
+    let (code, v) = run_json(
+        "lat3.json",
+        &[
+            "bench", "latency", "--rate", "2000", "--count", "200", "--warmup", "0",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(v["params"]["loop"], "open");
+    assert_eq!(cases(&v)[0]["calls"], 200);
+    // 200 calls at 2000/s take at least 99.5 ms of schedule.
+    assert!(cases(&v)[0]["seconds"].as_f64().unwrap() >= 0.0995);
+
+    let (code, v) = run_json(
+        "lat4.json",
+        &[
+            "bench",
+            "latency",
+            "--count",
+            "200",
+            "--warmup",
+            "0",
+            "--baseline",
+        ],
+    );
+    assert_eq!(code, 0);
+    let cs = cases(&v);
+    assert_eq!(cs.len(), 2);
+    assert_eq!(cs[0]["baseline"]["metric"], "p50");
+    assert!(cs[0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn connect_times_each_step() {
+    let (code, v) = run_json("conn.json", &["bench", "connect", "--count", "20"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = cases(&v)
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tcp-connect",
+            "locate",
+            "first-request",
+            "warm-request",
+            "reference-to-first-reply"
+        ]
+    );
+    for c in cases(&v) {
+        assert_eq!(c["calls"], 20);
+        assert!(c["latency_us"]["p50"].as_f64().unwrap() > 0.0);
+    }
+}
+
+/// Answers `reset`/`get_stats`/payload calls like bench.idl, but fails every
+/// call after the first `ok` with TRANSIENT.
+struct Flaky {
+    ok: u64,
+    seen: AtomicU64,
+}
+
+impl Handler for Flaky {
+    fn handle(
+        &self,
+        ctx: &RequestContext<'_>,
+        _body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        if ctx.operation == "get_stats" {
+            for _ in 0..3 {
+                reply.write_u64(0);
+            }
+            reply.write_f64(0.0);
+            reply.write_u64(0);
+            reply.write_u64(0);
+            return Dispatch::Done(Outcome::Reply);
+        }
+        if ctx.operation == "reset" || self.seen.fetch_add(1, Ordering::Relaxed) < self.ok {
+            return Dispatch::Done(Outcome::Reply);
+        }
+        Dispatch::Done(Outcome::System(SystemException::transient(
+            0x4f4d0001,
+            Completion::No,
+        )))
+    }
+}
+
+fn flaky_server(
+    ok: u64,
+) -> (
+    String,
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (atx, arx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            atx.send(l.local_addr().unwrap()).unwrap();
+            let h = Arc::new(Flaky {
+                ok,
+                seen: AtomicU64::new(0),
+            });
+            serve(l, h, ServerConfig::default(), async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+    });
+    let addr = arx.recv().unwrap();
+    let ior = Ior::builder("IDL:Bench/Perf:1.0")
+        .iiop("127.0.0.1", addr.port(), &b"Bench"[..], &[])
+        .build();
+    (ior.to_string(), h, tx)
+}
+
+#[test]
+fn a_failing_target_ends_the_run_with_what_was_measured() {
+    // 26 good calls: one is the overhead probe made before reset().
+    let (ior, h, stop) = flaky_server(26);
+    let (code, v) = run_json(
+        "fail.json",
+        &[
+            "bench",
+            "throughput",
+            "--target",
+            &ior,
+            "--type",
+            "long",
+            "--size",
+            "1KiB",
+            "--mode",
+            "twoway",
+            "--total",
+            "1MiB",
+            "--min-duration",
+            "0s",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(v["outcome"]["complete"], false);
+    let f = v["outcome"]["failure"].as_str().unwrap();
+    assert!(f.contains("TRANSIENT") && f.contains("call 26"), "{f}");
+    let c = &cases(&v)[0];
+    assert_eq!(c["calls"], 25);
+    assert_eq!(c["errors"]["IDL:omg.org/CORBA/TRANSIENT:1.0"], 1);
+    let _ = stop.send(());
+    h.join().unwrap();
+
+    // --on-error continue: every failure is counted, the run completes.
+    let (ior, h, stop) = flaky_server(10);
+    let (code, v) = run_json(
+        "cont.json",
+        &[
+            "bench",
+            "latency",
+            "--target",
+            &ior,
+            "--count",
+            "50",
+            "--warmup",
+            "0",
+            "--on-error",
+            "continue",
+        ],
+    );
+    assert_eq!(code, 0);
+    let c = &cases(&v)[0];
+    assert_eq!(c["calls"], 10);
+    assert_eq!(c["errors"]["IDL:omg.org/CORBA/TRANSIENT:1.0"], 40);
+    let _ = stop.send(());
+    h.join().unwrap();
+}
+
+#[test]
+fn unreachable_target_is_one_clear_line() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{port}/Bench");
+    let (code, v) = run_json(
+        "unreach.json",
+        &[
+            "bench",
+            "latency",
+            "--target",
+            &target,
+            "--count",
+            "5",
+            "--timeout",
+            "2s",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        v["outcome"]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("connect"),
+        "{}",
+        v["outcome"]["failure"]
+    );
+    assert_eq!(v["target"]["kind"], "corbaloc");
+    assert_eq!(v["target"]["port"], port);
+}
