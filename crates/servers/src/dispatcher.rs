@@ -14,8 +14,7 @@ use iiop_cdr::{Reader, Writer};
 use iiop_giop::exception::{Completion, VMCID_IIOPBENCH};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
-    ServerConfig,
+    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
 };
 use iiop_giop::SystemException;
 use tokio::sync::oneshot;
@@ -102,7 +101,9 @@ impl RunningDispatcher {
     /// Bind `listen` (port 0: any) and serve round-robin over `replicas`.
     pub fn start(listen: &str, replicas: Vec<Ior>) -> std::io::Result<RunningDispatcher> {
         if replicas.is_empty() {
-            return Err(std::io::Error::other("a dispatcher needs at least one replica"));
+            return Err(std::io::Error::other(
+                "a dispatcher needs at least one replica",
+            ));
         }
         let handler = Arc::new(DispatcherHandler::new(replicas));
         let h = handler.clone();
@@ -141,7 +142,12 @@ impl RunningDispatcher {
             .recv()
             .map_err(|_| std::io::Error::other("dispatcher thread died while starting"))??;
         let ior = Ior::builder(DISPATCHER_ID)
-            .iiop(&addr.ip().to_string(), addr.port(), DISPATCHER_KEY.to_vec(), &[])
+            .iiop(
+                &addr.ip().to_string(),
+                addr.port(),
+                DISPATCHER_KEY.to_vec(),
+                &[],
+            )
             .build();
         Ok(RunningDispatcher {
             ior,

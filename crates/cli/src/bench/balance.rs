@@ -89,7 +89,7 @@ fn parse_system(s: &str) -> Result<(usize, usize), String> {
         .ok_or_else(|| format!("{s:?}: use CLIENTSxSERVERS, e.g. 4x2"))?;
     let c: usize = c.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
     let v: usize = v.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
-    if c < 2 || c % 2 != 0 || v < 2 || v > 64 || c > 256 {
+    if !(2..=256).contains(&c) || !c.is_multiple_of(2) || !(2..=64).contains(&v) {
         return Err(format!(
             "{s:?}: clients must be even and at least 2, servers 2..64"
         ));
@@ -194,7 +194,10 @@ pub fn run(o: &BalanceOpts) -> (Results, Option<anyhow::Error>) {
             param(
                 p,
                 "service_s",
-                o.service.iter().map(|d| d.as_secs_f64()).collect::<Vec<_>>(),
+                o.service
+                    .iter()
+                    .map(|d| d.as_secs_f64())
+                    .collect::<Vec<_>>(),
             );
             param(p, "service_dist", o.service_dist.name());
             param(p, "service_kind", o.service_kind.name());
@@ -220,18 +223,15 @@ struct Conns {
 
 impl Conns {
     fn for_ior(&self, ior: &Ior) -> Result<BenchClient, BenchError> {
-        let p = ior
-            .iiop_profile()
-            .ok_or_else(|| BenchError::Reference("the dispatcher's reference has no IIOP profile".into()))?;
-        let i = self
-            .by_addr
-            .get(&(p.host.clone(), p.port))
-            .ok_or_else(|| {
-                BenchError::Reference(format!(
-                    "the dispatcher handed out {}:{}, not a replica",
-                    p.host, p.port
-                ))
-            })?;
+        let p = ior.iiop_profile().ok_or_else(|| {
+            BenchError::Reference("the dispatcher's reference has no IIOP profile".into())
+        })?;
+        let i = self.by_addr.get(&(p.host.clone(), p.port)).ok_or_else(|| {
+            BenchError::Reference(format!(
+                "the dispatcher handed out {}:{}, not a replica",
+                p.host, p.port
+            ))
+        })?;
         Ok(self.replicas[*i].with_key(&p.object_key))
     }
 }
@@ -281,11 +281,11 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                         conns.replicas.push(c);
                     }
                     let disp = match (&dispatcher, route(k, busy, j, ns)) {
-                        (Some(d), Route::Dispatcher) => Some(
-                            BenchClient::connect(&d.ior, &s.cfg).await.map_err(|e| {
+                        (Some(d), Route::Dispatcher) => {
+                            Some(BenchClient::connect(&d.ior, &s.cfg).await.map_err(|e| {
                                 anyhow::anyhow!("client {ci}: connecting to the dispatcher: {e}")
-                            })?,
-                        ),
+                            })?)
+                        }
                         _ => None,
                     };
                     let conns = Rc::new(conns);
@@ -353,7 +353,11 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                     x1.map(|b| x / b.max(1e-9)),
                 );
                 param(&mut case.extra, "busy_calls_per_sec", res.class_x("busy"));
-                param(&mut case.extra, "nonbusy_calls_per_sec", res.class_x("nonbusy"));
+                param(
+                    &mut case.extra,
+                    "nonbusy_calls_per_sec",
+                    res.class_x("nonbusy"),
+                );
                 let failure = res.failure(&name);
                 r.cases.push(case);
                 if let Some(e) = failure {

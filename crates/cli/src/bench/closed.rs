@@ -114,7 +114,10 @@ pub fn summary(r: &Results) -> String {
             micros(l["z_mean_us"].as_f64().unwrap_or(0.0)),
             num(l["clients"].as_f64().unwrap_or(0.0)),
             format!("{:.3}", l["x_times_r_plus_z"].as_f64().unwrap_or(0.0)),
-            format!("{:.2} %", l["relative_error"].as_f64().unwrap_or(0.0) * 100.0),
+            format!(
+                "{:.2} %",
+                l["relative_error"].as_f64().unwrap_or(0.0) * 100.0
+            ),
             e["stopped_by"].as_str().unwrap_or("?").to_string(),
         ]);
     }

@@ -72,7 +72,10 @@ pub fn summary(r: &Results) -> String {
         t.row([
             c.params.mode.clone(),
             c.params.size.to_string(),
-            c.params.extra["operation"].as_str().unwrap_or("").to_string(),
+            c.params.extra["operation"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
             micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
             workload::ci_json(&e["r_ci95"]),
         ]);
@@ -163,7 +166,14 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
             let label = if model == "objects-50" {
                 format!("Single{p}.op")
             } else {
-                format!("{}.{op}", if methods == 50 { "Dispatch50" } else { "Dispatch500" })
+                format!(
+                    "{}.{op}",
+                    if methods == 50 {
+                        "Dispatch50"
+                    } else {
+                        "Dispatch500"
+                    }
+                )
             };
             let name = format!("{model} {label}");
             let pb = progress.case(&name);

@@ -142,7 +142,8 @@ async fn measure(o: &PackingOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         "--pairs must be between 1 and 50"
     );
     let spec = o.run.spec()?;
-    let service = (!o.service.is_zero()).then(|| (o.service.as_secs_f64() * 1e6, o.service_kind.wire()));
+    let service =
+        (!o.service.is_zero()).then(|| (o.service.as_secs_f64() * 1e6, o.service_kind.wire()));
     let progress = crate::progress::Progress::new(o.output.quiet);
     for &n in &o.pairs {
         for mode in MODES {

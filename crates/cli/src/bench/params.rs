@@ -112,7 +112,7 @@ pub fn summary(r: &Results) -> String {
     for c in &r.cases {
         let e = &c.extra;
         t.row([
-            c.params.size.to_string(),
+            c.params.extra["elements"].to_string(),
             c.params.mode.clone(),
             micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
             workload::ci_json(&e["r_ci95"]),
@@ -121,7 +121,10 @@ pub fn summary(r: &Results) -> String {
             num(e["padding_bytes"].as_f64().unwrap_or(0.0)),
         ]);
     }
-    format!("parameter passing (R normalised to option I):\n{}", t.render())
+    format!(
+        "parameter passing (R normalised to option I):\n{}",
+        t.render()
+    )
 }
 
 /// Run `bench params`.
@@ -174,7 +177,7 @@ async fn measure(o: &ParamsOpts, s: &Session, r: &mut Results) -> anyhow::Result
             let base = *r_first.get_or_insert(r_mean);
             let params = workload::case_params(
                 "cd",
-                n as u64,
+                bytes[k],
                 label,
                 json!({ "elements": n, "option": label, "operations": what }),
             );
@@ -182,7 +185,11 @@ async fn measure(o: &ParamsOpts, s: &Session, r: &mut Results) -> anyhow::Result
             let calls_per_cycle = if k == 2 { 2 } else { 1 };
             case.bytes = case.calls * bytes[k];
             case.throughput_mbps = case.bytes as f64 * 8.0 / case.seconds.max(1e-9) / 1e6;
-            param(&mut case.extra, "ratio_to_option_i", r_mean / base.max(1e-9));
+            param(
+                &mut case.extra,
+                "ratio_to_option_i",
+                r_mean / base.max(1e-9),
+            );
             param(&mut case.extra, "wire_arg_bytes", bytes[k]);
             param(
                 &mut case.extra,

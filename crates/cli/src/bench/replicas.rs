@@ -123,7 +123,9 @@ pub fn orb_script(orb: &str) -> anyhow::Result<PathBuf> {
         }
         dir = d.parent().map(|p| p.to_path_buf());
     }
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(&rel);
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(&rel);
     anyhow::ensure!(
         src.is_file(),
         "no {} under the current directory or {}",
@@ -140,7 +142,11 @@ pub fn free_port() -> anyhow::Result<u16> {
 }
 
 /// Spawn `cmd` (stdout piped) and wait up to `timeout` for the IOR line.
-pub fn spawn_reading_ior(mut cmd: Command, what: &str, timeout: Duration) -> anyhow::Result<ChildServer> {
+pub fn spawn_reading_ior(
+    mut cmd: Command,
+    what: &str,
+    timeout: Duration,
+) -> anyhow::Result<ChildServer> {
     let t0 = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
@@ -235,7 +241,10 @@ mod tests {
     fn kinds_parse() {
         assert_eq!(parse_kind("inproc"), Ok(ServerKind::InProcess));
         assert_eq!(parse_kind("child"), Ok(ServerKind::Child));
-        assert_eq!(parse_kind("orb:omniorb"), Ok(ServerKind::Orb("omniorb".into())));
+        assert_eq!(
+            parse_kind("orb:omniorb"),
+            Ok(ServerKind::Orb("omniorb".into()))
+        );
         assert!(parse_kind("orb:../x").is_err());
         assert!(parse_kind("vendor").is_err());
         assert_eq!(ServerKind::Orb("tao".into()).name(), "orb:tao");

@@ -84,9 +84,16 @@ pub fn summary(r: &Results) -> String {
         .iter()
         .find(|c| c.params.mode == "in-process-running")
         .and_then(|c| c.latency_us.as_ref().map(|l| l.mean));
-    let mut t = Table::new(["state", "set-ups", "T mean", "T p50", "T max", "vs in-process"]);
+    let mut t = Table::new([
+        "state",
+        "set-ups",
+        "T mean",
+        "T p50",
+        "T max",
+        "vs in-process",
+    ]);
     for c in &r.cases {
-        let l = c.latency_us.clone().unwrap_or_default();
+        let l = c.latency_us.unwrap_or_default();
         t.row([
             c.params.mode.clone(),
             c.calls.to_string(),
@@ -97,7 +104,10 @@ pub fn summary(r: &Results) -> String {
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
-    format!("connection set-up T (reference → first reply):\n{}", t.render())
+    format!(
+        "connection set-up T (reference → first reply):\n{}",
+        t.render()
+    )
 }
 
 /// Run `bench setup`.
@@ -148,7 +158,11 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
     let local;
     let mut running: Vec<(&str, Ior, String)> = Vec::new();
     if !s.embedded() {
-        running.push(("running-target", s.resolved.ior.clone(), s.resolved.info.reference.clone()));
+        running.push((
+            "running-target",
+            s.resolved.ior.clone(),
+            s.resolved.info.reference.clone(),
+        ));
         local = Some(
             RunningServer::start(ServerOptions {
                 threads: 1,
@@ -157,9 +171,17 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
             .map_err(|e| anyhow::anyhow!("in-process server: {e}"))?,
         );
         let l = local.as_ref().expect("just set");
-        running.push(("in-process-running", l.refs().ior.clone(), "ours, in this process".into()));
+        running.push((
+            "in-process-running",
+            l.refs().ior.clone(),
+            "ours, in this process".into(),
+        ));
     } else {
-        running.push(("in-process-running", s.resolved.ior.clone(), "ours, in this process".into()));
+        running.push((
+            "in-process-running",
+            s.resolved.ior.clone(),
+            "ours, in this process".into(),
+        ));
     }
     for (mode, ior, what) in running {
         let pb = progress.case(mode);
@@ -174,7 +196,8 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
             h.record_ns(t.elapsed().as_nanos() as u64);
         }
         pb.done();
-        r.cases.push(case(mode, &h, t0.elapsed().as_secs_f64(), &what));
+        r.cases
+            .push(case(mode, &h, t0.elapsed().as_secs_f64(), &what));
     }
     // Our server started in this process on demand.
     {
@@ -216,7 +239,8 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
             h.record_ns(d.as_nanos() as u64);
         }
         pb.done();
-        r.cases.push(case("spawned", &h, t0.elapsed().as_secs_f64(), cmd));
+        r.cases
+            .push(case("spawned", &h, t0.elapsed().as_secs_f64(), cmd));
     }
     Ok(())
 }
@@ -239,7 +263,8 @@ async fn spawn_once(o: &SetupOpts, cmd: &str, s: &Session) -> anyhow::Result<Dur
         Some(r) => {
             let reference = r.replace("{port}", &port);
             let _child = replicas::spawn_quiet(c, "--spawn command")?;
-            let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--spawn-ref: {e}"))?;
+            let parsed =
+                Target::load(&reference).map_err(|e| anyhow::anyhow!("--spawn-ref: {e}"))?;
             let client = Client::new(s.cfg.clone());
             loop {
                 let attempt = async {

@@ -27,8 +27,7 @@ use crate::hist::Latency;
 use crate::results::{Case, CaseParams};
 
 /// A call a client makes once per cycle; gets the client's seeded RNG.
-pub type CallFn =
-    Box<dyn FnMut(&mut Rng) -> Pin<Box<dyn Future<Output = Result<(), BenchError>>>>>;
+pub type CallFn = Box<dyn FnMut(&mut Rng) -> Pin<Box<dyn Future<Output = Result<(), BenchError>>>>>;
 
 /// One client of the closed system.
 pub struct ClientSpec {
@@ -146,8 +145,12 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     let failed = Rc::new(Cell::new(false));
     let mut tasks = Vec::with_capacity(n);
     for (i, mut c) in clients.into_iter().enumerate() {
-        let (shared, stop, recording, failed) =
-            (shared.clone(), stop.clone(), recording.clone(), failed.clone());
+        let (shared, stop, recording, failed) = (
+            shared.clone(),
+            stop.clone(),
+            recording.clone(),
+            failed.clone(),
+        );
         let stop_on_error = spec.stop_on_error;
         let seed = spec.seed;
         tasks.push(tokio::task::spawn_local(async move {
@@ -442,7 +445,9 @@ pub fn parse_relative(s: &str) -> Result<f64, String> {
         t.parse::<f64>().map_err(|e| format!("{s:?}: {e}"))?
     };
     if !(v > 0.0 && v < 1.0) {
-        return Err(format!("{s:?}: a relative half-width must be in (0 %, 100 %)"));
+        return Err(format!(
+            "{s:?}: a relative half-width must be in (0 %, 100 %)"
+        ));
     }
     Ok(v)
 }
@@ -467,8 +472,8 @@ pub struct RunArgs {
     /// Fewest batches before the CI rule may stop a run.
     #[arg(long, default_value_t = 10)]
     pub min_batches: usize,
-    /// Unrecorded time at the start of each case.
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "0s")]
+    /// Unrecorded time at the start of each case (connections warm).
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "100ms")]
     pub warmup: Duration,
     /// Seed of every random draw (think and service times).
     #[arg(long, default_value_t = 1)]
