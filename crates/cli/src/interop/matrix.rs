@@ -461,7 +461,8 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     println!();
     print!("{}", report::matrix_table(&a.clients, &servers_run, &cells));
     for c in &cells {
-        if c.failures.is_empty() && c.notes.is_empty() && c.error.is_none() {
+        let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
+        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
             continue;
         }
         println!("\n{} client x {} server: {}", c.client, c.server, c.label());
