@@ -97,7 +97,10 @@ fn suite_passes_against_our_server() {
 #[test]
 fn quick_suite_is_smaller() {
     let json = tmp("quick.json");
-    assert_eq!(run(&["interop", "--quick", "--json", json.to_str().unwrap()]), 0);
+    assert_eq!(
+        run(&["interop", "--quick", "--json", json.to_str().unwrap()]),
+        0
+    );
     let j = load(&json);
     assert_eq!(j["params"]["quick"], true);
     assert_eq!(j["params"]["failed"], 0);
@@ -110,7 +113,12 @@ fn quick_suite_is_smaller() {
 struct Broken(Arc<BenchHandler>);
 
 impl Handler for Broken {
-    fn handle(&self, req: &RequestContext<'_>, body: &mut Reader<'_>, reply: &mut Writer<'_>) -> Dispatch {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
         if req.operation != "echo_long" {
             return self.0.handle(req, body, reply);
         }
@@ -160,7 +168,14 @@ fn suite_names_the_broken_operation() {
     });
     let json = tmp("broken.json");
     let ior = refs.ior.to_string();
-    let code = run(&["interop", "--target", &ior, "--json", json.to_str().unwrap(), "--quiet"]);
+    let code = run(&[
+        "interop",
+        "--target",
+        &ior,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
     let _ = stop_tx.send(());
     server.join().unwrap().unwrap();
     assert_eq!(code, 1);
@@ -213,7 +228,9 @@ fn vendors_ready() -> bool {
     if missing.is_empty() {
         return true;
     }
-    let ci = std::env::var("CI").map(|v| !v.is_empty() && v != "false").unwrap_or(false);
+    let ci = std::env::var("CI")
+        .map(|v| !v.is_empty() && v != "false")
+        .unwrap_or(false);
     assert!(
         !ci,
         "CI is set but vendor ORBs are not built ({}); scripts/test must build them",

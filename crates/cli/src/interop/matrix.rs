@@ -159,11 +159,17 @@ pub fn start_server(orb: &str, dir: &Path, timeout: Duration) -> anyhow::Result<
     let port = free_port()?;
     let log = dir.join(format!("{orb}-server.log"));
     let mut cmd = Command::new(&script);
-    cmd.args(["--host", "127.0.0.1", "--port", &port.to_string(), "--ior-file"])
-        .arg(&ior_file)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&log)?);
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--ior-file",
+    ])
+    .arg(&ior_file)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(&log)?);
     let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
     let out = child
         .take_stdout()
@@ -207,11 +213,7 @@ pub fn start_server(orb: &str, dir: &Path, timeout: Duration) -> anyhow::Result<
 }
 
 /// Our suite against the server whose IOR is in `ior_file`.
-pub fn run_ours(
-    rt: &tokio::runtime::Runtime,
-    o: &InteropOpts,
-    ior_file: &Path,
-) -> Cell {
+pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) -> Cell {
     let t0 = Instant::now();
     let mut cell = Cell {
         client: OURS.into(),
@@ -289,13 +291,21 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
         }
         Err(e) => {
             let short: String = last.chars().take(200).collect();
-            cell.error = Some(format!("last line is not the conformance JSON ({e}): {short}"));
+            cell.error = Some(format!(
+                "last line is not the conformance JSON ({e}): {short}"
+            ));
         }
     }
 }
 
 /// `orb`'s client in conformance mode against `ior_file`.
-pub fn run_vendor_client(orb: &str, server: &str, ior_file: &Path, dir: &Path, timeout: Duration) -> Cell {
+pub fn run_vendor_client(
+    orb: &str,
+    server: &str,
+    ior_file: &Path,
+    dir: &Path,
+    timeout: Duration,
+) -> Cell {
     let t0 = Instant::now();
     let mut cell = Cell {
         client: orb.into(),
@@ -333,7 +343,10 @@ pub fn run_vendor_client(orb: &str, server: &str, ior_file: &Path, dir: &Path, t
         child.stop();
         let text = reader.join().unwrap_or_default();
         if text.trim().is_empty() {
-            anyhow::bail!("{orb} client printed nothing ({st:?}); stderr: {}", tail(&log, 3));
+            anyhow::bail!(
+                "{orb} client printed nothing ({st:?}); stderr: {}",
+                tail(&log, 3)
+            );
         }
         Ok((text, st))
     })();
@@ -484,7 +497,11 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let bad = cells.iter().filter(|c| !c.ok()).count();
-    anyhow::ensure!(bad == 0, "interop matrix: {bad} of {} cell(s) failed", cells.len());
+    anyhow::ensure!(
+        bad == 0,
+        "interop matrix: {bad} of {} cell(s) failed",
+        cells.len()
+    );
     Ok(())
 }
 

@@ -64,7 +64,10 @@ pub fn target_info(ior: &Ior, kind: &str, reference: &str) -> TargetInfo {
             .as_ref()
             .and_then(|p| p.orb_type())
             .map(|t| orb_type_name(t).map_or_else(|| format!("0x{t:08x}"), str::to_string)),
-        giop_version: p.as_ref().map(|p| p.version.to_string()).unwrap_or_default(),
+        giop_version: p
+            .as_ref()
+            .map(|p| p.version.to_string())
+            .unwrap_or_default(),
         code_sets: p.as_ref().and_then(|p| p.code_sets()).map(|c| {
             format!(
                 "char 0x{:08x} wchar 0x{:08x}",
@@ -140,9 +143,12 @@ pub fn suite_results(
 ) -> Results {
     let mut r = base("interop", target_info(ior, kind, reference), started_at);
     r.params.insert("quick".into(), json!(quick));
-    r.params.insert("passed".into(), json!(rep.count(Verdict::Pass)));
-    r.params.insert("failed".into(), json!(rep.count(Verdict::Fail)));
-    r.params.insert("notes".into(), json!(rep.count(Verdict::Note)));
+    r.params
+        .insert("passed".into(), json!(rep.count(Verdict::Pass)));
+    r.params
+        .insert("failed".into(), json!(rep.count(Verdict::Fail)));
+    r.params
+        .insert("notes".into(), json!(rep.count(Verdict::Note)));
     r.params.insert("seconds".into(), json!(rep.seconds));
     r.cases = rep.checks.iter().map(check_case).collect();
     let failed = rep.count(Verdict::Fail);
@@ -154,10 +160,9 @@ pub fn suite_results(
 
 /// The grid: rows = client ORB, columns = server ORB.
 pub fn matrix_table(clients: &[String], servers: &[String], cells: &[Cell]) -> String {
-    let mut t = Table::new(
-        std::iter::once("client \\ server".to_string()).chain(servers.iter().cloned()),
-    )
-    .left_align(&(1..=servers.len()).collect::<Vec<_>>());
+    let mut t =
+        Table::new(std::iter::once("client \\ server".to_string()).chain(servers.iter().cloned()))
+            .left_align(&(1..=servers.len()).collect::<Vec<_>>());
     for c in clients {
         let mut row = vec![c.clone()];
         for s in servers {
@@ -242,9 +247,18 @@ mod tests {
         ]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 5, "{t}");
-        assert!(lines[2].starts_with("c  ") && lines[2].contains("FAIL"), "{t}");
-        assert!(lines[3].starts_with("b  ") && lines[3].contains("note"), "{t}");
-        assert!(lines[4].starts_with("a  ") && lines[4].contains("pass"), "{t}");
+        assert!(
+            lines[2].starts_with("c  ") && lines[2].contains("FAIL"),
+            "{t}"
+        );
+        assert!(
+            lines[3].starts_with("b  ") && lines[3].contains("note"),
+            "{t}"
+        );
+        assert!(
+            lines[4].starts_with("a  ") && lines[4].contains("pass"),
+            "{t}"
+        );
         assert_eq!(failures_only(&[check("a", Verdict::Pass)]), "");
     }
 

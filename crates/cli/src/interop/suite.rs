@@ -316,14 +316,11 @@ impl Suite {
         // Each group runs on the main connection, reconnecting first if
         // the server closed it (so one fatal reply does not fail the rest).
         let mut main: Option<BenchClient> = None;
-        for group in 0..7 {
+        for group in 0..8 {
             let c = match self.live(&mut main).await {
                 Ok(c) => c,
                 Err(e) => {
-                    self.push(
-                        Check::new("connect GIOP 1.2", "connect")
-                            .set(Verdict::Fail, e),
-                    );
+                    self.push(Check::new("connect GIOP 1.2", "connect").set(Verdict::Fail, e));
                     break;
                 }
             };
@@ -332,8 +329,9 @@ impl Suite {
                 1 => self.locate(&c).await,
                 2 => self.errors(&c).await,
                 3 => self.counters(&c).await,
-                4 => self.in_flight(&c).await,
-                5 => self.references(&c).await,
+                4 => self.order(&c).await,
+                5 => self.in_flight(&c).await,
+                6 => self.references(&c).await,
                 _ => self.large(&c).await,
             }
         }
@@ -468,7 +466,10 @@ impl Suite {
                     Verdict::Note,
                     format!("OBJECT_FORWARD (allowed) to {}", i.summary()),
                 ),
-                other => k.set(Verdict::Fail, format!("{other:?} for a key that does not exist")),
+                other => k.set(
+                    Verdict::Fail,
+                    format!("{other:?} for a key that does not exist"),
+                ),
             },
             Err(e) => k.set(Verdict::Fail, e.to_string()),
         });
@@ -479,7 +480,10 @@ impl Suite {
         let r = c.call("no_such_operation", |_| Ok(())).await;
         self.push(expect_system(k, r, &["BAD_OPERATION"], &[]));
         let k = Check::new("unknown object key -> OBJECT_NOT_EXIST", "twoway");
-        let r = c.with_key(b"NoSuchObjectKey").call("ping", |_| Ok(())).await;
+        let r = c
+            .with_key(b"NoSuchObjectKey")
+            .call("ping", |_| Ok(()))
+            .await;
         // Some ORBs forward unknown keys; report rather than fail.
         self.push(expect_system(k, r, &["OBJECT_NOT_EXIST"], &["TRANSIENT"]));
     }
@@ -533,12 +537,21 @@ impl Suite {
                 }
             }
         });
+    }
 
+    async fn order(&mut self, c: &BenchClient) {
         let n: u64 = if self.opts.quick { 200 } else { 1000 };
         let t = Instant::now();
-        let mut k = Check::new(format!("oneway order: mark(1..{n}) then get_stats"), "oneway");
+        let mut k = Check::new(
+            format!("oneway order: mark(1..{n}) then get_stats"),
+            "oneway",
+        );
         k.calls = n + 1;
-        let mut err = c.reset().await.err().map(|e| format!("reset: {}", describe(&e)));
+        let mut err = c
+            .reset()
+            .await
+            .err()
+            .map(|e| format!("reset: {}", describe(&e)));
         for i in 1..=n {
             if err.is_some() {
                 break;
@@ -587,12 +600,18 @@ impl Suite {
                 Err(e) => bad.push(format!("task: {e}")),
             }
         }
-        let mut k = Check::new(format!("{n} echo_long calls in flight on one connection"), "echo");
+        let mut k = Check::new(
+            format!("{n} echo_long calls in flight on one connection"),
+            "echo",
+        );
         k.ty = "long".into();
         k.calls = n as u64;
         k.seconds = t.elapsed().as_secs_f64();
         self.push(if bad.is_empty() && done == n {
-            k.set(Verdict::Pass, format!("{n} replies, each its own request's"))
+            k.set(
+                Verdict::Pass,
+                format!("{n} replies, each its own request's"),
+            )
         } else {
             let wrong = bad.len() + (n - done);
             bad.truncate(3);
@@ -648,7 +667,10 @@ impl Suite {
                 LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
                 LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
                     Verdict::Note,
-                    format!("OBJECT_FORWARD (allowed for a short key) to {}", i.summary()),
+                    format!(
+                        "OBJECT_FORWARD (allowed for a short key) to {}",
+                        i.summary()
+                    ),
                 ),
                 other => k.set(Verdict::Fail, format!("{other:?} for the corbaloc key")),
             },
@@ -739,7 +761,10 @@ impl Suite {
             }
             let wide_ok = client.connection().options().wchar_set.is_some();
             if e.is_wide() && set.version == V10 {
-                self.push(k.set(Verdict::Note, "skipped: wchar/wstring are illegal in GIOP 1.0"));
+                self.push(k.set(
+                    Verdict::Note,
+                    "skipped: wchar/wstring are illegal in GIOP 1.0",
+                ));
                 continue;
             }
             if e.is_wide() && !wide_ok {
@@ -791,12 +816,7 @@ impl Suite {
     }
 }
 
-fn expect_system(
-    k: Check,
-    r: Result<Body, BenchError>,
-    want: &[&str],
-    noted: &[&str],
-) -> Check {
+fn expect_system(k: Check, r: Result<Body, BenchError>, want: &[&str], noted: &[&str]) -> Check {
     match r {
         Err(BenchError::Call(ClientError::System(x))) => {
             let d = format!(
@@ -872,7 +892,7 @@ async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
     }
     let body = reply.body;
     let opts = c.connection().options();
-    let mut r = body.reader(opts.clone());
+    let mut r = body.reader(opts);
     let back = Payload::decode(e, &mut r).map_err(|x| {
         format!(
             "{op} {n} elements: reply does not decode: {x}; reply body {}",
