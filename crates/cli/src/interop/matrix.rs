@@ -148,7 +148,13 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Start `orb`'s server; returns it and the file holding its IOR.
-pub fn start_server(orb: &str, dir: &Path, timeout: Duration) -> anyhow::Result<(Server, PathBuf)> {
+/// Prints the server's `config` lines unless `quiet`.
+pub fn start_server(
+    orb: &str,
+    dir: &Path,
+    timeout: Duration,
+    quiet: bool,
+) -> anyhow::Result<(Server, PathBuf)> {
     let ior_file = dir.join(format!("{orb}.ior"));
     if orb == OURS {
         let s = embedded_server()?;
@@ -187,6 +193,7 @@ pub fn start_server(orb: &str, dir: &Path, timeout: Duration) -> anyhow::Result<
         let left = end.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.min(Duration::from_millis(200))) {
             Ok(l) if l.trim() == "ready" => break,
+            Ok(l) if l.starts_with("config ") && !quiet => println!("  {l}"),
             Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let st = child.stop();
@@ -427,7 +434,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         if !o.quiet {
             println!("starting {server} server …");
         }
-        let (srv, ior_file) = match start_server(server, &dir, timeout) {
+        let (srv, ior_file) = match start_server(server, &dir, timeout, o.quiet) {
             Ok(x) => x,
             Err(e) => {
                 let line = format!("{server} server: not started: {e:#}");
