@@ -306,16 +306,19 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
 }
 
 /// `orb`'s client in conformance mode against `ior_file`.
+/// `target` is the IOR file's path or a corbaloc URL; `label` names the
+/// client in the matrix.
 pub fn run_vendor_client(
     orb: &str,
+    label: &str,
     server: &str,
-    ior_file: &Path,
+    target: &str,
     dir: &Path,
     timeout: Duration,
 ) -> Cell {
     let t0 = Instant::now();
     let mut cell = Cell {
-        client: orb.into(),
+        client: label.into(),
         server: server.into(),
         ..Cell::default()
     };
@@ -324,7 +327,7 @@ pub fn run_vendor_client(
         let log = dir.join(format!("{orb}-client-vs-{server}.log"));
         let mut cmd = Command::new(&script);
         cmd.arg("--target")
-            .arg(ior_file)
+            .arg(target)
             .args(["--mode", "conformance"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -370,6 +373,17 @@ pub fn run_vendor_client(
     }
     cell.seconds = t0.elapsed().as_secs_f64();
     cell
+}
+
+/// Suffix of a vendor client row driven through a plain corbaloc URL.
+pub const CORBALOC_SUFFIX: &str = "@corbaloc";
+
+/// `corbaloc:iiop:HOST:PORT/Bench` (no `1.2@`: GIOP 1.0, no code sets) for
+/// the server whose IOR is in `ior_file`.
+pub fn corbaloc_of(ior_file: &Path) -> anyhow::Result<String> {
+    let ior = suite::load_target(&ior_file.display().to_string())?;
+    let p = suite::profile(&ior)?;
+    Ok(format!("corbaloc:iiop:{}:{}/Bench", p.host, p.port))
 }
 
 /// Which ORBs can serve and which can be clients, and why others cannot.
@@ -419,7 +433,16 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
 /// Run the matrix and print it; an error when any cell failed.
 pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     let started_at = crate::results::now_rfc3339();
-    let a = availability(&o.orbs)?;
+    let mut a = availability(&o.orbs)?;
+    if o.corbaloc {
+        let extra: Vec<String> = a
+            .clients
+            .iter()
+            .filter(|c| *c != OURS)
+            .map(|c| format!("{c}{CORBALOC_SUFFIX}"))
+            .collect();
+        a.clients.extend(extra);
+    }
     for s in &a.skipped {
         println!("{s}");
     }
@@ -456,8 +479,18 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         for client in &a.clients {
             let mut cell = if client == OURS {
                 run_ours(&rt, o, &ior_file)
+            } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
+                match corbaloc_of(&ior_file) {
+                    Ok(url) => run_vendor_client(orb, client, server, &url, &dir, timeout),
+                    Err(e) => Cell {
+                        client: client.clone(),
+                        error: Some(e.to_string()),
+                        ..Cell::default()
+                    },
+                }
             } else {
-                run_vendor_client(client, server, &ior_file, &dir, timeout)
+                let target = ior_file.display().to_string();
+                run_vendor_client(client, client, server, &target, &dir, timeout)
             };
             cell.server = server.clone();
             if !o.quiet {

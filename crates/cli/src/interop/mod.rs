@@ -29,6 +29,11 @@ pub struct InteropOpts {
     /// Run every available client against every available server.
     #[arg(long)]
     pub matrix: bool,
+    /// Matrix: also run each vendor client through a plain
+    /// `corbaloc:iiop:HOST:PORT/Bench` (GIOP 1.0, no code set negotiation),
+    /// as extra rows `<orb>@corbaloc`.
+    #[arg(long, requires = "matrix")]
+    pub corbaloc: bool,
     /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`).
     #[arg(
         long,
