@@ -285,3 +285,48 @@ fn matrix_ours_omniorb_jacorb() {
     assert_eq!(code, 0);
     assert!(took < Duration::from_secs(90), "matrix took {took:?}");
 }
+
+#[test]
+fn silent_server_is_bounded_by_the_time_limit() {
+    // Accepts (the kernel's backlog) but never answers.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", port, b"Bench".to_vec());
+    let json = tmp("silent.json");
+    let t = Instant::now();
+    let code = run(&[
+        "interop",
+        "--target",
+        &ior.to_string(),
+        "--request-timeout",
+        "1",
+        "--timeout",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let took = t.elapsed();
+    drop(l);
+    assert_eq!(code, 1);
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let j = load(&json);
+    let failed = cases_with(&j, "fail");
+    assert_eq!(failed.first().map(String::as_str), Some("ping"));
+    assert!(
+        failed.contains(&"suite time limit".to_string()),
+        "{failed:?}"
+    );
+    let ping = &j["cases"].as_array().unwrap()[4];
+    assert_eq!(ping["name"], "ping");
+    assert!(
+        ping["extra"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1s"),
+        "{}",
+        ping["extra"]["detail"]
+    );
+    // Nothing ran after the limit: no echo set was attempted.
+    assert!(!failed.iter().any(|n| n.starts_with("echo ")), "{failed:?}");
+}

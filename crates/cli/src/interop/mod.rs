@@ -44,8 +44,8 @@ pub struct InteropOpts {
     /// Write the results as JSON (docs/results-schema.md, "interop").
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Seconds allowed for a vendor server to print `ready`, and for a
-    /// vendor client's whole conformance run.
+    /// Seconds allowed for a vendor server to print `ready`, for a vendor
+    /// client's whole conformance run, and for our whole suite.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub timeout: u64,
     /// Per-request timeout of our client, in seconds.
@@ -61,6 +61,7 @@ impl InteropOpts {
         SuiteOptions {
             quick: self.quick,
             request_timeout: Duration::from_secs(self.request_timeout.max(1)),
+            time_limit: Duration::from_secs(self.timeout.max(1)),
         }
     }
 }

@@ -96,6 +96,9 @@ pub struct SuiteOptions {
     pub quick: bool,
     /// Per request.
     pub request_timeout: Duration,
+    /// The whole suite: checks not started by then are not run, and one
+    /// failed check says so.
+    pub time_limit: Duration,
 }
 
 impl Default for SuiteOptions {
@@ -103,6 +106,7 @@ impl Default for SuiteOptions {
         SuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(20),
+            time_limit: Duration::from_secs(300),
         }
     }
 }
@@ -263,6 +267,8 @@ pub struct Suite {
     profile: IiopProfile,
     opts: SuiteOptions,
     checks: Vec<Check>,
+    deadline: Option<Instant>,
+    expired: bool,
 }
 
 impl Suite {
@@ -274,6 +280,8 @@ impl Suite {
             profile,
             opts,
             checks: Vec::new(),
+            deadline: None,
+            expired: false,
         })
     }
 
@@ -305,6 +313,23 @@ impl Suite {
         Ok(c)
     }
 
+    /// Whether the time limit has passed (reported once, as a failure).
+    fn expired(&mut self) -> bool {
+        if self.expired {
+            return true;
+        }
+        if self.deadline.is_none_or(|d| Instant::now() < d) {
+            return false;
+        }
+        self.expired = true;
+        let limit = self.opts.time_limit;
+        self.push(Check::new("suite time limit", "connect").set(
+            Verdict::Fail,
+            format!("the suite ran past its limit of {limit:?}; the remaining checks were not run"),
+        ));
+        true
+    }
+
     fn push(&mut self, c: Check) {
         self.checks.push(c);
     }
@@ -317,7 +342,11 @@ impl Suite {
         // Each group runs on the main connection, reconnecting first if
         // the server closed it (so one fatal reply does not fail the rest).
         let mut main: Option<BenchClient> = None;
+        self.deadline = Some(t0 + self.opts.time_limit);
         for group in 0..8 {
+            if self.expired() {
+                break;
+            }
             let c = match self.live(&mut main).await {
                 Ok(c) => c,
                 Err(e) => {
@@ -751,6 +780,9 @@ impl Suite {
             }
         };
         for e in Elem::ALL {
+            if self.expired() {
+                return;
+            }
             let mut k = Check::new(format!("echo {} {label}", e.token()), "echo");
             k.ty = e.token().into();
             k.giop = set.version.to_string();
