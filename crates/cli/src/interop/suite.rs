@@ -766,6 +766,34 @@ impl Suite {
         }
     }
 
+    /// Which byte order the server answers in: its own choice (a note
+    /// when it is not the request's).
+    async fn reply_order(&mut self, set: &EchoSet, c: &BenchClient) {
+        let mut k = Check::new(format!("reply byte order {}", set.label()), "twoway");
+        k.giop = set.version.to_string();
+        k.order = order_name(set.order).into();
+        k.calls = 1;
+        let r = c
+            .connection()
+            .request(c.target(), "ping", ResponseMode::Twoway, |_| Ok(()))
+            .await;
+        self.push(match r {
+            Ok(Some(reply)) if reply.body.order == set.order => {
+                k.set(Verdict::Pass, "the request's byte order")
+            }
+            Ok(Some(reply)) => k.set(
+                Verdict::Note,
+                format!(
+                    "replies {}-endian to {}-endian requests (allowed: the sender chooses)",
+                    order_name(reply.body.order),
+                    order_name(set.order)
+                ),
+            ),
+            Ok(None) => k.set(Verdict::Fail, "no reply to ping"),
+            Err(e) => k.set(Verdict::Fail, format!("ping: {e}")),
+        });
+    }
+
     async fn echo_set(&mut self, set: &EchoSet) {
         let label = set.label();
         let cfg = self.cfg(set.version, set.order, set.fragment);
@@ -851,6 +879,9 @@ impl Suite {
                 }
                 Some(x) => k.set(Verdict::Fail, x.detail),
             });
+        }
+        if set.fragment.is_none() && !self.expired() {
+            self.reply_order(set, &client).await;
         }
     }
 }
