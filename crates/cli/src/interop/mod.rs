@@ -104,7 +104,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
             let s = embedded_server()?;
             let ior = s.refs().ior.clone();
             if !o.quiet {
-                println!(
+                eprintln!(
                     "no --target: testing our own server, started in-process on {}",
                     s.addr()
                 );
@@ -116,12 +116,17 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     let suite = Suite::new(ior.clone(), o.suite_options())?;
     let rep = rt.block_on(suite.run());
     drop(server);
-    if !o.quiet {
-        print!("{}", report::suite_table(&rep.checks));
+    // With `--json -` the JSON owns stdout; the human output goes to stderr.
+    let human = if !o.quiet {
+        report::suite_table(&rep.checks)
     } else {
-        print!("{}", report::failures_only(&rep.checks));
+        report::failures_only(&rep.checks)
+    } + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
+    if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
+        eprint!("{human}");
+    } else {
+        print!("{human}");
     }
-    println!("{} ({:.1} s)", rep.summary(), rep.seconds);
     if let Some(path) = &o.json {
         let r = report::suite_results(&rep, &ior, kind, &reference, &started_at, o.quick);
         crate::results::write_atomic(path, &crate::results::to_json(&r))?;
