@@ -92,7 +92,9 @@ impl Child {
         loop {
             match self.inner.try_wait() {
                 Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if Instant::now() < end && !crate::interrupt::requested() => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 _ => return None,
             }
         }
@@ -201,6 +203,9 @@ pub fn start_server(
                     "{orb} server exited before `ready` ({st:?}); stderr: {}",
                     tail(&log, 5)
                 );
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
+                anyhow::bail!("{orb} server: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
                 anyhow::bail!(
@@ -345,6 +350,7 @@ pub fn run_vendor_client(
         if st.is_none() {
             child.stop();
             let _ = reader.join();
+            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
             anyhow::bail!(
                 "{orb} client did not finish within {timeout:?}; stderr: {}",
                 tail(&log, 3)
@@ -454,6 +460,9 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     let mut skipped = a.skipped.clone();
     let mut servers_run = Vec::new();
     for server in &a.servers {
+        if crate::interrupt::requested() {
+            break;
+        }
         if !o.quiet {
             println!("starting {server} server …");
         }
@@ -477,6 +486,9 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         };
         servers_run.push(server.clone());
         for client in &a.clients {
+            if crate::interrupt::requested() {
+                break;
+            }
             let mut cell = if client == OURS {
                 run_ours(&rt, o, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
@@ -536,6 +548,11 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         crate::results::write_atomic(path, &crate::results::to_json(&r))?;
     }
     let _ = std::fs::remove_dir_all(&dir);
+    anyhow::ensure!(
+        !crate::interrupt::requested(),
+        "interop matrix: interrupted; {} cell(s) ran",
+        cells.len()
+    );
     let bad = cells.iter().filter(|c| !c.ok()).count();
     anyhow::ensure!(
         bad == 0,
