@@ -16,9 +16,10 @@ use iiop_servers::reference::{BenchHandler, References, Skeleton};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("iiopbench-interop-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    std::env::temp_dir().join(format!(
+        "iiopbench-interop-test-{}-{name}",
+        std::process::id()
+    ))
 }
 
 fn run(args: &[&str]) -> i32 {
@@ -27,8 +28,11 @@ fn run(args: &[&str]) -> i32 {
     iiopbench::main_with_args(v)
 }
 
+/// Read and remove a JSON results file.
 fn load(path: &PathBuf) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::remove_file(path).unwrap();
+    serde_json::from_str(&text).unwrap()
 }
 
 fn cases_with(j: &Value, result: &str) -> Vec<String> {
