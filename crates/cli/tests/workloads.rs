@@ -63,11 +63,11 @@ fn closed_system_obeys_littles_law_and_the_ci_rule_stops_it() {
             "--think-dist",
             "exp",
             "--service",
-            "5ms",
+            "20ms",
             "--until-ci",
             "5%",
             "--batch",
-            "250ms",
+            "200ms",
             "--min-batches",
             "5",
             "--max-duration",
@@ -84,7 +84,7 @@ fn closed_system_obeys_littles_law_and_the_ci_rule_stops_it() {
     let cs = cases(&v);
     assert_eq!(cs.len(), 1);
     let c = &cs[0];
-    assert_eq!(c["name"], "C=3 Z=2.000 ms S=5.000 ms");
+    assert_eq!(c["name"], "C=3 Z=2.000 ms S=20.00 ms");
     assert_eq!(c["params"]["clients"], 3);
     assert_eq!(c["params"]["think_dist"], "exp");
     let e = &c["extra"];
@@ -102,8 +102,8 @@ fn closed_system_obeys_littles_law_and_the_ci_rule_stops_it() {
         * (l["r_mean_us"].as_f64().unwrap() + l["z_mean_us"].as_f64().unwrap())
         / 1e6;
     assert!((n - l["x_times_r_plus_z"].as_f64().unwrap()).abs() < 1e-9);
-    // A 5 ms service time cannot answer faster than 5 ms.
-    assert!(l["r_mean_us"].as_f64().unwrap() >= 5000.0);
+    // A 20 ms service time cannot answer faster than 20 ms.
+    assert!(l["r_mean_us"].as_f64().unwrap() >= 20_000.0);
     assert_eq!(e["per_client_calls_per_sec"].as_array().unwrap().len(), 3);
     assert!(e["x_ci95"]["mean"].as_f64().unwrap() > 0.0);
     assert!(e["z_ci95"]["mean"].as_f64().unwrap() >= 2000.0 * 0.5);
@@ -166,6 +166,11 @@ fn setup_times_running_in_process_and_spawned_servers() {
         .map(|c| c["calls"].as_u64().unwrap())
         .collect();
     assert_eq!(calls, [3, 3, 2]);
+    let batches: Vec<u64> = cases(&v)
+        .iter()
+        .map(|c| c["extra"]["t_ci95"]["batches"].as_u64().unwrap())
+        .collect();
+    assert_eq!(batches, [3, 3, 2]);
     // A spawned process cannot be up faster than a running server answers.
     let mean = |i: usize| cases(&v)[i]["latency_us"]["mean"].as_f64().unwrap();
     assert!(

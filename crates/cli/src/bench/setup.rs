@@ -98,6 +98,7 @@ pub fn summary(r: &Results) -> String {
             c.params.mode.clone(),
             c.calls.to_string(),
             micros(l.mean),
+            workload::ci_json(&c.extra["t_ci95"]),
             micros(l.p50),
             micros(l.max),
             base.map(|b| format!("{:.1}x", l.mean / b.max(1e-9)))
@@ -138,8 +139,13 @@ async fn first_reply(ior: &Ior, s: &Session) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn case(mode: &str, h: &Latency, secs: f64, what: &str) -> Case {
+/// The case of one server state; `samples` (µs) are independent set-ups,
+/// so their mean's 95 % CI is `extra.t_ci95`.
+fn case(mode: &str, h: &Latency, samples: &[f64], secs: f64, what: &str) -> Case {
+    let mut extra = std::collections::BTreeMap::new();
+    param(&mut extra, "t_ci95", super::stats::ci95(samples));
     Case {
+        extra,
         name: mode.to_string(),
         params: workload::case_params("void", 0, mode, json!({ "server": what })),
         calls: h.len(),
@@ -186,6 +192,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
     for (mode, ior, what) in running {
         let pb = progress.case(mode);
         let mut h = Latency::new();
+        let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.count {
             anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
@@ -194,15 +201,17 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
                 .await
                 .map_err(|e| anyhow::anyhow!("{mode} set-up {}: {e}", i + 1))?;
             h.record_ns(t.elapsed().as_nanos() as u64);
+            samples.push(t.elapsed().as_secs_f64() * 1e6);
         }
         pb.done();
         r.cases
-            .push(case(mode, &h, t0.elapsed().as_secs_f64(), &what));
+            .push(case(mode, &h, &samples, t0.elapsed().as_secs_f64(), &what));
     }
     // Our server started in this process on demand.
     {
         let pb = progress.case("in-process-start");
         let mut h = Latency::new();
+        let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.count {
             anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
@@ -216,12 +225,14 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
                 .await
                 .map_err(|e| anyhow::anyhow!("in-process-start {}: {e}", i + 1))?;
             h.record_ns(t.elapsed().as_nanos() as u64);
+            samples.push(t.elapsed().as_secs_f64() * 1e6);
             drop(srv);
         }
         pb.done();
         r.cases.push(case(
             "in-process-start",
             &h,
+            &samples,
             t0.elapsed().as_secs_f64(),
             "ours, started in this process",
         ));
@@ -230,6 +241,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
         anyhow::ensure!(o.spawn_count >= 1, "--spawn-count must be at least 1");
         let pb = progress.case("spawned");
         let mut h = Latency::new();
+        let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.spawn_count {
             anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
@@ -237,10 +249,16 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
                 .await
                 .map_err(|e| anyhow::anyhow!("spawned server {}: {e}", i + 1))?;
             h.record_ns(d.as_nanos() as u64);
+            samples.push(d.as_secs_f64() * 1e6);
         }
         pb.done();
-        r.cases
-            .push(case("spawned", &h, t0.elapsed().as_secs_f64(), cmd));
+        r.cases.push(case(
+            "spawned",
+            &h,
+            &samples,
+            t0.elapsed().as_secs_f64(),
+            cmd,
+        ));
     }
     Ok(())
 }
