@@ -93,6 +93,13 @@ fn closed_system_obeys_littles_law_and_the_ci_rule_stops_it() {
     assert!(r_ci["relative"].as_f64().unwrap() <= 0.05, "{r_ci}");
     assert!(r_ci["batches"].as_u64().unwrap() >= 5);
     assert_eq!(r_ci["batches"], e["batches"]);
+    // The interval is centred on the reported mean (pooled over batches).
+    let r_mean = e["r_mean_us"].as_f64().unwrap();
+    let centre = r_ci["mean"].as_f64().unwrap();
+    assert!(
+        (centre - r_mean).abs() / r_mean < 0.01,
+        "{centre} vs {r_mean}"
+    );
     let l = &e["littles_law"];
     assert_eq!(l["clients"], 3.0);
     let rel = l["relative_error"].as_f64().unwrap();

@@ -107,6 +107,37 @@ pub fn ci95(xs: &[f64]) -> Option<Ci> {
     })
 }
 
+/// The 95 % CI of a ratio of sums `Σa / Σb` over batches `(a_i, b_i)`
+/// (e.g. total response time over calls): the ratio estimator's
+/// variance, `Σ (a_i − m·b_i)² / (k (k−1) b̄²)`, so the interval is
+/// centred on the overall mean, not on the mean of batch means (which
+/// over-weights batches with few calls). `None` below 2 batches or when
+/// `Σb` is 0.
+pub fn ratio_ci95(pairs: &[(f64, f64)]) -> Option<Ci> {
+    let k = pairs.len();
+    let (sa, sb) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(x, y), (a, b)| (x + a, y + b));
+    if k < 2 || sb <= 0.0 {
+        return None;
+    }
+    let mean = sa / sb;
+    let bbar = sb / k as f64;
+    let ss: f64 = pairs.iter().map(|(a, b)| (a - mean * b).powi(2)).sum();
+    let var = ss / ((k * (k - 1)) as f64 * bbar * bbar);
+    let half_width = t975(k - 1) * var.sqrt();
+    Some(Ci {
+        mean,
+        half_width,
+        relative: if mean != 0.0 {
+            half_width / mean.abs()
+        } else {
+            f64::INFINITY
+        },
+        batches: k,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +170,20 @@ mod tests {
         assert!(ci95(&[1.0]).is_none());
         assert_eq!(t975(1), 12.706);
         assert!((t975(1000) - 1.962).abs() < 0.001);
+    }
+
+    #[test]
+    fn ratio_ci_is_centred_on_the_pooled_mean() {
+        // Equal batch sizes: same as the plain CI of the batch means.
+        let pairs = [(10.0, 10.0), (20.0, 10.0), (30.0, 10.0)];
+        let r = ratio_ci95(&pairs).unwrap();
+        let p = ci95(&[1.0, 2.0, 3.0]).unwrap();
+        assert!((r.mean - 2.0).abs() < 1e-12);
+        assert!((r.half_width - p.half_width).abs() < 1e-12);
+        // Unequal sizes: the pooled mean, not the mean of means.
+        let r = ratio_ci95(&[(10.0, 10.0), (30.0, 10.0), (5.0, 1.0)]).unwrap();
+        assert!((r.mean - 45.0 / 21.0).abs() < 1e-12);
+        assert!(ratio_ci95(&[(1.0, 1.0)]).is_none());
+        assert!(ratio_ci95(&[(0.0, 0.0), (0.0, 0.0)]).is_none());
     }
 }

@@ -6,8 +6,9 @@
 //! and the delay Z actually spent before the next call (the think time
 //! plus the client's own loop overhead), so the interactive response-time
 //! law / Little's law `C = X·(R+Z)` is checked on what really happened.
-//! Time is cut into batches; the batch means give 95 % confidence
-//! intervals of R, X and Z, and `--until-ci` stops when the interval of
+//! Time is cut into batches; the batches give 95 % confidence intervals
+//! of R, X and Z (ratio estimators over batch sums, so each interval is
+//! centred on the overall mean), and `--until-ci` stops when the interval of
 //! mean R is narrow enough (or a time cap is hit, which is said).
 
 use std::cell::{Cell, RefCell};
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 use iiop_servers::client::BenchError;
 use serde_json::json;
 
-use super::stats::{ci95, Ci, Dist, Rng};
+use super::stats::{ratio_ci95, Ci, Dist, Rng};
 use super::{count_error, error_kind};
 use crate::context::param;
 use crate::hist::Latency;
@@ -244,9 +245,8 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
             ..
         } = spec.stop
         {
-            let means: Vec<f64> = r_means(&out.batches);
-            if out.batches.len() >= min_batches.max(2) && means.len() == out.batches.len() {
-                if let Some(ci) = ci95(&means) {
+            if out.batches.len() >= min_batches.max(2) {
+                if let Some(ci) = r_ci(&out.batches) {
                     if ci.relative <= relative {
                         break StopReason::CiReached;
                     }
@@ -283,13 +283,13 @@ async fn sleep_or_stop(d: Duration, stop: &Cell<bool>) {
     }
 }
 
-/// Mean R (µs) of each batch that completed a call.
-fn r_means(batches: &[(Sums, f64)]) -> Vec<f64> {
-    batches
+/// 95 % CI of mean R (µs): total response time over calls, per batch.
+fn r_ci(batches: &[(Sums, f64)]) -> Option<Ci> {
+    let pairs: Vec<(f64, f64)> = batches
         .iter()
-        .filter(|(s, _)| s.calls > 0)
-        .map(|(s, _)| s.r_ns as f64 / s.calls as f64 / 1e3)
-        .collect()
+        .map(|(s, _)| (s.r_ns as f64 / 1e3, s.calls as f64))
+        .collect();
+    ratio_ci95(&pairs)
 }
 
 impl EngineResult {
@@ -325,30 +325,29 @@ impl EngineResult {
         }
     }
 
-    /// 95 % CI of mean R (µs) over the batches.
+    /// 95 % CI of mean R (µs) over the batches (ratio estimator).
     pub fn r_ci(&self) -> Option<Ci> {
-        ci95(&r_means(&self.batches))
+        r_ci(&self.batches)
     }
 
-    /// 95 % CI of X (calls/s) over the batches.
+    /// 95 % CI of X (calls/s): calls over seconds, per batch.
     pub fn x_ci(&self) -> Option<Ci> {
-        let xs: Vec<f64> = self
+        let pairs: Vec<(f64, f64)> = self
             .batches
             .iter()
-            .map(|(s, secs)| s.calls as f64 / secs)
+            .map(|(s, secs)| (s.calls as f64, *secs))
             .collect();
-        ci95(&xs)
+        ratio_ci95(&pairs)
     }
 
-    /// 95 % CI of mean Z (µs) over the batches.
+    /// 95 % CI of mean Z (µs): total delay over calls, per batch.
     pub fn z_ci(&self) -> Option<Ci> {
-        let zs: Vec<f64> = self
+        let pairs: Vec<(f64, f64)> = self
             .batches
             .iter()
-            .filter(|(s, _)| s.calls > 0)
-            .map(|(s, _)| s.z_ns as f64 / s.calls as f64 / 1e3)
+            .map(|(s, _)| (s.z_ns as f64 / 1e3, s.calls as f64))
             .collect();
-        ci95(&zs)
+        ratio_ci95(&pairs)
     }
 
     /// Throughput of the clients of `class`.
