@@ -225,8 +225,9 @@ impl<'de> Deserializer<'de> {
                 };
                 let _guard = RawGuard::raise(RawMode::Decode(self.r.order()));
                 match b {
-                    Cow::Borrowed(b) => visitor
-                        .visit_newtype_struct(BorrowedBytesDeserializer::<CdrError>::new(b)),
+                    Cow::Borrowed(b) => {
+                        visitor.visit_newtype_struct(BorrowedBytesDeserializer::<CdrError>::new(b))
+                    }
                     Cow::Owned(b) => {
                         visitor.visit_newtype_struct(BytesDeserializer::<CdrError>::new(&b))
                     }

@@ -378,8 +378,7 @@ impl<'a> Reader<'a> {
             .checked_mul(size)
             .ok_or_else(|| self.truncated(usize::MAX))?;
         self.align(size)?;
-        if self.segs.is_empty() || self.pos + bytes.min(self.remaining()) <= self.segment_end()
-        {
+        if self.segs.is_empty() || self.pos + bytes.min(self.remaining()) <= self.segment_end() {
             return self.take(bytes).map(Cow::Borrowed);
         }
         if bytes > self.remaining() {
