@@ -101,7 +101,10 @@ impl<'de> Deserializer<'de> {
     /// produces the exact error on failure (a failed `take` moves nothing).
     #[inline(always)]
     fn get<T: Primitive>(&mut self) -> Result<T> {
-        let pad = self.r.align_offset().wrapping_neg() & (T::SIZE - 1);
+        if self.r.is_segmented() {
+            return self.r.read();
+        }
+        let pad = self.r.position().wrapping_neg() & (T::SIZE - 1);
         let order = self.r.order();
         match self.r.take(pad + T::SIZE) {
             Ok(b) => Ok(T::from_wire(&b[pad..], order)),

@@ -86,8 +86,9 @@ impl<'a> Reader<'a> {
     }
 
     /// The offset alignment is computed from at the cursor: `base + index`
-    /// for one stream, the offset within its segment otherwise. Padding
-    /// before an `n`-byte value is `align_offset().wrapping_neg() & (n-1)`.
+    /// for one stream, the offset within its segment otherwise (where
+    /// padding that reaches the next segment restarts there: see
+    /// [`align`](Self::align)).
     #[inline(always)]
     pub fn align_offset(&self) -> usize {
         if self.segs.is_empty() {
@@ -221,7 +222,31 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn align(&mut self, n: usize) -> Result<()> {
         debug_assert!(n.is_power_of_two());
-        let pad = self.align_offset().wrapping_neg() & (n - 1);
+        if !self.segs.is_empty() {
+            return self.align_segmented(n);
+        }
+        let pad = (self.base + self.pos).wrapping_neg() & (n - 1);
+        if pad > self.remaining() {
+            return Err(self.truncated(pad));
+        }
+        self.pos += pad;
+        Ok(())
+    }
+
+    /// [`align`](Self::align) by the segment rule. When the padding reaches
+    /// the next segment, the value did not fit in its fragment: the sender
+    /// ended that fragment (omniORB after the padding, others before it)
+    /// and aligned the value again from the next fragment's origin.
+    #[cold]
+    #[inline(never)]
+    fn align_segmented(&mut self, n: usize) -> Result<()> {
+        let k = self.segs.partition_point(|&s| s <= self.pos);
+        let mut pad = self.seg_align_offset().wrapping_neg() & (n - 1);
+        if let Some(&next) = self.segs.get(k) {
+            if pad > 0 && self.pos + pad >= next {
+                pad = next - self.pos + (self.seg_offset.wrapping_neg() & (n - 1));
+            }
+        }
         if pad > self.remaining() {
             return Err(self.truncated(pad));
         }
@@ -825,6 +850,61 @@ mod tests {
         assert_eq!(r.read_u32().unwrap(), 6);
         assert_eq!(r.read_u64().unwrap(), 7);
         r.expect_end().unwrap();
+    }
+
+    #[test]
+    fn padding_that_ends_a_segment_restarts_in_the_next() {
+        // omniORB: the octet, then the 7 pad bytes before the double end
+        // the first fragment (at 8 mod 8 of it); the double does not fit
+        // and is aligned again in the next fragment: 4 pad bytes more.
+        let mut s0 = vec![0, 0, 0, 2, 0x41];
+        s0.extend_from_slice(&[0xEE; 3]);
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&169.25f64.to_le_bytes());
+        s1.extend_from_slice(&[0x42, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE]);
+        s1.extend_from_slice(&0.5f64.to_le_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        // Segment 0 starts at offset 12: the octet sits at 16, the double
+        // would be at 24 = index 12, which is where segment 1 begins.
+        assert_eq!(starts, [8]);
+        let mut r = Reader::new(&data, ByteOrder::Little)
+            .with_base(8)
+            .with_segments(&starts, 12);
+        assert_eq!(r.read_u32().unwrap(), 0x0200_0000);
+        assert_eq!(r.read_u8().unwrap(), 0x41);
+        assert_eq!(r.read_f64().unwrap(), 169.25);
+        assert_eq!(r.read_u8().unwrap(), 0x42);
+        assert_eq!(r.read_f64().unwrap(), 0.5);
+        r.expect_end().unwrap();
+        // A run whose padding ends the segment: the same rule.
+        let mut s0 = vec![0, 0, 0, 2, 0x41];
+        s0.extend_from_slice(&[0xEE; 3]);
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&1.5f64.to_be_bytes());
+        s1.extend_from_slice(&2.5f64.to_be_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(8)
+            .with_segments(&starts, 12);
+        r.read_u32().unwrap();
+        r.read_u8().unwrap();
+        assert_eq!(r.read_slice::<f64>(2).unwrap(), vec![1.5, 2.5]);
+        r.expect_end().unwrap();
+        // Without a later segment the padding is just padding, and the
+        // double is missing.
+        let mut r = Reader::new(&data[..8], ByteOrder::Big)
+            .with_base(8)
+            .with_segments(&starts[..0], 12);
+        r.read_u32().unwrap();
+        r.read_u8().unwrap();
+        assert_eq!(
+            r.read_f64(),
+            Err(CdrError::Truncated {
+                offset: 16,
+                needed: 8,
+                available: 0
+            })
+        );
     }
 
     #[test]

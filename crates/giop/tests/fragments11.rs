@@ -1,6 +1,9 @@
 //! GIOP 1.1 Fragments laid out the way omniORB 4.2 sends them: each
-//! Fragment's data aligned from that Fragment's own 12-byte header, the
-//! padding that would end a piece left unsent. The reassembled body must
+//! Fragment's data aligned from that Fragment's own 12-byte header; a
+//! primitive that does not fit after its padding goes to the next Fragment
+//! and is aligned again there, the padding sent at the end of the piece
+//! before (omniORB, seen on the wire) or not (another sender's choice the
+//! spec allows just as well). The reassembled body must
 //! decode to the exact values through serde (per element and through the
 //! packed `Seq` fast path) and through `Value` (packed and struct-row fast
 //! paths), in both byte orders.
@@ -12,21 +15,24 @@ use iiop_giop::message::Message;
 use serde::Deserialize;
 
 /// Builds one GIOP 1.1 Reply split into a first message and Fragments of
-/// at most `limit` bytes each (headers included), as omniORB does: a
-/// primitive that does not fit ends the piece before its padding, and is
-/// aligned again in the next Fragment, relative to that Fragment.
+/// at most `limit` bytes each (headers included): a primitive that does
+/// not fit ends the piece (after its padding when `pad_then_cut` and the
+/// padding fits, as omniORB does), and is aligned again in the next
+/// Fragment, relative to that Fragment.
 struct Frag11 {
     order: ByteOrder,
     limit: usize,
+    pad_then_cut: bool,
     done: Vec<Vec<u8>>,
     cur: Vec<u8>,
 }
 
 impl Frag11 {
-    fn new(order: ByteOrder, limit: usize) -> Self {
+    fn new(order: ByteOrder, limit: usize, pad_then_cut: bool) -> Self {
         Frag11 {
             order,
             limit,
+            pad_then_cut,
             done: Vec::new(),
             cur: vec![0; 12],
         }
@@ -37,6 +43,9 @@ impl Frag11 {
         let a = wire.len();
         let pad = self.cur.len().wrapping_neg() & (a - 1);
         if self.cur.len() + pad + a > self.limit {
+            if self.pad_then_cut && self.cur.len() + pad <= self.limit {
+                self.cur.extend(std::iter::repeat_n(0x5A, pad));
+            }
             self.done
                 .push(std::mem::replace(&mut self.cur, vec![0; 12]));
         }
@@ -124,8 +133,8 @@ fn perf(i: usize) -> PerfStruct {
 /// A Reply whose body is sequence<double>, sequence<PerfStruct> and an
 /// unsigned long, fragmented at `limit`; returns the decoded message and
 /// the number of pieces on the wire.
-fn reply(order: ByteOrder, limit: usize) -> (iiop_giop::message::Reply, usize) {
-    let mut f = Frag11::new(order, limit);
+fn reply(order: ByteOrder, limit: usize, pad_then_cut: bool) -> (iiop_giop::message::Reply, usize) {
+    let mut f = Frag11::new(order, limit, pad_then_cut);
     f.u32(0); // no service contexts
     f.u32(42); // request id
     f.u32(0); // NO_EXCEPTION
@@ -192,48 +201,55 @@ fn perf_tc() -> TypeCode {
 /// large enough not to fragment at all.
 const LIMITS: [usize; 9] = [40, 41, 43, 46, 48, 53, 64, 101, 4096];
 
+/// Both byte orders, every limit, padding sent before the cut or not.
+fn cases() -> impl Iterator<Item = (ByteOrder, usize, bool)> {
+    [ByteOrder::Big, ByteOrder::Little]
+        .into_iter()
+        .flat_map(|o| {
+            LIMITS
+                .into_iter()
+                .flat_map(move |l| [(o, l, true), (o, l, false)])
+        })
+}
+
 #[test]
 fn serde_decodes_omniorb_11_fragments_exactly() {
     let doubles: Vec<f64> = (0..DOUBLES).map(double).collect();
     let structs: Vec<PerfStruct> = (0..STRUCTS).map(perf).collect();
-    for order in [ByteOrder::Big, ByteOrder::Little] {
-        for limit in LIMITS {
-            let (r, pieces) = reply(order, limit);
-            assert_eq!(pieces > 1, limit < 4096, "{limit}");
-            // The packed fast path (Seq) and per-element reads (Vec).
-            let mut rd = r.body.reader(Options::default());
-            let d: Seq<f64> = from_reader(&mut rd).unwrap();
-            assert_eq!(d.0, doubles, "{order:?} {limit}");
-            let p: Vec<PerfStruct> = from_reader(&mut rd).unwrap();
-            assert_eq!(p, structs, "{order:?} {limit}");
-            assert_eq!(rd.read_u32().unwrap(), MARKER);
-            rd.expect_end().unwrap();
-            let mut rd = r.body.reader(Options::default());
-            let d: Vec<f64> = from_reader(&mut rd).unwrap();
-            assert_eq!(d, doubles, "{order:?} {limit}");
-            let p: Vec<(i16, char, i32, u8, f64)> = from_reader(&mut rd).unwrap();
-            assert_eq!(p.len(), STRUCTS);
-            assert_eq!(p[STRUCTS - 1], (77, 'c', 2_800_079, 196, 14.25));
-            assert_eq!(rd.read_u32().unwrap(), MARKER);
-            rd.expect_end().unwrap();
-        }
+    for (order, limit, omni) in cases() {
+        let (r, pieces) = reply(order, limit, omni);
+        assert_eq!(pieces > 1, limit < 4096, "{limit}");
+        // The packed fast path (Seq) and per-element reads (Vec).
+        let mut rd = r.body.reader(Options::default());
+        let d: Seq<f64> = from_reader(&mut rd).unwrap();
+        assert_eq!(d.0, doubles, "{order:?} {limit} {omni}");
+        let p: Vec<PerfStruct> = from_reader(&mut rd).unwrap();
+        assert_eq!(p, structs, "{order:?} {limit} {omni}");
+        assert_eq!(rd.read_u32().unwrap(), MARKER);
+        rd.expect_end().unwrap();
+        let mut rd = r.body.reader(Options::default());
+        let d: Vec<f64> = from_reader(&mut rd).unwrap();
+        assert_eq!(d, doubles, "{order:?} {limit} {omni}");
+        let p: Vec<(i16, char, i32, u8, f64)> = from_reader(&mut rd).unwrap();
+        assert_eq!(p.len(), STRUCTS);
+        assert_eq!(p[STRUCTS - 1], (77, 'c', 2_800_079, 196, 14.25));
+        assert_eq!(rd.read_u32().unwrap(), MARKER);
+        rd.expect_end().unwrap();
     }
 }
 
 #[test]
 fn values_decode_omniorb_11_fragments_exactly() {
     let (doubles, structs) = expected_values();
-    for order in [ByteOrder::Big, ByteOrder::Little] {
-        for limit in LIMITS {
-            let (r, _) = reply(order, limit);
-            let mut rd = r.body.reader(Options::default());
-            let d = Value::decode(&TypeCode::sequence(TypeCode::double(), 0), &mut rd).unwrap();
-            assert_eq!(d, doubles, "{order:?} {limit}");
-            let p = Value::decode(&perf_tc(), &mut rd).unwrap();
-            assert_eq!(p, structs, "{order:?} {limit}");
-            assert_eq!(rd.read_u32().unwrap(), MARKER);
-            rd.expect_end().unwrap();
-        }
+    for (order, limit, omni) in cases() {
+        let (r, _) = reply(order, limit, omni);
+        let mut rd = r.body.reader(Options::default());
+        let d = Value::decode(&TypeCode::sequence(TypeCode::double(), 0), &mut rd).unwrap();
+        assert_eq!(d, doubles, "{order:?} {limit} {omni}");
+        let p = Value::decode(&perf_tc(), &mut rd).unwrap();
+        assert_eq!(p, structs, "{order:?} {limit} {omni}");
+        assert_eq!(rd.read_u32().unwrap(), MARKER);
+        rd.expect_end().unwrap();
     }
 }
 
@@ -241,7 +257,7 @@ fn values_decode_omniorb_11_fragments_exactly() {
 fn one_stream_reading_of_the_same_bytes_is_wrong() {
     // Guard for the tests above: without the fragment starts, the values
     // after a boundary at 0 mod 8 of the stream come out shifted.
-    let (r, _) = reply(ByteOrder::Big, 48);
+    let (r, _) = reply(ByteOrder::Big, 48, true);
     assert!(r.body.segments.is_some());
     let mut rd = Reader::from_bytes(&r.body.bytes, r.body.order).with_base(r.body.offset);
     let d: Result<Seq<f64>, _> = from_reader(&mut rd);
