@@ -102,7 +102,7 @@ impl<'de> Deserializer<'de> {
     #[inline(always)]
     fn get<T: Primitive>(&mut self) -> Result<T> {
         if self.r.is_segmented() {
-            return self.r.read();
+            return self.get_segmented();
         }
         let pad = self.r.position().wrapping_neg() & (T::SIZE - 1);
         let order = self.r.order();
@@ -115,6 +115,14 @@ impl<'de> Deserializer<'de> {
                 T::SIZE,
             )),
         }
+    }
+
+    /// [`get`](Self::get) across GIOP 1.1 fragments, where padding may
+    /// restart at a fragment start: out of line, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn get_segmented<T: Primitive>(&mut self) -> Result<T> {
+        self.r.read()
     }
 
     /// Run `f` one nesting level deeper.
