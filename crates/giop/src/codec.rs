@@ -12,7 +12,11 @@
 //! omniORB does: see fixtures/giop/omniorb/frag-doubles11*), so a 1.1
 //! [`Frame`] records where each Fragment's data begins
 //! ([`Frame::segments`]) and readers realign there
-//! ([`iiop_cdr::Reader::with_segments`]).
+//! ([`iiop_cdr::Reader::with_segments`]). When a value does not fit in
+//! its piece, omniORB sends that piece with the value's padding at its end
+//! and pads again in the next Fragment (4 bytes before a double); a reader
+//! whose padding reaches a Fragment start realigns from that Fragment.
+//! TAO concatenates 1.1 Fragments as one stream and JacORB refuses them.
 //!
 //! Output side: [`fragment_message`] splits a complete GIOP 1.2 message into
 //! a first message and Fragments, every piece but the last a multiple of 8
