@@ -15,6 +15,7 @@ pub mod cmd_tcp;
 pub mod context;
 pub mod hist;
 pub mod interrupt;
+pub mod lab;
 pub mod opts;
 pub mod output;
 pub mod placement;
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> i32 {
         }
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Lab(o) => lab::run(&o),
     };
     match outcome {
         Ok(()) => 0,
