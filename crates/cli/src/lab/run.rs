@@ -410,8 +410,18 @@ fn run_bench_inner(lab: &Lab, p: &Plan) -> anyhow::Result<(Results, Option<anyho
         )),
         None => Some(anyhow::anyhow!("interrupted")),
     };
+    let err = match (err, interrupted_at) {
+        (None, Some(_)) => Some(anyhow::anyhow!("interrupted")),
+        (e, _) => e,
+    };
     match results::read(&json_file) {
-        Ok(r) => Ok((r, err)),
+        Ok(mut r) => {
+            if let Some(e) = &err {
+                r.outcome.complete = false;
+                r.outcome.failure.get_or_insert_with(|| format!("{e:#}"));
+            }
+            Ok((r, err))
+        }
         Err(e) => Err(err.unwrap_or(e)),
     }
 }
@@ -467,7 +477,7 @@ pub fn print_reports(v: &Verified) {
     for r in &v.reports {
         println!(
             "lab link {}<->{}: added RTT {:.2} ms (configured {:.2}), loss {:.2}%/{:.2}% \
-             (configured {:.2}%/{:.2}%), rate {}/{}, delay by {:?}",
+             (configured {:.2}%/{:.2}%), rate {}/{}, delay by {}",
             r.a,
             r.b,
             r.rtt_added_ms,
@@ -478,7 +488,10 @@ pub fn print_reports(v: &Verified) {
             r.b_to_a.configured.loss * 100.0,
             fmt_rate(r.a_to_b.rate_bps),
             fmt_rate(r.b_to_a.rate_bps),
-            r.a_to_b.mechanisms.delay,
+            serde_json::to_value(r.a_to_b.mechanisms.delay)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
         );
     }
     if !v.violations.is_empty() {
