@@ -76,7 +76,11 @@ fn lab_run_moves_ping_pong_by_the_added_round_trip() {
 
     assert_eq!(lab_run("client-server:none", &bare_f, "200"), 0);
     assert_eq!(
-        lab_run("client-server:delay=20ms,loss=2%,rate=10mbit", &imp_f, "200"),
+        lab_run(
+            "client-server:delay=20ms,loss=2%,rate=10mbit",
+            &imp_f,
+            "200"
+        ),
         0
     );
     let (bare, imp) = (read(&bare_f), read(&imp_f));
@@ -109,7 +113,10 @@ fn lab_run_moves_ping_pong_by_the_added_round_trip() {
         assert!((loss - 0.02).abs() <= 0.01, "measured loss {loss}");
     }
     let added = link["rtt_added_ms"].as_f64().unwrap();
-    assert!((added - 40.0).abs() <= 4.0, "self-measured added RTT {added} ms");
+    assert!(
+        (added - 40.0).abs() <= 4.0,
+        "self-measured added RTT {added} ms"
+    );
     let bare_link = &bare["params"]["lab"]["links"][0];
     assert_eq!(bare_link["a_to_b"]["mechanisms"]["delay"], "none");
 
@@ -137,7 +144,14 @@ fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
     let code = iiopbench::main_with_args([
-        "iiopbench", "lab", "run", "--", "bench", "latency", "--target", "x.ior",
+        "iiopbench",
+        "lab",
+        "run",
+        "--",
+        "bench",
+        "latency",
+        "--target",
+        "x.ior",
     ]);
     assert_eq!(code, 1);
     // A bench argument the client rejects: the lab is built, the server

@@ -590,7 +590,12 @@ mod tests {
 
     #[test]
     fn link_parsing_handles_hyphenated_names() {
-        let l = parse_link("client-web-server:delay=40ms,loss=2%,rate=t1", &hosts(), 1400).unwrap();
+        let l = parse_link(
+            "client-web-server:delay=40ms,loss=2%,rate=t1",
+            &hosts(),
+            1400,
+        )
+        .unwrap();
         assert_eq!((l.a.as_str(), l.b.as_str()), ("client", "web-server"));
         assert_eq!(l.a_to_b.delay, Duration::from_millis(40));
         assert_eq!(l.b_to_a.loss, 0.02);
@@ -606,7 +611,10 @@ mod tests {
     #[test]
     fn bench_args_take_json_and_refuse_target() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let (a, j) = bench_args(&s(&["bench", "latency", "--json", "o.json", "--count", "5"])).unwrap();
+        let (a, j) = bench_args(&s(&[
+            "bench", "latency", "--json", "o.json", "--count", "5",
+        ]))
+        .unwrap();
         assert_eq!(a, s(&["latency", "--count", "5"]));
         assert_eq!(j, Some(PathBuf::from("o.json")));
         let (a, j) = bench_args(&s(&["throughput", "--json=x"])).unwrap();

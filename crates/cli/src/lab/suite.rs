@@ -155,7 +155,10 @@ impl Suite {
         let s: Suite = toml::from_str(text)?;
         anyhow::ensure!(!s.lab.conditions.is_empty(), "suite has no conditions");
         anyhow::ensure!(!s.cases.is_empty(), "suite has no cases");
-        anyhow::ensure!(s.lab.client != s.lab.server, "client and server hosts must differ");
+        anyhow::ensure!(
+            s.lab.client != s.lab.server,
+            "client and server hosts must differ"
+        );
         Ok(s)
     }
 
@@ -183,7 +186,11 @@ impl Suite {
             (
                 "condition",
                 &q.conditions,
-                self.lab.conditions.iter().map(|c| &c.name).collect::<Vec<_>>(),
+                self.lab
+                    .conditions
+                    .iter()
+                    .map(|c| &c.name)
+                    .collect::<Vec<_>>(),
             ),
             (
                 "case",
@@ -363,10 +370,7 @@ fn add_results(
         let e = &mut case.params.extra;
         e.insert("condition".into(), json!(cname));
         e.insert("suite_case".into(), json!(case_name));
-        e.insert(
-            "delay_ms".into(),
-            json!(imp.delay.as_secs_f64() * 1000.0),
-        );
+        e.insert("delay_ms".into(), json!(imp.delay.as_secs_f64() * 1000.0));
         e.insert("jitter_ms".into(), json!(imp.jitter.as_secs_f64() * 1000.0));
         e.insert("loss".into(), json!(imp.loss));
         e.insert("rate_bps".into(), json!(imp.rate_bps));
@@ -398,7 +402,15 @@ fn add_results(
 /// errors; then the fits.
 pub fn summary(r: &Results) -> String {
     let mut t = crate::table::Table::new([
-        "condition", "case", "mode", "size", "calls", "mean ms", "p50 ms", "p99 ms", "Mbit/s",
+        "condition",
+        "case",
+        "mode",
+        "size",
+        "calls",
+        "mean ms",
+        "p50 ms",
+        "p99 ms",
+        "Mbit/s",
         "errors",
     ]);
     for c in &r.cases {
@@ -442,7 +454,10 @@ pub fn summary(r: &Results) -> String {
 mod tests {
     use super::*;
 
-    const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/suites/network-2003.toml");
+    const FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/suites/network-2003.toml"
+    );
 
     #[test]
     fn network_2003_parses_and_reduces() {
@@ -455,7 +470,10 @@ mod tests {
         assert_eq!(d300.delay, std::time::Duration::from_millis(300));
         assert_eq!(d300.loss, 0.08);
         assert_eq!(d300.rate_bps, Some(iiop_lab::T1_BPS));
-        assert!(full.conditions.iter().all(|c| c.1.rate_bps == Some(iiop_lab::T1_BPS)));
+        assert!(full
+            .conditions
+            .iter()
+            .all(|c| c.1.rate_bps == Some(iiop_lab::T1_BPS)));
         let pp = full.cases.iter().find(|c| c.0 == "pingpong").unwrap();
         let count = pp.1.iter().position(|a| a == "--count").unwrap();
         assert_eq!(pp.1[count + 1], "1000");
@@ -469,8 +487,9 @@ mod tests {
 
     #[test]
     fn set_replaces_only_present_options() {
-        let set: BTreeMap<String, String> =
-            [("--count".to_string(), "5".to_string())].into_iter().collect();
+        let set: BTreeMap<String, String> = [("--count".to_string(), "5".to_string())]
+            .into_iter()
+            .collect();
         let a = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             apply_set(&a(&["--op", "echo", "--count", "1000"]), &set),
