@@ -192,3 +192,114 @@ fn lab_as_non_root_fails_with_one_line() {
         "{err}"
     );
 }
+
+#[test]
+fn lab_suite_runs_every_case_under_every_condition_into_one_file() {
+    if !is_root() {
+        eprintln!("SKIP lab_suite_runs_every_case_under_every_condition_into_one_file: not root");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
+    let dir = std::env::temp_dir().join(format!("iiopbench-labsuite-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let suite = dir.join("mini.toml");
+    std::fs::write(
+        &suite,
+        r#"
+name = "mini"
+[lab]
+[[lab.conditions]]
+name = "fast"
+link = "none"
+[[lab.conditions]]
+name = "slow"
+link = "delay=10ms,rate=10mbit"
+[[lab.conditions]]
+name = "unused"
+link = "delay=1s"
+[[cases]]
+name = "pp"
+command = "latency"
+args = ["--op", "echo", "--size", "1,1KiB", "--count", "500", "--warmup", "2"]
+[[cases]]
+name = "pp-nagle"
+command = "latency"
+args = ["--op", "echo", "--size", "1", "--count", "500", "--warmup", "2"]
+nagle = true
+[quick]
+conditions = ["fast", "slow"]
+set = { "--count" = "10" }
+"#,
+    )
+    .unwrap();
+    let out = dir.join("out.json");
+    let code = iiopbench::main_with_args([
+        "iiopbench",
+        "lab",
+        "suite",
+        suite.to_str().unwrap(),
+        "--quick",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let r = read(&out);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(r["kind"], "lab-suite");
+    assert_eq!(r["outcome"]["complete"], true);
+    let conds = r["params"]["lab"]["conditions"].as_array().unwrap();
+    let names: Vec<&str> = conds.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fast", "slow"]);
+    assert!(conds.iter().all(|c| c["self_check"] == "passed"));
+    let cases = r["cases"].as_array().unwrap();
+    // 2 conditions × (2 sizes + 1 size).
+    assert_eq!(cases.len(), 6);
+    let tags: Vec<(String, String, u64, bool)> = cases
+        .iter()
+        .map(|c| {
+            let p = &c["params"];
+            assert_eq!(c["calls"], 10, "{}", c["name"]);
+            (
+                p["condition"].as_str().unwrap().to_string(),
+                p["suite_case"].as_str().unwrap().to_string(),
+                p["size"].as_u64().unwrap(),
+                p["nagle"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let t = |c: &str, k: &str, s: u64, n: bool| (c.to_string(), k.to_string(), s, n);
+    assert_eq!(
+        tags,
+        [
+            t("fast", "pp", 1, false),
+            t("fast", "pp", 1024, false),
+            t("fast", "pp-nagle", 1, true),
+            t("slow", "pp", 1, false),
+            t("slow", "pp", 1024, false),
+            t("slow", "pp-nagle", 1, true),
+        ]
+    );
+    assert_eq!(cases[3]["params"]["delay_ms"], 10.0);
+    assert_eq!(cases[3]["params"]["rate_bps"], 10_000_000);
+    // The 10 ms each way shows in every slow case (10 calls on a busy
+    // 2-core machine: the unimpaired side wobbles by a few ms).
+    for (fast, slow) in cases[..3].iter().zip(&cases[3..]) {
+        let moved = (slow["latency_us"]["p50"].as_f64().unwrap()
+            - fast["latency_us"]["p50"].as_f64().unwrap())
+            / 1000.0;
+        assert!(
+            (16.0..=26.0).contains(&moved),
+            "{} moved by {moved} ms",
+            slow["name"]
+        );
+    }
+    let fits: Vec<&str> = r["fits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(fits, ["fast pp echo octet", "slow pp echo octet"]);
+    assert_eq!(our_namespaces(), Vec::<String>::new());
+}

@@ -3,7 +3,8 @@
 //! under every condition in one lab (re-impaired with `set_link` and
 //! re-verified per condition), and one results file holds every case,
 //! tagged with its condition in `params` (`condition`, `delay_ms`, `loss`,
-//! `rate_bps`, `nagle`, `suite_case`).
+//! `rate_bps`, `nagle`, `suite_case`, `kind`, and `bench_params`: the
+//! run's own top-level `params`).
 //!
 //! The format (a plain TOML list; `fixtures/suites/network-2003.toml` is
 //! the example and documents it too):
@@ -376,13 +377,15 @@ fn add_results(
         e.insert("rate_bps".into(), json!(imp.rate_bps));
         e.insert("nagle".into(), json!(nagle));
         e.insert("kind".into(), json!(r.kind));
+        e.insert("bench_params".into(), json!(r.params));
     }
     for f in &mut r.fits {
         f.label = format!("{cname} {case_name} {}", f.label);
     }
     match merged {
         None => {
-            r.params.retain(|k, _| k == "socket" || k == "giop");
+            // Per-run parameters live in each case's `bench_params`.
+            r.params.clear();
             *merged = Some(r);
         }
         Some(m) => {
