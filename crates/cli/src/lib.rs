@@ -14,6 +14,7 @@ pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod context;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
 pub mod lab;
 pub mod opts;
@@ -56,6 +57,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Orbs(c) => orbs(c),
         Command::Lab(o) => lab::run(&o),
+        Command::Interop(o) => interop::run(&o),
     };
     match outcome {
         Ok(()) => 0,
