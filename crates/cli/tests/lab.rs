@@ -178,12 +178,23 @@ fn lab_as_non_root_fails_with_one_line() {
         eprintln!("SKIP lab_as_non_root_fails_with_one_line: needs root to drop to uid 65534 with setpriv");
         return;
     }
+    // A copy in a world-readable directory: the build tree may sit under a
+    // directory uid 65534 cannot enter (e.g. /root).
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("iiopbench-nonroot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.join("iiopbench");
+    std::fs::copy(env!("CARGO_BIN_EXE_iiopbench"), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(env!("CARGO_BIN_EXE_iiopbench"))
+        .arg(&exe)
         .args(["lab", "run", "--", "bench", "latency"])
+        .current_dir(&dir)
         .output()
         .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
