@@ -314,3 +314,63 @@ set = { "--count" = "10" }
     assert_eq!(fits, ["fast pp echo octet", "slow pp echo octet"]);
     assert_eq!(our_namespaces(), Vec::<String>::new());
 }
+
+#[test]
+fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
+    if !is_root() {
+        eprintln!("SKIP ctrl_c_keeps_partial_results_and_removes_the_lab: not root");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("iiopbench-labint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("partial.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args(["lab", "run", "--link", "client-server:delay=5ms", "--json"])
+        .arg(&json)
+        .args([
+            "--", "bench", "latency", "--count", "1000000", "--warmup", "1", "--quiet",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("iiopb-{}-", child.id());
+    let ns = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Wait for the client to run: the bench's client process is a
+    // grandchild; its calls start a few seconds after the lab exists.
+    let t0 = Instant::now();
+    while ns().is_empty() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!ns().is_empty(), "the lab never appeared");
+    std::thread::sleep(Duration::from_secs(6));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t1.elapsed() < Duration::from_secs(20),
+            "no exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+    assert_eq!(ns(), Vec::<String>::new());
+    let r = read(&json);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(r["outcome"]["complete"], false);
+    assert_eq!(r["params"]["lab"]["self_check"], "passed");
+    let calls = r["cases"][0]["calls"].as_u64().unwrap();
+    assert!(calls > 0 && calls < 1_000_000, "{calls} calls");
+}
