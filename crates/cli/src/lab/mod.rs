@@ -14,7 +14,7 @@
 //!   `fixtures/suites/network-2003.toml`), one results file.
 //!
 //! Between real hosts the same bench commands run without the lab: start
-//! the server on one machine (`iiopbench serve --listen 0.0.0.0:0
+//! the server on one machine (`iiopbench serve --listen <its address>:0
 //! --ior-file F` or `iiopbench orbs start omniorb --host H --ior-file F`)
 //! and on the other drop `lab run … --` and pass `--target F`
 //! (`iiopbench bench latency --target F …`).
@@ -57,6 +57,12 @@ pub enum LabCommand {
         all: bool,
     },
     /// Build a lab, verify it, run a server and a bench client across it.
+    #[command(
+        after_help = "Between real hosts: run `iiopbench serve --listen <its address>:0 \
+--ior-file srv.ior` (or `iiopbench orbs start <orb> --host <addr> --ior-file srv.ior`) on \
+the server machine, and on the client machine the same bench command without \
+`lab run … --`, plus `--target srv.ior`."
+    )]
     Run(Box<run::RunOpts>),
     /// Run a suite file (conditions × bench cases) in a lab.
     Suite(Box<suite::SuiteOpts>),

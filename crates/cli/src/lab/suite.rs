@@ -66,7 +66,7 @@ pub struct SuiteOpts {
     /// Write the combined results here.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Also print a one-line-per-case summary table.
+    /// No summary table at the end (the bench tables still print).
     #[arg(long, short)]
     pub quiet: bool,
 }
