@@ -266,12 +266,27 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
             complete = false;
             break;
         }
-        if !first {
-            lab.set_link(&c, &s, *imp)?;
-        }
-        first = false;
         println!("== condition {cname}: {imp}");
-        let v = run::verify(&lab, &MeasureOptions::default())?;
+        // A condition the lab cannot set up or measure is recorded and
+        // skipped; the results of the others are still written.
+        let set = if first {
+            Ok(())
+        } else {
+            lab.set_link(&c, &s, *imp).map_err(anyhow::Error::from)
+        };
+        first = false;
+        let v = match set.and_then(|()| run::verify(&lab, &MeasureOptions::default())) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("lab suite: condition {cname}: {e:#}");
+                complete = false;
+                failure.get_or_insert(format!("condition {cname}: {e:#}"));
+                cond_sections.push(
+                    json!({ "name": cname, "link": imp.to_string(), "error": format!("{e:#}") }),
+                );
+                continue;
+            }
+        };
         run::print_reports(&v);
         let mut section = json!({ "name": cname, "link": imp.to_string() });
         merge_obj(&mut section, v.to_json());
