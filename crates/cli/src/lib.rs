@@ -16,6 +16,7 @@ pub mod context;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod opts;
 pub mod output;
 pub mod placement;
@@ -61,6 +62,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
     };
     match outcome {
