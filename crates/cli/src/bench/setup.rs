@@ -88,6 +88,7 @@ pub fn summary(r: &Results) -> String {
         "state",
         "set-ups",
         "T mean",
+        "T ci",
         "T p50",
         "T max",
         "vs in-process",
