@@ -560,3 +560,64 @@ pub fn finish(
         (None, w) => w,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clients whose "call" only records the draws it was given.
+    fn run_recording(seed: u64) -> Vec<Vec<u64>> {
+        let seen: Vec<Rc<RefCell<Vec<u64>>>> =
+            (0..2).map(|_| Rc::new(RefCell::new(Vec::new()))).collect();
+        let clients = seen
+            .iter()
+            .map(|s| {
+                let s = s.clone();
+                ClientSpec {
+                    think: Duration::from_micros(200),
+                    think_dist: Dist::Exp,
+                    class: "client".into(),
+                    call: Box::new(move |rng: &mut Rng| {
+                        s.borrow_mut().push(rng.next_u64());
+                        Box::pin(async { Ok(()) })
+                    }),
+                }
+            })
+            .collect();
+        let spec = EngineSpec {
+            stop: Stop::Duration(Duration::from_millis(60)),
+            batch: Duration::from_millis(20),
+            warmup: Duration::ZERO,
+            seed,
+            stop_on_error: true,
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let res = rt.block_on(tokio::task::LocalSet::new().run_until(run(spec, clients)));
+        assert_eq!(res.stop, Some(StopReason::Duration));
+        assert_eq!(res.batches.len(), 3);
+        assert_eq!(res.clients.len(), 2);
+        seen.iter().map(|s| s.borrow()[..5].to_vec()).collect()
+    }
+
+    #[test]
+    fn the_seed_repeats_every_clients_draws() {
+        let a = run_recording(11);
+        let b = run_recording(11);
+        let c = run_recording(12);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_ne!(a[0], a[1], "clients draw from separate streams");
+    }
+
+    #[test]
+    fn relative_widths_parse() {
+        assert_eq!(parse_relative("5%"), Ok(0.05));
+        assert_eq!(parse_relative("0.02"), Ok(0.02));
+        assert!(parse_relative("0%").is_err());
+        assert!(parse_relative("150%").is_err());
+        assert!(parse_relative("x").is_err());
+    }
+}
