@@ -9,10 +9,12 @@
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
 pub mod bench;
+pub mod cmd_call;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod context;
+pub mod dynamic;
 pub mod hist;
 pub mod interrupt;
 pub mod opts;
@@ -53,6 +55,7 @@ pub fn run(cli: Cli) -> i32 {
             finish(&r, &o.output, err)
         }
         Command::Serve(o) => cmd_serve::run(&o),
+        Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
     };
     match outcome {
