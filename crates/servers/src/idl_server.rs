@@ -47,6 +47,9 @@ pub enum Behaviour {
 pub struct FixedReply {
     pub result: Option<Value>,
     pub params: HashMap<String, Value>,
+    /// Raise this user exception (its TypeCode, from the raises list, and
+    /// its members) instead of replying.
+    pub raise: Option<(TypeCode, Value)>,
 }
 
 /// One parameter of an operation, with its TypeCode.
@@ -233,6 +236,15 @@ impl Handler for IdlHandler {
         self.counters.bytes((body.position() - start) as u64);
         if !ctx.response_expected {
             return Dispatch::Done(Outcome::Reply);
+        }
+        if let Behaviour::Fixed(m) = &self.behaviour {
+            if let Some((tc, v)) = m.get(&op.name).and_then(|f| f.raise.as_ref()) {
+                let id = tc.id().unwrap_or("");
+                return match reply.write_string(id).and_then(|_| v.encode(tc, reply)) {
+                    Ok(()) => Dispatch::Done(Outcome::UserException),
+                    Err(_) => marshal_error(),
+                };
+            }
         }
         let values = self.answer(op, &inputs);
         let tcs = (!op.returns_void())

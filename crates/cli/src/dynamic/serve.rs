@@ -86,7 +86,22 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
                 };
                 let mut f = FixedReply::default();
                 for (k, v) in vals {
-                    if k == "return" {
+                    if k == "raise" {
+                        let id = v.get("_id").and_then(Json::as_str).unwrap_or("");
+                        let Some(tc) = sig.raises.iter().find(|t| t.id() == Some(id) || t.name() == Some(id)) else {
+                            anyhow::bail!("--behaviour fixed: {op}.raise: {id:?} is not in its raises list");
+                        };
+                        let mut members = v.clone();
+                        if let Json::Object(m) = &mut members {
+                            m.remove("exception");
+                            if tc.id() != Some(id) {
+                                m.remove("_id");
+                            }
+                        }
+                        let value = json::from_json(tc, &members, spec)
+                            .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.raise: {e}"))?;
+                        f.raise = Some((tc.clone(), value));
+                    } else if k == "return" {
                         f.result = Some(
                             json::from_json(&sig.result, &v, spec)
                                 .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.return: {e}"))?,
