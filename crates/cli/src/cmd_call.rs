@@ -76,6 +76,12 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
             .await
             .map_err(|e| anyhow::anyhow!("{} on {}: {e}", sig.name, found.interface))?;
         let Some(reply) = reply else {
+            // A oneway has no reply: a `_non_existent` after it on the same
+            // connection makes sure it left (and was read) before we exit.
+            client
+                .invoke(&ior, "_non_existent", ResponseMode::Twoway, |_| Ok(()))
+                .await
+                .map_err(|e| anyhow::anyhow!("_non_existent after the oneway {}: {e}", sig.name))?;
             return Ok((serde_json::json!({"oneway": true}), true));
         };
         // Reply bodies decode with the code sets negotiated on the
