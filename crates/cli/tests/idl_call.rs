@@ -24,15 +24,8 @@ fn server(interface: &str, behaviour: &str) -> IdlServer {
         interface: Some(interface.into()),
         behaviour: behaviour.into(),
     };
-    let (srv, name) = start(
-        &o,
-        &idl(),
-        "127.0.0.1:0",
-        1,
-        None,
-        ServerConfig::default(),
-    )
-    .expect("server starts");
+    let (srv, name) =
+        start(&o, &idl(), "127.0.0.1:0", 1, None, ServerConfig::default()).expect("server starts");
     assert_eq!(name, interface);
     srv
 }
@@ -40,7 +33,18 @@ fn server(interface: &str, behaviour: &str) -> IdlServer {
 fn opts(srv: &IdlServer, op: &str, args: Option<serde_json::Value>) -> CallOpts {
     let ior = srv.ior().to_string();
     let idl = idl().display().to_string();
-    let mut argv = vec!["iiopbench", "call", "--idl", &idl, "--target", &ior, "--op", op, "--timeout", "10s"];
+    let mut argv = vec![
+        "iiopbench",
+        "call",
+        "--idl",
+        &idl,
+        "--target",
+        &ior,
+        "--op",
+        op,
+        "--timeout",
+        "10s",
+    ];
     let a = args.map(|a| a.to_string());
     if let Some(a) = &a {
         argv.extend(["--args", a]);
@@ -63,50 +67,108 @@ fn echo_skeleton_answers_every_shape() {
     // Union on an enum, inout echoed from itself, out without a matching
     // input gets its default (empty path).
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::transform", json!({"s": {"_d": "SQUARE", "corner": {"x": 1.5, "y": -2}}, "origin": {"x": 3, "y": 4}})),
+        ok(
+            &srv,
+            "Shapes::Drawing::transform",
+            json!({"s": {"_d": "SQUARE", "corner": {"x": 1.5, "y": -2}}, "origin": {"x": 3, "y": 4}})
+        ),
         json!({"return": {"_d": "SQUARE", "corner": {"x": 1.5, "y": -2.0}}, "origin": {"x": 3.0, "y": 4.0}, "trail": []})
     );
     // Default branch of the union.
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::transform", json!([{"_d": "TRIANGLE", "label": "tri"}, {"x": 0, "y": 0}]))["return"],
+        ok(
+            &srv,
+            "Shapes::Drawing::transform",
+            json!([{"_d": "TRIANGLE", "label": "tri"}, {"x": 0, "y": 0}])
+        )["return"],
         json!({"_d": "TRIANGLE", "label": "tri"})
     );
     // any with a described TypeCode, and with a type named in the IDL; the
     // TypeCode out parameter has no input of its type: tk_null.
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::wrap", json!({"a": {"type": {"kind": "sequence", "element": "wstring", "bound": 0}, "value": ["ж", "b"]}})),
+        ok(
+            &srv,
+            "Shapes::Drawing::wrap",
+            json!({"a": {"type": {"kind": "sequence", "element": "wstring", "bound": 0}, "value": ["ж", "b"]}})
+        ),
         json!({"return": {"type": {"kind": "sequence", "element": "wstring", "bound": 0}, "value": ["ж", "b"]}, "t": "null"})
     );
-    let named = ok(&srv, "Shapes::Drawing::wrap", json!({"a": {"type": "::Shapes::Kind", "value": "CIRCLE"}}));
+    let named = ok(
+        &srv,
+        "Shapes::Drawing::wrap",
+        json!({"a": {"type": "::Shapes::Kind", "value": "CIRCLE"}}),
+    );
     assert_eq!(named["return"]["value"], json!("CIRCLE"));
-    assert_eq!(named["return"]["type"]["id"], json!("IDL:example.org/Shapes/Kind:1.0"));
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::greet", json!({"who": "Zoë €", "mark": "ж"})),
+        named["return"]["type"]["id"],
+        json!("IDL:example.org/Shapes/Kind:1.0")
+    );
+    assert_eq!(
+        ok(
+            &srv,
+            "Shapes::Drawing::greet",
+            json!({"who": "Zoë €", "mark": "ж"})
+        ),
         json!({"return": "Zoë €"})
     );
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::flip", json!({"m": [[1, 2, 3], [4, 5, -6]]})),
+        ok(
+            &srv,
+            "Shapes::Drawing::flip",
+            json!({"m": [[1, 2, 3], [4, 5, -6]]})
+        ),
         json!({"return": [[1, 2, 3], [4, 5, -6]]})
     );
-    assert_eq!(ok(&srv, "Shapes::Drawing::price", json!({"p": "-1234.5"})), json!({"return": "-1234.50"}));
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::price", json!({"p": "-1234.5"})),
+        json!({"return": "-1234.50"})
+    );
     let tree = json!({"name": "root", "children": [{"name": "a", "children": []}, {"name": "b", "children": [{"name": "c", "children": []}]}]});
-    assert_eq!(ok(&srv, "Shapes::Drawing::tree", json!({"n": tree.clone()})), json!({"return": tree}));
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::tree", json!({"n": tree.clone()})),
+        json!({"return": tree})
+    );
     // 64-bit integers beyond 2^53 travel as strings; out `c` echoes `a`.
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::minmax", json!({"a": "-9223372036854775808", "b": "18446744073709551615"})),
+        ok(
+            &srv,
+            "Shapes::Drawing::minmax",
+            json!({"a": "-9223372036854775808", "b": "18446744073709551615"})
+        ),
         json!({"return": "-9223372036854775808", "c": "-9223372036854775808"})
     );
     // Inherited operation, attributes (defaults: no inputs of their type).
-    assert_eq!(ok(&srv, "Shapes::Drawing::version", json!({})), json!({"return": 0}));
-    assert_eq!(ok(&srv, "Shapes::Drawing::_get_title", json!({})), json!({"return": ""}));
-    assert_eq!(ok(&srv, "Shapes::Drawing::_set_title", json!({"value": "t"})), json!({}));
-    assert_eq!(ok(&srv, "Shapes::Drawing::_get_big", json!({})), json!({"return": 0}));
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::version", json!({})),
+        json!({"return": 0})
+    );
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::_get_title", json!({})),
+        json!({"return": ""})
+    );
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::_set_title", json!({"value": "t"})),
+        json!({})
+    );
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::_get_big", json!({})),
+        json!({"return": 0})
+    );
     // Object references as IOR strings (the server's own), nil as null.
     let me = srv.ior().to_string();
-    assert_eq!(ok(&srv, "Shapes::Drawing::self_ref", json!({"o": me.clone()})), json!({"return": me}));
-    assert_eq!(ok(&srv, "Shapes::Drawing::self_ref", json!({"o": null})), json!({"return": null}));
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::self_ref", json!({"o": me.clone()})),
+        json!({"return": me})
+    );
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::self_ref", json!({"o": null})),
+        json!({"return": null})
+    );
     // Oneway.
-    assert_eq!(ok(&srv, "Shapes::Drawing::note", json!({"s": "x"})), json!({"oneway": true}));
+    assert_eq!(
+        ok(&srv, "Shapes::Drawing::note", json!({"s": "x"})),
+        json!({"oneway": true})
+    );
     // A twoway after the oneway on the same connection: both processed.
     ok(&srv, "Shapes::Drawing::version", json!({}));
     let s = srv.handler().counters().snapshot();
@@ -116,17 +178,42 @@ fn echo_skeleton_answers_every_shape() {
 #[test]
 fn bad_arguments_are_refused_before_sending() {
     let srv = server("Shapes::Drawing", "sink");
-    let e = call(&opts(&srv, "Shapes::Drawing::transform", Some(json!({"s": {"_d": "CIRCLE", "radius": "big"}, "origin": {"x": 0, "y": 0}})))).unwrap_err();
-    assert_eq!(e.to_string(), "--args: parameter s: .radius: \"big\" is not a number");
-    let e = call(&opts(&srv, "Shapes::Drawing::flip", Some(json!({"m": [[1, 2, 3]]})))).unwrap_err();
-    assert_eq!(e.to_string(), "--args: parameter m: value: 1 elements for an array of 2");
-    let e = call(&opts(&srv, "Shapes::Drawing::greet", Some(json!({"who": "x"})))).unwrap_err();
+    let e = call(&opts(
+        &srv,
+        "Shapes::Drawing::transform",
+        Some(json!({"s": {"_d": "CIRCLE", "radius": "big"}, "origin": {"x": 0, "y": 0}})),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--args: parameter s: .radius: \"big\" is not a number"
+    );
+    let e = call(&opts(
+        &srv,
+        "Shapes::Drawing::flip",
+        Some(json!({"m": [[1, 2, 3]]})),
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--args: parameter m: value: 1 elements for an array of 2"
+    );
+    let e = call(&opts(
+        &srv,
+        "Shapes::Drawing::greet",
+        Some(json!({"who": "x"})),
+    ))
+    .unwrap_err();
     assert_eq!(e.to_string(), "--args: missing parameter \"mark\" of greet");
     let e = call(&opts(&srv, "Shapes::Drawing::nope", None)).unwrap_err();
     assert!(e.to_string().starts_with("--op \"Shapes::Drawing::nope\": interface Shapes::Drawing has no operation nope (it has: version, _get_title"), "{e}");
     // Sink answers defaults: the union's first member, zero point, empty path.
     assert_eq!(
-        ok(&srv, "Shapes::Drawing::transform", json!({"s": {"_d": "SQUARE", "corner": {"x": 1, "y": 1}}, "origin": {"x": 3, "y": 4}})),
+        ok(
+            &srv,
+            "Shapes::Drawing::transform",
+            json!({"s": {"_d": "SQUARE", "corner": {"x": 1, "y": 1}}, "origin": {"x": 3, "y": 4}})
+        ),
         json!({"return": {"_d": "CIRCLE", "radius": 0.0}, "origin": {"x": 0.0, "y": 0.0}, "trail": []})
     );
 }
@@ -135,13 +222,33 @@ fn bad_arguments_are_refused_before_sending() {
 fn exceptions_print_by_name_with_members() {
     let fixed = r#"fixed:{"transform": {"raise": {"_id": "IDL:example.org/Shapes/Invalid:1.0", "reason": "no", "code": 7}}, "greet": {"return": "fixed!"}}"#;
     let srv = server("Shapes::Drawing", fixed);
-    let (j, fine) = call(&opts(&srv, "Shapes::Drawing::transform", Some(json!({"s": {"_d": "CIRCLE", "radius": 1}, "origin": {"x": 0, "y": 0}})))).unwrap();
+    let (j, fine) = call(&opts(
+        &srv,
+        "Shapes::Drawing::transform",
+        Some(json!({"s": {"_d": "CIRCLE", "radius": 1}, "origin": {"x": 0, "y": 0}})),
+    ))
+    .unwrap();
     assert!(!fine);
-    assert_eq!(j, json!({"exception": "Invalid", "_id": "IDL:example.org/Shapes/Invalid:1.0", "reason": "no", "code": 7}));
-    assert_eq!(ok(&srv, "Shapes::Drawing::greet", json!({"who": "a", "mark": "b"})), json!({"return": "fixed!"}));
+    assert_eq!(
+        j,
+        json!({"exception": "Invalid", "_id": "IDL:example.org/Shapes/Invalid:1.0", "reason": "no", "code": 7})
+    );
+    assert_eq!(
+        ok(
+            &srv,
+            "Shapes::Drawing::greet",
+            json!({"who": "a", "mark": "b"})
+        ),
+        json!({"return": "fixed!"})
+    );
     // A server of the base interface does not know Drawing's operations.
     let base = server("Shapes::Base", "echo");
-    let (j, fine) = call(&opts(&base, "Shapes::Drawing::greet", Some(json!({"who": "a", "mark": "b"})))).unwrap();
+    let (j, fine) = call(&opts(
+        &base,
+        "Shapes::Drawing::greet",
+        Some(json!({"who": "a", "mark": "b"})),
+    ))
+    .unwrap();
     assert!(!fine);
     assert_eq!(
         j,
@@ -151,11 +258,33 @@ fn exceptions_print_by_name_with_members() {
     let ior = base.ior().to_string();
     let idl = idl().display().to_string();
     assert_eq!(
-        iiopbench::main_with_args(["iiopbench", "call", "--idl", &idl, "--target", &ior, "--op", "Shapes::Drawing::greet", "--args", r#"["a","b"]"#, "--compact"]),
+        iiopbench::main_with_args([
+            "iiopbench",
+            "call",
+            "--idl",
+            &idl,
+            "--target",
+            &ior,
+            "--op",
+            "Shapes::Drawing::greet",
+            "--args",
+            r#"["a","b"]"#,
+            "--compact"
+        ]),
         1
     );
     assert_eq!(
-        iiopbench::main_with_args(["iiopbench", "call", "--idl", &idl, "--target", &ior, "--op", "Shapes::Base::version", "--compact"]),
+        iiopbench::main_with_args([
+            "iiopbench",
+            "call",
+            "--idl",
+            &idl,
+            "--target",
+            &ior,
+            "--op",
+            "Shapes::Base::version",
+            "--compact"
+        ]),
         0
     );
 }
@@ -163,9 +292,14 @@ fn exceptions_print_by_name_with_members() {
 #[test]
 fn is_a_answers_for_the_interface_and_its_bases() {
     let srv = server("Shapes::Drawing", "echo");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let c = iiop_servers::client::BenchClient::connect(srv.ior(), &Default::default()).await.unwrap();
+        let c = iiop_servers::client::BenchClient::connect(srv.ior(), &Default::default())
+            .await
+            .unwrap();
         for (id, want) in [
             ("IDL:example.org/Shapes/Drawing:1.0", true),
             ("IDL:example.org/Shapes/Base:1.0", true),

@@ -46,7 +46,10 @@ fn available(orb: &str) -> bool {
     if text.lines().any(|l| l == "built=yes") {
         return true;
     }
-    let reason = format!("{orb} is not built here ({})", text.replace('\n', " ").trim());
+    let reason = format!(
+        "{orb} is not built here ({})",
+        text.replace('\n', " ").trim()
+    );
     if std::env::var_os("CI").is_some() {
         panic!("{reason}: under CI the vendor ORBs must be installed and built first");
     }
@@ -95,7 +98,8 @@ fn vendor_server(orb: &str, ior_file: &Path) -> Proc {
         .port()
         .to_string();
     let mut c = Command::new(root().join(format!("scripts/orbs/{orb}/start")));
-    c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"]).arg(ior_file);
+    c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"])
+        .arg(ior_file);
     start(c)
 }
 
@@ -103,7 +107,18 @@ fn call_opts(ior: &str, op: &str, args: &serde_json::Value) -> CallOpts {
     let idl = bench_idl().display().to_string();
     let a = args.to_string();
     let argv = [
-        "iiopbench", "call", "--idl", &idl, "--target", ior, "--op", op, "--args", &a, "--timeout", "30s",
+        "iiopbench",
+        "call",
+        "--idl",
+        &idl,
+        "--target",
+        ior,
+        "--op",
+        op,
+        "--args",
+        &a,
+        "--timeout",
+        "30s",
     ];
     match Cli::try_parse_from(argv).expect("parses").command {
         Cmd::Call(o) => *o,
@@ -135,11 +150,19 @@ fn same_answers_as_typed_client(orb: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let ior_file = dir.join("ior");
     let _srv = vendor_server(orb, &ior_file);
-    let ior_text = std::fs::read_to_string(&ior_file).unwrap().trim().to_string();
+    let ior_text = std::fs::read_to_string(&ior_file)
+        .unwrap()
+        .trim()
+        .to_string();
     let spec = iiopbench::dynamic::load_spec(&bench_idl(), &[]).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let ior: iiop_giop::Ior = ior_text.parse().unwrap();
-    let typed = rt.block_on(BenchClient::connect(&ior, &Default::default())).unwrap();
+    let typed = rt
+        .block_on(BenchClient::connect(&ior, &Default::default()))
+        .unwrap();
 
     for (elem, op, size) in [
         (Elem::PerfStruct, "Bench::Perf::echo_perfstruct", 24 * 7),
@@ -173,17 +196,25 @@ fn same_answers_as_typed_client(orb: &str) {
         assert_eq!(got[k], json!(v), "{orb} get_stats.{k}: {got}");
     }
     assert_eq!((st.calls, st.oneways, st.bytes), (2, 0, 12), "{orb}");
-    assert!(got["cpu_seconds"].as_f64().is_some_and(|c| c >= 0.0), "{got}");
+    assert!(
+        got["cpu_seconds"].as_f64().is_some_and(|c| c >= 0.0),
+        "{got}"
+    );
 
     // work: both say at least the requested 2000 µs of sleep.
-    let typed_us = rt.block_on(typed.work(2000.0, Dist::Fixed, Kind::Sleep)).unwrap();
+    let typed_us = rt
+        .block_on(typed.work(2000.0, Dist::Fixed, Kind::Sleep))
+        .unwrap();
     let got = dyn_call(
         &ior_text,
         "Bench::Perf::work",
         json!({"service_us": 2000.0, "dist": "DIST_FIXED", "kind": "KIND_SLEEP"}),
     );
     let dyn_us = got["return"].as_f64().expect("work returns a double");
-    assert!((2000.0..1e6).contains(&typed_us), "{orb} typed work {typed_us}");
+    assert!(
+        (2000.0..1e6).contains(&typed_us),
+        "{orb} typed work {typed_us}"
+    );
     assert!((2000.0..1e6).contains(&dyn_us), "{orb} dynamic work {got}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -209,7 +240,15 @@ fn omniorb_client_is_answered_by_serve_idl() {
     let mut c = Command::new(env!("CARGO_BIN_EXE_iiopbench"));
     c.args(["serve", "--idl"])
         .arg(bench_idl())
-        .args(["--interface", "Bench::Perf", "--listen", "127.0.0.1:0", "--threads", "1", "--ior-file"])
+        .args([
+            "--interface",
+            "Bench::Perf",
+            "--listen",
+            "127.0.0.1:0",
+            "--threads",
+            "1",
+            "--ior-file",
+        ])
         .arg(&ior_file);
     let _srv = start(c);
     let client = root().join("scripts/orbs/omniorb/client");
@@ -224,7 +263,10 @@ fn omniorb_client_is_answered_by_serve_idl() {
         let last = text.lines().last().unwrap_or("").to_string();
         serde_json::from_str(&last).unwrap_or_else(|e| panic!("client output {text:?}: {e}"))
     };
-    let lat = run(&["--mode", "latency", "--op", "echo", "--type", "long", "--size", "1024", "--count", "200", "--warmup", "10"]);
+    let lat = run(&[
+        "--mode", "latency", "--op", "echo", "--type", "long", "--size", "1024", "--count", "200",
+        "--warmup", "10",
+    ]);
     assert_eq!(lat["calls"], json!(200), "{lat}");
     assert_eq!(lat["elements"], json!(256), "{lat}");
     assert_eq!(lat["op"], json!("echo"), "{lat}");

@@ -18,8 +18,7 @@ use iiop_cdr::{Any, Ior as CdrIor, TCKind, TcDef, TypeCode, Value};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
-    ServerConfig,
+    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
 };
 use iiop_giop::SystemException;
 use iiop_idl::{DefId, Direction, Spec};
@@ -126,9 +125,17 @@ pub struct IdlHandler {
 
 impl IdlHandler {
     /// A skeleton for interface `iface` of `spec`.
-    pub fn new(spec: &Spec, iface: DefId, behaviour: Behaviour) -> Result<IdlHandler, iiop_idl::Error> {
+    pub fn new(
+        spec: &Spec,
+        iface: DefId,
+        behaviour: Behaviour,
+    ) -> Result<IdlHandler, iiop_idl::Error> {
         let mut repo_ids = vec![spec.def(iface).repo_id.clone()];
-        repo_ids.extend(spec.all_bases(iface).iter().map(|&b| spec.def(b).repo_id.clone()));
+        repo_ids.extend(
+            spec.all_bases(iface)
+                .iter()
+                .map(|&b| spec.def(b).repo_id.clone()),
+        );
         let mut ops = HashMap::new();
         for op in spec.operations(iface) {
             ops.insert(op.name.clone(), OpSig::new(spec, &op)?);
@@ -171,10 +178,7 @@ impl IdlHandler {
                         return v.clone();
                     }
                 }
-                if let Some((_, v)) = inputs
-                    .iter()
-                    .find(|(j, _)| op.params[*j].tc.equivalent(tc))
-                {
+                if let Some((_, v)) = inputs.iter().find(|(j, _)| op.params[*j].tc.equivalent(tc)) {
                     return v.clone();
                 }
             }
@@ -320,7 +324,12 @@ fn default_in(tc: &TypeCode, enclosing: &mut Vec<TypeCode>) -> Value {
         TcDef::Enum { .. } => Value::Enum(0),
         TcDef::Struct { members, .. } => {
             enclosing.push(tc.clone());
-            let v = Value::Struct(members.iter().map(|m| default_in(&m.tc, enclosing)).collect());
+            let v = Value::Struct(
+                members
+                    .iter()
+                    .map(|m| default_in(&m.tc, enclosing))
+                    .collect(),
+            );
             enclosing.pop();
             v
         }
@@ -341,7 +350,9 @@ fn default_in(tc: &TypeCode, enclosing: &mut Vec<TypeCode>) -> Value {
         }
         TcDef::Sequence { element, .. } => empty_seq(element),
         TcDef::Array { element, length } => {
-            let items: Vec<Value> = (0..*length).map(|_| default_in(element, enclosing)).collect();
+            let items: Vec<Value> = (0..*length)
+                .map(|_| default_in(element, enclosing))
+                .collect();
             pack_like_decoder(element, items)
         }
         TcDef::ValueBox { .. } | TcDef::Value { .. } | TcDef::Recursive { .. } => Value::Null,
@@ -466,7 +477,11 @@ pub struct IdlServer {
 
 impl IdlServer {
     /// Bind and serve `handler`; the object key is `key`.
-    pub fn start(handler: IdlHandler, key: &[u8], opts: IdlServerOptions) -> std::io::Result<IdlServer> {
+    pub fn start(
+        handler: IdlHandler,
+        key: &[u8],
+        opts: IdlServerOptions,
+    ) -> std::io::Result<IdlServer> {
         let handler = Arc::new(handler);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -517,7 +532,9 @@ impl IdlServer {
             }
             Err(_) => {
                 let _ = thread.join();
-                return Err(std::io::Error::other("IDL server thread died while starting"));
+                return Err(std::io::Error::other(
+                    "IDL server thread died while starting",
+                ));
             }
         };
         let ior = Ior::builder(handler.repo_id())

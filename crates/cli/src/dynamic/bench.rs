@@ -271,7 +271,11 @@ async fn latency_measure(
     if let Some(rate) = o.rate {
         param(&mut case.params.extra, "rate", rate);
     }
-    param(&mut case.extra, "request_message_bytes", callers[0].p.message().len());
+    param(
+        &mut case.extra,
+        "request_message_bytes",
+        callers[0].p.message().len(),
+    );
     r.cases.push(case);
     if let (OnError::Stop, Some(e)) = (o.on_error, tally.first_error) {
         anyhow::bail!("{label}: {e}");
@@ -353,7 +357,10 @@ async fn open_loop(o: &LatencyOpts, callers: &[Caller], rate: f64) -> Tally {
             continue;
         }
         outstanding.set(outstanding.get() + 1);
-        let (c, out) = (callers[i as usize % callers.len()].clone(), outstanding.clone());
+        let (c, out) = (
+            callers[i as usize % callers.len()].clone(),
+            outstanding.clone(),
+        );
         let intended = intended.into_std();
         tasks.push(tokio::task::spawn_local(async move {
             let mut t = Tally::default();

@@ -79,7 +79,10 @@ fn resolve<'a>(enclosing: &'a [TypeCode], tc: &'a TypeCode, path: &str) -> R<&'a
     match tc.def() {
         TcDef::Recursive { id } => match enclosing.iter().rev().find(|t| t.id() == Some(&**id)) {
             Some(t) => Ok(t),
-            None => err(path, format!("recursive reference to {id} outside its type")),
+            None => err(
+                path,
+                format!("recursive reference to {id} outside its type"),
+            ),
         },
         _ => Ok(tc),
     }
@@ -192,9 +195,17 @@ impl Enc {
                 Some(m) => Json::String(m.clone()),
                 None => return err(path, format!("enumerator index {i} out of range")),
             },
-            (TcDef::Struct { members, kind, id, .. }, Value::Struct(vals)) => {
+            (
+                TcDef::Struct {
+                    members, kind, id, ..
+                },
+                Value::Struct(vals),
+            ) => {
                 if vals.len() != members.len() {
-                    return err(path, format!("{} members for {}", vals.len(), members.len()));
+                    return err(
+                        path,
+                        format!("{} members for {}", vals.len(), members.len()),
+                    );
                 }
                 let target = tc.is_recursion_target();
                 if target {
@@ -390,7 +401,9 @@ pub fn typecode_to_json(tc: &TypeCode) -> Json {
         TcDef::WString { bound: 0 } => "wstring".into(),
         TcDef::String { bound } => json!({"kind": "string", "bound": bound}),
         TcDef::WString { bound } => json!({"kind": "wstring", "bound": bound}),
-        TcDef::Fixed { digits, scale } => json!({"kind": "fixed", "digits": digits, "scale": scale}),
+        TcDef::Fixed { digits, scale } => {
+            json!({"kind": "fixed", "digits": digits, "scale": scale})
+        }
         TcDef::Interface { kind, id, name } => {
             json!({"kind": kind_short(*kind), "id": &**id, "name": name})
         }
@@ -477,12 +490,10 @@ fn tc_from(j: &Json, names: &dyn TypeNames, path: &str) -> R<TypeCode> {
                 "string" => Ok(TypeCode::string(0)),
                 "wstring" => Ok(TypeCode::wstring(0)),
                 "Object" => Ok(TypeCode::objref("IDL:omg.org/CORBA/Object:1.0", "Object")),
-                _ => names
-                    .typecode_of(s)
-                    .ok_or_else(|| JsonError {
-                        path: path.into(),
-                        message: format!("unknown type name {s:?}"),
-                    }),
+                _ => names.typecode_of(s).ok_or_else(|| JsonError {
+                    path: path.into(),
+                    message: format!("unknown type name {s:?}"),
+                }),
             }
         }
         Json::Object(o) => {
@@ -517,7 +528,9 @@ fn tc_from(j: &Json, names: &dyn TypeNames, path: &str) -> R<TypeCode> {
             Ok(match kind {
                 "string" => TypeCode::string(u32_of("bound")?),
                 "wstring" => TypeCode::wstring(u32_of("bound")?),
-                "fixed" => TypeCode::fixed(num("digits")? as u16, num("scale")? as i16).map_err(bad)?,
+                "fixed" => {
+                    TypeCode::fixed(num("digits")? as u16, num("scale")? as i16).map_err(bad)?
+                }
                 "objref" | "native" | "abstract_interface" | "local_interface" | "component"
                 | "home" => TypeCode::new(TcDef::Interface {
                     kind: kind_from_short(kind).expect("listed kind"),
@@ -702,7 +715,10 @@ fn one_char(j: &Json, path: &str) -> R<char> {
                 message: format!("{v} is not a character"),
             })
         }
-        other => err(path, format!("expected a one-character string, found {}", what(other))),
+        other => err(
+            path,
+            format!("expected a one-character string, found {}", what(other)),
+        ),
     }
 }
 
@@ -723,7 +739,13 @@ fn octets(j: &Json, path: &str) -> R<Vec<u8>> {
             .enumerate()
             .map(|(i, x)| int::<u8>(x, &format!("{path}[{i}]"), "octet"))
             .collect(),
-        other => err(path, format!("expected base64 or an array of octets, found {}", what(other))),
+        other => err(
+            path,
+            format!(
+                "expected base64 or an array of octets, found {}",
+                what(other)
+            ),
+        ),
     }
 }
 
@@ -816,7 +838,9 @@ impl Dec<'_> {
                 }
                 tk_boolean => match j {
                     Json::Bool(b) => Value::Boolean(*b),
-                    other => return err(path, format!("expected a boolean, found {}", what(other))),
+                    other => {
+                        return err(path, format!("expected a boolean, found {}", what(other)))
+                    }
                 },
                 tk_char => Value::Char(one_char(j, path)?),
                 tk_wchar => Value::WChar(one_char(j, path)?),
@@ -830,7 +854,11 @@ impl Dec<'_> {
                         None => return err(path, "an any needs \"type\""),
                     };
                     let outer = std::mem::take(&mut self.enclosing);
-                    let v = self.dec(&t, o.get("value").unwrap_or(&Json::Null), &format!("{path}.value"));
+                    let v = self.dec(
+                        &t,
+                        o.get("value").unwrap_or(&Json::Null),
+                        &format!("{path}.value"),
+                    );
                     self.enclosing = outer;
                     Value::Any(Box::new(Any { tc: t, value: v? }))
                 }
@@ -853,7 +881,9 @@ impl Dec<'_> {
                 Json::Number(n) => Value::Fixed(n.to_string()),
                 _ => Value::Fixed(string(j, path)?),
             },
-            TcDef::Interface { kind: tk_objref, .. } => match j {
+            TcDef::Interface {
+                kind: tk_objref, ..
+            } => match j {
                 Json::Null => Value::ObjRef(Box::new(Ior::nil())),
                 Json::String(s) => {
                     let ior: iiop_giop::ior::Ior = s
@@ -861,7 +891,12 @@ impl Dec<'_> {
                         .or_else(|e| err(path, format!("not an IOR: {e}")))?;
                     Value::ObjRef(Box::new(cdr_ior(&ior)))
                 }
-                other => return err(path, format!("expected an IOR string or null, found {}", what(other))),
+                other => {
+                    return err(
+                        path,
+                        format!("expected an IOR string or null, found {}", what(other)),
+                    )
+                }
             },
             TcDef::Enum { members, .. } => Value::Enum(enum_index(members, j, path)?),
             TcDef::Struct { members, kind, .. } => {
@@ -873,8 +908,13 @@ impl Dec<'_> {
                 match j {
                     Json::Object(o) => {
                         for k in o.keys() {
-                            if !(k == "_id" && *kind == tk_except) && !members.iter().any(|m| &m.name == k) {
-                                return err(path, format!("no member {k:?} in {}", tc.name().unwrap_or("")));
+                            let known = (k == "_id" && *kind == tk_except)
+                                || members.iter().any(|m| &m.name == k);
+                            if !known {
+                                return err(
+                                    path,
+                                    format!("no member {k:?} in {}", tc.name().unwrap_or("")),
+                                );
                             }
                         }
                         for m in members {
@@ -893,7 +933,11 @@ impl Dec<'_> {
                     other => {
                         return err(
                             path,
-                            format!("expected an object with {} members, found {}", members.len(), what(other)),
+                            format!(
+                                "expected an object with {} members, found {}",
+                                members.len(),
+                                what(other)
+                            ),
                         )
                     }
                 }
@@ -909,7 +953,10 @@ impl Dec<'_> {
                 ..
             } => {
                 let Json::Object(o) = j else {
-                    return err(path, "a union is {\"_d\": discriminator, \"<member>\": value}");
+                    return err(
+                        path,
+                        "a union is {\"_d\": discriminator, \"<member>\": value}",
+                    );
                 };
                 let named: Vec<&String> = o.keys().filter(|k| *k != "_d").collect();
                 if named.len() > 1 {
@@ -924,7 +971,8 @@ impl Dec<'_> {
                             Some(_) => default_disc(discriminator, members, *default_index)
                                 .ok_or_else(|| JsonError {
                                     path: path.into(),
-                                    message: "no discriminator value selects the default member".into(),
+                                    message: "no discriminator value selects the default member"
+                                        .into(),
                                 })?,
                             None => return err(path, format!("no member {name:?}")),
                         }
@@ -943,7 +991,12 @@ impl Dec<'_> {
                 let m = &members[i];
                 let x = match o.get(&m.name) {
                     Some(x) => x,
-                    None => return err(path, format!("discriminator selects member {:?}, not given", m.name)),
+                    None => {
+                        return err(
+                            path,
+                            format!("discriminator selects member {:?}, not given", m.name),
+                        )
+                    }
                 };
                 let target = tc.is_recursion_target();
                 if target {
@@ -1047,7 +1100,10 @@ impl Dec<'_> {
                     match x {
                         Json::Bool(b) => out.push(*b),
                         other => {
-                            return err(&format!("{path}[{i}]"), format!("expected a boolean, found {}", what(other)))
+                            return err(
+                                &format!("{path}[{i}]"),
+                                format!("expected a boolean, found {}", what(other)),
+                            )
                         }
                     }
                 }
@@ -1067,7 +1123,12 @@ impl Dec<'_> {
                 for (i, x) in a.iter().enumerate() {
                     match self.dec(element, x, &format!("{path}[{i}]"))? {
                         Value::Struct(r) => rows.push(r),
-                        other => return err(path, format!("row {i} decoded as {}", other.variant_name())),
+                        other => {
+                            return err(
+                                path,
+                                format!("row {i} decoded as {}", other.variant_name()),
+                            )
+                        }
                     }
                 }
                 columns(members, rows)
@@ -1087,7 +1148,11 @@ impl Dec<'_> {
 /// A discriminator value that selects the default member: the smallest
 /// non-negative value no explicit label uses (for enums, an unused
 /// enumerator; for boolean, the unused one).
-pub fn default_disc(disc_tc: &TypeCode, members: &[UnionMember], default_index: i32) -> Option<i64> {
+pub fn default_disc(
+    disc_tc: &TypeCode,
+    members: &[UnionMember],
+    default_index: i32,
+) -> Option<i64> {
     if default_index < 0 {
         return None;
     }

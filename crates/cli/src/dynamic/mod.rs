@@ -77,7 +77,10 @@ pub fn find_op(spec: &Spec, qualified: &str) -> anyhow::Result<Found> {
         anyhow::bail!("--op {qualified:?}: expected Interface::operation (e.g. Bench::Perf::ping)");
     };
     let Some(id) = spec.lookup(iface) else {
-        let known: Vec<String> = spec.interfaces().map(|(_, d)| d.scoped_name.clone()).collect();
+        let known: Vec<String> = spec
+            .interfaces()
+            .map(|(_, d)| d.scoped_name.clone())
+            .collect();
         anyhow::bail!(
             "--op {qualified:?}: no interface {iface} in the IDL (interfaces: {})",
             known.join(", ")
@@ -200,7 +203,9 @@ pub fn decode_user_exception(sig: &OpSig, r: &mut Reader<'_>) -> anyhow::Result<
         .read_string()
         .map_err(|e| anyhow::anyhow!("user exception repository id: {e}"))?;
     let Some(tc) = sig.raises.iter().find(|t| t.id() == Some(id.as_str())) else {
-        return Ok(serde_json::json!({"exception": short_name(&id), "_id": id, "undeclared": true}));
+        return Ok(
+            serde_json::json!({"exception": short_name(&id), "_id": id, "undeclared": true}),
+        );
     };
     let v = Value::decode(tc, r).map_err(|e| anyhow::anyhow!("user exception {id}: {e}"))?;
     let mut j = json::to_json(tc, &v).map_err(|e| anyhow::anyhow!("{e}"))?;

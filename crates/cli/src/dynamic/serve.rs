@@ -50,7 +50,10 @@ pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_id
                 Some(id) if matches!(spec.def(id).kind, DefKind::Interface(_)) => Ok(id),
                 _ => anyhow::bail!(
                     "--interface {n}: no such interface (the IDL has: {})",
-                    all.iter().map(|a| a.1.as_str()).collect::<Vec<_>>().join(", ")
+                    all.iter()
+                        .map(|a| a.1.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             }
         }
@@ -58,7 +61,10 @@ pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_id
         None => anyhow::bail!(
             "the IDL defines {} interfaces; choose one with --interface ({})",
             all.len(),
-            all.iter().map(|a| a.1.as_str()).collect::<Vec<_>>().join(", ")
+            all.iter()
+                .map(|a| a.1.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -88,8 +94,14 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
                 for (k, v) in vals {
                     if k == "raise" {
                         let id = v.get("_id").and_then(Json::as_str).unwrap_or("");
-                        let Some(tc) = sig.raises.iter().find(|t| t.id() == Some(id) || t.name() == Some(id)) else {
-                            anyhow::bail!("--behaviour fixed: {op}.raise: {id:?} is not in its raises list");
+                        let Some(tc) = sig
+                            .raises
+                            .iter()
+                            .find(|t| t.id() == Some(id) || t.name() == Some(id))
+                        else {
+                            anyhow::bail!(
+                                "--behaviour fixed: {op}.raise: {id:?} is not in its raises list"
+                            );
                         };
                         let mut members = v.clone();
                         if let Json::Object(m) = &mut members {
@@ -102,10 +114,10 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
                             .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.raise: {e}"))?;
                         f.raise = Some((tc.clone(), value));
                     } else if k == "return" {
-                        f.result = Some(
-                            json::from_json(&sig.result, &v, spec)
-                                .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.return: {e}"))?,
-                        );
+                        f.result =
+                            Some(json::from_json(&sig.result, &v, spec).map_err(|e| {
+                                anyhow::anyhow!("--behaviour fixed: {op}.return: {e}")
+                            })?);
                     } else {
                         let Some(p) = sig.outputs().find(|p| p.name == k) else {
                             anyhow::bail!("--behaviour fixed: {op} has no out/inout parameter {k}");
@@ -135,10 +147,15 @@ pub fn start(
 ) -> anyhow::Result<(IdlServer, String)> {
     let spec = super::load_spec(file, &o.include)?;
     let iface = pick_interface(&spec, o.interface.as_deref())?;
-    let probe = IdlHandler::new(&spec, iface, Behaviour::Echo).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let probe =
+        IdlHandler::new(&spec, iface, Behaviour::Echo).map_err(|e| anyhow::anyhow!("{e}"))?;
     let b = behaviour(&o.behaviour, &probe, &spec)?;
     let handler = IdlHandler::new(&spec, iface, b).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let name = spec.def(iface).scoped_name.trim_start_matches("::").to_string();
+    let name = spec
+        .def(iface)
+        .scoped_name
+        .trim_start_matches("::")
+        .to_string();
     let srv = IdlServer::start(
         handler,
         name.as_bytes(),
@@ -154,14 +171,29 @@ pub fn start(
 }
 
 /// `serve --idl`: run until interrupted.
-pub fn run(o: &crate::opts::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
+pub fn run(
+    o: &crate::opts::ServeOpts,
+    idl: &IdlServeOpts,
+    file: &std::path::Path,
+) -> anyhow::Result<()> {
     let base = crate::cmd_serve::server_options(o)?;
-    let (srv, name) = start(idl, file, &base.listen, base.threads, base.cpus.clone(), base.config.clone())?;
+    let (srv, name) = start(
+        idl,
+        file,
+        &base.listen,
+        base.threads,
+        base.cpus.clone(),
+        base.config.clone(),
+    )?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton=idl")?;
     writeln!(out, "config interface={name}")?;
-    writeln!(out, "config behaviour={}", idl.behaviour.split(':').next().unwrap_or(""))?;
+    writeln!(
+        out,
+        "config behaviour={}",
+        idl.behaviour.split(':').next().unwrap_or("")
+    )?;
     writeln!(out, "config threads={}", base.threads)?;
     let ior = srv.ior().to_string();
     if let Some(f) = &o.ior_file {
@@ -169,7 +201,12 @@ pub fn run(o: &crate::opts::ServeOpts, idl: &IdlServeOpts, file: &std::path::Pat
     }
     writeln!(out, "{ior}")?;
     let addr = srv.addr();
-    writeln!(out, "corbaloc {name} corbaloc:iiop:1.2@{}:{}/{name}", addr.ip(), addr.port())?;
+    writeln!(
+        out,
+        "corbaloc {name} corbaloc:iiop:1.2@{}:{}/{name}",
+        addr.ip(),
+        addr.port()
+    )?;
     writeln!(out, "ready")?;
     out.flush()?;
     drop(out);
@@ -179,6 +216,9 @@ pub fn run(o: &crate::opts::ServeOpts, idl: &IdlServeOpts, file: &std::path::Pat
     let counters = srv.handler().counters().clone();
     srv.stop()?;
     let s = counters.snapshot();
-    println!("stats calls={} oneways={} bytes={}", s.calls, s.oneways, s.bytes);
+    println!(
+        "stats calls={} oneways={} bytes={}",
+        s.calls, s.oneways, s.bytes
+    );
     Ok(())
 }
