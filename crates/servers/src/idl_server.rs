@@ -487,7 +487,7 @@ impl IdlServer {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let h = handler.clone();
         let thread = std::thread::Builder::new()
-            .name("iiopbench-idl-server".into())
+            .name(crate::bench::counters::SERVER_THREAD_PREFIX.into())
             .spawn(move || -> std::io::Result<()> {
                 let cpus = opts.cpus.clone();
                 if let Some(c) = &cpus {
@@ -502,6 +502,7 @@ impl IdlServer {
                 };
                 let rt = b
                     .enable_all()
+                    .thread_name(crate::bench::counters::SERVER_THREAD_PREFIX)
                     .on_thread_start(move || {
                         if let Some(c) = &cpus {
                             let _ = crate::affinity::pin_current_thread(c);
