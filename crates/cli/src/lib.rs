@@ -16,6 +16,7 @@ pub mod cmd_tcp;
 pub mod context;
 pub mod dynamic;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
 pub mod opts;
 pub mod output;
@@ -57,6 +58,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Interop(o) => interop::run(&o),
     };
     match outcome {
         Ok(()) => 0,
