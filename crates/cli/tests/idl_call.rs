@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use iiop_giop::transport::server::ServerConfig;
-use iiop_servers::idl_server::{IdlServer, IdlServerOptions};
+use iiop_servers::idl_server::IdlServer;
 use iiopbench::cmd_call::{call, CallOpts};
 use iiopbench::dynamic::serve::{start, IdlServeOpts};
 use iiopbench::opts::{Cli, Command};
@@ -309,5 +309,82 @@ fn is_a_answers_for_the_interface_and_its_bases() {
             assert_eq!(c.is_a(id).await.unwrap(), want, "{id}");
         }
     });
-    let _unused: Option<IdlServerOptions> = None;
+}
+
+/// Real IDL no one here wrote: omniORB's CosNaming (Debian omniorb-idl,
+/// installed by scripts/install-deps), served by the dynamic skeleton
+/// and called by `call`, including a user exception with a nested
+/// sequence of structs and an enum.
+#[test]
+fn cos_naming_from_omniorb_idl() {
+    let cos = PathBuf::from("/usr/share/idl/omniORB/COS/CosNaming.idl");
+    if !cos.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} missing: scripts/install-deps installs omniorb-idl",
+            cos.display()
+        );
+        eprintln!(
+            "SKIP: {} missing (scripts/install-deps installs omniorb-idl)",
+            cos.display()
+        );
+        return;
+    }
+    let fixed = r#"fixed:{"resolve": {"raise": {"_id": "IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "why": "not_context", "rest_of_name": [{"id": "a", "kind": "b"}]}}}"#;
+    let o = IdlServeOpts {
+        idl: Some(cos.clone()),
+        include: vec![],
+        interface: Some("CosNaming::NamingContextExt".into()),
+        behaviour: fixed.into(),
+    };
+    let (srv, _) = start(&o, &cos, "127.0.0.1:0", 1, None, ServerConfig::default()).unwrap();
+    let ior = srv.ior().to_string();
+    let path = cos.display().to_string();
+    let run = |op: &str, args: serde_json::Value| {
+        let a = args.to_string();
+        let argv = [
+            "iiopbench",
+            "call",
+            "--idl",
+            &path,
+            "--target",
+            &ior,
+            "--op",
+            op,
+            "--args",
+            &a,
+        ];
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Call(o) => call(&o).unwrap(),
+            _ => unreachable!("call command"),
+        }
+    };
+    assert_eq!(
+        run(
+            "CosNaming::NamingContext::resolve",
+            json!({"n": [{"id": "a", "kind": "b"}]})
+        ),
+        (
+            json!({"exception": "NotFound", "_id": "IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "why": "not_context", "rest_of_name": [{"id": "a", "kind": "b"}]}),
+            false
+        )
+    );
+    assert_eq!(
+        run("CosNaming::NamingContext::list", json!({"how_many": 10})),
+        (json!({"bl": [], "bi": null}), true)
+    );
+    assert_eq!(
+        run(
+            "CosNaming::NamingContextExt::to_string",
+            json!({"n": [{"id": "x", "kind": ""}]})
+        ),
+        (json!({"return": ""}), true)
+    );
+    assert_eq!(
+        run(
+            "CosNaming::NamingContext::bind",
+            json!([[{"id": "x", "kind": ""}], ior.clone()])
+        ),
+        (json!({}), true)
+    );
 }
