@@ -12,6 +12,7 @@ use clap::Args;
 use iiop_giop::transport::client::Client;
 use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{ReplyStatus, ResponseMode, Target};
+use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::dynamic::{self, gen::GenSpec};
 use crate::opts::SocketArgs;
@@ -54,15 +55,28 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
     let args_json = o.args.as_deref().map(dynamic::read_json_arg).transpose()?;
     let gen = o.gen.as_deref().map(GenSpec::parse).transpose()?;
     let args = dynamic::arguments(sig, args_json.as_ref(), &spec, gen.as_ref())?;
-    let Some(reference) = &o.target.target else {
-        anyhow::bail!("call needs --target (an IOR, corbaloc, corbaname or a file holding one)");
+    // Without --target: our reference server (bench.idl), embedded.
+    let embedded = match &o.target.target {
+        Some(_) => None,
+        None => Some(
+            RunningServer::start(ServerOptions {
+                skeleton: o.target.skeleton.skeleton(),
+                threads: 1,
+                ..ServerOptions::default()
+            })
+            .map_err(|e| anyhow::anyhow!("embedded server: {e}"))?,
+        ),
+    };
+    let reference = match &embedded {
+        Some(srv) => srv.refs().ior.to_string(),
+        None => o.target.target.clone().unwrap_or_default(),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {
         let client = Client::new(crate::target::client_config(&o.target, &o.socket));
-        let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+        let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
         let ior = resolve_target(&client, &parsed)
             .await
             .map_err(|e| anyhow::anyhow!("resolving the target: {e}"))?;

@@ -388,3 +388,46 @@ fn cos_naming_from_omniorb_idl() {
         (json!({}), true)
     );
 }
+
+/// Without --target, `call` talks to our reference server embedded in the
+/// process, as the bench commands do.
+#[test]
+fn call_without_target_uses_the_embedded_reference_server() {
+    let idl = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/idl/bench.idl")
+        .display()
+        .to_string();
+    let run = |op: &str, args: &str| {
+        let argv = [
+            "iiopbench",
+            "call",
+            "--idl",
+            &idl,
+            "--op",
+            op,
+            "--args",
+            args,
+        ];
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Call(o) => call(&o).unwrap(),
+            _ => unreachable!("call command"),
+        }
+    };
+    assert_eq!(
+        run("Bench::Perf::echo_wstring", r#"{"s": ["añ€", ""]}"#),
+        (json!({"return": ["añ€", ""]}), true)
+    );
+    assert_eq!(
+        run("Bench::Perf::echo_color", r#"[["BLUE", 0]]"#),
+        (json!({"return": ["BLUE", "RED"]}), true)
+    );
+    let (j, ok) = run("Bench::Perf::get_single", "[3]");
+    assert!(ok);
+    let ior: iiop_giop::Ior = j["return"].as_str().unwrap().parse().unwrap();
+    assert_eq!(ior.type_id, "IDL:Bench/Single:1.0");
+    assert_eq!(&ior.iiop_profile().unwrap().object_key[..], b"Single3");
+    let (j, ok) = run("Bench::Perf::get_single", "[100000]");
+    assert!(!ok);
+    assert_eq!(j["system_exception"], "BAD_PARAM");
+    assert_eq!(j["completed"], "COMPLETED_NO");
+}
