@@ -216,6 +216,42 @@ fn same_answers_as_typed_client(orb: &str) {
         "{orb} typed work {typed_us}"
     );
     assert!((2000.0..1e6).contains(&dyn_us), "{orb} dynamic work {got}");
+
+    // bench latency --idl against the vendor server: exact call count, no
+    // errors, replies decoded.
+    let out = dir.join("lat.json");
+    let idl = bench_idl().display().to_string();
+    let code = iiopbench::main_with_args([
+        "iiopbench",
+        "bench",
+        "latency",
+        "--idl",
+        &idl,
+        "--op",
+        "Bench::Perf::echo_perfstruct",
+        "--gen",
+        "len=100",
+        "--check-reply",
+        "--count",
+        "200",
+        "--warmup",
+        "20",
+        "--target",
+        &ior_text,
+        "--json",
+        &out.display().to_string(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{orb} bench latency --idl");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(r["cases"][0]["calls"], 200, "{orb}");
+    assert_eq!(r["cases"][0]["errors"], json!({}), "{orb}");
+    // sequence<PerfStruct> of 100 {short s; char c; long l; octet o;
+    // double d}: the first row starts right after the 4-byte count (a
+    // short needs 2-byte alignment) and ends at 24; each further row is
+    // 24 bytes: 4 + 20 + 99 × 24 = 2400.
+    assert_eq!(r["cases"][0]["params"]["size"], 2400, "{orb}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
