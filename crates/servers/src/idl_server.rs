@@ -375,7 +375,12 @@ fn union_default(disc_tc: &TypeCode, default_index: i32, members: &[UnionMember]
         _ => 1 << 16,
     };
     let d = (0..limit)
-        .find(|v| !members.iter().any(|m| m.label == *v))
+        .find(|v| {
+            !members
+                .iter()
+                .enumerate()
+                .any(|(i, m)| i as i32 != default_index && m.label == *v)
+        })
         .unwrap_or(0);
     (d, default_index.max(0) as usize)
 }
