@@ -18,6 +18,7 @@ pub mod dynamic;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod opts;
 pub mod output;
 pub mod placement;
@@ -58,6 +59,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
     };
     match outcome {

@@ -29,6 +29,9 @@ pub enum Command {
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
     Orbs(OrbsCommand),
+    /// Network lab (root): hosts as network namespaces joined by links with
+    /// delay, loss and a rate cap; run servers and bench clients across it.
+    Lab(Box<crate::lab::LabOpts>),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     Interop(crate::interop::InteropOpts),
 }
