@@ -721,3 +721,82 @@ macro_rules! named_fields {
     )*};
 }
 named_fields!(SerializeStruct, SerializeStructVariant);
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use serde::Serialize;
+
+    use super::*;
+    use crate::wrap::{CharSeq, Octets, Seq};
+
+    #[derive(Serialize)]
+    struct Body {
+        tag: u8,
+        data: Octets,
+        after: f64,
+        chars: CharSeq,
+        longs: Seq<i32>,
+    }
+
+    fn body(n: usize) -> Body {
+        Body {
+            tag: 1,
+            data: Octets(Bytes::from((0..n).map(|i| i as u8).collect::<Vec<u8>>())),
+            after: 2.5,
+            chars: CharSeq(Bytes::from(vec![b'x'; n + 1])),
+            longs: Seq(vec![7; n]),
+        }
+    }
+
+    /// Encode with splicing at `cutoff`: the flattened stream and the run
+    /// lengths spliced.
+    fn spliced(v: &Body, order: ByteOrder, cutoff: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(cutoff);
+        let mut w = Writer::new(&mut buf, order).splicing(&mut sp);
+        to_writer(&mut w, v).unwrap();
+        // The writer's position counts the spliced runs.
+        assert_eq!(w.position(), buf.len() + sp.total());
+        let mut flat = BytesMut::new();
+        sp.flatten_into(&buf, &mut flat);
+        (flat.to_vec(), sp.iter().map(|(_, b)| b.len()).collect())
+    }
+
+    #[test]
+    fn octets_and_char_seqs_are_spliced_with_identical_bytes() {
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            let v = body(13);
+            let copied = to_bytes(&v, order).unwrap();
+            // 1 + pad 3 + 4 + 13 = 21, pad to 24 for the double.
+            assert_eq!(copied.len(), 24 + 8 + 4 + 14 + 2 + 4 + 13 * 4);
+            let (flat, runs) = spliced(&v, order, 13);
+            assert_eq!(flat, copied.to_vec(), "{order:?}");
+            // Octets (13) and CharSeq (14); never the Seq<i32>.
+            assert_eq!(runs, [13, 14]);
+            // Below the cutoff only the char sequence qualifies.
+            let (flat, runs) = spliced(&v, order, 14);
+            assert_eq!(flat, copied.to_vec());
+            assert_eq!(runs, [14]);
+        }
+    }
+
+    #[test]
+    fn a_stale_offer_is_never_taken_for_other_bytes() {
+        // Equal contents in other memory: copied, not spliced.
+        let a = Bytes::from(vec![5u8; 32]);
+        let other = vec![5u8; 32];
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(1);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        let _g = SpliceGuard::raise(1);
+        a.serialize(&mut Serializer::new(&mut w)).ok();
+        // `Bytes` itself serializes as plain bytes (no offer): copied.
+        assert!(sp.is_empty());
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        serde::Serializer::serialize_bytes(&mut Serializer::new(&mut w), &other).unwrap();
+        assert!(sp.is_empty());
+        assert_eq!(buf.len(), 36);
+    }
+}

@@ -827,4 +827,157 @@ mod tests {
         });
         assert_eq!(out, [7, 0, 0, 0, 0, 0, 0, 8, 1, 0, 0, 0, 4, 3, 2, 1]);
     }
+
+    /// The stream `buf` + splices as one vector.
+    fn flat(buf: &BytesMut, sp: &Splices) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        sp.flatten_into(buf, &mut out);
+        out.to_vec()
+    }
+
+    #[test]
+    fn spliced_run_keeps_alignment_and_bytes() {
+        let run = Bytes::from_static(&[1, 2, 3, 4, 5]);
+        let write = |w: &mut Writer<'_>| {
+            w.write_u8(9);
+            w.write_shared_octet_seq(&run).unwrap();
+            w.write_f64(1.0);
+        };
+        let copied = with(ByteOrder::Big, write);
+        assert_eq!(
+            copied,
+            [9, 0, 0, 0, 0, 0, 0, 5, 1, 2, 3, 4, 5, 0, 0, 0, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0]
+        );
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(5);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        write(&mut w);
+        assert_eq!(w.position(), 24);
+        // The five octets are not in the buffer: recorded before index 8.
+        assert_eq!(buf.len(), 19);
+        assert_eq!(
+            sp.iter().map(|(i, b)| (i, b.len())).collect::<Vec<_>>(),
+            [(8, 5)]
+        );
+        assert_eq!(sp.total(), 5);
+        assert_eq!(flat(&buf, &sp), copied);
+        let segs: Vec<&[u8]> = sp.segments(&buf).collect();
+        assert_eq!(segs, [&copied[..8], &copied[8..13], &copied[13..]]);
+    }
+
+    #[test]
+    fn short_runs_and_writers_without_splices_copy() {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(6);
+        let mut w = Writer::new(&mut buf, ByteOrder::Little).splicing(&mut sp);
+        assert!(!w.splices_len(5) && w.splices_len(6));
+        w.write_shared(&Bytes::from_static(b"12345"));
+        assert_eq!(&buf[..], b"12345");
+        assert!(sp.is_empty());
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, ByteOrder::Little);
+        assert_eq!(w.splice_cutoff(), None);
+        w.write_shared(&Bytes::from_static(b"123456"));
+        assert_eq!(&buf[..], b"123456");
+    }
+
+    #[test]
+    fn patch_after_a_spliced_run_lands_in_the_buffer() {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(1);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        w.write_u32(0);
+        w.write_shared(&Bytes::from_static(&[7, 7, 7, 7]));
+        w.write_u32(0);
+        w.write_shared(&Bytes::from_static(&[8; 3]));
+        w.write_u32(0); // stream offset 12, padded to 12? 4+4+4+3 = 15 -> 16
+        w.patch_u32(0, 0x0A0B_0C0D);
+        w.patch_u32(8, 0x0102_0304);
+        w.patch_u32(16, 0xAABB_CCDD);
+        assert_eq!(
+            flat(&buf, &sp),
+            [0x0A, 0x0B, 0x0C, 0x0D, 7, 7, 7, 7, 1, 2, 3, 4, 8, 8, 8, 0, 0xAA, 0xBB, 0xCC, 0xDD]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "overlaps a spliced run")]
+    fn patch_inside_a_spliced_run_panics() {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(1);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        w.write_u32(0);
+        w.write_shared(&Bytes::from_static(&[7; 8]));
+        w.patch_u32(6, 1);
+    }
+
+    #[test]
+    fn runs_at_the_origin_index_belong_to_what_came_before() {
+        // A previous message ended with a spliced run; the next writer's
+        // origin is the buffer end, where that run is recorded.
+        let mut buf = BytesMut::from(&[1u8, 2][..]);
+        let mut sp = Splices::new(1);
+        sp.push(2, Bytes::from_static(&[3, 4, 5]));
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        assert_eq!(w.position(), 0);
+        w.write_u8(1);
+        w.write_shared(&Bytes::from_static(&[6]));
+        w.write_u16(2);
+        assert_eq!(w.position(), 4);
+        assert_eq!(sp.bytes_after(2), 1);
+        assert_eq!(flat(&buf, &sp), [1, 2, 3, 4, 5, 1, 6, 0, 2]);
+    }
+
+    #[test]
+    fn encapsulations_inside_a_splicing_writer_copy() {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(1);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        w.write_encapsulation(ByteOrder::Big, |e| {
+            e.write_shared(&Bytes::from_static(&[5, 6]));
+            Ok(())
+        })
+        .unwrap();
+        assert!(sp.is_empty());
+        assert_eq!(&buf[..], &[0, 0, 0, 3, 0, 5, 6]);
+    }
+
+    #[test]
+    fn consume_walks_across_buffer_pieces_and_runs() {
+        let mut buf = BytesMut::from(&b"abcdef"[..]);
+        let mut sp = Splices::new(1);
+        sp.push(2, Bytes::from_static(b"XYZ"));
+        sp.push(4, Bytes::from_static(b"Q"));
+        assert_eq!(flat(&buf, &sp), b"abXYZcdQef");
+        sp.consume(&mut buf, 1);
+        assert_eq!(flat(&buf, &sp), b"bXYZcdQef");
+        sp.consume(&mut buf, 2); // "b" and "X"
+        assert_eq!(flat(&buf, &sp), b"YZcdQef");
+        assert_eq!(sp.iter().map(|(i, _)| i).collect::<Vec<_>>(), [0, 2]);
+        sp.consume(&mut buf, 5); // "YZ", "cd", "Q"
+        assert_eq!(flat(&buf, &sp), b"ef");
+        assert!(sp.is_empty());
+        assert_eq!(sp.total(), 0);
+        sp.consume(&mut buf, 2);
+        assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn split_and_truncate_after_an_index() {
+        let mut buf = BytesMut::from(&b"0123456789"[..]);
+        let mut sp = Splices::new(1);
+        sp.push(3, Bytes::from_static(b"a"));
+        sp.push(5, Bytes::from_static(b"bb"));
+        sp.push(8, Bytes::from_static(b"ccc"));
+        assert_eq!(sp.bytes_after(5), 3);
+        assert_eq!(sp.bytes_after(4), 5);
+        let mut tail_sp = sp.split_after(4);
+        let tail = buf.split_off(4);
+        assert_eq!(sp.total(), 1);
+        assert_eq!(flat(&buf, &sp), b"012a3");
+        assert_eq!(flat(&tail, &tail_sp), b"4bb567ccc89");
+        tail_sp.truncate_after(3);
+        assert_eq!(tail_sp.total(), 2);
+        assert_eq!(tail_sp.iter().map(|(i, _)| i).collect::<Vec<_>>(), [1]);
+    }
 }

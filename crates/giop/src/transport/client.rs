@@ -730,7 +730,9 @@ impl Connection {
         let res = {
             let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
             let idle = alone && st.is_empty() && !st.writing;
-            let OutState { buf: out, splices, .. } = &mut *st;
+            let OutState {
+                buf: out, splices, ..
+            } = &mut *st;
             let start = out.len();
             let mut r = encode(out, splices, id);
             if r.is_ok() {
