@@ -112,6 +112,13 @@ async fn spliced_requests_are_byte_identical_to_copied_ones() {
             let copied = capture(cfg(None, order), version, Duration::ZERO, batch).await;
             let spliced = capture(cfg(Some(1024), order), version, Duration::ZERO, batch).await;
             assert!(copied == spliced, "{version:?} {order:?} differ");
+            // Again with the requests queueing behind a stalled socket, so
+            // that a message is appended right after a spliced run (the
+            // writer task path rather than the direct write).
+            let mut tiny = cfg(Some(1024), order);
+            tiny.send_buffer = Some(4096);
+            let queued = capture(tiny, version, Duration::from_millis(50), batch).await;
+            assert!(copied == queued, "{version:?} {order:?} differ when queued");
             let msgs = messages(&spliced);
             let requests = msgs.iter().filter(|m| m.0 == MsgType::Request).count();
             assert_eq!(requests, 5, "{version:?} {order:?}");
