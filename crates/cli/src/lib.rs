@@ -16,6 +16,7 @@ pub mod context;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod opts;
 pub mod output;
 pub mod placement;
@@ -53,8 +54,15 @@ pub fn run(cli: Cli) -> i32 {
             let (r, err) = cmd_tcp::run(&o);
             finish(&r, &o.output, err)
         }
+        Command::Bench(BenchCommand::Closed(o)) => bench::closed::main(&o),
+        Command::Bench(BenchCommand::Setup(o)) => bench::setup::main(&o),
+        Command::Bench(BenchCommand::Params(o)) => bench::params::main(&o),
+        Command::Bench(BenchCommand::Dispatch(o)) => bench::dispatch::main(&o),
+        Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
+        Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
     };
     match outcome {
