@@ -1,6 +1,8 @@
-//! CDR encode/decode throughput of 64 KiB payloads through serde (the
-//! static path), in host and swapped byte order, next to a plain memcpy of
-//! the same 64 KiB measured in the same group as the baseline.
+//! CDR encode/decode throughput of 64 KiB payloads — through serde (the
+//! static path), through the fixed-layout struct path (static, for structs
+//! of primitives), and through TypeCode-driven `Value`s (the dynamic path)
+//! — in host and swapped byte order, next to a plain memcpy of the same
+//! 64 KiB measured in the same group as the baseline.
 //!
 //! Run: `cargo bench -p iiop-benches --bench cdr -- --warm-up-time 1
 //! --measurement-time 2`, then `python3 benches/ratios.py` for the ratio
@@ -14,7 +16,7 @@ use bytes::BytesMut;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use iiop_benches::*;
-use iiop_cdr::Writer;
+use iiop_cdr::{FixedLayout, Reader, TypeCode, Value, Writer};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -81,6 +83,68 @@ fn static_case<T: Serialize + DeserializeOwned>(
     decode_static(g, ty, value, wire_bytes);
 }
 
+/// Encode and decode a fixed-layout struct sequence at precomputed offsets.
+fn fixed_case<T: FixedLayout>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    ty: &str,
+    value: &[T],
+    wire_bytes: usize,
+) {
+    g.throughput(Throughput::Bytes(wire_bytes as u64));
+    for (order, oname) in orders() {
+        let mut buf = BytesMut::with_capacity(wire_bytes + 64);
+        g.bench_function(format!("encode_fixed/{ty}/{oname}"), |b| {
+            b.iter(|| {
+                buf.clear();
+                iiop_cdr::write_fixed_seq(&mut Writer::new(&mut buf, order), black_box(value))
+                    .expect("encodes");
+                black_box(&buf);
+            })
+        });
+        g.bench_function(format!("decode_fixed/{ty}/{oname}"), |b| {
+            b.iter(|| {
+                let v: Vec<T> =
+                    iiop_cdr::read_fixed_seq(&mut Reader::new(black_box(&buf[..]), order))
+                        .expect("decodes");
+                black_box(v);
+            })
+        });
+    }
+}
+
+/// Encode and decode through a run-time TypeCode (the DII/DSI analogue).
+fn dynamic_case<T: Serialize>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    ty: &str,
+    tc: &TypeCode,
+    value: &T,
+    wire_bytes: usize,
+) {
+    g.throughput(Throughput::Bytes(wire_bytes as u64));
+    for (order, oname) in orders() {
+        let bytes = encoded(value, order);
+        let v = Value::decode(tc, &mut Reader::new(&bytes, order)).expect("decodes");
+        let mut buf = BytesMut::with_capacity(wire_bytes + 64);
+        g.bench_function(format!("encode_dynamic/{ty}/{oname}"), |b| {
+            b.iter(|| {
+                buf.clear();
+                black_box(&v)
+                    .encode(tc, &mut Writer::new(&mut buf, order))
+                    .expect("encodes");
+                black_box(&buf);
+            })
+        });
+        g.bench_function(format!("decode_dynamic/{ty}/{oname}"), |b| {
+            b.iter(|| {
+                black_box(
+                    Value::decode(tc, &mut Reader::new(black_box(&bytes[..]), order))
+                        .expect("decodes"),
+                )
+            })
+        });
+    }
+}
+
 fn cdr(c: &mut Criterion) {
     let mut g = c.benchmark_group("cdr");
     memcpy(&mut g);
@@ -96,6 +160,22 @@ fn cdr(c: &mut Criterion) {
     static_case(&mut g, "double", &d, d.len() * 8);
     let p = perf_structs();
     static_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
+    fixed_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
+    use iiop_servers::bench::{elements::Elem, types::seq_typecode};
+    dynamic_case(
+        &mut g,
+        "perfstruct",
+        &seq_typecode(Elem::PerfStruct),
+        &p,
+        p.len() * PERF_STRUCT_STRIDE,
+    );
+    dynamic_case(
+        &mut g,
+        "double",
+        &seq_typecode(Elem::Double),
+        &d,
+        d.len() * 8,
+    );
     g.finish();
 }
 

@@ -6,21 +6,13 @@
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CharSeq, Octets, Seq, Writer};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Size of one payload on the wire (without the 4-byte sequence length).
 pub const PAYLOAD_BYTES: usize = 64 * 1024;
 
-/// bench.idl `struct PerfStruct { short s; char c; long l; octet o; double d; }`:
-/// 24 bytes per element inside a sequence (s@0 c@2 pad l@4 o@8 pad d@16).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PerfStruct {
-    pub s: i16,
-    pub c: char,
-    pub l: i32,
-    pub o: u8,
-    pub d: f64,
-}
+/// bench.idl's `PerfStruct` (24 bytes per element inside a sequence).
+pub use iiop_servers::bench::types::PerfStruct;
 
 /// Wire size of one [`PerfStruct`] in a sequence.
 pub const PERF_STRUCT_STRIDE: usize = 24;

@@ -18,6 +18,7 @@
 
 pub mod de;
 pub mod error;
+pub mod fixed;
 pub mod options;
 pub mod prim;
 pub mod reader;
@@ -29,6 +30,7 @@ pub mod writer;
 
 pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
+pub use fixed::{read_fixed_seq, write_fixed_seq, FixedLayout};
 pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
 pub use prim::Primitive;
 pub use reader::Reader;

@@ -737,46 +737,97 @@ impl Ctx {
         n: usize,
         r: &mut Reader<'_>,
     ) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
         let order = r.order();
         let utf8 = r.opts().char_set == crate::CharCodeSet::Utf8;
-        for _ in 0..n {
-            let start = r.position();
-            let res = start % 8;
-            let row = r.take(layout.size[res])?;
-            for (col, offs) in cols.iter_mut().zip(&layout.offsets) {
-                let o = offs[res];
-                let b = &row[o..];
-                match col {
-                    Column::Short(v) => v.push(i16::from_wire(b, order)),
-                    Column::UShort(v) => v.push(u16::from_wire(b, order)),
-                    Column::Long(v) => v.push(i32::from_wire(b, order)),
-                    Column::ULong(v) => v.push(u32::from_wire(b, order)),
-                    Column::LongLong(v) => v.push(i64::from_wire(b, order)),
-                    Column::ULongLong(v) => v.push(u64::from_wire(b, order)),
-                    Column::Float(v) => v.push(f32::from_wire(b, order)),
-                    Column::Double(v) => v.push(f64::from_wire(b, order)),
-                    Column::Octet(v) => v.push(b[0]),
-                    Column::Char(v) => {
-                        if utf8 && b[0] >= 0x80 {
+        // Rows after the first all start at the same residue modulo the
+        // largest member alignment (see `encode_packed_rows`), so every row
+        // is found at a constant stride: one `take` for all, then one
+        // tight loop per column.
+        let start = r.position();
+        let r0 = start % 8;
+        let size0 = layout.size[r0];
+        let r1 = (r0 + size0) % 8;
+        let stride = layout.size[r1];
+        let total = (n - 1)
+            .checked_mul(stride)
+            .and_then(|b| b.checked_add(size0))
+            .ok_or(CdrError::Truncated {
+                offset: start,
+                needed: usize::MAX,
+                available: r.remaining(),
+            })?;
+        let avail = r.remaining();
+        if total > avail {
+            // Name the first row that does not fit, as a row-by-row read would.
+            let (offset, needed) = if avail < size0 {
+                (start, size0)
+            } else {
+                (start + size0 + (avail - size0) / stride * stride, stride)
+            };
+            return Err(CdrError::Truncated {
+                offset,
+                needed,
+                available: avail - (offset - start),
+            });
+        }
+        let data = r.take(total)?;
+        for (col, offs) in cols.iter_mut().zip(&layout.offsets) {
+            let (o0, o1) = (offs[r0], size0 + offs[r1]);
+            let at = |i: usize| if i == 0 { o0 } else { o1 + (i - 1) * stride };
+            fn fill<T: Primitive>(
+                v: &mut Vec<T>,
+                data: &[u8],
+                n: usize,
+                at: impl Fn(usize) -> usize,
+                order: crate::ByteOrder,
+            ) {
+                v.extend((0..n).map(|i| {
+                    let o = at(i);
+                    T::from_wire(&data[o..o + T::SIZE], order)
+                }));
+            }
+            match col {
+                Column::Short(v) => fill(v, data, n, at, order),
+                Column::UShort(v) => fill(v, data, n, at, order),
+                Column::Long(v) => fill(v, data, n, at, order),
+                Column::ULong(v) => fill(v, data, n, at, order),
+                Column::LongLong(v) => fill(v, data, n, at, order),
+                Column::ULongLong(v) => fill(v, data, n, at, order),
+                Column::Float(v) => fill(v, data, n, at, order),
+                Column::Double(v) => fill(v, data, n, at, order),
+                Column::Octet(v) => v.extend((0..n).map(|i| data[at(i)])),
+                Column::Char(v) => {
+                    v.extend((0..n).map(|i| data[at(i)]));
+                    if utf8 {
+                        if let Some(i) = v.iter().position(|&b| b >= 0x80) {
                             return Err(CdrError::InvalidCodeSet {
-                                offset: start + o,
+                                offset: start + at(i),
                                 codeset: "UTF-8",
                             });
                         }
-                        v.push(b[0])
                     }
-                    Column::Boolean(v) => match b[0] {
-                        0 => v.push(false),
-                        1 => v.push(true),
-                        value => {
-                            return Err(CdrError::InvalidBool {
-                                offset: start + o,
-                                value,
-                            })
+                }
+                Column::Boolean(v) => {
+                    for i in 0..n {
+                        match data[at(i)] {
+                            0 => v.push(false),
+                            1 => v.push(true),
+                            value => {
+                                return Err(CdrError::InvalidBool {
+                                    offset: start + at(i),
+                                    value,
+                                })
+                            }
                         }
-                    },
-                    Column::Enum(v, count) => {
-                        let value = u32::from_wire(b, order);
+                    }
+                }
+                Column::Enum(v, count) => {
+                    for i in 0..n {
+                        let o = at(i);
+                        let value = u32::from_wire(&data[o..o + 4], order);
                         if value >= *count {
                             return Err(CdrError::InvalidEnum {
                                 offset: start + o,
@@ -786,8 +837,8 @@ impl Ctx {
                         }
                         v.push(value)
                     }
-                    Column::Other(_) => unreachable!("RowLayout::new refuses Other columns"),
                 }
+                Column::Other(_) => unreachable!("RowLayout::new refuses Other columns"),
             }
         }
         Ok(())
@@ -1027,6 +1078,9 @@ impl Ctx {
                 // Shape checked by `element_count` before the length.
                 let n = cols.first().and_then(Value::len).unwrap_or(0);
                 let target = et.is_recursion_target();
+                if !target && n > 1 && packed_columns(cols) {
+                    return encode_packed_rows(cols, n, w);
+                }
                 if target {
                     self.enclosing.push(et.clone());
                 }
@@ -1159,6 +1213,125 @@ impl RowLayout {
         }
         Some(RowLayout { size, offsets })
     }
+}
+
+/// Whether every column of a struct sequence is a packed primitive one
+/// (booleans and enums excluded: they are validated per element).
+fn packed_columns(cols: &[Value]) -> bool {
+    cols.iter().all(|c| {
+        matches!(
+            c,
+            Value::ShortSeq(_)
+                | Value::UShortSeq(_)
+                | Value::LongSeq(_)
+                | Value::ULongSeq(_)
+                | Value::LongLongSeq(_)
+                | Value::ULongLongSeq(_)
+                | Value::FloatSeq(_)
+                | Value::DoubleSeq(_)
+                | Value::OctetSeq(_)
+                | Value::CharSeq(_)
+        )
+    })
+}
+
+/// Wire size of one element of a packed column.
+fn column_size(c: &Value) -> usize {
+    match c {
+        Value::OctetSeq(_) | Value::CharSeq(_) => 1,
+        Value::ShortSeq(_) | Value::UShortSeq(_) => 2,
+        Value::LongSeq(_) | Value::ULongSeq(_) | Value::FloatSeq(_) => 4,
+        _ => 8,
+    }
+}
+
+/// Encode `n` rows of an all-primitive struct sequence stored by column:
+/// the rows' layout depends only on their start offset modulo 8 and is the
+/// same for every row after the first, so the bytes are laid out once and
+/// each column is written in one tight loop at its stride.
+fn encode_packed_rows(cols: &[Value], n: usize, w: &mut Writer<'_>) -> Result<()> {
+    if w.opts().char_set == crate::CharCodeSet::Utf8 {
+        for c in cols {
+            if let Value::CharSeq(x) = c {
+                if !x.is_ascii() {
+                    return Err(CdrError::Unrepresentable {
+                        what: "char sequence with non-ASCII octets".into(),
+                        codeset: "UTF-8",
+                    });
+                }
+            }
+        }
+    }
+    let sizes: Vec<usize> = cols.iter().map(column_size).collect();
+    // Offsets from a row's start, for a row starting at residue `res`.
+    let layout = |res: usize| -> (Vec<usize>, usize) {
+        let mut pos = res;
+        let offs = sizes
+            .iter()
+            .map(|&sz| {
+                pos += pos.wrapping_neg() & (sz - 1);
+                let o = pos - res;
+                pos += sz;
+                o
+            })
+            .collect();
+        (offs, pos - res)
+    };
+    let r0 = w.position() % 8;
+    let (offs0, size0) = layout(r0);
+    let r1 = (r0 + size0) % 8;
+    let (offs1, stride) = layout(r1);
+    // Every row holds its most-aligned member (alignment A) at an A-aligned
+    // position and what follows it does not depend on where the row began,
+    // so all rows after the first start at the same residue modulo A —
+    // and the layout depends only on that residue: one stride fits them all.
+    let total = size0 + (n - 1) * stride;
+    let order = w.order();
+    let buf = w.buffer();
+    let base = buf.len();
+    buf.resize(base + total, 0);
+    let out = &mut buf[base..];
+    for (j, c) in cols.iter().enumerate() {
+        let (o0, o1) = (offs0[j], size0 + offs1[j]);
+        fn put<T: Primitive>(
+            out: &mut [u8],
+            x: &[T],
+            o0: usize,
+            o1: usize,
+            stride: usize,
+            order: crate::ByteOrder,
+        ) {
+            x[0].to_wire(&mut out[o0..o0 + T::SIZE], order);
+            for (i, v) in x[1..].iter().enumerate() {
+                let at = o1 + i * stride;
+                v.to_wire(&mut out[at..at + T::SIZE], order);
+            }
+        }
+        match c {
+            Value::ShortSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::UShortSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::LongSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::ULongSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::LongLongSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::ULongLongSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::FloatSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::DoubleSeq(x) => put(out, x, o0, o1, stride, order),
+            Value::OctetSeq(x) => {
+                out[o0] = x[0];
+                for (i, &b) in x[1..].iter().enumerate() {
+                    out[o1 + i * stride] = b;
+                }
+            }
+            Value::CharSeq(x) => {
+                out[o0] = x[0];
+                for (i, &b) in x[1..].iter().enumerate() {
+                    out[o1 + i * stride] = b;
+                }
+            }
+            _ => unreachable!("packed_columns checked"),
+        }
+    }
+    Ok(())
 }
 
 /// The element count of a `StructSeq`, after checking that there is one

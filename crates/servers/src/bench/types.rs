@@ -5,7 +5,8 @@
 
 use bytes::Bytes;
 use iiop_cdr::{
-    CharCodeSet, CharSeq, Octets, Reader, Result, Seq, TypeCode, WChar, WString, Writer,
+    ByteOrder, CharCodeSet, CharSeq, FixedLayout, Octets, Primitive, Reader, Result, Seq, TypeCode,
+    WChar, WString, Writer,
 };
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +85,93 @@ pub struct FloatPair {
     pub a: f32,
     pub b: f32,
 }
+
+/// Member offsets of the fixed-layout structs in their steady phase inside
+/// a sequence (see `iiop_cdr::fixed`), so their sequences encode and decode
+/// at precomputed offsets.
+macro_rules! fixed_layout {
+    ($t:ty, align $a:expr, first $f:expr, phase $p:expr, stride $st:expr, size $sz:expr,
+     put($e:ident, $o:ident, $ord:ident) $put:block, get($i:ident, $ord2:ident) $get:block) => {
+        impl FixedLayout for $t {
+            const ALIGN: usize = $a;
+            const FIRST_ALIGN: usize = $f;
+            const PHASE: usize = $p;
+            const STRIDE: usize = $st;
+            const SIZE: usize = $sz;
+            #[inline(always)]
+            fn put(&self, $o: &mut [u8], $ord: ByteOrder) {
+                let $e = self;
+                let $o: &mut [u8; $sz] = $o.try_into().expect("exact size");
+                $put
+            }
+            #[inline(always)]
+            fn get($i: &[u8], $ord2: ByteOrder) -> Self {
+                let $i: &[u8; $sz] = $i.try_into().expect("exact size");
+                $get
+            }
+        }
+    };
+}
+
+fixed_layout!(PerfStruct, align 8, first 2, phase 0, stride 24, size 24,
+put(e, o, ord) {
+    e.s.to_wire(&mut o[0..2], ord);
+    o[2] = e.c as u32 as u8;
+    e.l.to_wire(&mut o[4..8], ord);
+    o[8] = e.o;
+    e.d.to_wire(&mut o[16..24], ord);
+},
+get(i, ord) {
+    PerfStruct {
+        s: i16::from_wire(&i[0..2], ord),
+        c: i[2] as char,
+        l: i32::from_wire(&i[4..8], ord),
+        o: i[8],
+        d: f64::from_wire(&i[16..24], ord),
+    }
+});
+fixed_layout!(Cd, align 8, first 1, phase 0, stride 16, size 16,
+    put(e, o, ord) {
+        o[0] = e.c as u32 as u8;
+        e.d.to_wire(&mut o[8..16], ord);
+    },
+    get(i, ord) { Cd { c: i[0] as char, d: f64::from_wire(&i[8..16], ord) } });
+fixed_layout!(LongQuad, align 4, first 4, phase 0, stride 16, size 16,
+put(e, o, ord) {
+    e.a.to_wire(&mut o[0..4], ord);
+    e.b.to_wire(&mut o[4..8], ord);
+    e.c.to_wire(&mut o[8..12], ord);
+    e.d.to_wire(&mut o[12..16], ord);
+},
+get(i, ord) {
+    LongQuad {
+        a: i32::from_wire(&i[0..4], ord),
+        b: i32::from_wire(&i[4..8], ord),
+        c: i32::from_wire(&i[8..12], ord),
+        d: i32::from_wire(&i[12..16], ord),
+    }
+});
+fixed_layout!(MixedQuad, align 8, first 8, phase 0, stride 16, size 16,
+put(e, o, ord) {
+    e.d.to_wire(&mut o[0..8], ord);
+    e.f.to_wire(&mut o[8..12], ord);
+    e.s1.to_wire(&mut o[12..14], ord);
+    e.s2.to_wire(&mut o[14..16], ord);
+},
+get(i, ord) {
+    MixedQuad {
+        d: f64::from_wire(&i[0..8], ord),
+        f: f32::from_wire(&i[8..12], ord),
+        s1: i16::from_wire(&i[12..14], ord),
+        s2: i16::from_wire(&i[14..16], ord),
+    }
+});
+fixed_layout!(FloatPair, align 4, first 4, phase 0, stride 8, size 8,
+    put(e, o, ord) {
+        e.a.to_wire(&mut o[0..4], ord);
+        e.b.to_wire(&mut o[4..8], ord);
+    },
+    get(i, ord) { FloatPair { a: f32::from_wire(&i[0..4], ord), b: f32::from_wire(&i[4..8], ord) } });
 
 /// `enum Color { RED, GREEN, BLUE }`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -412,7 +500,15 @@ impl Payload {
 
     /// Encode as the operation's `in` argument (or an echo's result).
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        each_payload!(self, v => iiop_cdr::to_writer(w, v))
+        use iiop_cdr::write_fixed_seq as fixed;
+        match self {
+            Payload::PerfStruct(v) => fixed(w, v),
+            Payload::Cd(v) => fixed(w, v),
+            Payload::LongQuad(v) => fixed(w, v),
+            Payload::MixedQuad(v) => fixed(w, v),
+            Payload::FloatPair(v) => fixed(w, v),
+            other => each_payload!(other, v => iiop_cdr::to_writer(w, v)),
+        }
     }
 
     /// Decode a payload sequence of `elem`.
@@ -433,16 +529,16 @@ impl Payload {
             Elem::Boolean => Payload::Boolean(d(r)?),
             Elem::String => Payload::String(d(r)?),
             Elem::WString => Payload::WString(d(r)?),
-            Elem::PerfStruct => Payload::PerfStruct(d(r)?),
+            Elem::PerfStruct => Payload::PerfStruct(iiop_cdr::read_fixed_seq(r)?),
             Elem::MyStruct => Payload::MyStruct(d(r)?),
-            Elem::Cd => Payload::Cd(d(r)?),
+            Elem::Cd => Payload::Cd(iiop_cdr::read_fixed_seq(r)?),
             Elem::CharStruct => Payload::CharStruct(d(r)?),
             Elem::FloatStruct => Payload::FloatStruct(d(r)?),
             Elem::LongStruct => Payload::LongStruct(d(r)?),
             Elem::DoubleStruct => Payload::DoubleStruct(d(r)?),
-            Elem::LongQuad => Payload::LongQuad(d(r)?),
-            Elem::MixedQuad => Payload::MixedQuad(d(r)?),
-            Elem::FloatPair => Payload::FloatPair(d(r)?),
+            Elem::LongQuad => Payload::LongQuad(iiop_cdr::read_fixed_seq(r)?),
+            Elem::MixedQuad => Payload::MixedQuad(iiop_cdr::read_fixed_seq(r)?),
+            Elem::FloatPair => Payload::FloatPair(iiop_cdr::read_fixed_seq(r)?),
             Elem::Color => Payload::Color(d(r)?),
             Elem::Variant => Payload::Variant(d(r)?),
         })
@@ -637,6 +733,35 @@ mod tests {
             Payload::for_size(Elem::Variant, 1200).counted_bytes(l1),
             1200
         );
+    }
+
+    #[test]
+    fn fixed_layout_path_gives_serde_bytes_at_every_origin() {
+        for elem in [
+            Elem::PerfStruct,
+            Elem::Cd,
+            Elem::LongQuad,
+            Elem::MixedQuad,
+            Elem::FloatPair,
+        ] {
+            for n in [0, 1, 2, 3, 50] {
+                let p = Payload::generate(elem, n, false);
+                for prefix in 0..8 {
+                    for order in [ByteOrder::Big, ByteOrder::Little] {
+                        let mut fast = BytesMut::from(&vec![0xAAu8; prefix][..]);
+                        p.encode(&mut Writer::with_origin(&mut fast, order, 0))
+                            .unwrap();
+                        let mut slow = BytesMut::from(&vec![0xAAu8; prefix][..]);
+                        each_payload!(&p, v => iiop_cdr::to_writer(&mut Writer::with_origin(&mut slow, order, 0), v)).unwrap();
+                        assert_eq!(fast, slow, "{elem} x{n} prefix {prefix} {order:?}");
+                        let mut r = Reader::new(&fast, order);
+                        r.take(prefix).unwrap();
+                        assert_eq!(Payload::decode(elem, &mut r).unwrap(), p);
+                        r.expect_end().unwrap();
+                    }
+                }
+            }
+        }
     }
 
     #[test]
