@@ -235,10 +235,7 @@ pub fn refit(r: &Results) -> Vec<Fit> {
 
 /// Run `merge`.
 pub fn run(o: &MergeOpts) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        o.inputs.len() >= 2,
-        "merge needs two or more results files"
-    );
+    anyhow::ensure!(o.inputs.len() >= 2, "merge needs two or more results files");
     let inputs = o
         .inputs
         .iter()

@@ -118,8 +118,8 @@ impl Suite {
     pub fn load(path: &Path) -> anyhow::Result<Suite> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading suite {}: {e}", path.display()))?;
-        let s: Suite = toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("suite {}: {e}", path.display()))?;
+        let s: Suite =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("suite {}: {e}", path.display()))?;
         let mut seen = std::collections::BTreeSet::new();
         for c in &s.cases {
             anyhow::ensure!(
@@ -180,7 +180,13 @@ pub fn bench_commands() -> Vec<String> {
 }
 
 /// Full argument vector for one case against one target.
-fn argv(command: &str, args: &[String], target: Option<&str>, json: &Path, quiet: bool) -> Vec<String> {
+fn argv(
+    command: &str,
+    args: &[String],
+    target: Option<&str>,
+    json: &Path,
+    quiet: bool,
+) -> Vec<String> {
     let mut v = vec!["iiopbench".to_string(), "bench".into(), command.into()];
     v.extend(args.iter().cloned());
     if let Some(t) = target {
@@ -282,10 +288,8 @@ struct OrbServer {
 impl OrbServer {
     fn start(orb: &str, timeout: Duration) -> anyhow::Result<OrbServer> {
         let script = crate::cmd_orbs::script(orb, "start")?;
-        let ior_file = std::env::temp_dir().join(format!(
-            "iiopbench-suite-{}-{orb}.ior",
-            std::process::id()
-        ));
+        let ior_file =
+            std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);
         let mut child = Command::new(&script)
             .args(["--host", "127.0.0.1", "--port", "0", "--ior-file"])
@@ -463,7 +467,11 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
             if orbless && !ran_once.insert(case.id.clone()) {
                 continue;
             }
-            let tlabel = if orbless { "raw-tcp".to_string() } else { label.clone() };
+            let tlabel = if orbless {
+                "raw-tcp".to_string()
+            } else {
+                label.clone()
+            };
             if !o.quiet {
                 eprintln!("suite {}: case {} on {tlabel}", suite.name, case.id);
             }
@@ -476,7 +484,9 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
                         out.placement = r.placement.clone();
                         first = false;
                     }
-                    target_info.entry(tlabel.clone()).or_insert_with(|| r.target.clone());
+                    target_info
+                        .entry(tlabel.clone())
+                        .or_insert_with(|| r.target.clone());
                     absorb(&mut out, &r, case, &tlabel);
                     if !r.outcome.complete || code != 0 {
                         failures.push(format!(
@@ -499,7 +509,11 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
         [one] => target_info.get(&one.label()).cloned().unwrap_or_default(),
         _ => TargetInfo {
             kind: "several".into(),
-            reference: targets.iter().map(Target::label).collect::<Vec<_>>().join(","),
+            reference: targets
+                .iter()
+                .map(Target::label)
+                .collect::<Vec<_>>()
+                .join(","),
             ..Default::default()
         },
     };
@@ -518,10 +532,17 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
         .and_then(|v| v.as_str())
         .unwrap_or("suite")
         .to_string();
-    let out = o.out.clone().unwrap_or_else(|| PathBuf::from(format!("{name}.json")));
+    let out = o
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{name}.json")));
     results::write_atomic(&out, &results::to_json(&r))?;
     if !o.quiet {
-        eprintln!("suite {name}: {} cases written to {}", r.cases.len(), out.display());
+        eprintln!(
+            "suite {name}: {} cases written to {}",
+            r.cases.len(),
+            out.display()
+        );
     }
     if let Some(dir) = &o.report {
         crate::report::write(&[(out.display().to_string(), r.clone())], dir)?;
@@ -534,4 +555,3 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
         None => Ok(()),
     }
 }
-

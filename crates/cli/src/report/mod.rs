@@ -50,7 +50,14 @@ pub struct Figure {
 }
 
 /// Parameters that never split figures (they are series or labels).
-const NOT_GROUPING: [&str; 6] = ["type", "elements", "target", "command", "suite_case", "size"];
+const NOT_GROUPING: [&str; 6] = [
+    "type",
+    "elements",
+    "target",
+    "command",
+    "suite_case",
+    "size",
+];
 
 /// One case with where it came from.
 struct Entry<'a> {
@@ -100,7 +107,10 @@ fn group_title(e: &Entry) -> String {
         if NOT_GROUPING.contains(&k.as_str()) {
             continue;
         }
-        let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+        let v = v
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string());
         parts.push(format!("{k}={v}"));
     }
     if let Some(s) = tag(e.c, "suite_case") {
@@ -162,9 +172,14 @@ fn series_of<'a, 'b>(
     out
 }
 
-fn throughput_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
+fn throughput_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
     let gs = groups(es, |e| {
-        matches!(case_command(e.r, e.c), "throughput" | "tcp") && e.c.calls > 0 && e.c.throughput_mbps > 0.0
+        matches!(case_command(e.r, e.c), "throughput" | "tcp")
+            && e.c.calls > 0
+            && e.c.throughput_mbps > 0.0
     });
     for (title, g) in gs {
         let ss = series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]));
@@ -202,13 +217,17 @@ fn throughput_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) ->
     Ok(())
 }
 
-fn percentile_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
+fn percentile_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
     let gs = groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0);
     for (title, g) in gs {
         let mut series = Vec::new();
         for (i, e) in g.iter().enumerate() {
-            let h = Latency::from_base64(e.c.histogram.as_deref().unwrap_or_default())
-                .map_err(|err| anyhow::anyhow!("case {:?}: histogram undecodable: {err}", e.c.name))?;
+            let h = Latency::from_base64(e.c.histogram.as_deref().unwrap_or_default()).map_err(
+                |err| anyhow::anyhow!("case {:?}: histogram undecodable: {err}", e.c.name),
+            )?;
             if h.is_empty() {
                 continue;
             }
@@ -249,7 +268,10 @@ fn fit_for<'a>(r: &'a Results, c: &Case) -> Option<&'a Fit> {
     r.fits.iter().find(|f| f.label == l)
 }
 
-fn latency_size_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
+fn latency_size_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
     let gs = groups(es, |e| {
         matches!(case_command(e.r, e.c), "latency" | "tcp")
             && matches!(e.c.params.mode.as_str(), "echo" | "send" | "pingpong")
@@ -406,7 +428,11 @@ fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> a
 fn result_text(c: &Case) -> String {
     c.extra
         .get("result")
-        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        })
         .unwrap_or_default()
 }
 
@@ -415,7 +441,13 @@ fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String,
     for (name, r) in inputs.iter().filter(|(_, r)| r.kind == "interop-matrix") {
         let mut clients: Vec<String> = Vec::new();
         let mut servers: Vec<String> = Vec::new();
-        let get = |c: &Case, k: &str| c.extra.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+        let get = |c: &Case, k: &str| {
+            c.extra
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
         for c in &r.cases {
             let (cl, sv) = (get(c, "client"), get(c, "server"));
             if !clients.contains(&cl) {
@@ -427,16 +459,30 @@ fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String,
         }
         let mut cells = vec![vec![String::new(); servers.len()]; clients.len()];
         for c in &r.cases {
-            let i = clients.iter().position(|x| *x == get(c, "client")).unwrap_or(0);
-            let j = servers.iter().position(|x| *x == get(c, "server")).unwrap_or(0);
+            let i = clients
+                .iter()
+                .position(|x| *x == get(c, "client"))
+                .unwrap_or(0);
+            let j = servers
+                .iter()
+                .position(|x| *x == get(c, "server"))
+                .unwrap_or(0);
             cells[i][j] = result_text(c);
         }
-        let t = format!("Interop matrix: {} (rows: clients, columns: servers)", stem(name));
+        let t = format!(
+            "Interop matrix: {} (rows: clients, columns: servers)",
+            stem(name)
+        );
         let svg = plot::matrix(&t, &clients, &servers, &cells);
-        figs.push((t, "Each vendor client against each server: checks passed / counted.".into(), svg));
+        figs.push((
+            t,
+            "Each vendor client against each server: checks passed / counted.".into(),
+            svg,
+        ));
     }
     // Conformance checks: check × file.
-    let files: Vec<&(String, Results)> = inputs.iter().filter(|(_, r)| r.kind == "interop").collect();
+    let files: Vec<&(String, Results)> =
+        inputs.iter().filter(|(_, r)| r.kind == "interop").collect();
     if files.is_empty() {
         return;
     }
@@ -466,7 +512,11 @@ fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String,
         .collect();
     let t = "Interop checks: pass / fail / note per check and file".to_string();
     let svg = plot::matrix(&t, &rows, &cols, &cells);
-    figs.push((t, "Every conformance check against each target (one column per results file).".into(), svg));
+    figs.push((
+        t,
+        "Every conformance check against each target (one column per results file).".into(),
+        svg,
+    ));
 }
 
 /// Every figure for these results files (name, contents).
@@ -518,7 +568,9 @@ fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 8]> {
         .collect()
 }
 
-const SUMMARY_HEAD: [&str; 8] = ["file", "target", "case", "calls", "Mbit/s", "p50 µs", "p99 µs", "errors"];
+const SUMMARY_HEAD: [&str; 8] = [
+    "file", "target", "case", "calls", "Mbit/s", "p50 µs", "p99 µs", "errors",
+];
 
 fn describe(name: &str, r: &Results) -> String {
     let t = &r.target;
@@ -526,7 +578,10 @@ fn describe(name: &str, r: &Results) -> String {
         "{}: {} ({}), target {} {}, started {}, host {} ({} cores), {} cases",
         stem(name),
         r.kind,
-        r.params.get("title").and_then(|v| v.as_str()).unwrap_or("-"),
+        r.params
+            .get("title")
+            .and_then(|v| v.as_str())
+            .unwrap_or("-"),
         t.kind,
         t.orb_type.as_deref().unwrap_or(""),
         r.started_at,
@@ -551,7 +606,10 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     h.push_str("</ul>\n<h2>Figures</h2>\n");
     for f in figs {
         let svg = f.svg.trim_start();
-        let svg = svg.strip_prefix("<?xml").map(|s| &s[s.find("?>").map(|i| i + 2).unwrap_or(0)..]).unwrap_or(svg);
+        let svg = svg
+            .strip_prefix("<?xml")
+            .map(|s| &s[s.find("?>").map(|i| i + 2).unwrap_or(0)..])
+            .unwrap_or(svg);
         h.push_str(&format!(
             "<figure id=\"{}\">\n{}\n<figcaption><b>{}</b>. {}</figcaption>\n</figure>\n",
             esc(f.file.trim_end_matches(".svg")),
@@ -584,7 +642,10 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     }
     m.push_str("\n## Figures\n\n");
     for f in figs {
-        m.push_str(&format!("### {}\n\n![{}]({})\n\n{}\n\n", f.title, f.title, f.file, f.what));
+        m.push_str(&format!(
+            "### {}\n\n![{}]({})\n\n{}\n\n",
+            f.title, f.title, f.file, f.what
+        ));
     }
     m.push_str("## Cases\n\n|");
     for c in SUMMARY_HEAD {
@@ -625,7 +686,9 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
     let figs = write(&inputs, &o.out)?;
     let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
     for f in &figs {
-        *by_kind.entry(f.title.split(':').next().unwrap_or("")).or_insert(0) += 1;
+        *by_kind
+            .entry(f.title.split(':').next().unwrap_or(""))
+            .or_insert(0) += 1;
     }
     println!(
         "report: {} figures in {} ({})",

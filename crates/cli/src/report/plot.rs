@@ -81,22 +81,45 @@ fn x_of(axis: XAxis, x: f64) -> f64 {
     }
 }
 
-fn legend(area: &DrawingArea<SVGBackend, Shift>, items: &[(String, usize, Style)]) -> anyhow::Result<()> {
+fn legend(
+    area: &DrawingArea<SVGBackend, Shift>,
+    items: &[(String, usize, Style)],
+) -> anyhow::Result<()> {
     let e = err("legend");
     for (i, (label, c, style)) in items.iter().enumerate() {
         let y = 40 + i as i32 * 18;
         let col = color(*c);
         if *style != Style::Markers {
-            area.draw(&PathElement::new(vec![(6, y), (30, y)], col.stroke_width(2)))
-                .map_err(&e)?;
+            area.draw(&PathElement::new(
+                vec![(6, y), (30, y)],
+                col.stroke_width(2),
+            ))
+            .map_err(&e)?;
         }
         if *style != Style::Line {
-            area.draw(&Circle::new((18, y), 3, col.filled())).map_err(&e)?;
+            area.draw(&Circle::new((18, y), 3, col.filled()))
+                .map_err(&e)?;
         }
         area.draw(&Text::new(label.clone(), (36, y - 7), ("sans-serif", 13)))
             .map_err(&e)?;
     }
     Ok(())
+}
+
+/// A number for an axis: `0` for zero, else the tables' format.
+fn num(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        crate::table::num(v)
+    }
+}
+
+/// The label of position `v` on the percentile axis: 0%, 90%, 99%, 99.9%…
+fn percent_label(v: f64) -> String {
+    let p = 100.0 * (1.0 - 10f64.powf(-v));
+    let decimals = (v.round() as i64 - 2).max(0) as usize;
+    format!("{p:.decimals$}%")
 }
 
 fn format_size(v: f64) -> String {
@@ -148,11 +171,8 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
         let axis = c.x;
         let fmt = move |v: &f64| match axis {
             XAxis::Log2Size => format_size(*v),
-            XAxis::Linear => crate::table::num(*v),
-            XAxis::Percentile => {
-                let p = 100.0 * (1.0 - 10f64.powf(-*v));
-                format!("{}%", crate::table::num(p))
-            }
+            XAxis::Linear => num(*v),
+            XAxis::Percentile => percent_label(*v),
         };
         let n_x = match c.x {
             XAxis::Log2Size => ((x1 - x0).round() as usize + 1).max(2),
@@ -165,7 +185,7 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
             .x_labels(n_x)
             .y_labels(8)
             .x_label_formatter(&fmt)
-            .y_label_formatter(&|v| crate::table::num(*v))
+            .y_label_formatter(&|v| num(*v))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(&e)?;
@@ -253,7 +273,7 @@ pub fn bars(title: &str, x_desc: &str, rows: &[Bar]) -> anyhow::Result<String> {
             .x_desc(x_desc)
             .y_labels(n)
             .y_label_formatter(&yfmt)
-            .x_label_formatter(&|v| crate::table::num(*v))
+            .x_label_formatter(&|v| num(*v))
             .disable_y_mesh()
             .light_line_style(WHITE.mix(0.0))
             .draw()
@@ -336,7 +356,11 @@ pub fn matrix(title: &str, rows: &[String], cols: &[String], cells: &[Vec<String
             esc(r)
         ));
         for j in 0..cols.len() {
-            let t = cells.get(i).and_then(|r| r.get(j)).map(String::as_str).unwrap_or("");
+            let t = cells
+                .get(i)
+                .and_then(|r| r.get(j))
+                .map(String::as_str)
+                .unwrap_or("");
             let lower = t.to_ascii_lowercase();
             let fill = if t.is_empty() {
                 "#E0E0E0"

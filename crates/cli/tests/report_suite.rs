@@ -1,0 +1,390 @@
+//! Black-box: `suite fixtures/suites/ttcp-1996.toml --quick` against the
+//! embedded server chained into `report`, with every SVG and the HTML page
+//! parsed as XML and the expected series (types × modes × paths) looked
+//! up; `compare` and `merge` on hand-made results with known histograms.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use iiopbench::compare::{self, Verdict};
+use iiopbench::hist::Latency;
+use iiopbench::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("iiopbench-report-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> i32 {
+    iiopbench::main_with_args(std::iter::once("iiopbench").chain(args.iter().copied()))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `<text>` of an SVG document, parsed as XML.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("SVG is well-formed XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+const TYPES: [&str; 6] = ["short", "char", "long", "octet", "double", "perfstruct"];
+
+#[test]
+fn ttcp_quick_suite_then_report() {
+    let dir = tmp("ttcp");
+    let json = dir.join("ttcp.json");
+    let rep = dir.join("report");
+    let suite = repo().join("fixtures/suites/ttcp-1996.toml");
+    let code = run(&[
+        "suite",
+        suite.to_str().unwrap(),
+        "--quick",
+        "--quiet",
+        "--out",
+        json.to_str().unwrap(),
+        "--report",
+        rep.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let r = results::read(&json).unwrap();
+    assert_eq!(r.kind, "suite");
+    assert!(r.outcome.complete, "{:?}", r.outcome.failure);
+    assert_eq!(r.params["suite"], "ttcp-1996");
+    assert_eq!(r.params["quick"], true);
+    // 6 cases × 6 types × 2 sizes, plus breakdown: 2 types × 2 modes × 1 size… ×2 sizes.
+    assert_eq!(r.cases.len(), 6 * 6 * 2 + 2 * 2 * 2);
+    for c in &r.cases {
+        assert_eq!(c.params.extra["command"], "throughput", "{}", c.name);
+        assert_eq!(c.params.extra["target"], "ours", "{}", c.name);
+        assert!([1024, 4096].contains(&c.params.size), "{}", c.name);
+        // Calls stop at the first one reaching --total 256KiB.
+        let per_call = c.bytes / c.calls;
+        assert_eq!(c.bytes % c.calls, 0, "{}", c.name);
+        assert!(
+            c.bytes >= 256 * 1024 && c.bytes - per_call < 256 * 1024,
+            "{}: {}",
+            c.name,
+            c.bytes
+        );
+        assert!(c.errors.is_empty(), "{}: {:?}", c.name, c.errors);
+    }
+    let per_case = |id: &str| {
+        r.cases
+            .iter()
+            .filter(|c| c.params.extra["suite_case"] == id)
+            .count()
+    };
+    assert_eq!(per_case("oneway-dii"), 12);
+    assert_eq!(per_case("breakdown"), 8);
+
+    // The page and every figure are well-formed, and the page embeds them.
+    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc =
+        roxmltree::Document::parse_with_options(&html, opt).expect("index.html is well-formed XML");
+    let inline = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
+    assert!(!html.contains("<script") && !html.contains("src=\"http"));
+    let mut figs: Vec<PathBuf> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    figs.sort();
+    // 8 throughput (6 cases + breakdown's oneway and twoway), 4 percentile
+    // (every twoway case), 2 breakdown.
+    assert_eq!(figs.len(), 14, "{figs:?}");
+    assert_eq!(inline, 14);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    let mut titles = BTreeMap::new();
+    for f in &figs {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(md.contains(&format!("]({name})")), "report.md links {name}");
+        let texts = svg_texts(&std::fs::read_to_string(f).unwrap());
+        titles.insert(texts[0].clone(), texts);
+    }
+    for (mode, path, case) in [
+        ("oneway", "typed", "oneway-static"),
+        ("twoway", "typed", "twoway-static"),
+        ("oneway", "dynamic", "oneway-dii"),
+        ("twoway", "dynamic", "twoway-dii"),
+        ("oneway", "reuse", "oneway-reuse"),
+        ("twoway", "reuse", "twoway-reuse"),
+    ] {
+        let title = format!("Throughput: throughput · {mode} · path={path} · [{case}]");
+        let texts = titles
+            .get(&title)
+            .unwrap_or_else(|| panic!("no figure {title:?}: {:?}", titles.keys()));
+        for t in TYPES {
+            assert!(
+                texts.iter().any(|x| *x == format!("ours {t}")),
+                "{title}: no series {t}: {texts:?}"
+            );
+        }
+        assert!(
+            texts.iter().any(|x| x == "1KiB") && texts.iter().any(|x| x == "4KiB"),
+            "{texts:?}"
+        );
+    }
+    let pct = titles
+        .get("Latency percentiles: throughput · twoway · path=typed · [twoway-static]")
+        .expect("percentile figure");
+    assert!(pct.iter().any(|x| x == "ours perfstruct 4KiB"), "{pct:?}");
+    assert!(pct.iter().any(|x| x == "99%"), "{pct:?}");
+    let bd = titles
+        .get("Time breakdown: throughput · oneway · path=typed · [breakdown]")
+        .expect("breakdown figure");
+    for t in [
+        "marshal",
+        "write_wait_read",
+        "demarshal",
+        "ours octet 1KiB",
+        "ours perfstruct 4KiB",
+    ] {
+        assert!(bd.iter().any(|x| x == t), "{t}: {bd:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn suite_refuses_missing_commands_before_running() {
+    let suite = repo().join("fixtures/suites/application-2002.toml");
+    let o = iiopbench::suite::SuiteOpts {
+        file: suite,
+        target: vec![],
+        all_orbs: false,
+        quick: false,
+        out: None,
+        report: None,
+        orb_timeout: std::time::Duration::from_secs(1),
+        quiet: true,
+    };
+    let have = iiopbench::suite::bench_commands();
+    match iiopbench::suite::run_suite(&o) {
+        Ok(_) => assert!(
+            have.iter().any(|c| c == "params"),
+            "ran without bench params"
+        ),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("e1.2-params") && e.contains("`iiopbench bench params`"),
+                "{e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_suite_file_parses_and_quick_plans_are_smaller() {
+    for f in [
+        "ttcp-1996",
+        "application-2002",
+        "aton-2001",
+        "network-2003",
+        "babar-1998",
+    ] {
+        let s = iiopbench::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
+            .unwrap();
+        assert_eq!(s.name, f);
+        let (full, quick) = (s.plan(false), s.plan(true));
+        assert!(!quick.is_empty() && quick.len() <= full.len(), "{f}");
+        assert_ne!(
+            quick.iter().map(|q| &q.1).collect::<Vec<_>>(),
+            full.iter().map(|q| &q.1).collect::<Vec<_>>(),
+            "{f}: quick is a reduction"
+        );
+    }
+    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
+    let q = s.plan(true);
+    let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
+    let at = |f: &str| a[a.iter().position(|x| x == f).unwrap() + 1].clone();
+    assert_eq!(at("--size"), "1KiB,4KiB");
+    assert_eq!(at("--total"), "256KiB");
+    assert!(a.contains(&"--dynamic".to_string()));
+}
+
+fn lat_case(name: &str, mode: &str, size: u64, values_ns: &[u64], mbps: f64) -> Case {
+    let mut h = Latency::new();
+    for &v in values_ns {
+        h.record_ns(v);
+    }
+    Case {
+        name: name.into(),
+        params: CaseParams {
+            ty: "octet".into(),
+            size,
+            mode: mode.into(),
+            extra: BTreeMap::new(),
+        },
+        calls: values_ns.len() as u64,
+        bytes: values_ns.len() as u64 * size,
+        seconds: 1.0,
+        calls_per_sec: values_ns.len() as f64,
+        throughput_mbps: mbps,
+        latency_us: Some(h.summary()),
+        histogram: Some(h.to_base64()),
+        ..Default::default()
+    }
+}
+
+fn file(kind: &str, cases: Vec<Case>) -> Results {
+    let mut r = iiopbench::context::new_results(kind, TargetInfo::default(), Placement::default());
+    r.cases = cases;
+    r.outcome.complete = true;
+    r
+}
+
+#[test]
+fn compare_judges_only_beyond_the_noise() {
+    let around = |base: u64| {
+        (0..2000u64)
+            .map(|i| base + (i % 100) * 100)
+            .collect::<Vec<_>>()
+    };
+    let a = file(
+        "latency",
+        vec![
+            lat_case("echo 1KiB", "echo", 1024, &around(100_000), 100.0),
+            lat_case("echo 2KiB", "echo", 2048, &around(100_000), 100.0),
+            lat_case("echo 4KiB", "echo", 4096, &around(100_000), 100.0),
+            lat_case("only in A", "echo", 8192, &around(100_000), 100.0),
+        ],
+    );
+    let b = file(
+        "latency",
+        vec![
+            // Twice as slow, intervals far apart.
+            lat_case("echo 1KiB", "echo", 1024, &around(200_000), 50.0),
+            // 1 % slower: intervals may not overlap with 2000 samples, but
+            // below --min-effect.
+            lat_case("echo 2KiB", "echo", 2048, &around(101_000), 105.0),
+            // Faster.
+            lat_case("echo 4KiB", "echo", 4096, &around(50_000), 150.0),
+        ],
+    );
+    let rows = compare::compare(
+        ("a", &a, None),
+        ("b", &b, None),
+        &BTreeMap::new(),
+        0.10,
+        0.05,
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 3);
+    let r1 = rows.iter().find(|r| r.case == "echo 1KiB").unwrap();
+    assert_eq!(
+        (r1.p50, r1.p99, r1.throughput),
+        (Verdict::Slower, Verdict::Slower, Verdict::Slower)
+    );
+    assert!((r1.throughput_ratio.unwrap() - 0.5).abs() < 1e-12);
+    let p50 = r1.p50_ratio.unwrap();
+    assert!((p50 - 204.95 / 104.95).abs() < 0.01, "{p50}");
+    let r2 = rows.iter().find(|r| r.case == "echo 2KiB").unwrap();
+    assert_eq!((r2.p50, r2.throughput), (Verdict::Same, Verdict::Same));
+    let r3 = rows.iter().find(|r| r.case == "echo 4KiB").unwrap();
+    assert_eq!((r3.p50, r3.throughput), (Verdict::Faster, Verdict::Faster));
+    // A 5 % throughput gain is noise at 10 %, a change when repeated runs
+    // say the case varies by 0.5 % (3 × 0.5 % → 1.5 %).
+    let key_runs: Vec<Results> = [100.0, 100.5, 99.5]
+        .iter()
+        .map(|&m| {
+            file(
+                "latency",
+                vec![lat_case("echo 2KiB", "echo", 2048, &around(100_000), m)],
+            )
+        })
+        .collect();
+    let noise = compare::noise_from_runs(&key_runs);
+    assert_eq!(noise.len(), 1);
+    let thr = *noise.values().next().unwrap();
+    assert!((thr - 0.015).abs() < 1e-9, "{thr}");
+    let rows = compare::compare(("a", &a, None), ("b", &b, None), &noise, 0.10, 0.05).unwrap();
+    let r2 = rows.iter().find(|r| r.case == "echo 2KiB").unwrap();
+    assert_eq!(r2.throughput, Verdict::Faster);
+
+    // Through the CLI.
+    let dir = tmp("compare");
+    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
+    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
+    assert_eq!(
+        run(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]),
+        0
+    );
+    let empty = dir.join("e.json");
+    results::write_atomic(&empty, &results::to_json(&file("latency", vec![]))).unwrap();
+    assert_eq!(
+        run(&["compare", pa.to_str().unwrap(), empty.to_str().unwrap()]),
+        1
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn merge_is_lossless() {
+    let xs: Vec<u64> = (0..3000u64).map(|i| 20_000 + i * 37).collect();
+    let ys: Vec<u64> = (0..1000u64).map(|i| 900_000 + i * 1013).collect();
+    let a = file(
+        "latency",
+        vec![
+            lat_case("echo 1KiB", "echo", 1024, &xs, 10.0),
+            lat_case("echo 2KiB", "echo", 2048, &xs[..10], 1.0),
+        ],
+    );
+    let mut bc = lat_case("echo 1KiB", "echo", 1024, &ys, 10.0);
+    bc.seconds = 3.0;
+    bc.errors.insert("timeout".into(), 2);
+    let b = file(
+        "latency",
+        vec![bc, lat_case("echo 64KiB", "echo", 65536, &ys[..5], 1.0)],
+    );
+    let dir = tmp("merge");
+    let (pa, pb, pm) = (dir.join("a.json"), dir.join("b.json"), dir.join("m.json"));
+    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
+    assert_eq!(
+        run(&[
+            "merge",
+            pa.to_str().unwrap(),
+            pb.to_str().unwrap(),
+            "-o",
+            pm.to_str().unwrap()
+        ]),
+        0
+    );
+    let m = results::read(&pm).unwrap();
+    let names: Vec<&str> = m.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["echo 1KiB", "echo 2KiB", "echo 64KiB"]);
+    let c = &m.cases[0];
+    assert_eq!(c.calls, 4000);
+    assert_eq!(c.bytes, 4000 * 1024);
+    assert_eq!(c.seconds, 4.0);
+    assert_eq!(c.calls_per_sec, 1000.0);
+    assert_eq!(c.errors["timeout"], 2);
+    assert_eq!(c.extra["merged_runs"], 2);
+    let mut all = Latency::new();
+    for &v in xs.iter().chain(&ys) {
+        all.record_ns(v);
+    }
+    let merged = Latency::from_base64(c.histogram.as_deref().unwrap()).unwrap();
+    assert_eq!(merged.inner(), all.inner());
+    assert_eq!(c.latency_us.unwrap(), all.summary());
+    assert_eq!(m.cases[1].calls, 10);
+    assert_eq!(m.cases[2].calls, 5);
+    // Fits are recomputed over the merged means: three sizes, one series.
+    assert_eq!(m.fits.len(), 1);
+    assert_eq!(m.fits[0].label, "echo octet");
+    assert_eq!(m.fits[0].points, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
