@@ -291,8 +291,19 @@ impl OrbServer {
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);
+        // Not every vendor server accepts port 0: pick a free port here.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| anyhow::anyhow!("finding a free port for {orb}: {e}"))?
+            .port();
         let mut child = Command::new(&script)
-            .args(["--host", "127.0.0.1", "--port", "0", "--ior-file"])
+            .args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--ior-file",
+            ])
             .arg(&ior_file)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

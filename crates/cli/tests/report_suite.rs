@@ -101,10 +101,10 @@ fn ttcp_quick_suite_then_report() {
         .filter(|p| p.extension().is_some_and(|e| e == "svg"))
         .collect();
     figs.sort();
-    // 8 throughput (6 cases + breakdown's oneway and twoway), 4 percentile
-    // (every twoway case), 2 breakdown.
-    assert_eq!(figs.len(), 14, "{figs:?}");
-    assert_eq!(inline, 14);
+    // 8 throughput (6 cases + breakdown's oneway and twoway), 8 percentile
+    // (every twoway case at each of 2 sizes), 2 breakdown.
+    assert_eq!(figs.len(), 18, "{figs:?}");
+    assert_eq!(inline, 18);
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     let mut titles = BTreeMap::new();
     for f in &figs {
@@ -137,9 +137,9 @@ fn ttcp_quick_suite_then_report() {
         );
     }
     let pct = titles
-        .get("Latency percentiles: throughput · twoway · path=typed · [twoway-static]")
+        .get("Latency percentiles: throughput · twoway · path=typed · [twoway-static] · 4KiB")
         .expect("percentile figure");
-    assert!(pct.iter().any(|x| x == "ours perfstruct 4KiB"), "{pct:?}");
+    assert!(pct.iter().any(|x| x == "ours perfstruct"), "{pct:?}");
     assert!(pct.iter().any(|x| x == "99%"), "{pct:?}");
     let bd = titles
         .get("Time breakdown: throughput · oneway · path=typed · [breakdown]")

@@ -183,10 +183,10 @@ fn throughput_figures(
     });
     for (title, g) in gs {
         let ss = series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]));
+        let (mut types, mut origins) = (Vec::new(), Vec::new());
         let series = ss
             .into_iter()
-            .enumerate()
-            .map(|(i, (label, v))| {
+            .map(|(label, v)| {
                 let mut pts: Vec<(f64, f64)> = v
                     .iter()
                     .map(|e| (e.c.params.size as f64, e.c.throughput_mbps))
@@ -196,7 +196,8 @@ fn throughput_figures(
                     label,
                     points: pts,
                     style: Style::LineMarkers,
-                    color: i,
+                    color: index_of(&mut types, &v[0].c.params.ty),
+                    marker: index_of(&mut origins, &v[0].origin),
                 }
             })
             .collect();
@@ -206,6 +207,7 @@ fn throughput_figures(
             x_desc: "payload bytes per call (log2)".into(),
             y_desc: "sender Mbit/s".into(),
             x: XAxis::Log2Size,
+            log_y: false,
             series,
         })?;
         figs.push((
@@ -221,7 +223,20 @@ fn percentile_figures(
     es: &[Entry],
     figs: &mut Vec<(String, String, String)>,
 ) -> anyhow::Result<()> {
-    let gs = groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0);
+    let mut gs: Vec<(String, Vec<&Entry>)> = Vec::new();
+    // One figure per group and size, one curve per source and type.
+    for (title, g) in groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0) {
+        for e in g {
+            let t = match e.c.params.size {
+                0 => title.clone(),
+                n => format!("{title} · {}", crate::units::format_size(n)),
+            };
+            match gs.iter_mut().find(|(k, _)| *k == t) {
+                Some((_, v)) => v.push(e),
+                None => gs.push((t, vec![e])),
+            }
+        }
+    }
     for (title, g) in gs {
         let mut series = Vec::new();
         for (i, e) in g.iter().enumerate() {
@@ -231,16 +246,12 @@ fn percentile_figures(
             if h.is_empty() {
                 continue;
             }
-            let size = if e.c.params.size > 0 {
-                crate::units::format_size(e.c.params.size)
-            } else {
-                String::new()
-            };
             series.push(Series {
-                label: join_label(&[&e.origin, &e.c.params.ty, &size]),
+                label: join_label(&[&e.origin, &e.c.params.ty]),
                 points: h.percentile_curve(),
                 style: Style::Line,
                 color: i,
+                marker: 0,
             });
         }
         if series.is_empty() {
@@ -252,15 +263,28 @@ fn percentile_figures(
             x_desc: "percentile".into(),
             y_desc: "latency µs".into(),
             x: XAxis::Percentile,
+            log_y: true,
             series,
         })?;
         figs.push((
             t,
-            "HDR percentile distribution: call latency (µs) at each percentile, the x axis stretched towards the tail (90 %, 99 %, 99.9 %…).".into(),
+            "HDR percentile distribution: call latency (µs, log scale) at each percentile, the x axis stretched towards the tail (90 %, 99 %, 99.9 %…), one curve per source and type.".into(),
             svg,
         ));
     }
     Ok(())
+}
+
+/// Position of `v` in `list`, appended when new (stable colours and
+/// markers per type and per source within a figure).
+fn index_of(list: &mut Vec<String>, v: &str) -> usize {
+    match list.iter().position(|x| x == v) {
+        Some(i) => i,
+        None => {
+            list.push(v.to_string());
+            list.len() - 1
+        }
+    }
 }
 
 fn fit_for<'a>(r: &'a Results, c: &Case) -> Option<&'a Fit> {
@@ -286,6 +310,7 @@ fn latency_size_figures(
             continue;
         }
         let mut series = Vec::new();
+        let mut origins = Vec::new();
         for (i, (label, v)) in series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]))
             .into_iter()
             .enumerate()
@@ -303,11 +328,13 @@ fn latency_size_figures(
                 Some(f) => (Some(f.clone()), false),
                 None => (Fit::from_points(&label, &pts), true),
             };
+            let marker = index_of(&mut origins, &v[0].origin);
             series.push(Series {
                 label: label.clone(),
                 points: pts,
                 style: Style::Markers,
                 color: i,
+                marker,
             });
             if let Some(f) = fit {
                 series.push(Series {
@@ -321,6 +348,7 @@ fn latency_size_figures(
                     points: vec![(0.0, f.a_us), (xmax, f.a_us + f.b_us_per_byte * xmax)],
                     style: Style::Line,
                     color: i,
+                    marker,
                 });
             }
         }
@@ -330,6 +358,7 @@ fn latency_size_figures(
             x_desc: "payload bytes per call".into(),
             y_desc: "mean latency µs".into(),
             x: XAxis::Linear,
+            log_y: false,
             series,
         })?;
         figs.push((

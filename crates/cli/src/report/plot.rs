@@ -31,9 +31,12 @@ pub struct Series {
     pub label: String,
     pub points: Vec<(f64, f64)>,
     pub style: Style,
-    /// Series sharing a colour group get the same colour (a fit and its
-    /// points).
+    /// Series sharing a colour index get the same colour (one element
+    /// type across sources; a fit and its points).
     pub color: usize,
+    /// Marker shape index (one per source): circle, triangle, square,
+    /// cross, then again.
+    pub marker: usize,
 }
 
 /// The x axis of a chart.
@@ -55,6 +58,8 @@ pub struct Chart {
     pub x_desc: String,
     pub y_desc: String,
     pub x: XAxis,
+    /// Logarithmic (base 10) y axis, for long-tailed values.
+    pub log_y: bool,
     pub series: Vec<Series>,
 }
 
@@ -81,12 +86,36 @@ fn x_of(axis: XAxis, x: f64) -> f64 {
     }
 }
 
-fn legend(
-    area: &DrawingArea<SVGBackend, Shift>,
-    items: &[(String, usize, Style)],
-) -> anyhow::Result<()> {
+/// Draw marker shape `m` centred on `at` (any coordinate system).
+fn marker<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    pts: &[CT::From],
+    m: usize,
+    col: RGBColor,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend,
+    CT: plotters::coord::CoordTranslate,
+    CT::From: Clone,
+{
+    for p in pts {
+        let at = EmptyElement::at(p.clone());
+        match m % 4 {
+            0 => area.draw(&(at + Circle::new((0, 0), 3, col.filled())))?,
+            1 => area.draw(&(at + TriangleMarker::new((0, 0), 5, col.filled())))?,
+            2 => area.draw(&(at + Rectangle::new([(-3, -3), (3, 3)], col.filled())))?,
+            _ => area.draw(&(at + Cross::new((0, 0), 4, col.stroke_width(2))))?,
+        }
+    }
+    Ok(())
+}
+
+/// Legend rows: label, colour index, marker index, style.
+type LegendItem = (String, usize, usize, Style);
+
+fn legend(area: &DrawingArea<SVGBackend, Shift>, items: &[LegendItem]) -> anyhow::Result<()> {
     let e = err("legend");
-    for (i, (label, c, style)) in items.iter().enumerate() {
+    for (i, (label, c, m, style)) in items.iter().enumerate() {
         let y = 40 + i as i32 * 18;
         let col = color(*c);
         if *style != Style::Markers {
@@ -97,13 +126,17 @@ fn legend(
             .map_err(&e)?;
         }
         if *style != Style::Line {
-            area.draw(&Circle::new((18, y), 3, col.filled()))
-                .map_err(&e)?;
+            marker(area, &[(18, y)], *m, col).map_err(&e)?;
         }
         area.draw(&Text::new(label.clone(), (36, y - 7), ("sans-serif", 13)))
             .map_err(&e)?;
     }
     Ok(())
+}
+
+/// Height that fits a legend of `n` rows.
+fn height_for(n: usize, min: u32) -> u32 {
+    min.max(60 + 18 * n as u32)
 }
 
 /// A number for an axis: `0` for zero, else the tables' format.
@@ -129,17 +162,20 @@ fn format_size(v: f64) -> String {
 /// Draw an x/y chart.
 pub fn chart(c: &Chart) -> anyhow::Result<String> {
     let e = err(&c.title);
+    let y_of = |y: f64| if c.log_y { y.max(1e-3).log10() } else { y };
     let pts: Vec<(f64, f64)> = c
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|&(x, y)| (x_of(c.x, x), y)))
+        .flat_map(|s| s.points.iter().map(|&(x, y)| (x_of(c.x, x), y_of(y))))
         .filter(|p| p.0.is_finite() && p.1.is_finite())
         .collect();
     anyhow::ensure!(!pts.is_empty(), "figure {:?} has no data", c.title);
     let (mut x0, mut x1) = pts
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let y1 = pts.iter().fold(0.0f64, |a, p| a.max(p.1));
+    let (ylo, yhi) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
     match c.x {
         XAxis::Log2Size => {
             x0 = x0.floor() - 0.3;
@@ -155,18 +191,24 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
             x1 += pad;
         }
     }
-    let y1 = if y1 > 0.0 { y1 * 1.1 } else { 1.0 };
+    let (y0, y1) = if c.log_y {
+        (ylo.floor(), yhi.ceil().max(ylo.floor() + 1.0))
+    } else {
+        (0.0, if yhi > 0.0 { yhi * 1.1 } else { 1.0 })
+    };
+    let h = height_for(c.series.len(), H);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
         root.fill(&WHITE).map_err(&e)?;
         let (left, right) = root.split_horizontally(W - LEGEND_W);
+        let (left, _) = left.split_vertically(H);
         let mut ch = ChartBuilder::on(&left)
             .caption(&c.title, ("sans-serif", 17))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, 0.0..y1)
+            .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(&e)?;
         let axis = c.x;
         let fmt = move |v: &f64| match axis {
@@ -174,18 +216,25 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
             XAxis::Linear => num(*v),
             XAxis::Percentile => percent_label(*v),
         };
+        let log_y = c.log_y;
+        let yfmt = move |v: &f64| if log_y { num(10f64.powf(*v)) } else { num(*v) };
         let n_x = match c.x {
             XAxis::Log2Size => ((x1 - x0).round() as usize + 1).max(2),
             XAxis::Percentile => (x1 - x0).round() as usize + 1,
             XAxis::Linear => 8,
         };
+        let n_y = if log_y {
+            (y1 - y0).round() as usize + 1
+        } else {
+            8
+        };
         ch.configure_mesh()
             .x_desc(&c.x_desc)
             .y_desc(&c.y_desc)
             .x_labels(n_x)
-            .y_labels(8)
+            .y_labels(n_y)
             .x_label_formatter(&fmt)
-            .y_label_formatter(&|v| num(*v))
+            .y_label_formatter(&yfmt)
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(&e)?;
@@ -194,7 +243,7 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
             let p: Vec<(f64, f64)> = s
                 .points
                 .iter()
-                .map(|&(x, y)| (x_of(c.x, x), y))
+                .map(|&(x, y)| (x_of(c.x, x), y_of(y)))
                 .filter(|p| p.0.is_finite() && p.1.is_finite())
                 .collect();
             if s.style != Style::Markers {
@@ -202,14 +251,13 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
                     .map_err(&e)?;
             }
             if s.style != Style::Line {
-                ch.draw_series(p.iter().map(|&q| Circle::new(q, 3, col.filled())))
-                    .map_err(&e)?;
+                marker(ch.plotting_area(), &p, s.marker, col).map_err(&e)?;
             }
         }
         let items: Vec<_> = c
             .series
             .iter()
-            .map(|s| (s.label.clone(), s.color, s.style))
+            .map(|s| (s.label.clone(), s.color, s.marker, s.style))
             .collect();
         legend(&right, &items)?;
         root.present().map_err(&e)?;
@@ -247,7 +295,9 @@ pub fn bars(title: &str, x_desc: &str, rows: &[Bar]) -> anyhow::Result<String> {
         .fold(0.0f64, f64::max);
     let xmax = if xmax > 0.0 { xmax * 1.1 } else { 1.0 };
     let n = rows.len();
-    let h = (90 + 26 * n as u32).max(200);
+    let h = (90 + 26 * n as u32)
+        .max(200)
+        .max(height_for(names.len(), 0));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, h)).into_drawing_area();
@@ -308,7 +358,7 @@ pub fn bars(title: &str, x_desc: &str, rows: &[Bar]) -> anyhow::Result<String> {
         let items: Vec<_> = names
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.clone(), i, Style::Line))
+            .map(|(i, n)| (n.clone(), i, 0, Style::Line))
             .collect();
         legend(&right, &items)?;
         root.present().map_err(&e)?;
