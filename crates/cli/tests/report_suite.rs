@@ -388,3 +388,98 @@ fn merge_is_lossless() {
     assert_eq!(m.fits[0].points, 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn report_draws_fits_intervals_and_the_interop_matrix() {
+    // Latency sweep: mean = 50 µs + 1 ns/B exactly (one value per case).
+    let sizes = [1024u64, 4096, 16384];
+    let cases: Vec<Case> = sizes
+        .iter()
+        .map(|&s| lat_case(&format!("echo octet {s}"), "echo", s, &[50_000 + s; 1], 0.0))
+        .collect();
+    let mut lat = file("latency", cases);
+    lat.fits = iiopbench::merge::refit(&lat);
+    assert_eq!(lat.fits.len(), 1);
+    assert!((lat.fits[0].a_us - 50.0).abs() < 0.1, "{:?}", lat.fits[0]);
+    assert!(
+        (lat.fits[0].b_us_per_byte - 0.001).abs() < 1e-5,
+        "{:?}",
+        lat.fits[0]
+    );
+    // A workload case with R and its interval.
+    let mut w = lat_case("closed C=4 S=2", "closed", 0, &[1000], 0.0);
+    w.histogram = None;
+    w.extra.insert("R_ms".into(), 12.5.into());
+    w.extra.insert("R_ms_ci95".into(), 0.5.into());
+    w.extra.insert("X_per_s".into(), 7.0.into());
+    w.extra
+        .insert("X_per_s_ci".into(), serde_json::json!([6.5, 7.5]));
+    let wl = file("closed", vec![w]);
+    // A 2 × 2 interop matrix.
+    let cell = |cl: &str, sv: &str, res: &str| {
+        let mut c = Case {
+            name: format!("{cl} client x {sv} server"),
+            ..Default::default()
+        };
+        for (k, v) in [("client", cl), ("server", sv), ("result", res)] {
+            c.extra.insert(k.into(), v.into());
+        }
+        c
+    };
+    let im = file(
+        "interop-matrix",
+        vec![
+            cell("ours", "omniorb", "pass 195/195"),
+            cell("ours", "jacorb", "FAIL 3/169"),
+            cell("omniorb", "ours", "pass 40/40"),
+        ],
+    );
+    let dir = tmp("figs");
+    let inputs = vec![
+        ("lat.json".to_string(), lat),
+        ("wl.json".to_string(), wl),
+        ("matrix.json".to_string(), im),
+    ];
+    let figs = iiopbench::report::write(&inputs, &dir.join("r")).unwrap();
+    let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "Latency vs size: latency · echo",
+            "Latency percentiles: latency · echo · 1KiB",
+            "Latency percentiles: latency · echo · 4KiB",
+            "Latency percentiles: latency · echo · 16KiB",
+            "R_ms with 95% interval: closed · closed",
+            "X_per_s with 95% interval: closed · closed",
+            "Interop matrix: matrix (rows: clients, columns: servers)",
+        ]
+    );
+    let texts = svg_texts(&figs[0].svg);
+    assert!(texts.iter().any(|t| t == "lat octet"), "{texts:?}");
+    // The line is the file's fit (HDR means are quantized to 0.1 %).
+    let f = &inputs[0].1.fits[0];
+    let fit = format!(
+        "lat octet fit: {:.1} µs + {:.3} ns/B",
+        f.a_us,
+        f.b_us_per_byte * 1e3
+    );
+    assert!(texts.contains(&fit), "{fit}: {texts:?}");
+    let texts = svg_texts(&figs[4].svg);
+    assert!(texts.iter().any(|t| t == "wl closed C=4 S=2"), "{texts:?}");
+    let texts = svg_texts(&figs[6].svg);
+    for t in ["ours", "omniorb", "jacorb", "pass 195/195", "FAIL 3/169"] {
+        assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
+    }
+    // Columns omniorb, jacorb, ours; cells never measured stay grey.
+    let doc = roxmltree::Document::parse(&figs[6].svg).unwrap();
+    let fills: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .filter_map(|n| n.attribute("fill"))
+        .collect();
+    assert_eq!(
+        fills,
+        ["white", "#A5D6A7", "#EF9A9A", "#E0E0E0", "#E0E0E0", "#E0E0E0", "#A5D6A7"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
