@@ -76,7 +76,20 @@ fn stem(name: &str) -> String {
 }
 
 fn entries(inputs: &[(String, Results)]) -> Vec<Entry<'_>> {
-    let many = inputs.len() > 1;
+    // Several files: series are named by target alone when every target
+    // label belongs to one file (ours.json + omniorb.json), else by file
+    // name (and target).
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut shared = false;
+    for (i, (_, r)) in inputs.iter().enumerate() {
+        for c in &r.cases {
+            match tag(c, "target") {
+                Some(t) => shared |= *owner.entry(t).or_insert(i) != i,
+                None => shared = true,
+            }
+        }
+    }
+    let many = inputs.len() > 1 && shared;
     inputs
         .iter()
         .enumerate()
@@ -137,7 +150,7 @@ fn slug(s: &str) -> String {
             out.push('-');
         }
     }
-    out.trim_matches('-').chars().take(60).collect()
+    out.trim_matches('-').chars().take(100).collect()
 }
 
 /// Group entries by figure title, keeping first-seen order.
