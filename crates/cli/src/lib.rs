@@ -15,7 +15,9 @@ pub mod cmd_tcp;
 pub mod compare;
 pub mod context;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod merge;
 pub mod opts;
 pub mod output;
@@ -62,6 +64,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Compare(o) => compare::run(&o),
         Command::Merge(o) => merge::run(&o),
         Command::Suite(o) => suite::run(&o),
+        Command::Lab(o) => lab::run(&o),
+        Command::Interop(o) => interop::run(&o),
     };
     match outcome {
         Ok(()) => 0,

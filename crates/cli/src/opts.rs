@@ -34,6 +34,11 @@ pub enum Command {
     Merge(Box<crate::merge::MergeOpts>),
     /// Run a study's suite of cases (fixtures/suites/*.toml).
     Suite(Box<crate::suite::SuiteOpts>),
+    /// Network lab (root): hosts as network namespaces joined by links with
+    /// delay, loss and a rate cap; run servers and bench clients across it.
+    Lab(Box<crate::lab::LabOpts>),
+    /// Conformance suite against one server, or the ORB x ORB matrix.
+    Interop(crate::interop::InteropOpts),
 }
 
 #[derive(Debug, Subcommand)]

@@ -118,6 +118,13 @@ impl Suite {
     pub fn load(path: &Path) -> anyhow::Result<Suite> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("reading suite {}: {e}", path.display()))?;
+        if let Ok(v) = toml::from_str::<toml::Table>(&text) {
+            anyhow::ensure!(
+                !v.contains_key("lab"),
+                "{} is a network-lab suite: run it with `iiopbench lab suite`",
+                path.display()
+            );
+        }
         let s: Suite =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("suite {}: {e}", path.display()))?;
         let mut seen = std::collections::BTreeSet::new();

@@ -191,7 +191,7 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
         "ttcp-1996",
         "application-2002",
         "aton-2001",
-        "network-2003",
+        "network-2003-loopback",
         "babar-1998",
     ] {
         let s = iiopbench::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
@@ -205,6 +205,10 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
             "{f}: quick is a reduction"
         );
     }
+    let lab = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(lab.contains("iiopbench lab suite"), "{lab}");
     let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
     let q = s.plan(true);
     let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
