@@ -209,10 +209,17 @@ pub fn compare(
     let ia = index(a.0, a.1, a.2)?;
     let ib = index(b.0, b.1, b.2)?;
     let mut rows = Vec::new();
-    for (k, ca) in &ia {
-        let Some(cb) = ib.get(k) else { continue };
+    // In A's run order.
+    for ca in &a.1.cases {
+        let k = case_key(a.1, ca, false);
+        let (Some(_), Some(cb)) = (ia.get(&k), ib.get(&k)) else {
+            continue;
+        };
+        if a.2.is_some_and(|t| tag(ca, "target") != Some(t)) {
+            continue;
+        }
         let ratio = |x: f64, y: f64| (x > 0.0 && y > 0.0).then(|| y / x);
-        let thr = noise.get(k).copied().unwrap_or(default_noise);
+        let thr = noise.get(&k).copied().unwrap_or(default_noise);
         let (ha, hb) = (hist(ca), hist(cb));
         let lat = |q: f64| match (&ha, &hb) {
             (Some(x), Some(y)) => latency_verdict(x, y, q, min_effect),
@@ -220,7 +227,10 @@ pub fn compare(
         };
         let (la, lb) = (ca.latency_us, cb.latency_us);
         rows.push(Row {
-            case: ca.name.clone(),
+            case: match tag(ca, "suite_case") {
+                Some(s) => format!("{} [{s}]", ca.name),
+                None => ca.name.clone(),
+            },
             throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
             throughput: throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
             p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),

@@ -25,8 +25,9 @@ pub struct MergeOpts {
     pub output: PathBuf,
 }
 
-/// Parameters that label a case without changing what it measured.
-const LABEL_PARAMS: [&str; 3] = ["target", "suite_case", "command"];
+/// Parameters that label a case without changing what it measured
+/// (`command` is part of the key on its own).
+const LABEL_PARAMS: [&str; 2] = ["target", "command"];
 
 /// The command that measured a case: the suite's `command` tag, else the
 /// file's `kind`.
@@ -45,7 +46,7 @@ pub fn tag<'a>(c: &'a Case, k: &str) -> Option<&'a str> {
 }
 
 /// What a case measured: command, mode, type, size and every other
-/// parameter except the labels (`target`, `suite_case`). With
+/// parameter (`suite_case` included) except the `target` label. With
 /// `with_target`, the target tag too (for merging runs of one target).
 pub fn case_key(r: &Results, c: &Case, with_target: bool) -> String {
     let mut k = format!(

@@ -487,3 +487,32 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn case_identity_keeps_suite_cases_apart_and_ignores_the_target() {
+    let tagged = |suite_case: &str, target: &str| {
+        let mut c = lat_case("oneway octet 128KiB", "oneway", 131072, &[1000], 1.0);
+        for (k, v) in [
+            ("command", "throughput"),
+            ("suite_case", suite_case),
+            ("target", target),
+        ] {
+            c.params.extra.insert(k.into(), v.into());
+        }
+        c
+    };
+    let r = file("suite", vec![]);
+    use iiopbench::merge::case_key;
+    let (a, b, c) = (
+        tagged("oneway-static", "ours"),
+        tagged("breakdown", "ours"),
+        tagged("oneway-static", "omniorb"),
+    );
+    assert_ne!(case_key(&r, &a, false), case_key(&r, &b, false));
+    assert_eq!(case_key(&r, &a, false), case_key(&r, &c, false));
+    assert_ne!(case_key(&r, &a, true), case_key(&r, &c, true));
+    assert_eq!(
+        case_key(&r, &a, false),
+        "throughput | oneway | octet | 131072 | suite_case=\"oneway-static\""
+    );
+}
