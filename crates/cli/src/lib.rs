@@ -58,6 +58,12 @@ pub fn run(cli: Cli) -> i32 {
             let (r, err) = cmd_tcp::run(&o);
             finish(&r, &o.output, err)
         }
+        Command::Bench(BenchCommand::Closed(o)) => bench::closed::main(&o),
+        Command::Bench(BenchCommand::Setup(o)) => bench::setup::main(&o),
+        Command::Bench(BenchCommand::Params(o)) => bench::params::main(&o),
+        Command::Bench(BenchCommand::Dispatch(o)) => bench::dispatch::main(&o),
+        Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
+        Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Orbs(c) => orbs(c),
         Command::Report(o) => report::run(&o),

@@ -5,5 +5,6 @@
 pub mod affinity;
 pub mod bench;
 pub mod client;
+pub mod dispatcher;
 pub mod reference;
 pub mod run;
