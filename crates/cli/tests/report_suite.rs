@@ -158,31 +158,43 @@ fn ttcp_quick_suite_then_report() {
 
 #[test]
 fn suite_refuses_missing_commands_before_running() {
-    let suite = repo().join("fixtures/suites/application-2002.toml");
+    let dir = tmp("missing");
+    let f = dir.join("s.toml");
+    std::fs::write(
+        &f,
+        "name = \"s\"\ntitle = \"t\"\n\
+         [[case]]\nid = \"a\"\ncommand = \"latency\"\nargs = [\"--count\", \"10\"]\n\
+         [[case]]\nid = \"b\"\ncommand = \"nosuch\"\n",
+    )
+    .unwrap();
     let o = iiopbench::suite::SuiteOpts {
-        file: suite,
+        file: f.clone(),
         target: vec![],
         all_orbs: false,
         quick: false,
-        out: None,
+        out: Some(dir.join("out.json")),
         report: None,
         orb_timeout: std::time::Duration::from_secs(1),
         quiet: true,
     };
-    let have = iiopbench::suite::bench_commands();
-    match iiopbench::suite::run_suite(&o) {
-        Ok(_) => assert!(
-            have.iter().any(|c| c == "params"),
-            "ran without bench params"
-        ),
-        Err(e) => {
-            let e = e.to_string();
-            assert!(
-                e.contains("e1.2-params") && e.contains("`iiopbench bench params`"),
-                "{e}"
-            );
-        }
+    let e = iiopbench::suite::run_suite(&o).unwrap_err().to_string();
+    assert!(
+        e.contains("case \"b\" needs `iiopbench bench nosuch`")
+            && e.contains("throughput, latency"),
+        "{e}"
+    );
+    // Nothing ran, nothing was written.
+    assert!(!dir.join("out.json").exists());
+    // Every case of the seed-001 suite names a command this iiopbench has,
+    // with arguments that parse.
+    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
+        .unwrap();
+    iiopbench::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
+    let cmds: Vec<&str> = s.cases.iter().map(|c| c.command.as_str()).collect();
+    for c in ["closed", "params", "dispatch"] {
+        assert!(cmds.contains(&c), "{c}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -418,6 +430,11 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
     w.extra.insert("X_per_s".into(), 7.0.into());
     w.extra
         .insert("X_per_s_ci".into(), serde_json::json!([6.5, 7.5]));
+    // The workload engine's form.
+    w.extra.insert(
+        "r_ci95".into(),
+        serde_json::json!({"mean": 1250.0, "half_width": 50.0, "relative": 0.04, "batches": 10}),
+    );
     let wl = file("closed", vec![w]);
     // A 2 × 2 interop matrix.
     let cell = |cl: &str, sv: &str, res: &str| {
@@ -453,6 +470,7 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
             "Latency percentiles: latency · echo · 1KiB",
             "Latency percentiles: latency · echo · 4KiB",
             "Latency percentiles: latency · echo · 16KiB",
+            "R (response time, µs) with 95% interval: closed · closed",
             "R_ms with 95% interval: closed · closed",
             "X_per_s with 95% interval: closed · closed",
             "Interop matrix: matrix (rows: clients, columns: servers)",
@@ -470,12 +488,12 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
     assert!(texts.contains(&fit), "{fit}: {texts:?}");
     let texts = svg_texts(&figs[4].svg);
     assert!(texts.iter().any(|t| t == "wl closed C=4 S=2"), "{texts:?}");
-    let texts = svg_texts(&figs[6].svg);
+    let texts = svg_texts(&figs[7].svg);
     for t in ["ours", "omniorb", "jacorb", "pass 195/195", "FAIL 3/169"] {
         assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
     }
     // Columns omniorb, jacorb, ours; cells never measured stay grey.
-    let doc = roxmltree::Document::parse(&figs[6].svg).unwrap();
+    let doc = roxmltree::Document::parse(&figs[7].svg).unwrap();
     let fills: Vec<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("rect"))

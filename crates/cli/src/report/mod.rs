@@ -414,40 +414,65 @@ fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> 
     Ok(())
 }
 
-/// `(value, lo, hi)` of extra key `k` when it has an interval.
-fn with_ci(c: &Case, k: &str) -> Option<(f64, f64, f64)> {
-    let v = c.extra.get(k)?.as_f64()?;
-    if let Some(h) = c.extra.get(&format!("{k}_ci95")).and_then(|x| x.as_f64()) {
-        return Some((v, v - h, v + h));
+/// Every interval figure of a case as `(name, value, lo, hi)`: an
+/// `extra` entry `K_ci95` that is `{mean, half_width, …}` (the workload
+/// engine's form, docs/workloads.md), or a number `K` with a half-width
+/// `K_ci95` or a `K_ci` of `[lo, hi]` / `{lo, hi}` beside it.
+fn intervals(c: &Case) -> Vec<(String, f64, f64, f64)> {
+    let mut out = Vec::new();
+    for (k, val) in &c.extra {
+        let num = |key: &str| c.extra.get(key).and_then(|v| v.as_f64());
+        if let Some(base) = k.strip_suffix("_ci95") {
+            if let (Some(m), Some(h)) = (
+                val.get("mean").and_then(|v| v.as_f64()),
+                val.get("half_width").and_then(|v| v.as_f64()),
+            ) {
+                out.push((interval_name(base), m, m - h, m + h));
+            } else if let (Some(v), Some(h)) = (num(base), val.as_f64()) {
+                out.push((interval_name(base), v, v - h, v + h));
+            }
+        } else if let Some(base) = k.strip_suffix("_ci") {
+            let lohi = match val {
+                serde_json::Value::Array(a) if a.len() == 2 => a[0].as_f64().zip(a[1].as_f64()),
+                serde_json::Value::Object(o) => o
+                    .get("lo")
+                    .and_then(|v| v.as_f64())
+                    .zip(o.get("hi").and_then(|v| v.as_f64())),
+                _ => None,
+            };
+            if let (Some(v), Some((lo, hi))) = (num(base), lohi) {
+                out.push((interval_name(base), v, lo, hi));
+            }
+        }
     }
-    let ci = c.extra.get(&format!("{k}_ci"))?;
-    let (lo, hi) = match ci {
-        serde_json::Value::Array(a) if a.len() == 2 => (a[0].as_f64()?, a[1].as_f64()?),
-        serde_json::Value::Object(o) => (o.get("lo")?.as_f64()?, o.get("hi")?.as_f64()?),
-        _ => return None,
-    };
-    Some((v, lo, hi))
+    out
 }
 
-fn ci_keys(c: &Case) -> Vec<String> {
-    c.extra
-        .keys()
-        .filter(|k| with_ci(c, k).is_some())
-        .cloned()
-        .collect()
+/// Display name of an interval key: the workload engine's `r`, `x`, `z`
+/// with their units, others as they are.
+fn interval_name(base: &str) -> String {
+    match base {
+        "r" => "R (response time, µs)".into(),
+        "x" => "X (throughput, calls/s)".into(),
+        "z" => "Z (think time, µs)".into(),
+        other => other.to_string(),
+    }
 }
 
 fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
-    let gs = groups(es, |e| !ci_keys(e.c).is_empty());
+    let gs = groups(es, |e| !intervals(e.c).is_empty());
     for (title, g) in gs {
-        let mut keys: Vec<String> = g.iter().flat_map(|e| ci_keys(e.c)).collect();
+        let mut keys: Vec<String> = g
+            .iter()
+            .flat_map(|e| intervals(e.c).into_iter().map(|i| i.0))
+            .collect();
         keys.sort();
         keys.dedup();
         for k in keys {
             let rows: Vec<Bar> = g
                 .iter()
                 .filter_map(|e| {
-                    let (v, lo, hi) = with_ci(e.c, &k)?;
+                    let (_, v, lo, hi) = intervals(e.c).into_iter().find(|i| i.0 == k)?;
                     Some(Bar {
                         label: join_label(&[&e.origin, &e.c.name]),
                         segments: vec![(k.clone(), v)],
@@ -459,7 +484,7 @@ fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> a
             let svg = plot::bars(&t, &k, &rows)?;
             figs.push((
                 t,
-                format!("{k} per case (bar) with its confidence interval (whiskers): workload response time R and throughput X."),
+                format!("{k} per case (bar: mean) with its 95 % confidence interval (whiskers)."),
                 svg,
             ));
         }

@@ -139,6 +139,16 @@ fn height_for(n: usize, min: u32) -> u32 {
     min.max(60 + 18 * n as u32)
 }
 
+/// A title that fits the chart's width (the full title is in the page).
+fn caption(t: &str) -> String {
+    const MAX: usize = 80;
+    if t.chars().count() <= MAX {
+        t.to_string()
+    } else {
+        format!("{}…", t.chars().take(MAX - 1).collect::<String>())
+    }
+}
+
 /// A number for an axis: `0` for zero, else the tables' format.
 fn num(v: f64) -> String {
     if v == 0.0 {
@@ -204,7 +214,7 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
         let (left, right) = root.split_horizontally(W - LEGEND_W);
         let (left, _) = left.split_vertically(H);
         let mut ch = ChartBuilder::on(&left)
-            .caption(&c.title, ("sans-serif", 17))
+            .caption(caption(&c.title), ("sans-serif", 17))
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(70)
@@ -305,7 +315,7 @@ pub fn bars(title: &str, x_desc: &str, rows: &[Bar]) -> anyhow::Result<String> {
         let (left, right) = root.split_horizontally(W - LEGEND_W);
         let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
         let mut ch = ChartBuilder::on(&left)
-            .caption(title, ("sans-serif", 17))
+            .caption(caption(title), ("sans-serif", 17))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(230)
