@@ -9,11 +9,13 @@
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
 pub mod bench;
+pub mod cmd_call;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod compare;
 pub mod context;
+pub mod dynamic;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
@@ -65,6 +67,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
         Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
+        Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
         Command::Report(o) => report::run(&o),
         Command::Compare(o) => compare::run(&o),

@@ -22,6 +22,9 @@ pub enum Command {
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
     Serve(Box<ServeOpts>),
+    /// Invoke one operation of any server from its IDL; prints the result
+    /// as JSON (docs/json-mapping.md).
+    Call(Box<crate::cmd_call::CallOpts>),
     /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
@@ -220,6 +223,8 @@ pub struct ServeOpts {
     /// Pin the server to these CPUs (taskset syntax).
     #[arg(long, value_name = "CPUS")]
     pub cpus: Option<String>,
+    #[command(flatten)]
+    pub idl: crate::dynamic::serve::IdlServeOpts,
 }
 
 /// The server skeletons.
