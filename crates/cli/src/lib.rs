@@ -13,18 +13,22 @@ pub mod cmd_call;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
+pub mod compare;
 pub mod context;
 pub mod dynamic;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
 pub mod lab;
+pub mod merge;
 pub mod opts;
 pub mod output;
 pub mod placement;
 pub mod progress;
 pub mod rawtcp;
+pub mod report;
 pub mod results;
+pub mod suite;
 pub mod sysinfo;
 pub mod table;
 pub mod target;
@@ -65,6 +69,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Report(o) => report::run(&o),
+        Command::Compare(o) => compare::run(&o),
+        Command::Merge(o) => merge::run(&o),
+        Command::Suite(o) => suite::run(&o),
         Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
     };

@@ -29,6 +29,14 @@ pub enum Command {
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
     Orbs(OrbsCommand),
+    /// Draw results files as an HTML + Markdown report with SVG figures.
+    Report(Box<crate::report::ReportOpts>),
+    /// Compare two results files case by case (ratios and verdicts).
+    Compare(Box<crate::compare::CompareOpts>),
+    /// Merge results files; histograms of matching cases merge losslessly.
+    Merge(Box<crate::merge::MergeOpts>),
+    /// Run a study's suite of cases (fixtures/suites/*.toml).
+    Suite(Box<crate::suite::SuiteOpts>),
     /// Network lab (root): hosts as network namespaces joined by links with
     /// delay, loss and a rate cap; run servers and bench clients across it.
     Lab(Box<crate::lab::LabOpts>),

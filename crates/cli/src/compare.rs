@@ -1,0 +1,297 @@
+//! `iiopbench compare A.json B.json`: B against A, case by case (matched by
+//! [`crate::merge::case_key`]: command, mode, type, size and parameters),
+//! with ratios for throughput and p50/p99 latency and a verdict only where
+//! the difference is larger than the noise:
+//!
+//! - latency: each quantile gets a distribution-free 95 % confidence
+//!   interval from its own histogram (the order statistics at ranks
+//!   n·q ± 1.96·√(n·q·(1−q))); B is `faster`/`slower` only when the two
+//!   intervals do not overlap *and* the medians differ by at least
+//!   `--min-effect` (default 5 %): consecutive round trips are not
+//!   independent (caches, scheduler), so the intervals alone are too
+//!   optimistic on a busy loopback host;
+//! - throughput, one sample per case: the difference must exceed a
+//!   threshold: 3 × the case's relative standard deviation over repeated
+//!   runs given with `--runs` (at least 1 %), else `--noise` (default
+//!   10 %, the spread of repeated loopback runs on a shared 2-core host).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::hist::Latency;
+use crate::merge::{case_key, tag};
+use crate::results::{self, Case, Results};
+use crate::table::Table;
+
+/// `compare` options.
+#[derive(Debug, Clone, Args)]
+pub struct CompareOpts {
+    /// The reference results.
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// The results judged against A.
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Repeated runs of one configuration (any number of files): the
+    /// per-case spread of their throughput sets the noise threshold.
+    #[arg(long, num_args = 1.., value_name = "RESULTS.json")]
+    pub runs: Vec<PathBuf>,
+    /// Throughput noise threshold in percent when no --runs are given.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub noise: f64,
+    /// Smallest latency difference, in percent, ever called a change.
+    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    pub min_effect: f64,
+    /// Use only A's cases of this target (suite files with several).
+    #[arg(long, value_name = "LABEL")]
+    pub a_target: Option<String>,
+    /// Use only B's cases of this target.
+    #[arg(long, value_name = "LABEL")]
+    pub b_target: Option<String>,
+}
+
+/// How B compares with A on one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Faster,
+    Slower,
+    Same,
+    /// Not enough data to judge (no histogram, no calls).
+    Unknown,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Same => "same",
+            Verdict::Unknown => "-",
+        }
+    }
+}
+
+/// One row of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub case: String,
+    /// B / A throughput (None when either is zero).
+    pub throughput_ratio: Option<f64>,
+    pub throughput: Verdict,
+    /// B / A median latency.
+    pub p50_ratio: Option<f64>,
+    pub p50: Verdict,
+    /// B / A 99th percentile latency.
+    pub p99_ratio: Option<f64>,
+    pub p99: Verdict,
+}
+
+/// 95 % confidence interval (ns) of quantile `q` of a histogram, from the
+/// order statistics around rank n·q. None when empty.
+pub fn quantile_ci(h: &Latency, q: f64) -> Option<(u64, u64)> {
+    let n = h.len() as f64;
+    if n < 1.0 {
+        return None;
+    }
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let lo = ((n * q - half).floor() / n).clamp(0.0, 1.0);
+    let hi = ((n * q + half).ceil() / n).clamp(0.0, 1.0);
+    let h = h.inner();
+    Some((h.value_at_quantile(lo), h.value_at_quantile(hi)))
+}
+
+/// Verdict on latency quantile `q` of B against A (lower is faster).
+pub fn latency_verdict(a: &Latency, b: &Latency, q: f64, min_effect: f64) -> Verdict {
+    let (Some((alo, ahi)), Some((blo, bhi))) = (quantile_ci(a, q), quantile_ci(b, q)) else {
+        return Verdict::Unknown;
+    };
+    let (va, vb) = (
+        a.inner().value_at_quantile(q) as f64,
+        b.inner().value_at_quantile(q) as f64,
+    );
+    let effect = (vb - va).abs() / va.max(1.0);
+    if effect < min_effect {
+        return Verdict::Same;
+    }
+    if bhi < alo {
+        Verdict::Faster
+    } else if blo > ahi {
+        Verdict::Slower
+    } else {
+        Verdict::Same
+    }
+}
+
+/// Verdict on throughput (higher is faster) with relative threshold `thr`.
+pub fn throughput_verdict(a: f64, b: f64, thr: f64) -> Verdict {
+    if a <= 0.0 || b <= 0.0 {
+        return Verdict::Unknown;
+    }
+    let rel = (b - a) / a;
+    if rel > thr {
+        Verdict::Faster
+    } else if rel < -thr {
+        Verdict::Slower
+    } else {
+        Verdict::Same
+    }
+}
+
+/// Per-case relative threshold from repeated runs: 3 × relative standard
+/// deviation (sample), at least 1 %; cases seen fewer than twice absent.
+pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<String, f64> {
+    let mut vals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in runs {
+        for c in &r.cases {
+            if c.throughput_mbps > 0.0 {
+                vals.entry(case_key(r, c, false))
+                    .or_default()
+                    .push(c.throughput_mbps);
+            }
+        }
+    }
+    vals.into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(k, v)| {
+            let n = v.len() as f64;
+            let m = v.iter().sum::<f64>() / n;
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (k, (3.0 * sd / m).max(0.01))
+        })
+        .collect()
+}
+
+fn index<'a>(
+    name: &str,
+    r: &'a Results,
+    target: Option<&str>,
+) -> anyhow::Result<BTreeMap<String, &'a Case>> {
+    let mut m: BTreeMap<String, &'a Case> = BTreeMap::new();
+    for c in &r.cases {
+        if let Some(t) = target {
+            if tag(c, "target") != Some(t) {
+                continue;
+            }
+        }
+        let k = case_key(r, c, false);
+        if let Some(prev) = m.insert(k, c) {
+            anyhow::bail!(
+                "{name} has several cases measuring the same thing ({:?} on target {}, {:?} on target {}): \
+                 choose one target with --a-target/--b-target",
+                prev.name,
+                tag(prev, "target").unwrap_or("?"),
+                c.name,
+                tag(c, "target").unwrap_or("?")
+            );
+        }
+    }
+    Ok(m)
+}
+
+fn hist(c: &Case) -> Option<Latency> {
+    c.histogram
+        .as_deref()
+        .and_then(|h| Latency::from_base64(h).ok())
+}
+
+/// Compare B with A. `noise` maps case keys to relative thresholds
+/// (from [`noise_from_runs`]); `default_noise` and `min_effect` are
+/// fractions (0.10 = 10 %).
+pub fn compare(
+    a: (&str, &Results, Option<&str>),
+    b: (&str, &Results, Option<&str>),
+    noise: &BTreeMap<String, f64>,
+    default_noise: f64,
+    min_effect: f64,
+) -> anyhow::Result<Vec<Row>> {
+    let ia = index(a.0, a.1, a.2)?;
+    let ib = index(b.0, b.1, b.2)?;
+    let mut rows = Vec::new();
+    // In A's run order.
+    for ca in &a.1.cases {
+        let k = case_key(a.1, ca, false);
+        let (Some(_), Some(cb)) = (ia.get(&k), ib.get(&k)) else {
+            continue;
+        };
+        if a.2.is_some_and(|t| tag(ca, "target") != Some(t)) {
+            continue;
+        }
+        let ratio = |x: f64, y: f64| (x > 0.0 && y > 0.0).then(|| y / x);
+        let thr = noise.get(&k).copied().unwrap_or(default_noise);
+        let (ha, hb) = (hist(ca), hist(cb));
+        let lat = |q: f64| match (&ha, &hb) {
+            (Some(x), Some(y)) => latency_verdict(x, y, q, min_effect),
+            _ => Verdict::Unknown,
+        };
+        let (la, lb) = (ca.latency_us, cb.latency_us);
+        rows.push(Row {
+            case: match tag(ca, "suite_case") {
+                Some(s) => format!("{} [{s}]", ca.name),
+                None => ca.name.clone(),
+            },
+            throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
+            throughput: throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
+            p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),
+            p50: lat(0.5),
+            p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),
+            p99: lat(0.99),
+        });
+    }
+    Ok(rows)
+}
+
+/// The comparison as a text table.
+pub fn render(rows: &[Row]) -> String {
+    let mut t = Table::new([
+        "case",
+        "throughput B/A",
+        "verdict",
+        "p50 B/A",
+        "verdict",
+        "p99 B/A",
+        "verdict",
+    ])
+    .left_align(&[0, 2, 4, 6]);
+    let r = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+    for row in rows {
+        t.row([
+            row.case.clone(),
+            r(row.throughput_ratio),
+            row.throughput.name().into(),
+            r(row.p50_ratio),
+            row.p50.name().into(),
+            r(row.p99_ratio),
+            row.p99.name().into(),
+        ]);
+    }
+    t.render()
+}
+
+/// Run `compare`.
+pub fn run(o: &CompareOpts) -> anyhow::Result<()> {
+    let a = results::read(&o.a)?;
+    let b = results::read(&o.b)?;
+    let runs = o
+        .runs
+        .iter()
+        .map(|p| results::read(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let noise = noise_from_runs(&runs);
+    let (an, bn) = (o.a.display().to_string(), o.b.display().to_string());
+    let rows = compare(
+        (&an, &a, o.a_target.as_deref()),
+        (&bn, &b, o.b_target.as_deref()),
+        &noise,
+        o.noise / 100.0,
+        o.min_effect / 100.0,
+    )?;
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "{an} and {bn} have no case in common (same command, mode, type, size and parameters)"
+    );
+    println!("B = {bn} against A = {an}; verdicts say what B is");
+    print!("{}", render(&rows));
+    Ok(())
+}

@@ -1,0 +1,771 @@
+//! `iiopbench report RESULTS.json… --out DIR`: figures people read instead
+//! of tables. Writes `DIR/index.html` (self-contained: the SVG figures
+//! inline, no script, no external asset), `DIR/report.md` (Markdown
+//! referencing the figures) and one `DIR/fig-NN-*.svg` per figure:
+//!
+//! - throughput against payload size (log2 axis), one figure per command,
+//!   mode and path (seed 000's Figures 2–7), one series per type and file;
+//! - HDR percentile distribution curves of every histogram;
+//! - mean latency against bytes per call with the a + b·bytes fit line;
+//! - time breakdown per phase (µs per call), stacked bars;
+//! - figures with confidence intervals (`extra` keys `K` with `K_ci95`
+//!   half-widths or `K_ci` = [lo, hi]: workload R and X);
+//! - the interop pass/fail matrix.
+//!
+//! Several files go on the same figures; their series are labelled by
+//! target (suite files) and file name.
+
+pub mod plot;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::hist::Latency;
+use crate::merge::{case_command, fit_label, tag};
+use crate::results::{self, Case, Fit, Results};
+use plot::{Bar, Chart, Series, Style, XAxis};
+
+/// `report` options.
+#[derive(Debug, Clone, Args)]
+pub struct ReportOpts {
+    /// Results files (several go on the same figures).
+    #[arg(required = true, num_args = 1.., value_name = "RESULTS.json")]
+    pub inputs: Vec<PathBuf>,
+    /// Directory to write index.html, report.md and the SVG figures to.
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// One figure of a report.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// File name within the report directory (`fig-01-….svg`).
+    pub file: String,
+    pub title: String,
+    /// One sentence: what the figure shows.
+    pub what: String,
+    pub svg: String,
+}
+
+/// Parameters that never split figures (they are series or labels).
+const NOT_GROUPING: [&str; 6] = [
+    "type",
+    "elements",
+    "target",
+    "command",
+    "suite_case",
+    "size",
+];
+
+/// One case with where it came from.
+struct Entry<'a> {
+    file: usize,
+    r: &'a Results,
+    c: &'a Case,
+    /// Series prefix: target and/or file name (empty with one plain file).
+    origin: String,
+}
+
+fn stem(name: &str) -> String {
+    Path::new(name)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn entries(inputs: &[(String, Results)]) -> Vec<Entry<'_>> {
+    // Several files: series are named by target alone when every target
+    // label belongs to one file (ours.json + omniorb.json), else by file
+    // name (and target).
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut shared = false;
+    for (i, (_, r)) in inputs.iter().enumerate() {
+        for c in &r.cases {
+            match tag(c, "target") {
+                Some(t) => shared |= *owner.entry(t).or_insert(i) != i,
+                None => shared = true,
+            }
+        }
+    }
+    let many = inputs.len() > 1 && shared;
+    inputs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (name, r))| {
+            r.cases.iter().map(move |c| {
+                let origin = match (many, tag(c, "target")) {
+                    (true, Some(t)) => format!("{}/{t}", stem(name)),
+                    (true, None) => stem(name),
+                    (false, Some(t)) => t.to_string(),
+                    (false, None) => String::new(),
+                };
+                Entry {
+                    file: i,
+                    r,
+                    c,
+                    origin,
+                }
+            })
+        })
+        .collect()
+}
+
+/// The figure a case belongs to: command, mode, suite case and every
+/// parameter that is not a series label.
+fn group_title(e: &Entry) -> String {
+    let mut parts = vec![case_command(e.r, e.c).to_string(), e.c.params.mode.clone()];
+    for (k, v) in &e.c.params.extra {
+        if NOT_GROUPING.contains(&k.as_str()) {
+            continue;
+        }
+        let v = v
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string());
+        parts.push(format!("{k}={v}"));
+    }
+    if let Some(s) = tag(e.c, "suite_case") {
+        parts.push(format!("[{s}]"));
+    }
+    parts.join(" · ")
+}
+
+fn join_label(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').chars().take(100).collect()
+}
+
+/// Group entries by figure title, keeping first-seen order.
+fn groups<'a, 'b>(
+    es: &'b [Entry<'a>],
+    keep: impl Fn(&Entry) -> bool,
+) -> Vec<(String, Vec<&'b Entry<'a>>)> {
+    let mut out: Vec<(String, Vec<&'b Entry<'a>>)> = Vec::new();
+    for e in es.iter().filter(|e| keep(e)) {
+        let t = group_title(e);
+        match out.iter_mut().find(|(k, _)| *k == t) {
+            Some((_, v)) => v.push(e),
+            None => out.push((t, vec![e])),
+        }
+    }
+    out
+}
+
+/// Series in first-seen order, keyed by label.
+fn series_of<'a, 'b>(
+    es: &[&'b Entry<'a>],
+    label: impl Fn(&Entry) -> String,
+) -> Vec<(String, Vec<&'b Entry<'a>>)> {
+    let mut out: Vec<(String, Vec<&'b Entry<'a>>)> = Vec::new();
+    for e in es {
+        let l = label(e);
+        match out.iter_mut().find(|(k, _)| *k == l) {
+            Some((_, v)) => v.push(e),
+            None => out.push((l, vec![*e])),
+        }
+    }
+    out
+}
+
+fn throughput_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
+    let gs = groups(es, |e| {
+        matches!(case_command(e.r, e.c), "throughput" | "tcp")
+            && e.c.calls > 0
+            && e.c.throughput_mbps > 0.0
+    });
+    for (title, g) in gs {
+        let ss = series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]));
+        let (mut types, mut origins) = (Vec::new(), Vec::new());
+        let series = ss
+            .into_iter()
+            .map(|(label, v)| {
+                let mut pts: Vec<(f64, f64)> = v
+                    .iter()
+                    .map(|e| (e.c.params.size as f64, e.c.throughput_mbps))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    label,
+                    points: pts,
+                    style: Style::LineMarkers,
+                    color: index_of(&mut types, &v[0].c.params.ty),
+                    marker: index_of(&mut origins, &v[0].origin),
+                }
+            })
+            .collect();
+        let t = format!("Throughput: {title}");
+        let svg = plot::chart(&Chart {
+            title: t.clone(),
+            x_desc: "payload bytes per call (log2)".into(),
+            y_desc: "sender Mbit/s".into(),
+            x: XAxis::Log2Size,
+            log_y: false,
+            series,
+        })?;
+        figs.push((
+            t,
+            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source, as in seed 000's Figures 2–7.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+fn percentile_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
+    let mut gs: Vec<(String, Vec<&Entry>)> = Vec::new();
+    // One figure per group and size, one curve per source and type.
+    for (title, g) in groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0) {
+        for e in g {
+            let t = match e.c.params.size {
+                0 => title.clone(),
+                n => format!("{title} · {}", crate::units::format_size(n)),
+            };
+            match gs.iter_mut().find(|(k, _)| *k == t) {
+                Some((_, v)) => v.push(e),
+                None => gs.push((t, vec![e])),
+            }
+        }
+    }
+    for (title, g) in gs {
+        let mut series = Vec::new();
+        for (i, e) in g.iter().enumerate() {
+            let h = Latency::from_base64(e.c.histogram.as_deref().unwrap_or_default()).map_err(
+                |err| anyhow::anyhow!("case {:?}: histogram undecodable: {err}", e.c.name),
+            )?;
+            if h.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                label: join_label(&[&e.origin, &e.c.params.ty]),
+                points: h.percentile_curve(),
+                style: Style::Line,
+                color: i,
+                marker: 0,
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let t = format!("Latency percentiles: {title}");
+        let svg = plot::chart(&Chart {
+            title: t.clone(),
+            x_desc: "percentile".into(),
+            y_desc: "latency µs".into(),
+            x: XAxis::Percentile,
+            log_y: true,
+            series,
+        })?;
+        figs.push((
+            t,
+            "HDR percentile distribution: call latency (µs, log scale) at each percentile, the x axis stretched towards the tail (90 %, 99 %, 99.9 %…), one curve per source and type.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+/// Position of `v` in `list`, appended when new (stable colours and
+/// markers per type and per source within a figure).
+fn index_of(list: &mut Vec<String>, v: &str) -> usize {
+    match list.iter().position(|x| x == v) {
+        Some(i) => i,
+        None => {
+            list.push(v.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+fn fit_for<'a>(r: &'a Results, c: &Case) -> Option<&'a Fit> {
+    let l = fit_label(c);
+    r.fits.iter().find(|f| f.label == l)
+}
+
+fn latency_size_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
+    let gs = groups(es, |e| {
+        matches!(case_command(e.r, e.c), "latency" | "tcp")
+            && matches!(e.c.params.mode.as_str(), "echo" | "send" | "pingpong")
+            && e.c.latency_us.is_some()
+            && e.c.calls > 0
+    });
+    for (title, g) in gs {
+        let mut sizes: Vec<u64> = g.iter().map(|e| e.c.params.size).collect();
+        sizes.sort();
+        sizes.dedup();
+        if sizes.len() < 2 {
+            continue;
+        }
+        let mut series = Vec::new();
+        let mut origins = Vec::new();
+        for (i, (label, v)) in series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]))
+            .into_iter()
+            .enumerate()
+        {
+            let mut pts: Vec<(f64, f64)> = v
+                .iter()
+                .filter_map(|e| {
+                    e.c.latency_us
+                        .map(|l| (e.c.bytes as f64 / e.c.calls as f64, l.mean))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let xmax = pts.last().map(|p| p.0).unwrap_or(0.0);
+            let (fit, computed) = match fit_for(v[0].r, v[0].c) {
+                Some(f) => (Some(f.clone()), false),
+                None => (Fit::from_points(&label, &pts), true),
+            };
+            let marker = index_of(&mut origins, &v[0].origin);
+            series.push(Series {
+                label: label.clone(),
+                points: pts,
+                style: Style::Markers,
+                color: i,
+                marker,
+            });
+            if let Some(f) = fit {
+                series.push(Series {
+                    label: format!(
+                        "{} fit{}: {:.1} µs + {:.3} ns/B",
+                        label,
+                        if computed { " (computed)" } else { "" },
+                        f.a_us,
+                        f.b_us_per_byte * 1e3
+                    ),
+                    points: vec![(0.0, f.a_us), (xmax, f.a_us + f.b_us_per_byte * xmax)],
+                    style: Style::Line,
+                    color: i,
+                    marker,
+                });
+            }
+        }
+        let t = format!("Latency vs size: {title}");
+        let svg = plot::chart(&Chart {
+            title: t.clone(),
+            x_desc: "payload bytes per call".into(),
+            y_desc: "mean latency µs".into(),
+            x: XAxis::Linear,
+            log_y: false,
+            series,
+        })?;
+        figs.push((
+            t,
+            "Mean round-trip latency (µs) against payload bytes per call (points) with the least-squares line a + b·bytes (from the results' fits): a is the fixed cost per call, 1/b the marginal transfer rate.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
+    let gs = groups(es, |e| e.c.breakdown.is_some() && e.c.calls > 0);
+    for (title, g) in gs {
+        let rows: Vec<Bar> = g
+            .iter()
+            .map(|e| {
+                let size = crate::units::format_size(e.c.params.size);
+                Bar {
+                    label: join_label(&[&e.origin, &e.c.params.ty, &size]),
+                    segments: e
+                        .c
+                        .breakdown
+                        .iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), v / e.c.calls as f64 * 1e6))
+                        .collect(),
+                    interval: None,
+                }
+            })
+            .collect();
+        let t = format!("Time breakdown: {title}");
+        let svg = plot::bars(&t, "µs per call", &rows)?;
+        figs.push((
+            t,
+            "Where the time of one call goes, per phase (µs per call, stacked), seed 000's Tables 1–2 as bars.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+/// Every interval figure of a case as `(name, value, lo, hi)`: an
+/// `extra` entry `K_ci95` that is `{mean, half_width, …}` (the workload
+/// engine's form, docs/workloads.md), or a number `K` with a half-width
+/// `K_ci95` or a `K_ci` of `[lo, hi]` / `{lo, hi}` beside it.
+fn intervals(c: &Case) -> Vec<(String, f64, f64, f64)> {
+    let mut out = Vec::new();
+    for (k, val) in &c.extra {
+        let num = |key: &str| c.extra.get(key).and_then(|v| v.as_f64());
+        if let Some(base) = k.strip_suffix("_ci95") {
+            if let (Some(m), Some(h)) = (
+                val.get("mean").and_then(|v| v.as_f64()),
+                val.get("half_width").and_then(|v| v.as_f64()),
+            ) {
+                out.push((interval_name(base), m, m - h, m + h));
+            } else if let (Some(v), Some(h)) = (num(base), val.as_f64()) {
+                out.push((interval_name(base), v, v - h, v + h));
+            }
+        } else if let Some(base) = k.strip_suffix("_ci") {
+            let lohi = match val {
+                serde_json::Value::Array(a) if a.len() == 2 => a[0].as_f64().zip(a[1].as_f64()),
+                serde_json::Value::Object(o) => o
+                    .get("lo")
+                    .and_then(|v| v.as_f64())
+                    .zip(o.get("hi").and_then(|v| v.as_f64())),
+                _ => None,
+            };
+            if let (Some(v), Some((lo, hi))) = (num(base), lohi) {
+                out.push((interval_name(base), v, lo, hi));
+            }
+        }
+    }
+    out
+}
+
+/// Display name of an interval key: the workload engine's `r`, `x`, `z`
+/// with their units, others as they are.
+fn interval_name(base: &str) -> String {
+    match base {
+        "r" => "R (response time, µs)".into(),
+        "x" => "X (throughput, calls/s)".into(),
+        "z" => "Z (think time, µs)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
+    let gs = groups(es, |e| !intervals(e.c).is_empty());
+    for (title, g) in gs {
+        let mut keys: Vec<String> = g
+            .iter()
+            .flat_map(|e| intervals(e.c).into_iter().map(|i| i.0))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let rows: Vec<Bar> = g
+                .iter()
+                .filter_map(|e| {
+                    let (_, v, lo, hi) = intervals(e.c).into_iter().find(|i| i.0 == k)?;
+                    Some(Bar {
+                        label: join_label(&[&e.origin, &e.c.name]),
+                        segments: vec![(k.clone(), v)],
+                        interval: Some((lo, hi)),
+                    })
+                })
+                .collect();
+            let t = format!("{k} with 95% interval: {title}");
+            let svg = plot::bars(&t, &k, &rows)?;
+            figs.push((
+                t,
+                format!("{k} per case (bar: mean) with its 95 % confidence interval (whiskers)."),
+                svg,
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn result_text(c: &Case) -> String {
+    c.extra
+        .get("result")
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        })
+        .unwrap_or_default()
+}
+
+fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, String)>) {
+    // The vendor matrix: client × server.
+    for (name, r) in inputs.iter().filter(|(_, r)| r.kind == "interop-matrix") {
+        let mut clients: Vec<String> = Vec::new();
+        let mut servers: Vec<String> = Vec::new();
+        let get = |c: &Case, k: &str| {
+            c.extra
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        for c in &r.cases {
+            let (cl, sv) = (get(c, "client"), get(c, "server"));
+            if !clients.contains(&cl) {
+                clients.push(cl);
+            }
+            if !servers.contains(&sv) {
+                servers.push(sv);
+            }
+        }
+        let mut cells = vec![vec![String::new(); servers.len()]; clients.len()];
+        for c in &r.cases {
+            let i = clients
+                .iter()
+                .position(|x| *x == get(c, "client"))
+                .unwrap_or(0);
+            let j = servers
+                .iter()
+                .position(|x| *x == get(c, "server"))
+                .unwrap_or(0);
+            cells[i][j] = result_text(c);
+        }
+        let t = format!(
+            "Interop matrix: {} (rows: clients, columns: servers)",
+            stem(name)
+        );
+        let svg = plot::matrix(&t, &clients, &servers, &cells);
+        figs.push((
+            t,
+            "Each vendor client against each server: checks passed / counted.".into(),
+            svg,
+        ));
+    }
+    // Conformance checks: check × file.
+    let files: Vec<&(String, Results)> =
+        inputs.iter().filter(|(_, r)| r.kind == "interop").collect();
+    if files.is_empty() {
+        return;
+    }
+    let cols: Vec<String> = files.iter().map(|(n, _)| stem(n)).collect();
+    let mut rows: Vec<String> = Vec::new();
+    for (_, r) in &files {
+        for c in &r.cases {
+            if !rows.contains(&c.name) {
+                rows.push(c.name.clone());
+            }
+        }
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            files
+                .iter()
+                .map(|(_, r)| {
+                    r.cases
+                        .iter()
+                        .find(|c| &c.name == row)
+                        .map(result_text)
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect();
+    let t = "Interop checks: pass / fail / note per check and file".to_string();
+    let svg = plot::matrix(&t, &rows, &cols, &cells);
+    figs.push((
+        t,
+        "Every conformance check against each target (one column per results file).".into(),
+        svg,
+    ));
+}
+
+/// Every figure for these results files (name, contents).
+pub fn figures(inputs: &[(String, Results)]) -> anyhow::Result<Vec<Figure>> {
+    let es = entries(inputs);
+    let mut raw = Vec::new();
+    throughput_figures(&es, &mut raw)?;
+    latency_size_figures(&es, &mut raw)?;
+    percentile_figures(&es, &mut raw)?;
+    breakdown_figures(&es, &mut raw)?;
+    interval_figures(&es, &mut raw)?;
+    interop_figures(inputs, &mut raw);
+    Ok(raw
+        .into_iter()
+        .enumerate()
+        .map(|(i, (title, what, svg))| Figure {
+            file: format!("fig-{:02}-{}.svg", i + 1, slug(&title)),
+            title,
+            what,
+            svg,
+        })
+        .collect())
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 8]> {
+    let es = entries(inputs);
+    es.iter()
+        .map(|e| {
+            let l = e.c.latency_us;
+            let errors: u64 = e.c.errors.values().sum();
+            [
+                stem(&inputs[e.file].0),
+                tag(e.c, "target").unwrap_or(&e.r.target.kind).to_string(),
+                e.c.name.clone(),
+                e.c.calls.to_string(),
+                format!("{:.1}", e.c.throughput_mbps),
+                l.map(|l| format!("{:.1}", l.p50)).unwrap_or_default(),
+                l.map(|l| format!("{:.1}", l.p99)).unwrap_or_default(),
+                errors.to_string(),
+            ]
+        })
+        .collect()
+}
+
+const SUMMARY_HEAD: [&str; 8] = [
+    "file", "target", "case", "calls", "Mbit/s", "p50 µs", "p99 µs", "errors",
+];
+
+fn describe(name: &str, r: &Results) -> String {
+    let t = &r.target;
+    let mut s = format!(
+        "{}: {} ({}), target {} {}, started {}, host {} ({} cores), {} cases",
+        stem(name),
+        r.kind,
+        r.params
+            .get("title")
+            .and_then(|v| v.as_str())
+            .unwrap_or("-"),
+        t.kind,
+        t.orb_type.as_deref().unwrap_or(""),
+        r.started_at,
+        r.host.hostname,
+        r.host.cores,
+        r.cases.len()
+    );
+    if let Some(f) = &r.outcome.failure {
+        s.push_str(&format!("; INCOMPLETE: {f}"));
+    }
+    s
+}
+
+/// The self-contained HTML page.
+pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
+    let mut h = String::from(
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>iiopbench report</title>\n<style>\nbody{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}\ntable{border-collapse:collapse;font-size:0.85em}\ntd,th{border:1px solid #ccc;padding:2px 6px;text-align:right}\ntd:nth-child(-n+3){text-align:left}\nfigure{margin:2em 0}\n</style>\n</head>\n<body>\n<h1>iiopbench report</h1>\n<ul>\n",
+    );
+    for (n, r) in inputs {
+        h.push_str(&format!("<li>{}</li>\n", esc(&describe(n, r))));
+    }
+    h.push_str("</ul>\n<h2>Figures</h2>\n");
+    for f in figs {
+        let svg = f.svg.trim_start();
+        let svg = svg
+            .strip_prefix("<?xml")
+            .map(|s| &s[s.find("?>").map(|i| i + 2).unwrap_or(0)..])
+            .unwrap_or(svg);
+        h.push_str(&format!(
+            "<figure id=\"{}\">\n{}\n<figcaption><b>{}</b>. {}</figcaption>\n</figure>\n",
+            esc(f.file.trim_end_matches(".svg")),
+            svg.trim(),
+            esc(&f.title),
+            esc(&f.what)
+        ));
+    }
+    h.push_str("<h2>Cases</h2>\n<table>\n<tr>");
+    for c in SUMMARY_HEAD {
+        h.push_str(&format!("<th>{}</th>", esc(c)));
+    }
+    h.push_str("</tr>\n");
+    for row in summary_rows(inputs) {
+        h.push_str("<tr>");
+        for c in row {
+            h.push_str(&format!("<td>{}</td>", esc(&c)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n</body>\n</html>\n");
+    h
+}
+
+/// The Markdown page (figures referenced as files beside it).
+pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
+    let mut m = String::from("# iiopbench report\n\n");
+    for (n, r) in inputs {
+        m.push_str(&format!("- {}\n", describe(n, r)));
+    }
+    m.push_str("\n## Figures\n\n");
+    for f in figs {
+        m.push_str(&format!(
+            "### {}\n\n![{}]({})\n\n{}\n\n",
+            f.title, f.title, f.file, f.what
+        ));
+    }
+    m.push_str("## Cases\n\n|");
+    for c in SUMMARY_HEAD {
+        m.push_str(&format!(" {c} |"));
+    }
+    m.push_str("\n|");
+    m.push_str(&"---|".repeat(SUMMARY_HEAD.len()));
+    m.push('\n');
+    for row in summary_rows(inputs) {
+        m.push('|');
+        for c in row {
+            m.push_str(&format!(" {} |", c.replace('|', "\\|")));
+        }
+        m.push('\n');
+    }
+    m
+}
+
+/// Write the report of `inputs` into `dir`.
+pub fn write(inputs: &[(String, Results)], dir: &Path) -> anyhow::Result<Vec<Figure>> {
+    let figs = figures(inputs)?;
+    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    for f in &figs {
+        results::write_atomic(&dir.join(&f.file), &f.svg)?;
+    }
+    results::write_atomic(&dir.join("index.html"), &html(inputs, &figs))?;
+    results::write_atomic(&dir.join("report.md"), &markdown(inputs, &figs))?;
+    Ok(figs)
+}
+
+/// Run `report`.
+pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
+    let inputs = o
+        .inputs
+        .iter()
+        .map(|p| Ok((p.display().to_string(), results::read(p)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let figs = write(&inputs, &o.out)?;
+    let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &figs {
+        *by_kind
+            .entry(f.title.split(':').next().unwrap_or(""))
+            .or_insert(0) += 1;
+    }
+    println!(
+        "report: {} figures in {} ({})",
+        figs.len(),
+        o.out.join("index.html").display(),
+        by_kind
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}

@@ -1,0 +1,536 @@
+//! Black-box: `suite fixtures/suites/ttcp-1996.toml --quick` against the
+//! embedded server chained into `report`, with every SVG and the HTML page
+//! parsed as XML and the expected series (types × modes × paths) looked
+//! up; `compare` and `merge` on hand-made results with known histograms.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use iiopbench::compare::{self, Verdict};
+use iiopbench::hist::Latency;
+use iiopbench::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("iiopbench-report-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str]) -> i32 {
+    iiopbench::main_with_args(std::iter::once("iiopbench").chain(args.iter().copied()))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every `<text>` of an SVG document, parsed as XML.
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("SVG is well-formed XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(|t| t.trim().to_string()))
+        .collect()
+}
+
+const TYPES: [&str; 6] = ["short", "char", "long", "octet", "double", "perfstruct"];
+
+#[test]
+fn ttcp_quick_suite_then_report() {
+    let dir = tmp("ttcp");
+    let json = dir.join("ttcp.json");
+    let rep = dir.join("report");
+    let suite = repo().join("fixtures/suites/ttcp-1996.toml");
+    let code = run(&[
+        "suite",
+        suite.to_str().unwrap(),
+        "--quick",
+        "--quiet",
+        "--out",
+        json.to_str().unwrap(),
+        "--report",
+        rep.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let r = results::read(&json).unwrap();
+    assert_eq!(r.kind, "suite");
+    assert!(r.outcome.complete, "{:?}", r.outcome.failure);
+    assert_eq!(r.params["suite"], "ttcp-1996");
+    assert_eq!(r.params["quick"], true);
+    // 6 cases × 6 types × 2 sizes, plus breakdown: 2 types × 2 modes × 1 size… ×2 sizes.
+    assert_eq!(r.cases.len(), 6 * 6 * 2 + 2 * 2 * 2);
+    for c in &r.cases {
+        assert_eq!(c.params.extra["command"], "throughput", "{}", c.name);
+        assert_eq!(c.params.extra["target"], "ours", "{}", c.name);
+        assert!([1024, 4096].contains(&c.params.size), "{}", c.name);
+        // Calls stop at the first one reaching --total 256KiB.
+        let per_call = c.bytes / c.calls;
+        assert_eq!(c.bytes % c.calls, 0, "{}", c.name);
+        assert!(
+            c.bytes >= 256 * 1024 && c.bytes - per_call < 256 * 1024,
+            "{}: {}",
+            c.name,
+            c.bytes
+        );
+        assert!(c.errors.is_empty(), "{}: {:?}", c.name, c.errors);
+    }
+    let per_case = |id: &str| {
+        r.cases
+            .iter()
+            .filter(|c| c.params.extra["suite_case"] == id)
+            .count()
+    };
+    assert_eq!(per_case("oneway-dii"), 12);
+    assert_eq!(per_case("breakdown"), 8);
+
+    // The page and every figure are well-formed, and the page embeds them.
+    let html = std::fs::read_to_string(rep.join("index.html")).unwrap();
+    let opt = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc =
+        roxmltree::Document::parse_with_options(&html, opt).expect("index.html is well-formed XML");
+    let inline = doc.descendants().filter(|n| n.has_tag_name("svg")).count();
+    assert!(!html.contains("<script") && !html.contains("src=\"http"));
+    let mut figs: Vec<PathBuf> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    figs.sort();
+    // 8 throughput (6 cases + breakdown's oneway and twoway), 8 percentile
+    // (every twoway case at each of 2 sizes), 2 breakdown.
+    assert_eq!(figs.len(), 18, "{figs:?}");
+    assert_eq!(inline, 18);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    let mut titles = BTreeMap::new();
+    for f in &figs {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(md.contains(&format!("]({name})")), "report.md links {name}");
+        let texts = svg_texts(&std::fs::read_to_string(f).unwrap());
+        titles.insert(texts[0].clone(), texts);
+    }
+    for (mode, path, case) in [
+        ("oneway", "typed", "oneway-static"),
+        ("twoway", "typed", "twoway-static"),
+        ("oneway", "dynamic", "oneway-dii"),
+        ("twoway", "dynamic", "twoway-dii"),
+        ("oneway", "reuse", "oneway-reuse"),
+        ("twoway", "reuse", "twoway-reuse"),
+    ] {
+        let title = format!("Throughput: throughput · {mode} · path={path} · [{case}]");
+        let texts = titles
+            .get(&title)
+            .unwrap_or_else(|| panic!("no figure {title:?}: {:?}", titles.keys()));
+        for t in TYPES {
+            assert!(
+                texts.iter().any(|x| *x == format!("ours {t}")),
+                "{title}: no series {t}: {texts:?}"
+            );
+        }
+        assert!(
+            texts.iter().any(|x| x == "1KiB") && texts.iter().any(|x| x == "4KiB"),
+            "{texts:?}"
+        );
+    }
+    let pct = titles
+        .get("Latency percentiles: throughput · twoway · path=typed · [twoway-static] · 4KiB")
+        .expect("percentile figure");
+    assert!(pct.iter().any(|x| x == "ours perfstruct"), "{pct:?}");
+    assert!(pct.iter().any(|x| x == "99%"), "{pct:?}");
+    let bd = titles
+        .get("Time breakdown: throughput · oneway · path=typed · [breakdown]")
+        .expect("breakdown figure");
+    for t in [
+        "marshal",
+        "write_wait_read",
+        "demarshal",
+        "ours octet 1KiB",
+        "ours perfstruct 4KiB",
+    ] {
+        assert!(bd.iter().any(|x| x == t), "{t}: {bd:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn suite_refuses_missing_commands_before_running() {
+    let dir = tmp("missing");
+    let f = dir.join("s.toml");
+    std::fs::write(
+        &f,
+        "name = \"s\"\ntitle = \"t\"\n\
+         [[case]]\nid = \"a\"\ncommand = \"latency\"\nargs = [\"--count\", \"10\"]\n\
+         [[case]]\nid = \"b\"\ncommand = \"nosuch\"\n",
+    )
+    .unwrap();
+    let o = iiopbench::suite::SuiteOpts {
+        file: f.clone(),
+        target: vec![],
+        all_orbs: false,
+        quick: false,
+        out: Some(dir.join("out.json")),
+        report: None,
+        orb_timeout: std::time::Duration::from_secs(1),
+        quiet: true,
+    };
+    let e = iiopbench::suite::run_suite(&o).unwrap_err().to_string();
+    assert!(
+        e.contains("case \"b\" needs `iiopbench bench nosuch`")
+            && e.contains("throughput, latency"),
+        "{e}"
+    );
+    // Nothing ran, nothing was written.
+    assert!(!dir.join("out.json").exists());
+    // Every case of the seed-001 suite names a command this iiopbench has,
+    // with arguments that parse.
+    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
+        .unwrap();
+    iiopbench::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
+    let cmds: Vec<&str> = s.cases.iter().map(|c| c.command.as_str()).collect();
+    for c in ["closed", "params", "dispatch"] {
+        assert!(cmds.contains(&c), "{c}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_suite_file_parses_and_quick_plans_are_smaller() {
+    for f in [
+        "ttcp-1996",
+        "application-2002",
+        "aton-2001",
+        "network-2003-loopback",
+        "babar-1998",
+    ] {
+        let s = iiopbench::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
+            .unwrap();
+        assert_eq!(s.name, f);
+        let (full, quick) = (s.plan(false), s.plan(true));
+        assert!(!quick.is_empty() && quick.len() <= full.len(), "{f}");
+        assert_ne!(
+            quick.iter().map(|q| &q.1).collect::<Vec<_>>(),
+            full.iter().map(|q| &q.1).collect::<Vec<_>>(),
+            "{f}: quick is a reduction"
+        );
+    }
+    let lab = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(lab.contains("iiopbench lab suite"), "{lab}");
+    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
+    let q = s.plan(true);
+    let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
+    let at = |f: &str| a[a.iter().position(|x| x == f).unwrap() + 1].clone();
+    assert_eq!(at("--size"), "1KiB,4KiB");
+    assert_eq!(at("--total"), "256KiB");
+    assert!(a.contains(&"--dynamic".to_string()));
+}
+
+fn lat_case(name: &str, mode: &str, size: u64, values_ns: &[u64], mbps: f64) -> Case {
+    let mut h = Latency::new();
+    for &v in values_ns {
+        h.record_ns(v);
+    }
+    Case {
+        name: name.into(),
+        params: CaseParams {
+            ty: "octet".into(),
+            size,
+            mode: mode.into(),
+            extra: BTreeMap::new(),
+        },
+        calls: values_ns.len() as u64,
+        bytes: values_ns.len() as u64 * size,
+        seconds: 1.0,
+        calls_per_sec: values_ns.len() as f64,
+        throughput_mbps: mbps,
+        latency_us: Some(h.summary()),
+        histogram: Some(h.to_base64()),
+        ..Default::default()
+    }
+}
+
+fn file(kind: &str, cases: Vec<Case>) -> Results {
+    let mut r = iiopbench::context::new_results(kind, TargetInfo::default(), Placement::default());
+    r.cases = cases;
+    r.outcome.complete = true;
+    r
+}
+
+#[test]
+fn compare_judges_only_beyond_the_noise() {
+    let around = |base: u64| {
+        (0..2000u64)
+            .map(|i| base + (i % 100) * 100)
+            .collect::<Vec<_>>()
+    };
+    let a = file(
+        "latency",
+        vec![
+            lat_case("echo 1KiB", "echo", 1024, &around(100_000), 100.0),
+            lat_case("echo 2KiB", "echo", 2048, &around(100_000), 100.0),
+            lat_case("echo 4KiB", "echo", 4096, &around(100_000), 100.0),
+            lat_case("only in A", "echo", 8192, &around(100_000), 100.0),
+        ],
+    );
+    let b = file(
+        "latency",
+        vec![
+            // Twice as slow, intervals far apart.
+            lat_case("echo 1KiB", "echo", 1024, &around(200_000), 50.0),
+            // 1 % slower: intervals may not overlap with 2000 samples, but
+            // below --min-effect.
+            lat_case("echo 2KiB", "echo", 2048, &around(101_000), 105.0),
+            // Faster.
+            lat_case("echo 4KiB", "echo", 4096, &around(50_000), 150.0),
+        ],
+    );
+    let rows = compare::compare(
+        ("a", &a, None),
+        ("b", &b, None),
+        &BTreeMap::new(),
+        0.10,
+        0.05,
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 3);
+    let r1 = rows.iter().find(|r| r.case == "echo 1KiB").unwrap();
+    assert_eq!(
+        (r1.p50, r1.p99, r1.throughput),
+        (Verdict::Slower, Verdict::Slower, Verdict::Slower)
+    );
+    assert!((r1.throughput_ratio.unwrap() - 0.5).abs() < 1e-12);
+    let p50 = r1.p50_ratio.unwrap();
+    assert!((p50 - 204.95 / 104.95).abs() < 0.01, "{p50}");
+    let r2 = rows.iter().find(|r| r.case == "echo 2KiB").unwrap();
+    assert_eq!((r2.p50, r2.throughput), (Verdict::Same, Verdict::Same));
+    let r3 = rows.iter().find(|r| r.case == "echo 4KiB").unwrap();
+    assert_eq!((r3.p50, r3.throughput), (Verdict::Faster, Verdict::Faster));
+    // A 5 % throughput gain is noise at 10 %, a change when repeated runs
+    // say the case varies by 0.5 % (3 × 0.5 % → 1.5 %).
+    let key_runs: Vec<Results> = [100.0, 100.5, 99.5]
+        .iter()
+        .map(|&m| {
+            file(
+                "latency",
+                vec![lat_case("echo 2KiB", "echo", 2048, &around(100_000), m)],
+            )
+        })
+        .collect();
+    let noise = compare::noise_from_runs(&key_runs);
+    assert_eq!(noise.len(), 1);
+    let thr = *noise.values().next().unwrap();
+    assert!((thr - 0.015).abs() < 1e-9, "{thr}");
+    let rows = compare::compare(("a", &a, None), ("b", &b, None), &noise, 0.10, 0.05).unwrap();
+    let r2 = rows.iter().find(|r| r.case == "echo 2KiB").unwrap();
+    assert_eq!(r2.throughput, Verdict::Faster);
+
+    // Through the CLI.
+    let dir = tmp("compare");
+    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
+    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
+    assert_eq!(
+        run(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]),
+        0
+    );
+    let empty = dir.join("e.json");
+    results::write_atomic(&empty, &results::to_json(&file("latency", vec![]))).unwrap();
+    assert_eq!(
+        run(&["compare", pa.to_str().unwrap(), empty.to_str().unwrap()]),
+        1
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn merge_is_lossless() {
+    let xs: Vec<u64> = (0..3000u64).map(|i| 20_000 + i * 37).collect();
+    let ys: Vec<u64> = (0..1000u64).map(|i| 900_000 + i * 1013).collect();
+    let a = file(
+        "latency",
+        vec![
+            lat_case("echo 1KiB", "echo", 1024, &xs, 10.0),
+            lat_case("echo 2KiB", "echo", 2048, &xs[..10], 1.0),
+        ],
+    );
+    let mut bc = lat_case("echo 1KiB", "echo", 1024, &ys, 10.0);
+    bc.seconds = 3.0;
+    bc.errors.insert("timeout".into(), 2);
+    let b = file(
+        "latency",
+        vec![bc, lat_case("echo 64KiB", "echo", 65536, &ys[..5], 1.0)],
+    );
+    let dir = tmp("merge");
+    let (pa, pb, pm) = (dir.join("a.json"), dir.join("b.json"), dir.join("m.json"));
+    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
+    assert_eq!(
+        run(&[
+            "merge",
+            pa.to_str().unwrap(),
+            pb.to_str().unwrap(),
+            "-o",
+            pm.to_str().unwrap()
+        ]),
+        0
+    );
+    let m = results::read(&pm).unwrap();
+    let names: Vec<&str> = m.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["echo 1KiB", "echo 2KiB", "echo 64KiB"]);
+    let c = &m.cases[0];
+    assert_eq!(c.calls, 4000);
+    assert_eq!(c.bytes, 4000 * 1024);
+    assert_eq!(c.seconds, 4.0);
+    assert_eq!(c.calls_per_sec, 1000.0);
+    assert_eq!(c.errors["timeout"], 2);
+    assert_eq!(c.extra["merged_runs"], 2);
+    let mut all = Latency::new();
+    for &v in xs.iter().chain(&ys) {
+        all.record_ns(v);
+    }
+    let merged = Latency::from_base64(c.histogram.as_deref().unwrap()).unwrap();
+    assert_eq!(merged.inner(), all.inner());
+    assert_eq!(c.latency_us.unwrap(), all.summary());
+    assert_eq!(m.cases[1].calls, 10);
+    assert_eq!(m.cases[2].calls, 5);
+    // Fits are recomputed over the merged means: three sizes, one series.
+    assert_eq!(m.fits.len(), 1);
+    assert_eq!(m.fits[0].label, "echo octet");
+    assert_eq!(m.fits[0].points, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn report_draws_fits_intervals_and_the_interop_matrix() {
+    // Latency sweep: mean = 50 µs + 1 ns/B exactly (one value per case).
+    let sizes = [1024u64, 4096, 16384];
+    let cases: Vec<Case> = sizes
+        .iter()
+        .map(|&s| lat_case(&format!("echo octet {s}"), "echo", s, &[50_000 + s; 1], 0.0))
+        .collect();
+    let mut lat = file("latency", cases);
+    lat.fits = iiopbench::merge::refit(&lat);
+    assert_eq!(lat.fits.len(), 1);
+    assert!((lat.fits[0].a_us - 50.0).abs() < 0.1, "{:?}", lat.fits[0]);
+    assert!(
+        (lat.fits[0].b_us_per_byte - 0.001).abs() < 1e-5,
+        "{:?}",
+        lat.fits[0]
+    );
+    // A workload case with R and its interval.
+    let mut w = lat_case("closed C=4 S=2", "closed", 0, &[1000], 0.0);
+    w.histogram = None;
+    w.extra.insert("R_ms".into(), 12.5.into());
+    w.extra.insert("R_ms_ci95".into(), 0.5.into());
+    w.extra.insert("X_per_s".into(), 7.0.into());
+    w.extra
+        .insert("X_per_s_ci".into(), serde_json::json!([6.5, 7.5]));
+    // The workload engine's form.
+    w.extra.insert(
+        "r_ci95".into(),
+        serde_json::json!({"mean": 1250.0, "half_width": 50.0, "relative": 0.04, "batches": 10}),
+    );
+    let wl = file("closed", vec![w]);
+    // A 2 × 2 interop matrix.
+    let cell = |cl: &str, sv: &str, res: &str| {
+        let mut c = Case {
+            name: format!("{cl} client x {sv} server"),
+            ..Default::default()
+        };
+        for (k, v) in [("client", cl), ("server", sv), ("result", res)] {
+            c.extra.insert(k.into(), v.into());
+        }
+        c
+    };
+    let im = file(
+        "interop-matrix",
+        vec![
+            cell("ours", "omniorb", "pass 195/195"),
+            cell("ours", "jacorb", "FAIL 3/169"),
+            cell("omniorb", "ours", "pass 40/40"),
+        ],
+    );
+    let dir = tmp("figs");
+    let inputs = vec![
+        ("lat.json".to_string(), lat),
+        ("wl.json".to_string(), wl),
+        ("matrix.json".to_string(), im),
+    ];
+    let figs = iiopbench::report::write(&inputs, &dir.join("r")).unwrap();
+    let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "Latency vs size: latency · echo",
+            "Latency percentiles: latency · echo · 1KiB",
+            "Latency percentiles: latency · echo · 4KiB",
+            "Latency percentiles: latency · echo · 16KiB",
+            "R (response time, µs) with 95% interval: closed · closed",
+            "R_ms with 95% interval: closed · closed",
+            "X_per_s with 95% interval: closed · closed",
+            "Interop matrix: matrix (rows: clients, columns: servers)",
+        ]
+    );
+    let texts = svg_texts(&figs[0].svg);
+    assert!(texts.iter().any(|t| t == "lat octet"), "{texts:?}");
+    // The line is the file's fit (HDR means are quantized to 0.1 %).
+    let f = &inputs[0].1.fits[0];
+    let fit = format!(
+        "lat octet fit: {:.1} µs + {:.3} ns/B",
+        f.a_us,
+        f.b_us_per_byte * 1e3
+    );
+    assert!(texts.contains(&fit), "{fit}: {texts:?}");
+    let texts = svg_texts(&figs[4].svg);
+    assert!(texts.iter().any(|t| t == "wl closed C=4 S=2"), "{texts:?}");
+    let texts = svg_texts(&figs[7].svg);
+    for t in ["ours", "omniorb", "jacorb", "pass 195/195", "FAIL 3/169"] {
+        assert!(texts.iter().any(|x| x == t), "{t}: {texts:?}");
+    }
+    // Columns omniorb, jacorb, ours; cells never measured stay grey.
+    let doc = roxmltree::Document::parse(&figs[7].svg).unwrap();
+    let fills: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .filter_map(|n| n.attribute("fill"))
+        .collect();
+    assert_eq!(
+        fills,
+        ["white", "#A5D6A7", "#EF9A9A", "#E0E0E0", "#E0E0E0", "#E0E0E0", "#A5D6A7"]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn case_identity_keeps_suite_cases_apart_and_ignores_the_target() {
+    let tagged = |suite_case: &str, target: &str| {
+        let mut c = lat_case("oneway octet 128KiB", "oneway", 131072, &[1000], 1.0);
+        for (k, v) in [
+            ("command", "throughput"),
+            ("suite_case", suite_case),
+            ("target", target),
+        ] {
+            c.params.extra.insert(k.into(), v.into());
+        }
+        c
+    };
+    let r = file("suite", vec![]);
+    use iiopbench::merge::case_key;
+    let (a, b, c) = (
+        tagged("oneway-static", "ours"),
+        tagged("breakdown", "ours"),
+        tagged("oneway-static", "omniorb"),
+    );
+    assert_ne!(case_key(&r, &a, false), case_key(&r, &b, false));
+    assert_eq!(case_key(&r, &a, false), case_key(&r, &c, false));
+    assert_ne!(case_key(&r, &a, true), case_key(&r, &c, true));
+    assert_eq!(
+        case_key(&r, &a, false),
+        "throughput | oneway | octet | 131072 | suite_case=\"oneway-static\""
+    );
+}
