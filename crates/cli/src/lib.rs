@@ -21,6 +21,7 @@ pub mod placement;
 pub mod progress;
 pub mod rawtcp;
 pub mod results;
+pub mod soak;
 pub mod sysinfo;
 pub mod table;
 pub mod target;
@@ -53,6 +54,10 @@ pub fn run(cli: Cli) -> i32 {
             finish(&r, &o.output, err)
         }
         Command::Serve(o) => cmd_serve::run(&o),
+        Command::Soak(o) => {
+            let (r, err) = soak::run(&o);
+            finish(&r, &o.output, err)
+        }
         Command::Orbs(c) => orbs(c),
     };
     match outcome {
