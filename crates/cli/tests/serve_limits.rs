@@ -45,7 +45,10 @@ fn serve(args: &[&str]) -> Serve {
     loop {
         assert!(t0.elapsed() < Duration::from_secs(20), "serve never ready");
         let mut line = String::new();
-        assert!(stdout.read_line(&mut line).unwrap() > 0, "serve exited early");
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "serve exited early"
+        );
         let line = line.trim();
         if line.starts_with("IOR:") {
             ior = Some(line.parse::<Ior>().unwrap());
