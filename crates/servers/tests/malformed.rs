@@ -670,7 +670,7 @@ fn cases() -> Vec<Case> {
     );
     push(
         "pass_both: second sequence missing",
-        m(35, "pass_both", seq(1, &[b'c'])),
+        m(35, "pass_both", seq(1, b"c")),
     );
     push("mark without its argument", m(36, "mark", vec![1, 2, 3]));
     push(
