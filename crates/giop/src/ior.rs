@@ -345,7 +345,15 @@ impl Ior {
 
     /// Decode from CDR (string type_id, sequence<TaggedProfile>).
     pub fn decode(r: &mut Reader<'_>) -> Result<Ior> {
-        let type_id = r.read_string().map_err(GiopError::cdr("IOR type id"))?;
+        // Repository ids are ISO 8859-1 whatever code sets a connection
+        // negotiated (the IOR exists before any negotiation): one char per
+        // byte, so decode and encode round-trip (found by fuzzing).
+        let type_id = r
+            .read_string_bytes()
+            .map_err(GiopError::cdr("IOR type id"))?
+            .iter()
+            .map(|&b| b as char)
+            .collect();
         let n = r.read_len(8).map_err(GiopError::cdr("IOR profile count"))?;
         let mut profiles = Vec::with_capacity(n.min(16));
         for _ in 0..n {
@@ -360,7 +368,13 @@ impl Ior {
 
     /// Encode as CDR.
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        w.write_string_bytes(self.type_id.as_bytes())
+        let latin1 = self
+            .type_id
+            .chars()
+            .map(|c| u8::try_from(c))
+            .collect::<std::result::Result<Vec<u8>, _>>()
+            .map_err(|_| GiopError::reference("IOR type id", "not ISO 8859-1"))?;
+        w.write_string_bytes(&latin1)
             .map_err(GiopError::cdr("IOR type id"))?;
         w.write_len(self.profiles.len())
             .map_err(GiopError::cdr("IOR profile count"))?;

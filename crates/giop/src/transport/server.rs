@@ -714,3 +714,68 @@ async fn sleep_opt(d: Option<Duration>) {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_frame_never_reserves_for_a_declared_size() {
+        let mut d = Decoder::new(CodecConfig {
+            max_message_size: 512 << 20,
+            max_reassembled_size: 512 << 20,
+        });
+        let h = Header::new(
+            Version::V1_2,
+            ByteOrder::Little,
+            MsgType::Request,
+            100 << 20,
+        );
+        let mut buf = BytesMut::with_capacity(1024);
+        buf.extend_from_slice(&h.to_bytes());
+        buf.extend_from_slice(&[0; 100]);
+        let mut v = Version::V1_0;
+        assert_eq!(next_frame(&mut d, &mut buf, &mut v), Ok(None));
+        assert_eq!(buf.capacity(), 1024, "no room reserved for 100 MiB");
+        assert_eq!(buf.len(), 112);
+        assert_eq!(v, Version::V1_2);
+    }
+
+    #[test]
+    fn next_frame_passes_whole_messages_and_absorbs_fragments() {
+        let mut d = Decoder::default();
+        let o = ByteOrder::Little;
+        let mut first = Header::new(Version::V1_2, o, MsgType::Request, 8);
+        first.more_fragments = true;
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&first.to_bytes());
+        buf.extend_from_slice(&[7, 0, 0, 0, 1, 2, 3, 4]);
+        let frag = Header::new(Version::V1_2, o, MsgType::Fragment, 6);
+        buf.extend_from_slice(&frag.to_bytes());
+        buf.extend_from_slice(&[7, 0, 0, 0, 5, 6]);
+        // A second message, incomplete: waits.
+        let next = Header::new(Version::V1_1, o, MsgType::CancelRequest, 4);
+        buf.extend_from_slice(&next.to_bytes());
+        buf.extend_from_slice(&[9]);
+        let mut v = Version::V1_0;
+        let f = next_frame(&mut d, &mut buf, &mut v).unwrap().unwrap();
+        assert_eq!(&f.payload[..], &[7, 0, 0, 0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(f.header.size, 10);
+        assert_eq!(next_frame(&mut d, &mut buf, &mut v), Ok(None));
+        assert_eq!(v, Version::V1_1);
+        assert_eq!(buf.len(), 13);
+    }
+
+    #[test]
+    fn next_frame_rejects_bad_headers_with_their_version() {
+        let mut d = Decoder::default();
+        let mut buf = BytesMut::from(&b"GIOP\x01\x01\x00\x09\x00\x00\x00\x00"[..]);
+        let mut v = Version::V1_0;
+        assert!(next_frame(&mut d, &mut buf, &mut v).is_err());
+        assert_eq!(v, Version::V1_1);
+        let mut buf = BytesMut::from(&b"GIOP\x01\x07\x00\x00\x00\x00\x00\x00"[..]);
+        let mut v = Version::V1_2;
+        assert!(next_frame(&mut d, &mut buf, &mut v).is_err());
+        assert_eq!(v, Version::V1_2, "an unknown version leaves the last one");
+    }
+}
