@@ -12,6 +12,8 @@
 //! [`Limits::max_depth`](crate::Limits), so recursive types cannot blow the
 //! stack.
 
+use std::borrow::Cow;
+
 use serde::de::value::{
     BorrowedBytesDeserializer, BytesDeserializer, CharDeserializer, StringDeserializer,
     U32Deserializer,
@@ -99,6 +101,9 @@ impl<'de> Deserializer<'de> {
     /// produces the exact error on failure (a failed `take` moves nothing).
     #[inline(always)]
     fn get<T: Primitive>(&mut self) -> Result<T> {
+        if self.r.is_segmented() {
+            return self.get_segmented();
+        }
         let pad = self.r.position().wrapping_neg() & (T::SIZE - 1);
         let order = self.r.order();
         match self.r.take(pad + T::SIZE) {
@@ -110,6 +115,14 @@ impl<'de> Deserializer<'de> {
                 T::SIZE,
             )),
         }
+    }
+
+    /// [`get`](Self::get) across GIOP 1.1 fragments, where padding may
+    /// restart at a fragment start: out of line, off the hot path.
+    #[cold]
+    #[inline(never)]
+    fn get_segmented<T: Primitive>(&mut self) -> Result<T> {
+        self.r.read()
     }
 
     /// Run `f` one nesting level deeper.
@@ -215,14 +228,21 @@ impl<'de> Deserializer<'de> {
             }
             Magic::Seq(size) => {
                 let n = self.r.read_len(size)?;
-                let b: &'de [u8] = if n == 0 {
-                    &[]
+                let b = if n == 0 {
+                    Cow::Borrowed(&[][..])
                 } else {
-                    self.r.align(size)?;
-                    self.r.take(n * size)?
+                    // Copied only when a run crosses a GIOP 1.1 fragment.
+                    self.r.read_packed(n, size)?
                 };
                 let _guard = RawGuard::raise(RawMode::Decode(self.r.order()));
-                visitor.visit_newtype_struct(BorrowedBytesDeserializer::<CdrError>::new(b))
+                match b {
+                    Cow::Borrowed(b) => {
+                        visitor.visit_newtype_struct(BorrowedBytesDeserializer::<CdrError>::new(b))
+                    }
+                    Cow::Owned(b) => {
+                        visitor.visit_newtype_struct(BytesDeserializer::<CdrError>::new(&b))
+                    }
+                }
             }
         }
     }

@@ -4,6 +4,8 @@
 //! Every length read from the input is checked against both the bytes left
 //! and [`Limits::max_len`](crate::Limits) *before* anything is allocated.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 
 use crate::error::{CdrError, Result};
@@ -24,6 +26,11 @@ pub struct Reader<'a> {
     /// When set, `data` is a view of this buffer, so octet sequences can be
     /// handed out as `Bytes` without copying.
     owner: Option<&'a Bytes>,
+    /// Indices into `data` where a segment with its own alignment origin
+    /// begins (GIOP 1.1 Fragments), increasing; empty for one stream.
+    segs: &'a [usize],
+    /// Alignment offset of the first byte of every segment in `segs`.
+    seg_offset: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -37,6 +44,8 @@ impl<'a> Reader<'a> {
             opts: Options::default(),
             depth: 0,
             owner: None,
+            segs: &[],
+            seg_offset: 0,
         }
     }
 
@@ -53,6 +62,56 @@ impl<'a> Reader<'a> {
     pub fn with_base(mut self, base: usize) -> Self {
         self.base = base;
         self
+    }
+
+    /// Declare that `data` is made of segments, each aligned from its own
+    /// origin: `data[starts[k]]` lies at alignment offset `offset` (12 for
+    /// the data of a GIOP 1.1 Fragment, aligned from the Fragment's own
+    /// header), and so on until `starts[k + 1]`. Bytes before `starts[0]`
+    /// keep the [`with_base`](Self::with_base) rule. `starts` must be
+    /// increasing. Errors still report offsets as `base + index`.
+    pub fn with_segments(mut self, starts: &'a [usize], offset: usize) -> Self {
+        debug_assert!(starts.windows(2).all(|w| w[0] < w[1]));
+        self.segs = starts;
+        self.seg_offset = offset;
+        self
+    }
+
+    /// Whether the data is split into separately aligned segments (then
+    /// runs of primitives must be read through [`Reader`]'s own methods,
+    /// which realign at every segment start).
+    #[inline]
+    pub fn is_segmented(&self) -> bool {
+        !self.segs.is_empty()
+    }
+
+    /// The offset alignment is computed from at the cursor: `base + index`
+    /// for one stream, the offset within its segment otherwise (where
+    /// padding that reaches the next segment restarts there: see
+    /// [`align`](Self::align)).
+    #[inline(always)]
+    pub fn align_offset(&self) -> usize {
+        if self.segs.is_empty() {
+            self.base + self.pos
+        } else {
+            self.seg_align_offset()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn seg_align_offset(&self) -> usize {
+        match self.segs.partition_point(|&s| s <= self.pos) {
+            0 => self.base + self.pos,
+            k => self.seg_offset + (self.pos - self.segs[k - 1]),
+        }
+    }
+
+    /// Index where the segment after the cursor's begins (`data.len()` if
+    /// none).
+    fn segment_end(&self) -> usize {
+        let k = self.segs.partition_point(|&s| s <= self.pos);
+        self.segs.get(k).copied().unwrap_or(self.data.len())
     }
 
     /// Replace the code-set / wchar / limit options.
@@ -163,7 +222,31 @@ impl<'a> Reader<'a> {
     #[inline]
     pub fn align(&mut self, n: usize) -> Result<()> {
         debug_assert!(n.is_power_of_two());
-        let pad = self.position().wrapping_neg() & (n - 1);
+        if !self.segs.is_empty() {
+            return self.align_segmented(n);
+        }
+        let pad = (self.base + self.pos).wrapping_neg() & (n - 1);
+        if pad > self.remaining() {
+            return Err(self.truncated(pad));
+        }
+        self.pos += pad;
+        Ok(())
+    }
+
+    /// [`align`](Self::align) by the segment rule. When the padding reaches
+    /// the next segment, the value did not fit in its fragment: the sender
+    /// ended that fragment (omniORB after the padding, others before it)
+    /// and aligned the value again from the next fragment's origin.
+    #[cold]
+    #[inline(never)]
+    fn align_segmented(&mut self, n: usize) -> Result<()> {
+        let k = self.segs.partition_point(|&s| s <= self.pos);
+        let mut pad = self.seg_align_offset().wrapping_neg() & (n - 1);
+        if let Some(&next) = self.segs.get(k) {
+            if pad > 0 && self.pos + pad >= next {
+                pad = next - self.pos + (self.seg_offset.wrapping_neg() & (n - 1));
+            }
+        }
         if pad > self.remaining() {
             return Err(self.truncated(pad));
         }
@@ -297,12 +380,47 @@ impl<'a> Reader<'a> {
         if n == 0 {
             return Ok(Vec::new());
         }
+        if !self.segs.is_empty() {
+            let b = self.read_packed(n, T::SIZE)?;
+            return Ok(decode_slice(&b, self.order));
+        }
         self.align(T::SIZE)?;
         let bytes = n
             .checked_mul(T::SIZE)
             .ok_or_else(|| self.truncated(usize::MAX))?;
         let b = self.take(bytes)?;
         Ok(decode_slice(b, self.order))
+    }
+
+    /// The raw bytes of `n` primitives of `size` bytes each (`n` > 0), in
+    /// wire order, without the padding: borrowed when they are contiguous,
+    /// copied when the run crosses a segment start (each segment realigns
+    /// the element after its start, as a 1.1 Fragment does). An element
+    /// split across a segment start (which no sender should produce) is
+    /// taken whole, as [`read`](Self::read) would.
+    pub fn read_packed(&mut self, n: usize, size: usize) -> Result<Cow<'a, [u8]>> {
+        let bytes = n
+            .checked_mul(size)
+            .ok_or_else(|| self.truncated(usize::MAX))?;
+        self.align(size)?;
+        if self.segs.is_empty() || self.pos + bytes.min(self.remaining()) <= self.segment_end() {
+            return self.take(bytes).map(Cow::Borrowed);
+        }
+        if bytes > self.remaining() {
+            return Err(self.truncated(bytes));
+        }
+        let mut out = Vec::with_capacity(bytes);
+        let mut left = n;
+        loop {
+            let fit = (self.segment_end() - self.pos) / size;
+            let m = fit.clamp(1, left);
+            out.extend_from_slice(self.take(m * size)?);
+            left -= m;
+            if left == 0 {
+                return Ok(Cow::Owned(out));
+            }
+            self.align(size)?;
+        }
     }
 
     /// sequence of a primitive.
@@ -506,6 +624,8 @@ impl<'a> Reader<'a> {
             opts: self.opts,
             depth: self.depth,
             owner: self.owner,
+            segs: &[],
+            seg_offset: 0,
         };
         // Offsets inside are relative to the encapsulation's own origin,
         // as the spec defines alignment there.
@@ -612,6 +732,179 @@ mod tests {
         assert_eq!(e.read_u32().unwrap(), 0x0102_0304);
         e.expect_end().unwrap();
         r.expect_end().unwrap();
+    }
+
+    /// GIOP 1.1 layout: a body at stream offset 12, and segments whose
+    /// first byte lies at offset 12 of their own Fragment.
+    fn segmented(parts: &[&[u8]]) -> (Vec<u8>, Vec<usize>) {
+        let mut data = Vec::new();
+        let mut starts = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                starts.push(data.len());
+            }
+            data.extend_from_slice(p);
+        }
+        (data, starts)
+    }
+
+    #[test]
+    fn segments_restart_alignment() {
+        // Segment 0: a long at offset 12, an octet. Segment 1 (offset 12
+        // again): a double after 4 pad bytes, then a short.
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&2.5f64.to_be_bytes());
+        s1.extend_from_slice(&(-7i16).to_be_bytes());
+        let (data, starts) = segmented(&[&[0, 0, 0, 9, 0x42], &s1]);
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        assert!(r.is_segmented());
+        assert_eq!(r.read_u32().unwrap(), 9);
+        assert_eq!(r.read_u8().unwrap(), 0x42);
+        assert_eq!(r.align_offset(), 12);
+        assert_eq!(r.read_f64().unwrap(), 2.5);
+        // Errors keep counting in stream terms: base + index.
+        assert_eq!(r.position(), 12 + 17);
+        assert_eq!(r.align_offset(), 12 + 12);
+        assert_eq!(r.read_i16().unwrap(), -7);
+        r.expect_end().unwrap();
+        // Read as one stream, the double would start at offset 24 (index
+        // 12), past the short: the bytes run out.
+        let mut r = Reader::new(&data, ByteOrder::Big).with_base(12);
+        r.read_u32().unwrap();
+        r.read_u8().unwrap();
+        assert_eq!(
+            r.read_f64(),
+            Err(CdrError::Truncated {
+                offset: 24,
+                needed: 8,
+                available: 7
+            })
+        );
+    }
+
+    #[test]
+    fn runs_realign_at_each_segment_start() {
+        // sequence<double> of 4: length and two doubles, then a segment
+        // holding 4 pad bytes and the last two doubles.
+        let mut s0 = vec![0, 0, 0, 4];
+        s0.extend_from_slice(&1.0f64.to_be_bytes());
+        s0.extend_from_slice(&2.0f64.to_be_bytes());
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&3.0f64.to_be_bytes());
+        s1.extend_from_slice(&4.0f64.to_be_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        assert_eq!(r.read_seq::<f64>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+        r.expect_end().unwrap();
+        // The raw run is copied without the padding.
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        r.read_u32().unwrap();
+        let b = r.read_packed(4, 8).unwrap();
+        assert!(matches!(b, Cow::Owned(_)));
+        assert_eq!(&b[..16], &data[4..20]);
+        assert_eq!(&b[16..], &data[24..]);
+        // A run inside one segment is borrowed.
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        r.read_u32().unwrap();
+        let b = r.read_packed(2, 8).unwrap();
+        assert!(matches!(b, Cow::Borrowed(_)));
+        assert_eq!(r.read_f64().unwrap(), 3.0);
+        // Short of bytes: the error names the run's full size.
+        let mut r = Reader::new(&data[..30], ByteOrder::Big)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        r.read_u32().unwrap();
+        assert_eq!(
+            r.read_slice::<f64>(4),
+            Err(CdrError::Truncated {
+                offset: 16,
+                needed: 32,
+                available: 26
+            })
+        );
+    }
+
+    #[test]
+    fn little_endian_segments_and_a_value_ending_at_a_start() {
+        // u16 at offset 12, 2 pad bytes, u32 at 16 ending exactly where
+        // segment 1 begins; there a u64 sits after 4 pad bytes.
+        let mut s0 = 5u16.to_le_bytes().to_vec();
+        s0.extend_from_slice(&[0xEE, 0xEE]);
+        s0.extend_from_slice(&6u32.to_le_bytes());
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&7u64.to_le_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        assert_eq!(starts, [8]);
+        let mut r = Reader::new(&data, ByteOrder::Little)
+            .with_base(12)
+            .with_segments(&starts, 12);
+        assert_eq!(r.read_u16().unwrap(), 5);
+        assert_eq!(r.read_u32().unwrap(), 6);
+        assert_eq!(r.read_u64().unwrap(), 7);
+        r.expect_end().unwrap();
+    }
+
+    #[test]
+    fn padding_that_ends_a_segment_restarts_in_the_next() {
+        // omniORB: the octet, then the 7 pad bytes before the double end
+        // the first fragment (at 8 mod 8 of it); the double does not fit
+        // and is aligned again in the next fragment: 4 pad bytes more.
+        let mut s0 = vec![0, 0, 0, 2, 0x41];
+        s0.extend_from_slice(&[0xEE; 3]);
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&169.25f64.to_le_bytes());
+        s1.extend_from_slice(&[0x42, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE, 0xEE]);
+        s1.extend_from_slice(&0.5f64.to_le_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        // Segment 0 starts at offset 12: the octet sits at 16, the double
+        // would be at 24 = index 12, which is where segment 1 begins.
+        assert_eq!(starts, [8]);
+        let mut r = Reader::new(&data, ByteOrder::Little)
+            .with_base(8)
+            .with_segments(&starts, 12);
+        assert_eq!(r.read_u32().unwrap(), 0x0200_0000);
+        assert_eq!(r.read_u8().unwrap(), 0x41);
+        assert_eq!(r.read_f64().unwrap(), 169.25);
+        assert_eq!(r.read_u8().unwrap(), 0x42);
+        assert_eq!(r.read_f64().unwrap(), 0.5);
+        r.expect_end().unwrap();
+        // A run whose padding ends the segment: the same rule.
+        let mut s0 = vec![0, 0, 0, 2, 0x41];
+        s0.extend_from_slice(&[0xEE; 3]);
+        let mut s1 = vec![0xEE; 4];
+        s1.extend_from_slice(&1.5f64.to_be_bytes());
+        s1.extend_from_slice(&2.5f64.to_be_bytes());
+        let (data, starts) = segmented(&[&s0, &s1]);
+        let mut r = Reader::new(&data, ByteOrder::Big)
+            .with_base(8)
+            .with_segments(&starts, 12);
+        r.read_u32().unwrap();
+        r.read_u8().unwrap();
+        assert_eq!(r.read_slice::<f64>(2).unwrap(), vec![1.5, 2.5]);
+        r.expect_end().unwrap();
+        // Without a later segment the padding is just padding, and the
+        // double is missing.
+        let mut r = Reader::new(&data[..8], ByteOrder::Big)
+            .with_base(8)
+            .with_segments(&starts[..0], 12);
+        r.read_u32().unwrap();
+        r.read_u8().unwrap();
+        assert_eq!(
+            r.read_f64(),
+            Err(CdrError::Truncated {
+                offset: 16,
+                needed: 8,
+                available: 0
+            })
+        );
     }
 
     #[test]

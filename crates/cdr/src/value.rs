@@ -669,7 +669,9 @@ impl Ctx {
         if target {
             self.enclosing.push(et.clone());
         }
-        if let Some(layout) = RowLayout::new(&cols) {
+        // Fixed rows assume one alignment origin: not across GIOP 1.1
+        // fragments, which restart it.
+        if let Some(layout) = RowLayout::new(&cols).filter(|_| !r.is_segmented()) {
             self.fixed_rows(&layout, &mut cols, n, r)?;
             if target {
                 self.enclosing.pop();

@@ -14,6 +14,7 @@ pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod context;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
 pub mod opts;
 pub mod output;
@@ -59,6 +60,7 @@ pub fn run(cli: Cli) -> i32 {
             finish(&r, &o.output, err)
         }
         Command::Orbs(c) => orbs(c),
+        Command::Interop(o) => interop::run(&o),
     };
     match outcome {
         Ok(()) => 0,

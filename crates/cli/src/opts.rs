@@ -29,6 +29,8 @@ pub enum Command {
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
     Orbs(OrbsCommand),
+    /// Conformance suite against one server, or the ORB x ORB matrix.
+    Interop(crate::interop::InteropOpts),
 }
 
 #[derive(Debug, Subcommand)]

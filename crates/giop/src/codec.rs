@@ -4,19 +4,26 @@
 //! fragments follow their first message, no request id; GIOP 1.2: keyed by
 //! the request id of the 16-byte fragment header, interleaving allowed).
 //!
-//! Reassembly concatenates the fragment bodies, so the body reads as one
-//! CDR stream whose alignment counts from the first message's header. That
-//! is exact for GIOP 1.2 (16-byte fragment headers, 8-multiple pieces).
+//! Reassembly concatenates the fragment bodies into one buffer. For GIOP
+//! 1.2 the body reads as one CDR stream whose alignment counts from the
+//! first message's header (16-byte fragment headers, 8-multiple pieces).
 //! GIOP 1.1 senders align each Fragment's data relative to that Fragment's
-//! own header (omniORB does, see fixtures/giop/omniorb/frag-doubles11*):
-//! when a 1.1 boundary does not fall at 4 mod 8 of the stream, 8-byte
-//! primitives after it are misread. Not fixable without type information.
+//! own header, its first data byte at offset 12 (the spec says so, and
+//! omniORB does: see fixtures/giop/omniorb/frag-doubles11*), so a 1.1
+//! [`Frame`] records where each Fragment's data begins
+//! ([`Frame::segments`]) and readers realign there
+//! ([`iiop_cdr::Reader::with_segments`]). When a value does not fit in
+//! its piece, omniORB sends that piece with the value's padding at its end
+//! and pads again in the next Fragment (4 bytes before a double); a reader
+//! whose padding reaches a Fragment start realigns from that Fragment.
+//! TAO concatenates 1.1 Fragments as one stream and JacORB refuses them.
 //!
 //! Output side: [`fragment_message`] splits a complete GIOP 1.2 message into
 //! a first message and Fragments, every piece but the last a multiple of 8
 //! bytes long. We never emit GIOP 1.1 fragments (JacORB rejects them).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::ByteOrder;
@@ -50,12 +57,19 @@ impl Default for CodecConfig {
 pub struct Frame {
     pub header: Header,
     pub payload: Bytes,
+    /// GIOP 1.1 reassembly only: the payload indices where a Fragment's
+    /// (non-empty) data begins, increasing. That data is aligned from its
+    /// Fragment's header: `payload[s]` lies at alignment offset 12. `None`
+    /// for every message read as one stream.
+    pub segments: Option<Arc<[usize]>>,
 }
 
 #[derive(Debug)]
 struct Partial {
     header: Header,
     data: BytesMut,
+    /// Where each 1.1 Fragment's data begins in `data`.
+    segments: Vec<usize>,
 }
 
 /// Splits a byte stream into complete GIOP messages.
@@ -158,13 +172,18 @@ impl Decoder {
             } else if h.version.minor == 1 {
                 self.any_complete_11 = true;
             }
-            return Ok(Some(Frame { header: h, payload }));
+            return Ok(Some(Frame {
+                header: h,
+                payload,
+                segments: None,
+            }));
         }
         // The first piece of a fragmented message.
         self.grow(payload.len())?;
         let partial = Partial {
             header: h,
             data: BytesMut::from(&payload[..]),
+            segments: Vec::new(),
         };
         if h.version.is_12() {
             let id = read_u32(&payload, h.order).ok_or_else(truncated_id)?;
@@ -231,6 +250,9 @@ impl Decoder {
             });
         }
         self.partial_bytes = total;
+        if id.is_none() && !data.is_empty() {
+            p.segments.push(p.data.len());
+        }
         p.data.extend_from_slice(&data);
         if h.more_fragments {
             return Ok(None);
@@ -255,6 +277,7 @@ impl Decoder {
         Ok(Some(Frame {
             header,
             payload: p.data.freeze(),
+            segments: (!p.segments.is_empty()).then(|| p.segments.into()),
         }))
     }
 }

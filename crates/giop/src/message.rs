@@ -13,9 +13,12 @@
 //! and gives a typed header plus the body as `Bytes` and its offset in the
 //! message, so the caller's [`Reader`] aligns exactly as the sender did.
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Reader, Writer};
 
+use crate::codec::Frame;
 use crate::context::{ServiceContext, ServiceContextList};
 use crate::error::{GiopError, Result};
 use crate::exception::SystemException;
@@ -221,17 +224,26 @@ pub struct ReplyHeader {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Body {
     pub bytes: Bytes,
-    /// Stream offset of `bytes[0]` (alignment is counted from the header).
+    /// Alignment offset of `bytes[0]`: its stream offset from the GIOP
+    /// header (from its 1.1 Fragment's header when it lies in one).
     pub offset: usize,
     pub order: ByteOrder,
+    /// Indices in `bytes` where the data of a later GIOP 1.1 Fragment
+    /// begins (aligned from that Fragment's header, 12 bytes before it);
+    /// `None` when the body is one stream. See [`Frame::segments`].
+    pub segments: Option<Arc<[usize]>>,
 }
 
 impl Body {
     /// A reader over the body that aligns as the sender did.
     pub fn reader(&self, opts: Options) -> Reader<'_> {
-        Reader::from_bytes(&self.bytes, self.order)
+        let r = Reader::from_bytes(&self.bytes, self.order)
             .with_base(self.offset)
-            .options(opts)
+            .options(opts);
+        match &self.segments {
+            None => r,
+            Some(s) => r.with_segments(s, HEADER_LEN),
+        }
     }
 
     /// Whether the body has no bytes.
@@ -331,18 +343,42 @@ pub enum Message {
 
 impl Message {
     /// Decode the message whose header is `header` and whose bytes after the
-    /// header are `payload` (already reassembled). `opts` supplies limits
-    /// and the code sets for strings in headers.
+    /// header are `payload` (already reassembled, one stream). `opts`
+    /// supplies limits and the code sets for strings in headers.
     pub fn decode(header: &Header, payload: Bytes, opts: Options) -> Result<Message> {
+        Self::decode_segmented(header, payload, None, opts)
+    }
+
+    /// Decode a frame from [`Decoder`](crate::codec::Decoder), honouring
+    /// the alignment of reassembled GIOP 1.1 Fragments.
+    pub fn decode_frame(frame: Frame, opts: Options) -> Result<Message> {
+        Self::decode_segmented(&frame.header, frame.payload, frame.segments, opts)
+    }
+
+    /// [`decode`](Self::decode) of a payload whose data from each index in
+    /// `segments` on is aligned from offset 12 ([`Frame::segments`]).
+    pub fn decode_segmented(
+        header: &Header,
+        payload: Bytes,
+        segments: Option<Arc<[usize]>>,
+        opts: Options,
+    ) -> Result<Message> {
         let version = header.version;
         let order = header.order;
+        let segs: &[usize] = segments.as_deref().unwrap_or(&[]);
         let mut r = Reader::from_bytes(&payload, order)
             .with_base(HEADER_LEN)
+            .with_segments(segs, HEADER_LEN)
             .options(opts);
-        let body_of = |r: &Reader<'_>| Body {
-            bytes: payload.slice(r.index()..),
-            offset: r.position(),
-            order,
+        let body_of = |r: &Reader<'_>| {
+            let at = r.index();
+            let later = &segs[segs.partition_point(|&s| s <= at)..];
+            Body {
+                bytes: payload.slice(at..),
+                offset: r.align_offset(),
+                order,
+                segments: (!later.is_empty()).then(|| later.iter().map(|s| s - at).collect()),
+            }
         };
         let msg = match header.msg_type {
             MsgType::Request => {

@@ -883,7 +883,9 @@ fn drain_frames(
         error,
     };
     while let Some(frame) = decoder.decode(buf).map_err(protocol)? {
-        let msg = Message::decode(&frame.header, frame.payload, shared.opts).map_err(protocol)?;
+        let msg =
+            Message::decode_segmented(&frame.header, frame.payload, frame.segments, shared.opts)
+                .map_err(protocol)?;
         let (id, inc) = match msg {
             Message::Reply(r) => (r.header.request_id, Incoming::Reply(r)),
             Message::LocateReply(l) => (l.request_id, Incoming::Locate(l)),

@@ -421,7 +421,12 @@ impl<H: Handler> ConnTask<H> {
     fn frame(&mut self, frame: Frame, out: &mut BytesMut) -> Next {
         let version = frame.header.version;
         self.last_version = version;
-        let msg = match Message::decode(&frame.header, frame.payload, self.options(version)) {
+        let msg = match Message::decode_segmented(
+            &frame.header,
+            frame.payload,
+            frame.segments,
+            self.options(version),
+        ) {
             Ok(m) => m,
             Err(_) => return self.message_error(out),
         };

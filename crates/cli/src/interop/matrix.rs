@@ -1,0 +1,604 @@
+//! `iiopbench interop --matrix`: every available server (ours in-process,
+//! vendors through `scripts/orbs/<orb>/start`) against every available
+//! client (our suite in-process, vendors through `scripts/orbs/<orb>/client
+//! --mode conformance`). Vendor processes run in their own process group,
+//! bounded by timeouts, and are stopped (SIGTERM, then SIGKILL) and reaped
+//! on every path, errors and panics included, by [`Child`]'s drop.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use iiop_servers::run::RunningServer;
+use serde::Serialize;
+
+use super::suite::{self, Suite, Verdict};
+use super::{embedded_server, report, runtime, InteropOpts};
+use crate::cmd_orbs;
+
+/// The name of our own ORB in the matrix.
+pub const OURS: &str = "ours";
+
+/// One client × server run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cell {
+    pub client: String,
+    pub server: String,
+    pub passed: usize,
+    pub failed: usize,
+    /// `name: detail` of every failed check.
+    pub failures: Vec<String>,
+    /// `name: detail` of every note (allowed differences, skips).
+    pub notes: Vec<String>,
+    /// The client could not run to the end (timeout, crash, bad output).
+    pub error: Option<String>,
+    pub seconds: f64,
+}
+
+impl Cell {
+    /// Nothing failed and the run completed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.error.is_none() && self.passed > 0
+    }
+
+    /// `pass 195/195`, `FAIL 3/169` (passed / passed + failed) or `ERROR`.
+    pub fn label(&self) -> String {
+        let total = self.passed + self.failed;
+        if self.error.is_some() && total == 0 {
+            "ERROR".into()
+        } else if self.ok() {
+            format!("pass {}/{total}", self.passed)
+        } else {
+            format!("FAIL {}/{total}", self.passed)
+        }
+    }
+}
+
+/// A child process in its own process group, killed and reaped on drop.
+#[derive(Debug)]
+pub struct Child {
+    inner: std::process::Child,
+    what: String,
+}
+
+impl Child {
+    /// Spawn `cmd` as the leader of a new process group.
+    pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Child> {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        let inner = cmd
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start {what}: {e}"))?;
+        Ok(Child {
+            inner,
+            what: what.to_string(),
+        })
+    }
+
+    fn signal(&self, sig: i32) {
+        let pid = self.inner.id() as i32;
+        // SAFETY: kill(2) with a negative pid signals our child's process
+        // group, which we created with process_group(0); no memory involved.
+        unsafe {
+            libc::kill(-pid, sig);
+        }
+    }
+
+    /// Wait until the process exits or `limit` passes.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            match self.inner.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) if Instant::now() < end && !crate::interrupt::requested() => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// SIGTERM the group, give it 5 s, then SIGKILL; reap.
+    pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        if let Ok(Some(s)) = self.inner.try_wait() {
+            self.signal(libc::SIGKILL); // stray grandchildren, if any
+            return Some(s);
+        }
+        self.signal(libc::SIGTERM);
+        let s = self.wait_for(Duration::from_secs(5));
+        self.signal(libc::SIGKILL);
+        match s {
+            Some(s) => Some(s),
+            None => self.inner.wait().ok(),
+        }
+    }
+
+    /// What this process is.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+        self.inner.stdout.take()
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A server under test: ours in-process or a vendor's process.
+#[derive(Debug)]
+pub enum Server {
+    Ours(RunningServer),
+    Vendor(Child),
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_default();
+    let v: Vec<&str> = s.lines().collect();
+    v[v.len().saturating_sub(lines)..].join(" | ")
+}
+
+/// Start `orb`'s server; returns it and the file holding its IOR.
+/// Prints the server's `config` lines unless `quiet`.
+pub fn start_server(
+    orb: &str,
+    dir: &Path,
+    timeout: Duration,
+    quiet: bool,
+) -> anyhow::Result<(Server, PathBuf)> {
+    let ior_file = dir.join(format!("{orb}.ior"));
+    if orb == OURS {
+        let s = embedded_server()?;
+        crate::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
+        return Ok((Server::Ours(s), ior_file));
+    }
+    let script = cmd_orbs::script(orb, "start")?;
+    let port = free_port()?;
+    let log = dir.join(format!("{orb}-server.log"));
+    let mut cmd = Command::new(&script);
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--ior-file",
+    ])
+    .arg(&ior_file)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(&log)?);
+    let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
+    let out = child
+        .take_stdout()
+        .ok_or_else(|| anyhow::anyhow!("{orb} server: no stdout"))?;
+    let (tx, rx) = mpsc::channel::<String>();
+    // Reads (and keeps draining) the server's stdout until it exits.
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(l) = line else { break };
+            let _ = tx.send(l);
+        }
+    });
+    let end = Instant::now() + timeout;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(l) if l.trim() == "ready" => break,
+            Ok(l) if l.starts_with("config ") && !quiet => println!("  {l}"),
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let st = child.stop();
+                anyhow::bail!(
+                    "{orb} server exited before `ready` ({st:?}); stderr: {}",
+                    tail(&log, 5)
+                );
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
+                anyhow::bail!("{orb} server: interrupted while starting");
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
+                anyhow::bail!(
+                    "{orb} server did not print `ready` within {timeout:?}; stderr: {}",
+                    tail(&log, 5)
+                );
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    anyhow::ensure!(
+        ior_file.is_file(),
+        "{orb} server said ready but wrote no {}",
+        ior_file.display()
+    );
+    Ok((Server::Vendor(child), ior_file))
+}
+
+/// Our suite against the server whose IOR is in `ior_file`.
+pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) -> Cell {
+    let t0 = Instant::now();
+    let mut cell = Cell {
+        client: OURS.into(),
+        ..Cell::default()
+    };
+    let ior = match suite::load_target(&ior_file.display().to_string()) {
+        Ok(i) => i,
+        Err(e) => {
+            cell.error = Some(e.to_string());
+            return cell;
+        }
+    };
+    match Suite::new(ior, o.suite_options()) {
+        Ok(s) => {
+            let rep = rt.block_on(s.run());
+            for c in &rep.checks {
+                let line = format!("{}: {}", c.name, c.detail);
+                match c.verdict {
+                    Verdict::Pass => cell.passed += 1,
+                    Verdict::Fail => {
+                        cell.failed += 1;
+                        cell.failures.push(line);
+                    }
+                    Verdict::Note => cell.notes.push(line),
+                }
+            }
+        }
+        Err(e) => cell.error = Some(e.to_string()),
+    }
+    cell.seconds = t0.elapsed().as_secs_f64();
+    cell
+}
+
+/// What a vendor client's conformance JSON says.
+#[derive(Debug, serde::Deserialize)]
+struct VendorReport {
+    #[serde(default)]
+    checks: Vec<VendorCheck>,
+    passed: usize,
+    failed: usize,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct VendorCheck {
+    name: String,
+    pass: bool,
+    #[serde(default)]
+    detail: String,
+}
+
+/// Fill `cell` from a vendor client's stdout (its last non-empty line is
+/// the conformance JSON).
+pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
+    let Some(last) = stdout.lines().rev().find(|l| !l.trim().is_empty()) else {
+        cell.error = Some("the client printed nothing".into());
+        return;
+    };
+    match serde_json::from_str::<VendorReport>(last) {
+        Ok(r) => {
+            cell.passed = r.passed;
+            cell.failed = r.failed;
+            cell.failures = r
+                .checks
+                .iter()
+                .filter(|c| !c.pass)
+                .map(|c| format!("{}: {}", c.name, c.detail))
+                .collect();
+            let listed = r.checks.iter().filter(|c| !c.pass).count();
+            if listed != r.failed {
+                cell.notes.push(format!(
+                    "the client's JSON says failed={} but lists {listed} failed checks",
+                    r.failed
+                ));
+            }
+        }
+        Err(e) => {
+            let short: String = last.chars().take(200).collect();
+            cell.error = Some(format!(
+                "last line is not the conformance JSON ({e}): {short}"
+            ));
+        }
+    }
+}
+
+/// `orb`'s client in conformance mode against `ior_file`.
+/// `target` is the IOR file's path or a corbaloc URL; `label` names the
+/// client in the matrix.
+pub fn run_vendor_client(
+    orb: &str,
+    label: &str,
+    server: &str,
+    target: &str,
+    dir: &Path,
+    timeout: Duration,
+) -> Cell {
+    let t0 = Instant::now();
+    let mut cell = Cell {
+        client: label.into(),
+        server: server.into(),
+        ..Cell::default()
+    };
+    let r = (|| -> anyhow::Result<(String, Option<std::process::ExitStatus>)> {
+        let script = cmd_orbs::script(orb, "client")?;
+        let log = dir.join(format!("{orb}-client-vs-{server}.log"));
+        let mut cmd = Command::new(&script);
+        cmd.arg("--target")
+            .arg(target)
+            .args(["--mode", "conformance"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log)?);
+        let mut child = Child::spawn(cmd, &format!("{orb} client"))?;
+        let mut out = child
+            .take_stdout()
+            .ok_or_else(|| anyhow::anyhow!("{orb} client: no stdout"))?;
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let st = child.wait_for(timeout);
+        if st.is_none() {
+            child.stop();
+            let _ = reader.join();
+            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
+            anyhow::bail!(
+                "{orb} client did not finish within {timeout:?}; stderr: {}",
+                tail(&log, 3)
+            );
+        }
+        child.stop();
+        let text = reader.join().unwrap_or_default();
+        if text.trim().is_empty() {
+            anyhow::bail!(
+                "{orb} client printed nothing ({st:?}); stderr: {}",
+                tail(&log, 3)
+            );
+        }
+        Ok((text, st))
+    })();
+    match r {
+        Ok((text, st)) => {
+            parse_vendor_output(&mut cell, &text);
+            if let Some(s) = st {
+                if !s.success() && cell.failed == 0 && cell.error.is_none() {
+                    cell.error = Some(format!("exit status {s} with no failed check"));
+                }
+            }
+        }
+        Err(e) => cell.error = Some(e.to_string()),
+    }
+    cell.seconds = t0.elapsed().as_secs_f64();
+    cell
+}
+
+/// Suffix of a vendor client row driven through a plain corbaloc URL.
+pub const CORBALOC_SUFFIX: &str = "@corbaloc";
+
+/// `corbaloc:iiop:HOST:PORT/Bench` (no `1.2@`: GIOP 1.0, no code sets) for
+/// the server whose IOR is in `ior_file`.
+pub fn corbaloc_of(ior_file: &Path) -> anyhow::Result<String> {
+    let ior = suite::load_target(&ior_file.display().to_string())?;
+    let p = suite::profile(&ior)?;
+    Ok(format!("corbaloc:iiop:{}:{}/Bench", p.host, p.port))
+}
+
+/// Which ORBs can serve and which can be clients, and why others cannot.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Availability {
+    pub servers: Vec<String>,
+    pub clients: Vec<String>,
+    /// One line per skipped role.
+    pub skipped: Vec<String>,
+}
+
+/// Decide from `cmd_orbs::status` (the `orbs list` logic).
+pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
+    let mut a = Availability::default();
+    for orb in orbs {
+        if orb == OURS {
+            a.servers.push(orb.clone());
+            a.clients.push(orb.clone());
+            continue;
+        }
+        anyhow::ensure!(
+            cmd_orbs::ORBS.iter().any(|(n, _)| n == orb),
+            "unknown ORB {orb:?}; known: ours, {}",
+            cmd_orbs::ORBS.map(|o| o.0).join(", ")
+        );
+        let st = cmd_orbs::status(orb);
+        if !st.installed || !st.built {
+            a.skipped.push(format!(
+                "{orb}: skipped (installed={}, built={}): {}",
+                if st.installed { "yes" } else { "no" },
+                if st.built { "yes" } else { "no" },
+                st.detail
+            ));
+            continue;
+        }
+        a.servers.push(orb.clone());
+        if orb == "omniorbpy" {
+            a.skipped
+                .push("omniorbpy client: none (omniORBpy provides a server only)".into());
+        } else {
+            a.clients.push(orb.clone());
+        }
+    }
+    Ok(a)
+}
+
+/// Run the matrix and print it; an error when any cell failed.
+pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
+    let started_at = crate::results::now_rfc3339();
+    let mut a = availability(&o.orbs)?;
+    if o.corbaloc {
+        let extra: Vec<String> = a
+            .clients
+            .iter()
+            .filter(|c| *c != OURS)
+            .map(|c| format!("{c}{CORBALOC_SUFFIX}"))
+            .collect();
+        a.clients.extend(extra);
+    }
+    for s in &a.skipped {
+        println!("{s}");
+    }
+    let dir = std::env::temp_dir().join(format!("iiopbench-interop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let rt = runtime()?;
+    let timeout = Duration::from_secs(o.timeout.max(1));
+    let mut cells = Vec::new();
+    let mut skipped = a.skipped.clone();
+    let mut servers_run = Vec::new();
+    for server in &a.servers {
+        if crate::interrupt::requested() {
+            break;
+        }
+        if !o.quiet {
+            println!("starting {server} server …");
+        }
+        let (srv, ior_file) = match start_server(server, &dir, timeout, o.quiet) {
+            Ok(x) => x,
+            Err(e) => {
+                let line = format!("{server} server: not started: {e:#}");
+                println!("{line}");
+                skipped.push(line);
+                for client in &a.clients {
+                    cells.push(Cell {
+                        client: client.clone(),
+                        server: server.clone(),
+                        error: Some(format!("server did not start: {e}")),
+                        ..Cell::default()
+                    });
+                }
+                servers_run.push(server.clone());
+                continue;
+            }
+        };
+        servers_run.push(server.clone());
+        for client in &a.clients {
+            if crate::interrupt::requested() {
+                break;
+            }
+            let mut cell = if client == OURS {
+                run_ours(&rt, o, &ior_file)
+            } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
+                match corbaloc_of(&ior_file) {
+                    Ok(url) => run_vendor_client(orb, client, server, &url, &dir, timeout),
+                    Err(e) => Cell {
+                        client: client.clone(),
+                        error: Some(e.to_string()),
+                        ..Cell::default()
+                    },
+                }
+            } else {
+                let target = ior_file.display().to_string();
+                run_vendor_client(client, client, server, &target, &dir, timeout)
+            };
+            cell.server = server.clone();
+            if !o.quiet {
+                println!(
+                    "  {client} client x {server} server: {} ({:.1} s)",
+                    cell.label(),
+                    cell.seconds
+                );
+            }
+            cells.push(cell);
+        }
+        match srv {
+            Server::Ours(s) => drop(s),
+            Server::Vendor(mut c) => {
+                if c.stop().is_none() {
+                    println!("{}: could not be reaped", c.what());
+                }
+            }
+        }
+    }
+    println!();
+    print!("{}", report::matrix_table(&a.clients, &servers_run, &cells));
+    for c in &cells {
+        let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
+        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
+            continue;
+        }
+        println!("\n{} client x {} server: {}", c.client, c.server, c.label());
+        if let Some(e) = &c.error {
+            println!("  ERROR {e}");
+        }
+        for f in &c.failures {
+            println!("  FAIL {f}");
+        }
+        if !o.quiet {
+            for n in &c.notes {
+                println!("  note {n}");
+            }
+        }
+    }
+    if let Some(path) = &o.json {
+        let r = report::matrix_results(&cells, &skipped, &started_at);
+        crate::results::write_atomic(path, &crate::results::to_json(&r))?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    anyhow::ensure!(
+        !crate::interrupt::requested(),
+        "interop matrix: interrupted; {} cell(s) ran",
+        cells.len()
+    );
+    let bad = cells.iter().filter(|c| !c.ok()).count();
+    anyhow::ensure!(
+        bad == 0,
+        "interop matrix: {bad} of {} cell(s) failed",
+        cells.len()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vendor_json_is_parsed() {
+        let mut c = Cell::default();
+        parse_vendor_output(
+            &mut c,
+            "config x\n{\"orb\":\"o\",\"mode\":\"conformance\",\"checks\":[{\"name\":\"ping\",\"pass\":true,\"detail\":\"\"},{\"name\":\"echo_wchar 7\",\"pass\":false,\"detail\":\"MARSHAL\"}],\"passed\":1,\"failed\":1}\n\n",
+        );
+        assert_eq!((c.passed, c.failed), (1, 1));
+        assert_eq!(c.failures, vec!["echo_wchar 7: MARSHAL".to_string()]);
+        assert_eq!(c.label(), "FAIL 1/2");
+        let mut d = Cell::default();
+        parse_vendor_output(&mut d, "Segmentation fault\n");
+        assert!(d.error.as_deref().unwrap().contains("Segmentation fault"));
+        assert_eq!(d.label(), "ERROR");
+    }
+
+    #[test]
+    fn child_is_killed_on_drop() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let c = Child::spawn(cmd, "sleep").unwrap();
+        let pid = c.inner.id() as i32;
+        let t = Instant::now();
+        drop(c);
+        assert!(t.elapsed() < Duration::from_secs(6));
+        // SAFETY: signal 0 only checks whether the (reaped) pid exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "child {pid} still exists after drop");
+    }
+
+    #[test]
+    fn unknown_orb_is_rejected() {
+        let e = availability(&["orbix".into()]).unwrap_err().to_string();
+        assert!(e.contains("orbix") && e.contains("jacorb"), "{e}");
+    }
+}

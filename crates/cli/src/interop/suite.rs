@@ -1,0 +1,1101 @@
+//! The conformance suite our client runs against one bench.idl server:
+//! echo of every element type in every GIOP version and byte order (and
+//! fragmented), LocateRequest, unknown operation and object key, `_is_a`,
+//! `_non_existent`, counters after oneways, requests in flight, object
+//! references handed out, and what the server's IOR says about it.
+//!
+//! Every check ends as [`Verdict::Pass`], [`Verdict::Fail`] (the spec forbids
+//! what we saw; the offending reply bytes are in the detail) or
+//! [`Verdict::Note`] (a difference the spec allows, or a check skipped
+//! for a stated reason).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
+use iiop_giop::exception::MinorVendor;
+use iiop_giop::ior::{orb_type_name, IiopProfile, Ior};
+use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
+use iiop_giop::transport::client::{ClientConfig, ClientError};
+use iiop_giop::{ResponseMode, Target, Version};
+use iiop_servers::bench::ops::PERF_ID;
+use iiop_servers::bench::types::{Payload, StatsWire};
+use iiop_servers::bench::work::{Dist, Kind};
+use iiop_servers::bench::{CallMode, Elem};
+use iiop_servers::client::{BenchClient, BenchError};
+use serde::Serialize;
+
+/// How a check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    Note,
+}
+
+impl Verdict {
+    /// `pass`, `FAIL`, `note`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Note => "note",
+        }
+    }
+}
+
+/// One reported check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub verdict: Verdict,
+    pub detail: String,
+    /// Element type token, when the check is about one.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Largest payload in bytes (bench.idl counting), 0 when meaningless.
+    pub size: u64,
+    /// `echo`, `oneway`, `twoway`, `locate`, `ior`, …
+    pub mode: String,
+    /// GIOP version used, e.g. `1.2`.
+    pub giop: String,
+    /// `big` / `little` for checks that fix the byte order.
+    pub order: String,
+    pub calls: u64,
+    pub seconds: f64,
+}
+
+impl Check {
+    fn new(name: impl Into<String>, mode: &str) -> Check {
+        Check {
+            name: name.into(),
+            verdict: Verdict::Pass,
+            detail: String::new(),
+            ty: String::new(),
+            size: 0,
+            mode: mode.into(),
+            giop: String::new(),
+            order: String::new(),
+            calls: 0,
+            seconds: 0.0,
+        }
+    }
+
+    fn set(mut self, v: Verdict, detail: impl Into<String>) -> Check {
+        self.verdict = v;
+        self.detail = detail.into();
+        self
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct SuiteOptions {
+    /// A reduced set: fewer sizes, fewer versions.
+    pub quick: bool,
+    /// Per request.
+    pub request_timeout: Duration,
+    /// The whole suite: checks not started by then are not run, and one
+    /// failed check says so.
+    pub time_limit: Duration,
+}
+
+impl Default for SuiteOptions {
+    fn default() -> Self {
+        SuiteOptions {
+            quick: false,
+            request_timeout: Duration::from_secs(20),
+            time_limit: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The outcome of one suite run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteReport {
+    pub checks: Vec<Check>,
+    pub seconds: f64,
+}
+
+impl SuiteReport {
+    /// Checks with this verdict.
+    pub fn count(&self, v: Verdict) -> usize {
+        self.checks.iter().filter(|c| c.verdict == v).count()
+    }
+
+    /// `N passed, M failed, K notes`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} notes",
+            self.count(Verdict::Pass),
+            self.count(Verdict::Fail),
+            self.count(Verdict::Note)
+        )
+    }
+}
+
+/// Hex of at most `max` bytes, with the total length when cut.
+pub fn hex(bytes: &[u8], max: usize) -> String {
+    let mut s = String::new();
+    for (i, b) in bytes.iter().take(max).enumerate() {
+        if i > 0 && i % 4 == 0 {
+            s.push(' ');
+        }
+        let _ = write!(s, "{b:02x}");
+    }
+    if bytes.len() > max {
+        let _ = write!(s, " … ({} bytes)", bytes.len());
+    }
+    s
+}
+
+/// A call error in one line, naming the exception, minor code and vendor.
+pub fn describe(e: &BenchError) -> String {
+    match e {
+        BenchError::Call(ClientError::System(x)) => format!(
+            "{} minor 0x{:08x} ({:?}) completed {}",
+            x.name(),
+            x.minor,
+            x.vendor(),
+            x.completed
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn order_name(o: ByteOrder) -> &'static str {
+    if o == ByteOrder::Big {
+        "big"
+    } else {
+        "little"
+    }
+}
+
+/// Resolve a command-line reference (`IOR:`, `corbaloc:`, a file, `-`).
+pub fn load_target(arg: &str) -> anyhow::Result<Ior> {
+    let t = Target::load(arg).map_err(|e| anyhow::anyhow!("target {arg:?}: {e}"))?;
+    t.direct_ior().ok_or_else(|| {
+        anyhow::anyhow!("target {arg:?}: corbaname needs a naming lookup; give an IOR or corbaloc")
+    })
+}
+
+/// The main IIOP profile of a reference, or why there is none.
+pub fn profile(ior: &Ior) -> anyhow::Result<IiopProfile> {
+    ior.iiop_profile()
+        .ok_or_else(|| anyhow::anyhow!("the reference has no IIOP profile"))
+}
+
+/// One set of echo runs: a GIOP version, byte order and fragment size.
+#[derive(Debug, Clone)]
+struct EchoSet {
+    version: Version,
+    order: ByteOrder,
+    fragment: Option<usize>,
+    /// Element counts per type (a function of the type for byte sizes).
+    counts: fn(Elem, bool) -> Vec<usize>,
+}
+
+impl EchoSet {
+    fn label(&self) -> String {
+        let mut s = format!(
+            "GIOP {} {}",
+            self.version,
+            if self.order == ByteOrder::Big {
+                "BE"
+            } else {
+                "LE"
+            }
+        );
+        if let Some(f) = self.fragment {
+            let _ = write!(s, " frag{f}");
+        }
+        s
+    }
+}
+
+fn plain_counts(_: Elem, quick: bool) -> Vec<usize> {
+    if quick {
+        vec![0, 1, 7]
+    } else {
+        vec![0, 1, 3, 7, 13, 100]
+    }
+}
+
+/// Just under, just over and several times the 1024-byte fragment size.
+fn fragment_counts(e: Elem, quick: bool) -> Vec<usize> {
+    let sizes: &[u64] = if quick { &[1100] } else { &[900, 1100, 5000] };
+    sizes
+        .iter()
+        .map(|&s| e.count_for_size(s) as usize)
+        .collect()
+}
+
+const V10: Version = Version { major: 1, minor: 0 };
+const V11: Version = Version { major: 1, minor: 1 };
+const V12: Version = Version { major: 1, minor: 2 };
+
+fn echo_sets(quick: bool) -> Vec<EchoSet> {
+    let s = |version, order, fragment, counts| EchoSet {
+        version,
+        order,
+        fragment,
+        counts,
+    };
+    let (le, be) = (ByteOrder::Little, ByteOrder::Big);
+    let mut v = vec![
+        s(V12, le, None, plain_counts as fn(Elem, bool) -> Vec<usize>),
+        s(V12, be, None, plain_counts),
+        s(V11, le, None, plain_counts),
+    ];
+    if !quick {
+        v.push(s(V11, be, None, plain_counts));
+        v.push(s(V10, be, None, plain_counts));
+    }
+    v.push(s(V10, le, None, plain_counts));
+    v.push(s(V12, le, Some(1024), fragment_counts));
+    if !quick {
+        v.push(s(V12, be, Some(1024), fragment_counts));
+    }
+    v
+}
+
+/// Runs the suite against `ior`.
+#[derive(Debug)]
+pub struct Suite {
+    ior: Ior,
+    profile: IiopProfile,
+    opts: SuiteOptions,
+    checks: Vec<Check>,
+    deadline: Option<Instant>,
+    expired: bool,
+}
+
+impl Suite {
+    /// A suite for the server behind `ior`.
+    pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
+        let profile = profile(&ior)?;
+        Ok(Suite {
+            ior,
+            profile,
+            opts,
+            checks: Vec::new(),
+            deadline: None,
+            expired: false,
+        })
+    }
+
+    fn cfg(&self, version: Version, order: ByteOrder, fragment: Option<usize>) -> ClientConfig {
+        ClientConfig {
+            version: Some(version),
+            order,
+            fragment_size: fragment,
+            request_timeout: Some(self.opts.request_timeout),
+            connect_timeout: Duration::from_secs(5),
+            ..ClientConfig::default()
+        }
+    }
+
+    async fn connect(&self, version: Version, order: ByteOrder) -> Result<BenchClient, String> {
+        BenchClient::connect(&self.ior, &self.cfg(version, order, None))
+            .await
+            .map_err(|e| format!("connect: {}", describe(&e)))
+    }
+
+    /// The main connection (GIOP 1.2, native order), reconnected when the
+    /// server closed it.
+    async fn live(&self, slot: &mut Option<BenchClient>) -> Result<BenchClient, String> {
+        if let Some(c) = slot.as_ref().filter(|c| !c.connection().is_closed()) {
+            return Ok(c.clone());
+        }
+        let c = self.connect(V12, ByteOrder::NATIVE).await?;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Whether the time limit has passed (reported once, as a failure).
+    fn expired(&mut self) -> bool {
+        if self.expired {
+            return true;
+        }
+        if self.deadline.is_none_or(|d| Instant::now() < d) {
+            return false;
+        }
+        self.expired = true;
+        let limit = self.opts.time_limit;
+        self.push(Check::new("suite time limit", "connect").set(
+            Verdict::Fail,
+            format!("the suite ran past its limit of {limit:?}; the remaining checks were not run"),
+        ));
+        true
+    }
+
+    fn push(&mut self, c: Check) {
+        self.checks.push(c);
+    }
+
+    /// Run every check; never fails as a whole (a check that cannot run
+    /// is reported as failed).
+    pub async fn run(mut self) -> SuiteReport {
+        let t0 = Instant::now();
+        self.ior_notes();
+        // Each group runs on the main connection, reconnecting first if
+        // the server closed it (so one fatal reply does not fail the rest).
+        let mut main: Option<BenchClient> = None;
+        self.deadline = Some(t0 + self.opts.time_limit);
+        for group in 0..8 {
+            if self.expired() {
+                break;
+            }
+            let c = match self.live(&mut main).await {
+                Ok(c) => c,
+                Err(e) => {
+                    self.push(Check::new("connect GIOP 1.2", "connect").set(Verdict::Fail, e));
+                    break;
+                }
+            };
+            match group {
+                0 => self.basics(&c).await,
+                1 => self.locate(&c).await,
+                2 => self.errors(&c).await,
+                3 => self.counters(&c).await,
+                4 => self.order(&c).await,
+                5 => self.in_flight(&c).await,
+                6 => self.references(&c).await,
+                _ => self.large(&c).await,
+            }
+        }
+        for set in echo_sets(self.opts.quick) {
+            self.echo_set(&set).await;
+        }
+        SuiteReport {
+            checks: self.checks,
+            seconds: t0.elapsed().as_secs_f64(),
+        }
+    }
+
+    fn ior_notes(&mut self) {
+        let p = self.profile.clone();
+        let mut c = Check::new("ior: profile", "ior");
+        c.giop = p.version.to_string();
+        let key = iiop_giop::corbaloc::escape_key(&p.object_key);
+        self.push(c.set(
+            Verdict::Note,
+            format!(
+                "type id {:?}, IIOP {} at {}:{}, object key {key}, {} profile(s)",
+                self.ior.type_id,
+                p.version,
+                p.host,
+                p.port,
+                self.ior.profiles.len()
+            ),
+        ));
+        let orb = match p.orb_type() {
+            Some(t) => format!(
+                "TAG_ORB_TYPE 0x{t:08x} ({})",
+                orb_type_name(t).unwrap_or("unknown vendor")
+            ),
+            None => "no TAG_ORB_TYPE component".into(),
+        };
+        self.push(Check::new("ior: ORB type", "ior").set(Verdict::Note, orb));
+        let cs = match p.code_sets() {
+            Some(i) => {
+                let list = |v: &[u32]| {
+                    v.iter()
+                        .map(|x| format!("0x{x:08x}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                format!(
+                    "char native 0x{:08x} conversion [{}]; wchar native 0x{:08x} conversion [{}]",
+                    i.for_char.native,
+                    list(&i.for_char.conversion),
+                    i.for_wchar.native,
+                    list(&i.for_wchar.conversion)
+                )
+            }
+            None => "no TAG_CODE_SETS: no wchar/wstring can be sent".into(),
+        };
+        self.push(Check::new("ior: code sets", "ior").set(Verdict::Note, cs));
+        let alt = p.alternate_addresses();
+        let alt = if alt.is_empty() {
+            "none".to_string()
+        } else {
+            alt.iter()
+                .map(|(h, p)| format!("{h}:{p}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        self.push(Check::new("ior: alternate addresses", "ior").set(Verdict::Note, alt));
+    }
+
+    async fn basics(&mut self, c: &BenchClient) {
+        let t = Instant::now();
+        let r = c.ping().await;
+        let mut k = Check::new("ping", "twoway");
+        k.calls = 1;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push(match r {
+            Ok(()) => k,
+            Err(e) => k.set(Verdict::Fail, describe(&e)),
+        });
+        let k = Check::new("_is_a(IDL:Bench/Perf:1.0)", "twoway");
+        self.push(match is_a(c, PERF_ID).await {
+            Ok(true) => k.set(Verdict::Pass, "true"),
+            Ok(false) => k.set(Verdict::Fail, "false for the object's own type"),
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+        let k = Check::new("_is_a(other id)", "twoway");
+        self.push(match is_a(c, "IDL:Bench/NoSuchType:1.0").await {
+            Ok(false) => k.set(Verdict::Pass, "false"),
+            Ok(true) => k.set(Verdict::Fail, "true for IDL:Bench/NoSuchType:1.0"),
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+        let k = Check::new("_non_existent", "twoway");
+        self.push(
+            match call_exact(c, "_non_existent", |_| Ok(()), |r| r.read_bool()).await {
+                Ok(false) => k.set(Verdict::Pass, "false"),
+                Ok(true) => k.set(Verdict::Fail, "true for a live object"),
+                Err(e) => k.set(Verdict::Fail, e),
+            },
+        );
+        let k = Check::new("work(1000us, fixed, sleep)", "twoway");
+        let work = call_exact(
+            c,
+            "work",
+            |w| {
+                w.write_f64(1000.0);
+                w.write_u32(Dist::Fixed as u32);
+                w.write_u32(Kind::Sleep as u32);
+                Ok(())
+            },
+            |r| r.read_f64(),
+        );
+        self.push(match work.await {
+            Ok(us) if us >= 1000.0 => k.set(Verdict::Pass, format!("{us:.0} us")),
+            Ok(us) => k.set(Verdict::Fail, format!("returned {us} us, below 1000")),
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+    }
+
+    async fn locate(&mut self, c: &BenchClient) {
+        let conn = c.connection();
+        let k = Check::new("LocateRequest(own key)", "locate");
+        self.push(match conn.locate(c.target()).await {
+            Ok(l) => match l.status {
+                LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
+                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
+                    Verdict::Note,
+                    format!(
+                        "OBJECT_FORWARD (allowed) to {}",
+                        i.summary().replace('\n', "; ")
+                    ),
+                ),
+                other => k.set(Verdict::Fail, format!("{other:?} for the object's own key")),
+            },
+            Err(e) => k.set(Verdict::Fail, e.to_string()),
+        });
+        let bogus = c.with_key(b"NoSuchObjectKey");
+        let k = Check::new("LocateRequest(bogus key)", "locate");
+        self.push(match conn.locate(bogus.target()).await {
+            Ok(l) => match l.status {
+                LocateStatus::UnknownObject => k.set(Verdict::Pass, "UNKNOWN_OBJECT"),
+                LocateStatus::SystemException(x) if x.name() == "OBJECT_NOT_EXIST" => k.set(
+                    Verdict::Pass,
+                    format!(
+                        "LOC_SYSTEM_EXCEPTION OBJECT_NOT_EXIST minor 0x{:08x} ({:?})",
+                        x.minor,
+                        x.vendor()
+                    ),
+                ),
+                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
+                    Verdict::Note,
+                    format!(
+                        "OBJECT_FORWARD (allowed) to {}",
+                        i.summary().replace('\n', "; ")
+                    ),
+                ),
+                other => k.set(
+                    Verdict::Fail,
+                    format!("{other:?} for a key that does not exist"),
+                ),
+            },
+            Err(e) => k.set(Verdict::Fail, e.to_string()),
+        });
+    }
+
+    async fn errors(&mut self, c: &BenchClient) {
+        let k = Check::new("unknown operation -> BAD_OPERATION", "twoway");
+        let r = c.call("no_such_operation", |_| Ok(())).await;
+        self.push(expect_system(k, r, &["BAD_OPERATION"], &[]));
+        let k = Check::new("unknown object key -> OBJECT_NOT_EXIST", "twoway");
+        let r = c
+            .with_key(b"NoSuchObjectKey")
+            .call("ping", |_| Ok(()))
+            .await;
+        // Some ORBs forward unknown keys; report rather than fail.
+        self.push(expect_system(
+            k,
+            r,
+            &["OBJECT_NOT_EXIST"],
+            &["TRANSIENT", "OBJ_ADAPTER"],
+        ));
+    }
+
+    async fn counters(&mut self, c: &BenchClient) {
+        let wide_ok = c.connection().options().wchar_set.is_some();
+        let t = Instant::now();
+        let mut k = Check::new("counters after send/oneway of every type", "oneway");
+        let mut expect = (0u64, 0u64, 0u64);
+        let mut err = None;
+        if let Err(e) = c.reset().await {
+            err = Some(format!("reset: {}", describe(&e)));
+        }
+        for e in Elem::ALL {
+            if err.is_some() {
+                break;
+            }
+            if e.is_wide() && !wide_ok {
+                continue;
+            }
+            let p = Payload::generate(e, 3, false);
+            let b = p.counted_bytes(CharCodeSet::Latin1);
+            if let Err(x) = c.payload(CallMode::Twoway, &p).await {
+                err = Some(format!("{}: {}", e.op_name(CallMode::Twoway), describe(&x)));
+                break;
+            }
+            if let Err(x) = c.payload(CallMode::Oneway, &p).await {
+                err = Some(format!("{}: {}", e.op_name(CallMode::Oneway), describe(&x)));
+                break;
+            }
+            expect.0 += 1;
+            expect.1 += 1;
+            expect.2 += 2 * b;
+        }
+        k.calls = expect.0 + expect.1;
+        k.size = expect.2;
+        let got = stats(c).await;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push(match (err, got) {
+            (Some(e), _) => k.set(Verdict::Fail, e),
+            (None, Err(e)) => k.set(Verdict::Fail, e),
+            (None, Ok(s)) => {
+                let d = format!(
+                    "calls {} oneways {} bytes {} (expected {} {} {})",
+                    s.calls, s.oneways, s.bytes, expect.0, expect.1, expect.2
+                );
+                if (s.calls, s.oneways, s.bytes) == expect {
+                    k.set(Verdict::Pass, d)
+                } else {
+                    k.set(Verdict::Fail, d)
+                }
+            }
+        });
+    }
+
+    async fn order(&mut self, c: &BenchClient) {
+        let n: u64 = if self.opts.quick { 200 } else { 1000 };
+        let t = Instant::now();
+        let mut k = Check::new(
+            format!("oneway order: mark(1..{n}) then get_stats"),
+            "oneway",
+        );
+        k.calls = n + 1;
+        let mut err = c
+            .reset()
+            .await
+            .err()
+            .map(|e| format!("reset: {}", describe(&e)));
+        for i in 1..=n {
+            if err.is_some() {
+                break;
+            }
+            if let Err(e) = c.mark(i).await {
+                err = Some(format!("mark({i}): {}", describe(&e)));
+            }
+        }
+        let got = stats(c).await;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push(match (err, got) {
+            (Some(e), _) => k.set(Verdict::Fail, e),
+            (None, Err(e)) => k.set(Verdict::Fail, e),
+            (None, Ok(s)) => {
+                let d = format!(
+                    "oneways {} last_mark {} mark_disorder {} (expected {n} {n} 0)",
+                    s.oneways, s.last_mark, s.mark_disorder
+                );
+                if s.oneways == n && s.last_mark == n && s.mark_disorder == 0 {
+                    k.set(Verdict::Pass, d)
+                } else {
+                    k.set(Verdict::Fail, d)
+                }
+            }
+        });
+    }
+
+    async fn in_flight(&mut self, c: &BenchClient) {
+        let n = if self.opts.quick { 50 } else { 200 };
+        let t = Instant::now();
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..n {
+            let c = c.clone();
+            set.spawn(async move {
+                let p = Payload::generate(Elem::Long, i % 64 + 1, false);
+                (i, echo_check(&c, &p).await)
+            });
+        }
+        let mut bad = Vec::new();
+        let mut done = 0;
+        while let Some(r) = set.join_next().await {
+            done += 1;
+            match r {
+                Ok((_, Ok(()))) => {}
+                Ok((i, Err(e))) => bad.push(format!("call {i}: {}", e.detail)),
+                Err(e) => bad.push(format!("task: {e}")),
+            }
+        }
+        let mut k = Check::new(
+            format!("{n} echo_long calls in flight on one connection"),
+            "echo",
+        );
+        k.ty = "long".into();
+        k.calls = n as u64;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push(if bad.is_empty() && done == n {
+            k.set(
+                Verdict::Pass,
+                format!("{n} replies, each its own request's"),
+            )
+        } else {
+            let wrong = bad.len() + (n - done);
+            bad.truncate(3);
+            k.set(
+                Verdict::Fail,
+                format!("{wrong} of {n} wrong, first: {}", bad.join("; ")),
+            )
+        });
+    }
+
+    async fn references(&mut self, c: &BenchClient) {
+        let k = Check::new("get_single(7) reference usable", "twoway");
+        let r = async {
+            let ior = c.get_single(7).await.map_err(|e| describe(&e))?;
+            let p = ior
+                .iiop_profile()
+                .ok_or_else(|| "returned reference has no IIOP profile".to_string())?;
+            let s = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
+                .await
+                .map_err(|e| format!("connect to {}:{}: {}", p.host, p.port, describe(&e)))?;
+            s.call("op", |_| Ok(()))
+                .await
+                .map_err(|e| format!("op(): {}", describe(&e)))?;
+            Ok::<_, String>(format!(
+                "{} at {}:{} key {}",
+                ior.type_id,
+                p.host,
+                p.port,
+                iiop_giop::corbaloc::escape_key(&p.object_key)
+            ))
+        }
+        .await;
+        self.push(match r {
+            Ok(d) => k.set(Verdict::Pass, d),
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+        let (host, port) = (self.profile.host.clone(), self.profile.port);
+        let k = Check::new("LocateRequest(corbaloc key Bench)", "locate");
+        let r = async {
+            let ior = load_target(&format!("corbaloc:iiop:1.2@{host}:{port}/Bench"))
+                .map_err(|e| e.to_string())?;
+            let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
+                .await
+                .map_err(|e| format!("connect: {}", describe(&e)))?;
+            d.connection()
+                .locate(d.target())
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .await;
+        self.push(match r {
+            Ok(l) => match l.status {
+                LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
+                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
+                    Verdict::Note,
+                    format!(
+                        "OBJECT_FORWARD (allowed for a short key) to {}",
+                        i.summary().replace('\n', "; ")
+                    ),
+                ),
+                other => k.set(Verdict::Fail, format!("{other:?} for the corbaloc key")),
+            },
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+        for (key, ops) in [
+            ("Dispatch50", ["m00", "m49"]),
+            ("Dispatch500", ["m000", "m499"]),
+            ("Single0", ["op", "op"]),
+        ] {
+            let url = format!("corbaloc:iiop:1.2@{host}:{port}/{key}");
+            let k = Check::new(format!("corbaloc {key}: {}", ops.join(", ")), "twoway");
+            let r = async {
+                let ior = load_target(&url).map_err(|e| e.to_string())?;
+                let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
+                    .await
+                    .map_err(|e| format!("connect: {}", describe(&e)))?;
+                for op in ops {
+                    d.call(op, |_| Ok(()))
+                        .await
+                        .map_err(|e| format!("{op}(): {}", describe(&e)))?;
+                }
+                Ok::<_, String>(url.clone())
+            }
+            .await;
+            let _ = c;
+            self.push(match r {
+                Ok(d) => k.set(Verdict::Pass, d),
+                Err(e) => k.set(Verdict::Fail, e),
+            });
+        }
+    }
+
+    async fn large(&mut self, c: &BenchClient) {
+        let sizes: &[(Elem, u64)] = if self.opts.quick {
+            &[(Elem::Octet, 3 << 20)]
+        } else {
+            &[(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
+        };
+        for &(e, bytes) in sizes {
+            let p = Payload::generate(e, e.count_for_size(bytes) as usize, false);
+            let mut k = Check::new(
+                format!("echo {} {} MiB (above 2 MiB)", e.token(), bytes >> 20),
+                "echo",
+            );
+            k.ty = e.token().into();
+            k.size = p.counted_bytes(CharCodeSet::Latin1);
+            k.giop = "1.2".into();
+            k.calls = 1;
+            let t = Instant::now();
+            let r = echo_check(c, &p).await;
+            k.seconds = t.elapsed().as_secs_f64();
+            self.push(match r {
+                Ok(()) => k.set(Verdict::Pass, format!("{} elements", p.len())),
+                Err(x) => k.set(Verdict::Fail, x.detail),
+            });
+        }
+    }
+
+    /// Which byte order the server answers in: its own choice (a note
+    /// when it is not the request's).
+    async fn reply_order(&mut self, set: &EchoSet, c: &BenchClient) {
+        let mut k = Check::new(format!("reply byte order {}", set.label()), "twoway");
+        k.giop = set.version.to_string();
+        k.order = order_name(set.order).into();
+        k.calls = 1;
+        let r = c
+            .connection()
+            .request(c.target(), "ping", ResponseMode::Twoway, |_| Ok(()))
+            .await;
+        self.push(match r {
+            Ok(Some(reply)) if reply.body.order == set.order => {
+                k.set(Verdict::Pass, "the request's byte order")
+            }
+            Ok(Some(reply)) => k.set(
+                Verdict::Note,
+                format!(
+                    "replies {}-endian to {}-endian requests (allowed: the sender chooses)",
+                    order_name(reply.body.order),
+                    order_name(set.order)
+                ),
+            ),
+            Ok(None) => k.set(Verdict::Fail, "no reply to ping"),
+            Err(e) => k.set(Verdict::Fail, format!("ping: {e}")),
+        });
+    }
+
+    async fn echo_set(&mut self, set: &EchoSet) {
+        let label = set.label();
+        let cfg = self.cfg(set.version, set.order, set.fragment);
+        let mut client = match BenchClient::connect(&self.ior, &cfg).await {
+            Ok(c) => c,
+            Err(e) => {
+                let mut k = Check::new(format!("echo {label}: connect"), "echo");
+                k.giop = set.version.to_string();
+                k.order = order_name(set.order).into();
+                self.push(k.set(Verdict::Fail, describe(&e)));
+                return;
+            }
+        };
+        for e in Elem::ALL {
+            if self.expired() {
+                return;
+            }
+            let mut k = Check::new(format!("echo {} {label}", e.token()), "echo");
+            k.ty = e.token().into();
+            k.giop = set.version.to_string();
+            k.order = order_name(set.order).into();
+            if client.connection().is_closed() {
+                // The server dropped us (e.g. after a MARSHAL it treats as
+                // fatal): reconnect so the remaining types still run.
+                match BenchClient::connect(&self.ior, &cfg).await {
+                    Ok(c) => client = c,
+                    Err(x) => {
+                        self.push(k.set(Verdict::Fail, format!("reconnect: {}", describe(&x))));
+                        continue;
+                    }
+                }
+            }
+            let wide_ok = client.connection().options().wchar_set.is_some();
+            if e.is_wide() && set.version == V10 {
+                self.push(k.set(
+                    Verdict::Note,
+                    "skipped: wchar/wstring are illegal in GIOP 1.0",
+                ));
+                continue;
+            }
+            if e.is_wide() && !wide_ok {
+                self.push(k.set(
+                    Verdict::Note,
+                    "skipped: the target offers no wchar code set (no TAG_CODE_SETS)",
+                ));
+                continue;
+            }
+            let counts = (set.counts)(e, self.opts.quick);
+            let t = Instant::now();
+            let mut fail = None;
+            for &n in &counts {
+                let p = Payload::generate(e, n, false);
+                k.size = k.size.max(p.counted_bytes(CharCodeSet::Latin1));
+                k.calls += 1;
+                if let Err(x) = echo_check(&client, &p).await {
+                    fail = Some(x);
+                    break;
+                }
+            }
+            k.seconds = t.elapsed().as_secs_f64();
+            let list = counts
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            self.push(match fail {
+                None => k.set(Verdict::Pass, format!("{list} elements exact")),
+                // GIOP 1.1's wchar encoding was ill-defined (fixed by 1.2);
+                // an ORB that cleanly refuses wide types there is limited,
+                // not wrong on the wire.
+                Some(x)
+                    if e.is_wide()
+                        && set.version == V11
+                        && matches!(
+                            x.exception.as_deref(),
+                            Some("BAD_PARAM" | "NO_IMPLEMENT" | "CODESET_INCOMPATIBLE" | "MARSHAL")
+                        ) =>
+                {
+                    k.set(
+                        Verdict::Note,
+                        format!("server supports no wchar/wstring in GIOP 1.1: {}", x.detail),
+                    )
+                }
+                Some(x) => k.set(Verdict::Fail, x.detail),
+            });
+        }
+        if set.fragment.is_none() && !self.expired() {
+            self.reply_order(set, &client).await;
+        }
+    }
+}
+
+/// A twoway call whose reply must decode with `f` and hold nothing more;
+/// otherwise the reply body's bytes are in the error.
+async fn call_exact<T>(
+    c: &BenchClient,
+    op: &str,
+    body: impl FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
+) -> Result<T, String> {
+    let b = c
+        .call(op, body)
+        .await
+        .map_err(|e| format!("{op}: {}", describe(&e)))?;
+    let mut r = b.reader(c.connection().options());
+    let v = f(&mut r).map_err(|e| {
+        format!(
+            "{op}: reply does not decode: {e}; reply body {}",
+            hex(&b.bytes, 64)
+        )
+    })?;
+    if r.remaining() > 0 {
+        return Err(format!(
+            "{op}: {} bytes after the result; reply body {}",
+            r.remaining(),
+            hex(&b.bytes, 64)
+        ));
+    }
+    Ok(v)
+}
+
+async fn is_a(c: &BenchClient, id: &str) -> Result<bool, String> {
+    call_exact(c, "_is_a", |w| w.write_string(id), |r| r.read_bool()).await
+}
+
+async fn stats(c: &BenchClient) -> Result<StatsWire, String> {
+    call_exact(
+        c,
+        "get_stats",
+        |_| Ok(()),
+        #[allow(clippy::redundant_closure)] // needed for the higher-ranked lifetime
+        |r| iiop_cdr::from_reader::<StatsWire>(r),
+    )
+    .await
+}
+
+fn expect_system(k: Check, r: Result<Body, BenchError>, want: &[&str], noted: &[&str]) -> Check {
+    match r {
+        Err(BenchError::Call(ClientError::System(x))) => {
+            let d = format!(
+                "{} minor 0x{:08x} ({:?}) completed {}",
+                x.name(),
+                x.minor,
+                x.vendor(),
+                x.completed
+            );
+            if want.contains(&x.name()) && x.vendor() != MinorVendor::Omg {
+                k.set(Verdict::Note, format!("{d}: a vendor minor code (allowed)"))
+            } else if want.contains(&x.name()) {
+                k.set(Verdict::Pass, d)
+            } else if noted.contains(&x.name()) {
+                k.set(Verdict::Note, format!("{d} (expected {})", want.join("/")))
+            } else {
+                k.set(Verdict::Fail, format!("{d} (expected {})", want.join("/")))
+            }
+        }
+        Ok(b) => k.set(
+            Verdict::Fail,
+            format!("NO_EXCEPTION reply; body {}", hex(&b.bytes, 64)),
+        ),
+        Err(e) => k.set(Verdict::Fail, describe(&e)),
+    }
+}
+
+/// Echo `p` and compare the result exactly; on a difference, the reply
+/// body's bytes from the first differing one (when the server answered in
+/// the request's byte order) or from the start.
+pub async fn echo_check(c: &BenchClient, p: &Payload) -> Result<(), EchoFail> {
+    echo_inner(c, p).await.map_err(|detail| {
+        let exception = SYSTEM_NAMES
+            .iter()
+            .find(|n| detail.contains(&format!(": {n} minor")))
+            .map(|n| n.to_string());
+        EchoFail { detail, exception }
+    })
+}
+
+/// System exceptions an echo may be refused with (recognised in details).
+const SYSTEM_NAMES: [&str; 6] = [
+    "BAD_PARAM",
+    "MARSHAL",
+    "NO_IMPLEMENT",
+    "CODESET_INCOMPATIBLE",
+    "DATA_CONVERSION",
+    "INV_OBJREF",
+];
+
+/// Why an echo check failed: the detail line, and the system exception's
+/// name when the server refused the call with one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EchoFail {
+    pub detail: String,
+    pub exception: Option<String>,
+}
+
+async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
+    let e = p.elem();
+    let op = e.op_name(CallMode::Echo);
+    let n = p.len();
+    let reply = c
+        .connection()
+        .request(c.target(), &op, ResponseMode::Twoway, |w| p.encode(w))
+        .await
+        .map_err(|x| format!("{op} {n} elements: {x}"))?
+        .ok_or_else(|| format!("{op} {n} elements: no reply"))?;
+    if reply.header.status != ReplyStatus::NoException {
+        let r = iiop_giop::transport::client::reply_result(reply);
+        return Err(match r {
+            Err(x) => format!("{op} {n} elements: {}", describe(&BenchError::Call(x))),
+            Ok(_) => format!("{op} {n} elements: unexpected reply status"),
+        });
+    }
+    let body = reply.body;
+    let opts = c.connection().options();
+    let mut r = body.reader(opts);
+    let back = Payload::decode(e, &mut r).map_err(|x| {
+        format!(
+            "{op} {n} elements: reply does not decode: {x}; reply body {}",
+            hex(&body.bytes, 96)
+        )
+    })?;
+    if back != *p {
+        // Marshal what we expected exactly where the reply put it.
+        let mut buf = Default::default();
+        let pad = body.offset % 8;
+        let mut w = Writer::new(&mut buf, body.order).options(opts);
+        w.write_bytes(&[0u8; 8][..pad]);
+        let _ = p.encode(&mut w);
+        let want = &buf[pad..];
+        let at = want
+            .iter()
+            .zip(body.bytes.iter())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.len().min(body.bytes.len()));
+        let from = at.saturating_sub(at % 4);
+        return Err(format!(
+            "{op} {n} elements: reply differs from the request ({} elements back); first different byte at body offset {at}: got {} want {}",
+            back.len(),
+            hex(&body.bytes[from.min(body.bytes.len())..], 32),
+            hex(&want[from.min(want.len())..], 32),
+        ));
+    }
+    if r.remaining() > 0 {
+        return Err(format!(
+            "{op} {n} elements: {} bytes after the result: {}",
+            r.remaining(),
+            hex(r.rest(), 32)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_groups_and_bounds() {
+        assert_eq!(hex(&[0, 1, 2, 3, 0xff], 8), "00010203 ff");
+        assert_eq!(hex(&[0xab; 10], 4), "abababab … (10 bytes)");
+        assert_eq!(hex(&[], 4), "");
+    }
+
+    #[test]
+    fn echo_sets_cover_versions_orders_and_fragments() {
+        let full = echo_sets(false);
+        let labels: Vec<String> = full.iter().map(EchoSet::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "GIOP 1.2 LE",
+                "GIOP 1.2 BE",
+                "GIOP 1.1 LE",
+                "GIOP 1.1 BE",
+                "GIOP 1.0 BE",
+                "GIOP 1.0 LE",
+                "GIOP 1.2 LE frag1024",
+                "GIOP 1.2 BE frag1024",
+            ]
+        );
+        assert_eq!(echo_sets(true).len(), 5);
+        // Just under / over 1024 bytes and several fragments, by type.
+        assert_eq!(fragment_counts(Elem::Double, false), vec![112, 137, 625]);
+        assert_eq!(fragment_counts(Elem::String, false), vec![45, 55, 250]);
+        assert_eq!(plain_counts(Elem::Octet, false), vec![0, 1, 3, 7, 13, 100]);
+    }
+}

@@ -1,0 +1,336 @@
+//! `iiopbench interop` end to end, in-process: the suite against our own
+//! server (every check passes, exact counts), against a deliberately
+//! broken server (the right checks fail, with the offending bytes), and
+//! the ours × omniORB × JacORB matrix when those ORBs are built (skipped
+//! with a reason outside CI, a failure in CI).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iiop_cdr::{Reader, Writer};
+use iiop_giop::transport::server::{
+    serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+};
+use iiop_servers::reference::{BenchHandler, References, Skeleton};
+use serde_json::Value;
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "iiopbench-interop-test-{}-{name}",
+        std::process::id()
+    ))
+}
+
+fn run(args: &[&str]) -> i32 {
+    let mut v = vec!["iiopbench"];
+    v.extend_from_slice(args);
+    iiopbench::main_with_args(v)
+}
+
+/// Read and remove a JSON results file.
+fn load(path: &PathBuf) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    std::fs::remove_file(path).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn cases_with(j: &Value, result: &str) -> Vec<String> {
+    j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["extra"]["result"] == result)
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn suite_passes_against_our_server() {
+    let json = tmp("ours.json");
+    let t = Instant::now();
+    assert_eq!(run(&["interop", "--json", json.to_str().unwrap()]), 0);
+    let took = t.elapsed();
+    let j = load(&json);
+    assert_eq!(j["kind"], "interop");
+    assert_eq!(j["target"]["kind"], "embedded");
+    assert_eq!(j["target"]["orb_type"], "iiopbench");
+    assert_eq!(j["params"]["failed"], 0);
+    assert_eq!(j["params"]["passed"], 229);
+    assert_eq!(j["params"]["notes"], 8);
+    assert_eq!(j["cases"].as_array().unwrap().len(), 237);
+    assert!(cases_with(&j, "fail").is_empty());
+    // 8 echo sets × 26 types; the 4 wide skips in GIOP 1.0 are notes.
+    let notes = cases_with(&j, "note");
+    assert_eq!(
+        notes,
+        [
+            "ior: profile",
+            "ior: ORB type",
+            "ior: code sets",
+            "ior: alternate addresses",
+            "echo wchar GIOP 1.0 BE",
+            "echo wstring GIOP 1.0 BE",
+            "echo wchar GIOP 1.0 LE",
+            "echo wstring GIOP 1.0 LE",
+        ]
+    );
+    let big = j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "echo octet 4 MiB (above 2 MiB)")
+        .unwrap();
+    assert_eq!(big["params"]["size"], 4 << 20);
+    assert_eq!(big["params"]["type"], "octet");
+    assert_eq!(big["params"]["mode"], "echo");
+    assert_eq!(big["extra"]["result"], "pass");
+    let frag = j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "echo perfstruct GIOP 1.2 BE frag1024")
+        .unwrap();
+    assert_eq!(frag["params"]["giop"], "1.2");
+    assert_eq!(frag["params"]["order"], "big");
+    assert_eq!(frag["calls"], 3);
+    assert_eq!(frag["params"]["size"], 5000 / 24 * 24);
+    assert!(took < Duration::from_secs(30), "full suite took {took:?}");
+}
+
+#[test]
+fn quick_suite_is_smaller() {
+    let json = tmp("quick.json");
+    assert_eq!(
+        run(&["interop", "--quick", "--json", json.to_str().unwrap()]),
+        0
+    );
+    let j = load(&json);
+    assert_eq!(j["params"]["quick"], true);
+    assert_eq!(j["params"]["failed"], 0);
+    assert_eq!(j["params"]["passed"], 150);
+    assert_eq!(j["params"]["notes"], 6);
+}
+
+/// Our handler, except that `echo_long` answers every value with its
+/// bytes reversed.
+struct Broken(Arc<BenchHandler>);
+
+impl Handler for Broken {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        if req.operation != "echo_long" {
+            return self.0.handle(req, body, reply);
+        }
+        let r = (|| -> iiop_cdr::Result<()> {
+            let n = body.read_u32()?;
+            reply.write_u32(n);
+            for _ in 0..n {
+                reply.write_i32(body.read_i32()?.swap_bytes());
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => Dispatch::Done(Outcome::Reply),
+            Err(_) => Dispatch::Done(Outcome::System(iiop_giop::SystemException::marshal(
+                0,
+                iiop_giop::Completion::No,
+            ))),
+        }
+    }
+
+    fn locate(&self, key: &[u8]) -> LocateOutcome {
+        self.0.locate(key)
+    }
+}
+
+#[test]
+fn suite_names_the_broken_operation() {
+    let inner = Arc::new(BenchHandler::new(Skeleton::Typed));
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std_listener.set_nonblocking(true).unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let refs = References::new(&inner, addr);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let h = Arc::new(Broken(inner));
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            serve(l, h, ServerConfig::default(), async {
+                let _ = stop_rx.await;
+            })
+            .await
+        })
+    });
+    let json = tmp("broken.json");
+    let ior = refs.ior.to_string();
+    let code = run(&[
+        "interop",
+        "--target",
+        &ior,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let _ = stop_tx.send(());
+    server.join().unwrap().unwrap();
+    assert_eq!(code, 1);
+    let j = load(&json);
+    let failed = cases_with(&j, "fail");
+    let mut want: Vec<String> = [
+        "200 echo_long calls in flight on one connection",
+        "echo long GIOP 1.2 LE",
+        "echo long GIOP 1.2 BE",
+        "echo long GIOP 1.1 LE",
+        "echo long GIOP 1.1 BE",
+        "echo long GIOP 1.0 BE",
+        "echo long GIOP 1.0 LE",
+        "echo long GIOP 1.2 LE frag1024",
+        "echo long GIOP 1.2 BE frag1024",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut got = failed.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(j["params"]["failed"], 9);
+    assert_eq!(j["outcome"]["failure"], "9 check(s) failed");
+    let c = j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "echo long GIOP 1.2 BE")
+        .unwrap();
+    let d = c["extra"]["detail"].as_str().unwrap();
+    // Element 0 is 3: big-endian 00000003 sent, 03000000 returned; the
+    // sequence length occupies body offset 0..4, so the first difference
+    // is at offset 4 (0-element echo passed, the 1-element one failed).
+    assert!(
+        d.starts_with("echo_long 1 elements: reply differs from the request (1 elements back); first different byte at body offset 4: got 03000000 want 00000003"),
+        "{d}"
+    );
+}
+
+/// Whether omniORB and JacORB are built here; in CI they must be.
+fn vendors_ready() -> bool {
+    let mut missing = Vec::new();
+    for orb in ["omniorb", "jacorb"] {
+        let s = iiopbench::cmd_orbs::status(orb);
+        if !(s.installed && s.built) {
+            missing.push(format!("{orb}: {}", s.detail));
+        }
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let ci = std::env::var("CI")
+        .map(|v| !v.is_empty() && v != "false")
+        .unwrap_or(false);
+    assert!(
+        !ci,
+        "CI is set but vendor ORBs are not built ({}); scripts/test must build them",
+        missing.join("; ")
+    );
+    eprintln!(
+        "SKIPPED interop matrix: {} (run scripts/orbs/omniorb/build and scripts/orbs/jacorb/build)",
+        missing.join("; ")
+    );
+    false
+}
+
+#[test]
+fn matrix_ours_omniorb_jacorb() {
+    if !vendors_ready() {
+        return;
+    }
+    let json = tmp("matrix.json");
+    let t = Instant::now();
+    let code = run(&[
+        "interop",
+        "--matrix",
+        "--orbs",
+        "ours,omniorb,jacorb",
+        "--quick",
+        "--timeout",
+        "60",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let took = t.elapsed();
+    let j = load(&json);
+    assert_eq!(j["kind"], "interop-matrix");
+    let cells = j["cases"].as_array().unwrap();
+    assert_eq!(cells.len(), 9, "3 clients x 3 servers");
+    for c in cells {
+        let e = &c["extra"];
+        let name = c["name"].as_str().unwrap();
+        assert!(e["error"].is_null(), "{name}: {}", e["error"]);
+        assert_eq!(e["failed"], 0, "{name}: {}", e["failures"]);
+        assert!(e["passed"].as_u64().unwrap() > 0, "{name}");
+    }
+    let ours = |server: &str| {
+        cells
+            .iter()
+            .find(|c| c["extra"]["client"] == "ours" && c["extra"]["server"] == server)
+            .unwrap()["extra"]["passed"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(ours("ours"), 150);
+    assert_eq!(code, 0);
+    assert!(took < Duration::from_secs(90), "matrix took {took:?}");
+}
+
+#[test]
+fn silent_server_is_bounded_by_the_time_limit() {
+    // Accepts (the kernel's backlog) but never answers.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", port, b"Bench".to_vec());
+    let json = tmp("silent.json");
+    let t = Instant::now();
+    let code = run(&[
+        "interop",
+        "--target",
+        &ior.to_string(),
+        "--request-timeout",
+        "1",
+        "--timeout",
+        "2",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let took = t.elapsed();
+    drop(l);
+    assert_eq!(code, 1);
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    let j = load(&json);
+    let failed = cases_with(&j, "fail");
+    assert_eq!(failed.first().map(String::as_str), Some("ping"));
+    assert!(
+        failed.contains(&"suite time limit".to_string()),
+        "{failed:?}"
+    );
+    let ping = &j["cases"].as_array().unwrap()[4];
+    assert_eq!(ping["name"], "ping");
+    assert!(
+        ping["extra"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 1s"),
+        "{}",
+        ping["extra"]["detail"]
+    );
+    // Nothing ran after the limit: no echo set was attempted.
+    assert!(!failed.iter().any(|n| n.starts_with("echo ")), "{failed:?}");
+}
