@@ -82,3 +82,17 @@ fn corbaloc_hosts_with_colons_or_brackets_need_brackets() {
         assert_eq!(c.to_string().parse::<Corbaloc>().unwrap(), c, "{good}");
     }
 }
+
+/// fuzz/artifacts/ior/crash-6ab4a60d…: an IIOP profile whose host holds
+/// byte 0xE7; the host was decoded as ISO 8859-1 and encoded as UTF-8.
+#[test]
+fn iiop_host_with_latin1_bytes_round_trips() {
+    let s = "IOR:010000002b00000049444c3a6f6d672e6f72672f436f734e616d696e672f4e616d696e67436f6e746578744578743a312e30000001000000000000003c000000010100000a00000031323302e72e032e310031550b0000004e616d65536572766963000000000c06000000010102000a0000003100545441010101000354544108000000e7fb016b0100159a";
+    let ior: Ior = s.parse().unwrap();
+    let p = ior.iiop_profile().unwrap();
+    assert_eq!(p.host, "123\u{2}\u{e7}.\u{3}.1");
+    let again = iiop_giop::ior::IiopProfile::decode(&p.encode()).unwrap();
+    assert_eq!(again.host, p.host);
+    assert_eq!(again.port, p.port);
+    assert_eq!(again.object_key, p.object_key);
+}
