@@ -24,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
     let mut r = Reader::new(rest, order);
     if let Ok(ior) = Ior::decode(&mut r) {
         let mut buf = bytes::BytesMut::new();
-        ior.encode(&mut Writer::new(&mut buf, order)).expect("encodes");
+        ior.encode(&mut Writer::new(&mut buf, order))
+            .expect("encodes");
         let again = Ior::decode(&mut Reader::new(&buf, order)).expect("decodes");
         assert_eq!(again.type_id, ior.type_id);
         assert_eq!(again.profiles, ior.profiles);
