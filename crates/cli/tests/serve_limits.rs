@@ -143,7 +143,8 @@ const VSZ_GROWTH_BOUND_KIB: u64 = 256 * N as u64;
 
 #[test]
 fn a_thousand_connections_announcing_huge_messages_stay_within_bounds() {
-    raise_fd_limit(4 * N as u64 + 256);
+    // N client sockets here (the child raises nothing: it inherits this).
+    raise_fd_limit(2 * N as u64 + 256);
     let srv = serve(&["--max-message-size", "512MiB"]);
     let pid = srv.child.id();
     ping_raw(srv.addr);
@@ -223,7 +224,7 @@ fn sigterm_lets_the_call_in_flight_finish_and_exits_zero() {
         let (r, ()) = tokio::join!(call, term);
         r.expect("the call in flight at SIGTERM is answered")
     });
-    assert!((500_000.0..700_000.0).contains(&spent), "{spent}");
+    assert!((500_000.0..1_500_000.0).contains(&spent), "{spent}");
     let t0 = Instant::now();
     let status = loop {
         if let Some(s) = srv.child.try_wait().unwrap() {
