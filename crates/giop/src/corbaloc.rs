@@ -139,6 +139,9 @@ fn parse_addr(a: &str, what: &'static str) -> Result<ObjAddr> {
         let (h, after) = h
             .split_once(']')
             .ok_or_else(|| GiopError::reference(what, "unterminated [IPv6] host"))?;
+        if h.contains('[') {
+            return Err(GiopError::reference(what, format!("'[' inside [{h}]")));
+        }
         if !(after.is_empty() || after.starts_with(':')) {
             return Err(GiopError::reference(
                 what,

@@ -96,3 +96,11 @@ fn iiop_host_with_latin1_bytes_round_trips() {
     assert_eq!(again.port, p.port);
     assert_eq!(again.object_key, p.object_key);
 }
+
+/// fuzz/artifacts/corbaloc/crash-0c7db243…: a bracketed host holding '['
+/// (`[[1]`) parsed as host `[1`, which prints unbracketed and then fails.
+#[test]
+fn corbaloc_bracketed_host_with_a_bracket_is_refused() {
+    let e = "corbaloc:iiop:1.0@[[1]/k".parse::<Corbaloc>().unwrap_err();
+    assert!(e.to_string().contains("'[' inside"), "{e}");
+}
