@@ -575,7 +575,7 @@ impl IorBuilder {
 }
 
 /// `s` as ISO 8859-1 bytes, if every char fits in one.
-fn latin1(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn latin1(s: &str) -> Option<Vec<u8>> {
     s.chars().map(|c| u8::try_from(c).ok()).collect()
 }
 

@@ -104,3 +104,25 @@ fn corbaloc_bracketed_host_with_a_bracket_is_refused() {
     let e = "corbaloc:iiop:1.0@[[1]/k".parse::<Corbaloc>().unwrap_err();
     assert!(e.to_string().contains("'[' inside"), "{e}");
 }
+
+/// fuzz/artifacts/giop_codec/crash-de6a9a0c…: a LocateReply
+/// SYSTEM_EXCEPTION whose repository id holds bytes 0xFF and 0x83: read as
+/// ISO 8859-1, written as UTF-8, so re-encoding changed it.
+#[test]
+fn system_exception_repo_id_with_latin1_bytes_round_trips() {
+    let raw: &[u8] = b"\x47\x49\x4f\x50\x01\x02\x01\x04\x1c\x00\x00\x00\x01\x00\x00\x00\x04\x00\x00\x00\x07\x00\x00\x00\x49\x44\xff\x83\x3a\x31\x00\x00\x05\x00\x00\x00\x01\x00\x00\x00";
+    let h = Header::parse(raw).unwrap();
+    let opts = default_options(h.version);
+    let m = Message::decode(&h, Bytes::copy_from_slice(&raw[HEADER_LEN..]), opts).unwrap();
+    let Message::LocateReply(l) = &m else {
+        panic!("{m:?}")
+    };
+    let LocateStatus::SystemException(e) = &l.status else {
+        panic!("{l:?}")
+    };
+    assert_eq!(e.repo_id, "ID\u{ff}\u{83}:1");
+    assert_eq!(e.minor, 5);
+    let mut out = BytesMut::new();
+    encode_locate_reply(&mut out, h.version, h.order, l).unwrap();
+    assert_eq!(&out[..], raw, "re-encodes byte for byte");
+}
