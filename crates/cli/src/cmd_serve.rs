@@ -50,6 +50,9 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
 
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
+    if let Some(file) = &o.idl.idl {
+        return crate::dynamic::serve::run(o, &o.idl, file);
+    }
     let opts = server_options(o)?;
     let raw = match &o.raw_tcp {
         Some(addr) => Some(RawServer::start(addr, o.socket.raw(), opts.cpus.clone())?),

@@ -9,13 +9,16 @@
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
 pub mod bench;
+pub mod cmd_call;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod context;
+pub mod dynamic;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod opts;
 pub mod output;
 pub mod placement;
@@ -54,12 +57,20 @@ pub fn run(cli: Cli) -> i32 {
             let (r, err) = cmd_tcp::run(&o);
             finish(&r, &o.output, err)
         }
+        Command::Bench(BenchCommand::Closed(o)) => bench::closed::main(&o),
+        Command::Bench(BenchCommand::Setup(o)) => bench::setup::main(&o),
+        Command::Bench(BenchCommand::Params(o)) => bench::params::main(&o),
+        Command::Bench(BenchCommand::Dispatch(o)) => bench::dispatch::main(&o),
+        Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
+        Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
         Command::Soak(o) => {
             let (r, err) = soak::run(&o);
             finish(&r, &o.output, err)
         }
+        Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
+        Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
     };
     match outcome {

@@ -25,10 +25,16 @@ pub enum Command {
     /// Bounded endurance run: mixed traffic from many connections, then
     /// errors, server memory and latency drift.
     Soak(Box<crate::soak::SoakOpts>),
+    /// Invoke one operation of any server from its IDL; prints the result
+    /// as JSON (docs/json-mapping.md).
+    Call(Box<crate::cmd_call::CallOpts>),
     /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
     /// start their bench.idl server, run their client.
     #[command(subcommand)]
     Orbs(OrbsCommand),
+    /// Network lab (root): hosts as network namespaces joined by links with
+    /// delay, loss and a rate cap; run servers and bench clients across it.
+    Lab(Box<crate::lab::LabOpts>),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     Interop(crate::interop::InteropOpts),
 }
@@ -70,6 +76,22 @@ pub enum BenchCommand {
     /// The physical baseline: the same sizes and patterns over plain TCP
     /// with a 12-byte frame header and no marshalling (E4.3).
     Tcp(Box<TcpOpts>),
+    /// Closed system of C clients {invoke; think Z} with service time S:
+    /// R, X, Little's law, CIs (seed 001).
+    Closed(Box<crate::bench::closed::ClosedOpts>),
+    /// Connection set-up T across server states: running, started on
+    /// demand (--spawn), in-process (E1.1).
+    Setup(Box<crate::bench::setup::SetupOpts>),
+    /// Parameter passing: sequence<CD> vs char+double sequences in one or
+    /// two calls (E1.2).
+    Params(Box<crate::bench::params::ParamsOpts>),
+    /// Dispatch latency vs method position; one object with 50 methods vs
+    /// 50 objects (E1.3).
+    Dispatch(Box<crate::bench::dispatch::DispatchOpts>),
+    /// Packing N client/method pairs: one object, N objects, N servers (E1.4).
+    Packing(Box<crate::bench::packing::PackingOpts>),
+    /// Load balancing strategies 1-5 over S replicas with C clients (E1.5).
+    Balance(Box<crate::bench::balance::BalanceOpts>),
 }
 
 /// Where the client and an embedded server run.
@@ -216,6 +238,8 @@ pub struct ServeOpts {
     /// Pin the server to these CPUs (taskset syntax).
     #[arg(long, value_name = "CPUS")]
     pub cpus: Option<String>,
+    #[command(flatten)]
+    pub idl: crate::dynamic::serve::IdlServeOpts,
 }
 
 /// The server skeletons.

@@ -5,5 +5,7 @@
 pub mod affinity;
 pub mod bench;
 pub mod client;
+pub mod dispatcher;
+pub mod idl_server;
 pub mod reference;
 pub mod run;

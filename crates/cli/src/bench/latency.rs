@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
 use iiop_servers::client::{BenchClient, BenchError};
@@ -31,7 +31,7 @@ use crate::target::TargetOpts;
 use crate::units::{format_size, parse_duration};
 
 /// Which operation a latency run calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LatOp {
     /// `ping()`: no arguments, empty reply.
     Ping,
@@ -39,6 +39,8 @@ pub enum LatOp {
     Echo,
     /// `send_T(s)`: the payload there, an empty reply back.
     Send,
+    /// An operation of the `--idl` file, `Module::Interface::op`.
+    Idl(&'static str),
 }
 
 /// `bench latency` options.
@@ -46,8 +48,9 @@ pub enum LatOp {
 pub struct LatencyOpts {
     #[command(flatten)]
     pub target: TargetOpts,
-    /// The operation.
-    #[arg(long, value_enum, default_value_t = LatOp::Ping)]
+    /// The operation: ping, echo, send, or with --idl an operation of
+    /// that file as `Module::Interface::op`.
+    #[arg(long, default_value = "ping", value_parser = crate::dynamic::parse_lat_op, value_name = "OP")]
     pub op: LatOp,
     /// Element types for echo/send (bench.idl tokens), comma-separated.
     #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
@@ -89,6 +92,8 @@ pub struct LatencyOpts {
     pub placement: PlacementOpts,
     #[command(flatten)]
     pub output: OutputOpts,
+    #[command(flatten)]
+    pub idl: crate::dynamic::IdlOpts,
 }
 
 /// What one caller sends.
@@ -142,6 +147,9 @@ impl Tally {
 
 /// Run `bench latency`.
 pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
+    if let Some(r) = crate::dynamic::latency_branch(o) {
+        return r;
+    }
     session::run(
         "latency",
         &o.target,
@@ -236,6 +244,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             LatOp::Ping => "ping",
             LatOp::Echo => "echo",
             LatOp::Send => "send",
+            LatOp::Idl(_) => "idl",
         };
         let bytes = tally.calls * per_call;
         let mut case = Case {

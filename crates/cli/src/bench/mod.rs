@@ -1,6 +1,9 @@
 //! The GIOP benchmarks: `bench throughput` (CORBA-TTCP, E0/E4.1),
 //! `bench latency` (ping-pong, closed or open loop, E3.1/E2.1) and
-//! `bench connect` (set-up cost, E1.1).
+//! `bench connect` (set-up cost, E1.1), and the application-level
+//! workloads of seed 001 on the [`workload`] engine: `bench closed`,
+//! `setup` (E1.1 across server states), `params` (E1.2), `dispatch`
+//! (E1.3), `packing` (E1.4), `balance` (E1.5).
 //!
 //! Every command runs the same way: resolve the target (or start the
 //! embedded server, before pinning the client so it does not inherit the
@@ -9,10 +12,19 @@
 //! case after case, and always hand back the results measured so far with
 //! the error that stopped the run, if any.
 
+pub mod balance;
+pub mod closed;
 pub mod connect;
+pub mod dispatch;
 pub mod latency;
+pub mod packing;
+pub mod params;
+pub mod replicas;
 pub mod session;
+pub mod setup;
+pub mod stats;
 pub mod throughput;
+pub mod workload;
 
 use std::collections::BTreeMap;
 

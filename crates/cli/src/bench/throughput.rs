@@ -83,6 +83,11 @@ pub struct ThroughputOpts {
     pub placement: PlacementOpts,
     #[command(flatten)]
     pub output: OutputOpts,
+    #[command(flatten)]
+    pub idl: crate::dynamic::IdlOpts,
+    /// With --idl: the operation, `Module::Interface::op`.
+    #[arg(long, value_name = "INTERFACE::OP", requires = "idl")]
+    pub op: Option<String>,
 }
 
 /// Parse a comma list of element tokens (`all` for every type).
@@ -214,6 +219,9 @@ async fn overhead(
 
 /// Run `bench throughput`.
 pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
+    if let Some(r) = crate::dynamic::throughput_branch(o) {
+        return r;
+    }
     session::run(
         "throughput",
         &o.target,

@@ -1,0 +1,502 @@
+//! `bench latency --idl FILE --op Interface::op` and `bench throughput
+//! --idl …`: any operation of any server measured with the benchmarks'
+//! machinery (session, placement, HDR histograms, open/closed loop,
+//! results). The arguments (from `--args` JSON and `--gen`) are
+//! marshalled ONCE per connection into a [`Prepared`] request that is
+//! resent with only its request id patched; replies are only checked for
+//! NO_EXCEPTION unless `--check-reply` asks to decode them.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use iiop_cdr::Writer;
+use iiop_giop::transport::client::{reply_result, Prepared};
+use iiop_giop::ResponseMode;
+use iiop_servers::client::{BenchClient, BenchError};
+
+use super::gen::GenSpec;
+use super::{IdlOpts, OpSig};
+use crate::bench::latency::LatencyOpts;
+use crate::bench::session::{self, Session};
+use crate::bench::throughput::ThroughputOpts;
+use crate::bench::{count_error, error_kind, OnError};
+use crate::context::param;
+use crate::hist::Latency;
+use crate::progress::Progress;
+use crate::results::{Case, CaseParams, CpuFigures, Results};
+use crate::sysinfo::CpuTime;
+
+/// The operation with its arguments, ready to marshal.
+#[derive(Debug)]
+pub struct IdlCall {
+    pub interface: String,
+    pub sig: OpSig,
+    pub args: Vec<iiop_cdr::Value>,
+    /// Bytes of the marshalled arguments (8-aligned start).
+    pub body_bytes: u64,
+    pub check_reply: bool,
+}
+
+impl IdlCall {
+    /// Load the IDL, find `op`, build its arguments.
+    pub fn new(o: &IdlOpts, op: &str) -> anyhow::Result<IdlCall> {
+        let file = o
+            .idl
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--idl FILE is needed"))?;
+        let spec = super::load_spec(file, &o.include)?;
+        let found = super::find_op(&spec, op)?;
+        let args_json = o.args.as_deref().map(super::read_json_arg).transpose()?;
+        let gen = GenSpec::parse(&o.gen)?;
+        let args = super::arguments(&found.sig, args_json.as_ref(), &spec, Some(&gen))?;
+        let mut buf = BytesMut::new();
+        super::marshal(
+            &found.sig,
+            &args,
+            &mut Writer::new(&mut buf, iiop_cdr::ByteOrder::NATIVE),
+        )?;
+        Ok(IdlCall {
+            interface: found.interface,
+            sig: found.sig,
+            args,
+            body_bytes: buf.len() as u64,
+            check_reply: o.check_reply,
+        })
+    }
+
+    /// `Interface::op`.
+    pub fn label(&self) -> String {
+        format!("{}::{}", self.interface, self.sig.name)
+    }
+
+    fn response(&self) -> ResponseMode {
+        if self.sig.oneway {
+            ResponseMode::Oneway
+        } else {
+            ResponseMode::Twoway
+        }
+    }
+
+    /// The request, marshalled once for connection `c`.
+    pub fn prepare(&self, c: &BenchClient) -> anyhow::Result<Prepared> {
+        c.connection()
+            .prepare(c.target(), &self.sig.name, self.response(), |w| {
+                super::marshal(&self.sig, &self.args, w)
+            })
+            .map_err(|e| anyhow::anyhow!("preparing {}: {e}", self.label()))
+    }
+}
+
+/// One call of a prepared request; with `check`, the reply is decoded.
+async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<(), BenchError> {
+    let Some(reply) = c.connection().send_prepared(p).await? else {
+        return Ok(());
+    };
+    let body = reply_result(reply)?;
+    if let Some(sig) = check {
+        let mut r = body.reader(c.connection().options());
+        let decoded = (|| {
+            if !sig.returns_void() {
+                iiop_cdr::Value::decode(&sig.result, &mut r)?;
+            }
+            for p in sig.outputs() {
+                iiop_cdr::Value::decode(&p.tc, &mut r)?;
+            }
+            r.expect_end()
+        })();
+        decoded.map_err(|source| BenchError::Decode {
+            op: sig.name.clone(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    lat: Latency,
+    calls: u64,
+    errors: BTreeMap<String, u64>,
+    first_error: Option<String>,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        self.lat.merge(&o.lat);
+        self.calls += o.calls;
+        for (k, v) in o.errors {
+            *self.errors.entry(k).or_insert(0) += v;
+        }
+        if self.first_error.is_none() {
+            self.first_error = o.first_error;
+        }
+    }
+
+    fn fail(&mut self, e: &BenchError) {
+        count_error(&mut self.errors, error_kind(e));
+        if self.first_error.is_none() {
+            self.first_error = Some(e.to_string());
+        }
+    }
+}
+
+/// Per-connection state shared by its callers.
+#[derive(Clone)]
+struct Caller {
+    c: BenchClient,
+    p: Rc<Prepared>,
+    check: Option<Rc<OpSig>>,
+}
+
+impl Caller {
+    async fn call(&self) -> Result<(), BenchError> {
+        call(&self.c, &self.p, self.check.as_deref()).await
+    }
+}
+
+/// `bench latency --idl`: the operation `op` instead of bench.idl's.
+pub fn latency(o: &LatencyOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
+    session::run(
+        "latency",
+        &o.target,
+        &o.socket,
+        &o.placement,
+        |r| {
+            let p = &mut r.params;
+            param(p, "count", o.count);
+            param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
+            param(p, "warmup", o.warmup);
+            param(p, "connections", o.connections);
+            param(p, "in_flight", o.in_flight);
+            param(p, "rate", o.rate);
+            param(p, "nodelay", o.socket.nodelay);
+            param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
+            param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
+            param(p, "gen", &idl.gen);
+            param(p, "check_reply", idl.check_reply);
+        },
+        async |s: &Session, r: &mut Results| {
+            tokio::task::LocalSet::new()
+                .run_until(latency_measure(o, idl, op, s, r))
+                .await
+        },
+    )
+}
+
+async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> anyhow::Result<Vec<Caller>> {
+    let check = ic.check_reply.then(|| Rc::new(ic.sig.clone()));
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let c = s
+            .connect()
+            .await
+            .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
+        let p = Rc::new(ic.prepare(&c)?);
+        out.push(Caller {
+            c,
+            p,
+            check: check.clone(),
+        });
+    }
+    Ok(out)
+}
+
+async fn latency_measure(
+    o: &LatencyOpts,
+    idl: &IdlOpts,
+    op: &str,
+    s: &Session,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        o.connections >= 1 && o.in_flight >= 1,
+        "--connections and --in-flight must be at least 1"
+    );
+    if let Some(rate) = o.rate {
+        anyhow::ensure!(rate > 0.0 && rate.is_finite(), "--rate must be positive");
+    }
+    let ic = IdlCall::new(idl, op)?;
+    let callers = connect_callers(s, o.connections, &ic).await?;
+    let label = format!("idl {} {}B", ic.label(), ic.body_bytes);
+    let pb = Progress::new(o.output.quiet).case(&label);
+    for i in 0..o.warmup {
+        if let Err(e) = callers[i as usize % callers.len()].call().await {
+            pb.done();
+            anyhow::bail!("{label}: warm-up call failed: {e}");
+        }
+    }
+    let cpu0 = CpuTime::thread_now();
+    let start = Instant::now();
+    let tally = match o.rate {
+        None => closed_loop(o, &callers).await,
+        Some(rate) => open_loop(o, &callers, rate).await,
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::thread_now().since(cpu0);
+    pb.done();
+    let bytes = tally.calls * ic.body_bytes;
+    let mut case = Case {
+        name: label.clone(),
+        params: CaseParams {
+            ty: ic.label(),
+            size: ic.body_bytes,
+            mode: if ic.sig.oneway { "idl-oneway" } else { "idl" }.into(),
+            extra: BTreeMap::new(),
+        },
+        calls: tally.calls,
+        bytes,
+        seconds: secs,
+        calls_per_sec: tally.calls as f64 / secs.max(1e-9),
+        throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
+        histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
+        errors: tally.errors,
+        cpu: Some(CpuFigures {
+            client_user_s: cpu.user,
+            client_sys_s: cpu.sys,
+            client_s_per_mib: if bytes > 0 {
+                cpu.total() / (bytes as f64 / 1048576.0)
+            } else {
+                0.0
+            },
+            server_s: None,
+        }),
+        ..Default::default()
+    };
+    param(&mut case.params.extra, "connections", o.connections);
+    param(&mut case.params.extra, "in_flight", o.in_flight);
+    if let Some(rate) = o.rate {
+        param(&mut case.params.extra, "rate", rate);
+    }
+    param(
+        &mut case.extra,
+        "request_message_bytes",
+        callers[0].p.message().len(),
+    );
+    r.cases.push(case);
+    if let (OnError::Stop, Some(e)) = (o.on_error, tally.first_error) {
+        anyhow::bail!("{label}: {e}");
+    }
+    Ok(())
+}
+
+async fn closed_loop(o: &LatencyOpts, callers: &[Caller]) -> Tally {
+    let issued = Rc::new(AtomicU64::new(0));
+    let deadline = o.duration.map(|d| Instant::now() + d);
+    let count = if o.duration.is_some() {
+        u64::MAX
+    } else {
+        o.count
+    };
+    let stop_on_error = o.on_error == OnError::Stop;
+    let mut tasks = Vec::new();
+    for c in callers {
+        for _ in 0..o.in_flight {
+            let (c, issued) = (c.clone(), issued.clone());
+            tasks.push(tokio::task::spawn_local(async move {
+                let mut t = Tally::default();
+                loop {
+                    if issued.fetch_add(1, Ordering::Relaxed) >= count
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                        || crate::interrupt::requested()
+                    {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    match c.call().await {
+                        Ok(()) => {
+                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                            t.calls += 1;
+                        }
+                        Err(e) => {
+                            t.fail(&e);
+                            if stop_on_error {
+                                issued.store(u64::MAX / 2, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                }
+                t
+            }));
+        }
+    }
+    let mut total = Tally::default();
+    for t in tasks {
+        if let Ok(t) = t.await {
+            total.merge(t);
+        }
+    }
+    total
+}
+
+/// Calls at fixed intended times, latency from the intended time; at most
+/// 10 000 outstanding, beyond that counted as `overload`.
+async fn open_loop(o: &LatencyOpts, callers: &[Caller], rate: f64) -> Tally {
+    const MAX_OUTSTANDING: usize = 10_000;
+    let n = match o.duration {
+        Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
+        None => o.count,
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let start = tokio::time::Instant::now();
+    let outstanding = Rc::new(std::cell::Cell::new(0usize));
+    let mut tasks = Vec::new();
+    let mut total = Tally::default();
+    for i in 0..n {
+        if crate::interrupt::requested() {
+            break;
+        }
+        let intended = start + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(intended).await;
+        if outstanding.get() >= MAX_OUTSTANDING {
+            count_error(&mut total.errors, "overload".into());
+            continue;
+        }
+        outstanding.set(outstanding.get() + 1);
+        let (c, out) = (
+            callers[i as usize % callers.len()].clone(),
+            outstanding.clone(),
+        );
+        let intended = intended.into_std();
+        tasks.push(tokio::task::spawn_local(async move {
+            let mut t = Tally::default();
+            match c.call().await {
+                Ok(()) => {
+                    t.lat.record_ns(intended.elapsed().as_nanos() as u64);
+                    t.calls = 1;
+                }
+                Err(e) => t.fail(&e),
+            }
+            out.set(out.get() - 1);
+            t
+        }));
+    }
+    for t in tasks {
+        if let Ok(t) = t.await {
+            total.merge(t);
+        }
+    }
+    total
+}
+
+/// `bench throughput --idl`: the operation sent back to back (oneway or
+/// twoway as the IDL declares it) until `--total` bytes of arguments and
+/// `--min-duration` are reached. A oneway run ends with `_non_existent`
+/// on the same connection, whose reply means the server has read every
+/// oneway before it (receiver-side time).
+pub fn throughput(o: &ThroughputOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
+    session::run(
+        "throughput",
+        &o.target,
+        &o.socket,
+        &o.placement,
+        |r| {
+            let p = &mut r.params;
+            param(p, "total", o.total);
+            param(p, "min_duration_s", o.min_duration.as_secs_f64());
+            param(p, "max_duration_s", o.max_duration.as_secs_f64());
+            param(p, "nodelay", o.socket.nodelay);
+            param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
+            param(p, "gen", &idl.gen);
+            param(p, "check_reply", idl.check_reply);
+        },
+        async |s: &Session, r: &mut Results| throughput_measure(o, idl, op, s, r).await,
+    )
+}
+
+async fn throughput_measure(
+    o: &ThroughputOpts,
+    idl: &IdlOpts,
+    op: &str,
+    s: &Session,
+    r: &mut Results,
+) -> anyhow::Result<()> {
+    let ic = IdlCall::new(idl, op)?;
+    let callers = connect_callers(s, 1, &ic).await?;
+    let c = &callers[0];
+    let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
+    let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
+    let pb = Progress::new(o.output.quiet).case(&label);
+    let mut errors = BTreeMap::new();
+    let mut lat = Latency::new();
+    let (mut calls, mut bytes) = (0u64, 0u64);
+    let cpu0 = CpuTime::thread_now();
+    let start = Instant::now();
+    let mut failure = None;
+    loop {
+        let t0 = Instant::now();
+        match c.call().await {
+            Ok(()) => {
+                calls += 1;
+                bytes += ic.body_bytes;
+                if !ic.sig.oneway {
+                    lat.record_ns(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            Err(e) => {
+                count_error(&mut errors, error_kind(&e));
+                if o.on_error == OnError::Stop {
+                    failure = Some(anyhow::anyhow!("{label}: call {} failed: {e}", calls + 1));
+                    break;
+                }
+            }
+        }
+        let el = start.elapsed();
+        if ((bytes >= o.total || ic.body_bytes == 0) && el >= o.min_duration)
+            || el >= o.max_duration
+            || crate::interrupt::requested()
+        {
+            break;
+        }
+    }
+    let send_secs = start.elapsed().as_secs_f64();
+    let synced = if ic.sig.oneway && failure.is_none() {
+        c.c.call("_non_existent", |_| Ok(())).await.is_ok()
+    } else {
+        false
+    };
+    let recv_secs = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::thread_now().since(cpu0);
+    pb.done();
+    let mut case = Case {
+        name: label,
+        params: CaseParams {
+            ty: ic.label(),
+            size: ic.body_bytes,
+            mode: mode.into(),
+            extra: BTreeMap::new(),
+        },
+        calls,
+        bytes,
+        seconds: send_secs,
+        calls_per_sec: calls as f64 / send_secs.max(1e-9),
+        throughput_mbps: bytes as f64 * 8.0 / send_secs.max(1e-9) / 1e6,
+        errors,
+        ..Default::default()
+    };
+    if synced {
+        case.receiver_throughput_mbps = Some(bytes as f64 * 8.0 / recv_secs.max(1e-9) / 1e6);
+        param(&mut case.extra, "receiver_seconds", recv_secs);
+    }
+    if !lat.is_empty() {
+        case.latency_us = Some(lat.summary());
+        case.histogram = Some(lat.to_base64());
+    }
+    let mib = bytes as f64 / (1u64 << 20) as f64;
+    case.cpu = Some(CpuFigures {
+        client_user_s: cpu.user,
+        client_sys_s: cpu.sys,
+        client_s_per_mib: if mib > 0.0 { cpu.total() / mib } else { 0.0 },
+        server_s: None,
+    });
+    param(&mut case.params.extra, "path", "idl-prepared");
+    r.cases.push(case);
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,163 @@
+//! `iiopbench lab`: run the benchmarks across an emulated network on one
+//! Linux machine (issue 11, seed 003's experiment E3). Hosts are network
+//! namespaces joined by impaired links (crate `iiop-lab`); our server or a
+//! vendor ORB's runs inside one host, the bench client inside another, with
+//! the real kernel TCP between them.
+//!
+//! * `lab check` — what this kernel offers (netem, tbf, nftables, TUN).
+//! * `lab clean [--all]` — removes namespaces left by killed runs.
+//! * `lab run [--hosts …] [--link …] [--server ours|omniorb|jacorb] --
+//!   bench <kind> <args>` — builds the lab, verifies the impairments by
+//!   measuring them, starts the server, runs the bench client, writes one
+//!   results file with a `params.lab` section, removes everything.
+//! * `lab suite FILE [--quick]` — a list of conditions × cases (see
+//!   `fixtures/suites/network-2003.toml`), one results file.
+//!
+//! Between real hosts the same bench commands run without the lab: start
+//! the server on one machine (`iiopbench serve --listen <its address>:0
+//! --ior-file F` or `iiopbench orbs start omniorb --host H --ior-file F`)
+//! and on the other drop `lab run … --` and pass `--target F`
+//! (`iiopbench bench latency --target F …`).
+//!
+//! Signals: `run()` installs the CLI's SIGINT/SIGTERM flag
+//! ([`crate::interrupt`]); every wait here polls it, kills the children and
+//! drops the lab (which removes the namespaces). SIGHUP goes to the lab
+//! crate's handler (removes every lab, then dies). A watchdog removes the
+//! labs and exits if an interrupted run has not ended within 15 s.
+//!
+//! Sub-modules: [`run`] (one server + client run in a lab) and [`suite`]
+//! (the suite file and its runner).
+
+pub mod run;
+pub mod suite;
+
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::table::Table;
+
+/// `iiopbench lab …`.
+#[derive(Debug, Clone, Args)]
+pub struct LabOpts {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+/// The lab sub-commands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum LabCommand {
+    /// Probe what this machine offers the lab (namespaces, veth, TUN,
+    /// netem, tbf, nftables) and which delay mechanism will run.
+    Check,
+    /// Remove lab namespaces (`iiopb-*`) left behind by killed runs.
+    Clean {
+        /// Also remove labs whose owner process is still running.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Build a lab, verify it, run a server and a bench client across it.
+    #[command(
+        after_help = "Between real hosts: run `iiopbench serve --listen <its address>:0 \
+--ior-file srv.ior` (or `iiopbench orbs start <orb> --host <addr> --ior-file srv.ior`) on \
+the server machine, and on the client machine the same bench command without \
+`lab run … --`, plus `--target srv.ior`."
+    )]
+    Run(Box<run::RunOpts>),
+    /// Run a suite file (conditions × bench cases) in a lab.
+    Suite(Box<suite::SuiteOpts>),
+}
+
+/// Dispatch one `lab` command.
+pub fn run(o: &LabOpts) -> anyhow::Result<()> {
+    match &o.command {
+        LabCommand::Check => check(),
+        LabCommand::Clean { all } => clean(*all),
+        LabCommand::Run(r) => run::run(r),
+        LabCommand::Suite(s) => suite::run(s),
+    }
+}
+
+/// Fails with one line when not root (namespaces need CAP_NET_ADMIN).
+pub fn require_root() -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    anyhow::ensure!(
+        uid == 0,
+        "iiopbench lab needs root (network namespaces, veth, TUN need CAP_NET_ADMIN); \
+         running as uid {uid}: rerun with sudo"
+    );
+    Ok(())
+}
+
+/// Installs the signal cooperation described in the module doc: the lab
+/// crate's handler (SIGHUP and a fallback), then the CLI's flag handler
+/// again for SIGINT/SIGTERM, and a watchdog for interrupted runs.
+pub fn install_signals() -> anyhow::Result<()> {
+    iiop_lab::install_cleanup_handler()?;
+    crate::interrupt::install();
+    static WATCHDOG: std::sync::Once = std::sync::Once::new();
+    WATCHDOG.call_once(|| {
+        let _ = std::thread::Builder::new()
+            .name("lab-watchdog".into())
+            .spawn(|| {
+                while !crate::interrupt::requested() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                std::thread::sleep(Duration::from_secs(15));
+                eprintln!("iiopbench lab: interrupted run did not end in 15 s; removing the lab");
+                iiop_lab::remove_all_labs();
+                std::process::exit(130);
+            });
+    });
+    Ok(())
+}
+
+fn check() -> anyhow::Result<()> {
+    require_root()?;
+    let f = iiop_lab::probe_features()?;
+    let mut t = Table::new(["feature", "works", "used for"]).left_align(&[0, 2]);
+    let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
+    let rows: [(&str, bool, &str); 10] = [
+        ("ip (iproute2)", f.ip, "namespaces, veth, routes"),
+        ("tc", f.tc, "qdiscs"),
+        ("nft", f.nft, "random loss"),
+        ("ping", f.ping, "optional, manual checks"),
+        ("network namespaces", f.netns, "hosts"),
+        ("veth", f.veth, "links"),
+        ("TUN", f.tun, "delay relay (without netem)"),
+        ("tc netem", f.netem, "delay, jitter (optional)"),
+        ("tc tbf", f.tbf, "rate cap"),
+        ("nft numgen random", f.nft_numgen, "random loss"),
+    ];
+    for (name, ok, what) in rows {
+        t.row(vec![name.to_string(), yes(ok), what.to_string()]);
+    }
+    print!("{}", t.render());
+    println!(
+        "delay mechanism: {}",
+        if f.netem {
+            "tc netem"
+        } else {
+            "TUN relay (no netem in this kernel)"
+        }
+    );
+    anyhow::ensure!(
+        f.lab_possible(),
+        "this machine cannot build a lab: a required feature above is missing (run scripts/lab/install)"
+    );
+    println!("lab: possible");
+    Ok(())
+}
+
+fn clean(all: bool) -> anyhow::Result<()> {
+    require_root()?;
+    let removed = iiop_lab::cleanup_leftovers(iiop_lab::NAME_PREFIX, all)?;
+    if removed.is_empty() {
+        println!("no lab namespaces to remove");
+    }
+    for n in &removed {
+        println!("removed {n}");
+    }
+    Ok(())
+}

@@ -1,0 +1,538 @@
+//! `iiopbench lab suite FILE`: a suite file lists network conditions (the
+//! impairment of the client–server link) and bench cases; every case runs
+//! under every condition in one lab (re-impaired with `set_link` and
+//! re-verified per condition), and one results file holds every case,
+//! tagged with its condition in `params` (`condition`, `delay_ms`, `loss`,
+//! `rate_bps`, `nagle`, `suite_case`, `kind`, and `bench_params`: the
+//! run's own top-level `params`).
+//!
+//! The format (a plain TOML list; `fixtures/suites/network-2003.toml` is
+//! the example and documents it too):
+//!
+//! ```toml
+//! name = "network-2003"
+//! [lab]                       # topology: two hosts, one link
+//! client = "client"           # host names (defaults shown)
+//! server = "server"
+//! mtu = 1500
+//! [[lab.conditions]]          # one per network condition
+//! name = "d40-l2"
+//! link = "delay=40ms,loss=2%,rate=t1"   # both directions, `lab run --link` syntax
+//! [[cases]]                   # one per bench run, under every condition
+//! name = "pingpong"
+//! command = "latency"         # bench sub-command
+//! args = ["--op", "echo", "--size", "1,64KiB", "--count", "1000"]
+//! nagle = false               # true: TCP_NODELAY off on client and our server
+//! [quick]                     # the --quick reduction
+//! conditions = ["d40-l2"]     # subset of conditions (all when absent)
+//! cases = ["pingpong"]        # subset of cases (all when absent)
+//! set = { "--count" = "20" }  # option values replaced in every case's args
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use iiop_lab::{Impairment, Lab, LabSpec, LinkSpec, MeasureOptions};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::run::{self, Plan, ServerKind};
+use crate::interrupt;
+use crate::results::{self, Outcome, Results};
+use crate::units::parse_duration;
+
+/// `lab suite` options.
+#[derive(Debug, Clone, Args)]
+pub struct SuiteOpts {
+    /// The suite file (TOML).
+    pub file: PathBuf,
+    /// Run the suite's `[quick]` reduction.
+    #[arg(long)]
+    pub quick: bool,
+    /// Which server to run.
+    #[arg(long, value_enum, default_value_t = ServerKind::Ours)]
+    pub server: ServerKind,
+    /// Port of a vendor server.
+    #[arg(long, default_value_t = 2809)]
+    pub port: u16,
+    /// How long to wait for the server's `ready` line.
+    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    pub ready_timeout: std::time::Duration,
+    /// Run conditions whose self-check fails anyway (marked in the results).
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Write the combined results here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No summary table at the end (the bench tables still print).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A suite file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub lab: SuiteLab,
+    pub cases: Vec<SuiteCase>,
+    #[serde(default)]
+    pub quick: Option<Quick>,
+}
+
+/// The `[lab]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteLab {
+    #[serde(default = "default_client")]
+    pub client: String,
+    #[serde(default = "default_server")]
+    pub server: String,
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
+    pub conditions: Vec<Condition>,
+}
+
+fn default_client() -> String {
+    "client".into()
+}
+fn default_server() -> String {
+    "server".into()
+}
+fn default_mtu() -> u32 {
+    1500
+}
+
+/// One network condition.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub name: String,
+    /// Impairment of both directions (`delay=…,loss=…,rate=…`).
+    pub link: String,
+}
+
+/// One bench run.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteCase {
+    pub name: String,
+    /// `latency`, `throughput`, `connect`.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Nagle on: `--nodelay false` on the client and on our server.
+    #[serde(default)]
+    pub nagle: bool,
+}
+
+/// The `[quick]` reduction.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quick {
+    #[serde(default)]
+    pub conditions: Option<Vec<String>>,
+    #[serde(default)]
+    pub cases: Option<Vec<String>>,
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+}
+
+/// What a suite run does: conditions with parsed impairments, and cases
+/// with their final argument lists.
+#[derive(Debug, Clone)]
+pub struct Expanded {
+    pub conditions: Vec<(String, Impairment)>,
+    pub cases: Vec<(String, Vec<String>, bool)>,
+}
+
+impl Suite {
+    /// Parses and checks a suite file's text.
+    pub fn parse(text: &str) -> anyhow::Result<Suite> {
+        let s: Suite = toml::from_str(text)?;
+        anyhow::ensure!(!s.lab.conditions.is_empty(), "suite has no conditions");
+        anyhow::ensure!(!s.cases.is_empty(), "suite has no cases");
+        anyhow::ensure!(
+            s.lab.client != s.lab.server,
+            "client and server hosts must differ"
+        );
+        Ok(s)
+    }
+
+    /// The conditions and cases to run (the `[quick]` reduction applied).
+    pub fn expand(&self, quick: bool) -> anyhow::Result<Expanded> {
+        let q = if quick {
+            self.quick
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("suite {} has no [quick] table", self.name))?
+        } else {
+            Quick::default()
+        };
+        let mut conditions = Vec::new();
+        for c in &self.lab.conditions {
+            if q.conditions.as_ref().is_some_and(|l| !l.contains(&c.name)) {
+                continue;
+            }
+            let imp: Impairment = c
+                .link
+                .parse()
+                .with_context(|| format!("condition {}: link {:?}", c.name, c.link))?;
+            conditions.push((c.name.clone(), imp));
+        }
+        for (what, names, known) in [
+            (
+                "condition",
+                &q.conditions,
+                self.lab
+                    .conditions
+                    .iter()
+                    .map(|c| &c.name)
+                    .collect::<Vec<_>>(),
+            ),
+            (
+                "case",
+                &q.cases,
+                self.cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            ),
+        ] {
+            for n in names.iter().flatten() {
+                anyhow::ensure!(known.contains(&n), "[quick] names unknown {what} {n:?}");
+            }
+        }
+        let mut cases = Vec::new();
+        for c in &self.cases {
+            if q.cases.as_ref().is_some_and(|l| !l.contains(&c.name)) {
+                continue;
+            }
+            let mut args = vec![c.command.clone()];
+            args.extend(apply_set(&c.args, &q.set));
+            if c.nagle {
+                args.extend(["--nodelay".into(), "false".into()]);
+            }
+            cases.push((c.name.clone(), args, c.nagle));
+        }
+        Ok(Expanded { conditions, cases })
+    }
+}
+
+/// Replaces the value after each option named in `set` (options absent
+/// from `args` are left absent: a reduction never adds an option a case
+/// did not have).
+pub fn apply_set(args: &[String], set: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = args.to_vec();
+    let mut i = 0;
+    while i + 1 < out.len() {
+        if let Some(v) = set.get(&out[i]) {
+            out[i + 1] = v.clone();
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `iiopbench lab suite`.
+pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&o.file)
+        .with_context(|| format!("reading suite {}", o.file.display()))?;
+    let suite = Suite::parse(&text).with_context(|| format!("suite {}", o.file.display()))?;
+    let plan = suite.expand(o.quick)?;
+    run::require_root_and_signals()?;
+    let (c, s) = (suite.lab.client.clone(), suite.lab.server.clone());
+    let mk = |imp: Impairment| {
+        let mut l = LinkSpec::symmetric(&c, &s, imp);
+        l.mtu = suite.lab.mtu;
+        LabSpec {
+            hosts: vec![c.clone(), s.clone()],
+            links: vec![l],
+            ..LabSpec::pair("a", "b", Impairment::NONE)
+        }
+    };
+    let mut lab = Lab::create(mk(plan.conditions[0].1))?;
+    let scratch = run::Scratch::new()?;
+    let mut merged: Option<Results> = None;
+    let mut cond_sections = Vec::new();
+    let mut failure: Option<String> = None;
+    let mut complete = true;
+    let mut first = true;
+    'conds: for (cname, imp) in &plan.conditions {
+        if interrupt::requested() {
+            failure.get_or_insert("interrupted".into());
+            complete = false;
+            break;
+        }
+        println!("== condition {cname}: {imp}");
+        // A condition the lab cannot set up or measure is recorded and
+        // skipped; the results of the others are still written.
+        let set = if first {
+            Ok(())
+        } else {
+            lab.set_link(&c, &s, *imp).map_err(anyhow::Error::from)
+        };
+        first = false;
+        let v = match set.and_then(|()| run::verify(&lab, &MeasureOptions::default())) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("lab suite: condition {cname}: {e:#}");
+                complete = false;
+                failure.get_or_insert(format!("condition {cname}: {e:#}"));
+                cond_sections.push(
+                    json!({ "name": cname, "link": imp.to_string(), "error": format!("{e:#}") }),
+                );
+                continue;
+            }
+        };
+        run::print_reports(&v);
+        let mut section = json!({ "name": cname, "link": imp.to_string() });
+        merge_obj(&mut section, v.to_json());
+        cond_sections.push(section);
+        if !v.violations.is_empty() && !o.no_verify {
+            complete = false;
+            failure.get_or_insert(format!(
+                "condition {cname}: self-check failed: {}",
+                v.violations.join("; ")
+            ));
+            continue;
+        }
+        for (case_name, args, nagle) in &plan.cases {
+            if interrupt::requested() {
+                failure.get_or_insert("interrupted".into());
+                complete = false;
+                break 'conds;
+            }
+            println!("-- {cname} / {case_name}: bench {}", args.join(" "));
+            let p = Plan {
+                server: o.server,
+                server_host: s.clone(),
+                client_host: c.clone(),
+                port: o.port,
+                server_nodelay: !*nagle,
+                ready_timeout: o.ready_timeout,
+                bench: args.clone(),
+                dir: scratch.0.clone(),
+            };
+            let (r, err) = run::run_bench(&lab, &p);
+            if let Some(e) = &err {
+                complete = false;
+                eprintln!("lab suite: {cname} / {case_name}: {e:#}");
+                failure.get_or_insert(format!("{cname} / {case_name}: {e:#}"));
+            }
+            if let Some(r) = r {
+                add_results(&mut merged, r, cname, imp, case_name, *nagle);
+            }
+        }
+    }
+    lab.destroy()?;
+    let Some(mut r) = merged else {
+        anyhow::bail!(
+            "suite {} produced no results: {}",
+            suite.name,
+            failure.unwrap_or_default()
+        );
+    };
+    r.kind = "lab-suite".into();
+    r.command = std::env::args().collect();
+    r.target.isolation = Some(format!("lab: client in netns {c}, server in netns {s}"));
+    r.params.insert(
+        "lab".into(),
+        json!({
+            "suite": suite.name,
+            "quick": o.quick,
+            "server": o.server.name(),
+            "client_host": c,
+            "server_host": s,
+            "conditions": cond_sections,
+        }),
+    );
+    r.outcome = Outcome {
+        complete: complete && r.outcome.complete,
+        failure: failure.or(r.outcome.failure.clone()),
+    };
+    if !o.quiet {
+        print!("{}", summary(&r));
+    }
+    if let Some(f) = &o.json {
+        results::write_atomic(f, &results::to_json(&r))?;
+    }
+    match &r.outcome.failure {
+        Some(f) if !r.outcome.complete => anyhow::bail!("suite {}: {f}", suite.name),
+        _ => Ok(()),
+    }
+}
+
+fn merge_obj(into: &mut Value, from: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), from) {
+        a.extend(b);
+    }
+}
+
+/// Appends one run's cases (tagged with the condition) and fits to the
+/// merged results; the first run gives the file its frame.
+fn add_results(
+    merged: &mut Option<Results>,
+    mut r: Results,
+    cname: &str,
+    imp: &Impairment,
+    case_name: &str,
+    nagle: bool,
+) {
+    for case in &mut r.cases {
+        case.name = format!("{cname} {case_name} {}", case.name);
+        let e = &mut case.params.extra;
+        e.insert("condition".into(), json!(cname));
+        e.insert("suite_case".into(), json!(case_name));
+        e.insert("delay_ms".into(), json!(imp.delay.as_secs_f64() * 1000.0));
+        e.insert("jitter_ms".into(), json!(imp.jitter.as_secs_f64() * 1000.0));
+        e.insert("loss".into(), json!(imp.loss));
+        e.insert("rate_bps".into(), json!(imp.rate_bps));
+        e.insert("nagle".into(), json!(nagle));
+        e.insert("kind".into(), json!(r.kind));
+        e.insert("bench_params".into(), json!(r.params));
+    }
+    for f in &mut r.fits {
+        f.label = format!("{cname} {case_name} {}", f.label);
+    }
+    match merged {
+        None => {
+            // Per-run parameters live in each case's `bench_params`.
+            r.params.clear();
+            *merged = Some(r);
+        }
+        Some(m) => {
+            m.cases.append(&mut r.cases);
+            m.fits.append(&mut r.fits);
+            if !r.outcome.complete {
+                m.outcome.complete = false;
+                if m.outcome.failure.is_none() {
+                    m.outcome.failure = r.outcome.failure;
+                }
+            }
+        }
+    }
+}
+
+/// One line per case: condition, case, size, mean/p50 latency, throughput,
+/// errors; then the fits.
+pub fn summary(r: &Results) -> String {
+    let mut t = crate::table::Table::new([
+        "condition",
+        "case",
+        "mode",
+        "size",
+        "calls",
+        "mean ms",
+        "p50 ms",
+        "p99 ms",
+        "Mbit/s",
+        "errors",
+    ]);
+    for c in &r.cases {
+        let l = c.latency_us.unwrap_or_default();
+        let get = |k: &str| {
+            c.params
+                .extra
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        t.row([
+            get("condition"),
+            get("suite_case"),
+            c.params.mode.clone(),
+            crate::units::format_size(c.params.size),
+            c.calls.to_string(),
+            format!("{:.2}", l.mean / 1000.0),
+            format!("{:.2}", l.p50 / 1000.0),
+            format!("{:.2}", l.p99 / 1000.0),
+            format!("{:.4}", c.throughput_mbps),
+            c.errors.values().sum::<u64>().to_string(),
+        ]);
+    }
+    let mut out = t.render();
+    for f in &r.fits {
+        out.push_str(&format!(
+            "fit {}: T = {:.2} ms + {:.3} us/B * L (r2 {:.3}, {} points)\n",
+            f.label,
+            f.a_us / 1000.0,
+            f.b_us_per_byte,
+            f.r2,
+            f.points
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/suites/network-2003.toml"
+    );
+
+    #[test]
+    fn network_2003_parses_and_reduces() {
+        let s = Suite::parse(&std::fs::read_to_string(FILE).unwrap()).unwrap();
+        assert_eq!(s.name, "network-2003");
+        let full = s.expand(false).unwrap();
+        // 4 delays x 5 loss levels.
+        assert_eq!(full.conditions.len(), 20);
+        let d300 = full.conditions.iter().find(|c| c.0 == "d300-l8").unwrap().1;
+        assert_eq!(d300.delay, std::time::Duration::from_millis(300));
+        assert_eq!(d300.loss, 0.08);
+        assert_eq!(d300.rate_bps, Some(iiop_lab::T1_BPS));
+        assert!(full
+            .conditions
+            .iter()
+            .all(|c| c.1.rate_bps == Some(iiop_lab::T1_BPS)));
+        let pp = full.cases.iter().find(|c| c.0 == "pingpong").unwrap();
+        let count = pp.1.iter().position(|a| a == "--count").unwrap();
+        assert_eq!(pp.1[count + 1], "1000");
+        assert!(full.cases.iter().any(|c| c.2), "a Nagle-on case");
+        let quick = s.expand(true).unwrap();
+        assert!(quick.conditions.len() < full.conditions.len());
+        let qpp = quick.cases.iter().find(|c| c.0 == "pingpong").unwrap();
+        let count = qpp.1.iter().position(|a| a == "--count").unwrap();
+        assert_ne!(qpp.1[count + 1], "1000");
+    }
+
+    #[test]
+    fn set_replaces_only_present_options() {
+        let set: BTreeMap<String, String> = [("--count".to_string(), "5".to_string())]
+            .into_iter()
+            .collect();
+        let a = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            apply_set(&a(&["--op", "echo", "--count", "1000"]), &set),
+            a(&["--op", "echo", "--count", "5"])
+        );
+        assert_eq!(apply_set(&a(&["--op", "ping"]), &set), a(&["--op", "ping"]));
+    }
+
+    #[test]
+    fn bad_suites_are_refused() {
+        assert!(Suite::parse("name = \"x\"\ncases = []\n[lab]\nconditions = []\n").is_err());
+        let unknown_quick = r#"
+name = "x"
+[lab]
+conditions = [{ name = "a", link = "delay=5ms" }]
+[[cases]]
+name = "p"
+command = "latency"
+[quick]
+conditions = ["zz"]
+"#;
+        let s = Suite::parse(unknown_quick).unwrap();
+        let e = s.expand(true).unwrap_err();
+        assert!(e.to_string().contains("unknown condition \"zz\""), "{e}");
+        let bad_link = unknown_quick.replace("delay=5ms", "delay=5parsecs");
+        assert!(Suite::parse(&bad_link).unwrap().expand(false).is_err());
+    }
+}
