@@ -36,4 +36,4 @@ pub use ser::{to_bytes, to_writer};
 pub use typecode::{TCKind, TcDef, TypeCode};
 pub use value::{Any, Ior, TaggedProfile, Value};
 pub use wrap::{CharSeq, LongDouble, Octets, Seq, SeqElem, WChar, WString};
-pub use writer::Writer;
+pub use writer::{Segments, Splices, Writer};

@@ -71,8 +71,8 @@ use serde::ser::{self, Serialize};
 use crate::error::{CdrError, Result};
 use crate::options::{ByteOrder, CharCodeSet, Options};
 use crate::prim::Primitive;
-use crate::wrap::{self, Magic, RawGuard, RawMode};
-use crate::writer::Writer;
+use crate::wrap::{self, Magic, RawGuard, RawMode, SpliceGuard};
+use crate::writer::{Splices, Writer};
 
 impl ser::Error for CdrError {
     fn custom<T: std::fmt::Display>(msg: T) -> Self {
@@ -87,6 +87,8 @@ impl ser::Error for CdrError {
 /// back as [`CdrError::Message`] with the writer's offset appended.
 #[inline]
 pub fn to_writer<T: Serialize + ?Sized>(w: &mut Writer<'_>, value: &T) -> Result<()> {
+    // Long enough octet/char sequences offer their `Bytes` for splicing.
+    let _splice = w.splice_cutoff().map(SpliceGuard::raise);
     value
         .serialize(&mut Serializer::new(w))
         .map_err(|e| match e {
@@ -201,8 +203,16 @@ pub(crate) fn variant_disc(variant: &str) -> VariantDisc {
 #[derive(Debug)]
 pub struct Serializer<'w> {
     buf: &'w mut BytesMut,
-    /// Index in `buf` of stream offset 0 (the writer's origin).
+    /// `buf.len()` minus the stream offset, wrapping: the writer's origin
+    /// less the bytes spliced into the stream, so that `pos()` stays one
+    /// subtraction (only its value modulo 8 matters for alignment, and
+    /// wrapping arithmetic keeps that exact).
     origin: usize,
+    /// The writer's real origin index, its splice list and the spliced
+    /// bytes lying before the origin (to rebuild a [`Writer`]).
+    real_origin: usize,
+    splices: Option<&'w mut Splices>,
+    spliced_before: usize,
     order: ByteOrder,
     opts: Options,
     /// Set while a wrapper's inner value is being serialized (see
@@ -214,12 +224,16 @@ impl<'w> Serializer<'w> {
     /// A serializer appending where `w` would, with `w`'s origin, byte
     /// order and options.
     pub fn new(w: &'w mut Writer<'_>) -> Self {
-        let origin = w.buf_len() - w.position();
+        let origin = w.buf_len().wrapping_sub(w.position());
         let order = w.order();
         let opts = *w.opts();
+        let (buf, real_origin, splices, spliced_before) = w.parts();
         Serializer {
-            buf: w.buffer(),
+            buf,
             origin,
+            real_origin,
+            splices,
+            spliced_before,
             order,
             opts,
             pending: None,
@@ -229,13 +243,38 @@ impl<'w> Serializer<'w> {
     /// A writer at the serializer's current position.
     #[inline]
     pub fn writer(&mut self) -> Writer<'_> {
-        Writer::with_origin(self.buf, self.order, self.origin).options(self.opts)
+        Writer::from_parts(
+            self.buf,
+            self.order,
+            self.opts,
+            self.real_origin,
+            self.splices.as_deref_mut(),
+            self.spliced_before,
+        )
     }
 
     /// Current stream offset.
     #[inline(always)]
     fn pos(&self) -> usize {
-        self.buf.len() - self.origin
+        self.buf.len().wrapping_sub(self.origin)
+    }
+
+    /// A sequence of octets (octet or char): spliced when its `Bytes` was
+    /// offered and a splice list takes it, copied otherwise.
+    fn octet_seq(&mut self, v: &[u8]) -> Result<()> {
+        match wrap::take_offer(v) {
+            Some(b) => {
+                let r = self.writer().write_shared_octet_seq(&b);
+                // Spliced bytes are not in `buf`: move the virtual origin.
+                let total = self.splices.as_ref().map_or(0, |s| s.total());
+                self.origin = self
+                    .real_origin
+                    .wrapping_add(self.spliced_before)
+                    .wrapping_sub(total);
+                r
+            }
+            None => self.writer().write_octet_seq(v),
+        }
     }
 
     fn refuse(&self, what: &str) -> CdrError {
@@ -345,7 +384,7 @@ impl<'w> Serializer<'w> {
                 codeset: CharCodeSet::Utf8.name(),
             });
         }
-        self.writer().write_octet_seq(bytes)
+        self.octet_seq(bytes)
     }
 
     fn magic<T: Serialize + ?Sized>(&mut self, m: Magic, value: &T) -> Result<()> {
@@ -459,7 +498,7 @@ impl<'s, 'w> ser::Serializer for &'s mut Serializer<'w> {
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<()> {
         match self.pending.take() {
-            None | Some(Magic::Octets) => self.writer().write_octet_seq(v),
+            None | Some(Magic::Octets) => self.octet_seq(v),
             Some(Magic::Seq(size)) => self.raw_seq(v, size),
             Some(Magic::CharSeq) => self.char_seq(v),
             Some(Magic::LongDouble) => {
@@ -682,3 +721,82 @@ macro_rules! named_fields {
     )*};
 }
 named_fields!(SerializeStruct, SerializeStructVariant);
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use serde::Serialize;
+
+    use super::*;
+    use crate::wrap::{CharSeq, Octets, Seq};
+
+    #[derive(Serialize)]
+    struct Body {
+        tag: u8,
+        data: Octets,
+        after: f64,
+        chars: CharSeq,
+        longs: Seq<i32>,
+    }
+
+    fn body(n: usize) -> Body {
+        Body {
+            tag: 1,
+            data: Octets(Bytes::from((0..n).map(|i| i as u8).collect::<Vec<u8>>())),
+            after: 2.5,
+            chars: CharSeq(Bytes::from(vec![b'x'; n + 1])),
+            longs: Seq(vec![7; n]),
+        }
+    }
+
+    /// Encode with splicing at `cutoff`: the flattened stream and the run
+    /// lengths spliced.
+    fn spliced(v: &Body, order: ByteOrder, cutoff: usize) -> (Vec<u8>, Vec<usize>) {
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(cutoff);
+        let mut w = Writer::new(&mut buf, order).splicing(&mut sp);
+        to_writer(&mut w, v).unwrap();
+        // The writer's position counts the spliced runs.
+        assert_eq!(w.position(), buf.len() + sp.total());
+        let mut flat = BytesMut::new();
+        sp.flatten_into(&buf, &mut flat);
+        (flat.to_vec(), sp.iter().map(|(_, b)| b.len()).collect())
+    }
+
+    #[test]
+    fn octets_and_char_seqs_are_spliced_with_identical_bytes() {
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            let v = body(13);
+            let copied = to_bytes(&v, order).unwrap();
+            // 1 + pad 3 + 4 + 13 = 21, pad to 24 for the double.
+            assert_eq!(copied.len(), 24 + 8 + 4 + 14 + 2 + 4 + 13 * 4);
+            let (flat, runs) = spliced(&v, order, 13);
+            assert_eq!(flat, copied.to_vec(), "{order:?}");
+            // Octets (13) and CharSeq (14); never the Seq<i32>.
+            assert_eq!(runs, [13, 14]);
+            // Below the cutoff only the char sequence qualifies.
+            let (flat, runs) = spliced(&v, order, 14);
+            assert_eq!(flat, copied.to_vec());
+            assert_eq!(runs, [14]);
+        }
+    }
+
+    #[test]
+    fn a_stale_offer_is_never_taken_for_other_bytes() {
+        // Equal contents in other memory: copied, not spliced.
+        let a = Bytes::from(vec![5u8; 32]);
+        let other = vec![5u8; 32];
+        let mut buf = BytesMut::new();
+        let mut sp = Splices::new(1);
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        let _g = SpliceGuard::raise(1);
+        a.serialize(&mut Serializer::new(&mut w)).ok();
+        // `Bytes` itself serializes as plain bytes (no offer): copied.
+        assert!(sp.is_empty());
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).splicing(&mut sp);
+        serde::Serializer::serialize_bytes(&mut Serializer::new(&mut w), &other).unwrap();
+        assert!(sp.is_empty());
+        assert_eq!(buf.len(), 36);
+    }
+}

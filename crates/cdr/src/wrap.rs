@@ -14,8 +14,8 @@
 //! | [`WChar`]      | `wchar`             | `Writer::write_wchar`         | a `char`             |
 //! | [`WString`]    | `wstring`           | `Writer::write_wstring`       | a string             |
 //! | [`LongDouble`] | `long double`       | 16 raw octets aligned to 8    | a 16-tuple of u8     |
-//! | [`Octets`]     | `sequence<octet>`   | one copy; zero-copy decode    | bytes / u8 array     |
-//! | [`CharSeq`]    | `sequence<char>`    | one copy of the octets        | a sequence of chars  |
+//! | [`Octets`]     | `sequence<octet>`   | one copy or spliced; zero-copy decode | bytes / u8 array |
+//! | [`CharSeq`]    | `sequence<char>`    | one copy or spliced           | a sequence of chars  |
 //! | [`Seq<T>`]     | `sequence<T>`       | one copy (+ swap pass)        | a sequence of `T`    |
 //!
 //! How the raw form is handed over: when our serializer meets a magic name
@@ -27,6 +27,18 @@
 //! decodes them with one copy plus a swap pass. Tokens are raised only for
 //! the duration of one call and cleared by a guard, so a token can never
 //! leak into another serializer's run on the same thread.
+//!
+//! Splicing: when [`to_writer`](crate::to_writer) runs over a
+//! [`Writer`](crate::Writer) with a splice list, it raises the list's
+//! cutoff in a thread-local ([`SpliceGuard`]). An [`Octets`] or
+//! [`CharSeq`] at least that long then *offers* a clone of its `Bytes` (a
+//! reference count, no copy) before calling `serialize_bytes`; our
+//! serializer takes the offer only if it is exactly the slice it was given
+//! (same pointer and length) and splices it with
+//! [`Writer::write_shared`](crate::Writer::write_shared). [`Seq<T>`] is not
+//! spliced: its elements live in a `Vec<T>`, and sharing that as `Bytes`
+//! would need a copy (or a different storage type), which is what splicing
+//! is meant to avoid; host-order sequences keep their one bulk copy.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -95,6 +107,52 @@ thread_local! {
     /// The `Bytes` an octet/char sequence was decoded into, so that the
     /// visitor can return it without copying (checked by pointer and length).
     static SHARED: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+    /// Splice cutoff of the running serialization (0: not splicing).
+    static SPLICE: Cell<usize> = const { Cell::new(0) };
+    /// The `Bytes` an octet/char sequence offered for splicing.
+    static OFFER: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+}
+
+/// Raises the splice cutoff for one serialization; restores the previous
+/// one and drops any unclaimed offer when dropped.
+pub(crate) struct SpliceGuard(usize);
+
+impl SpliceGuard {
+    pub(crate) fn raise(cutoff: usize) -> SpliceGuard {
+        SpliceGuard(SPLICE.with(|c| c.replace(cutoff.max(1))))
+    }
+}
+
+impl Drop for SpliceGuard {
+    fn drop(&mut self) {
+        SPLICE.with(|c| c.set(self.0));
+        OFFER.with(|o| o.borrow_mut().take());
+    }
+}
+
+/// Offer `b` for splicing if a splicing serialization runs and `b` is long
+/// enough.
+#[inline]
+fn offer(b: &Bytes) {
+    let cut = SPLICE.with(Cell::get);
+    if cut != 0 && b.len() >= cut {
+        OFFER.with(|o| *o.borrow_mut() = Some(b.clone()));
+    }
+}
+
+/// The offered `Bytes`, if `v` is exactly its contents (same memory).
+#[inline]
+pub(crate) fn take_offer(v: &[u8]) -> Option<Bytes> {
+    if SPLICE.with(Cell::get) == 0 {
+        return None;
+    }
+    OFFER.with(|o| {
+        let mut o = o.borrow_mut();
+        match o.as_ref() {
+            Some(x) if x.as_ptr() == v.as_ptr() && x.len() == v.len() => o.take(),
+            _ => None,
+        }
+    })
 }
 
 /// Clears the thread-local token and shared buffer when dropped.
@@ -267,6 +325,7 @@ pub struct Octets(pub Bytes);
 
 impl Serialize for Octets {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        offer(&self.0);
         s.serialize_bytes(&self.0)
     }
 }
@@ -346,11 +405,12 @@ impl CharSeq {
     }
 }
 
-struct RawChars<'a>(&'a [u8]);
+struct RawChars<'a>(&'a Bytes);
 
 impl Serialize for RawChars<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if take_raw() == Some(RawMode::Encode) {
+            offer(self.0);
             return s.serialize_bytes(self.0);
         }
         s.collect_seq(self.0.iter().map(|&b| b as char))

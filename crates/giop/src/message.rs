@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use iiop_cdr::{ByteOrder, CdrError, Options, Reader, Writer};
+use iiop_cdr::{ByteOrder, CdrError, Options, Reader, Splices, Writer};
 
 use crate::codec::Frame;
 use crate::context::{ServiceContext, ServiceContextList};
@@ -587,6 +587,18 @@ impl Pending {
         Writer::with_origin(buf, self.order, self.start).options(self.opts)
     }
 
+    /// A body writer that splices long shared runs
+    /// ([`Writer::write_shared`]) into `splices` instead of copying them.
+    /// Finish the message with [`finish_spliced`](Self::finish_spliced)
+    /// and the same list.
+    pub fn writer_spliced<'a>(
+        &self,
+        buf: &'a mut BytesMut,
+        splices: &'a mut Splices,
+    ) -> Writer<'a> {
+        self.writer(buf).splicing(splices)
+    }
+
     /// Buffer index of the first byte of the message.
     pub fn start(&self) -> usize {
         self.start
@@ -616,10 +628,21 @@ impl Pending {
     /// Finish the message: drop the 1.2 pad if the body is empty, patch
     /// the size. Returns the total message length.
     pub fn finish(self, buf: &mut BytesMut) -> Result<usize> {
-        if buf.len() == self.body_start {
+        self.finish_inner(buf, 0)
+    }
+
+    /// [`finish`](Self::finish) for a message whose body was written with
+    /// [`writer_spliced`](Self::writer_spliced): the size counts the runs
+    /// in `splices` recorded after the message start.
+    pub fn finish_spliced(self, buf: &mut BytesMut, splices: &Splices) -> Result<usize> {
+        self.finish_inner(buf, splices.bytes_after(self.start))
+    }
+
+    fn finish_inner(self, buf: &mut BytesMut, spliced: usize) -> Result<usize> {
+        if buf.len() == self.body_start && spliced == 0 {
             buf.truncate(self.pad_at);
         }
-        let total = buf.len() - self.start;
+        let total = buf.len() - self.start + spliced;
         let size = u32::try_from(total - HEADER_LEN).map_err(|_| GiopError::TooLarge {
             size: total as u64,
             limit: u32::MAX as u64,

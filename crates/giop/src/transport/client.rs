@@ -9,18 +9,28 @@
 //!
 //! The request path writes the GIOP message straight into the connection's
 //! output buffer under a short lock (the body closure runs there too); the
-//! writer task takes whatever accumulated and writes it with one call, so
-//! requests issued together leave in one segment. [`Prepared`] holds a
-//! complete message so the same request can be sent again with only its
-//! request id patched.
+//! writer task takes whatever accumulated and writes it with one vectored
+//! call, so requests issued together leave in one segment. [`Prepared`]
+//! holds a complete message so the same request can be sent again with
+//! only its request id patched.
+//!
+//! Zero-copy output: the output queue is a buffer plus a [`Splices`] list.
+//! Shared runs of at least [`ClientConfig::splice_cutoff`] bytes (an
+//! [`Octets`](iiop_cdr::Octets) or [`CharSeq`](iiop_cdr::CharSeq) in a
+//! request body, the body of a [`Prepared`] message) are not copied into
+//! the buffer but queued by reference and handed to the kernel with
+//! `writev`, between the buffer pieces around them (omniORB's
+//! `directSendCutOff` idea). The bytes on the wire are the same; a message
+//! that must be fragmented is flattened first.
 
 use std::collections::HashMap;
+use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
+use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
@@ -39,8 +49,12 @@ use crate::message::{
     LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
 };
 
-/// Output bytes queued beyond which new requests wait for the writer.
+/// Output bytes queued (spliced runs included) beyond which new requests
+/// wait for the writer.
 const HIGH_WATER: usize = 8 << 20;
+
+/// Most pieces handed to one `writev` (well under every IOV_MAX).
+const MAX_IOV: usize = 64;
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -71,7 +85,16 @@ pub struct ClientConfig {
     /// When a request is the only one in flight and nothing is queued,
     /// write it from the calling task instead of waking the writer task.
     pub direct_write: bool,
+    /// Send shared byte runs at least this long (octet/char sequences in
+    /// request bodies, prepared message bodies) by reference with vectored
+    /// writes instead of copying them into the output buffer; `None`
+    /// always copies.
+    pub splice_cutoff: Option<usize>,
 }
+
+/// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
+/// output buffer costs less than an extra iovec and a reference count.
+pub const DEFAULT_SPLICE_CUTOFF: usize = 16 * 1024;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -88,6 +111,7 @@ impl Default for ClientConfig {
             fragment_size: None,
             pool_size: 1,
             direct_write: true,
+            splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
         }
     }
 }
@@ -172,11 +196,24 @@ struct PendingMap {
     dead: Option<ClientError>,
 }
 
-/// Bytes waiting to be written, and whether the writer task is writing
-/// (then callers must not write directly, or bytes would reorder).
+/// Bytes waiting to be written (the buffer with shared runs spliced in),
+/// and whether the writer task is writing (then callers must not write
+/// directly, or bytes would reorder).
 struct OutState {
     buf: BytesMut,
+    splices: Splices,
     writing: bool,
+}
+
+impl OutState {
+    /// Bytes queued, spliced runs included.
+    fn len(&self) -> usize {
+        self.buf.len() + self.splices.total()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.buf.is_empty() && self.splices.is_empty()
+    }
 }
 
 struct Shared {
@@ -190,6 +227,8 @@ struct Shared {
     code_sets_sent: AtomicBool,
     fragment_size: Option<usize>,
     direct_write: bool,
+    /// Whether request bodies splice (`ClientConfig::splice_cutoff`).
+    splice: bool,
     request_timeout: Option<Duration>,
     next_id: AtomicU32,
     out: Mutex<OutState>,
@@ -353,10 +392,12 @@ impl Connection {
             code_sets_sent: AtomicBool::new(false),
             fragment_size: cfg.fragment_size,
             direct_write: cfg.direct_write,
+            splice: cfg.splice_cutoff.is_some(),
             request_timeout: cfg.request_timeout,
             next_id: AtomicU32::new(1),
             out: Mutex::new(OutState {
                 buf: BytesMut::with_capacity(16 * 1024),
+                splices: Splices::new(cfg.splice_cutoff.unwrap_or(usize::MAX)),
                 writing: false,
             }),
             wr,
@@ -455,7 +496,7 @@ impl Connection {
     {
         let s = &self.shared;
         let res = self
-            .send(response.expects_reply(), timeout, |out, id| {
+            .send(response.expects_reply(), timeout, |out, splices, id| {
                 let ctx_buf;
                 let contexts = match self.code_set_context() {
                     Some(cs) if contexts.is_empty() => std::slice::from_ref(cs),
@@ -474,13 +515,19 @@ impl Connection {
                 };
                 let p = begin_request(out, s.version, s.order, s.opts, &head)
                     .map_err(ClientError::Encode)?;
-                body(&mut p.writer(out)).map_err(|e| {
+                let encoded = if s.splice {
+                    body(&mut p.writer_spliced(out, splices))
+                } else {
+                    body(&mut p.writer(out))
+                };
+                encoded.map_err(|e| {
                     ClientError::Encode(GiopError::Cdr {
                         what: "request body",
                         source: e,
                     })
                 })?;
-                p.finish(out).map_err(ClientError::Encode)?;
+                p.finish_spliced(out, splices)
+                    .map_err(ClientError::Encode)?;
                 Ok(())
             })
             .await?;
@@ -570,8 +617,10 @@ impl Connection {
         })
     }
 
-    /// Send a [`Prepared`] request with a fresh request id. The message
-    /// bytes are copied into the output buffer; nothing is re-marshalled.
+    /// Send a [`Prepared`] request with a fresh request id; nothing is
+    /// re-marshalled. The bytes up to the request id are copied (and the
+    /// id patched there); the rest is spliced when it reaches the splice
+    /// cutoff, copied otherwise.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
         if p.version != self.shared.version || p.order != self.shared.order {
             return Err(ClientError::Encode(GiopError::NotInVersion {
@@ -583,14 +632,20 @@ impl Connection {
             .send(
                 p.response.expects_reply(),
                 self.shared.request_timeout,
-                |out, id| {
-                    let start = out.len();
-                    out.extend_from_slice(&p.message);
+                |out, splices, id| {
                     let b = match p.order {
                         ByteOrder::Big => id.to_be_bytes(),
                         ByteOrder::Little => id.to_le_bytes(),
                     };
-                    out[start + p.id_at..start + p.id_at + 4].copy_from_slice(&b);
+                    let head = p.id_at + 4;
+                    out.extend_from_slice(&p.message[..p.id_at]);
+                    out.extend_from_slice(&b);
+                    let rest = p.message.slice(head..);
+                    if rest.len() >= splices.cutoff() {
+                        splices.push(out.len(), rest);
+                    } else {
+                        out.extend_from_slice(&rest);
+                    }
                     Ok(())
                 },
             )
@@ -606,7 +661,7 @@ impl Connection {
     pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
         let s = &self.shared;
         let res = self
-            .send(true, s.request_timeout, |out, id| {
+            .send(true, s.request_timeout, |out, _, id| {
                 encode_locate_request(out, s.version, s.order, id, target)
                     .map(|_| ())
                     .map_err(ClientError::Encode)
@@ -643,7 +698,7 @@ impl Connection {
         &self,
         expects_reply: bool,
         timeout: Option<Duration>,
-        encode: impl FnOnce(&mut BytesMut, u32) -> Result<(), ClientError>,
+        encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
     ) -> Result<Option<Incoming>, ClientError> {
         let s = &self.shared;
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
@@ -666,7 +721,7 @@ impl Connection {
         // Back-pressure: wait while the writer is far behind.
         loop {
             let notified = s.out_space.notified();
-            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).buf.len();
+            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).len();
             if queued < HIGH_WATER || s.dead().is_some() {
                 break;
             }
@@ -674,15 +729,27 @@ impl Connection {
         }
         let res = {
             let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
-            let idle = alone && st.buf.is_empty() && !st.writing;
-            let out = &mut st.buf;
+            let idle = alone && st.is_empty() && !st.writing;
+            let OutState {
+                buf: out, splices, ..
+            } = &mut *st;
             let start = out.len();
-            let mut r = encode(out, id);
+            let mut r = encode(out, splices, id);
             if r.is_ok() {
                 if let Some(fs) = s.fragment_size {
-                    if s.version.is_12() && out.len() - start > fs {
+                    let len = out.len() - start + splices.bytes_after(start);
+                    if s.version.is_12() && len > fs {
                         let msg = out.split_off(start);
-                        r = fragment_message(&msg, fs, out).map_err(ClientError::Encode);
+                        let runs = splices.split_after(start);
+                        r = if runs.is_empty() {
+                            fragment_message(&msg, fs, out)
+                        } else {
+                            // Fragments need contiguous bytes: copy.
+                            let mut flat = BytesMut::new();
+                            runs.flatten_into(&msg, &mut flat);
+                            fragment_message(&flat, fs, out)
+                        }
+                        .map_err(ClientError::Encode);
                     }
                 }
             }
@@ -695,14 +762,15 @@ impl Connection {
                     // task idle: write from this task, under the lock that
                     // orders bytes.
                     if idle {
-                        if let Ok(n) = s.wr.try_write(out) {
-                            bytes::Buf::advance(out, n);
+                        if let Ok(n) = try_write_spliced(&s.wr, out, splices) {
+                            splices.consume(out, n);
                         }
                     }
-                    Ok(!out.is_empty())
+                    Ok(!(out.is_empty() && splices.is_empty()))
                 }
                 Err(e) => {
                     out.truncate(start);
+                    splices.truncate_after(start);
                     Err(e)
                 }
             }
@@ -757,16 +825,16 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let data = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            if st.buf.is_empty() {
+            if st.is_empty() {
                 None
             } else {
                 st.writing = true;
-                Some(st.buf.split())
+                Some((st.buf.split(), st.splices.take()))
             }
         };
         match data {
-            Some(data) => {
-                let r = write_all(&shared.wr, &data).await;
+            Some((mut data, mut splices)) => {
+                let r = write_all_spliced(&shared.wr, &mut data, &mut splices).await;
                 shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
                 shared.out_space.notify_waiters();
                 if let Err(e) = r {
@@ -800,6 +868,44 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         let _ = write_all(&shared.wr, &b).await;
     }
     // The write half shuts down when the last reference to it goes.
+}
+
+/// One non-blocking write of the queued stream (`buf` with `splices`):
+/// `write` when nothing is spliced, `writev` over the pieces otherwise.
+/// Returns the bytes written; the caller consumes them.
+fn try_write_spliced(
+    wr: &OwnedWriteHalf,
+    buf: &BytesMut,
+    splices: &Splices,
+) -> std::io::Result<usize> {
+    if splices.is_empty() {
+        return wr.try_write(buf);
+    }
+    let mut iov = [IoSlice::new(&[]); MAX_IOV];
+    let mut n = 0;
+    for (slot, seg) in iov.iter_mut().zip(splices.segments(buf)) {
+        *slot = IoSlice::new(seg);
+        n += 1;
+    }
+    wr.try_write_vectored(&iov[..n])
+}
+
+/// Write the whole queued stream (`buf` with `splices`), consuming it.
+async fn write_all_spliced(
+    wr: &OwnedWriteHalf,
+    buf: &mut BytesMut,
+    splices: &mut Splices,
+) -> std::io::Result<()> {
+    while !(buf.is_empty() && splices.is_empty()) {
+        wr.writable().await?;
+        match try_write_spliced(wr, buf, splices) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => splices.consume(buf, n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// `write_all` over a shared write half.
