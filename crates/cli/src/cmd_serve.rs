@@ -20,9 +20,12 @@ use crate::sysinfo::parse_cpu_list;
 pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
     let cpus = o.cpus.as_deref().map(parse_cpu_list).transpose()?;
     let max = usize::try_from(o.max_message_size).unwrap_or(usize::MAX);
+    let reassembled = o
+        .max_reassembled_size
+        .map_or(max, |v| usize::try_from(v).unwrap_or(usize::MAX));
     let codec = CodecConfig {
         max_message_size: max,
-        max_reassembled_size: max,
+        max_reassembled_size: reassembled,
     };
     Ok(ServerOptions {
         listen: o.listen.clone(),
@@ -36,6 +39,10 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         config: ServerConfig {
             codec,
             nodelay: o.socket.nodelay,
+            max_connections: o.max_connections.max(1),
+            max_in_flight: o.max_in_flight.max(1),
+            idle_timeout: o.idle_timeout.filter(|d| !d.is_zero()),
+            read_timeout: Some(o.read_timeout).filter(|d| !d.is_zero()),
             ..ServerConfig::default()
         },
     })
@@ -64,6 +71,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         opts.config.codec.max_message_size
     )?;
     writeln!(out, "config nodelay={}", opts.config.nodelay)?;
+    crate::soak::print_limits(&mut out, &opts.config)?;
     if let Some(c) = &opts.cpus {
         writeln!(out, "config cpus={}", crate::sysinfo::format_cpu_list(c))?;
     }

@@ -28,6 +28,7 @@ pub mod progress;
 pub mod rawtcp;
 pub mod report;
 pub mod results;
+pub mod soak;
 pub mod suite;
 pub mod sysinfo;
 pub mod table;
@@ -67,6 +68,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
         Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
         Command::Serve(o) => cmd_serve::run(&o),
+        Command::Soak(o) => {
+            let (r, err) = soak::run(&o);
+            finish(&r, &o.output, err)
+        }
         Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
         Command::Report(o) => report::run(&o),

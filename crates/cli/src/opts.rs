@@ -22,6 +22,9 @@ pub enum Command {
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
     Serve(Box<ServeOpts>),
+    /// Bounded endurance run: mixed traffic from many connections, then
+    /// errors, server memory and latency drift.
+    Soak(Box<crate::soak::SoakOpts>),
     /// Invoke one operation of any server from its IDL; prints the result
     /// as JSON (docs/json-mapping.md).
     Call(Box<crate::cmd_call::CallOpts>),
@@ -211,9 +214,29 @@ pub struct ServeOpts {
     /// Server threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Largest GIOP message accepted, after fragment reassembly.
+    /// Largest GIOP message accepted (declared size of one message; a
+    /// larger one gets MessageError before its body is read).
     #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
     pub max_message_size: u64,
+    /// Largest fragmented message after reassembly, and bytes held in all
+    /// partial messages of a connection (default: --max-message-size).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub max_reassembled_size: Option<u64>,
+    /// Connections served at once; further clients wait in the backlog.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// Asynchronous requests (e.g. work with KIND_SLEEP) in flight per
+    /// connection; reading from the connection pauses at the limit.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_in_flight: usize,
+    /// Close a connection with nothing in flight after this long without a
+    /// message (default: never).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub idle_timeout: Option<Duration>,
+    /// A message that has started must be complete within this time, else
+    /// the connection is closed (0 = no limit).
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub read_timeout: Duration,
     /// Also serve the raw-TCP baseline (sink/echo) on this address
     /// (`bench tcp --target` talks to it).
     #[arg(long, value_name = "HOST:PORT")]

@@ -139,12 +139,30 @@ fn parse_addr(a: &str, what: &'static str) -> Result<ObjAddr> {
         let (h, after) = h
             .split_once(']')
             .ok_or_else(|| GiopError::reference(what, "unterminated [IPv6] host"))?;
+        if h.contains('[') {
+            return Err(GiopError::reference(what, format!("'[' inside [{h}]")));
+        }
+        if !(after.is_empty() || after.starts_with(':')) {
+            return Err(GiopError::reference(
+                what,
+                format!("junk after ]: {after:?}"),
+            ));
+        }
         (h, after.strip_prefix(':'))
     } else {
-        match hostport.rsplit_once(':') {
+        let (h, p) = match hostport.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),
             None => (hostport, None),
+        };
+        // Only a [bracketed] host may hold ':' or brackets (IPv6), so that
+        // every address prints back as it parsed (found by fuzzing).
+        if h.contains([':', '[', ']']) {
+            return Err(GiopError::reference(
+                what,
+                format!("host {h:?} needs [brackets]"),
+            ));
         }
+        (h, p)
     };
     if host.is_empty() {
         return Err(GiopError::reference(what, "empty host"));

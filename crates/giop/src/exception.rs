@@ -194,9 +194,14 @@ impl SystemException {
 
     /// Decode from a SYSTEM_EXCEPTION reply body.
     pub fn decode(r: &mut Reader<'_>) -> Result<SystemException> {
-        let repo_id = r
-            .read_string()
-            .map_err(GiopError::cdr("system exception repository id"))?;
+        // ISO 8859-1, one char per byte, as encode writes it (repository
+        // ids are ASCII in practice; found by fuzzing).
+        let repo_id: String = r
+            .read_string_bytes()
+            .map_err(GiopError::cdr("system exception repository id"))?
+            .iter()
+            .map(|&b| b as char)
+            .collect();
         let minor = r
             .read_u32()
             .map_err(GiopError::cdr("system exception minor"))?;
@@ -213,7 +218,9 @@ impl SystemException {
 
     /// Encode as a SYSTEM_EXCEPTION reply body.
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        w.write_string_bytes(self.repo_id.as_bytes())
+        let id =
+            crate::ior::latin1(&self.repo_id).unwrap_or_else(|| self.repo_id.as_bytes().to_vec());
+        w.write_string_bytes(&id)
             .map_err(GiopError::cdr("system exception repository id"))?;
         w.write_u32(self.minor);
         w.write_u32(self.completed as u32);

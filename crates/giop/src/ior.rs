@@ -186,7 +186,7 @@ impl IiopProfile {
         }
     }
 
-    /// Decode a TAG_INTERNET_IOP profile body.
+    /// Decode a TAG_INTERNET_IOP profile body (the host as ISO 8859-1).
     pub fn decode(data: &[u8]) -> Result<IiopProfile> {
         let mut r = encapsulation(data, "IIOP profile")?;
         let order = r.order();
@@ -223,7 +223,10 @@ impl IiopProfile {
         w.write_u8(self.order.flag());
         w.write_u8(self.version.major);
         w.write_u8(self.version.minor);
-        let _ = w.write_string_bytes(self.host.as_bytes());
+        // Decoded as ISO 8859-1 (one char per byte), so encoded so; a host
+        // beyond Latin-1 (not a real host name) goes out as UTF-8.
+        let host = latin1(&self.host).unwrap_or_else(|| self.host.as_bytes().to_vec());
+        let _ = w.write_string_bytes(&host);
         w.write_u16(self.port);
         let _ = w.write_octet_seq(&self.object_key);
         if self.version.minor >= 1 {
@@ -345,7 +348,15 @@ impl Ior {
 
     /// Decode from CDR (string type_id, sequence<TaggedProfile>).
     pub fn decode(r: &mut Reader<'_>) -> Result<Ior> {
-        let type_id = r.read_string().map_err(GiopError::cdr("IOR type id"))?;
+        // Repository ids are ISO 8859-1 whatever code sets a connection
+        // negotiated (the IOR exists before any negotiation): one char per
+        // byte, so decode and encode round-trip (found by fuzzing).
+        let type_id = r
+            .read_string_bytes()
+            .map_err(GiopError::cdr("IOR type id"))?
+            .iter()
+            .map(|&b| b as char)
+            .collect();
         let n = r.read_len(8).map_err(GiopError::cdr("IOR profile count"))?;
         let mut profiles = Vec::with_capacity(n.min(16));
         for _ in 0..n {
@@ -360,7 +371,9 @@ impl Ior {
 
     /// Encode as CDR.
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        w.write_string_bytes(self.type_id.as_bytes())
+        let id = latin1(&self.type_id)
+            .ok_or_else(|| GiopError::reference("IOR type id", "not ISO 8859-1"))?;
+        w.write_string_bytes(&id)
             .map_err(GiopError::cdr("IOR type id"))?;
         w.write_len(self.profiles.len())
             .map_err(GiopError::cdr("IOR profile count"))?;
@@ -559,6 +572,11 @@ impl IorBuilder {
             order: self.order,
         }
     }
+}
+
+/// `s` as ISO 8859-1 bytes, if every char fits in one.
+pub(crate) fn latin1(s: &str) -> Option<Vec<u8>> {
+    s.chars().map(|c| u8::try_from(c).ok()).collect()
 }
 
 #[cfg(test)]

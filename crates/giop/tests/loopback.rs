@@ -657,11 +657,12 @@ async fn malformed_input_gets_message_error() {
         .await
         .unwrap()
         .unwrap();
-    // No valid message came first, so the version is 1.0; our byte order.
+    // Magic and version are valid (only the type is not): the answer is
+    // in that version, 1.2; our byte order.
     let flags = ByteOrder::NATIVE.flag();
     assert_eq!(
         &b[..],
-        &[b'G', b'I', b'O', b'P', 1, 0, flags, 6, 0, 0, 0, 0]
+        &[b'G', b'I', b'O', b'P', 1, 2, flags, 6, 0, 0, 0, 0]
     );
     assert_eq!(b.len(), 12);
     s.stop().await;

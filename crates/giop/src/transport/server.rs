@@ -13,6 +13,16 @@
 //! SYNC_WITH_SERVER requests are answered like twoways, after the handler
 //! ran (with whatever body it wrote, empty for a oneway operation).
 //! Malformed input gets a MessageError and the connection is closed.
+//!
+//! Limits (all in [`ServerConfig`]): connections at once, asynchronous
+//! requests in flight per connection (reading pauses at the limit), the
+//! declared size of one message and of fragments being reassembled
+//! (checked on the 12-byte header, before any body byte is buffered; room
+//! is never reserved for a declared size — the buffer grows only as bytes
+//! arrive, so announcing a large message costs nothing), the idle timeout
+//! (no message, nothing in flight: CloseConnection) and the read timeout
+//! (a message that has started must be complete within it, else the
+//! connection is closed without a word: the defence against slow clients).
 //! Shutdown (the future given to [`serve`]) stops accepting and reading,
 //! lets in-flight requests finish, then sends CloseConnection.
 
@@ -30,8 +40,9 @@ use tokio::task::JoinSet;
 
 use crate::codec::{fragment_message, CodecConfig, Decoder, Frame};
 use crate::context::{default_options, CodeSetContext, ServiceContextList};
+use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
-use crate::header::{MsgType, Version};
+use crate::header::{Header, MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
 use crate::message::{
     begin_reply, encode_empty, encode_locate_reply, Body, LocateReply, LocateStatus, Message,
@@ -46,6 +57,10 @@ pub struct ServerConfig {
     /// Close a connection (with CloseConnection) after this long without
     /// a message and with nothing in flight.
     pub idle_timeout: Option<Duration>,
+    /// A message whose first byte has arrived (and a fragmented message
+    /// whose first fragment has) must be complete within this time, or the
+    /// connection is closed (no MessageError: nothing was malformed).
+    pub read_timeout: Option<Duration>,
     /// Asynchronous handler calls running at once per connection.
     pub max_in_flight: usize,
     /// Limits on incoming messages (maximum message size).
@@ -63,6 +78,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_connections: 1024,
             idle_timeout: None,
+            read_timeout: Some(Duration::from_secs(60)),
             max_in_flight: 64,
             codec: CodecConfig::default(),
             fragment_size: None,
@@ -290,6 +306,8 @@ impl<H: Handler> ConnTask<H> {
         let mut closing = *stop.borrow();
         let mut peer_gone = false;
         let mut aborted = false;
+        // When the message being read (or reassembled) started.
+        let mut started: Option<tokio::time::Instant> = None;
         loop {
             // Handle what is buffered (also after async replies freed room).
             let next = self.process(&mut decoder, &mut inbuf, &mut out);
@@ -314,6 +332,13 @@ impl<H: Handler> ConnTask<H> {
                 inbuf.reserve(64 * 1024);
             }
             let can_read = !closing && !peer_gone && self.in_flight < self.cfg.max_in_flight;
+            let reading = can_read && (!inbuf.is_empty() || decoder.in_progress());
+            started = match (reading, started) {
+                (false, _) => None,
+                (true, None) => Some(tokio::time::Instant::now()),
+                (true, s) => s,
+            };
+            let read_deadline = started.zip(self.cfg.read_timeout).map(|(s, t)| s + t);
             let idle = self
                 .cfg
                 .idle_timeout
@@ -338,6 +363,10 @@ impl<H: Handler> ConnTask<H> {
                 }
                 _ = sleep_opt(idle), if idle.is_some() => {
                     closing = true;
+                }
+                _ = sleep_until_opt(read_deadline), if read_deadline.is_some() => {
+                    aborted = true;
+                    break;
                 }
             }
         }
@@ -366,7 +395,7 @@ impl<H: Handler> ConnTask<H> {
 
     fn process(&mut self, decoder: &mut Decoder, inbuf: &mut BytesMut, out: &mut BytesMut) -> Next {
         while self.in_flight < self.cfg.max_in_flight {
-            let frame = match decoder.decode(inbuf) {
+            let frame = match next_frame(decoder, inbuf, &mut self.last_version) {
                 Ok(Some(f)) => f,
                 Ok(None) => return Next::Continue,
                 Err(_) => return self.message_error(out),
@@ -631,9 +660,127 @@ impl<H: Handler> ConnTask<H> {
     }
 }
 
+/// The next complete message in `inbuf`. Unlike [`Decoder::decode`] on the
+/// whole buffer, this hands the decoder one complete message at a time, so
+/// it never reserves room for a declared size whose bytes have not arrived
+/// (1000 connections announcing 100 MiB each would otherwise reserve
+/// 100 GB of address space). Invalid or oversized headers still go to the
+/// decoder at once, which rejects them.
+///
+/// `version` is set to the version of each header seen (when the magic and
+/// version are valid even if the rest is not), for the MessageError.
+fn next_frame(
+    decoder: &mut Decoder,
+    inbuf: &mut BytesMut,
+    version: &mut Version,
+) -> Result<Option<Frame>, GiopError> {
+    loop {
+        if inbuf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let total = match Header::parse(&inbuf[..HEADER_LEN]) {
+            Ok(h) => {
+                *version = h.version;
+                if h.size as usize > decoder.config().max_message_size {
+                    return decoder.decode(inbuf);
+                }
+                h.total_len()
+            }
+            Err(_) => {
+                if inbuf[..4] == *b"GIOP" {
+                    if let Ok(v) = Version::new(inbuf[4], inbuf[5]) {
+                        *version = v;
+                    }
+                }
+                return decoder.decode(inbuf);
+            }
+        };
+        if inbuf.len() < total {
+            return Ok(None);
+        }
+        let mut one = inbuf.split_to(total);
+        if let Some(f) = decoder.decode(&mut one)? {
+            return Ok(Some(f));
+        }
+        // A fragment was absorbed into a partial message: go on.
+    }
+}
+
+async fn sleep_until_opt(t: Option<tokio::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn sleep_opt(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_frame_never_reserves_for_a_declared_size() {
+        let mut d = Decoder::new(CodecConfig {
+            max_message_size: 512 << 20,
+            max_reassembled_size: 512 << 20,
+        });
+        let h = Header::new(
+            Version::V1_2,
+            ByteOrder::Little,
+            MsgType::Request,
+            100 << 20,
+        );
+        let mut buf = BytesMut::with_capacity(1024);
+        buf.extend_from_slice(&h.to_bytes());
+        buf.extend_from_slice(&[0; 100]);
+        let mut v = Version::V1_0;
+        assert_eq!(next_frame(&mut d, &mut buf, &mut v), Ok(None));
+        assert_eq!(buf.capacity(), 1024, "no room reserved for 100 MiB");
+        assert_eq!(buf.len(), 112);
+        assert_eq!(v, Version::V1_2);
+    }
+
+    #[test]
+    fn next_frame_passes_whole_messages_and_absorbs_fragments() {
+        let mut d = Decoder::default();
+        let o = ByteOrder::Little;
+        let mut first = Header::new(Version::V1_2, o, MsgType::Request, 8);
+        first.more_fragments = true;
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&first.to_bytes());
+        buf.extend_from_slice(&[7, 0, 0, 0, 1, 2, 3, 4]);
+        let frag = Header::new(Version::V1_2, o, MsgType::Fragment, 6);
+        buf.extend_from_slice(&frag.to_bytes());
+        buf.extend_from_slice(&[7, 0, 0, 0, 5, 6]);
+        // A second message, incomplete: waits.
+        let next = Header::new(Version::V1_1, o, MsgType::CancelRequest, 4);
+        buf.extend_from_slice(&next.to_bytes());
+        buf.extend_from_slice(&[9]);
+        let mut v = Version::V1_0;
+        let f = next_frame(&mut d, &mut buf, &mut v).unwrap().unwrap();
+        assert_eq!(&f.payload[..], &[7, 0, 0, 0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(f.header.size, 10);
+        assert_eq!(next_frame(&mut d, &mut buf, &mut v), Ok(None));
+        assert_eq!(v, Version::V1_1);
+        assert_eq!(buf.len(), 13);
+    }
+
+    #[test]
+    fn next_frame_rejects_bad_headers_with_their_version() {
+        let mut d = Decoder::default();
+        let mut buf = BytesMut::from(&b"GIOP\x01\x01\x00\x09\x00\x00\x00\x00"[..]);
+        let mut v = Version::V1_0;
+        assert!(next_frame(&mut d, &mut buf, &mut v).is_err());
+        assert_eq!(v, Version::V1_1);
+        let mut buf = BytesMut::from(&b"GIOP\x01\x07\x00\x00\x00\x00\x00\x00"[..]);
+        let mut v = Version::V1_2;
+        assert!(next_frame(&mut d, &mut buf, &mut v).is_err());
+        assert_eq!(v, Version::V1_2, "an unknown version leaves the last one");
     }
 }
