@@ -92,10 +92,36 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     while !crate::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
     }
+    let handler = srv.handler().clone();
     let s = srv.stop()?;
+    // Per-connection counters (every connection has ended by now: stop()
+    // waits for them), then the totals — the contract's last line.
+    let conns = handler.connections();
+    const SHOWN: usize = 100;
+    for c in conns.iter().rev().take(SHOWN).rev() {
+        println!(
+            "connection {} peer={} requests={} oneways={} bytes_in={} bytes_out={} seconds={:.3}",
+            c.id,
+            c.peer.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+            c.requests,
+            c.oneways,
+            c.bytes_in,
+            c.bytes_out,
+            c.seconds
+        );
+    }
+    if conns.len() > SHOWN {
+        println!("connections: {} more not shown", conns.len() - SHOWN);
+    }
     println!(
-        "stats calls={} oneways={} bytes={} cpu_seconds={:.3} last_mark={} mark_disorder={}",
-        s.calls, s.oneways, s.bytes, s.cpu_seconds, s.last_mark, s.mark_disorder
+        "stats calls={} oneways={} bytes={} cpu_seconds={:.3} last_mark={} mark_disorder={} connections={}",
+        s.calls,
+        s.oneways,
+        s.bytes,
+        s.cpu_seconds,
+        s.last_mark,
+        s.mark_disorder,
+        conns.len()
     );
     drop(raw);
     Ok(())

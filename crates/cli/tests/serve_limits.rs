@@ -244,4 +244,20 @@ fn sigterm_lets_the_call_in_flight_finish_and_exits_zero() {
         stats.starts_with("stats calls=2 oneways=0 bytes=0 "),
         "{stats}"
     );
+    // Per-connection counters come before the totals, one line each.
+    let conns: Vec<&str> = rest
+        .lines()
+        .filter(|l| l.starts_with("connection "))
+        .collect();
+    assert!(!conns.is_empty(), "{rest}");
+    assert!(
+        conns
+            .iter()
+            .all(|l| l.contains(" peer=127.0.0.1:") && l.contains(" requests=")),
+        "{rest}"
+    );
+    assert!(
+        stats.ends_with(&format!(" connections={}", conns.len())),
+        "{stats}"
+    );
 }

@@ -13,7 +13,8 @@ use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
+    handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler, LocateOutcome, Outcome,
+    RequestContext,
 };
 use iiop_giop::SystemException;
 
@@ -49,7 +50,13 @@ pub struct BenchHandler {
     skeleton: Skeleton,
     /// Where we listen, for the IORs `get_single` returns.
     addr: OnceLock<(String, u16)>,
+    /// Per-connection counters of the connections that ended (the most
+    /// recent [`MAX_CONNECTION_RECORDS`]), printed at shutdown.
+    closed: std::sync::Mutex<std::collections::VecDeque<ConnectionSummary>>,
 }
+
+/// How many ended connections' counters are kept.
+pub const MAX_CONNECTION_RECORDS: usize = 10_000;
 
 fn marshal_error() -> Dispatch {
     Dispatch::Done(Outcome::System(SystemException::marshal(
@@ -110,12 +117,23 @@ impl BenchHandler {
             counters: Arc::new(Counters::new()),
             skeleton,
             addr: OnceLock::new(),
+            closed: Default::default(),
         }
     }
 
     /// The shared counters (printed at shutdown).
     pub fn counters(&self) -> &Arc<Counters> {
         &self.counters
+    }
+
+    /// Counters of the connections that have ended, oldest first.
+    pub fn connections(&self) -> Vec<ConnectionSummary> {
+        self.closed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// Which skeleton decodes arguments.
@@ -329,6 +347,14 @@ impl Handler for BenchHandler {
                 unreachable!("handled above")
             }
         }
+    }
+
+    fn connection_closed(&self, summary: &ConnectionSummary) {
+        let mut c = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        if c.len() == MAX_CONNECTION_RECORDS {
+            c.pop_front();
+        }
+        c.push_back(summary.clone());
     }
 
     fn locate(&self, object_key: &[u8]) -> LocateOutcome {

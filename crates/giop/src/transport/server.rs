@@ -107,6 +107,26 @@ pub struct RequestContext<'a> {
     pub options: Options,
     /// The body, for handlers that go asynchronous and need to own it.
     pub body: &'a Body,
+    /// Which connection the request came on (numbered from 1 per server).
+    pub connection: u64,
+}
+
+/// What one connection carried, handed to [`Handler::connection_closed`]
+/// when it ends (also at graceful shutdown).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionSummary {
+    /// Numbered from 1 in accept order, as in [`RequestContext::connection`].
+    pub id: u64,
+    pub peer: Option<std::net::SocketAddr>,
+    /// Requests received (twoway and oneway).
+    pub requests: u64,
+    /// Of which oneways.
+    pub oneways: u64,
+    /// Bytes read from and written to the socket.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// How long the connection was open.
+    pub seconds: f64,
 }
 
 /// How a request ended.
@@ -173,6 +193,11 @@ pub trait Handler: Send + Sync + 'static {
         reply: &mut Writer<'_>,
     ) -> Dispatch;
 
+    /// A connection ended; what it carried (for per-connection counters).
+    fn connection_closed(&self, summary: &ConnectionSummary) {
+        let _ = summary;
+    }
+
     /// Answer a LocateRequest for `object_key`.
     fn locate(&self, object_key: &[u8]) -> LocateOutcome {
         let _ = object_key;
@@ -223,6 +248,7 @@ pub async fn serve<H: Handler>(
     let (stop_tx, stop_rx) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
     let mut tasks = JoinSet::new();
+    let mut next_conn = 0u64;
     tokio::pin!(shutdown);
     loop {
         while tasks.try_join_next().is_some() {}
@@ -233,10 +259,13 @@ pub async fn serve<H: Handler>(
                 Err(_) => break,
             },
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = &mut shutdown => break,
             r = listener.accept() => match r {
-                Ok((s, _)) => s,
+                Ok((s, peer)) => {
+                    next_conn += 1;
+                    (s, peer)
+                }
                 Err(_) => {
                     // EMFILE and friends: back off instead of spinning.
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -247,7 +276,9 @@ pub async fn serve<H: Handler>(
         let _ = stream.set_nodelay(cfg.nodelay);
         let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
         tasks.spawn(async move {
-            ConnTask::new(h, c).run(stream, rx).await;
+            ConnTask::new(h, c, next_conn, Some(peer))
+                .run(stream, rx)
+                .await;
             drop(permit);
         });
     }
@@ -272,6 +303,9 @@ struct ConnTask<H> {
     in_flight: usize,
     done_tx: mpsc::UnboundedSender<AsyncDone>,
     done_rx: mpsc::UnboundedReceiver<AsyncDone>,
+    /// Per-connection counters, reported when the connection ends.
+    summary: ConnectionSummary,
+    opened: std::time::Instant,
 }
 
 /// What to do after processing input.
@@ -286,7 +320,12 @@ enum Next {
 }
 
 impl<H: Handler> ConnTask<H> {
-    fn new(handler: Arc<H>, cfg: Arc<ServerConfig>) -> Self {
+    fn new(
+        handler: Arc<H>,
+        cfg: Arc<ServerConfig>,
+        id: u64,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         ConnTask {
             handler,
@@ -296,10 +335,26 @@ impl<H: Handler> ConnTask<H> {
             in_flight: 0,
             done_tx,
             done_rx,
+            summary: ConnectionSummary {
+                id,
+                peer,
+                requests: 0,
+                oneways: 0,
+                bytes_in: 0,
+                bytes_out: 0,
+                seconds: 0.0,
+            },
+            opened: std::time::Instant::now(),
         }
     }
 
-    async fn run(mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+    async fn run(mut self, stream: TcpStream, stop: watch::Receiver<bool>) {
+        self.serve_connection(stream, stop).await;
+        self.summary.seconds = self.opened.elapsed().as_secs_f64();
+        self.handler.connection_closed(&self.summary);
+    }
+
+    async fn serve_connection(&mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
         let mut decoder = Decoder::new(self.cfg.codec);
         let mut inbuf = BytesMut::with_capacity(64 * 1024);
         let mut out = BytesMut::with_capacity(64 * 1024);
@@ -315,6 +370,7 @@ impl<H: Handler> ConnTask<H> {
                 if stream.write_all(&out).await.is_err() {
                     return;
                 }
+                self.summary.bytes_out += out.len() as u64;
                 out.clear();
             }
             match next {
@@ -346,7 +402,7 @@ impl<H: Handler> ConnTask<H> {
             tokio::select! {
                 r = stream.read_buf(&mut inbuf), if can_read => match r {
                     Ok(0) | Err(_) => peer_gone = true,
-                    Ok(_) => {}
+                    Ok(n) => self.summary.bytes_in += n as u64,
                 },
                 Some(done) = self.done_rx.recv() => {
                     self.in_flight -= 1;
@@ -477,6 +533,8 @@ impl<H: Handler> ConnTask<H> {
         let opts = self.options(version);
         let h = &req.header;
         let expects = h.response.expects_reply();
+        self.summary.requests += 1;
+        self.summary.oneways += u64::from(!expects);
         let start = out.len();
         let Some(key) = h.target.object_key() else {
             if expects {
@@ -500,6 +558,7 @@ impl<H: Handler> ConnTask<H> {
             response_expected: expects,
             options: opts,
             body: &req.body,
+            connection: self.summary.id,
         };
         let p = match begin_reply(
             out,
