@@ -118,15 +118,35 @@ async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
 
 /// What the callers of one point measured together.
 #[derive(Debug, Default)]
-struct Tally {
-    lat: Latency,
-    calls: u64,
-    errors: BTreeMap<String, u64>,
-    first_error: Option<String>,
+pub(crate) struct Tally {
+    pub(crate) lat: Latency,
+    pub(crate) calls: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
+    pub(crate) first_error: Option<String>,
+}
+
+/// One caller of a latency run: something that makes one call. The loops
+/// below drive any of them (bench.idl calls here, IDL-driven ones in
+/// `dynamic::bench`).
+pub(crate) trait Invoke: Clone + 'static {
+    fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>>;
+}
+
+/// A connection and what to send on it.
+#[derive(Debug, Clone)]
+struct Caller {
+    c: BenchClient,
+    what: Call,
+}
+
+impl Invoke for Caller {
+    async fn invoke(&self) -> Result<(), BenchError> {
+        call(&self.c, &self.what).await
+    }
 }
 
 impl Tally {
-    fn merge(&mut self, o: Tally) {
+    pub(crate) fn merge(&mut self, o: Tally) {
         self.lat.merge(&o.lat);
         self.calls += o.calls;
         for (k, v) in o.errors {
@@ -137,7 +157,7 @@ impl Tally {
         }
     }
 
-    fn fail(&mut self, e: &BenchError) {
+    pub(crate) fn fail(&mut self, e: &BenchError) {
         count_error(&mut self.errors, error_kind(e));
         if self.first_error.is_none() {
             self.first_error = Some(e.to_string());
@@ -223,10 +243,16 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             }
         };
         let pb = progress.case(&label);
+        let callers: Vec<Caller> = conns
+            .iter()
+            .map(|c| Caller {
+                c: c.clone(),
+                what: what.clone(),
+            })
+            .collect();
         // Warm-up, spread over the connections, not recorded.
         for i in 0..o.warmup {
-            let c = &conns[i as usize % conns.len()];
-            if let Err(e) = call(c, &what).await {
+            if let Err(e) = callers[i as usize % callers.len()].invoke().await {
                 pb.done();
                 anyhow::bail!("{label}: warm-up call failed: {e}");
             }
@@ -234,8 +260,8 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         let cpu0 = CpuTime::thread_now();
         let start = Instant::now();
         let tally = match o.rate {
-            None => closed_loop(o, &conns, &what).await,
-            Some(rate) => open_loop(o, &conns, &what, rate).await,
+            None => closed_loop(o, &callers).await,
+            Some(rate) => open_loop(o, &callers, rate).await,
         };
         let secs = start.elapsed().as_secs_f64();
         let cpu = CpuTime::thread_now().since(cpu0);
@@ -301,7 +327,9 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     Ok(())
 }
 
-async fn closed_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call) -> Tally {
+/// Every caller issues its next call when the previous one returns,
+/// `--in-flight` times over, until `--count` calls or `--duration`.
+pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Tally {
     let issued = Rc::new(AtomicU64::new(0));
     let deadline = o.duration.map(|d| Instant::now() + d);
     let count = if o.duration.is_some() {
@@ -311,9 +339,9 @@ async fn closed_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call) -> Tal
     };
     let stop_on_error = o.on_error == OnError::Stop;
     let mut tasks = Vec::new();
-    for c in conns {
+    for c in callers {
         for _ in 0..o.in_flight {
-            let (c, what, issued) = (c.clone(), what.clone(), issued.clone());
+            let (c, issued) = (c.clone(), issued.clone());
             tasks.push(tokio::task::spawn_local(async move {
                 let mut t = Tally::default();
                 loop {
@@ -324,7 +352,7 @@ async fn closed_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call) -> Tal
                         break;
                     }
                     let t0 = Instant::now();
-                    match call(&c, &what).await {
+                    match c.invoke().await {
                         Ok(()) => {
                             t.lat.record_ns(t0.elapsed().as_nanos() as u64);
                             t.calls += 1;
@@ -354,7 +382,7 @@ async fn closed_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call) -> Tal
 /// Calls at fixed intended times; each latency counts from its intended
 /// time. At most 10 000 calls are outstanding; beyond that, calls are
 /// counted as `overload` errors rather than queued without bound.
-async fn open_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call, rate: f64) -> Tally {
+pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f64) -> Tally {
     const MAX_OUTSTANDING: usize = 10_000;
     let n = match o.duration {
         Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
@@ -376,15 +404,14 @@ async fn open_loop(o: &LatencyOpts, conns: &[BenchClient], what: &Call, rate: f6
             continue;
         }
         outstanding.set(outstanding.get() + 1);
-        let (c, what, out) = (
-            conns[i as usize % conns.len()].clone(),
-            what.clone(),
+        let (c, out) = (
+            callers[i as usize % callers.len()].clone(),
             outstanding.clone(),
         );
         let intended = intended.into_std();
         tasks.push(tokio::task::spawn_local(async move {
             let mut t = Tally::default();
-            match call(&c, &what).await {
+            match c.invoke().await {
                 Ok(()) => {
                     t.lat.record_ns(intended.elapsed().as_nanos() as u64);
                     t.calls = 1;

@@ -8,8 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::BytesMut;
 use iiop_cdr::Writer;
@@ -19,7 +18,7 @@ use iiop_servers::client::{BenchClient, BenchError};
 
 use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};
-use crate::bench::latency::LatencyOpts;
+use crate::bench::latency::{closed_loop, open_loop, Invoke, LatencyOpts};
 use crate::bench::session::{self, Session};
 use crate::bench::throughput::ThroughputOpts;
 use crate::bench::{count_error, error_kind, OnError};
@@ -115,34 +114,6 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
     Ok(())
 }
 
-#[derive(Debug, Default)]
-struct Tally {
-    lat: Latency,
-    calls: u64,
-    errors: BTreeMap<String, u64>,
-    first_error: Option<String>,
-}
-
-impl Tally {
-    fn merge(&mut self, o: Tally) {
-        self.lat.merge(&o.lat);
-        self.calls += o.calls;
-        for (k, v) in o.errors {
-            *self.errors.entry(k).or_insert(0) += v;
-        }
-        if self.first_error.is_none() {
-            self.first_error = o.first_error;
-        }
-    }
-
-    fn fail(&mut self, e: &BenchError) {
-        count_error(&mut self.errors, error_kind(e));
-        if self.first_error.is_none() {
-            self.first_error = Some(e.to_string());
-        }
-    }
-}
-
 /// Per-connection state shared by its callers.
 #[derive(Clone)]
 struct Caller {
@@ -151,8 +122,8 @@ struct Caller {
     check: Option<Rc<OpSig>>,
 }
 
-impl Caller {
-    async fn call(&self) -> Result<(), BenchError> {
+impl Invoke for Caller {
+    async fn invoke(&self) -> Result<(), BenchError> {
         call(&self.c, &self.p, self.check.as_deref()).await
     }
 }
@@ -223,7 +194,7 @@ async fn latency_measure(
     let label = format!("idl {} {}B", ic.label(), ic.body_bytes);
     let pb = Progress::new(o.output.quiet).case(&label);
     for i in 0..o.warmup {
-        if let Err(e) = callers[i as usize % callers.len()].call().await {
+        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
             pb.done();
             anyhow::bail!("{label}: warm-up call failed: {e}");
         }
@@ -283,106 +254,6 @@ async fn latency_measure(
     Ok(())
 }
 
-async fn closed_loop(o: &LatencyOpts, callers: &[Caller]) -> Tally {
-    let issued = Rc::new(AtomicU64::new(0));
-    let deadline = o.duration.map(|d| Instant::now() + d);
-    let count = if o.duration.is_some() {
-        u64::MAX
-    } else {
-        o.count
-    };
-    let stop_on_error = o.on_error == OnError::Stop;
-    let mut tasks = Vec::new();
-    for c in callers {
-        for _ in 0..o.in_flight {
-            let (c, issued) = (c.clone(), issued.clone());
-            tasks.push(tokio::task::spawn_local(async move {
-                let mut t = Tally::default();
-                loop {
-                    if issued.fetch_add(1, Ordering::Relaxed) >= count
-                        || deadline.is_some_and(|d| Instant::now() >= d)
-                        || crate::interrupt::requested()
-                    {
-                        break;
-                    }
-                    let t0 = Instant::now();
-                    match c.call().await {
-                        Ok(()) => {
-                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
-                            t.calls += 1;
-                        }
-                        Err(e) => {
-                            t.fail(&e);
-                            if stop_on_error {
-                                issued.store(u64::MAX / 2, Ordering::Relaxed);
-                                break;
-                            }
-                        }
-                    }
-                }
-                t
-            }));
-        }
-    }
-    let mut total = Tally::default();
-    for t in tasks {
-        if let Ok(t) = t.await {
-            total.merge(t);
-        }
-    }
-    total
-}
-
-/// Calls at fixed intended times, latency from the intended time; at most
-/// 10 000 outstanding, beyond that counted as `overload`.
-async fn open_loop(o: &LatencyOpts, callers: &[Caller], rate: f64) -> Tally {
-    const MAX_OUTSTANDING: usize = 10_000;
-    let n = match o.duration {
-        Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
-        None => o.count,
-    };
-    let interval = Duration::from_secs_f64(1.0 / rate);
-    let start = tokio::time::Instant::now();
-    let outstanding = Rc::new(std::cell::Cell::new(0usize));
-    let mut tasks = Vec::new();
-    let mut total = Tally::default();
-    for i in 0..n {
-        if crate::interrupt::requested() {
-            break;
-        }
-        let intended = start + interval.mul_f64(i as f64);
-        tokio::time::sleep_until(intended).await;
-        if outstanding.get() >= MAX_OUTSTANDING {
-            count_error(&mut total.errors, "overload".into());
-            continue;
-        }
-        outstanding.set(outstanding.get() + 1);
-        let (c, out) = (
-            callers[i as usize % callers.len()].clone(),
-            outstanding.clone(),
-        );
-        let intended = intended.into_std();
-        tasks.push(tokio::task::spawn_local(async move {
-            let mut t = Tally::default();
-            match c.call().await {
-                Ok(()) => {
-                    t.lat.record_ns(intended.elapsed().as_nanos() as u64);
-                    t.calls = 1;
-                }
-                Err(e) => t.fail(&e),
-            }
-            out.set(out.get() - 1);
-            t
-        }));
-    }
-    for t in tasks {
-        if let Ok(t) = t.await {
-            total.merge(t);
-        }
-    }
-    total
-}
-
 /// `bench throughput --idl`: the operation sent back to back (oneway or
 /// twoway as the IDL declares it) until `--total` bytes of arguments and
 /// `--min-duration` are reached. A oneway run ends with `_non_existent`
@@ -429,7 +300,7 @@ async fn throughput_measure(
     let mut failure = None;
     loop {
         let t0 = Instant::now();
-        match c.call().await {
+        match c.invoke().await {
             Ok(()) => {
                 calls += 1;
                 bytes += ic.body_bytes;
