@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use bytes::Bytes;
 use iiop_cdr::typecode::UnionMember;
@@ -18,13 +17,13 @@ use iiop_cdr::{Any, Ior as CdrIor, TCKind, TcDef, TypeCode, Value};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+    handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
 };
 use iiop_giop::SystemException;
 use iiop_idl::{DefId, Direction, Spec};
-use tokio::sync::oneshot;
 
 use crate::bench::counters::Counters;
+use crate::run::ServerThread;
 
 /// What the server answers.
 #[derive(Debug, Clone, Default)]
@@ -473,11 +472,9 @@ pub struct IdlServerOptions {
 /// An [`IdlHandler`] serving on threads of its own until stopped/dropped.
 #[derive(Debug)]
 pub struct IdlServer {
-    addr: SocketAddr,
     ior: Ior,
     handler: Arc<IdlHandler>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<std::io::Result<()>>>,
+    server: ServerThread,
 }
 
 impl IdlServer {
@@ -488,76 +485,27 @@ impl IdlServer {
         opts: IdlServerOptions,
     ) -> std::io::Result<IdlServer> {
         let handler = Arc::new(handler);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let h = handler.clone();
-        let thread = std::thread::Builder::new()
-            .name(crate::bench::counters::SERVER_THREAD_PREFIX.into())
-            .spawn(move || -> std::io::Result<()> {
-                let cpus = opts.cpus.clone();
-                if let Some(c) = &cpus {
-                    crate::affinity::pin_current_thread(c)?;
-                }
-                let mut b = if opts.threads <= 1 {
-                    tokio::runtime::Builder::new_current_thread()
-                } else {
-                    let mut b = tokio::runtime::Builder::new_multi_thread();
-                    b.worker_threads(opts.threads);
-                    b
-                };
-                let rt = b
-                    .enable_all()
-                    .thread_name(crate::bench::counters::SERVER_THREAD_PREFIX)
-                    .on_thread_start(move || {
-                        if let Some(c) = &cpus {
-                            let _ = crate::affinity::pin_current_thread(c);
-                        }
-                    })
-                    .build()?;
-                rt.block_on(async move {
-                    let listener = match tokio::net::TcpListener::bind(&opts.listen).await {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let msg = format!("cannot listen on {}: {e}", opts.listen);
-                            let _ = ready_tx.send(Err(std::io::Error::new(e.kind(), msg)));
-                            return Ok(());
-                        }
-                    };
-                    let _ = ready_tx.send(listener.local_addr());
-                    serve(listener, h, opts.config, async {
-                        let _ = stop_rx.await;
-                    })
-                    .await
-                })
-            })?;
-        let addr = match ready_rx.recv() {
-            Ok(Ok(a)) => a,
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                return Err(e);
-            }
-            Err(_) => {
-                let _ = thread.join();
-                return Err(std::io::Error::other(
-                    "IDL server thread died while starting",
-                ));
-            }
-        };
+        let server = ServerThread::spawn(
+            handler.clone(),
+            &opts.listen,
+            opts.threads,
+            opts.cpus,
+            opts.config,
+        )?;
+        let addr = server.addr();
         let ior = Ior::builder(handler.repo_id())
             .iiop(&addr.ip().to_string(), addr.port(), key.to_vec(), &[])
             .build();
         Ok(IdlServer {
-            addr,
             ior,
             handler,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            server,
         })
     }
 
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// The served object's IOR.
@@ -572,25 +520,6 @@ impl IdlServer {
 
     /// Stop accepting, let in-flight requests finish, join the threads.
     pub fn stop(mut self) -> std::io::Result<()> {
-        self.shutdown()
-    }
-
-    fn shutdown(&mut self) -> std::io::Result<()> {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            match t.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(std::io::Error::other("IDL server thread panicked")),
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for IdlServer {
-    fn drop(&mut self) {
-        let _ = self.shutdown();
+        self.server.stop()
     }
 }

@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use iiop_giop::transport::server::{serve, ServerConfig};
+use iiop_giop::transport::server::{serve, Handler, ServerConfig};
 use tokio::sync::oneshot;
 
-use crate::bench::counters::Stats;
+use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
 use crate::reference::{BenchHandler, References, Skeleton};
 
 /// How to run the server.
@@ -39,40 +39,47 @@ impl Default for ServerOptions {
     }
 }
 
-/// A server running on its own threads; stopped (gracefully: in-flight
-/// requests finish) by [`RunningServer::stop`] or on drop.
+/// A GIOP server on a tokio runtime and threads of its own (optionally
+/// pinned), bound before `spawn` returns; stopped gracefully — in-flight
+/// requests finish — by [`ServerThread::stop`] or on drop. Our reference
+/// server and the IDL-driven server both run on it.
 #[derive(Debug)]
-pub struct RunningServer {
-    refs: References,
-    handler: Arc<BenchHandler>,
+pub struct ServerThread {
+    addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<std::io::Result<()>>>,
 }
 
-impl RunningServer {
-    /// Bind and start serving; returns once the listener is bound.
-    pub fn start(opts: ServerOptions) -> std::io::Result<RunningServer> {
-        let handler = Arc::new(BenchHandler::new(opts.skeleton));
+impl ServerThread {
+    /// Bind `listen` and serve `handler` on `threads` runtime threads
+    /// (named [`SERVER_THREAD_PREFIX`] so their CPU is attributed to the
+    /// server), each pinned to `cpus` when given.
+    pub fn spawn<H: Handler>(
+        handler: Arc<H>,
+        listen: &str,
+        threads: usize,
+        cpus: Option<Vec<usize>>,
+        config: ServerConfig,
+    ) -> std::io::Result<ServerThread> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let h = handler.clone();
+        let listen = listen.to_string();
         let thread = std::thread::Builder::new()
-            .name("iiopbench-server".into())
+            .name(SERVER_THREAD_PREFIX.into())
             .spawn(move || -> std::io::Result<()> {
-                let cpus = opts.cpus.clone();
                 if let Some(c) = &cpus {
                     crate::affinity::pin_current_thread(c)?;
                 }
-                let mut b = if opts.threads <= 1 {
+                let mut b = if threads <= 1 {
                     tokio::runtime::Builder::new_current_thread()
                 } else {
                     let mut b = tokio::runtime::Builder::new_multi_thread();
-                    b.worker_threads(opts.threads);
+                    b.worker_threads(threads);
                     b
                 };
                 let rt = b
                     .enable_all()
-                    .thread_name("iiopbench-server")
+                    .thread_name(SERVER_THREAD_PREFIX)
                     .on_thread_start(move || {
                         if let Some(c) = &cpus {
                             let _ = crate::affinity::pin_current_thread(c);
@@ -80,41 +87,87 @@ impl RunningServer {
                     })
                     .build()?;
                 rt.block_on(async move {
-                    let listener = match tokio::net::TcpListener::bind(&opts.listen).await {
+                    let listener = match tokio::net::TcpListener::bind(&listen).await {
                         Ok(l) => l,
                         Err(e) => {
-                            let msg = format!("cannot listen on {}: {e}", opts.listen);
+                            let msg = format!("cannot listen on {listen}: {e}");
                             let _ = ready_tx.send(Err(std::io::Error::new(e.kind(), msg)));
                             return Ok(());
                         }
                     };
                     let _ = ready_tx.send(listener.local_addr());
-                    serve(listener, h, opts.config, async {
+                    serve(listener, handler, config, async {
                         let _ = stop_rx.await;
                     })
                     .await
                 })
             })?;
-        let addr = match ready_rx.recv() {
-            Ok(Ok(a)) => a,
+        match ready_rx.recv() {
+            Ok(Ok(addr)) => Ok(ServerThread {
+                addr,
+                stop: Some(stop_tx),
+                thread: Some(thread),
+            }),
             Ok(Err(e)) => {
                 let _ = thread.join();
-                return Err(e);
+                Err(e)
             }
-            Err(_) => {
-                let r = thread.join();
-                return Err(match r {
-                    Ok(Err(e)) => e,
-                    _ => std::io::Error::other("server thread died while starting"),
-                });
-            }
-        };
-        let refs = References::new(&handler, addr);
+            Err(_) => Err(match thread.join() {
+                Ok(Err(e)) => e,
+                _ => std::io::Error::other("server thread died while starting"),
+            }),
+        }
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop accepting, let in-flight requests finish, join the threads
+    /// (idempotent).
+    pub fn stop(&mut self) -> std::io::Result<()> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        match self.thread.take().map(JoinHandle::join) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(std::io::Error::other("server thread panicked")),
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Our reference server running on a [`ServerThread`].
+#[derive(Debug)]
+pub struct RunningServer {
+    refs: References,
+    handler: Arc<BenchHandler>,
+    server: ServerThread,
+}
+
+impl RunningServer {
+    /// Bind and start serving; returns once the listener is bound.
+    pub fn start(opts: ServerOptions) -> std::io::Result<RunningServer> {
+        let handler = Arc::new(BenchHandler::new(opts.skeleton));
+        let server = ServerThread::spawn(
+            handler.clone(),
+            &opts.listen,
+            opts.threads,
+            opts.cpus,
+            opts.config,
+        )?;
+        let refs = References::new(&handler, server.addr());
         Ok(RunningServer {
             refs,
             handler,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            server,
         })
     }
 
@@ -140,25 +193,7 @@ impl RunningServer {
 
     /// Stop accepting, let in-flight requests finish, join the threads.
     pub fn stop(mut self) -> std::io::Result<Stats> {
-        self.shutdown()
-    }
-
-    fn shutdown(&mut self) -> std::io::Result<Stats> {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            match t.join() {
-                Ok(r) => r?,
-                Err(_) => return Err(std::io::Error::other("server thread panicked")),
-            }
-        }
+        self.server.stop()?;
         Ok(self.stats())
-    }
-}
-
-impl Drop for RunningServer {
-    fn drop(&mut self) {
-        let _ = self.shutdown();
     }
 }
