@@ -176,6 +176,77 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value of a sequence or array of `element` holding `items`, in
+    /// the representation [`Value::decode`] produces (packed vectors for
+    /// primitives, columns for structs): the inverse of
+    /// [`element`](Self::element). Items of the wrong kind become defaults.
+    pub fn from_elements(element: &TypeCode, items: Vec<Value>) -> Value {
+        use TCKind::*;
+        macro_rules! p {
+            ($v:ident, $seq:ident) => {
+                Value::$seq(
+                    items
+                        .into_iter()
+                        .map(|x| match x {
+                            Value::$v(y) => y,
+                            _ => Default::default(),
+                        })
+                        .collect(),
+                )
+            };
+        }
+        match element.unalias().def() {
+            TcDef::Basic(tk_short) => p!(Short, ShortSeq),
+            TcDef::Basic(tk_ushort) => p!(UShort, UShortSeq),
+            TcDef::Basic(tk_long) => p!(Long, LongSeq),
+            TcDef::Basic(tk_ulong) => p!(ULong, ULongSeq),
+            TcDef::Basic(tk_longlong) => p!(LongLong, LongLongSeq),
+            TcDef::Basic(tk_ulonglong) => p!(ULongLong, ULongLongSeq),
+            TcDef::Basic(tk_float) => p!(Float, FloatSeq),
+            TcDef::Basic(tk_double) => p!(Double, DoubleSeq),
+            TcDef::Basic(tk_boolean) => p!(Boolean, BooleanSeq),
+            TcDef::Basic(tk_char) => Value::CharSeq(
+                items
+                    .into_iter()
+                    .map(|x| match x {
+                        Value::Char(c) => c as u32 as u8,
+                        _ => 0,
+                    })
+                    .collect(),
+            ),
+            TcDef::Basic(tk_octet) => Value::OctetSeq(Bytes::from(
+                items
+                    .into_iter()
+                    .map(|x| match x {
+                        Value::Octet(c) => c,
+                        _ => 0,
+                    })
+                    .collect::<Vec<u8>>(),
+            )),
+            TcDef::Enum { .. } => p!(Enum, EnumSeq),
+            TcDef::Struct { members, .. } if !members.is_empty() => {
+                let n = items.len();
+                let mut cols: Vec<Vec<Value>> =
+                    (0..members.len()).map(|_| Vec::with_capacity(n)).collect();
+                for it in items {
+                    if let Value::Struct(vals) = it {
+                        for (j, v) in vals.into_iter().enumerate() {
+                            cols[j].push(v);
+                        }
+                    }
+                }
+                Value::StructSeq(
+                    members
+                        .iter()
+                        .zip(cols)
+                        .map(|(m, c)| Value::from_elements(&m.tc, c))
+                        .collect(),
+                )
+            }
+            _ => Value::Seq(items),
+        }
+    }
+
     /// A short name of the variant, for errors.
     pub fn variant_name(&self) -> &'static str {
         use Value::*;

@@ -5,7 +5,6 @@
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{Any, ByteOrder, Reader, TCKind, TypeCode, Value, Writer};
-use iiop_servers::idl_server::pack_like_decoder;
 use iiopbench::dynamic::json::{from_json, to_json, typecode_from_json, typecode_to_json, NoNames};
 use proptest::prelude::*;
 use serde_json::json;
@@ -417,13 +416,13 @@ impl G {
                 let max = if *bound == 0 { 4 } else { *bound as u64 + 1 };
                 let n = if depth > 3 { 0 } else { self.next() % max };
                 let items = (0..n).map(|_| self.value(element, depth + 1)).collect();
-                pack_like_decoder(element, items)
+                Value::from_elements(element, items)
             }
             TcDef::Array { element, length } => {
                 let items = (0..*length)
                     .map(|_| self.value(element, depth + 1))
                     .collect();
-                pack_like_decoder(element, items)
+                Value::from_elements(element, items)
             }
             other => panic!("no generator for {other:?}"),
         }

@@ -352,7 +352,7 @@ fn default_in(tc: &TypeCode, enclosing: &mut Vec<TypeCode>) -> Value {
             let items: Vec<Value> = (0..*length)
                 .map(|_| default_in(element, enclosing))
                 .collect();
-            pack_like_decoder(element, items)
+            Value::from_elements(element, items)
         }
         TcDef::ValueBox { .. } | TcDef::Value { .. } | TcDef::Recursive { .. } => Value::Null,
     }
@@ -385,76 +385,7 @@ fn union_default(disc_tc: &TypeCode, default_index: i32, members: &[UnionMember]
 }
 
 fn empty_seq(element: &TypeCode) -> Value {
-    pack_like_decoder(element, Vec::new())
-}
-
-/// Element values as the representation the decoder produces for a
-/// sequence or array of `element` (packed vectors, struct columns).
-pub fn pack_like_decoder(element: &TypeCode, items: Vec<Value>) -> Value {
-    use TCKind::*;
-    macro_rules! p {
-        ($v:ident, $seq:ident) => {
-            Value::$seq(
-                items
-                    .into_iter()
-                    .map(|x| match x {
-                        Value::$v(y) => y,
-                        _ => Default::default(),
-                    })
-                    .collect(),
-            )
-        };
-    }
-    match element.unalias().def() {
-        TcDef::Basic(tk_short) => p!(Short, ShortSeq),
-        TcDef::Basic(tk_ushort) => p!(UShort, UShortSeq),
-        TcDef::Basic(tk_long) => p!(Long, LongSeq),
-        TcDef::Basic(tk_ulong) => p!(ULong, ULongSeq),
-        TcDef::Basic(tk_longlong) => p!(LongLong, LongLongSeq),
-        TcDef::Basic(tk_ulonglong) => p!(ULongLong, ULongLongSeq),
-        TcDef::Basic(tk_float) => p!(Float, FloatSeq),
-        TcDef::Basic(tk_double) => p!(Double, DoubleSeq),
-        TcDef::Basic(tk_boolean) => p!(Boolean, BooleanSeq),
-        TcDef::Basic(tk_char) => Value::CharSeq(
-            items
-                .into_iter()
-                .map(|x| match x {
-                    Value::Char(c) => c as u32 as u8,
-                    _ => 0,
-                })
-                .collect(),
-        ),
-        TcDef::Basic(tk_octet) => Value::OctetSeq(Bytes::from(
-            items
-                .into_iter()
-                .map(|x| match x {
-                    Value::Octet(c) => c,
-                    _ => 0,
-                })
-                .collect::<Vec<u8>>(),
-        )),
-        TcDef::Enum { .. } => p!(Enum, EnumSeq),
-        TcDef::Struct { members, .. } if !members.is_empty() => {
-            let n = items.len();
-            let mut cols: Vec<Vec<Value>> =
-                (0..members.len()).map(|_| Vec::with_capacity(n)).collect();
-            for it in items {
-                if let Value::Struct(vals) = it {
-                    for (j, v) in vals.into_iter().enumerate() {
-                        cols[j].push(v);
-                    }
-                }
-            }
-            Value::StructSeq(
-                members
-                    .iter()
-                    .zip(cols)
-                    .map(|(m, c)| pack_like_decoder(&m.tc, c))
-                    .collect(),
-            )
-        }
-        _ => Value::Seq(items),
-    }
+    Value::from_elements(element, Vec::new())
 }
 
 /// How to run an [`IdlServer`].

@@ -6,7 +6,6 @@
 
 use bytes::Bytes;
 use iiop_cdr::{Any, Ior, TCKind, TcDef, TypeCode, Value};
-use iiop_servers::idl_server::pack_like_decoder;
 
 /// Parsed `--gen`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,7 +233,7 @@ impl Gen<'_> {
             }
             _ => {
                 let items: Vec<Value> = (0..n).map(|_| self.value(element, r)).collect();
-                pack_like_decoder(element, items)
+                Value::from_elements(element, items)
             }
         };
         self.nesting -= 1;

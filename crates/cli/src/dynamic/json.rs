@@ -1122,7 +1122,7 @@ impl Dec<'_> {
                 let mut rows = Vec::with_capacity(a.len());
                 for (i, x) in a.iter().enumerate() {
                     match self.dec(element, x, &format!("{path}[{i}]"))? {
-                        Value::Struct(r) => rows.push(r),
+                        row @ Value::Struct(_) => rows.push(row),
                         other => {
                             return err(
                                 path,
@@ -1131,7 +1131,7 @@ impl Dec<'_> {
                         }
                     }
                 }
-                columns(members, rows)
+                Value::from_elements(element, rows)
             }
             _ => {
                 let a = items(j, path)?;
@@ -1168,69 +1168,4 @@ pub fn default_disc(
         _ => 1 << 16,
     };
     (0..limit).find(|&v| !used(v))
-}
-
-/// Rows of struct values as the column-wise [`Value::StructSeq`] the
-/// decoder produces: a packed vector per primitive member, `Seq` others.
-pub fn columns(members: &[StructMember], rows: Vec<Vec<Value>>) -> Value {
-    let n = rows.len();
-    let mut cols: Vec<Vec<Value>> = (0..members.len()).map(|_| Vec::with_capacity(n)).collect();
-    for r in rows {
-        for (j, v) in r.into_iter().enumerate() {
-            cols[j].push(v);
-        }
-    }
-    Value::StructSeq(
-        members
-            .iter()
-            .zip(cols)
-            .map(|(m, c)| pack(&m.tc, c))
-            .collect(),
-    )
-}
-
-/// Element values of type `el` as the decoder's sequence representation.
-pub fn pack(el: &TypeCode, c: Vec<Value>) -> Value {
-    use TCKind::*;
-    macro_rules! p {
-        ($variant:ident, $seq:ident) => {
-            Value::$seq(
-                c.into_iter()
-                    .map(|v| match v {
-                        Value::$variant(x) => x,
-                        _ => Default::default(),
-                    })
-                    .collect(),
-            )
-        };
-    }
-    match el.unalias().def() {
-        TcDef::Basic(tk_short) => p!(Short, ShortSeq),
-        TcDef::Basic(tk_ushort) => p!(UShort, UShortSeq),
-        TcDef::Basic(tk_long) => p!(Long, LongSeq),
-        TcDef::Basic(tk_ulong) => p!(ULong, ULongSeq),
-        TcDef::Basic(tk_longlong) => p!(LongLong, LongLongSeq),
-        TcDef::Basic(tk_ulonglong) => p!(ULongLong, ULongLongSeq),
-        TcDef::Basic(tk_float) => p!(Float, FloatSeq),
-        TcDef::Basic(tk_double) => p!(Double, DoubleSeq),
-        TcDef::Basic(tk_boolean) => p!(Boolean, BooleanSeq),
-        TcDef::Basic(tk_char) => Value::CharSeq(
-            c.into_iter()
-                .map(|v| match v {
-                    Value::Char(x) => x as u32 as u8,
-                    _ => 0,
-                })
-                .collect(),
-        ),
-        TcDef::Basic(tk_octet) => Value::OctetSeq(Bytes::from(
-            c.into_iter()
-                .map(|v| match v {
-                    Value::Octet(x) => x,
-                    _ => 0,
-                })
-                .collect::<Vec<u8>>(),
-        )),
-        TcDef::Enum { .. } => p!(Enum, EnumSeq),
-        _ => Value::Seq(c),
-    }
 }
