@@ -74,40 +74,51 @@ fn typecode(elem: Elem) -> &'static TypeCode {
     &typecodes()[elem as usize]
 }
 
-/// Payload bytes of a dynamically decoded sequence, by bench.idl's rules.
+/// Payload bytes of a dynamically decoded sequence, by bench.idl's rules,
+/// read straight from the decoded representation (no element copies: this
+/// runs on every call of the dynamic skeleton).
 pub fn value_bytes(elem: Elem, v: &Value, char_set: CharCodeSet) -> u64 {
     let slen = |s: &str| match char_set {
         CharCodeSet::Latin1 => s.chars().count() as u64,
         CharCodeSet::Utf8 => s.len() as u64,
     };
-    let string = |s: &str| 4 + slen(s) + 1;
-    let items = |v: &Value| -> Vec<Value> {
-        let n = v.len().unwrap_or(0);
-        (0..n).filter_map(|i| v.element(i)).collect()
+    let string = |v: &Value| match v {
+        Value::String(s) => 4 + slen(s) + 1,
+        _ => 0,
     };
     if let Some(stride) = elem.fixed_stride() {
         return v.len().unwrap_or(0) as u64 * stride;
     }
-    items(v)
-        .iter()
-        .map(|e| match (elem, e) {
-            (Elem::String, Value::String(s)) => string(s),
-            (Elem::WString, Value::WString(s)) => 4 + 2 * s.encode_utf16().count() as u64,
-            (Elem::MyStruct, Value::Struct(m)) => match m.get(1) {
-                Some(Value::String(s)) => 1 + string(s) + 4,
+    match (elem, v) {
+        (Elem::String, Value::Seq(xs)) => xs.iter().map(string).sum(),
+        (Elem::WString, Value::Seq(xs)) => xs
+            .iter()
+            .map(|x| match x {
+                Value::WString(s) => 4 + 2 * s.encode_utf16().count() as u64,
                 _ => 0,
-            },
-            (Elem::Variant, Value::Union { value, .. }) => {
-                4 + match value.as_ref() {
-                    Value::Long(_) => 4,
-                    Value::Double(_) => 8,
-                    Value::String(s) => string(s),
-                    _ => 1,
-                }
-            }
+            })
+            .sum(),
+        // MyStruct { boolean b; string s; long l; } decodes by column.
+        (Elem::MyStruct, Value::StructSeq(cols)) => match cols.get(1) {
+            Some(Value::Seq(ss)) => ss.iter().map(|s| 1 + string(s) + 4).sum(),
             _ => 0,
-        })
-        .sum()
+        },
+        (Elem::Variant, Value::Seq(xs)) => xs
+            .iter()
+            .map(|x| match x {
+                Value::Union { value, .. } => {
+                    4 + match value.as_ref() {
+                        Value::Long(_) => 4,
+                        Value::Double(_) => 8,
+                        s @ Value::String(_) => string(s),
+                        _ => 1,
+                    }
+                }
+                _ => 0,
+            })
+            .sum(),
+        _ => 0,
+    }
 }
 
 impl BenchHandler {
