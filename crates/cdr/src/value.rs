@@ -181,6 +181,13 @@ impl Value {
     /// primitives, columns for structs): the inverse of
     /// [`element`](Self::element). Items of the wrong kind become defaults.
     pub fn from_elements(element: &TypeCode, items: Vec<Value>) -> Value {
+        Self::pack_elements(element, items, true)
+    }
+
+    /// `columns`: whether a struct element goes by column. Only the
+    /// outermost one does: the decoder keeps a struct-typed member's column
+    /// as one `Struct` value per element (`Seq`).
+    fn pack_elements(element: &TypeCode, items: Vec<Value>, columns: bool) -> Value {
         use TCKind::*;
         macro_rules! p {
             ($v:ident, $seq:ident) => {
@@ -224,7 +231,7 @@ impl Value {
                     .collect::<Vec<u8>>(),
             )),
             TcDef::Enum { .. } => p!(Enum, EnumSeq),
-            TcDef::Struct { members, .. } if !members.is_empty() => {
+            TcDef::Struct { members, .. } if columns && !members.is_empty() => {
                 let n = items.len();
                 let mut cols: Vec<Vec<Value>> =
                     (0..members.len()).map(|_| Vec::with_capacity(n)).collect();
@@ -239,7 +246,7 @@ impl Value {
                     members
                         .iter()
                         .zip(cols)
-                        .map(|(m, c)| Value::from_elements(&m.tc, c))
+                        .map(|(m, c)| Value::pack_elements(&m.tc, c, false))
                         .collect(),
                 )
             }
