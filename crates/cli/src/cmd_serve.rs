@@ -39,6 +39,8 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         config: ServerConfig {
             codec,
             nodelay: o.socket.nodelay,
+            send_buffer: o.socket.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
+            recv_buffer: o.socket.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
             max_connections: o.max_connections.max(1),
             max_in_flight: o.max_in_flight.max(1),
             idle_timeout: o.idle_timeout.filter(|d| !d.is_zero()),
@@ -71,6 +73,14 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         opts.config.codec.max_message_size
     )?;
     writeln!(out, "config nodelay={}", opts.config.nodelay)?;
+    for (name, v) in [
+        ("sndbuf", opts.config.send_buffer),
+        ("rcvbuf", opts.config.recv_buffer),
+    ] {
+        if let Some(v) = v {
+            writeln!(out, "config {name}={v}")?;
+        }
+    }
     crate::soak::print_limits(&mut out, &opts.config)?;
     if let Some(c) = &opts.cpus {
         writeln!(out, "config cpus={}", crate::sysinfo::format_cpu_list(c))?;

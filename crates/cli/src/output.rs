@@ -104,6 +104,7 @@ pub fn human(r: &Results) -> String {
         tab.row(row);
     }
     out.push_str(&tab.render());
+    breakdown_table(r, &mut out);
     for f in &r.fits {
         out.push_str(&format!(
             "  fit {}: latency = {} + {:.5} µs/byte{} (R² {:.3}, {} points)\n",
@@ -126,6 +127,48 @@ pub fn human(r: &Results) -> String {
         out.push_str(&format!("  INCOMPLETE: {f}\n"));
     }
     out
+}
+
+/// E0.5: µs per call in each phase, client then server, for the cases
+/// that have a breakdown; the last column is the client's phases as a share
+/// of the measured time.
+fn breakdown_table(r: &Results, out: &mut String) {
+    const CLIENT: [&str; 5] = ["marshal", "write", "wait", "read", "demarshal"];
+    const SERVER: [&str; 5] = ["read", "decode", "upcall", "marshal", "write"];
+    let cases: Vec<_> = r
+        .cases
+        .iter()
+        .filter_map(|c| c.breakdown.as_ref().map(|b| (c, b)))
+        .filter(|(c, _)| c.calls > 0)
+        .collect();
+    if cases.is_empty() {
+        return;
+    }
+    let has_server = cases.iter().any(|(_, b)| b.contains_key("server_requests"));
+    let mut header = vec!["breakdown (µs/call)".to_string()];
+    header.extend(CLIENT.iter().map(|p| p.to_string()));
+    if has_server {
+        header.extend(SERVER.iter().map(|p| format!("srv {p}")));
+    }
+    header.push("of time".into());
+    let mut tab = Table::new(header);
+    for (c, b) in cases {
+        let per = |k: &str, n: u64| {
+            b.get(k)
+                .map(|v| micros(v * 1e6 / n.max(1) as f64))
+                .unwrap_or_else(|| "-".into())
+        };
+        let mut row = vec![c.name.clone()];
+        row.extend(CLIENT.iter().map(|k| per(k, c.calls)));
+        if has_server {
+            let n = b.get("server_requests").copied().unwrap_or(0.0) as u64;
+            row.extend(SERVER.iter().map(|k| per(&format!("server_{k}"), n)));
+        }
+        let client: f64 = CLIENT.iter().filter_map(|k| b.get(*k)).sum();
+        row.push(format!("{:.0} %", 100.0 * client / c.seconds.max(1e-9)));
+        tab.row(row);
+    }
+    out.push_str(&tab.render());
 }
 
 /// HdrHistogram interval log, one interval per case that has a histogram.

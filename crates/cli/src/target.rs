@@ -48,6 +48,10 @@ pub struct TargetOpts {
     /// small message limits).
     #[arg(long, value_parser = crate::units::parse_size, value_name = "SIZE")]
     pub fragment_size: Option<u64>,
+    /// Phase timing (E0.5, `--breakdown`): the client times its calls, and
+    /// an embedded server adds its phases here. Not a flag of its own.
+    #[arg(skip)]
+    pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
 }
 
 /// `--order`.
@@ -91,6 +95,7 @@ pub fn client_config(t: &TargetOpts, s: &SocketArgs) -> ClientConfig {
         connect_timeout: t.timeout,
         request_timeout: Some(t.timeout),
         fragment_size: t.fragment_size.map(|v| v as usize),
+        phase_timing: t.phases.is_some(),
         ..ClientConfig::default()
     }
 }
@@ -118,6 +123,9 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {
                 nodelay: s.nodelay,
+                send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
+                recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+                phases: t.phases.clone(),
                 ..Default::default()
             },
             ..ServerOptions::default()

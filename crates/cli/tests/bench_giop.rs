@@ -95,7 +95,38 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
                 assert_eq!(h.len(), calls);
             }
             if path == ["--breakdown"] {
-                assert!(c["breakdown"]["marshal"].as_f64().unwrap() > 0.0);
+                let b = &c["breakdown"];
+                let ph = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{k} in {b}"));
+                let back = ["wait", "read", "demarshal"];
+                if mode == "oneway" {
+                    // Nothing comes back for a oneway.
+                    for k in back {
+                        assert_eq!(ph(k), 0.0, "{mode} {k}");
+                    }
+                } else {
+                    for k in back {
+                        assert!(ph(k) > 0.0, "{mode} {k}");
+                    }
+                }
+                for k in ["marshal", "write"] {
+                    assert!(ph(k) > 0.0, "{mode} {k}");
+                }
+                // The client's phases fit in the time measured.
+                let client: f64 = ["marshal", "write", "wait", "read", "demarshal"]
+                    .iter()
+                    .map(|k| ph(k))
+                    .sum();
+                assert!(client <= c["seconds"].as_f64().unwrap() * 1.01, "{b}");
+                // The embedded server timed every request (+ reset, stats).
+                assert_eq!(ph("server_requests") as u64, calls + 1, "{mode}");
+                for k in [
+                    "server_read",
+                    "server_decode",
+                    "server_upcall",
+                    "server_marshal",
+                ] {
+                    assert!(ph(k) > 0.0, "{mode} {k}");
+                }
             }
             // GIOP 1.2 request header for this op plus the sequence length:
             // a fixed, small overhead.

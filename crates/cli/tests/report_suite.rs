@@ -146,10 +146,14 @@ fn ttcp_quick_suite_then_report() {
         .expect("breakdown figure");
     for t in [
         "marshal",
-        "write_wait_read",
+        "write",
+        "wait",
+        "read",
         "demarshal",
         "ours octet 1KiB",
         "ours perfstruct 4KiB",
+        "ours perfstruct 4KiB · server",
+        "server upcall",
     ] {
         assert!(bd.iter().any(|x| x == t), "{t}: {bd:?}");
     }

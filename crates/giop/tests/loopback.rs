@@ -408,6 +408,7 @@ async fn timeouts_then_the_connection_still_works() {
     let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
         .await
         .unwrap();
+    let t0 = std::time::Instant::now();
     let e = c
         .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
             w.write_u32(400);
@@ -415,12 +416,65 @@ async fn timeouts_then_the_connection_still_works() {
         })
         .await
         .unwrap_err();
+    // Never early; late by at most two reaper rounds (1/16 of the
+    // timeout each, at least 1 ms) plus scheduling.
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(50) && took < Duration::from_millis(250),
+        "timed out after {took:?}"
+    );
     assert!(
         matches!(e, ClientError::Timeout { after, .. } if after == Duration::from_millis(50)),
         "{e}"
     );
     assert_eq!(echo_long(&c, 11).await, 11);
     s.stop().await;
+}
+
+#[tokio::test]
+async fn a_timed_out_request_is_cancelled_on_the_wire() {
+    // A server that reads requests and never answers.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).await.unwrap();
+        assert_eq!((&head[..4], head[7]), (&b"GIOP"[..], 0), "a Request");
+        let size = u32::from_be_bytes(head[8..12].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; size];
+        s.read_exact(&mut body).await.unwrap();
+        let request_id = u32::from_be_bytes(body[..4].try_into().unwrap());
+        let mut cancel = [0u8; 16];
+        s.read_exact(&mut cancel).await.unwrap();
+        (request_id, cancel)
+    });
+    let cfg = ClientConfig {
+        order: ByteOrder::Big,
+        request_timeout: Some(Duration::from_millis(30)),
+        ..ClientConfig::default()
+    };
+    let c = Connection::connect("127.0.0.1", port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let e = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(1);
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+    let ClientError::Timeout { request_id, .. } = e else {
+        panic!("{e}")
+    };
+    let (sent_id, cancel) = tokio::time::timeout(Duration::from_secs(5), srv)
+        .await
+        .expect("the CancelRequest arrives")
+        .unwrap();
+    assert_eq!(request_id, sent_id);
+    let mut want = b"GIOP\x01\x02\x00\x02\0\0\0\x04".to_vec();
+    want.extend_from_slice(&sent_id.to_be_bytes());
+    assert_eq!(cancel.to_vec(), want);
 }
 
 #[tokio::test]

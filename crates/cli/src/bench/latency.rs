@@ -9,8 +9,8 @@
 //! oha correct for). Histograms are HDR, merged losslessly across tasks.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -100,7 +100,7 @@ pub struct LatencyOpts {
 #[derive(Debug, Clone)]
 enum Call {
     Ping,
-    Payload(CallMode, Rc<Payload>),
+    Payload(CallMode, Arc<Payload>),
 }
 
 async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
@@ -128,8 +128,11 @@ pub(crate) struct Tally {
 /// One caller of a latency run: something that makes one call. The loops
 /// below drive any of them (bench.idl calls here, IDL-driven ones in
 /// `dynamic::bench`).
-pub(crate) trait Invoke: Clone + 'static {
-    fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>>;
+/// Callers run as runtime tasks (not `LocalSet` ones): a reply wakes the
+/// caller straight from the connection's reader task, without the extra
+/// driver poll a `block_on` future or a `LocalSet` costs per wake-up.
+pub(crate) trait Invoke: Clone + Send + Sync + 'static {
+    fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>> + Send;
 }
 
 /// A connection and what to send on it.
@@ -235,7 +238,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 let b = p.counted_bytes(cs);
                 let name = if op == LatOp::Echo { "echo" } else { "send" };
                 (
-                    Call::Payload(mode, Rc::new(p)),
+                    Call::Payload(mode, Arc::new(p)),
                     b,
                     format!("{name} {e} {}", format_size(size)),
                     e.token().to_string(),
@@ -330,7 +333,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
 /// Every caller issues its next call when the previous one returns,
 /// `--in-flight` times over, until `--count` calls or `--duration`.
 pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Tally {
-    let issued = Rc::new(AtomicU64::new(0));
+    let issued = Arc::new(AtomicU64::new(0));
     let deadline = o.duration.map(|d| Instant::now() + d);
     let count = if o.duration.is_some() {
         u64::MAX
@@ -342,7 +345,7 @@ pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Ta
     for c in callers {
         for _ in 0..o.in_flight {
             let (c, issued) = (c.clone(), issued.clone());
-            tasks.push(tokio::task::spawn_local(async move {
+            tasks.push(tokio::spawn(async move {
                 let mut t = Tally::default();
                 loop {
                     if issued.fetch_add(1, Ordering::Relaxed) >= count
@@ -390,7 +393,7 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
     };
     let interval = Duration::from_secs_f64(1.0 / rate);
     let start = tokio::time::Instant::now();
-    let outstanding = Rc::new(std::cell::Cell::new(0usize));
+    let outstanding = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     let mut total = Tally::default();
     for i in 0..n {
@@ -399,17 +402,17 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
         }
         let intended = start + interval.mul_f64(i as f64);
         tokio::time::sleep_until(intended).await;
-        if outstanding.get() >= MAX_OUTSTANDING {
+        if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
             count_error(&mut total.errors, "overload".into());
             continue;
         }
-        outstanding.set(outstanding.get() + 1);
+        outstanding.fetch_add(1, Ordering::Relaxed);
         let (c, out) = (
             callers[i as usize % callers.len()].clone(),
             outstanding.clone(),
         );
         let intended = intended.into_std();
-        tasks.push(tokio::task::spawn_local(async move {
+        tasks.push(tokio::spawn(async move {
             let mut t = Tally::default();
             match c.invoke().await {
                 Ok(()) => {
@@ -418,7 +421,7 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
                 }
                 Err(e) => t.fail(&e),
             }
-            out.set(out.get() - 1);
+            out.fetch_sub(1, Ordering::Relaxed);
             t
         }));
     }

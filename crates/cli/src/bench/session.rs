@@ -19,6 +19,8 @@ pub struct Session {
     pub resolved: Resolved,
     pub cfg: ClientConfig,
     pub socket: SocketArgs,
+    /// The embedded server's phase totals under `--breakdown` (E0.5).
+    pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
 }
 
 impl Session {
@@ -81,6 +83,7 @@ where
     let session = Session {
         cfg: target::client_config(t, socket),
         cpus,
+        phases: t.phases.clone().filter(|_| resolved.embedded.is_some()),
         resolved,
         socket: socket.clone(),
     };

@@ -222,9 +222,13 @@ pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
     if let Some(r) = crate::dynamic::throughput_branch(o) {
         return r;
     }
+    let mut target = o.target.clone();
+    if o.breakdown {
+        target.phases = Some(Default::default());
+    }
     session::run(
         "throughput",
-        &o.target,
+        &target,
         &o.socket,
         &o.placement,
         |r| {
@@ -273,7 +277,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
 #[allow(clippy::too_many_arguments)]
 async fn point(
     o: &ThroughputOpts,
-    _s: &Session,
+    s: &Session,
     c: &BenchClient,
     elem: Elem,
     mode: CallMode,
@@ -295,6 +299,10 @@ async fn point(
     let mut errors = BTreeMap::new();
     let mut lat = Latency::new();
     let mut breakdown = Breakdown::default();
+    c.connection().reset_phase_totals();
+    if let Some(sp) = &s.phases {
+        sp.reset();
+    }
     let (mut calls, mut bytes) = (0u64, 0u64);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
@@ -332,6 +340,9 @@ async fn point(
     }
     let send_secs = start.elapsed().as_secs_f64();
     let client_cpu = CpuTime::thread_now().since(cpu0);
+    // The client's phases before get_stats(); the server's after it (it
+    // may still be decoding oneways until then).
+    let phase_totals = c.connection().phase_totals();
     // get_stats() follows every oneway on this connection: its reply means
     // the server has decoded them all.
     let stats = if failure.is_none() {
@@ -406,7 +417,7 @@ async fn point(
         server_s: stats.map(|s| s.cpu_seconds),
     });
     if o.breakdown {
-        case.breakdown = Some(breakdown.into_map());
+        case.breakdown = Some(breakdown.into_map(phase_totals, s.phases.as_deref()));
     }
     r.cases.push(case);
     match failure {
@@ -456,16 +467,14 @@ fn baseline(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<
     Ok(())
 }
 
-/// Per-phase timers of `--breakdown`: the payload is marshalled into a
-/// scratch buffer (timed), the pre-marshalled body is sent and the reply
-/// awaited (timed: write, wait and read together, as the transport does
-/// them in one step), and an echo's result is demarshalled (timed).
+/// `--breakdown` (E0.5): the transport times each call's phases on the
+/// normal path (no extra copy: `marshal` is the encoding into the output
+/// buffer; see `PhaseTotals` for `write`, `wait`, `read`); this adds
+/// decoding an echo's result to `demarshal`, and an embedded server's own
+/// phases as `server_*`.
 #[derive(Debug, Default)]
 struct Breakdown {
-    marshal: Duration,
-    transport: Duration,
-    demarshal: Duration,
-    scratch: BytesMut,
+    body_demarshal: Duration,
 }
 
 impl Breakdown {
@@ -476,53 +485,53 @@ impl Breakdown {
         elem: Elem,
         mode: CallMode,
     ) -> Result<(), BenchError> {
-        let conn = c.connection();
-        let t0 = Instant::now();
-        self.scratch.clear();
-        p.encode(&mut Writer::new(&mut self.scratch, conn.order()))
-            .map_err(|source| BenchError::Decode {
-                op: "marshal".into(),
-                source,
-            })?;
-        let t1 = Instant::now();
-        let resp = if mode == CallMode::Oneway {
-            ResponseMode::Oneway
-        } else {
-            ResponseMode::Twoway
-        };
-        let reply = conn
-            .request_bytes(c.target(), &elem.op_name(mode), resp, &self.scratch)
-            .await?;
-        let t2 = Instant::now();
-        if let Some(r) = reply {
-            let body = iiop_giop::transport::client::reply_result(r)?;
-            if mode == CallMode::Echo {
-                let back =
-                    Payload::decode(elem, &mut body.reader(conn.options())).map_err(|source| {
-                        BenchError::Decode {
-                            op: elem.op_name(mode),
-                            source,
-                        }
+        let op = elem.op_name(mode);
+        match mode {
+            CallMode::Oneway => c.oneway(&op, |w| p.encode(w)).await,
+            CallMode::Twoway => c.call(&op, |w| p.encode(w)).await.map(drop),
+            CallMode::Echo => {
+                let body = c.call(&op, |w| p.encode(w)).await?;
+                let t = Instant::now();
+                let back = Payload::decode(elem, &mut body.reader(c.connection().options()))
+                    .map_err(|source| BenchError::Decode {
+                        op: op.clone(),
+                        source,
                     })?;
+                self.body_demarshal += t.elapsed();
                 if &back != p {
                     return Err(BenchError::Reference(format!(
                         "echo_{elem} returned a different value"
                     )));
                 }
+                Ok(())
             }
         }
-        let t3 = Instant::now();
-        self.marshal += t1 - t0;
-        self.transport += t2 - t1;
-        self.demarshal += t3 - t2;
-        Ok(())
     }
 
-    fn into_map(self) -> BTreeMap<String, f64> {
-        BTreeMap::from([
-            ("marshal".to_string(), self.marshal.as_secs_f64()),
-            ("write_wait_read".to_string(), self.transport.as_secs_f64()),
-            ("demarshal".to_string(), self.demarshal.as_secs_f64()),
-        ])
+    /// Seconds per phase over the point: the client's five, then the
+    /// embedded server's (`server_requests` is a count).
+    fn into_map(
+        self,
+        t: iiop_giop::transport::PhaseTotals,
+        server: Option<&iiop_giop::transport::ServerPhases>,
+    ) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::from([
+            ("marshal".to_string(), t.marshal.as_secs_f64()),
+            ("write".to_string(), t.write.as_secs_f64()),
+            ("wait".to_string(), t.wait.as_secs_f64()),
+            ("read".to_string(), t.read.as_secs_f64()),
+            (
+                "demarshal".to_string(),
+                (t.demarshal + self.body_demarshal).as_secs_f64(),
+            ),
+        ]);
+        if let Some(sp) = server {
+            let (requests, phases) = sp.snapshot();
+            m.insert("server_requests".into(), requests as f64);
+            for (k, v) in phases {
+                m.insert(format!("server_{k}"), v);
+            }
+        }
+        m
     }
 }

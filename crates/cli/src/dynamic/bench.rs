@@ -7,7 +7,7 @@
 //! NO_EXCEPTION unless `--check-reply` asks to decode them.
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -118,8 +118,8 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
 #[derive(Clone)]
 struct Caller {
     c: BenchClient,
-    p: Rc<Prepared>,
-    check: Option<Rc<OpSig>>,
+    p: Arc<Prepared>,
+    check: Option<Arc<OpSig>>,
 }
 
 impl Invoke for Caller {
@@ -158,14 +158,14 @@ pub fn latency(o: &LatencyOpts, idl: &IdlOpts, op: &str) -> (Results, Option<any
 }
 
 async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> anyhow::Result<Vec<Caller>> {
-    let check = ic.check_reply.then(|| Rc::new(ic.sig.clone()));
+    let check = ic.check_reply.then(|| Arc::new(ic.sig.clone()));
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let c = s
             .connect()
             .await
             .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
-        let p = Rc::new(ic.prepare(&c)?);
+        let p = Arc::new(ic.prepare(&c)?);
         out.push(Caller {
             c,
             p,

@@ -386,23 +386,36 @@ fn latency_size_figures(
 fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> anyhow::Result<()> {
     let gs = groups(es, |e| e.c.breakdown.is_some() && e.c.calls > 0);
     for (title, g) in gs {
-        let rows: Vec<Bar> = g
-            .iter()
-            .map(|e| {
-                let size = crate::units::format_size(e.c.params.size);
-                Bar {
-                    label: join_label(&[&e.origin, &e.c.params.ty, &size]),
-                    segments: e
-                        .c
-                        .breakdown
+        let mut rows: Vec<Bar> = Vec::new();
+        for e in &g {
+            let size = crate::units::format_size(e.c.params.size);
+            let label = join_label(&[&e.origin, &e.c.params.ty, &size]);
+            let b = e.c.breakdown.as_ref().expect("grouped by breakdown");
+            // The client's phases add up to a call; the server's run during
+            // the client's `wait`, so they get a bar of their own.
+            rows.push(Bar {
+                label: label.clone(),
+                segments: b
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with("server_"))
+                    .map(|(k, v)| (k.clone(), v / e.c.calls as f64 * 1e6))
+                    .collect(),
+                interval: None,
+            });
+            if let Some(&n) = b.get("server_requests").filter(|n| **n > 0.0) {
+                rows.push(Bar {
+                    label: format!("{label} · server"),
+                    segments: b
                         .iter()
-                        .flatten()
-                        .map(|(k, v)| (k.clone(), v / e.c.calls as f64 * 1e6))
+                        .filter_map(|(k, v)| {
+                            let phase = k.strip_prefix("server_")?;
+                            (phase != "requests").then(|| (format!("server {phase}"), v / n * 1e6))
+                        })
                         .collect(),
                     interval: None,
-                }
-            })
-            .collect();
+                });
+            }
+        }
         let t = format!("Time breakdown: {title}");
         let svg = plot::bars(&t, "µs per call", &rows)?;
         figs.push((

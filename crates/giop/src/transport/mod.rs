@@ -19,8 +19,9 @@ pub mod client;
 pub mod naming;
 pub mod server;
 
-pub use client::{Client, ClientConfig, ClientError, Connection, Prepared};
+pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared};
 pub use naming::{resolve_name, resolve_target};
 pub use server::{
     serve, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+    ServerPhases,
 };

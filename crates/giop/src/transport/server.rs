@@ -28,6 +28,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -69,8 +70,69 @@ pub struct ServerConfig {
     pub fragment_size: Option<usize>,
     /// TCP_NODELAY on accepted sockets.
     pub nodelay: bool,
+    /// SO_SNDBUF of accepted sockets, if set.
+    pub send_buffer: Option<u32>,
+    /// SO_RCVBUF of accepted sockets, if set (applied to the listener as
+    /// well, so that the window scale agreed at connect time allows it).
+    pub recv_buffer: Option<u32>,
     /// Byte order of replies; `None` answers in the request's order.
     pub reply_order: Option<ByteOrder>,
+    /// Time the server's phases into these totals (shared by every
+    /// connection; E0.5's server side). `None`: no clock reads.
+    pub phases: Option<Arc<ServerPhases>>,
+}
+
+/// Where the server's time went, summed over every connection of a server
+/// with [`ServerConfig::phases`] set, in nanoseconds: `read` (reads that
+/// brought bytes), `decode` (GIOP headers of each message), `upcall` (the
+/// handler: demarshalling the body, the operation, marshalling the result),
+/// `marshal` (reply headers and completion), `write` (writing replies).
+/// Synchronous dispatch only: asynchronous replies are not timed.
+#[derive(Debug, Default)]
+pub struct ServerPhases {
+    pub requests: AtomicU64,
+    pub read_ns: AtomicU64,
+    pub decode_ns: AtomicU64,
+    pub upcall_ns: AtomicU64,
+    pub marshal_ns: AtomicU64,
+    pub write_ns: AtomicU64,
+}
+
+impl ServerPhases {
+    /// (requests, seconds per phase) as named in the type's docs.
+    pub fn snapshot(&self) -> (u64, [(&'static str, f64); 5]) {
+        let s = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
+        (
+            self.requests.load(Ordering::Relaxed),
+            [
+                ("read", s(&self.read_ns)),
+                ("decode", s(&self.decode_ns)),
+                ("upcall", s(&self.upcall_ns)),
+                ("marshal", s(&self.marshal_ns)),
+                ("write", s(&self.write_ns)),
+            ],
+        )
+    }
+
+    /// Zero every total.
+    pub fn reset(&self) {
+        for a in [
+            &self.requests,
+            &self.read_ns,
+            &self.decode_ns,
+            &self.upcall_ns,
+            &self.marshal_ns,
+            &self.write_ns,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn add(a: &AtomicU64, since: Option<std::time::Instant>) {
+        if let Some(t) = since {
+            a.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -83,7 +145,10 @@ impl Default for ServerConfig {
             codec: CodecConfig::default(),
             fragment_size: None,
             nodelay: true,
+            send_buffer: None,
+            recv_buffer: None,
             reply_order: None,
+            phases: None,
         }
     }
 }
@@ -245,6 +310,7 @@ pub async fn serve<H: Handler>(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let cfg = Arc::new(cfg);
+    set_buffers(socket2::SockRef::from(&listener), &cfg)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
     let mut tasks = JoinSet::new();
@@ -274,6 +340,7 @@ pub async fn serve<H: Handler>(
             },
         };
         let _ = stream.set_nodelay(cfg.nodelay);
+        let _ = set_buffers(socket2::SockRef::from(&stream), &cfg);
         let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
         tasks.spawn(async move {
             ConnTask::new(h, c, next_conn, Some(peer))
@@ -284,6 +351,38 @@ pub async fn serve<H: Handler>(
     }
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// `read_buf`, adding the time of the poll that reads to `phases`.
+async fn read_timed(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    phases: Option<&ServerPhases>,
+) -> std::io::Result<usize> {
+    let Some(phases) = phases else {
+        return stream.read_buf(buf).await;
+    };
+    let mut read = std::pin::pin!(stream.read_buf(buf));
+    std::future::poll_fn(|cx| {
+        let t0 = std::time::Instant::now();
+        let r = std::future::Future::poll(read.as_mut(), cx);
+        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            ServerPhases::add(&phases.read_ns, Some(t0));
+        }
+        r
+    })
+    .await
+}
+
+/// Apply [`ServerConfig::send_buffer`] and [`ServerConfig::recv_buffer`].
+fn set_buffers(s: socket2::SockRef<'_>, cfg: &ServerConfig) -> std::io::Result<()> {
+    if let Some(n) = cfg.send_buffer {
+        s.set_send_buffer_size(n as usize)?;
+    }
+    if let Some(n) = cfg.recv_buffer {
+        s.set_recv_buffer_size(n as usize)?;
+    }
     Ok(())
 }
 
@@ -367,9 +466,11 @@ impl<H: Handler> ConnTask<H> {
             // Handle what is buffered (also after async replies freed room).
             let next = self.process(&mut decoder, &mut inbuf, &mut out);
             if !out.is_empty() {
+                let t = self.clock();
                 if stream.write_all(&out).await.is_err() {
                     return;
                 }
+                self.time(|p| &p.write_ns, t);
                 self.summary.bytes_out += out.len() as u64;
                 out.clear();
             }
@@ -399,8 +500,9 @@ impl<H: Handler> ConnTask<H> {
                 .cfg
                 .idle_timeout
                 .filter(|_| self.in_flight == 0 && !closing);
+            let phases = self.cfg.phases.clone();
             tokio::select! {
-                r = stream.read_buf(&mut inbuf), if can_read => match r {
+                r = read_timed(&mut stream, &mut inbuf, phases.as_deref()), if can_read => match r {
                     Ok(0) | Err(_) => peer_gone = true,
                     Ok(n) => self.summary.bytes_in += n as u64,
                 },
@@ -442,6 +544,18 @@ impl<H: Handler> ConnTask<H> {
         }
     }
 
+    /// Now, when phases are timed.
+    fn clock(&self) -> Option<std::time::Instant> {
+        self.cfg.phases.as_ref().map(|_| std::time::Instant::now())
+    }
+
+    /// Add the time since `t` to a phase total.
+    fn time(&self, which: impl Fn(&ServerPhases) -> &AtomicU64, t: Option<std::time::Instant>) {
+        if let Some(p) = &self.cfg.phases {
+            ServerPhases::add(which(p), t);
+        }
+    }
+
     fn options(&self, version: Version) -> Options {
         match self.code_sets {
             Some(cs) if version.minor >= 1 => cs.options(version),
@@ -477,6 +591,7 @@ impl<H: Handler> ConnTask<H> {
     fn frame(&mut self, frame: Frame, out: &mut BytesMut) -> Next {
         let version = frame.header.version;
         self.last_version = version;
+        let t = self.clock();
         let msg = match Message::decode_segmented(
             &frame.header,
             frame.payload,
@@ -486,6 +601,7 @@ impl<H: Handler> ConnTask<H> {
             Ok(m) => m,
             Err(_) => return self.message_error(out),
         };
+        self.time(|p| &p.decode_ns, t);
         match msg {
             Message::Request(req) => {
                 if let Ok(Some(cs)) = req.header.contexts.code_sets() {
@@ -560,6 +676,10 @@ impl<H: Handler> ConnTask<H> {
             body: &req.body,
             connection: self.summary.id,
         };
+        if let Some(ph) = &self.cfg.phases {
+            ph.requests.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = self.clock();
         let p = match begin_reply(
             out,
             version,
@@ -572,15 +692,20 @@ impl<H: Handler> ConnTask<H> {
             Ok(p) => p,
             Err(_) => return,
         };
+        self.time(|p| &p.marshal_ns, t);
+        let t = self.clock();
         let dispatch = {
             let mut reader = req.body.reader(opts);
             let mut w = p.writer(out);
             self.handler.handle(&ctx, &mut reader, &mut w)
         };
+        self.time(|p| &p.upcall_ns, t);
         match dispatch {
             Dispatch::Done(outcome) => {
                 if expects {
+                    let t = self.clock();
                     self.finish(out, p, version, outcome);
+                    self.time(|p| &p.marshal_ns, t);
                 } else {
                     out.truncate(start);
                 }
@@ -841,5 +966,31 @@ mod tests {
         let mut v = Version::V1_2;
         assert!(next_frame(&mut d, &mut buf, &mut v).is_err());
         assert_eq!(v, Version::V1_2, "an unknown version leaves the last one");
+    }
+
+    #[test]
+    fn socket_buffers_reach_accepted_connections() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let default = socket2::SockRef::from(&l).recv_buffer_size().unwrap();
+        let want = 3 * default;
+        let cfg = ServerConfig {
+            send_buffer: Some(want as u32),
+            recv_buffer: Some(want as u32),
+            ..ServerConfig::default()
+        };
+        set_buffers(socket2::SockRef::from(&l), &cfg).unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (a, _) = l.accept().unwrap();
+        let a = socket2::SockRef::from(&a);
+        // Linux doubles what it is given (bookkeeping); capped by rmem_max.
+        let cap = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        assert!(
+            a.recv_buffer_size().unwrap() >= want.min(cap),
+            "inherited from the listener"
+        );
+        assert_ne!(a.recv_buffer_size().unwrap(), default);
     }
 }
