@@ -1112,10 +1112,7 @@ fn try_write_now(
     head_first: Option<usize>,
 ) {
     if head_first.is_some_and(|min| buf.len() + splices.total() >= min) {
-        let head = splices
-            .segments(buf)
-            .next()
-            .map_or(0, |first| first.len().min(HEAD_BYTES));
+        let head = HEAD_BYTES;
         match try_write_spliced(wr, buf, splices, head) {
             Ok(n) => {
                 splices.consume(buf, n);

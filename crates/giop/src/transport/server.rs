@@ -454,10 +454,21 @@ impl<H: Handler> ConnTask<H> {
     }
 
     async fn serve_connection(&mut self, mut stream: TcpStream, mut stop: watch::Receiver<bool>) {
+        let mut closing = *stop.borrow_and_update();
+        // One future for the connection's life (a new `changed()` per
+        // message would register a waiter per request).
+        let stopping = async move {
+            while !*stop.borrow_and_update() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::pin!(stopping);
+        let phases = self.cfg.phases.clone();
         let mut decoder = Decoder::new(self.cfg.codec);
         let mut inbuf = BytesMut::with_capacity(64 * 1024);
         let mut out = BytesMut::with_capacity(64 * 1024);
-        let mut closing = *stop.borrow();
         let mut peer_gone = false;
         let mut aborted = false;
         // When the message being read (or reassembled) started.
@@ -500,12 +511,11 @@ impl<H: Handler> ConnTask<H> {
                 .cfg
                 .idle_timeout
                 .filter(|_| self.in_flight == 0 && !closing);
-            let phases = self.cfg.phases.clone();
             tokio::select! {
-                r = read_timed(&mut stream, &mut inbuf, phases.as_deref()), if can_read => match r {
-                    Ok(0) | Err(_) => peer_gone = true,
-                    Ok(n) => self.summary.bytes_in += n as u64,
-                },
+                // Fixed order, cheapest and most urgent first (and no
+                // random number per message).
+                biased;
+                _ = &mut stopping, if !closing => closing = true,
                 Some(done) = self.done_rx.recv() => {
                     self.in_flight -= 1;
                     self.write_async(&mut out, done);
@@ -514,11 +524,10 @@ impl<H: Handler> ConnTask<H> {
                         self.write_async(&mut out, done);
                     }
                 }
-                r = stop.changed(), if !closing => {
-                    if r.is_err() || *stop.borrow() {
-                        closing = true;
-                    }
-                }
+                r = read_timed(&mut stream, &mut inbuf, phases.as_deref()), if can_read => match r {
+                    Ok(0) | Err(_) => peer_gone = true,
+                    Ok(n) => self.summary.bytes_in += n as u64,
+                },
                 _ = sleep_opt(idle), if idle.is_some() => {
                     closing = true;
                 }
