@@ -32,7 +32,7 @@ pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
 pub use fixed::{read_fixed_seq, write_fixed_seq, FixedLayout};
 pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
-pub use prim::Primitive;
+pub use prim::{Primitive, SharedSeq};
 pub use reader::Reader;
 pub use ser::{to_bytes, to_writer};
 pub use typecode::{TCKind, TcDef, TypeCode};

@@ -126,6 +126,57 @@ pub fn encode_slice<T: Primitive>(values: &[T], order: ByteOrder, out: &mut byte
     }
 }
 
+/// Reverse the byte order of every `size`-byte value in `bytes` (size 1,
+/// 2, 4 or 8; a whole number of values).
+pub fn swap_in_place(bytes: &mut [u8], size: usize) {
+    match size {
+        1 => {}
+        2 => bytes.chunks_exact_mut(2).for_each(|c| c.swap(0, 1)),
+        4 => bytes.chunks_exact_mut(4).for_each(|c| c.reverse()),
+        _ => bytes.chunks_exact_mut(8).for_each(|c| c.reverse()),
+    }
+}
+
+/// A sequence of one primitive type kept in shared, reference-counted
+/// memory in host byte order, to be written many times without copying:
+/// in host order [`Writer::write_shared_seq`](crate::Writer::write_shared_seq)
+/// hands the memory itself to a splicing writer (as omniORB sends a
+/// sequence's own buffer); in the other order it is copied and swapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedSeq {
+    bytes: bytes::Bytes,
+    size: usize,
+}
+
+impl SharedSeq {
+    /// A copy of `values` in shared memory.
+    pub fn new<T: Primitive>(values: &[T]) -> SharedSeq {
+        SharedSeq {
+            bytes: bytes::Bytes::copy_from_slice(as_bytes(values)),
+            size: T::SIZE,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Size (and alignment) of one element.
+    pub fn elem_size(&self) -> usize {
+        self.size
+    }
+
+    /// The elements' bytes in host order.
+    pub fn host_bytes(&self) -> &bytes::Bytes {
+        &self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

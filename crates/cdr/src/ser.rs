@@ -359,21 +359,9 @@ impl<'w> Serializer<'w> {
             self.buf.extend_from_slice(bytes);
             return Ok(());
         }
-        let buf = &mut *self.buf;
-        let start = buf.len();
-        buf.extend_from_slice(bytes);
-        let out = &mut buf[start..];
-        match size {
-            2 => out.chunks_exact_mut(2).for_each(|c| c.swap(0, 1)),
-            4 => out.chunks_exact_mut(4).for_each(|c| {
-                let v = u32::from_ne_bytes([c[0], c[1], c[2], c[3]]).swap_bytes();
-                c.copy_from_slice(&v.to_ne_bytes());
-            }),
-            _ => out.chunks_exact_mut(8).for_each(|c| {
-                let v = u64::from_ne_bytes(c.try_into().expect("8 bytes")).swap_bytes();
-                c.copy_from_slice(&v.to_ne_bytes());
-            }),
-        }
+        let start = self.buf.len();
+        self.buf.extend_from_slice(bytes);
+        crate::prim::swap_in_place(&mut self.buf[start..], size);
         Ok(())
     }
 

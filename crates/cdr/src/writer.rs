@@ -512,6 +512,27 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    /// A sequence of a primitive type from shared memory: u32 count, then
+    /// the elements aligned to their size, through
+    /// [`write_shared`](Self::write_shared) in host order (spliced when the
+    /// writer splices and the run is long enough), copied and swapped
+    /// otherwise.
+    pub fn write_shared_seq(&mut self, seq: &crate::prim::SharedSeq) -> Result<()> {
+        self.write_len(seq.len())?;
+        if seq.is_empty() {
+            return Ok(());
+        }
+        self.align(seq.elem_size());
+        if self.order.is_native() {
+            self.write_shared(seq.host_bytes());
+        } else {
+            let start = self.buf.len();
+            self.buf.extend_from_slice(seq.host_bytes());
+            crate::prim::swap_in_place(&mut self.buf[start..], seq.elem_size());
+        }
+        Ok(())
+    }
+
     /// A u32 length/count, refusing lengths that do not fit in 32 bits.
     pub fn write_len(&mut self, len: usize) -> Result<()> {
         let v = u32::try_from(len).map_err(|_| CdrError::LimitExceeded {
@@ -863,6 +884,46 @@ mod tests {
         assert_eq!(flat(&buf, &sp), copied);
         let segs: Vec<&[u8]> = sp.segments(&buf).collect();
         assert_eq!(segs, [&copied[..8], &copied[8..13], &copied[13..]]);
+    }
+
+    #[test]
+    fn shared_sequences_write_what_seq_writes_spliced_or_not() {
+        let doubles: Vec<f64> = (0..9).map(|i| i as f64 * 0.5 - 1.0).collect();
+        let shorts: Vec<i16> = (0..7).map(|i| i * 1000 - 3).collect();
+        let shared = [
+            crate::SharedSeq::new(&doubles),
+            crate::SharedSeq::new(&shorts),
+            crate::SharedSeq::new::<u32>(&[]),
+        ];
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            // What the serde path writes for the same values, after an
+            // octet that forces padding.
+            let want = with(order, |w| {
+                w.write_u8(7);
+                crate::to_writer(w, &crate::wrap::Seq(doubles.clone())).unwrap();
+                crate::to_writer(w, &crate::wrap::Seq(shorts.clone())).unwrap();
+                crate::to_writer(w, &crate::wrap::Seq(Vec::<u32>::new())).unwrap();
+                w.write_u8(8);
+            });
+            let write = |w: &mut Writer<'_>| {
+                w.write_u8(7);
+                for s in &shared {
+                    w.write_shared_seq(s).unwrap();
+                }
+                w.write_u8(8);
+            };
+            assert_eq!(with(order, write), want, "{order:?} copied");
+            let mut buf = BytesMut::new();
+            let mut sp = Splices::new(8);
+            let mut w = Writer::new(&mut buf, order).splicing(&mut sp);
+            write(&mut w);
+            assert_eq!(w.position(), want.len());
+            assert_eq!(flat(&buf, &sp), want, "{order:?} spliced");
+            // Only host-order runs are shared; the other order is swapped
+            // into the buffer.
+            let runs = if order.is_native() { 2 } else { 0 };
+            assert_eq!(sp.len(), runs, "{order:?}");
+        }
     }
 
     #[test]

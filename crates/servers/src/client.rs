@@ -9,7 +9,7 @@ use iiop_giop::transport::client::{reply_result, ClientConfig, ClientError, Conn
 use iiop_giop::{ResponseMode, TargetAddress, Version};
 
 use crate::bench::elements::{CallMode, Elem};
-use crate::bench::types::{seq_typecode, Payload, StatsWire};
+use crate::bench::types::{seq_typecode, Outgoing, Payload, StatsWire};
 use crate::bench::work::{Dist, Kind};
 
 /// Why a bench call failed.
@@ -177,14 +177,36 @@ impl BenchClient {
         mode: CallMode,
         p: &Payload,
     ) -> Result<Option<Payload>, BenchError> {
-        let op = p.elem().op_name(mode);
+        self.payload_with(mode, p.elem(), |w| p.encode(w)).await
+    }
+
+    /// [`payload`](Self::payload) for a payload prepared for repeated
+    /// sends (numeric sequences spliced instead of copied).
+    pub async fn outgoing(
+        &self,
+        mode: CallMode,
+        o: &Outgoing,
+    ) -> Result<Option<Payload>, BenchError> {
+        self.payload_with(mode, o.payload().elem(), |w| o.encode(w))
+            .await
+    }
+
+    async fn payload_with<F>(
+        &self,
+        mode: CallMode,
+        elem: Elem,
+        encode: F,
+    ) -> Result<Option<Payload>, BenchError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let op = elem.op_name(mode);
         match mode {
-            CallMode::Oneway => self.oneway(&op, |w| p.encode(w)).await.map(|_| None),
-            CallMode::Twoway => self.call(&op, |w| p.encode(w)).await.map(|_| None),
+            CallMode::Oneway => self.oneway(&op, encode).await.map(|_| None),
+            CallMode::Twoway => self.call(&op, encode).await.map(|_| None),
             CallMode::Echo => {
-                let b = self.call(&op, |w| p.encode(w)).await?;
-                self.decode(&op, &b, |r| Payload::decode(p.elem(), r))
-                    .map(Some)
+                let b = self.call(&op, encode).await?;
+                self.decode(&op, &b, |r| Payload::decode(elem, r)).map(Some)
             }
         }
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
+use iiop_servers::bench::types::{Outgoing, Payload};
 use iiop_servers::client::{BenchClient, BenchError};
 
 use super::session::{self, Session};
@@ -100,16 +100,16 @@ pub struct LatencyOpts {
 #[derive(Debug, Clone)]
 enum Call {
     Ping,
-    Payload(CallMode, Arc<Payload>),
+    Payload(CallMode, Arc<Outgoing>),
 }
 
 async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
     match what {
         Call::Ping => c.ping().await,
-        Call::Payload(mode, p) => match c.payload(*mode, p).await? {
-            Some(back) if &back != p.as_ref() => Err(BenchError::Reference(format!(
+        Call::Payload(mode, o) => match c.outgoing(*mode, o).await? {
+            Some(back) if &back != o.payload() => Err(BenchError::Reference(format!(
                 "echo_{} returned a different value",
-                p.elem()
+                o.payload().elem()
             ))),
             _ => Ok(()),
         },
@@ -238,7 +238,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 let b = p.counted_bytes(cs);
                 let name = if op == LatOp::Echo { "echo" } else { "send" };
                 (
-                    Call::Payload(mode, Arc::new(p)),
+                    Call::Payload(mode, Arc::new(Outgoing::new(p))),
                     b,
                     format!("{name} {e} {}", format_size(size)),
                     e.token().to_string(),

@@ -13,7 +13,7 @@ use iiop_cdr::{Reader, TypeCode, Value, Writer};
 use iiop_giop::transport::client::Prepared;
 use iiop_giop::ResponseMode;
 use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::{seq_typecode, Payload};
+use iiop_servers::bench::types::{seq_typecode, Outgoing, Payload};
 use iiop_servers::client::{BenchClient, BenchError};
 
 use super::session::{self, Session};
@@ -109,7 +109,8 @@ pub fn parse_modes(s: &str) -> anyhow::Result<Vec<CallMode>> {
 
 /// How one call is made.
 enum Sender {
-    Typed(Payload),
+    /// Numeric sequences spliced from shared memory, like octets.
+    Typed(Outgoing),
     Dynamic(TypeCode, Value),
     Prepared(Prepared, Payload),
 }
@@ -141,7 +142,7 @@ fn sender(
         let v = Value::decode(&tc, &mut Reader::new(&buf, iiop_cdr::ByteOrder::NATIVE))?;
         return Ok(Sender::Dynamic(tc, v));
     }
-    Ok(Sender::Typed(p))
+    Ok(Sender::Typed(Outgoing::new(p)))
 }
 
 /// One call; checks an echo's result against what was sent.
@@ -153,8 +154,8 @@ async fn call_once(
 ) -> Result<(), BenchError> {
     let mismatch = || BenchError::Reference(format!("echo_{elem} returned a different value"));
     match s {
-        Sender::Typed(p) => match c.payload(mode, p).await? {
-            Some(back) if &back != p => Err(mismatch()),
+        Sender::Typed(o) => match c.outgoing(mode, o).await? {
+            Some(back) if &back != o.payload() => Err(mismatch()),
             _ => Ok(()),
         },
         Sender::Dynamic(tc, v) => match c.payload_dynamic(mode, elem, tc, v).await? {
@@ -287,12 +288,14 @@ async fn point(
     r: &mut Results,
 ) -> anyhow::Result<()> {
     let snd = sender(c, elem, mode, size, o)?;
-    let payload = match &snd {
-        Sender::Typed(p) | Sender::Prepared(_, p) => p.clone(),
-        Sender::Dynamic(..) => Payload::for_size(elem, size),
+    let out = match &snd {
+        Sender::Typed(o) => o.clone(),
+        Sender::Prepared(_, p) => Outgoing::new(p.clone()),
+        Sender::Dynamic(..) => Outgoing::new(Payload::for_size(elem, size)),
     };
+    let payload = out.payload();
     let per_call = payload.counted_bytes(cs);
-    let over = overhead(c, elem, mode, &payload, per_call).await;
+    let over = overhead(c, elem, mode, payload, per_call).await;
     c.reset()
         .await
         .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
@@ -310,7 +313,7 @@ async fn point(
     loop {
         let t0 = Instant::now();
         let res = if o.breakdown {
-            breakdown.call(c, &payload, elem, mode).await
+            breakdown.call(c, &out, elem, mode).await
         } else {
             call_once(c, &snd, elem, mode).await
         };
@@ -481,16 +484,17 @@ impl Breakdown {
     async fn call(
         &mut self,
         c: &BenchClient,
-        p: &Payload,
+        o: &Outgoing,
         elem: Elem,
         mode: CallMode,
     ) -> Result<(), BenchError> {
         let op = elem.op_name(mode);
+        let p = o.payload();
         match mode {
-            CallMode::Oneway => c.oneway(&op, |w| p.encode(w)).await,
-            CallMode::Twoway => c.call(&op, |w| p.encode(w)).await.map(drop),
+            CallMode::Oneway => c.oneway(&op, |w| o.encode(w)).await,
+            CallMode::Twoway => c.call(&op, |w| o.encode(w)).await.map(drop),
             CallMode::Echo => {
-                let body = c.call(&op, |w| p.encode(w)).await?;
+                let body = c.call(&op, |w| o.encode(w)).await?;
                 let t = Instant::now();
                 let back = Payload::decode(elem, &mut body.reader(c.connection().options()))
                     .map_err(|source| BenchError::Decode {

@@ -511,6 +511,23 @@ impl Payload {
         }
     }
 
+    /// The elements of a numeric sequence (short … double) in shared
+    /// memory, for sending without copying; `None` for other types.
+    pub fn shared(&self) -> Option<iiop_cdr::SharedSeq> {
+        use iiop_cdr::SharedSeq as S;
+        Some(match self {
+            Payload::Short(v) => S::new(&v.0),
+            Payload::UShort(v) => S::new(&v.0),
+            Payload::Long(v) => S::new(&v.0),
+            Payload::ULong(v) => S::new(&v.0),
+            Payload::LongLong(v) => S::new(&v.0),
+            Payload::ULongLong(v) => S::new(&v.0),
+            Payload::Float(v) => S::new(&v.0),
+            Payload::Double(v) => S::new(&v.0),
+            _ => return None,
+        })
+    }
+
     /// Decode a payload sequence of `elem`.
     pub fn decode(elem: Elem, r: &mut Reader<'_>) -> Result<Payload> {
         use iiop_cdr::from_reader as d;
@@ -636,6 +653,39 @@ pub fn seq_typecode(elem: Elem) -> TypeCode {
     )
 }
 
+/// A payload as a client sends it many times: octet and char sequences
+/// already live in shared memory; numeric sequences get a shared copy of
+/// their elements here, so that every send splices them into the socket
+/// write instead of copying them (the bytes on the wire are the same as
+/// [`Payload::encode`]'s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    payload: Payload,
+    shared: Option<iiop_cdr::SharedSeq>,
+}
+
+impl Outgoing {
+    pub fn new(payload: Payload) -> Outgoing {
+        Outgoing {
+            shared: payload.shared(),
+            payload,
+        }
+    }
+
+    /// What is sent (and what an echo must return).
+    pub fn payload(&self) -> &Payload {
+        &self.payload
+    }
+
+    /// Encode exactly as [`Payload::encode`] does.
+    pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
+        match &self.shared {
+            Some(s) => w.write_shared_seq(s),
+            None => self.payload.encode(w),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,6 +696,35 @@ mod tests {
         let mut buf = BytesMut::new();
         p.encode(&mut Writer::new(&mut buf, order)).unwrap();
         buf
+    }
+
+    #[test]
+    fn outgoing_encodes_like_the_payload_in_both_orders() {
+        for elem in Elem::ALL {
+            for n in [0, 1, 3, 5000] {
+                let p = Payload::generate(elem, n, false);
+                let o = Outgoing::new(p.clone());
+                assert_eq!(o.payload(), &p);
+                for order in [ByteOrder::Big, ByteOrder::Little] {
+                    for lead in 0..8 {
+                        let enc = |f: &dyn Fn(&mut Writer<'_>) -> Result<()>| {
+                            let mut buf = BytesMut::new();
+                            let mut w = Writer::new(&mut buf, order);
+                            for _ in 0..lead {
+                                w.write_u8(0xEE);
+                            }
+                            f(&mut w).unwrap();
+                            buf
+                        };
+                        assert_eq!(
+                            enc(&|w| o.encode(w)),
+                            enc(&|w| p.encode(w)),
+                            "{elem} x{n} {order:?} after {lead}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
