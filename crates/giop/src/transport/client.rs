@@ -920,7 +920,10 @@ impl Connection {
                         t_encoded = Some(Instant::now());
                     }
                     if idle {
-                        try_write_now(&s.wr, out, splices, s.head_first);
+                        // Headers first only where a reply is awaited: a
+                        // stream of oneways keeps the server busy anyway.
+                        let head = s.head_first.filter(|_| expects_reply);
+                        try_write_now(&s.wr, out, splices, head);
                     }
                     Ok(!(out.is_empty() && splices.is_empty()))
                 }
