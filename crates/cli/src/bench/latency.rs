@@ -24,7 +24,7 @@ use super::{count_error, error_kind, OnError};
 use crate::context::param;
 use crate::hist::Latency;
 use crate::opts::{OutputOpts, PlacementOpts, Sizes, SocketArgs};
-use crate::progress::Progress;
+use crate::progress::{CaseProgress, Progress};
 use crate::results::{Case, CaseParams, CpuFigures, Fit, Results};
 use crate::sysinfo::CpuTime;
 use crate::target::TargetOpts;
@@ -245,7 +245,6 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 )
             }
         };
-        let pb = progress.case(&label);
         let callers: Vec<Caller> = conns
             .iter()
             .map(|c| Caller {
@@ -253,69 +252,27 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 what: what.clone(),
             })
             .collect();
-        // Warm-up, spread over the connections, not recorded.
-        for i in 0..o.warmup {
-            if let Err(e) = callers[i as usize % callers.len()].invoke().await {
-                pb.done();
-                anyhow::bail!("{label}: warm-up call failed: {e}");
-            }
-        }
-        let cpu0 = CpuTime::thread_now();
-        let start = Instant::now();
-        let tally = match o.rate {
-            None => closed_loop(o, &callers).await,
-            Some(rate) => open_loop(o, &callers, rate).await,
-        };
-        let secs = start.elapsed().as_secs_f64();
-        let cpu = CpuTime::thread_now().since(cpu0);
-        pb.done();
         let mode = match o.op {
             LatOp::Ping => "ping",
             LatOp::Echo => "echo",
             LatOp::Send => "send",
             LatOp::Idl(_) => "idl",
         };
-        let bytes = tally.calls * per_call;
-        let mut case = Case {
-            name: label.clone(),
-            params: CaseParams {
-                ty,
-                size,
-                mode: mode.into(),
-                extra: BTreeMap::new(),
-            },
-            calls: tally.calls,
-            bytes,
-            seconds: secs,
-            calls_per_sec: tally.calls as f64 / secs.max(1e-9),
-            throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
-            latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
-            histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
-            errors: tally.errors,
-            cpu: Some(CpuFigures {
-                client_user_s: cpu.user,
-                client_sys_s: cpu.sys,
-                client_s_per_mib: if bytes > 0 {
-                    cpu.total() / (bytes as f64 / 1048576.0)
-                } else {
-                    0.0
-                },
-                server_s: None,
-            }),
-            ..Default::default()
+        let params = CaseParams {
+            ty,
+            size,
+            mode: mode.into(),
+            extra: BTreeMap::new(),
         };
-        param(&mut case.params.extra, "connections", o.connections);
-        param(&mut case.params.extra, "in_flight", o.in_flight);
-        if let Some(rate) = o.rate {
-            param(&mut case.params.extra, "rate", rate);
-        }
+        let (case, first_error) =
+            point(o, &callers, &label, progress.case(&label), params, per_call).await?;
         if let (Some(l), Some(e)) = (&case.latency_us, elem) {
             fits.entry(format!("{mode} {e}"))
                 .or_default()
                 .push((per_call as f64, l.mean));
         }
         r.cases.push(case);
-        if let (OnError::Stop, Some(e)) = (o.on_error, tally.first_error) {
+        if let (OnError::Stop, Some(e)) = (o.on_error, first_error) {
             anyhow::bail!("{label}: {e}");
         }
     }
@@ -328,6 +285,65 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         baseline(o, s, r)?;
     }
     Ok(())
+}
+
+/// One point of a latency run (bench.idl calls and IDL-driven ones):
+/// warm-up spread over the callers (not recorded), the closed or open
+/// loop, and the case with its histogram, CPU and loop parameters. Also
+/// the first failure, for `--on-error stop`.
+pub(crate) async fn point<I: Invoke>(
+    o: &LatencyOpts,
+    callers: &[I],
+    label: &str,
+    pb: CaseProgress,
+    params: CaseParams,
+    per_call: u64,
+) -> anyhow::Result<(Case, Option<String>)> {
+    for i in 0..o.warmup {
+        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
+            pb.done();
+            anyhow::bail!("{label}: warm-up call failed: {e}");
+        }
+    }
+    let cpu0 = CpuTime::thread_now();
+    let start = Instant::now();
+    let tally = match o.rate {
+        None => closed_loop(o, callers).await,
+        Some(rate) => open_loop(o, callers, rate).await,
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::thread_now().since(cpu0);
+    pb.done();
+    let bytes = tally.calls * per_call;
+    let mut case = Case {
+        name: label.to_string(),
+        params,
+        calls: tally.calls,
+        bytes,
+        seconds: secs,
+        calls_per_sec: tally.calls as f64 / secs.max(1e-9),
+        throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
+        histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
+        errors: tally.errors,
+        cpu: Some(CpuFigures {
+            client_user_s: cpu.user,
+            client_sys_s: cpu.sys,
+            client_s_per_mib: if bytes > 0 {
+                cpu.total() / (bytes as f64 / 1048576.0)
+            } else {
+                0.0
+            },
+            server_s: None,
+        }),
+        ..Default::default()
+    };
+    param(&mut case.params.extra, "connections", o.connections);
+    param(&mut case.params.extra, "in_flight", o.in_flight);
+    if let Some(rate) = o.rate {
+        param(&mut case.params.extra, "rate", rate);
+    }
+    Ok((case, tally.first_error))
 }
 
 /// Every caller issues its next call when the previous one returns,

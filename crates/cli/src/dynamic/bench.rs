@@ -18,7 +18,7 @@ use iiop_servers::client::{BenchClient, BenchError};
 
 use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};
-use crate::bench::latency::{closed_loop, open_loop, Invoke, LatencyOpts};
+use crate::bench::latency::{self, Invoke, LatencyOpts};
 use crate::bench::session::{self, Session};
 use crate::bench::throughput::ThroughputOpts;
 use crate::bench::{count_error, error_kind, OnError};
@@ -192,63 +192,22 @@ async fn latency_measure(
     let ic = IdlCall::new(idl, op)?;
     let callers = connect_callers(s, o.connections, &ic).await?;
     let label = format!("idl {} {}B", ic.label(), ic.body_bytes);
+    let params = CaseParams {
+        ty: ic.label(),
+        size: ic.body_bytes,
+        mode: if ic.sig.oneway { "idl-oneway" } else { "idl" }.into(),
+        extra: BTreeMap::new(),
+    };
     let pb = Progress::new(o.output.quiet).case(&label);
-    for i in 0..o.warmup {
-        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
-            pb.done();
-            anyhow::bail!("{label}: warm-up call failed: {e}");
-        }
-    }
-    let cpu0 = CpuTime::thread_now();
-    let start = Instant::now();
-    let tally = match o.rate {
-        None => closed_loop(o, &callers).await,
-        Some(rate) => open_loop(o, &callers, rate).await,
-    };
-    let secs = start.elapsed().as_secs_f64();
-    let cpu = CpuTime::thread_now().since(cpu0);
-    pb.done();
-    let bytes = tally.calls * ic.body_bytes;
-    let mut case = Case {
-        name: label.clone(),
-        params: CaseParams {
-            ty: ic.label(),
-            size: ic.body_bytes,
-            mode: if ic.sig.oneway { "idl-oneway" } else { "idl" }.into(),
-            extra: BTreeMap::new(),
-        },
-        calls: tally.calls,
-        bytes,
-        seconds: secs,
-        calls_per_sec: tally.calls as f64 / secs.max(1e-9),
-        throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
-        latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
-        histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
-        errors: tally.errors,
-        cpu: Some(CpuFigures {
-            client_user_s: cpu.user,
-            client_sys_s: cpu.sys,
-            client_s_per_mib: if bytes > 0 {
-                cpu.total() / (bytes as f64 / 1048576.0)
-            } else {
-                0.0
-            },
-            server_s: None,
-        }),
-        ..Default::default()
-    };
-    param(&mut case.params.extra, "connections", o.connections);
-    param(&mut case.params.extra, "in_flight", o.in_flight);
-    if let Some(rate) = o.rate {
-        param(&mut case.params.extra, "rate", rate);
-    }
+    let (mut case, first_error) =
+        latency::point(o, &callers, &label, pb, params, ic.body_bytes).await?;
     param(
         &mut case.extra,
         "request_message_bytes",
         callers[0].p.message().len(),
     );
     r.cases.push(case);
-    if let (OnError::Stop, Some(e)) = (o.on_error, tally.first_error) {
+    if let (OnError::Stop, Some(e)) = (o.on_error, first_error) {
         anyhow::bail!("{label}: {e}");
     }
     Ok(())
