@@ -299,48 +299,27 @@ async fn point(
     c.reset()
         .await
         .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
-    let mut errors = BTreeMap::new();
-    let mut lat = Latency::new();
     let mut breakdown = Breakdown::default();
     c.connection().reset_phase_totals();
     if let Some(sp) = &s.phases {
         sp.reset();
     }
-    let (mut calls, mut bytes) = (0u64, 0u64);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
-    let mut failure = None;
-    loop {
-        let t0 = Instant::now();
-        let res = if o.breakdown {
+    let Sent {
+        calls,
+        bytes,
+        errors,
+        lat,
+        failure,
+    } = send_loop(o, label, per_call, mode != CallMode::Oneway, async || {
+        if o.breakdown {
             breakdown.call(c, &out, elem, mode).await
         } else {
             call_once(c, &snd, elem, mode).await
-        };
-        match res {
-            Ok(()) => {
-                calls += 1;
-                bytes += per_call;
-                if mode != CallMode::Oneway {
-                    lat.record_ns(t0.elapsed().as_nanos() as u64);
-                }
-            }
-            Err(e) => {
-                count_error(&mut errors, error_kind(&e));
-                if o.on_error == OnError::Stop {
-                    failure = Some(anyhow::anyhow!("{label}: call {} failed: {e}", calls + 1));
-                    break;
-                }
-            }
         }
-        let el = start.elapsed();
-        if (bytes >= o.total && el >= o.min_duration)
-            || el >= o.max_duration
-            || crate::interrupt::requested()
-        {
-            break;
-        }
-    }
+    })
+    .await;
     let send_secs = start.elapsed().as_secs_f64();
     let client_cpu = CpuTime::thread_now().since(cpu0);
     // The client's phases before get_stats(); the server's after it (it
@@ -468,6 +447,68 @@ fn baseline(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<
         }
     }
     Ok(())
+}
+
+/// What a throughput loop counted.
+pub(crate) struct Sent {
+    pub(crate) calls: u64,
+    pub(crate) bytes: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
+    /// Round trips (twoway calls only).
+    pub(crate) lat: Latency,
+    /// The failure that stopped the loop under `--on-error stop`.
+    pub(crate) failure: Option<anyhow::Error>,
+}
+
+/// Make `once` calls back to back, each carrying `per_call` payload bytes,
+/// until `--total` bytes are sent (at once if calls carry none) and
+/// `--min-duration` has passed, or `--max-duration`, or Ctrl-C; the
+/// bench.idl and the IDL-driven runs share it.
+pub(crate) async fn send_loop(
+    o: &ThroughputOpts,
+    label: &str,
+    per_call: u64,
+    twoway: bool,
+    mut once: impl AsyncFnMut() -> Result<(), BenchError>,
+) -> Sent {
+    let mut sent = Sent {
+        calls: 0,
+        bytes: 0,
+        errors: BTreeMap::new(),
+        lat: Latency::new(),
+        failure: None,
+    };
+    let start = Instant::now();
+    loop {
+        let t0 = Instant::now();
+        match once().await {
+            Ok(()) => {
+                sent.calls += 1;
+                sent.bytes += per_call;
+                if twoway {
+                    sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            Err(e) => {
+                count_error(&mut sent.errors, error_kind(&e));
+                if o.on_error == OnError::Stop {
+                    sent.failure = Some(anyhow::anyhow!(
+                        "{label}: call {} failed: {e}",
+                        sent.calls + 1
+                    ));
+                    break;
+                }
+            }
+        }
+        let el = start.elapsed();
+        if ((sent.bytes >= o.total || per_call == 0) && el >= o.min_duration)
+            || el >= o.max_duration
+            || crate::interrupt::requested()
+        {
+            break;
+        }
+    }
+    sent
 }
 
 /// `--breakdown` (E0.5): the transport times each call's phases on the

@@ -20,10 +20,9 @@ use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};
 use crate::bench::latency::{self, Invoke, LatencyOpts};
 use crate::bench::session::{self, Session};
-use crate::bench::throughput::ThroughputOpts;
-use crate::bench::{count_error, error_kind, OnError};
+use crate::bench::throughput::{send_loop, Sent, ThroughputOpts};
+use crate::bench::OnError;
 use crate::context::param;
-use crate::hist::Latency;
 use crate::progress::Progress;
 use crate::results::{Case, CaseParams, CpuFigures, Results};
 use crate::sysinfo::CpuTime;
@@ -251,38 +250,18 @@ async fn throughput_measure(
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = Progress::new(o.output.quiet).case(&label);
-    let mut errors = BTreeMap::new();
-    let mut lat = Latency::new();
-    let (mut calls, mut bytes) = (0u64, 0u64);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
-    let mut failure = None;
-    loop {
-        let t0 = Instant::now();
-        match c.invoke().await {
-            Ok(()) => {
-                calls += 1;
-                bytes += ic.body_bytes;
-                if !ic.sig.oneway {
-                    lat.record_ns(t0.elapsed().as_nanos() as u64);
-                }
-            }
-            Err(e) => {
-                count_error(&mut errors, error_kind(&e));
-                if o.on_error == OnError::Stop {
-                    failure = Some(anyhow::anyhow!("{label}: call {} failed: {e}", calls + 1));
-                    break;
-                }
-            }
-        }
-        let el = start.elapsed();
-        if ((bytes >= o.total || ic.body_bytes == 0) && el >= o.min_duration)
-            || el >= o.max_duration
-            || crate::interrupt::requested()
-        {
-            break;
-        }
-    }
+    let Sent {
+        calls,
+        bytes,
+        errors,
+        lat,
+        failure,
+    } = send_loop(o, &label, ic.body_bytes, !ic.sig.oneway, async || {
+        c.invoke().await
+    })
+    .await;
     let send_secs = start.elapsed().as_secs_f64();
     let synced = if ic.sig.oneway && failure.is_none() {
         c.c.call("_non_existent", |_| Ok(())).await.is_ok()
