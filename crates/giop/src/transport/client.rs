@@ -920,10 +920,7 @@ impl Connection {
                         t_encoded = Some(Instant::now());
                     }
                     if idle {
-                        // Headers first only where a reply is awaited: a
-                        // stream of oneways keeps the server busy anyway.
-                        let head = s.head_first.filter(|_| expects_reply);
-                        try_write_now(&s.wr, out, splices, head);
+                        try_write_now(&s.wr, out, splices, s.head_first);
                     }
                     Ok(!(out.is_empty() && splices.is_empty()))
                 }
