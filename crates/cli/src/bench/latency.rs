@@ -178,24 +178,22 @@ pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
         &o.target,
         &o.socket,
         &o.placement,
-        |r| {
-            let p = &mut r.params;
-            param(p, "count", o.count);
-            param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
-            param(p, "warmup", o.warmup);
-            param(p, "connections", o.connections);
-            param(p, "in_flight", o.in_flight);
-            param(p, "rate", o.rate);
-            param(p, "nodelay", o.socket.nodelay);
-            param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
-        },
-        async |s: &Session, r: &mut Results| {
-            // Tasks share Rc'd payloads: run them on a LocalSet.
-            tokio::task::LocalSet::new()
-                .run_until(measure(o, s, r))
-                .await
-        },
+        |r| loop_params(o, r),
+        async |s: &Session, r: &mut Results| measure(o, s, r).await,
     )
+}
+
+/// The run parameters every latency run records (bench.idl and `--idl`).
+pub(crate) fn loop_params(o: &LatencyOpts, r: &mut Results) {
+    let p = &mut r.params;
+    param(p, "count", o.count);
+    param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
+    param(p, "warmup", o.warmup);
+    param(p, "connections", o.connections);
+    param(p, "in_flight", o.in_flight);
+    param(p, "rate", o.rate);
+    param(p, "nodelay", o.socket.nodelay);
+    param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
 }
 
 async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {

@@ -135,24 +135,13 @@ pub fn latency(o: &LatencyOpts, idl: &IdlOpts, op: &str) -> (Results, Option<any
         &o.socket,
         &o.placement,
         |r| {
+            latency::loop_params(o, r);
             let p = &mut r.params;
-            param(p, "count", o.count);
-            param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
-            param(p, "warmup", o.warmup);
-            param(p, "connections", o.connections);
-            param(p, "in_flight", o.in_flight);
-            param(p, "rate", o.rate);
-            param(p, "nodelay", o.socket.nodelay);
-            param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
             param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
             param(p, "gen", &idl.gen);
             param(p, "check_reply", idl.check_reply);
         },
-        async |s: &Session, r: &mut Results| {
-            tokio::task::LocalSet::new()
-                .run_until(latency_measure(o, idl, op, s, r))
-                .await
-        },
+        async |s: &Session, r: &mut Results| latency_measure(o, idl, op, s, r).await,
     )
 }
 
