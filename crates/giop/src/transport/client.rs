@@ -27,14 +27,14 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
-use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
+use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::codec::{fragment_message, CodecConfig, Decoder};
@@ -245,6 +245,15 @@ struct ReadClock {
     last_read: Option<Instant>,
 }
 
+impl ReadClock {
+    /// A read that brought bytes started at `t0` and ends now.
+    fn read(&mut self, t0: Instant) {
+        self.first_read.get_or_insert(t0);
+        self.reading += t0.elapsed();
+        self.last_read = Some(t0);
+    }
+}
+
 /// A caller waiting for its reply, and until when.
 struct Pending {
     tx: Waiter,
@@ -347,6 +356,21 @@ impl Shared {
         }
         let _ = self.shutdown.send(true);
         self.out_space.notify_waiters();
+    }
+
+    /// The output queue, or while it holds more than [`HIGH_WATER`] (and
+    /// the connection lives) what to wait on for room.
+    fn out_with_room(&self) -> Result<MutexGuard<'_, OutState>, Notified<'_>> {
+        let st = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if st.len() < HIGH_WATER {
+            return Ok(st);
+        }
+        let room = self.out_space.notified();
+        drop(st);
+        if self.dead().is_some() {
+            return Ok(self.out.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+        Err(room)
     }
 
     /// Fail the requests whose deadline has passed at `now` with
@@ -867,24 +891,26 @@ impl Connection {
         };
         if let Some(t) = timeout.filter(|_| expects_reply) {
             let us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX - 1);
-            if s.min_timeout_us.fetch_min(us, Ordering::Relaxed) > us {
+            // A load first: the read-modify-write only when it lowers.
+            if us < s.min_timeout_us.load(Ordering::Relaxed)
+                && s.min_timeout_us.fetch_min(us, Ordering::Relaxed) > us
+            {
                 s.timeouts_changed.notify_one();
             }
-        }
-        // Back-pressure: wait while the writer is far behind.
-        while s.out.lock().unwrap_or_else(|e| e.into_inner()).len() >= HIGH_WATER {
-            let notified = s.out_space.notified();
-            let queued = s.out.lock().unwrap_or_else(|e| e.into_inner()).len();
-            if queued < HIGH_WATER || s.dead().is_some() {
-                break;
-            }
-            notified.await;
         }
         let timed = s.phases.is_some();
         let t_start = timed.then(Instant::now);
         let mut t_encoded = None;
         let res = {
-            let mut st = s.out.lock().unwrap_or_else(|e| e.into_inner());
+            // Back-pressure: wait while the writer is far behind (one lock
+            // per call when it is not).
+            let mut st = loop {
+                let wait = match s.out_with_room() {
+                    Ok(st) => break st,
+                    Err(wait) => wait,
+                };
+                wait.await;
+            };
             let idle = alone && st.is_empty() && !st.writing;
             let OutState {
                 buf: out, splices, ..
@@ -1196,9 +1222,13 @@ async fn reader_task(
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
         }
+        let mut on_read = clock.as_mut().map(|c| move |t0| c.read(t0));
+        let on_read = on_read
+            .as_mut()
+            .map(|f| f as &mut (dyn FnMut(Instant) + Send));
         let n = tokio::select! {
             biased;
-            r = timed_read(&mut rd, &mut buf, clock.as_mut()) => r,
+            r = super::read_timed(&mut rd, &mut buf, on_read) => r,
             _ = &mut stop => break ClientError::LocallyClosed,
         };
         match n {
@@ -1236,33 +1266,6 @@ async fn reader_task(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     shared.fail_all(err);
-}
-
-/// `read_buf`, timing the poll that reads (phase timing only: the first
-/// poll usually finds nothing and parks; the one after the wake-up reads).
-async fn timed_read(
-    rd: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    clock: Option<&mut ReadClock>,
-) -> std::io::Result<usize> {
-    let Some(clock) = clock else {
-        return rd.read_buf(buf).await;
-    };
-    let mut read = std::pin::pin!(rd.read_buf(buf));
-    std::future::poll_fn(|cx| {
-        let t0 = Instant::now();
-        let r = std::future::Future::poll(read.as_mut(), cx);
-        if let std::task::Poll::Ready(Ok(n)) = &r {
-            if *n > 0 {
-                let t1 = Instant::now();
-                clock.first_read.get_or_insert(t0);
-                clock.reading += t1 - t0;
-                clock.last_read = Some(t0);
-            }
-        }
-        r
-    })
-    .await
 }
 
 fn drain_frames(

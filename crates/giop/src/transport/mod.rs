@@ -19,6 +19,34 @@ pub mod client;
 pub mod naming;
 pub mod server;
 
+use std::time::Instant;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// `read_buf`, calling `on_read` with the start of the poll that read
+/// bytes (phase timing: the first poll usually finds nothing and parks;
+/// the one after the wake-up reads). Without `on_read`, a plain read.
+pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut BytesMut,
+    on_read: Option<&mut (dyn FnMut(Instant) + Send)>,
+) -> std::io::Result<usize> {
+    let Some(on_read) = on_read else {
+        return rd.read_buf(buf).await;
+    };
+    let mut read = std::pin::pin!(rd.read_buf(buf));
+    std::future::poll_fn(|cx| {
+        let t0 = Instant::now();
+        let r = std::future::Future::poll(read.as_mut(), cx);
+        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            on_read(t0);
+        }
+        r
+    })
+    .await
+}
+
 pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared};
 pub use naming::{resolve_name, resolve_target};
 pub use server::{

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, Options, Reader, Writer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
@@ -354,27 +354,6 @@ pub async fn serve<H: Handler>(
     Ok(())
 }
 
-/// `read_buf`, adding the time of the poll that reads to `phases`.
-async fn read_timed(
-    stream: &mut TcpStream,
-    buf: &mut BytesMut,
-    phases: Option<&ServerPhases>,
-) -> std::io::Result<usize> {
-    let Some(phases) = phases else {
-        return stream.read_buf(buf).await;
-    };
-    let mut read = std::pin::pin!(stream.read_buf(buf));
-    std::future::poll_fn(|cx| {
-        let t0 = std::time::Instant::now();
-        let r = std::future::Future::poll(read.as_mut(), cx);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            ServerPhases::add(&phases.read_ns, Some(t0));
-        }
-        r
-    })
-    .await
-}
-
 /// Apply [`ServerConfig::send_buffer`] and [`ServerConfig::recv_buffer`].
 fn set_buffers(s: socket2::SockRef<'_>, cfg: &ServerConfig) -> std::io::Result<()> {
     if let Some(n) = cfg.send_buffer {
@@ -511,6 +490,12 @@ impl<H: Handler> ConnTask<H> {
                 .cfg
                 .idle_timeout
                 .filter(|_| self.in_flight == 0 && !closing);
+            let mut on_read = phases
+                .as_deref()
+                .map(|p| move |t0| ServerPhases::add(&p.read_ns, Some(t0)));
+            let on_read = on_read
+                .as_mut()
+                .map(|f| f as &mut (dyn FnMut(std::time::Instant) + Send));
             tokio::select! {
                 // Fixed order, cheapest and most urgent first (and no
                 // random number per message).
@@ -524,7 +509,7 @@ impl<H: Handler> ConnTask<H> {
                         self.write_async(&mut out, done);
                     }
                 }
-                r = read_timed(&mut stream, &mut inbuf, phases.as_deref()), if can_read => match r {
+                r = super::read_timed(&mut stream, &mut inbuf, on_read), if can_read => match r {
                     Ok(0) | Err(_) => peer_gone = true,
                     Ok(n) => self.summary.bytes_in += n as u64,
                 },
