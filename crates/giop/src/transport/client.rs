@@ -378,17 +378,9 @@ impl Shared {
     fn reap(&self, now: Instant) {
         let overdue: Vec<(u32, Waiter, Duration)> = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let ids: Vec<u32> = p
-                .map
-                .iter()
-                .filter(|(_, w)| w.timeout.is_some_and(|(d, _)| d <= now))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| {
-                    let w = p.map.remove(&id)?;
-                    Some((id, w.tx, w.timeout.map_or(Duration::ZERO, |(_, t)| t)))
-                })
+            p.map
+                .extract_if(|_, w| w.timeout.is_some_and(|(d, _)| d <= now))
+                .map(|(id, w)| (id, w.tx, w.timeout.map_or(Duration::ZERO, |(_, t)| t)))
                 .collect()
         };
         if overdue.is_empty() {
