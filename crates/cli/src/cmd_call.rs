@@ -49,6 +49,9 @@ pub struct CallOpts {
 
 /// Run `call`: the printed JSON, and whether the reply was NO_EXCEPTION.
 pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
+    // One call through the runtime client (it follows forwards):
+    // `--wait-strategy read` is refused rather than ignored.
+    o.target.wait()?;
     let spec = dynamic::load_spec(&o.idl, &o.include)?;
     let found = dynamic::find_op(&spec, &o.op)?;
     let sig = &found.sig;

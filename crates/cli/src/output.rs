@@ -48,6 +48,16 @@ pub fn human(r: &Results) -> String {
             .unwrap_or_else(|| "?".into()),
         p.relation
     ));
+    if let Some(w) = r.params.get("wait_strategy").and_then(|v| v.as_str()) {
+        out.push_str(&format!(
+            "  client waits: {}\n",
+            match w {
+                "read" => "on read (the calling thread blocks in recv)",
+                "reactor" => "on the async runtime",
+                other => other,
+            }
+        ));
+    }
     let has_lat = r.cases.iter().any(|c| c.latency_us.is_some());
     let has_recv = r.cases.iter().any(|c| c.receiver_throughput_mbps.is_some());
     let has_base = r.cases.iter().any(|c| c.baseline.is_some());

@@ -401,7 +401,7 @@ async fn caller(
                     return;
                 }
                 // A dead connection ends this caller (its error is counted).
-                if client.connection().is_closed() {
+                if client.is_closed() {
                     return;
                 }
             }

@@ -12,6 +12,7 @@ use iiop_giop::ior::{orb_type_name, Ior};
 use iiop_giop::transport::client::{Client, ClientConfig};
 use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Target, Version};
+use iiop_servers::client::Wait;
 use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::opts::{SkeletonArg, SocketArgs};
@@ -52,6 +53,42 @@ pub struct TargetOpts {
     /// an embedded server adds its phases here. Not a flag of its own.
     #[arg(skip)]
     pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
+    /// How the client waits for replies: `read` blocks the calling thread
+    /// in recv, one call at a time (one system call and one wake-up less
+    /// per reply, like omniORB's and TAO's wait-on-read clients);
+    /// `reactor` waits on the async runtime (any number of calls in
+    /// flight); `auto` is `read` where one caller makes one call at a time
+    /// (latency with one connection, one call in flight and no --rate;
+    /// throughput without --breakdown), `reactor` elsewhere.
+    #[arg(long, value_enum, default_value_t = WaitArg::Auto, value_name = "WAIT")]
+    pub wait_strategy: WaitArg,
+    /// Set by commands whose run is one caller making one call at a time
+    /// (what `--wait-strategy read` needs). Not a flag of its own.
+    #[arg(skip)]
+    pub single_caller: bool,
+}
+
+/// `--wait-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitArg {
+    Auto,
+    Read,
+    Reactor,
+}
+
+impl TargetOpts {
+    /// The wait strategy this run uses.
+    pub fn wait(&self) -> anyhow::Result<Wait> {
+        match (self.wait_strategy, self.single_caller) {
+            (WaitArg::Auto | WaitArg::Read, true) => Ok(Wait::Read),
+            (WaitArg::Auto | WaitArg::Reactor, _) => Ok(Wait::Reactor),
+            (WaitArg::Read, false) => anyhow::bail!(
+                "--wait-strategy read needs one caller making one call at a time: \
+                 bench latency with one connection, one call in flight and no --rate, \
+                 or bench throughput without --breakdown"
+            ),
+        }
+    }
 }
 
 /// `--order`.

@@ -43,7 +43,9 @@ fn cases(v: &Value) -> &Vec<Value> {
 fn throughput_counts_every_call_and_byte_on_every_path() {
     for path in [
         &[][..],
+        &["--wait-strategy", "reactor"][..],
         &["--reuse-request"][..],
+        &["--reuse-request", "--wait-strategy", "reactor"][..],
         &["--dynamic"][..],
         &["--breakdown"][..],
     ] {
@@ -68,6 +70,14 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
         assert_eq!(v["target"]["kind"], "embedded");
         assert_eq!(v["target"]["orb_type"], "iiopbench");
         assert_eq!(v["outcome"]["complete"], true);
+        // One caller: it waits on read unless told otherwise or timing
+        // phases (the phase timers live in the runtime's connection).
+        let wait = if path.contains(&"reactor") || path == ["--breakdown"] {
+            "reactor"
+        } else {
+            "read"
+        };
+        assert_eq!(v["params"]["wait_strategy"], wait, "{path:?}");
         let cs = cases(&v);
         assert_eq!(cs.len(), 6, "{path:?}");
         for c in cs {
@@ -169,6 +179,56 @@ fn latency_closed_open_and_many_connections() {
     }
     assert_eq!(cs[1]["bytes"], 300 * 1024);
     assert_eq!(v["fits"][0]["points"], 3);
+    assert_eq!(v["params"]["wait_strategy"], "read");
+
+    // The same on the runtime: the same counts.
+    let (code, v) = run_json(
+        "lat1r.json",
+        &[
+            "bench",
+            "latency",
+            "--op",
+            "send",
+            "--type",
+            "long",
+            "--size",
+            "4KiB",
+            "--count",
+            "300",
+            "--warmup",
+            "10",
+            "--wait-strategy",
+            "reactor",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(v["params"]["wait_strategy"], "reactor");
+    assert_eq!(cases(&v)[0]["calls"], 300);
+    assert_eq!(cases(&v)[0]["bytes"], 300 * 4096);
+
+    // Waiting on read is one caller's strategy: asked for with several,
+    // it is refused in one line before anything runs.
+    let (code, v) = run_json(
+        "lat1x.json",
+        &[
+            "bench",
+            "latency",
+            "--connections",
+            "2",
+            "--wait-strategy",
+            "read",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        v["outcome"]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("--wait-strategy read needs one caller"),
+        "{}",
+        v["outcome"]["failure"]
+    );
+    assert!(cases(&v).is_empty());
 
     let (code, v) = run_json(
         "lat2.json",
@@ -188,6 +248,7 @@ fn latency_closed_open_and_many_connections() {
     assert_eq!(code, 0);
     assert_eq!(cases(&v)[0]["calls"], 600);
     assert_eq!(cases(&v)[0]["params"]["connections"], 2);
+    assert_eq!(v["params"]["wait_strategy"], "reactor");
 
     let (code, v) = run_json(
         "lat3.json",
@@ -197,6 +258,7 @@ fn latency_closed_open_and_many_connections() {
     );
     assert_eq!(code, 0);
     assert_eq!(v["params"]["loop"], "open");
+    assert_eq!(v["params"]["wait_strategy"], "reactor");
     assert_eq!(cases(&v)[0]["calls"], 200);
     // 200 calls at 2000/s take at least 99.5 ms of schedule.
     assert!(cases(&v)[0]["seconds"].as_f64().unwrap() >= 0.0995);

@@ -342,6 +342,19 @@ pub enum Message {
 }
 
 impl Message {
+    /// The header's message type for this message.
+    pub fn msg_type(&self) -> MsgType {
+        match self {
+            Message::Request(_) => MsgType::Request,
+            Message::Reply(_) => MsgType::Reply,
+            Message::CancelRequest { .. } => MsgType::CancelRequest,
+            Message::LocateRequest(_) => MsgType::LocateRequest,
+            Message::LocateReply(_) => MsgType::LocateReply,
+            Message::CloseConnection => MsgType::CloseConnection,
+            Message::MessageError => MsgType::MessageError,
+        }
+    }
+
     /// Decode the message whose header is `header` and whose bytes after the
     /// header are `payload` (already reassembled, one stream). `opts`
     /// supplies limits and the code sets for strings in headers.

@@ -416,39 +416,16 @@ async fn timeouts_then_the_connection_still_works() {
         })
         .await
         .unwrap_err();
-    // Never early; late by at most two reaper rounds (1/16 of the
-    // timeout each, at least 1 ms) plus scheduling.
-    let took = t0.elapsed();
-    assert!(
-        took >= Duration::from_millis(50) && took < Duration::from_millis(250),
-        "timed out after {took:?}"
-    );
-    assert!(
-        matches!(e, ClientError::Timeout { after, .. } if after == Duration::from_millis(50)),
-        "{e}"
-    );
+    // Late by at most two reaper rounds (1/16 of the timeout each, at
+    // least 1 ms) plus scheduling.
+    assert_timed_out_after_50ms(&e, t0.elapsed());
     assert_eq!(echo_long(&c, 11).await, 11);
     s.stop().await;
 }
 
 #[tokio::test]
 async fn a_timed_out_request_is_cancelled_on_the_wire() {
-    // A server that reads requests and never answers.
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = l.local_addr().unwrap().port();
-    let srv = tokio::spawn(async move {
-        let (mut s, _) = l.accept().await.unwrap();
-        let mut head = [0u8; 12];
-        s.read_exact(&mut head).await.unwrap();
-        assert_eq!((&head[..4], head[7]), (&b"GIOP"[..], 0), "a Request");
-        let size = u32::from_be_bytes(head[8..12].try_into().unwrap()) as usize;
-        let mut body = vec![0u8; size];
-        s.read_exact(&mut body).await.unwrap();
-        let request_id = u32::from_be_bytes(body[..4].try_into().unwrap());
-        let mut cancel = [0u8; 16];
-        s.read_exact(&mut cancel).await.unwrap();
-        (request_id, cancel)
-    });
+    let (port, srv) = silent_server().await;
     let cfg = ClientConfig {
         order: ByteOrder::Big,
         request_timeout: Some(Duration::from_millis(30)),
@@ -467,14 +444,59 @@ async fn a_timed_out_request_is_cancelled_on_the_wire() {
     let ClientError::Timeout { request_id, .. } = e else {
         panic!("{e}")
     };
-    let (sent_id, cancel) = tokio::time::timeout(Duration::from_secs(5), srv)
+    drop(c);
+    let (sent_id, cancel, _) = tokio::time::timeout(Duration::from_secs(5), srv)
         .await
         .expect("the CancelRequest arrives")
         .unwrap();
     assert_eq!(request_id, sent_id);
+    assert_eq!(cancel.to_vec(), cancel_request(sent_id));
+}
+
+/// A server that reads one request and never answers: the request's id,
+/// the 16 bytes after it (a CancelRequest, in these tests), and whatever
+/// else arrives until the client hangs up.
+async fn silent_server() -> (u16, tokio::task::JoinHandle<(u32, [u8; 16], Vec<u8>)>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let srv = tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).await.unwrap();
+        assert_eq!((&head[..4], head[7]), (&b"GIOP"[..], 0), "a Request");
+        let size = u32::from_be_bytes(head[8..12].try_into().unwrap()) as usize;
+        let mut body = vec![0u8; size];
+        s.read_exact(&mut body).await.unwrap();
+        let request_id = u32::from_be_bytes(body[..4].try_into().unwrap());
+        let mut cancel = [0u8; 16];
+        s.read_exact(&mut cancel).await.unwrap();
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest))
+            .await
+            .unwrap()
+            .unwrap();
+        (request_id, cancel, rest)
+    });
+    (port, srv)
+}
+
+/// A GIOP 1.2 big-endian CancelRequest for `id`.
+fn cancel_request(id: u32) -> Vec<u8> {
     let mut want = b"GIOP\x01\x02\x00\x02\0\0\0\x04".to_vec();
-    want.extend_from_slice(&sent_id.to_be_bytes());
-    assert_eq!(cancel.to_vec(), want);
+    want.extend_from_slice(&id.to_be_bytes());
+    want
+}
+
+/// A timeout of 50 ms: never early, and not much late.
+fn assert_timed_out_after_50ms(e: &ClientError, took: Duration) {
+    assert!(
+        took >= Duration::from_millis(50) && took < Duration::from_millis(250),
+        "timed out after {took:?}"
+    );
+    assert!(
+        matches!(e, ClientError::Timeout { after, .. } if *after == Duration::from_millis(50)),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -865,15 +887,15 @@ async fn needs_addressing_mode_is_answered_with_the_asked_disposition() {
     assert_eq!(srv.await.unwrap(), vec![0, 1]);
 }
 
-#[tokio::test]
-async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
+/// A server that answers the first request with a 1.2 Reply for request 1
+/// with status 9, then returns everything else the client sends.
+async fn bad_reply_server() -> (u16, tokio::task::JoinHandle<Vec<u8>>) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = l.local_addr().unwrap().port();
     let srv = tokio::spawn(async move {
         let (mut s, _) = l.accept().await.unwrap();
         let mut b = [0u8; 256];
         let _ = s.read(&mut b).await.unwrap();
-        // A 1.2 Reply for request 1 with status 9.
         s.write_all(
             b"GIOP\x01\x02\x00\x01\x00\x00\x00\x0c\x00\x00\x00\x01\x00\x00\x00\x09\x00\x00\x00\x00",
         )
@@ -886,6 +908,12 @@ async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
             .unwrap();
         rest
     });
+    (port, srv)
+}
+
+#[tokio::test]
+async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
+    let (port, srv) = bad_reply_server().await;
     let c = connect(port, Version::V1_2, ByteOrder::Big).await;
     let e = c
         .request(&key("echo"), "op", ResponseMode::Twoway, |_| Ok(()))
@@ -909,4 +937,288 @@ async fn malformed_reply_is_a_protocol_error_and_we_send_message_error() {
         b"GIOP\x01\x02\x00\x06\x00\x00\x00\x00",
         "MessageError first"
     );
+}
+
+// ---- BlockingConnection: the same server, waiting on read ------------------
+// The blocking client runs on a blocking thread; the server on the runtime.
+
+fn blocking(port: u16, version: Version, cfg: ClientConfig) -> BlockingConnection {
+    BlockingConnection::connect("127.0.0.1", port, version, &cfg, None).unwrap()
+}
+
+fn b_echo_long(c: &mut BlockingConnection, v: u32) -> u32 {
+    let r = c
+        .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+            w.write_u32(v);
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.header.status, ReplyStatus::NoException);
+    r.body.reader(c.options()).read_u32().unwrap()
+}
+
+#[tokio::test]
+async fn blocking_twoway_oneway_locate_prepared_in_every_version_and_order() {
+    let s = Server::start(ServerConfig::default()).await;
+    let (port, handler) = (s.port, s.handler.clone());
+    tokio::task::spawn_blocking(move || {
+        for v in VERSIONS {
+            for o in ORDERS {
+                let cfg = ClientConfig {
+                    order: o,
+                    ..ClientConfig::default()
+                };
+                let mut c = blocking(port, v, cfg);
+                assert_eq!(b_echo_long(&mut c, 0xDEAD_BEEF), 0xDEAD_BEEF);
+                handler.marks.lock().unwrap().clear();
+                for i in 1..=200u32 {
+                    let r = c
+                        .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                            w.write_u32(i);
+                            Ok(())
+                        })
+                        .unwrap();
+                    assert!(r.is_none());
+                }
+                let r = c
+                    .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+                    .unwrap()
+                    .unwrap();
+                let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+                assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{v} {o:?}");
+                assert_eq!(
+                    c.locate(&key("echo")).unwrap().status,
+                    LocateStatus::ObjectHere
+                );
+                assert_eq!(
+                    c.locate(&key("nope")).unwrap().status,
+                    LocateStatus::UnknownObject
+                );
+                // A user exception is a reply like any other.
+                let r = c
+                    .request(&key("echo"), "oops", ResponseMode::Twoway, |_| Ok(()))
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(r.header.status, ReplyStatus::UserException, "{v}");
+                // Prepared once, sent three times with fresh ids.
+                let p = c
+                    .prepare(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+                        w.write_u32(42);
+                        Ok(())
+                    })
+                    .unwrap();
+                let mut ids = Vec::new();
+                for _ in 0..3 {
+                    let r = c.send_prepared(&p).unwrap().unwrap();
+                    ids.push(r.header.request_id);
+                    assert_eq!(r.body.reader(c.options()).read_u32().unwrap(), 42);
+                }
+                ids.dedup();
+                assert_eq!(ids.len(), 3, "{ids:?}");
+            }
+        }
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn blocking_fragments_large_bodies_and_code_sets_go_once() {
+    let s = Server::start(ServerConfig {
+        fragment_size: Some(1000),
+        ..ServerConfig::default()
+    })
+    .await;
+    let (port, handler) = (s.port, s.handler.clone());
+    tokio::task::spawn_blocking(move || {
+        // Spliced 100 KB bodies, fragmented by us (4 KiB) and by the
+        // server (1000 bytes): the reply reassembles.
+        let cfg = ClientConfig {
+            fragment_size: Some(4096),
+            ..ClientConfig::default()
+        };
+        let cs = iiop_giop::context::CodeSetComponentInfo::default();
+        let mut c =
+            BlockingConnection::connect("127.0.0.1", port, Version::V1_2, &cfg, Some(&cs)).unwrap();
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        for _ in 0..2 {
+            let r = c
+                .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+                    w.write_octet_seq(&payload)
+                })
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                r.body.reader(c.options()).read_octet_seq().unwrap(),
+                &payload[..]
+            );
+        }
+        let seen = handler.code_sets.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        assert!(seen[0].is_some(), "the first request carries CodeSets");
+        assert_eq!(seen[1], None, "and only the first");
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn blocking_timeout_cancels_drops_the_late_reply_and_goes_on() {
+    let s = Server::start(ServerConfig::default()).await;
+    let port = s.port;
+    tokio::task::spawn_blocking(move || {
+        let cfg = ClientConfig {
+            request_timeout: Some(Duration::from_millis(50)),
+            ..ClientConfig::default()
+        };
+        let mut c = blocking(port, Version::V1_2, cfg);
+        let t0 = std::time::Instant::now();
+        let e = c
+            .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+                w.write_u32(150);
+                Ok(())
+            })
+            .unwrap_err();
+        // Late by at most a poll interval (1/16 of the timeout, at least
+        // 1 ms) plus scheduling.
+        assert_timed_out_after_50ms(&e, t0.elapsed());
+        assert!(!c.is_closed());
+        // The late reply arrives first and is dropped.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(b_echo_long(&mut c, 11), 11);
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn blocking_cancel_request_on_the_wire_and_abort_while_waiting() {
+    let (port, srv) = silent_server().await;
+    static ABORT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let (request_id, e2) = tokio::task::spawn_blocking(move || {
+        let cfg = ClientConfig {
+            order: ByteOrder::Big,
+            request_timeout: Some(Duration::from_millis(30)),
+            ..ClientConfig::default()
+        };
+        let mut c = blocking(port, Version::V1_2, cfg);
+        let e = c
+            .request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(1);
+                Ok(())
+            })
+            .unwrap_err();
+        let ClientError::Timeout { request_id, .. } = e else {
+            panic!("{e}")
+        };
+        // No timeout this time: only the abort check ends the wait.
+        c.set_abort(|| ABORT.load(std::sync::atomic::Ordering::Relaxed));
+        let t = std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(100));
+            ABORT.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let t0 = std::time::Instant::now();
+        let e2 = c
+            .request_with(
+                &key("echo"),
+                "echo_long",
+                ResponseMode::Twoway,
+                &[],
+                None,
+                |w| {
+                    w.write_u32(2);
+                    Ok(())
+                },
+            )
+            .unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        assert!(c.is_closed());
+        t.join().unwrap();
+        (request_id, e2)
+    })
+    .await
+    .unwrap();
+    assert_eq!(e2, ClientError::LocallyClosed);
+    let (sent_id, cancel, rest) = tokio::time::timeout(Duration::from_secs(5), srv)
+        .await
+        .expect("the CancelRequest arrives")
+        .unwrap();
+    assert_eq!(request_id, sent_id);
+    assert_eq!(cancel.to_vec(), cancel_request(sent_id));
+    // The aborted request, then CloseConnection (GIOP 1.2) as we hang up.
+    assert_eq!(&rest[..8], b"GIOP\x01\x02\x00\x00");
+    assert_eq!(&rest[rest.len() - 12..], b"GIOP\x01\x02\x00\x05\0\0\0\0");
+}
+
+#[tokio::test]
+async fn blocking_malformed_reply_sends_message_error_and_ends_the_connection() {
+    let (port, srv) = bad_reply_server().await;
+    let e = tokio::task::spawn_blocking(move || {
+        let cfg = ClientConfig {
+            order: ByteOrder::Big,
+            ..ClientConfig::default()
+        };
+        let mut c = blocking(port, Version::V1_2, cfg);
+        let e = c
+            .request(&key("echo"), "op", ResponseMode::Twoway, |_| Ok(()))
+            .unwrap_err();
+        // Dead from then on, with the same error.
+        assert!(c.is_closed());
+        let again = c
+            .request(&key("echo"), "op", ResponseMode::Twoway, |_| Ok(()))
+            .unwrap_err();
+        assert_eq!(again, e);
+        e
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        e,
+        ClientError::Protocol {
+            addr: format!("127.0.0.1:{port}"),
+            error: iiop_giop::GiopError::BadValue {
+                what: "reply status",
+                value: 9,
+                offset: 16
+            }
+        }
+    );
+    let rest = srv.await.unwrap();
+    assert_eq!(
+        rest, b"GIOP\x01\x02\x00\x06\x00\x00\x00\x00",
+        "MessageError only"
+    );
+}
+
+#[tokio::test]
+async fn blocking_server_closing_is_a_clear_error() {
+    let s = Server::start(ServerConfig::default()).await;
+    let port = s.port;
+    let mut c = tokio::task::spawn_blocking(move || {
+        let mut c = blocking(port, Version::V1_2, ClientConfig::default());
+        assert_eq!(b_echo_long(&mut c, 5), 5);
+        c
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+    let e = tokio::task::spawn_blocking(move || b_try(&mut c))
+        .await
+        .unwrap();
+    assert!(
+        matches!(e, ClientError::Closed { .. } | ClientError::Io { .. }),
+        "{e}"
+    );
+}
+
+fn b_try(c: &mut BlockingConnection) -> ClientError {
+    c.request(&key("echo"), "echo_long", ResponseMode::Twoway, |w| {
+        w.write_u32(1);
+        Ok(())
+    })
+    .unwrap_err()
 }

@@ -291,3 +291,54 @@ async fn our_client_against_omninames() {
     }
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// The blocking (wait-on-read) connection against the same real omniNames:
+/// GIOP 1.2 with negotiated code sets (its IOR) and 1.0 (corbaloc).
+#[tokio::test]
+async fn our_blocking_client_against_omninames() {
+    let Some(names) = start_names() else { return };
+    let root = names.root.clone();
+    let port = names.port;
+    tokio::task::spawn_blocking(move || {
+        let cfg = ClientConfig {
+            request_timeout: Some(Duration::from_secs(10)),
+            ..ClientConfig::default()
+        };
+        let p = root.iiop_profile().unwrap();
+        let key = iiop_giop::TargetAddress::Key(p.object_key.clone());
+        for (version, cs) in [(Version::V1_2, p.code_sets()), (Version::V1_0, None)] {
+            let mut c =
+                BlockingConnection::connect("127.0.0.1", port, version, &cfg, cs.as_ref()).unwrap();
+            let call = |c: &mut BlockingConnection, op: &str, arg: Option<&str>| {
+                let r = c
+                    .request(&key, op, ResponseMode::Twoway, |w| match arg {
+                        Some(s) => w.write_string(s),
+                        None => Ok(()),
+                    })
+                    .unwrap()
+                    .unwrap();
+                iiop_giop::transport::client::reply_result(r)
+            };
+            for _ in 0..3 {
+                let b = call(&mut c, "_non_existent", None).unwrap();
+                assert!(!bool_body(&b), "{version}");
+                let b = call(
+                    &mut c,
+                    "_is_a",
+                    Some("IDL:omg.org/CosNaming/NamingContext:1.0"),
+                )
+                .unwrap();
+                assert!(bool_body(&b), "{version}");
+            }
+            assert_eq!(
+                call(&mut c, "frobnicate", None).unwrap_err(),
+                ClientError::System(SystemException::bad_operation(0x4154_0026, Completion::No))
+            );
+            assert_eq!(c.locate(&key).unwrap().status, LocateStatus::ObjectHere);
+            // Still usable after the exception.
+            assert!(!bool_body(&call(&mut c, "_non_existent", None).unwrap()));
+        }
+    })
+    .await
+    .unwrap();
+}

@@ -1,11 +1,21 @@
 //! A typed client for bench.idl over one GIOP connection: the calls the
 //! benchmarks, the conformance suite and the tests make, each one request
 //! written straight into the connection's buffer.
+//!
+//! The connection waits for replies in one of two ways ([`Wait`]): on the
+//! tokio runtime ([`Connection`], many calls in flight), or by blocking the
+//! calling thread in `recv` ([`BlockingConnection`], one call at a time,
+//! one system call less per reply). The methods are `async` either way; on
+//! a blocking connection they complete without yielding, which is what a
+//! caller that owns its thread (one closed-loop caller) wants.
 
-use iiop_cdr::{CdrError, Reader, TypeCode, Value, Writer};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use iiop_cdr::{CdrError, Options, Reader, TypeCode, Value, Writer};
 use iiop_giop::ior::{IiopProfile, Ior};
-use iiop_giop::message::Body;
+use iiop_giop::message::{Body, LocateReply, Reply};
 use iiop_giop::transport::client::{reply_result, ClientConfig, ClientError, Connection};
+use iiop_giop::transport::{BlockingConnection, PhaseTotals, Prepared};
 use iiop_giop::{ResponseMode, TargetAddress, Version};
 
 use crate::bench::elements::{CallMode, Elem};
@@ -26,17 +36,46 @@ pub enum BenchError {
     Reference(String),
 }
 
+/// How a [`BenchClient`] waits for replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// On the tokio runtime: any number of calls in flight.
+    Reactor,
+    /// The calling thread blocks in `recv` (wait-on-read): one call at a
+    /// time; a caller that shares the thread with other tasks stalls them.
+    Read,
+}
+
+#[derive(Debug, Clone)]
+enum Link {
+    Reactor(Connection),
+    Read(Arc<Mutex<BlockingConnection>>),
+}
+
 /// One connection to one bench.idl object.
 #[derive(Debug, Clone)]
 pub struct BenchClient {
-    conn: Connection,
+    link: Link,
+    opts: Options,
     target: TargetAddress,
 }
 
 impl BenchClient {
-    /// Connect to the first IIOP profile of `ior`. GIOP version: the
-    /// config's, else the profile's; code sets negotiated from the IOR.
+    /// Connect to the first IIOP profile of `ior`, waiting on the runtime.
+    /// GIOP version: the config's, else the profile's; code sets
+    /// negotiated from the IOR.
     pub async fn connect(ior: &Ior, cfg: &ClientConfig) -> Result<BenchClient, BenchError> {
+        Self::connect_with(ior, cfg, Wait::Reactor).await
+    }
+
+    /// [`connect`](Self::connect) with a choice of [`Wait`] (see
+    /// [`set_abort`](Self::set_abort) for interrupting a [`Wait::Read`]
+    /// call).
+    pub async fn connect_with(
+        ior: &Ior,
+        cfg: &ClientConfig,
+        wait: Wait,
+    ) -> Result<BenchClient, BenchError> {
         let p: IiopProfile = ior
             .iiop_profile()
             .ok_or_else(|| BenchError::Reference("the reference has no IIOP profile".into()))?;
@@ -45,29 +84,153 @@ impl BenchClient {
             minor: p.version.minor.min(2),
         });
         let cs = p.code_sets();
-        let conn = Connection::connect(&p.host, p.port, version, cfg, cs.as_ref()).await?;
+        let link = match wait {
+            Wait::Reactor => Link::Reactor(
+                Connection::connect(&p.host, p.port, version, cfg, cs.as_ref()).await?,
+            ),
+            Wait::Read => Link::Read(Arc::new(Mutex::new(BlockingConnection::connect(
+                &p.host,
+                p.port,
+                version,
+                cfg,
+                cs.as_ref(),
+            )?))),
+        };
+        let opts = match &link {
+            Link::Reactor(c) => c.options(),
+            Link::Read(b) => lock(b).options(),
+        };
         Ok(BenchClient {
-            conn,
+            link,
+            opts,
             target: TargetAddress::Key(p.object_key.clone()),
         })
+    }
+
+    /// Have a [`Wait::Read`] connection fail its call (and close) when
+    /// `abort` returns true while it waits; no effect on the runtime's.
+    pub fn set_abort(&self, abort: fn() -> bool) {
+        if let Link::Read(b) = &self.link {
+            lock(b).set_abort(abort);
+        }
     }
 
     /// The same connection, addressing another object key.
     pub fn with_key(&self, key: &[u8]) -> BenchClient {
         BenchClient {
-            conn: self.conn.clone(),
+            link: self.link.clone(),
+            opts: self.opts,
             target: TargetAddress::Key(bytes::Bytes::copy_from_slice(key)),
         }
     }
 
-    /// The underlying connection.
-    pub fn connection(&self) -> &Connection {
-        &self.conn
+    /// How this client waits for replies.
+    pub fn wait(&self) -> Wait {
+        match self.link {
+            Link::Reactor(_) => Wait::Reactor,
+            Link::Read(_) => Wait::Read,
+        }
+    }
+
+    /// The runtime's connection, when this client waits on the runtime
+    /// (for what only it offers: pools, many calls in flight).
+    pub fn connection(&self) -> Option<&Connection> {
+        match &self.link {
+            Link::Reactor(c) => Some(c),
+            Link::Read(_) => None,
+        }
+    }
+
+    /// The CDR options (negotiated code sets) of the connection.
+    pub fn options(&self) -> Options {
+        self.opts
     }
 
     /// The target address used for every request.
     pub fn target(&self) -> &TargetAddress {
         &self.target
+    }
+
+    /// Whether the connection has failed or was closed.
+    pub fn is_closed(&self) -> bool {
+        match &self.link {
+            Link::Reactor(c) => c.is_closed(),
+            Link::Read(b) => lock(b).is_closed(),
+        }
+    }
+
+    /// Close the connection.
+    pub fn close(&self) {
+        match &self.link {
+            Link::Reactor(c) => c.close(),
+            Link::Read(b) => lock(b).close(),
+        }
+    }
+
+    /// The connection's phase totals (E0.5; only a runtime connection with
+    /// phase timing on counts them).
+    pub fn phase_totals(&self) -> PhaseTotals {
+        match &self.link {
+            Link::Reactor(c) => c.phase_totals(),
+            Link::Read(_) => PhaseTotals::default(),
+        }
+    }
+
+    /// Zero the phase totals.
+    pub fn reset_phase_totals(&self) {
+        if let Link::Reactor(c) = &self.link {
+            c.reset_phase_totals();
+        }
+    }
+
+    /// A request to the target with any operation, body and response mode:
+    /// the raw reply (for checks that look at it whole).
+    pub async fn request<F>(
+        &self,
+        op: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        match &self.link {
+            Link::Reactor(c) => c.request(&self.target, op, response, body).await,
+            Link::Read(b) => lock(b).request(&self.target, op, response, body),
+        }
+    }
+
+    /// A LocateRequest for the target.
+    pub async fn locate(&self) -> Result<LocateReply, ClientError> {
+        match &self.link {
+            Link::Reactor(c) => c.locate(&self.target).await,
+            Link::Read(b) => lock(b).locate(&self.target),
+        }
+    }
+
+    /// Build a request to the target once, for [`send_prepared`](Self::send_prepared).
+    pub fn prepare<F>(
+        &self,
+        op: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        match &self.link {
+            Link::Reactor(c) => c.prepare(&self.target, op, response, body),
+            Link::Read(b) => lock(b).prepare(&self.target, op, response, body),
+        }
+    }
+
+    /// Send a prepared request again (a new request id, nothing
+    /// re-marshalled).
+    pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
+        match &self.link {
+            Link::Reactor(c) => c.send_prepared(p).await,
+            Link::Read(b) => lock(b).send_prepared(p),
+        }
     }
 
     /// A twoway call: the NO_EXCEPTION body, or the exception as an error.
@@ -76,8 +239,7 @@ impl BenchClient {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let reply = self
-            .conn
-            .request(&self.target, op, ResponseMode::Twoway, body)
+            .request(op, ResponseMode::Twoway, body)
             .await?
             .ok_or(ClientError::LocallyClosed)?;
         Ok(reply_result(reply)?)
@@ -88,9 +250,7 @@ impl BenchClient {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        self.conn
-            .request(&self.target, op, ResponseMode::Oneway, body)
-            .await?;
+        self.request(op, ResponseMode::Oneway, body).await?;
         Ok(())
     }
 
@@ -100,7 +260,7 @@ impl BenchClient {
         body: &Body,
         f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
     ) -> Result<T, BenchError> {
-        f(&mut body.reader(self.conn.options())).map_err(|source| BenchError::Decode {
+        f(&mut body.reader(self.opts)).map_err(|source| BenchError::Decode {
             op: op.to_string(),
             source,
         })
@@ -153,8 +313,7 @@ impl BenchClient {
                 Ok(())
             })
             .await?;
-        let opts = self.conn.options();
-        Ior::decode(&mut b.reader(opts))
+        Ior::decode(&mut b.reader(self.opts))
             .map_err(|e| BenchError::Reference(format!("get_single reply: {e}")))
     }
 
@@ -234,4 +393,10 @@ impl BenchClient {
     pub fn typecode(elem: Elem) -> TypeCode {
         seq_typecode(elem)
     }
+}
+
+/// The blocking connection (a poisoned lock only means a caller panicked
+/// mid-call; the connection state is still consistent).
+fn lock(b: &Mutex<BlockingConnection>) -> MutexGuard<'_, BlockingConnection> {
+    b.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -238,7 +238,7 @@ impl Conns {
 
 async fn next_replica(d: &BenchClient) -> Result<Ior, BenchError> {
     let b = d.call("next", |_| Ok(())).await?;
-    Ior::decode(&mut b.reader(d.connection().options()))
+    Ior::decode(&mut b.reader(d.options()))
         .map_err(|e| BenchError::Reference(format!("Dispatcher::next reply: {e}")))
 }
 

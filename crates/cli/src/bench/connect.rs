@@ -145,11 +145,7 @@ async fn one(s: &Session) -> Result<[Duration; 5], StepError> {
             ),
         ));
     }
-    let l = c
-        .connection()
-        .locate(c.target())
-        .await
-        .map_err(|e| ("locate", e.into()))?;
+    let l = c.locate().await.map_err(|e| ("locate", e.into()))?;
     let t3 = Instant::now();
     if !matches!(
         l.status,
@@ -164,6 +160,6 @@ async fn one(s: &Session) -> Result<[Duration; 5], StepError> {
     }
     c.ping().await.map_err(|e| ("warm-request", e))?;
     let t4 = Instant::now();
-    c.connection().close();
+    c.close();
     Ok([t1 - t0, t3 - t2, t2 - t1, t4 - t3, t2 - t0])
 }

@@ -175,12 +175,21 @@ pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
     }
     session::run(
         "latency",
-        &o.target,
+        &single_caller(o),
         &o.socket,
         &o.placement,
         |r| loop_params(o, r),
         async |s: &Session, r: &mut Results| measure(o, s, r).await,
     )
+}
+
+/// The target options, marked single-caller when one connection makes one
+/// call at a time in a closed loop (`--wait-strategy auto` then waits on
+/// read).
+pub(crate) fn single_caller(o: &LatencyOpts) -> TargetOpts {
+    let mut t = o.target.clone();
+    t.single_caller = o.connections == 1 && o.in_flight == 1 && o.rate.is_none();
+    t
 }
 
 /// The run parameters every latency run records (bench.idl and `--idl`).
@@ -212,7 +221,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?,
         );
     }
-    let cs = conns[0].connection().options().char_set;
+    let cs = conns[0].options().char_set;
     let points: Vec<(Option<Elem>, u64)> = match o.op {
         LatOp::Ping => vec![(None, 0)],
         _ => parse_types(&o.types)?

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use iiop_giop::transport::client::ClientConfig;
-use iiop_servers::client::BenchClient;
+use iiop_servers::client::{BenchClient, Wait};
 
 use crate::opts::{OutputOpts, PlacementOpts, SocketArgs};
 use crate::placement::Cpus;
@@ -21,12 +21,17 @@ pub struct Session {
     pub socket: SocketArgs,
     /// The embedded server's phase totals under `--breakdown` (E0.5).
     pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
+    /// How connections wait for replies (`--wait-strategy`).
+    pub wait: Wait,
 }
 
 impl Session {
-    /// A new connection to the target's main object.
+    /// A new connection to the target's main object; one that waits on
+    /// read gives up its call on Ctrl-C.
     pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
-        BenchClient::connect(&self.resolved.ior, &self.cfg).await
+        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.wait).await?;
+        c.set_abort(crate::interrupt::requested);
+        Ok(c)
     }
 
     /// Whether the server runs inside this process.
@@ -51,23 +56,38 @@ where
 {
     let mut results = crate::context::new_results(kind, TargetInfo::default(), Default::default());
     fill_params(&mut results);
-    let cpus = match Cpus::resolve(placement) {
-        Ok(c) => c,
-        Err(e) => return (results, Some(e)),
-    };
-    let rt = match tokio::runtime::Builder::new_current_thread()
+    let err = setup_and_run(t, socket, placement, &mut results, body).err();
+    results.outcome.complete = err.is_none();
+    results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    (results, err)
+}
+
+fn setup_and_run<F>(
+    t: &TargetOpts,
+    socket: &SocketArgs,
+    placement: &PlacementOpts,
+    results: &mut Results,
+    body: F,
+) -> anyhow::Result<()>
+where
+    F: AsyncFnOnce(&Session, &mut Results) -> anyhow::Result<()>,
+{
+    let wait = t.wait()?;
+    crate::context::param(
+        &mut results.params,
+        "wait_strategy",
+        match wait {
+            Wait::Read => "read",
+            Wait::Reactor => "reactor",
+        },
+    );
+    let cpus = Cpus::resolve(placement)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => return (results, Some(e.into())),
-    };
+        .build()?;
     // The embedded server starts (on its own threads and CPUs) before the
     // client thread is pinned.
-    let resolved = match rt.block_on(target::resolve(t, socket, &cpus)) {
-        Ok(r) => r,
-        Err(e) => return (results, Some(e)),
-    };
+    let resolved = rt.block_on(target::resolve(t, socket, &cpus))?;
     results.target = resolved.info.clone();
     results.placement = cpus.record(resolved.embedded.is_some());
     if resolved.resolve_seconds > 0.0 {
@@ -77,22 +97,19 @@ where
             resolved.resolve_seconds,
         );
     }
-    if let Err(e) = cpus.pin_client() {
-        return (results, Some(e));
-    }
+    cpus.pin_client()?;
     let session = Session {
         cfg: target::client_config(t, socket),
         cpus,
         phases: t.phases.clone().filter(|_| resolved.embedded.is_some()),
+        wait,
         resolved,
         socket: socket.clone(),
     };
-    let err = rt.block_on(body(&session, &mut results)).err();
-    results.outcome.complete = err.is_none();
-    results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    let r = rt.block_on(body(&session, results));
     // Stop the embedded server (graceful) before returning.
     drop(session);
-    (results, err)
+    r
 }
 
 /// The raw-TCP server a baseline runs against: a local one pinned like an

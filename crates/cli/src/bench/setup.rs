@@ -136,7 +136,7 @@ async fn first_reply(ior: &Ior, s: &Session) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("connecting: {e}"))?;
     c.ping().await.map_err(|e| anyhow::anyhow!("ping: {e}"))?;
-    c.connection().close();
+    c.close();
     Ok(())
 }
 

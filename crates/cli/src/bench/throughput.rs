@@ -130,8 +130,7 @@ fn sender(
             _ => ResponseMode::Twoway,
         };
         let prep = c
-            .connection()
-            .prepare(c.target(), &elem.op_name(mode), resp, |w| p.encode(w))
+            .prepare(&elem.op_name(mode), resp, |w| p.encode(w))
             .map_err(|e| anyhow::anyhow!("preparing request: {e}"))?;
         return Ok(Sender::Prepared(prep, p));
     }
@@ -163,14 +162,16 @@ async fn call_once(
             _ => Ok(()),
         },
         Sender::Prepared(prep, p) => {
-            let reply = c.connection().send_prepared(prep).await?;
+            let reply = c.send_prepared(prep).await?;
             let Some(r) = reply else { return Ok(()) };
             let body = iiop_giop::transport::client::reply_result(r)?;
             if mode == CallMode::Echo {
-                let back = Payload::decode(elem, &mut body.reader(c.connection().options()))
-                    .map_err(|source| BenchError::Decode {
-                        op: elem.op_name(mode),
-                        source,
+                let back =
+                    Payload::decode(elem, &mut body.reader(c.options())).map_err(|source| {
+                        BenchError::Decode {
+                            op: elem.op_name(mode),
+                            source,
+                        }
                     })?;
                 if &back != p {
                     return Err(mismatch());
@@ -195,15 +196,12 @@ async fn overhead(
     } else {
         ResponseMode::Twoway
     };
-    let prep = c
-        .connection()
-        .prepare(c.target(), &elem.op_name(mode), resp, |w| p.encode(w))
-        .ok()?;
+    let prep = c.prepare(&elem.op_name(mode), resp, |w| p.encode(w)).ok()?;
     let request = prep.message().len() as f64 - payload_bytes as f64;
     let reply = match mode {
         CallMode::Oneway => 0.0,
         _ => {
-            let r = c.connection().send_prepared(&prep).await.ok()??;
+            let r = c.send_prepared(&prep).await.ok()??;
             let total = (r.body.offset + r.body.bytes.len()) as f64;
             if mode == CallMode::Echo {
                 total - payload_bytes as f64
@@ -218,12 +216,21 @@ async fn overhead(
     })
 }
 
+/// The target options, marked single-caller unless `--breakdown` (the
+/// phase timers live in the runtime's connection): a throughput run is one
+/// connection making one call at a time.
+pub(crate) fn single_caller(o: &ThroughputOpts) -> TargetOpts {
+    let mut t = o.target.clone();
+    t.single_caller = !o.breakdown;
+    t
+}
+
 /// Run `bench throughput`.
 pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
     if let Some(r) = crate::dynamic::throughput_branch(o) {
         return r;
     }
-    let mut target = o.target.clone();
+    let mut target = single_caller(o);
     if o.breakdown {
         target.phases = Some(Default::default());
     }
@@ -255,7 +262,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
         .connect()
         .await
         .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
-    let cs = c.connection().options().char_set;
+    let cs = c.options().char_set;
     let progress = Progress::new(o.output.quiet);
     for &mode in &modes {
         for &elem in &types {
@@ -300,7 +307,7 @@ async fn point(
         .await
         .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
     let mut breakdown = Breakdown::default();
-    c.connection().reset_phase_totals();
+    c.reset_phase_totals();
     if let Some(sp) = &s.phases {
         sp.reset();
     }
@@ -324,7 +331,7 @@ async fn point(
     let client_cpu = CpuTime::thread_now().since(cpu0);
     // The client's phases before get_stats(); the server's after it (it
     // may still be decoding oneways until then).
-    let phase_totals = c.connection().phase_totals();
+    let phase_totals = c.phase_totals();
     // get_stats() follows every oneway on this connection: its reply means
     // the server has decoded them all.
     let stats = if failure.is_none() {
@@ -537,10 +544,12 @@ impl Breakdown {
             CallMode::Echo => {
                 let body = c.call(&op, |w| o.encode(w)).await?;
                 let t = Instant::now();
-                let back = Payload::decode(elem, &mut body.reader(c.connection().options()))
-                    .map_err(|source| BenchError::Decode {
-                        op: op.clone(),
-                        source,
+                let back =
+                    Payload::decode(elem, &mut body.reader(c.options())).map_err(|source| {
+                        BenchError::Decode {
+                            op: op.clone(),
+                            source,
+                        }
                     })?;
                 self.body_demarshal += t.elapsed();
                 if &back != p {

@@ -20,7 +20,7 @@ use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};
 use crate::bench::latency::{self, Invoke, LatencyOpts};
 use crate::bench::session::{self, Session};
-use crate::bench::throughput::{send_loop, Sent, ThroughputOpts};
+use crate::bench::throughput::{self, send_loop, Sent, ThroughputOpts};
 use crate::bench::OnError;
 use crate::context::param;
 use crate::progress::Progress;
@@ -80,22 +80,21 @@ impl IdlCall {
 
     /// The request, marshalled once for connection `c`.
     pub fn prepare(&self, c: &BenchClient) -> anyhow::Result<Prepared> {
-        c.connection()
-            .prepare(c.target(), &self.sig.name, self.response(), |w| {
-                super::marshal(&self.sig, &self.args, w)
-            })
-            .map_err(|e| anyhow::anyhow!("preparing {}: {e}", self.label()))
+        c.prepare(&self.sig.name, self.response(), |w| {
+            super::marshal(&self.sig, &self.args, w)
+        })
+        .map_err(|e| anyhow::anyhow!("preparing {}: {e}", self.label()))
     }
 }
 
 /// One call of a prepared request; with `check`, the reply is decoded.
 async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<(), BenchError> {
-    let Some(reply) = c.connection().send_prepared(p).await? else {
+    let Some(reply) = c.send_prepared(p).await? else {
         return Ok(());
     };
     let body = reply_result(reply)?;
     if let Some(sig) = check {
-        let mut r = body.reader(c.connection().options());
+        let mut r = body.reader(c.options());
         let decoded = (|| {
             if !sig.returns_void() {
                 iiop_cdr::Value::decode(&sig.result, &mut r)?;
@@ -131,7 +130,7 @@ impl Invoke for Caller {
 pub fn latency(o: &LatencyOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
     session::run(
         "latency",
-        &o.target,
+        &latency::single_caller(o),
         &o.socket,
         &o.placement,
         |r| {
@@ -209,7 +208,7 @@ async fn latency_measure(
 pub fn throughput(o: &ThroughputOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
     session::run(
         "throughput",
-        &o.target,
+        &throughput::single_caller(o),
         &o.socket,
         &o.placement,
         |r| {

@@ -305,7 +305,7 @@ impl Suite {
     /// The main connection (GIOP 1.2, native order), reconnected when the
     /// server closed it.
     async fn live(&self, slot: &mut Option<BenchClient>) -> Result<BenchClient, String> {
-        if let Some(c) = slot.as_ref().filter(|c| !c.connection().is_closed()) {
+        if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
         let c = self.connect(V12, ByteOrder::NATIVE).await?;
@@ -479,9 +479,8 @@ impl Suite {
     }
 
     async fn locate(&mut self, c: &BenchClient) {
-        let conn = c.connection();
         let k = Check::new("LocateRequest(own key)", "locate");
-        self.push(match conn.locate(c.target()).await {
+        self.push(match c.locate().await {
             Ok(l) => match l.status {
                 LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
                 LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
@@ -497,7 +496,7 @@ impl Suite {
         });
         let bogus = c.with_key(b"NoSuchObjectKey");
         let k = Check::new("LocateRequest(bogus key)", "locate");
-        self.push(match conn.locate(bogus.target()).await {
+        self.push(match bogus.locate().await {
             Ok(l) => match l.status {
                 LocateStatus::UnknownObject => k.set(Verdict::Pass, "UNKNOWN_OBJECT"),
                 LocateStatus::SystemException(x) if x.name() == "OBJECT_NOT_EXIST" => k.set(
@@ -543,7 +542,7 @@ impl Suite {
     }
 
     async fn counters(&mut self, c: &BenchClient) {
-        let wide_ok = c.connection().options().wchar_set.is_some();
+        let wide_ok = c.options().wchar_set.is_some();
         let t = Instant::now();
         let mut k = Check::new("counters after send/oneway of every type", "oneway");
         let mut expect = (0u64, 0u64, 0u64);
@@ -710,10 +709,7 @@ impl Suite {
             let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect: {}", describe(&e)))?;
-            d.connection()
-                .locate(d.target())
-                .await
-                .map_err(|e| e.to_string())
+            d.locate().await.map_err(|e| e.to_string())
         }
         .await;
         self.push(match r {
@@ -791,10 +787,7 @@ impl Suite {
         k.giop = set.version.to_string();
         k.order = order_name(set.order).into();
         k.calls = 1;
-        let r = c
-            .connection()
-            .request(c.target(), "ping", ResponseMode::Twoway, |_| Ok(()))
-            .await;
+        let r = c.request("ping", ResponseMode::Twoway, |_| Ok(())).await;
         self.push(match r {
             Ok(Some(reply)) if reply.body.order == set.order => {
                 k.set(Verdict::Pass, "the request's byte order")
@@ -833,7 +826,7 @@ impl Suite {
             k.ty = e.token().into();
             k.giop = set.version.to_string();
             k.order = order_name(set.order).into();
-            if client.connection().is_closed() {
+            if client.is_closed() {
                 // The server dropped us (e.g. after a MARSHAL it treats as
                 // fatal): reconnect so the remaining types still run.
                 match BenchClient::connect(&self.ior, &cfg).await {
@@ -844,7 +837,7 @@ impl Suite {
                     }
                 }
             }
-            let wide_ok = client.connection().options().wchar_set.is_some();
+            let wide_ok = client.options().wchar_set.is_some();
             if e.is_wide() && set.version == V10 {
                 self.push(k.set(
                     Verdict::Note,
@@ -916,7 +909,7 @@ async fn call_exact<T>(
         .call(op, body)
         .await
         .map_err(|e| format!("{op}: {}", describe(&e)))?;
-    let mut r = b.reader(c.connection().options());
+    let mut r = b.reader(c.options());
     let v = f(&mut r).map_err(|e| {
         format!(
             "{op}: reply does not decode: {e}; reply body {}",
@@ -1012,8 +1005,7 @@ async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
     let op = e.op_name(CallMode::Echo);
     let n = p.len();
     let reply = c
-        .connection()
-        .request(c.target(), &op, ResponseMode::Twoway, |w| p.encode(w))
+        .request(&op, ResponseMode::Twoway, |w| p.encode(w))
         .await
         .map_err(|x| format!("{op} {n} elements: {x}"))?
         .ok_or_else(|| format!("{op} {n} elements: no reply"))?;
@@ -1025,7 +1017,7 @@ async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
         });
     }
     let body = reply.body;
-    let opts = c.connection().options();
+    let opts = c.options();
     let mut r = body.reader(opts);
     let back = Payload::decode(e, &mut r).map_err(|x| {
         format!(

@@ -55,7 +55,7 @@ use crate::message::{
 const HIGH_WATER: usize = 8 << 20;
 
 /// Most pieces handed to one `writev` (well under every IOV_MAX).
-const MAX_IOV: usize = 64;
+pub(super) const MAX_IOV: usize = 64;
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -194,7 +194,7 @@ impl ClientError {
     }
 }
 
-enum Incoming {
+pub(super) enum Incoming {
     Reply(Reply),
     Locate(LocateReply),
 }
@@ -343,6 +343,15 @@ struct Shared {
 }
 
 impl Shared {
+    fn wire(&self) -> Wire {
+        Wire {
+            version: self.version,
+            order: self.order,
+            opts: self.opts,
+            splice: self.splice,
+        }
+    }
+
     fn fail_all(&self, err: ClientError) {
         let waiters: Vec<Waiter> = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -473,6 +482,94 @@ impl Prepared {
     pub fn message(&self) -> &Bytes {
         &self.message
     }
+
+    /// Whether this request expects a reply.
+    pub fn expects_reply(&self) -> bool {
+        self.response.expects_reply()
+    }
+
+    /// Encode a request once (with request id 0, and the CodeSets context
+    /// when one is due: a prepared request may be the connection's first).
+    pub(super) fn build<F>(
+        wire: Wire,
+        code_sets: Option<&ServiceContext>,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let mut buf = BytesMut::new();
+        let contexts: &[ServiceContext] = match code_sets {
+            Some(c) => std::slice::from_ref(c),
+            None => &[],
+        };
+        let head = RequestHead {
+            request_id: 0,
+            response,
+            target,
+            operation,
+            contexts,
+        };
+        let p = begin_request(&mut buf, wire.version, wire.order, wire.opts, &head)
+            .map_err(ClientError::Encode)?;
+        body(&mut p.writer(&mut buf)).map_err(|e| {
+            ClientError::Encode(GiopError::Cdr {
+                what: "request body",
+                source: e,
+            })
+        })?;
+        p.finish(&mut buf).map_err(ClientError::Encode)?;
+        // 1.2: the id follows the header; 1.0/1.1: after the contexts.
+        let id_at = if wire.version.is_12() {
+            HEADER_LEN
+        } else {
+            HEADER_LEN
+                + 4
+                + contexts
+                    .iter()
+                    .map(|c| 8 + c.data.len().next_multiple_of(4))
+                    .sum::<usize>()
+        };
+        Ok(Prepared {
+            message: buf.freeze(),
+            id_at,
+            response,
+            version: wire.version,
+            order: wire.order,
+        })
+    }
+
+    /// Fail unless the connection speaks this request's version and order.
+    pub(super) fn check_for(&self, version: Version, order: ByteOrder) -> Result<(), ClientError> {
+        if self.version != version || self.order != order {
+            return Err(ClientError::Encode(GiopError::NotInVersion {
+                what: "a request prepared for another connection",
+                minor: version.minor,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Queue the message with request id `id`: the bytes up to the id are
+    /// copied (and the id patched there); the rest is spliced when it
+    /// reaches the splice cutoff, copied otherwise.
+    pub(super) fn append(&self, out: &mut BytesMut, splices: &mut Splices, id: u32) {
+        let b = match self.order {
+            ByteOrder::Big => id.to_be_bytes(),
+            ByteOrder::Little => id.to_le_bytes(),
+        };
+        out.extend_from_slice(&self.message[..self.id_at]);
+        out.extend_from_slice(&b);
+        let rest = self.message.slice(self.id_at + 4..);
+        if rest.len() >= splices.cutoff() {
+            splices.push(out.len(), rest);
+        } else {
+            out.extend_from_slice(&rest);
+        }
+    }
 }
 
 impl Connection {
@@ -524,19 +621,7 @@ impl Connection {
             .map_err(connect_err)?;
         stream.set_nodelay(cfg.nodelay).map_err(connect_err)?;
         let local = stream.local_addr().map_err(connect_err)?;
-        let (opts, code_sets) = match code_sets {
-            Some(cs) if version.minor >= 1 => {
-                let n = negotiate(cs, version);
-                (
-                    n.options,
-                    Some(ServiceContext {
-                        id: SC_CODE_SETS,
-                        data: n.context.encode(cfg.order),
-                    }),
-                )
-            }
-            _ => (default_options(version), None),
-        };
+        let (opts, code_sets) = negotiated(version, cfg.order, code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
@@ -659,45 +744,18 @@ impl Connection {
         let s = &self.shared;
         let res = self
             .send(response.expects_reply(), timeout, |out, splices, id| {
-                let ctx_buf;
-                let contexts = match self.code_set_context() {
-                    Some(cs) if contexts.is_empty() => std::slice::from_ref(cs),
-                    Some(cs) => {
-                        ctx_buf = [contexts, std::slice::from_ref(cs)].concat();
-                        &ctx_buf[..]
-                    }
-                    None => contexts,
-                };
+                let contexts = with_code_sets(contexts, self.code_set_context());
                 let head = RequestHead {
                     request_id: id,
                     response,
                     target,
                     operation,
-                    contexts,
+                    contexts: &contexts,
                 };
-                let p = begin_request(out, s.version, s.order, s.opts, &head)
-                    .map_err(ClientError::Encode)?;
-                let encoded = if s.splice {
-                    body(&mut p.writer_spliced(out, splices))
-                } else {
-                    body(&mut p.writer(out))
-                };
-                encoded.map_err(|e| {
-                    ClientError::Encode(GiopError::Cdr {
-                        what: "request body",
-                        source: e,
-                    })
-                })?;
-                p.finish_spliced(out, splices)
-                    .map_err(ClientError::Encode)?;
-                Ok(())
+                s.wire().encode_request(out, splices, &head, body)
             })
             .await?;
-        match res {
-            None => Ok(None),
-            Some(Incoming::Reply(r)) => Ok(Some(r)),
-            Some(Incoming::Locate(_)) => Err(self.protocol("LocateReply to a Request")),
-        }
+        reply_of(res, self.addr())
     }
 
     /// Send a request whose body was marshalled beforehand (e.g. once, for
@@ -738,45 +796,14 @@ impl Connection {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let s = &self.shared;
-        let mut buf = BytesMut::new();
-        let contexts: &[ServiceContext] = match &s.code_sets {
-            Some(c) => std::slice::from_ref(c),
-            None => &[],
-        };
-        let head = RequestHead {
-            request_id: 0,
-            response,
+        Prepared::build(
+            s.wire(),
+            s.code_sets.as_ref(),
             target,
             operation,
-            contexts,
-        };
-        let p = begin_request(&mut buf, s.version, s.order, s.opts, &head)
-            .map_err(ClientError::Encode)?;
-        body(&mut p.writer(&mut buf)).map_err(|e| {
-            ClientError::Encode(GiopError::Cdr {
-                what: "request body",
-                source: e,
-            })
-        })?;
-        p.finish(&mut buf).map_err(ClientError::Encode)?;
-        // 1.2: the id follows the header; 1.0/1.1: after the contexts.
-        let id_at = if s.version.is_12() {
-            HEADER_LEN
-        } else {
-            HEADER_LEN
-                + 4
-                + contexts
-                    .iter()
-                    .map(|c| 8 + c.data.len().next_multiple_of(4))
-                    .sum::<usize>()
-        };
-        Ok(Prepared {
-            message: buf.freeze(),
-            id_at,
             response,
-            version: s.version,
-            order: s.order,
-        })
+            body,
+        )
     }
 
     /// Send a [`Prepared`] request with a fresh request id; nothing is
@@ -784,39 +811,18 @@ impl Connection {
     /// id patched there); the rest is spliced when it reaches the splice
     /// cutoff, copied otherwise.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        if p.version != self.shared.version || p.order != self.shared.order {
-            return Err(ClientError::Encode(GiopError::NotInVersion {
-                what: "a request prepared for another connection",
-                minor: self.shared.version.minor,
-            }));
-        }
+        p.check_for(self.shared.version, self.shared.order)?;
         let res = self
             .send(
                 p.response.expects_reply(),
                 self.shared.request_timeout,
                 |out, splices, id| {
-                    let b = match p.order {
-                        ByteOrder::Big => id.to_be_bytes(),
-                        ByteOrder::Little => id.to_le_bytes(),
-                    };
-                    let head = p.id_at + 4;
-                    out.extend_from_slice(&p.message[..p.id_at]);
-                    out.extend_from_slice(&b);
-                    let rest = p.message.slice(head..);
-                    if rest.len() >= splices.cutoff() {
-                        splices.push(out.len(), rest);
-                    } else {
-                        out.extend_from_slice(&rest);
-                    }
+                    p.append(out, splices, id);
                     Ok(())
                 },
             )
             .await?;
-        match res {
-            None => Ok(None),
-            Some(Incoming::Reply(r)) => Ok(Some(r)),
-            Some(Incoming::Locate(_)) => Err(self.protocol("LocateReply to a Request")),
-        }
+        reply_of(res, self.addr())
     }
 
     /// Send a LocateRequest.
@@ -908,25 +914,8 @@ impl Connection {
                 buf: out, splices, ..
             } = &mut *st;
             let start = out.len();
-            let mut r = encode(out, splices, id);
-            if r.is_ok() {
-                if let Some(fs) = s.fragment_size {
-                    let len = out.len() - start + splices.bytes_after(start);
-                    if s.version.is_12() && len > fs {
-                        let msg = out.split_off(start);
-                        let runs = splices.split_after(start);
-                        r = if runs.is_empty() {
-                            fragment_message(&msg, fs, out)
-                        } else {
-                            // Fragments need contiguous bytes: copy.
-                            let mut flat = BytesMut::new();
-                            runs.flatten_into(&msg, &mut flat);
-                            fragment_message(&flat, fs, out)
-                        }
-                        .map_err(ClientError::Encode);
-                    }
-                }
-            }
+            let r = encode(out, splices, id)
+                .and_then(|()| fragment_from(s.version, s.fragment_size, out, splices, start));
             match r {
                 Ok(()) => {
                     if s.code_sets.is_some() {
@@ -1111,6 +1100,18 @@ fn try_write_spliced(
         return wr.try_write(&buf[..buf.len().min(limit)]);
     }
     let mut iov = [IoSlice::new(&[]); MAX_IOV];
+    let n = fill_iov(buf, splices, limit, &mut iov);
+    wr.try_write_vectored(&iov[..n])
+}
+
+/// The queued stream's first `limit` bytes as write pieces (at most
+/// [`MAX_IOV`]); returns how many were filled.
+pub(super) fn fill_iov<'a>(
+    buf: &'a [u8],
+    splices: &'a Splices,
+    limit: usize,
+    iov: &mut [IoSlice<'a>; MAX_IOV],
+) -> usize {
     let (mut n, mut left) = (0, limit);
     for (slot, seg) in iov.iter_mut().zip(splices.segments(buf)) {
         if left == 0 {
@@ -1121,14 +1122,14 @@ fn try_write_spliced(
         left -= k;
         n += 1;
     }
-    wr.try_write_vectored(&iov[..n])
+    n
 }
 
 /// Oneways are written headers-first only from this size on.
-const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
+pub(super) const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
 
 /// Most bytes of a large message written ahead of the rest.
-const HEAD_BYTES: usize = 1024;
+pub(super) const HEAD_BYTES: usize = 1024;
 
 /// Write what the socket takes now of the queued stream, consuming it.
 /// From `head_first` bytes on, the message's first piece (its headers, at
@@ -1275,28 +1276,7 @@ fn drain_frames(
         let msg =
             Message::decode_segmented(&frame.header, frame.payload, frame.segments, shared.opts)
                 .map_err(protocol)?;
-        let (id, inc) = match msg {
-            Message::Reply(r) => (r.header.request_id, Incoming::Reply(r)),
-            Message::LocateReply(l) => (l.request_id, Incoming::Locate(l)),
-            Message::CloseConnection => {
-                return Err(ClientError::Closed {
-                    addr: shared.addr.clone(),
-                    retryable: true,
-                })
-            }
-            Message::MessageError => {
-                return Err(ClientError::PeerMessageError {
-                    addr: shared.addr.clone(),
-                })
-            }
-            Message::Request(_) | Message::LocateRequest(_) | Message::CancelRequest { .. } => {
-                return Err(protocol(GiopError::BadValue {
-                    what: "message type from a server",
-                    value: frame.header.msg_type as u32,
-                    offset: 7,
-                }))
-            }
-        };
+        let (id, inc) = incoming(msg, &shared.addr)?;
         let waiter = shared
             .pending
             .lock()
@@ -1327,6 +1307,156 @@ fn drain_frames(
         }
     }
     Ok(())
+}
+
+/// Code sets for a new connection: with the target's TAG_CODE_SETS and
+/// GIOP ≥ 1.1, the negotiated options and the CodeSets context the first
+/// request carries; otherwise the version's defaults and no context.
+pub(super) fn negotiated(
+    version: Version,
+    order: ByteOrder,
+    code_sets: Option<&CodeSetComponentInfo>,
+) -> (Options, Option<ServiceContext>) {
+    match code_sets {
+        Some(cs) if version.minor >= 1 => {
+            let n = negotiate(cs, version);
+            (
+                n.options,
+                Some(ServiceContext {
+                    id: SC_CODE_SETS,
+                    data: n.context.encode(order),
+                }),
+            )
+        }
+        _ => (default_options(version), None),
+    }
+}
+
+/// The caller's contexts, plus the CodeSets context while it is still due.
+pub(super) fn with_code_sets<'a>(
+    contexts: &'a [ServiceContext],
+    code_sets: Option<&'a ServiceContext>,
+) -> std::borrow::Cow<'a, [ServiceContext]> {
+    match code_sets {
+        Some(cs) if contexts.is_empty() => std::borrow::Cow::Borrowed(std::slice::from_ref(cs)),
+        Some(cs) => std::borrow::Cow::Owned([contexts, std::slice::from_ref(cs)].concat()),
+        None => std::borrow::Cow::Borrowed(contexts),
+    }
+}
+
+/// What a connection's requests are encoded with.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Wire {
+    pub(super) version: Version,
+    pub(super) order: ByteOrder,
+    pub(super) opts: Options,
+    /// Whether bodies splice shared runs (`ClientConfig::splice_cutoff`).
+    pub(super) splice: bool,
+}
+
+impl Wire {
+    /// Append a request (`head`, then the body `body` writes) to the
+    /// queued stream.
+    pub(super) fn encode_request<F>(
+        &self,
+        out: &mut BytesMut,
+        splices: &mut Splices,
+        head: &RequestHead<'_>,
+        body: F,
+    ) -> Result<(), ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let p = begin_request(out, self.version, self.order, self.opts, head)
+            .map_err(ClientError::Encode)?;
+        let encoded = if self.splice {
+            body(&mut p.writer_spliced(out, splices))
+        } else {
+            body(&mut p.writer(out))
+        };
+        encoded.map_err(|e| {
+            ClientError::Encode(GiopError::Cdr {
+                what: "request body",
+                source: e,
+            })
+        })?;
+        p.finish_spliced(out, splices)
+            .map_err(ClientError::Encode)?;
+        Ok(())
+    }
+}
+
+/// Split the message queued from `start` into GIOP 1.2 fragments when it
+/// is longer than `fragment_size` (spliced runs are copied in first:
+/// fragments need contiguous bytes).
+pub(super) fn fragment_from(
+    version: Version,
+    fragment_size: Option<usize>,
+    out: &mut BytesMut,
+    splices: &mut Splices,
+    start: usize,
+) -> Result<(), ClientError> {
+    let Some(fs) = fragment_size else {
+        return Ok(());
+    };
+    let len = out.len() - start + splices.bytes_after(start);
+    if !version.is_12() || len <= fs {
+        return Ok(());
+    }
+    let msg = out.split_off(start);
+    let runs = splices.split_after(start);
+    if runs.is_empty() {
+        fragment_message(&msg, fs, out)
+    } else {
+        let mut flat = BytesMut::new();
+        runs.flatten_into(&msg, &mut flat);
+        fragment_message(&flat, fs, out)
+    }
+    .map_err(ClientError::Encode)
+}
+
+/// A message from the server as the reply (or locate reply) to a request
+/// id, or the error it means: CloseConnection, MessageError, or a message
+/// type a server must not send.
+pub(super) fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
+    match msg {
+        Message::Reply(r) => Ok((r.header.request_id, Incoming::Reply(r))),
+        Message::LocateReply(l) => Ok((l.request_id, Incoming::Locate(l))),
+        Message::CloseConnection => Err(ClientError::Closed {
+            addr: addr.to_string(),
+            retryable: true,
+        }),
+        Message::MessageError => Err(ClientError::PeerMessageError {
+            addr: addr.to_string(),
+        }),
+        Message::Request(_) | Message::LocateRequest(_) | Message::CancelRequest { .. } => {
+            Err(ClientError::Protocol {
+                addr: addr.to_string(),
+                error: GiopError::BadValue {
+                    what: "message type from a server",
+                    value: msg.msg_type() as u32,
+                    offset: 7,
+                },
+            })
+        }
+    }
+}
+
+/// What a Request (not a LocateRequest) got back: its reply, none for a
+/// oneway, or a protocol error for a LocateReply in its place.
+pub(super) fn reply_of(inc: Option<Incoming>, addr: &str) -> Result<Option<Reply>, ClientError> {
+    match inc {
+        None => Ok(None),
+        Some(Incoming::Reply(r)) => Ok(Some(r)),
+        Some(Incoming::Locate(_)) => Err(ClientError::Protocol {
+            addr: addr.to_string(),
+            error: GiopError::BadValue {
+                what: "LocateReply to a Request",
+                value: 0,
+                offset: 0,
+            },
+        }),
+    }
 }
 
 /// Connections by endpoint, created on demand.

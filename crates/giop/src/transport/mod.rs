@@ -1,4 +1,4 @@
-//! The only module with I/O: IIOP over tokio TCP.
+//! The only module with I/O: IIOP over tokio TCP, and one blocking client.
 //!
 //! - [`client`]: a [`Connection`] is a cloneable handle to a driver (one
 //!   reader task, one writer task) that owns the socket; requests are
@@ -10,11 +10,14 @@
 //!   connection dispatching to a [`Handler`]: a synchronous fast path that
 //!   writes the reply body straight into the connection's output buffer,
 //!   with an asynchronous escape hatch for handlers that must wait.
+//! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
+//!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
 //!
 //! Everything protocol-shaped is delegated to the pure layer
 //! ([`crate::message`], [`crate::codec`]).
 
+pub mod blocking;
 pub mod client;
 pub mod naming;
 pub mod server;
@@ -47,6 +50,7 @@ pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
     .await
 }
 
+pub use blocking::BlockingConnection;
 pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared};
 pub use naming::{resolve_name, resolve_target};
 pub use server::{

@@ -1,0 +1,548 @@
+//! A blocking IIOP connection for one caller: the calling thread writes a
+//! request and then itself blocks in `recv` until the reply is there.
+//! This is TAO's wait-on-read client strategy, and how omniORB's
+//! thread-per-connection client waits.
+//!
+//! A round trip costs one write and one read system call. The
+//! [`Connection`](super::Connection) of the tokio transport waits in the
+//! runtime's `epoll_wait` instead and is then woken to read: one system
+//! call and one wake-up more per reply. On a loopback ping that is several
+//! per cent of the round trip. Use this when one caller makes one call at
+//! a time (closed-loop latency, back-to-back twoway throughput); use
+//! [`Connection`](super::Connection) for everything else.
+//!
+//! The encoding, framing and reply matching are the same pure code the
+//! tokio client uses. Only the I/O differs:
+//! - SO_RCVTIMEO/SO_SNDTIMEO are set to a short poll interval, so a call
+//!   that waits can see its deadline and the abort check
+//!   ([`BlockingConnection::set_abort`]) without a timer;
+//! - a timed-out request is cancelled (CancelRequest), and its late reply
+//!   is dropped when it arrives;
+//! - a malformed message is answered with MessageError and ends the
+//!   connection, as in the tokio client.
+
+use std::io::{IoSlice, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
+
+use super::client::{
+    fill_iov, fragment_from, incoming, negotiated, reply_of, with_code_sets, ClientConfig,
+    ClientError, Incoming, Prepared, Wire, HEAD_BYTES, MAX_IOV, ONEWAY_HEAD_FIRST,
+};
+use crate::codec::Decoder;
+use crate::context::{CodeSetComponentInfo, ServiceContext};
+use crate::error::GiopError;
+use crate::header::{MsgType, Version};
+use crate::message::{
+    encode_cancel_request, encode_empty, encode_locate_request, LocateReply, Message, Reply,
+    RequestHead, ResponseMode, TargetAddress,
+};
+
+/// Longest a blocked read or write goes before it looks at its deadline
+/// and the abort check.
+const MAX_POLL: Duration = Duration::from_millis(100);
+
+/// One IIOP connection used by one thread at a time, waiting on read.
+#[derive(Debug)]
+pub struct BlockingConnection {
+    sock: TcpStream,
+    addr: String,
+    local: SocketAddr,
+    wire: Wire,
+    /// The CodeSets context, until the first request carried it.
+    code_sets: Option<ServiceContext>,
+    code_sets_sent: bool,
+    fragment_size: Option<usize>,
+    head_first: Option<usize>,
+    request_timeout: Option<Duration>,
+    abort: Option<fn() -> bool>,
+    next_id: u32,
+    out: BytesMut,
+    splices: Splices,
+    input: BytesMut,
+    decoder: Decoder,
+    /// Set once the connection is unusable; every later call fails with it.
+    dead: Option<ClientError>,
+}
+
+impl BlockingConnection {
+    /// Connect to `host:port` speaking `version`; with `code_sets` (the
+    /// target IOR's TAG_CODE_SETS) and GIOP ≥ 1.1, code sets are
+    /// negotiated and sent on the first request, as
+    /// [`Connection::connect`](super::Connection::connect) does.
+    pub fn connect(
+        host: &str,
+        port: u16,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Result<BlockingConnection, ClientError> {
+        let addr = format!("{host}:{port}");
+        let connect_err = |e: std::io::Error| ClientError::Connect {
+            addr: addr.clone(),
+            message: e.to_string(),
+        };
+        let sockaddr = (host, port)
+            .to_socket_addrs()
+            .map_err(connect_err)?
+            .next()
+            .ok_or_else(|| ClientError::Connect {
+                addr: addr.clone(),
+                message: "host name resolved to no address".into(),
+            })?;
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(sockaddr),
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .map_err(connect_err)?;
+        if let Some(n) = cfg.send_buffer {
+            socket
+                .set_send_buffer_size(n as usize)
+                .map_err(connect_err)?;
+        }
+        if let Some(n) = cfg.recv_buffer {
+            socket
+                .set_recv_buffer_size(n as usize)
+                .map_err(connect_err)?;
+        }
+        socket
+            .connect_timeout(&sockaddr.into(), cfg.connect_timeout)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+                    ClientError::ConnectTimeout {
+                        addr: addr.clone(),
+                        after: cfg.connect_timeout,
+                    }
+                }
+                _ => connect_err(e),
+            })?;
+        let sock: TcpStream = socket.into();
+        sock.set_nodelay(cfg.nodelay).map_err(connect_err)?;
+        let poll = poll_interval(cfg.request_timeout);
+        sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
+        sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
+        let local = sock.local_addr().map_err(connect_err)?;
+        let (opts, code_sets) = negotiated(version, cfg.order, code_sets);
+        Ok(BlockingConnection {
+            sock,
+            addr,
+            local,
+            wire: Wire {
+                version,
+                order: cfg.order,
+                opts,
+                splice: cfg.splice_cutoff.is_some(),
+            },
+            code_sets,
+            code_sets_sent: false,
+            fragment_size: cfg.fragment_size,
+            head_first: cfg.head_first,
+            request_timeout: cfg.request_timeout,
+            abort: None,
+            next_id: 1,
+            out: BytesMut::with_capacity(16 * 1024),
+            splices: Splices::new(cfg.splice_cutoff.unwrap_or(usize::MAX)),
+            input: BytesMut::with_capacity(64 * 1024),
+            decoder: Decoder::new(cfg.codec),
+            dead: None,
+        })
+    }
+
+    /// Check `abort` whenever a blocked read or write wakes to look at its
+    /// deadline (at least every 100 ms): when it returns true, the call
+    /// fails with [`ClientError::LocallyClosed`] and the connection closes
+    /// (e.g. on Ctrl-C while a server does not answer).
+    pub fn set_abort(&mut self, abort: fn() -> bool) {
+        self.abort = Some(abort);
+    }
+
+    /// `host:port` of the peer.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Our end of the TCP connection.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The GIOP version spoken.
+    pub fn version(&self) -> Version {
+        self.wire.version
+    }
+
+    /// Our byte order.
+    pub fn order(&self) -> ByteOrder {
+        self.wire.order
+    }
+
+    /// The CDR options (negotiated code sets) for bodies on this
+    /// connection.
+    pub fn options(&self) -> Options {
+        self.wire.opts
+    }
+
+    /// Whether the connection has failed or was closed.
+    pub fn is_closed(&self) -> bool {
+        self.dead.is_some()
+    }
+
+    /// Close the connection (GIOP 1.2: with CloseConnection); later calls
+    /// fail with `LocallyClosed`.
+    pub fn close(&mut self) {
+        if self.dead.is_none() {
+            self.say_goodbye();
+            self.dead = Some(ClientError::LocallyClosed);
+            let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Send a request whose body `body` writes; the reply for twoway calls,
+    /// `None` for oneways (once written).
+    pub fn request<F>(
+        &mut self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        self.request_with(target, operation, response, &[], self.request_timeout, body)
+    }
+
+    /// [`request`](Self::request) with extra service contexts and an
+    /// explicit timeout.
+    pub fn request_with<F>(
+        &mut self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        contexts: &[ServiceContext],
+        timeout: Option<Duration>,
+        body: F,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        // A clone only while the context is due (the first request).
+        let due = match self.code_sets_sent {
+            true => None,
+            false => self.code_sets.clone(),
+        };
+        let contexts = with_code_sets(contexts, due.as_ref());
+        let wire = self.wire;
+        let inc = self.exchange(response.expects_reply(), timeout, |out, splices, id| {
+            let head = RequestHead {
+                request_id: id,
+                response,
+                target,
+                operation,
+                contexts: &contexts,
+            };
+            wire.encode_request(out, splices, &head, body)
+        })?;
+        reply_of(inc, self.addr())
+    }
+
+    /// Send a request built by [`Connection::prepare`](super::Connection::prepare)
+    /// or [`prepare`](Self::prepare) with a fresh request id.
+    pub fn send_prepared(&mut self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
+        p.check_for(self.wire.version, self.wire.order)?;
+        let inc = self.exchange(
+            p.expects_reply(),
+            self.request_timeout,
+            |out, splices, id| {
+                p.append(out, splices, id);
+                Ok(())
+            },
+        )?;
+        reply_of(inc, self.addr())
+    }
+
+    /// Build a request once for [`send_prepared`](Self::send_prepared).
+    pub fn prepare<F>(
+        &self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        Prepared::build(
+            self.wire,
+            self.code_sets.as_ref(),
+            target,
+            operation,
+            response,
+            body,
+        )
+    }
+
+    /// Send a LocateRequest.
+    pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
+        let wire = self.wire;
+        match self.exchange(true, self.request_timeout, |out, _, id| {
+            encode_locate_request(out, wire.version, wire.order, id, target)
+                .map(|_| ())
+                .map_err(ClientError::Encode)
+        })? {
+            Some(Incoming::Locate(l)) => Ok(l),
+            _ => Err(self.unexpected("Reply to a LocateRequest")),
+        }
+    }
+
+    /// Encode one message with a new request id, write it, and (when a
+    /// reply is expected) read until it arrives.
+    fn exchange(
+        &mut self,
+        expects_reply: bool,
+        timeout: Option<Duration>,
+        encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
+    ) -> Result<Option<Incoming>, ClientError> {
+        if let Some(e) = &self.dead {
+            return Err(e.clone());
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1);
+        let deadline = timeout.map(|t| (Instant::now() + t, t));
+        self.out.clear();
+        let _ = self.splices.take();
+        let encoded = encode(&mut self.out, &mut self.splices, id).and_then(|()| {
+            fragment_from(
+                self.wire.version,
+                self.fragment_size,
+                &mut self.out,
+                &mut self.splices,
+                0,
+            )
+        });
+        if let Err(e) = encoded {
+            self.out.clear();
+            let _ = self.splices.take();
+            return Err(e);
+        }
+        if self.code_sets.is_some() {
+            self.code_sets_sent = true;
+        }
+        let head = match expects_reply {
+            true => self.head_first,
+            false => self.head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
+        };
+        if let Err(e) = self.write_queued(head, deadline.map(|(d, _)| d)) {
+            return Err(self.fail(e));
+        }
+        if !expects_reply {
+            return Ok(None);
+        }
+        match self.read_reply(id, deadline) {
+            Ok(inc) => Ok(Some(inc)),
+            Err(e @ ClientError::Timeout { .. }) => {
+                // Tell the server; its late reply is dropped on arrival.
+                self.out.clear();
+                let _ =
+                    encode_cancel_request(&mut self.out, self.wire.version, self.wire.order, id);
+                if let Err(w) = self.write_queued(None, None) {
+                    self.fail(w);
+                }
+                Err(e)
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Write the queued stream; from `head_first` bytes on its first
+    /// [`HEAD_BYTES`] go alone first (the server starts on the headers
+    /// while the body is still being copied; see the tokio client).
+    fn write_queued(
+        &mut self,
+        head_first: Option<usize>,
+        deadline: Option<Instant>,
+    ) -> Result<(), ClientError> {
+        let mut limit = match head_first {
+            Some(min) if self.out.len() + self.splices.total() >= min => HEAD_BYTES,
+            _ => usize::MAX,
+        };
+        while !(self.out.is_empty() && self.splices.is_empty()) {
+            let r = {
+                let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                let n = fill_iov(&self.out, &self.splices, limit, &mut iov);
+                (&self.sock).write_vectored(&iov[..n])
+            };
+            match r {
+                Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
+                Ok(n) => {
+                    self.splices.consume(&mut self.out, n);
+                    limit = usize::MAX;
+                }
+                Err(e) if waited(&e) => {
+                    self.check_abort()?;
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        // Part of a message may be out: the stream is lost.
+                        return Err(self.io(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            "the server stopped reading before the request was written",
+                        )));
+                    }
+                }
+                // A signal (a timed socket call is not restarted): e.g. Ctrl-C.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.check_abort()?,
+                Err(e) => return Err(self.io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Read until the reply to `id` is decoded. Replies to other ids (late
+    /// ones of cancelled requests) are dropped.
+    fn read_reply(
+        &mut self,
+        id: u32,
+        deadline: Option<(Instant, Duration)>,
+    ) -> Result<Incoming, ClientError> {
+        loop {
+            while let Some(frame) = self
+                .decoder
+                .decode(&mut self.input)
+                .map_err(|e| self.protocol(e))?
+            {
+                let msg =
+                    Message::decode_frame(frame, self.wire.opts).map_err(|e| self.protocol(e))?;
+                let (rid, inc) = incoming(msg, &self.addr)?;
+                if rid == id {
+                    return Ok(inc);
+                }
+            }
+            if self.input.capacity() - self.input.len() < 16 * 1024 {
+                self.input.reserve(64 * 1024);
+            }
+            let spare = self.input.spare_capacity_mut();
+            match socket2::SockRef::from(&self.sock).recv(spare) {
+                Ok(0) => {
+                    return Err(ClientError::Closed {
+                        addr: self.addr.clone(),
+                        retryable: false,
+                    })
+                }
+                Ok(n) => {
+                    let len = self.input.len() + n;
+                    // SAFETY: `recv` initialised the first `n` bytes of the
+                    // spare capacity.
+                    unsafe { self.input.set_len(len) };
+                }
+                Err(e) if waited(&e) => {
+                    self.check_abort()?;
+                    if let Some((d, after)) = deadline {
+                        if Instant::now() >= d {
+                            return Err(ClientError::Timeout {
+                                addr: self.addr.clone(),
+                                request_id: id,
+                                after,
+                            });
+                        }
+                    }
+                }
+                // A signal (a timed socket call is not restarted): e.g. Ctrl-C.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.check_abort()?,
+                Err(e) => return Err(self.io(e)),
+            }
+        }
+    }
+
+    fn check_abort(&self) -> Result<(), ClientError> {
+        match self.abort {
+            Some(f) if f() => Err(ClientError::LocallyClosed),
+            _ => Ok(()),
+        }
+    }
+
+    /// Mark the connection dead with `e` (telling the peer why where GIOP
+    /// says so) and return `e`.
+    fn fail(&mut self, e: ClientError) -> ClientError {
+        if self.dead.is_none() {
+            match &e {
+                ClientError::Protocol { .. } => {
+                    self.out.clear();
+                    let _ = self.splices.take();
+                    encode_empty(
+                        &mut self.out,
+                        self.wire.version,
+                        self.wire.order,
+                        MsgType::MessageError,
+                    );
+                    let _ = (&self.sock).write_all(&self.out);
+                }
+                ClientError::LocallyClosed => self.say_goodbye(),
+                _ => {}
+            }
+            self.dead = Some(e.clone());
+            let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        }
+        e
+    }
+
+    /// GIOP 1.2 lets a client say it is closing.
+    fn say_goodbye(&mut self) {
+        if self.wire.version.is_12() {
+            let mut b = BytesMut::new();
+            encode_empty(
+                &mut b,
+                self.wire.version,
+                self.wire.order,
+                MsgType::CloseConnection,
+            );
+            let _ = (&self.sock).write_all(&b);
+        }
+    }
+
+    fn io(&self, e: std::io::Error) -> ClientError {
+        ClientError::Io {
+            addr: self.addr.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    fn protocol(&self, error: GiopError) -> ClientError {
+        ClientError::Protocol {
+            addr: self.addr.clone(),
+            error,
+        }
+    }
+
+    fn unexpected(&self, what: &'static str) -> ClientError {
+        self.protocol(GiopError::BadValue {
+            what,
+            value: 0,
+            offset: 0,
+        })
+    }
+}
+
+impl Drop for BlockingConnection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A socket timeout: the poll interval passed with nothing to do.
+fn waited(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// How long one blocked read or write waits before looking at deadlines:
+/// a sixteenth of the request timeout, within 1 ms … 100 ms.
+fn poll_interval(timeout: Option<Duration>) -> Duration {
+    timeout.map_or(MAX_POLL, |t| {
+        (t / 16).clamp(Duration::from_millis(1), MAX_POLL)
+    })
+}
