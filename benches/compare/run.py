@@ -77,9 +77,17 @@ def omni_client(ior, cpus, args):
     return last_json(run(taskset(cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior] + args)))
 
 
+WAIT = []  # --wait-strategy for our client, when given
+
+
 def ours(cpus, args):
-    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + ["--quiet", "--json", "-"]))
-    return json.loads(out)
+    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + WAIT + ["--quiet", "--json", "-"]))
+    r = json.loads(out)
+    WAITED.add(r["params"].get("wait_strategy", "?"))
+    return r
+
+
+WAITED = set()  # how our client waited (results' params.wait_strategy)
 
 
 def throughput_pair(ior, cpus, ty, size, mode, total, mind, ours_first):
@@ -120,7 +128,10 @@ def main():
     ap.add_argument("--server-cpus", default="1")
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "compare.json"))
+    ap.add_argument("--wait-strategy", choices=["auto", "read", "reactor"], help="our client's --wait-strategy (default: its own, auto)")
     a = ap.parse_args()
+    if a.wait_strategy:
+        WAIT.extend(["--wait-strategy", a.wait_strategy])
     if a.full:
         types = ["short", "ushort", "long", "ulong", "longlong", "ulonglong", "float", "double", "char", "octet", "boolean", "perfstruct", "cd", "mixedquad", "longquad", "floatpair", "charstruct", "doublestruct"]
         sizes = [1 << k for k in range(10, 18)]
@@ -175,10 +186,11 @@ def main():
         r = ours(None, ["latency", "--count", "20000", "--warmup", "2000", "--baseline"] + pin)
         lat.append(r["cases"][0]["latency_us"]["p50"])
         rawlat.append(r["cases"][1]["latency_us"]["p50"])
+    results["our_wait_strategy"] = sorted(WAITED)
     results["ours_vs_tcp"] = {"oneway_octet_64KiB_mbps": tp, "tcp_stream_64KiB_mbps": raw, "ping_p50_us": lat, "tcp_1B_p50_us": rawlat}
     med = statistics.median
     print()
-    print(f"# {placement}; medians of {a.reps}")
+    print(f"# {placement}; medians of {a.reps}; our client waited: {', '.join(sorted(WAITED))}")
     print(f"our client -> our server, oneway octet 64KiB vs bench tcp stream 64KiB: {med(tp) / med(raw):.2f}x  (target >= 0.9)")
     lat_pairs = list(zip(results['latency']['omniorb_server']['ours_p50_us'], omni_omni))
     pr, lo, hi = paired(lat_pairs)

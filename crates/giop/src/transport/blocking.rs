@@ -373,8 +373,11 @@ impl BlockingConnection {
         while !(self.out.is_empty() && self.splices.is_empty()) {
             let r = {
                 let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                let n = fill_iov(&self.out, &self.splices, limit, &mut iov);
-                (&self.sock).write_vectored(&iov[..n])
+                match fill_iov(&self.out, &self.splices, limit, &mut iov) {
+                    // One piece: a plain send, as the other ORBs' clients do.
+                    1 => (&self.sock).write(&iov[0]),
+                    n => (&self.sock).write_vectored(&iov[..n]),
+                }
             };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
