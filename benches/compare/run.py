@@ -161,7 +161,7 @@ def main():
         # short interleaved rounds (this machine's load drifts by more
         # than the difference being measured within a minute).
         mine, theirs = [], []
-        for i in range(a.reps * 4):
+        for i in range(a.reps * 8):
             def o_run():
                 o = omni_client(srv.ior_file, a.client_cpus, ["--mode", "latency", "--op", "ping", "--count", "5000", "--warmup", "500"])
                 theirs.append(o["latency_us"]["p50"])

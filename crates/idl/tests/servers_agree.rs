@@ -24,7 +24,7 @@ fn payload_operations_and_typecodes_match_the_servers_tables() {
         for mode in [CallMode::Oneway, CallMode::Twoway, CallMode::Echo] {
             let name = elem.op_name(mode);
             let op = spec
-                .find_operation("Bench::Perf", &name)
+                .find_operation("Bench::Perf", name)
                 .unwrap_or_else(|| panic!("Perf::{name} missing"));
             assert_eq!(op.oneway, mode == CallMode::Oneway, "{name}");
             assert_eq!(op.params.len(), 1, "{name}");

@@ -361,11 +361,11 @@ impl BenchClient {
     {
         let op = elem.op_name(mode);
         match mode {
-            CallMode::Oneway => self.oneway(&op, encode).await.map(|_| None),
-            CallMode::Twoway => self.call(&op, encode).await.map(|_| None),
+            CallMode::Oneway => self.oneway(op, encode).await.map(|_| None),
+            CallMode::Twoway => self.call(op, encode).await.map(|_| None),
             CallMode::Echo => {
-                let b = self.call(&op, encode).await?;
-                self.decode(&op, &b, |r| Payload::decode(elem, r)).map(Some)
+                let b = self.call(op, encode).await?;
+                self.decode(op, &b, |r| Payload::decode(elem, r)).map(Some)
             }
         }
     }
@@ -380,11 +380,11 @@ impl BenchClient {
     ) -> Result<Option<Value>, BenchError> {
         let op = elem.op_name(mode);
         match mode {
-            CallMode::Oneway => self.oneway(&op, |w| v.encode(tc, w)).await.map(|_| None),
-            CallMode::Twoway => self.call(&op, |w| v.encode(tc, w)).await.map(|_| None),
+            CallMode::Oneway => self.oneway(op, |w| v.encode(tc, w)).await.map(|_| None),
+            CallMode::Twoway => self.call(op, |w| v.encode(tc, w)).await.map(|_| None),
             CallMode::Echo => {
-                let b = self.call(&op, |w| v.encode(tc, w)).await?;
-                self.decode(&op, &b, |r| Value::decode(tc, r)).map(Some)
+                let b = self.call(op, |w| v.encode(tc, w)).await?;
+                self.decode(op, &b, |r| Value::decode(tc, r)).map(Some)
             }
         }
     }

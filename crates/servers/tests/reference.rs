@@ -181,8 +181,8 @@ async fn typed_and_dynamic_skeletons_reply_byte_for_byte() {
     for elem in Elem::ALL {
         let p = Payload::generate(elem, 57, false);
         let op = elem.op_name(CallMode::Echo);
-        let ra = a.call(&op, |w| p.encode(w)).await.unwrap();
-        let rb = b.call(&op, |w| p.encode(w)).await.unwrap();
+        let ra = a.call(op, |w| p.encode(w)).await.unwrap();
+        let rb = b.call(op, |w| p.encode(w)).await.unwrap();
         assert_eq!(ra.bytes, rb.bytes, "{elem}");
         assert_eq!(ra.offset, rb.offset);
     }

@@ -1005,7 +1005,7 @@ async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
     let op = e.op_name(CallMode::Echo);
     let n = p.len();
     let reply = c
-        .request(&op, ResponseMode::Twoway, |w| p.encode(w))
+        .request(op, ResponseMode::Twoway, |w| p.encode(w))
         .await
         .map_err(|x| format!("{op} {n} elements: {x}"))?
         .ok_or_else(|| format!("{op} {n} elements: no reply"))?;

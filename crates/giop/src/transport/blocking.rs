@@ -313,8 +313,11 @@ impl BlockingConnection {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         let deadline = timeout.map(|t| (Instant::now() + t, t));
+        // Empty after every completed write; kept (with its capacity).
         self.out.clear();
-        let _ = self.splices.take();
+        if !self.splices.is_empty() {
+            let _ = self.splices.take();
+        }
         let encoded = encode(&mut self.out, &mut self.splices, id).and_then(|()| {
             fragment_from(
                 self.wire.version,
@@ -395,8 +398,10 @@ impl BlockingConnection {
                         )));
                     }
                 }
-                // A signal (a timed socket call is not restarted): e.g. Ctrl-C.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.check_abort()?,
+                // A signal (a timed socket call is not restarted): try again;
+                // the abort check comes at the next poll interval, so a reply
+                // on its way still completes the call.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.io(e)),
             }
         }
@@ -452,8 +457,10 @@ impl BlockingConnection {
                         }
                     }
                 }
-                // A signal (a timed socket call is not restarted): e.g. Ctrl-C.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.check_abort()?,
+                // A signal (a timed socket call is not restarted): try again;
+                // the abort check comes at the next poll interval, so a reply
+                // on its way still completes the call.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.io(e)),
             }
         }

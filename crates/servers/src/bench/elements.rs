@@ -209,13 +209,33 @@ impl Elem {
         matches!(self, Elem::WChar | Elem::WString)
     }
 
-    /// The operation name for a call mode.
-    pub fn op_name(self, mode: CallMode) -> String {
-        match mode {
-            CallMode::Oneway => format!("send_oneway_{}", self.token()),
-            CallMode::Twoway => format!("send_{}", self.token()),
-            CallMode::Echo => format!("echo_{}", self.token()),
-        }
+    /// The operation name for a call mode (built once per program: a
+    /// benchmark asks for it on every call).
+    pub fn op_name(self, mode: CallMode) -> &'static str {
+        static NAMES: std::sync::OnceLock<Vec<[String; 3]>> = std::sync::OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            Elem::ALL
+                .iter()
+                .map(|e| {
+                    let t = e.token();
+                    [
+                        format!("send_oneway_{t}"),
+                        format!("send_{t}"),
+                        format!("echo_{t}"),
+                    ]
+                })
+                .collect()
+        });
+        let i = Elem::ALL
+            .iter()
+            .position(|&e| e == self)
+            .expect("every element type is in Elem::ALL");
+        let m = match mode {
+            CallMode::Oneway => 0,
+            CallMode::Twoway => 1,
+            CallMode::Echo => 2,
+        };
+        &names[i][m]
     }
 }
 

@@ -160,7 +160,7 @@ fn perf_ops() -> &'static HashMap<String, Op> {
         }
         for e in Elem::ALL {
             for mode in [CallMode::Oneway, CallMode::Twoway, CallMode::Echo] {
-                m.insert(e.op_name(mode), Op::Payload(e, mode));
+                m.insert(e.op_name(mode).to_string(), Op::Payload(e, mode));
             }
         }
         m
