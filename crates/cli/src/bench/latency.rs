@@ -133,6 +133,8 @@ pub(crate) struct Tally {
 /// driver poll a `block_on` future or a `LocalSet` costs per wake-up.
 pub(crate) trait Invoke: Clone + Send + Sync + 'static {
     fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>> + Send;
+    /// Close the caller's connection (Ctrl-C: calls in flight end now).
+    fn close(&self);
 }
 
 /// A connection and what to send on it.
@@ -145,6 +147,10 @@ struct Caller {
 impl Invoke for Caller {
     async fn invoke(&self) -> Result<(), BenchError> {
         call(&self.c, &self.what).await
+    }
+
+    fn close(&self) {
+        self.c.close();
     }
 }
 
@@ -306,6 +312,7 @@ pub(crate) async fn point<I: Invoke>(
     params: CaseParams,
     per_call: u64,
 ) -> anyhow::Result<(Case, Option<String>)> {
+    let _ctrl_c = close_on_interrupt(callers);
     for i in 0..o.warmup {
         if let Err(e) = callers[i as usize % callers.len()].invoke().await {
             pb.done();
@@ -383,6 +390,8 @@ pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Ta
                             t.lat.record_ns(t0.elapsed().as_nanos() as u64);
                             t.calls += 1;
                         }
+                        // Cut short by Ctrl-C: not the server's failure.
+                        Err(_) if crate::interrupt::requested() => break,
                         Err(e) => {
                             t.fail(&e);
                             if stop_on_error {
@@ -403,6 +412,12 @@ pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Ta
         }
     }
     total
+}
+
+/// Close every caller's connection on Ctrl-C, while the guard lives.
+fn close_on_interrupt<I: Invoke>(callers: &[I]) -> super::CloseOnInterrupt {
+    let callers = callers.to_vec();
+    super::CloseOnInterrupt::new(move || callers.iter().for_each(Invoke::close))
 }
 
 /// Calls at fixed intended times; each latency counts from its intended
@@ -442,6 +457,7 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
                     t.lat.record_ns(intended.elapsed().as_nanos() as u64);
                     t.calls = 1;
                 }
+                Err(_) if crate::interrupt::requested() => {}
                 Err(e) => t.fail(&e),
             }
             out.fetch_sub(1, Ordering::Relaxed);

@@ -27,6 +27,7 @@ pub mod throughput;
 pub mod workload;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use clap::ValueEnum;
 
@@ -61,4 +62,28 @@ pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
 /// Count one error of `kind`.
 pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: String) {
     *errors.entry(kind).or_insert(0) += 1;
+}
+
+/// While alive, runs `close` once Ctrl-C (or SIGTERM) is seen, looking
+/// every 100 ms: calls that wait on the runtime for a server that does not
+/// answer then end at once instead of at their timeout. (A connection that
+/// waits on read checks the flag itself.)
+#[derive(Debug)]
+pub(crate) struct CloseOnInterrupt(tokio::task::JoinHandle<()>);
+
+impl CloseOnInterrupt {
+    pub(crate) fn new(close: impl FnOnce() + Send + 'static) -> CloseOnInterrupt {
+        CloseOnInterrupt(tokio::spawn(async move {
+            while !crate::interrupt::requested() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            close();
+        }))
+    }
+}
+
+impl Drop for CloseOnInterrupt {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -109,7 +109,15 @@ where
     let r = rt.block_on(body(&session, results));
     // Stop the embedded server (graceful) before returning.
     drop(session);
-    r
+    // A run cut short by Ctrl-C is not complete, even when the loop that
+    // saw it ended cleanly; and a call it cut short is not the failure.
+    match (r, crate::interrupt::requested()) {
+        (r, false) => r,
+        (Ok(()), true) => {
+            anyhow::bail!("interrupted: the results hold what was measured until then")
+        }
+        (Err(e), true) => Err(e.context("interrupted")),
+    }
 }
 
 /// The raw-TCP server a baseline runs against: a local one pinned like an

@@ -294,6 +294,10 @@ async fn point(
     label: &str,
     r: &mut Results,
 ) -> anyhow::Result<()> {
+    let _ctrl_c = super::CloseOnInterrupt::new({
+        let c = c.clone();
+        move || c.close()
+    });
     let snd = sender(c, elem, mode, size, o)?;
     let out = match &snd {
         Sender::Typed(o) => o.clone(),
@@ -502,6 +506,8 @@ pub(crate) async fn send_loop(
                     sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
                 }
             }
+            // Cut short by Ctrl-C: not the server's failure.
+            Err(_) if crate::interrupt::requested() => break,
             Err(e) => {
                 count_error(&mut sent.errors, error_kind(&e));
                 if o.on_error == OnError::Stop {

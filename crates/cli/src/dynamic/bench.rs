@@ -124,6 +124,10 @@ impl Invoke for Caller {
     async fn invoke(&self) -> Result<(), BenchError> {
         call(&self.c, &self.p, self.check.as_deref()).await
     }
+
+    fn close(&self) {
+        self.c.close();
+    }
 }
 
 /// `bench latency --idl`: the operation `op` instead of bench.idl's.
@@ -238,6 +242,10 @@ async fn throughput_measure(
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = Progress::new(o.output.quiet).case(&label);
+    let ctrl_c = crate::bench::CloseOnInterrupt::new({
+        let c = c.clone();
+        move || c.close()
+    });
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -250,6 +258,7 @@ async fn throughput_measure(
         c.invoke().await
     })
     .await;
+    drop(ctrl_c);
     let send_secs = start.elapsed().as_secs_f64();
     let synced = if ic.sig.oneway && failure.is_none() {
         c.c.call("_non_existent", |_| Ok(())).await.is_ok()
