@@ -58,6 +58,9 @@ pub struct BlockingConnection {
     fragment_size: Option<usize>,
     head_first: Option<usize>,
     request_timeout: Option<Duration>,
+    /// SO_RCVTIMEO/SO_SNDTIMEO: how long a blocked call waits before it
+    /// looks at its deadline and the abort check.
+    poll: Duration,
     abort: Option<fn() -> bool>,
     next_id: u32,
     out: BytesMut,
@@ -142,6 +145,7 @@ impl BlockingConnection {
             fragment_size: cfg.fragment_size,
             head_first: cfg.head_first,
             request_timeout: cfg.request_timeout,
+            poll,
             abort: None,
             next_id: 1,
             out: BytesMut::with_capacity(16 * 1024),
@@ -312,7 +316,7 @@ impl BlockingConnection {
         }
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
-        let deadline = timeout.map(|t| (Instant::now() + t, t));
+        let mut deadline = Deadline::new(timeout, self.poll);
         // Empty after every completed write; kept (with its capacity).
         self.out.clear();
         if !self.splices.is_empty() {
@@ -339,20 +343,20 @@ impl BlockingConnection {
             true => self.head_first,
             false => self.head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
         };
-        if let Err(e) = self.write_queued(head, deadline.map(|(d, _)| d)) {
+        if let Err(e) = self.write_queued(head, &mut deadline) {
             return Err(self.fail(e));
         }
         if !expects_reply {
             return Ok(None);
         }
-        match self.read_reply(id, deadline) {
+        match self.read_reply(id, &mut deadline) {
             Ok(inc) => Ok(Some(inc)),
             Err(e @ ClientError::Timeout { .. }) => {
                 // Tell the server; its late reply is dropped on arrival.
                 self.out.clear();
                 let _ =
                     encode_cancel_request(&mut self.out, self.wire.version, self.wire.order, id);
-                if let Err(w) = self.write_queued(None, None) {
+                if let Err(w) = self.write_queued(None, &mut Deadline::new(None, self.poll)) {
                     self.fail(w);
                 }
                 Err(e)
@@ -367,30 +371,36 @@ impl BlockingConnection {
     fn write_queued(
         &mut self,
         head_first: Option<usize>,
-        deadline: Option<Instant>,
+        deadline: &mut Deadline,
     ) -> Result<(), ClientError> {
         let mut limit = match head_first {
             Some(min) if self.out.len() + self.splices.total() >= min => HEAD_BYTES,
             _ => usize::MAX,
         };
         while !(self.out.is_empty() && self.splices.is_empty()) {
-            let r = {
+            // Nothing spliced: a plain send from the buffer, as the other
+            // ORBs' clients do; else the pieces with writev.
+            let plain = self.splices.is_empty();
+            let r = if plain {
+                (&self.sock).write(&self.out[..self.out.len().min(limit)])
+            } else {
                 let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                match fill_iov(&self.out, &self.splices, limit, &mut iov) {
-                    // One piece: a plain send, as the other ORBs' clients do.
-                    1 => (&self.sock).write(&iov[0]),
-                    n => (&self.sock).write_vectored(&iov[..n]),
-                }
+                let n = fill_iov(&self.out, &self.splices, limit, &mut iov);
+                (&self.sock).write_vectored(&iov[..n])
             };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
+                Ok(n) if plain => {
+                    bytes::Buf::advance(&mut self.out, n);
+                    limit = usize::MAX;
+                }
                 Ok(n) => {
                     self.splices.consume(&mut self.out, n);
                     limit = usize::MAX;
                 }
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                    if deadline.passed() {
                         // Part of a message may be out: the stream is lost.
                         return Err(self.io(std::io::Error::new(
                             std::io::ErrorKind::TimedOut,
@@ -410,11 +420,7 @@ impl BlockingConnection {
 
     /// Read until the reply to `id` is decoded. Replies to other ids (late
     /// ones of cancelled requests) are dropped.
-    fn read_reply(
-        &mut self,
-        id: u32,
-        deadline: Option<(Instant, Duration)>,
-    ) -> Result<Incoming, ClientError> {
+    fn read_reply(&mut self, id: u32, deadline: &mut Deadline) -> Result<Incoming, ClientError> {
         loop {
             while let Some(frame) = self
                 .decoder
@@ -447,14 +453,12 @@ impl BlockingConnection {
                 }
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
-                    if let Some((d, after)) = deadline {
-                        if Instant::now() >= d {
-                            return Err(ClientError::Timeout {
-                                addr: self.addr.clone(),
-                                request_id: id,
-                                after,
-                            });
-                        }
+                    if let (true, Some(after)) = (deadline.passed(), deadline.timeout) {
+                        return Err(ClientError::Timeout {
+                            addr: self.addr.clone(),
+                            request_id: id,
+                            after,
+                        });
                     }
                 }
                 // A signal (a timed socket call is not restarted): try again;
@@ -538,6 +542,40 @@ impl BlockingConnection {
 impl Drop for BlockingConnection {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// A call's deadline, found without reading the clock on the fast path:
+/// only when a read or write has waited a whole poll interval. It started
+/// at least a poll interval before that moment, and the call before it, so
+/// the deadline is set from there: never early, late by the time the call
+/// took to reach that read or write.
+#[derive(Debug)]
+struct Deadline {
+    timeout: Option<Duration>,
+    poll: Duration,
+    at: Option<Instant>,
+}
+
+impl Deadline {
+    fn new(timeout: Option<Duration>, poll: Duration) -> Deadline {
+        Deadline {
+            timeout,
+            poll,
+            at: None,
+        }
+    }
+
+    /// Whether the timeout has passed; call after a poll interval waited.
+    fn passed(&mut self) -> bool {
+        let Some(t) = self.timeout else {
+            return false;
+        };
+        let now = Instant::now();
+        let at = *self
+            .at
+            .get_or_insert_with(|| now.checked_sub(self.poll).unwrap_or(now) + t);
+        now >= at
     }
 }
 
