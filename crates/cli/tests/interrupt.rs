@@ -2,7 +2,7 @@
 //! flag is process-wide), sent SIGINT mid-run. Whatever the run measured
 //! is written, the outcome says "interrupted", the exit status is 1, and
 //! it comes at once, also while a call waits on a server that never
-//! answers, with either wait strategy.
+//! answers, with either wait strategy and in the workload engine.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -118,6 +118,7 @@ fn ctrl_c_ends_a_call_to_a_server_that_never_answers() {
         ("latency", "reactor"),
         ("throughput", "read"),
         ("throughput", "reactor"),
+        ("closed", "reactor"),
     ] {
         let json = tmp(&format!("silent-{cmd}-{wait}.json"));
         let mut args = vec![
@@ -132,6 +133,9 @@ fn ctrl_c_ends_a_call_to_a_server_that_never_answers() {
         ];
         if cmd == "latency" {
             args.extend(["--warmup", "0"]);
+        } else if cmd == "closed" {
+            // The workload engine: two clients, both stuck in a call.
+            args.extend(["--clients", "2", "--duration", "30s"]);
         } else {
             args.extend(["--mode", "twoway", "--type", "long", "--size", "1KiB"]);
         }

@@ -116,6 +116,7 @@ where
         (Ok(()), true) => {
             anyhow::bail!("interrupted: the results hold what was measured until then")
         }
+        (Err(e), true) if format!("{e:#}").contains("interrupted") => Err(e),
         (Err(e), true) => Err(e.context("interrupted")),
     }
 }

@@ -144,13 +144,17 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     let stop = Rc::new(Cell::new(false));
     let recording = Rc::new(Cell::new(spec.warmup.is_zero()));
     let failed = Rc::new(Cell::new(false));
+    // Ctrl-C: calls in flight (and think times) end at once instead of at
+    // their timeout.
+    let cancel = Rc::new(tokio::sync::Notify::new());
     let mut tasks = Vec::with_capacity(n);
     for (i, mut c) in clients.into_iter().enumerate() {
-        let (shared, stop, recording, failed) = (
+        let (shared, stop, recording, failed, cancel) = (
             shared.clone(),
             stop.clone(),
             recording.clone(),
             failed.clone(),
+            cancel.clone(),
         );
         let stop_on_error = spec.stop_on_error;
         let seed = spec.seed;
@@ -164,7 +168,11 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
             while !stop.get() {
                 let t0 = Instant::now();
                 let fut = (c.call)(&mut rng);
-                let res = fut.await;
+                let res = tokio::select! {
+                    biased;
+                    r = fut => r,
+                    _ = cancel.notified() => break,
+                };
                 let t1 = Instant::now();
                 let on = recording.get() && !stop.get();
                 match res {
@@ -200,7 +208,10 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
                 last_reply = on.then_some(t1);
                 if !c.think.is_zero() && !stop.get() {
                     let secs = rng.draw(c.think.as_secs_f64(), c.think_dist);
-                    tokio::time::sleep(Duration::from_secs_f64(secs.min(3600.0))).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs_f64(secs.min(3600.0))) => {}
+                        _ = cancel.notified() => break,
+                    }
                 }
             }
             mine
@@ -262,6 +273,9 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     };
     out.seconds = start.elapsed().as_secs_f64();
     stop.set(true);
+    if reason == StopReason::Interrupted {
+        cancel.notify_waiters();
+    }
     for t in tasks {
         if let Ok(c) = t.await {
             out.clients.push(c);
@@ -277,7 +291,7 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
 
 async fn sleep_or_stop(d: Duration, stop: &Cell<bool>) {
     let end = tokio::time::Instant::now() + d;
-    while tokio::time::Instant::now() < end && !stop.get() {
+    while tokio::time::Instant::now() < end && !stop.get() && !crate::interrupt::requested() {
         let step = (end - tokio::time::Instant::now()).min(Duration::from_millis(20));
         tokio::time::sleep(step).await;
     }
