@@ -124,23 +124,6 @@ impl BenchClient {
         }
     }
 
-    /// How this client waits for replies.
-    pub fn wait(&self) -> Wait {
-        match self.link {
-            Link::Reactor(_) => Wait::Reactor,
-            Link::Read(_) => Wait::Read,
-        }
-    }
-
-    /// The runtime's connection, when this client waits on the runtime
-    /// (for what only it offers: pools, many calls in flight).
-    pub fn connection(&self) -> Option<&Connection> {
-        match &self.link {
-            Link::Reactor(c) => Some(c),
-            Link::Read(_) => None,
-        }
-    }
-
     /// The CDR options (negotiated code sets) of the connection.
     pub fn options(&self) -> Options {
         self.opts

@@ -80,6 +80,12 @@ impl CloseOnInterrupt {
             close();
         }))
     }
+
+    /// Close `c`'s connection on Ctrl-C.
+    pub(crate) fn closing(c: &iiop_servers::client::BenchClient) -> CloseOnInterrupt {
+        let c = c.clone();
+        CloseOnInterrupt::new(move || c.close())
+    }
 }
 
 impl Drop for CloseOnInterrupt {

@@ -294,10 +294,7 @@ async fn point(
     label: &str,
     r: &mut Results,
 ) -> anyhow::Result<()> {
-    let _ctrl_c = super::CloseOnInterrupt::new({
-        let c = c.clone();
-        move || c.close()
-    });
+    let _ctrl_c = super::CloseOnInterrupt::closing(c);
     let snd = sender(c, elem, mode, size, o)?;
     let out = match &snd {
         Sender::Typed(o) => o.clone(),

@@ -242,10 +242,7 @@ async fn throughput_measure(
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = Progress::new(o.output.quiet).case(&label);
-    let ctrl_c = crate::bench::CloseOnInterrupt::new({
-        let c = c.clone();
-        move || c.close()
-    });
+    let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {

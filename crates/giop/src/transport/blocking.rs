@@ -29,8 +29,9 @@ use bytes::BytesMut;
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::client::{
-    fill_iov, fragment_from, incoming, negotiated, reply_of, with_code_sets, ClientConfig,
-    ClientError, Incoming, Prepared, Wire, HEAD_BYTES, MAX_IOV, ONEWAY_HEAD_FIRST,
+    check_interval, fill_iov, fragment_from, head_first_for, incoming, locate_of, negotiated,
+    reply_of, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Wire, HEAD_BYTES,
+    MAX_IOV,
 };
 use crate::codec::Decoder;
 use crate::context::{CodeSetComponentInfo, ServiceContext};
@@ -293,14 +294,12 @@ impl BlockingConnection {
     /// Send a LocateRequest.
     pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
         let wire = self.wire;
-        match self.exchange(true, self.request_timeout, |out, _, id| {
+        let inc = self.exchange(true, self.request_timeout, |out, _, id| {
             encode_locate_request(out, wire.version, wire.order, id, target)
                 .map(|_| ())
                 .map_err(ClientError::Encode)
-        })? {
-            Some(Incoming::Locate(l)) => Ok(l),
-            _ => Err(self.unexpected("Reply to a LocateRequest")),
-        }
+        })?;
+        locate_of(inc, self.addr())
     }
 
     /// Encode one message with a new request id, write it, and (when a
@@ -339,10 +338,7 @@ impl BlockingConnection {
         if self.code_sets.is_some() {
             self.code_sets_sent = true;
         }
-        let head = match expects_reply {
-            true => self.head_first,
-            false => self.head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
-        };
+        let head = head_first_for(self.head_first, expects_reply);
         if let Err(e) = self.write_queued(head, &mut deadline) {
             return Err(self.fail(e));
         }
@@ -390,12 +386,11 @@ impl BlockingConnection {
             };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
-                Ok(n) if plain => {
-                    bytes::Buf::advance(&mut self.out, n);
-                    limit = usize::MAX;
-                }
                 Ok(n) => {
-                    self.splices.consume(&mut self.out, n);
+                    match plain {
+                        true => bytes::Buf::advance(&mut self.out, n),
+                        false => self.splices.consume(&mut self.out, n),
+                    }
                     limit = usize::MAX;
                 }
                 Err(e) if waited(&e) => {
@@ -482,17 +477,7 @@ impl BlockingConnection {
     fn fail(&mut self, e: ClientError) -> ClientError {
         if self.dead.is_none() {
             match &e {
-                ClientError::Protocol { .. } => {
-                    self.out.clear();
-                    let _ = self.splices.take();
-                    encode_empty(
-                        &mut self.out,
-                        self.wire.version,
-                        self.wire.order,
-                        MsgType::MessageError,
-                    );
-                    let _ = (&self.sock).write_all(&self.out);
-                }
+                ClientError::Protocol { .. } => self.send_empty(MsgType::MessageError),
                 ClientError::LocallyClosed => self.say_goodbye(),
                 _ => {}
             }
@@ -505,15 +490,17 @@ impl BlockingConnection {
     /// GIOP 1.2 lets a client say it is closing.
     fn say_goodbye(&mut self) {
         if self.wire.version.is_12() {
-            let mut b = BytesMut::new();
-            encode_empty(
-                &mut b,
-                self.wire.version,
-                self.wire.order,
-                MsgType::CloseConnection,
-            );
-            let _ = (&self.sock).write_all(&b);
+            self.send_empty(MsgType::CloseConnection);
         }
+    }
+
+    /// A header-only message (MessageError, CloseConnection), best effort,
+    /// in place of whatever was queued.
+    fn send_empty(&mut self, t: MsgType) {
+        self.out.clear();
+        let _ = self.splices.take();
+        encode_empty(&mut self.out, self.wire.version, self.wire.order, t);
+        let _ = (&self.sock).write_all(&self.out);
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
@@ -528,14 +515,6 @@ impl BlockingConnection {
             addr: self.addr.clone(),
             error,
         }
-    }
-
-    fn unexpected(&self, what: &'static str) -> ClientError {
-        self.protocol(GiopError::BadValue {
-            what,
-            value: 0,
-            offset: 0,
-        })
     }
 }
 
@@ -588,9 +567,7 @@ fn waited(e: &std::io::Error) -> bool {
 }
 
 /// How long one blocked read or write waits before looking at deadlines:
-/// a sixteenth of the request timeout, within 1 ms … 100 ms.
+/// [`check_interval`] of the request timeout, at most 100 ms.
 fn poll_interval(timeout: Option<Duration>) -> Duration {
-    timeout.map_or(MAX_POLL, |t| {
-        (t / 16).clamp(Duration::from_millis(1), MAX_POLL)
-    })
+    timeout.map_or(MAX_POLL, |t| check_interval(t, MAX_POLL))
 }

@@ -312,16 +312,13 @@ impl OutState {
 struct Shared {
     addr: String,
     local: std::net::SocketAddr,
-    version: Version,
-    order: ByteOrder,
-    opts: Options,
+    /// Version, byte order, negotiated options, splicing.
+    wire: Wire,
     /// CodeSets context to send until the first request carried it.
     code_sets: Option<ServiceContext>,
     code_sets_sent: AtomicBool,
     fragment_size: Option<usize>,
     direct_write: bool,
-    /// Whether request bodies splice (`ClientConfig::splice_cutoff`).
-    splice: bool,
     head_first: Option<usize>,
     request_timeout: Option<Duration>,
     /// Phase timing totals, when [`ClientConfig::phase_timing`] is on.
@@ -343,15 +340,6 @@ struct Shared {
 }
 
 impl Shared {
-    fn wire(&self) -> Wire {
-        Wire {
-            version: self.version,
-            order: self.order,
-            opts: self.opts,
-            splice: self.splice,
-        }
-    }
-
     fn fail_all(&self, err: ClientError) {
         let waiters: Vec<Waiter> = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -398,7 +386,7 @@ impl Shared {
         {
             let mut st = self.out.lock().unwrap_or_else(|e| e.into_inner());
             for (id, _, _) in &overdue {
-                let _ = encode_cancel_request(&mut st.buf, self.version, self.order, *id);
+                let _ = encode_cancel_request(&mut st.buf, self.wire.version, self.wire.order, *id);
             }
         }
         self.out_ready.notify_one();
@@ -411,15 +399,16 @@ impl Shared {
         }
     }
 
-    /// How often the reaper runs: a sixteenth of the shortest timeout in
-    /// use, within 1 ms … 250 ms (`None`: no request has used one yet).
+    /// How often the reaper runs: [`check_interval`] of the shortest
+    /// timeout in use, at most 250 ms (`None`: no request has used one
+    /// yet).
     fn reap_interval(&self) -> Option<Duration> {
         match self.min_timeout_us.load(Ordering::Relaxed) {
             u64::MAX => None,
-            us => Some(
-                Duration::from_micros(us / 16)
-                    .clamp(Duration::from_millis(1), Duration::from_millis(250)),
-            ),
+            us => Some(check_interval(
+                Duration::from_micros(us),
+                Duration::from_millis(250),
+            )),
         }
     }
 
@@ -442,8 +431,8 @@ impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
             .field("addr", &self.shared.addr)
-            .field("version", &self.shared.version)
-            .field("order", &self.shared.order)
+            .field("version", &self.shared.wire.version)
+            .field("order", &self.shared.wire.order)
             .finish()
     }
 }
@@ -627,14 +616,16 @@ impl Connection {
         let shared = Arc::new(Shared {
             addr,
             local,
-            version,
-            order: cfg.order,
-            opts,
+            wire: Wire {
+                version,
+                order: cfg.order,
+                opts,
+                splice: cfg.splice_cutoff.is_some(),
+            },
             code_sets,
             code_sets_sent: AtomicBool::new(false),
             fragment_size: cfg.fragment_size,
             direct_write: cfg.direct_write,
-            splice: cfg.splice_cutoff.is_some(),
             head_first: cfg.head_first,
             request_timeout: cfg.request_timeout,
             phases: cfg.phase_timing.then(Mutex::default),
@@ -679,18 +670,18 @@ impl Connection {
 
     /// The GIOP version spoken.
     pub fn version(&self) -> Version {
-        self.shared.version
+        self.shared.wire.version
     }
 
     /// Our byte order.
     pub fn order(&self) -> ByteOrder {
-        self.shared.order
+        self.shared.wire.order
     }
 
     /// The CDR options (negotiated code sets) for bodies on this
     /// connection.
     pub fn options(&self) -> Options {
-        self.shared.opts
+        self.shared.wire.opts
     }
 
     /// Whether the connection has failed or was closed.
@@ -752,7 +743,7 @@ impl Connection {
                     operation,
                     contexts: &contexts,
                 };
-                s.wire().encode_request(out, splices, &head, body)
+                s.wire.encode_request(out, splices, &head, body)
             })
             .await?;
         reply_of(res, self.addr())
@@ -797,7 +788,7 @@ impl Connection {
     {
         let s = &self.shared;
         Prepared::build(
-            s.wire(),
+            s.wire,
             s.code_sets.as_ref(),
             target,
             operation,
@@ -811,7 +802,7 @@ impl Connection {
     /// id patched there); the rest is spliced when it reaches the splice
     /// cutoff, copied otherwise.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        p.check_for(self.shared.version, self.shared.order)?;
+        p.check_for(self.shared.wire.version, self.shared.wire.order)?;
         let res = self
             .send(
                 p.response.expects_reply(),
@@ -830,26 +821,12 @@ impl Connection {
         let s = &self.shared;
         let res = self
             .send(true, s.request_timeout, |out, _, id| {
-                encode_locate_request(out, s.version, s.order, id, target)
+                encode_locate_request(out, s.wire.version, s.wire.order, id, target)
                     .map(|_| ())
                     .map_err(ClientError::Encode)
             })
             .await?;
-        match res {
-            Some(Incoming::Locate(l)) => Ok(l),
-            _ => Err(self.protocol("Reply to a LocateRequest")),
-        }
-    }
-
-    fn protocol(&self, what: &'static str) -> ClientError {
-        ClientError::Protocol {
-            addr: self.shared.addr.clone(),
-            error: GiopError::BadValue {
-                what,
-                value: 0,
-                offset: 0,
-            },
-        }
+        locate_of(res, self.addr())
     }
 
     fn code_set_context(&self) -> Option<&ServiceContext> {
@@ -915,7 +892,7 @@ impl Connection {
             } = &mut *st;
             let start = out.len();
             let r = encode(out, splices, id)
-                .and_then(|()| fragment_from(s.version, s.fragment_size, out, splices, start));
+                .and_then(|()| fragment_from(s.wire.version, s.fragment_size, out, splices, start));
             match r {
                 Ok(()) => {
                     if s.code_sets.is_some() {
@@ -928,17 +905,12 @@ impl Connection {
                         t_encoded = Some(Instant::now());
                     }
                     if idle {
-                        // A oneway stream keeps the server busy: its own
-                        // write for the head then only costs a second
-                        // wake-up, except for messages that span several
-                        // segments anyway (measured: 64 KiB oneways lose,
-                        // 128 KiB ones gain, against our server and
-                        // omniORB's).
-                        let head = match expects_reply {
-                            true => s.head_first,
-                            false => s.head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
-                        };
-                        try_write_now(&s.wr, out, splices, head);
+                        try_write_now(
+                            &s.wr,
+                            out,
+                            splices,
+                            head_first_for(s.head_first, expects_reply),
+                        );
                     }
                     Ok(!(out.is_empty() && splices.is_empty()))
                 }
@@ -1074,12 +1046,14 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         }
     }
     // GIOP 1.2 lets a client say it is closing.
-    if shared.version.is_12() && matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
+    if shared.wire.version.is_12()
+        && matches!(shared.dead(), None | Some(ClientError::LocallyClosed))
+    {
         let mut b = BytesMut::new();
         encode_empty(
             &mut b,
-            shared.version,
-            shared.order,
+            shared.wire.version,
+            shared.wire.order,
             MsgType::CloseConnection,
         );
         let _ = write_all(&shared.wr, &b).await;
@@ -1126,7 +1100,19 @@ pub(super) fn fill_iov<'a>(
 }
 
 /// Oneways are written headers-first only from this size on.
-pub(super) const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
+const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
+
+/// The size from which a message goes headers-first. A oneway stream keeps
+/// the server busy: its own write for the head then only costs a second
+/// wake-up, except for messages that span several segments anyway
+/// (measured: 64 KiB oneways lose, 128 KiB ones gain, against our server
+/// and omniORB's).
+pub(super) fn head_first_for(head_first: Option<usize>, expects_reply: bool) -> Option<usize> {
+    match expects_reply {
+        true => head_first,
+        false => head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
+    }
+}
 
 /// Most bytes of a large message written ahead of the rest.
 pub(super) const HEAD_BYTES: usize = 1024;
@@ -1250,8 +1236,8 @@ async fn reader_task(
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
             encode_empty(
                 &mut st.buf,
-                shared.version,
-                shared.order,
+                shared.wire.version,
+                shared.wire.order,
                 MsgType::MessageError,
             );
         }
@@ -1273,9 +1259,13 @@ fn drain_frames(
     };
     while let Some(frame) = decoder.decode(buf).map_err(protocol)? {
         let t_decode = clock.is_some().then(Instant::now);
-        let msg =
-            Message::decode_segmented(&frame.header, frame.payload, frame.segments, shared.opts)
-                .map_err(protocol)?;
+        let msg = Message::decode_segmented(
+            &frame.header,
+            frame.payload,
+            frame.segments,
+            shared.wire.opts,
+        )
+        .map_err(protocol)?;
         let (id, inc) = incoming(msg, &shared.addr)?;
         let waiter = shared
             .pending
@@ -1448,15 +1438,33 @@ pub(super) fn reply_of(inc: Option<Incoming>, addr: &str) -> Result<Option<Reply
     match inc {
         None => Ok(None),
         Some(Incoming::Reply(r)) => Ok(Some(r)),
-        Some(Incoming::Locate(_)) => Err(ClientError::Protocol {
-            addr: addr.to_string(),
-            error: GiopError::BadValue {
-                what: "LocateReply to a Request",
-                value: 0,
-                offset: 0,
-            },
-        }),
+        Some(Incoming::Locate(_)) => Err(unexpected(addr, "LocateReply to a Request")),
     }
+}
+
+/// What a LocateRequest got back: its LocateReply, or a protocol error.
+pub(super) fn locate_of(inc: Option<Incoming>, addr: &str) -> Result<LocateReply, ClientError> {
+    match inc {
+        Some(Incoming::Locate(l)) => Ok(l),
+        _ => Err(unexpected(addr, "Reply to a LocateRequest")),
+    }
+}
+
+fn unexpected(addr: &str, what: &'static str) -> ClientError {
+    ClientError::Protocol {
+        addr: addr.to_string(),
+        error: GiopError::BadValue {
+            what,
+            value: 0,
+            offset: 0,
+        },
+    }
+}
+
+/// How often a wait that may time out looks at its deadline: a sixteenth
+/// of the timeout, within 1 ms … `max`.
+pub(super) fn check_interval(timeout: Duration, max: Duration) -> Duration {
+    (timeout / 16).clamp(Duration::from_millis(1), max)
 }
 
 /// Connections by endpoint, created on demand.
