@@ -4,14 +4,19 @@
 Against the omniORB bench server (scripts/orbs/omniorb), for each element
 type, payload size and mode: the omniORB C++ bench client and iiopbench's
 client, each `--reps` times, alternating, with the same placement (taskset:
-server on --server-cpus, both clients on --client-cpus). Then our client
-against our server vs `bench tcp` at 64 KiB, and ping p50 latency: ours vs
-omniORB client on the omniORB server vs raw TCP 1-byte ping-pong.
+server on --server-cpus, both clients on --client-cpus). Our client runs
+once per `--wait-strategy` value (default `auto,read`): with the CPUs
+apart, `auto` spins before it blocks (the reply is picked up without
+waking a sleeping thread); `read` blocks in recv at once, as the omniORB
+client does, so it is the like-for-like row. Then our client against our
+server vs `bench tcp` at 64 KiB, and ping p50 latency: ours vs omniORB
+client on the omniORB server vs raw TCP 1-byte ping-pong (the raw-TCP
+client waits as ours does).
 
 Prints a table of medians and ratios (ours / theirs) and writes everything
 to --out (JSON). Never quotes an absolute figure without its baseline.
 
-    benches/compare/run.py [--quick] [--full] [--reps 3] [--out FILE]
+    benches/compare/run.py [--quick] [--full] [--reps 3] [--wait-strategy auto,read] [--out FILE]
 """
 import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
 
@@ -77,41 +82,42 @@ def omni_client(ior, cpus, args):
     return last_json(run(taskset(cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior] + args)))
 
 
-WAIT = []  # --wait-strategy for our client, when given
-
-
-def ours(cpus, args):
-    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + WAIT + ["--quiet", "--json", "-"]))
+def ours(cpus, args, wait):
+    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + ["--wait-strategy", wait, "--quiet", "--json", "-"]))
     r = json.loads(out)
-    WAITED.add(r["params"].get("wait_strategy", "?"))
+    WAITED.setdefault(wait, set()).add(r["params"].get("wait_strategy", "?"))
     return r
 
 
-WAITED = set()  # how our client waited (results' params.wait_strategy)
+WAITED = {}  # --wait-strategy asked -> how our client waited (params.wait_strategy)
 
 
-def throughput_pair(ior, cpus, ty, size, mode, total, mind, ours_first):
-    """One measurement each, ours and theirs back to back (which goes first
-    alternates between reps, so drift in the machine's load favours
-    neither)."""
+def throughput_round(ior, cpus, server_cpus, ty, size, mode, total, mind, waits, rep):
+    """One measurement of the omniORB client and one of ours per wait
+    strategy, back to back; the order rotates between reps, so drift in
+    the machine's load favours none of them."""
     op = {"oneway": "oneway", "twoway": "send"}[mode]
 
     def theirs():
         o = omni_client(ior, cpus, ["--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(total), "--min-duration", str(mind)])
         return o.get("receiver_mbps") or o["mbps"]
 
-    def mine():
-        r = ours(cpus, ["throughput", "--target", ior, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(total), "--min-duration", f"{mind}s"])
+    def mine(wait):
+        # --server-cpus records where the external server runs, so the
+        # placement (and what auto picks from it) is known.
+        r = ours(cpus, ["throughput", "--target", ior, "--server-cpus", server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(total), "--min-duration", f"{mind}s"], wait)
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported errors: {c['errors']}")
         return c.get("receiver_throughput_mbps") or c["throughput_mbps"]
 
-    if ours_first:
-        m = mine()
-        return m, theirs()
-    t = theirs()
-    return mine(), t
+    return rotated(rep, [("omniorb", theirs)] + [(w, lambda w=w: mine(w)) for w in waits])
+
+
+def rotated(rep, runs):
+    """Run each (name, f) once, starting at a different one each rep."""
+    k = rep % len(runs)
+    return dict((name, f()) for name, f in runs[k:] + runs[:k])
 
 
 def paired(pairs):
@@ -128,10 +134,12 @@ def main():
     ap.add_argument("--server-cpus", default="1")
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "compare.json"))
-    ap.add_argument("--wait-strategy", choices=["auto", "read", "reactor"], help="our client's --wait-strategy (default: its own, auto)")
+    ap.add_argument("--wait-strategy", default="auto,read", help="our client's --wait-strategy values to measure, comma-separated; each gets its own columns (default: auto,read: auto spins when the CPUs are apart, read blocks in recv as the omniORB client does)")
     a = ap.parse_args()
-    if a.wait_strategy:
-        WAIT.extend(["--wait-strategy", a.wait_strategy])
+    waits = a.wait_strategy.split(",")
+    for w in waits:
+        if w not in ("auto", "read", "spin", "reactor"):
+            ap.error(f"unknown wait strategy {w!r}")
     if a.full:
         types = ["short", "ushort", "long", "ulong", "longlong", "ulonglong", "float", "double", "char", "octet", "boolean", "perfstruct", "cd", "mixedquad", "longquad", "floatpair", "charstruct", "doublestruct"]
         sizes = [1 << k for k in range(10, 18)]
@@ -143,59 +151,67 @@ def main():
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "iiopbench"], cwd=ROOT, check=True)
     subprocess.run([os.path.join(ORBS, "omniorb", "build")], check=True)
     placement = f"server CPUs {a.server_cpus}, client CPUs {a.client_cpus}"
-    results = {"placement": placement, "reps": a.reps, "throughput": [], "latency": {}, "ours_vs_tcp": {}}
+    results = {"placement": placement, "reps": a.reps, "wait_strategies": waits, "throughput": [], "latency": {}, "ours_vs_tcp": {}}
+    med = statistics.median
     srv = Server("omniorb", a.server_cpus)
     try:
         print(f"# our client vs the omniORB client, both on the omniORB server ({placement}); median of {a.reps}, receiver-side Mbit/s")
-        print(f"{'mode':7} {'type':11} {'size':>7} {'ours':>9} {'omniORB':>9} {'ratio':>6}  {'paired (min..max)':>18}")
+        print(f"# ours/omniORB: ratio of medians, then the median of per-rep ratios (min..max); per --wait-strategy: {', '.join(waits)}")
+        print(f"{'mode':7} {'type':11} {'size':>7} {'omniORB':>9}" + "".join(f" | {w:>7} {'ratio':>5} {'paired (min..max)':>18}" for w in waits))
         for mode in ["oneway", "twoway"]:
             for ty in types:
                 for size in sizes:
-                    pairs = [throughput_pair(srv.ior_file, a.client_cpus, ty, size, mode, total, mind, i % 2 == 0) for i in range(a.reps)]
-                    m = statistics.median(p[0] for p in pairs)
-                    t = statistics.median(p[1] for p in pairs)
-                    pr, lo, hi = paired(pairs)
-                    results["throughput"].append({"mode": mode, "type": ty, "size": size, "ours_mbps": m, "omniorb_mbps": t, "ratio": m / t, "paired_ratio": pr, "paired_min": lo, "paired_max": hi, "samples": pairs})
-                    print(f"{mode:7} {ty:11} {size:>7} {m:>9.0f} {t:>9.0f} {m / t:>6.2f}  {pr:>6.2f} ({lo:.2f}..{hi:.2f})", flush=True)
+                    reps = [throughput_round(srv.ior_file, a.client_cpus, a.server_cpus, ty, size, mode, total, mind, waits, i) for i in range(a.reps)]
+                    t = med(r["omniorb"] for r in reps)
+                    row = {"mode": mode, "type": ty, "size": size, "omniorb_mbps": t, "samples": reps, "ours": {}}
+                    line = f"{mode:7} {ty:11} {size:>7} {t:>9.0f}"
+                    for w in waits:
+                        m = med(r[w] for r in reps)
+                        pr, lo, hi = paired([(r[w], r["omniorb"]) for r in reps])
+                        row["ours"][w] = {"mbps": m, "ratio": m / t, "paired_ratio": pr, "paired_min": lo, "paired_max": hi}
+                        line += f" | {m:>7.0f} {m / t:>5.2f} {pr:>6.2f} ({lo:.2f}..{hi:.2f})"
+                    results["throughput"].append(row)
+                    print(line, flush=True)
         # Ping latency: ours vs omniORB client on the omniORB server, in
         # short interleaved rounds (this machine's load drifts by more
         # than the difference being measured within a minute).
-        mine, theirs = [], []
+        lat = {k: [] for k in ["omniorb"] + waits}
         for i in range(a.reps * 8):
             def o_run():
-                o = omni_client(srv.ior_file, a.client_cpus, ["--mode", "latency", "--op", "ping", "--count", "5000", "--warmup", "500"])
-                theirs.append(o["latency_us"]["p50"])
+                return omni_client(srv.ior_file, a.client_cpus, ["--mode", "latency", "--op", "ping", "--count", "5000", "--warmup", "500"])["latency_us"]["p50"]
 
-            def m_run():
-                r = ours(a.client_cpus, ["latency", "--target", srv.ior_file, "--count", "5000", "--warmup", "500"])
-                mine.append(r["cases"][0]["latency_us"]["p50"])
+            def m_run(w):
+                return ours(a.client_cpus, ["latency", "--target", srv.ior_file, "--server-cpus", a.server_cpus, "--count", "5000", "--warmup", "500"], w)["cases"][0]["latency_us"]["p50"]
 
-            for f in ((o_run, m_run) if i % 2 else (m_run, o_run)):
-                f()
-        results["latency"]["omniorb_server"] = {"ours_p50_us": mine, "omniorb_p50_us": theirs}
+            for k, v in rotated(i, [("omniorb", o_run)] + [(w, lambda w=w: m_run(w)) for w in waits]).items():
+                lat[k].append(v)
+        results["latency"]["omniorb_server_p50_us"] = lat
     finally:
         srv.stop()
-    # Ours vs ours, against raw TCP in the same run and placement.
+    # Ours vs ours, against raw TCP in the same run and placement (the
+    # raw-TCP client waits as ours does).
     pin = ["--client-cpus", a.client_cpus, "--server-cpus", a.server_cpus]
-    tp, raw = [], []
-    lat, rawlat, omni_omni = [], [], results["latency"]["omniorb_server"]["omniorb_p50_us"]
-    for _ in range(a.reps):
-        r = ours(None, ["throughput", "--type", "octet", "--size", "64KiB", "--mode", "oneway", "--total", str(total), "--min-duration", f"{mind}s", "--baseline"] + pin)
-        tp.append(r["cases"][0]["receiver_throughput_mbps"])
-        raw.append(r["cases"][1]["receiver_throughput_mbps"])
-        r = ours(None, ["latency", "--count", "20000", "--warmup", "2000", "--baseline"] + pin)
-        lat.append(r["cases"][0]["latency_us"]["p50"])
-        rawlat.append(r["cases"][1]["latency_us"]["p50"])
-    results["our_wait_strategy"] = sorted(WAITED)
-    results["ours_vs_tcp"] = {"oneway_octet_64KiB_mbps": tp, "tcp_stream_64KiB_mbps": raw, "ping_p50_us": lat, "tcp_1B_p50_us": rawlat}
-    med = statistics.median
+    vs_tcp = {w: {"oneway_octet_64KiB_mbps": [], "tcp_stream_64KiB_mbps": [], "ping_p50_us": [], "tcp_1B_p50_us": []} for w in waits}
+    for i in range(a.reps):
+        for w in waits:
+            d = vs_tcp[w]
+            r = ours(None, ["throughput", "--type", "octet", "--size", "64KiB", "--mode", "oneway", "--total", str(total), "--min-duration", f"{mind}s", "--baseline"] + pin, w)
+            d["oneway_octet_64KiB_mbps"].append(r["cases"][0]["receiver_throughput_mbps"])
+            d["tcp_stream_64KiB_mbps"].append(r["cases"][1]["receiver_throughput_mbps"])
+            r = ours(None, ["latency", "--count", "20000", "--warmup", "2000", "--baseline"] + pin, w)
+            d["ping_p50_us"].append(r["cases"][0]["latency_us"]["p50"])
+            d["tcp_1B_p50_us"].append(r["cases"][1]["latency_us"]["p50"])
+    results["ours_vs_tcp"] = vs_tcp
+    results["our_wait_strategy"] = {w: sorted(v) for w, v in WAITED.items()}
     print()
-    print(f"# {placement}; medians of {a.reps}; our client waited: {', '.join(sorted(WAITED))}")
-    print(f"our client -> our server, oneway octet 64KiB vs bench tcp stream 64KiB: {med(tp) / med(raw):.2f}x  (target >= 0.9)")
-    lat_pairs = list(zip(results['latency']['omniorb_server']['ours_p50_us'], omni_omni))
-    pr, lo, hi = paired(lat_pairs)
-    print(f"ping p50, our client vs omniORB client, both -> omniORB server:        {med(results['latency']['omniorb_server']['ours_p50_us']) / med(omni_omni):.2f}x  (target <= 1.0; paired rounds {pr:.2f}, {lo:.2f}..{hi:.2f}, {len(lat_pairs)} rounds)")
-    print(f"ping p50, our client -> our server vs raw TCP 1-byte ping-pong:         {med(lat) / med(rawlat):.2f}x  (target <= 1.3)")
+    print(f"# {placement}; medians of {a.reps}; our client's --wait-strategy -> how it waited: " + ", ".join(f"{w} -> {'/'.join(sorted(v))}" for w, v in WAITED.items()))
+    omni = lat["omniorb"]
+    for w in waits:
+        d = vs_tcp[w]
+        pr, lo, hi = paired(list(zip(lat[w], omni)))
+        print(f"[{w}] our client -> our server, oneway octet 64KiB vs bench tcp stream 64KiB: {med(d['oneway_octet_64KiB_mbps']) / med(d['tcp_stream_64KiB_mbps']):.2f}x  (target >= 0.9)")
+        print(f"[{w}] ping p50, our client vs omniORB client, both -> omniORB server:        {med(lat[w]) / med(omni):.2f}x  (target <= 1.0; paired rounds {pr:.2f}, {lo:.2f}..{hi:.2f}, {len(omni)} rounds)")
+        print(f"[{w}] ping p50, our client -> our server vs raw TCP 1-byte ping-pong:         {med(d['ping_p50_us']) / med(d['tcp_1B_p50_us']):.2f}x  (target <= 1.3)")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(results, f, indent=1)

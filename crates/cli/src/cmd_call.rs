@@ -51,7 +51,7 @@ pub struct CallOpts {
 pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
     // One call through the runtime client (it follows forwards):
     // `--wait-strategy read` is refused rather than ignored.
-    o.target.wait()?;
+    o.target.wait("unknown")?;
     let spec = dynamic::load_spec(&o.idl, &o.include)?;
     let found = dynamic::find_op(&spec, &o.op)?;
     let sig = &found.sig;

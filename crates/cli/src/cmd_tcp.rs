@@ -10,7 +10,9 @@ use crate::placement::Cpus;
 use crate::progress::Progress;
 use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts};
 use crate::results::{Case, CaseParams, Results, TargetInfo};
+use crate::target::Waiting;
 use crate::units::format_size;
+use iiop_servers::client::Wait;
 
 /// Stream-mode case from a raw run.
 pub fn stream_case(run: &RawRun, size: u64) -> Case {
@@ -95,18 +97,29 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
     };
     let mut r = new_results("tcp", target, cpus.record(embedded.is_some()));
     fill_params(&mut r, o);
-    let addr = match addr {
-        Ok(a) => a,
-        Err(e) => return (r, Some(e)),
-    };
-    if let Err(e) = cpus.pin_client() {
-        return (r, Some(e));
-    }
-    let err = measure(o, addr, sock, &mut r.cases).err();
+    let err = (|| {
+        let waiting = waiting(o, &r.placement.relation)?;
+        waiting.record(&mut r.params);
+        let addr = addr?;
+        cpus.pin_client()?;
+        measure(o, addr, sock, waiting.spin, &mut r.cases)
+    })()
+    .err();
     r.outcome.complete = err.is_none();
     r.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
     drop(embedded);
     (r, err)
+}
+
+/// The raw client blocks in recv, spinning first or not: one caller, one
+/// frame at a time.
+fn waiting(o: &TcpOpts, relation: &str) -> anyhow::Result<Waiting> {
+    let w = o.waiting.resolve(true, relation)?;
+    anyhow::ensure!(
+        w.wait != Wait::Reactor,
+        "bench tcp's client blocks in recv: --wait-strategy read, spin or auto"
+    );
+    Ok(w)
 }
 
 fn empty(o: &TcpOpts) -> Results {
@@ -133,6 +146,7 @@ fn measure(
     o: &TcpOpts,
     addr: SocketAddr,
     sock: SocketOpts,
+    spin: Option<Duration>,
     cases: &mut Vec<Case>,
 ) -> anyhow::Result<()> {
     let max = o.min_duration.max(Duration::from_secs(1)) * 30;
@@ -149,7 +163,7 @@ fn measure(
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
             let p = progress.case(&format!("tcp pingpong {}", format_size(size)));
-            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
+            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
             cases.push(pingpong_case(&run, size));
             p.done();

@@ -114,7 +114,9 @@ pub struct PlacementOpts {
     /// overrides --pin.
     #[arg(long, value_name = "CPUS")]
     pub client_cpus: Option<String>,
-    /// Pin the embedded server to these CPUs; overrides --pin.
+    /// Pin the embedded server to these CPUs; overrides --pin. With
+    /// --target, where that server runs (pin it yourself): recorded, and
+    /// what `--wait-strategy auto` decides by.
     #[arg(long, value_name = "CPUS")]
     pub server_cpus: Option<String>,
 }
@@ -192,6 +194,9 @@ pub struct TcpOpts {
     /// Ping-pong: unrecorded round trips first.
     #[arg(long, default_value_t = 1_000)]
     pub warmup: u64,
+    /// How the ping-pong client waits (`reactor` does not apply).
+    #[command(flatten)]
+    pub waiting: crate::target::WaitOpts,
     #[command(flatten)]
     pub socket: SocketArgs,
     #[command(flatten)]

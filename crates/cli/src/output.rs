@@ -49,12 +49,17 @@ pub fn human(r: &Results) -> String {
         p.relation
     ));
     if let Some(w) = r.params.get("wait_strategy").and_then(|v| v.as_str()) {
+        let spin = r.params.get("spin_limit_us").and_then(|v| v.as_f64());
         out.push_str(&format!(
             "  client waits: {}\n",
-            match w {
-                "read" => "on read (the calling thread blocks in recv)",
-                "reactor" => "on the async runtime",
-                other => other,
+            match (w, spin) {
+                ("read", _) => "on read (the calling thread blocks in recv)".to_string(),
+                ("spin", Some(us)) => format!(
+                    "spinning (polls without blocking for up to {:?}, then blocks in recv)",
+                    std::time::Duration::from_secs_f64(us / 1e6)
+                ),
+                ("reactor", _) => "on the async runtime".to_string(),
+                (other, _) => other.to_string(),
             }
         ));
     }

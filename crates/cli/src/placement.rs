@@ -29,11 +29,22 @@ impl Cpus {
             server = Some(parse_cpu_list(s)?);
         }
         let avail = current_affinity();
-        for cpu in client.iter().chain(server.iter()).flatten() {
+        for cpu in client.iter().flatten() {
             anyhow::ensure!(
                 avail.contains(cpu),
                 "CPU {cpu} is not available to this process (available: {})",
                 crate::sysinfo::format_cpu_list(&avail)
+            );
+        }
+        // The server's may lie outside this process's own affinity (e.g.
+        // under `taskset -c 0`, an external server on CPU 1): they only
+        // have to exist.
+        let online = crate::sysinfo::online_cpus().unwrap_or_else(|| avail.clone());
+        for cpu in server.iter().flatten() {
+            anyhow::ensure!(
+                online.contains(cpu) || avail.contains(cpu),
+                "CPU {cpu} is not online on this machine (online: {})",
+                crate::sysinfo::format_cpu_list(&online)
             );
         }
         Ok(Cpus {

@@ -223,6 +223,8 @@ pub struct RawRun {
 #[derive(Debug)]
 pub struct RawClient {
     s: TcpStream,
+    /// Spin this long before a reply read blocks (`--wait-strategy spin`).
+    spin: Option<Duration>,
 }
 
 impl RawClient {
@@ -236,7 +238,38 @@ impl RawClient {
             .map_err(|e| anyhow::anyhow!("raw-tcp connect to {addr}: {e}"))?;
         opts.apply(&s)?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(RawClient { s })
+        Ok(RawClient { s, spin: None })
+    }
+
+    /// Wait for replies as a spinning GIOP client does: poll without
+    /// blocking for up to `spin` first (`None`: block at once).
+    pub fn spinning(mut self, spin: Option<Duration>) -> RawClient {
+        self.spin = spin.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Read exactly `buf.len()` bytes of a reply, waiting as configured.
+    fn read_reply(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+        let mut spin_until = self.spin.map(|d| Instant::now() + d);
+        let mut at = 0;
+        while at < buf.len() {
+            let rest = &mut buf[at..];
+            // SAFETY: initialised bytes viewed as maybe-uninitialised ones;
+            // recv only writes to them.
+            let rest = unsafe {
+                std::slice::from_raw_parts_mut(
+                    rest.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(),
+                    rest.len(),
+                )
+            };
+            match iiop_giop::transport::blocking::recv_spinning(&self.s, rest, &mut spin_until) {
+                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Stream frames of `size` body bytes until `total` bytes are sent and
@@ -301,13 +334,13 @@ impl RawClient {
         let mut run = RawRun::default();
         for _ in 0..warmup {
             self.s.write_all(&frame)?;
-            self.s.read_exact(&mut reply)?;
+            self.read_reply(&mut reply)?;
         }
         let start = Instant::now();
         while run.calls < count && duration.is_none_or(|d| start.elapsed() < d) {
             let t0 = Instant::now();
             self.s.write_all(&frame)?;
-            self.s.read_exact(&mut reply)?;
+            self.read_reply(&mut reply)?;
             run.latency.record_ns(t0.elapsed().as_nanos() as u64);
             run.calls += 1;
             run.bytes += size as u64;

@@ -43,6 +43,13 @@ impl HostInfo {
     }
 }
 
+/// The machine's online CPUs (`/sys/devices/system/cpu/online`), when
+/// that can be read.
+pub fn online_cpus() -> Option<Vec<usize>> {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    parse_cpu_list(s.trim()).ok()
+}
+
 /// User and system CPU seconds of this process so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuTime {

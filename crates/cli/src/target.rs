@@ -53,19 +53,36 @@ pub struct TargetOpts {
     /// an embedded server adds its phases here. Not a flag of its own.
     #[arg(skip)]
     pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
-    /// How the client waits for replies: `read` blocks the calling thread
-    /// in recv, one call at a time (one system call and one wake-up less
-    /// per reply, like omniORB's and TAO's wait-on-read clients);
-    /// `reactor` waits on the async runtime (any number of calls in
-    /// flight); `auto` is `read` where one caller makes one call at a time
-    /// (latency with one connection, one call in flight and no --rate;
-    /// throughput without --breakdown), `reactor` elsewhere.
-    #[arg(long, value_enum, default_value_t = WaitArg::Auto, value_name = "WAIT")]
-    pub wait_strategy: WaitArg,
+    /// How the client waits for replies.
+    #[command(flatten)]
+    pub waiting: WaitOpts,
     /// Set by commands whose run is one caller making one call at a time
     /// (what `--wait-strategy read` needs). Not a flag of its own.
     #[arg(skip)]
     pub single_caller: bool,
+}
+
+/// How a client waits for replies (`--wait-strategy`, `--spin-limit`).
+#[derive(Debug, Clone, Args)]
+pub struct WaitOpts {
+    /// How the client waits for replies: `read` blocks the calling thread
+    /// in recv, one call at a time (one system call and one wake-up less
+    /// per reply than an event loop, like omniORB's and TAO's wait-on-read
+    /// clients); `spin` is `read` that first polls without blocking for
+    /// up to --spin-limit (no wake-up at all: for a client with a CPU of
+    /// its own); `reactor` waits on the async runtime (any number of calls
+    /// in flight); `auto` is `spin` where one caller makes one call at a
+    /// time and the placement keeps client and server on different CPUs
+    /// (--pin cross, or --client-cpus and --server-cpus apart), `read`
+    /// where one caller does so otherwise (latency with one connection,
+    /// one call in flight and no --rate; throughput without --breakdown),
+    /// `reactor` elsewhere.
+    #[arg(long, value_enum, default_value_t = WaitArg::Auto, value_name = "WAIT")]
+    pub wait_strategy: WaitArg,
+    /// With `spin`: the longest one wait polls before it blocks in recv
+    /// (at most the 1/16 of --timeout the client looks at deadlines by).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    pub spin_limit: Duration,
 }
 
 /// `--wait-strategy`.
@@ -73,21 +90,74 @@ pub struct TargetOpts {
 pub enum WaitArg {
     Auto,
     Read,
+    Spin,
     Reactor,
 }
 
-impl TargetOpts {
-    /// The wait strategy this run uses.
-    pub fn wait(&self) -> anyhow::Result<Wait> {
-        match (self.wait_strategy, self.single_caller) {
-            (WaitArg::Auto | WaitArg::Read, true) => Ok(Wait::Read),
-            (WaitArg::Auto | WaitArg::Reactor, _) => Ok(Wait::Reactor),
-            (WaitArg::Read, false) => anyhow::bail!(
-                "--wait-strategy read needs one caller making one call at a time: \
+/// A resolved `--wait-strategy`: how connections wait, and for how long
+/// a wait on read polls first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Waiting {
+    pub wait: Wait,
+    /// `Some` with [`Wait::Read`]: spin this long before blocking.
+    pub spin: Option<Duration>,
+}
+
+impl Waiting {
+    /// Its name in results (`params.wait_strategy`).
+    pub fn name(&self) -> &'static str {
+        match (self.wait, self.spin) {
+            (Wait::Reactor, _) => "reactor",
+            (Wait::Read, None) => "read",
+            (Wait::Read, Some(_)) => "spin",
+        }
+    }
+
+    /// Record it in results' params: `wait_strategy`, and `spin_limit_us`
+    /// when spinning.
+    pub fn record(&self, params: &mut std::collections::BTreeMap<String, serde_json::Value>) {
+        crate::context::param(params, "wait_strategy", self.name());
+        if let Some(d) = self.spin {
+            crate::context::param(params, "spin_limit_us", d.as_secs_f64() * 1e6);
+        }
+    }
+}
+
+impl WaitOpts {
+    /// The strategy for a run whose callers are `single` (one caller, one
+    /// call at a time) and whose placement is `relation` (as recorded in
+    /// results: `cross-cpu`, `same-cpu`, `overlapping`, `unknown`).
+    pub fn resolve(&self, single: bool, relation: &str) -> anyhow::Result<Waiting> {
+        let read = |spin: bool| Waiting {
+            wait: Wait::Read,
+            spin: spin.then_some(self.spin_limit),
+        };
+        match (self.wait_strategy, single) {
+            (WaitArg::Auto, true) => Ok(read(relation == "cross-cpu")),
+            (WaitArg::Read, true) => Ok(read(false)),
+            (WaitArg::Spin, true) => Ok(read(true)),
+            (WaitArg::Auto | WaitArg::Reactor, _) => Ok(Waiting {
+                wait: Wait::Reactor,
+                spin: None,
+            }),
+            (WaitArg::Read | WaitArg::Spin, false) => anyhow::bail!(
+                "--wait-strategy {} needs one caller making one call at a time: \
                  bench latency with one connection, one call in flight and no --rate, \
-                 or bench throughput without --breakdown"
+                 or bench throughput without --breakdown",
+                if self.wait_strategy == WaitArg::Read {
+                    "read"
+                } else {
+                    "spin"
+                }
             ),
         }
+    }
+}
+
+impl TargetOpts {
+    /// The wait strategy this run uses, the placement being `relation`.
+    pub fn wait(&self, relation: &str) -> anyhow::Result<Waiting> {
+        self.waiting.resolve(self.single_caller, relation)
     }
 }
 

@@ -206,29 +206,70 @@ fn latency_closed_open_and_many_connections() {
     assert_eq!(cases(&v)[0]["calls"], 300);
     assert_eq!(cases(&v)[0]["bytes"], 300 * 4096);
 
-    // Waiting on read is one caller's strategy: asked for with several,
-    // it is refused in one line before anything runs.
-    let (code, v) = run_json(
-        "lat1x.json",
-        &[
-            "bench",
-            "latency",
-            "--connections",
-            "2",
-            "--wait-strategy",
-            "read",
-        ],
-    );
-    assert_eq!(code, 1);
-    assert!(
-        v["outcome"]["failure"]
-            .as_str()
-            .unwrap()
-            .contains("--wait-strategy read needs one caller"),
-        "{}",
-        v["outcome"]["failure"]
-    );
-    assert!(cases(&v).is_empty());
+    // Client and server on separate CPUs: auto spins before it blocks;
+    // pinned together it does not (the spin would take the server's CPU).
+    // The counts are the same.
+    let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    for (pin, wait) in [("cross", "spin"), ("same", "read")] {
+        if pin == "cross" && !two_cpus {
+            continue;
+        }
+        let (code, v) = run_json(
+            "lat1s.json",
+            &[
+                "bench",
+                "latency",
+                "--op",
+                "send",
+                "--type",
+                "long",
+                "--size",
+                "4KiB",
+                "--count",
+                "300",
+                "--warmup",
+                "10",
+                "--pin",
+                pin,
+                "--baseline",
+            ],
+        );
+        assert_eq!(code, 0, "{pin}");
+        assert_eq!(v["params"]["wait_strategy"], wait, "{pin}");
+        assert_eq!(v["placement"]["relation"], format!("{pin}-cpu"));
+        assert_eq!(cases(&v)[0]["calls"], 300);
+        assert_eq!(cases(&v)[0]["bytes"], 300 * 4096);
+        // The raw-TCP baseline waits the same way, so the ratio compares
+        // protocols, not wait strategies.
+        assert_eq!(cases(&v).len(), 2);
+        assert!(cases(&v)[0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    }
+
+    // Waiting on read (spinning or not) is one caller's strategy: asked
+    // for with several, it is refused in one line before anything runs.
+    for wait in ["read", "spin"] {
+        let (code, v) = run_json(
+            "lat1x.json",
+            &[
+                "bench",
+                "latency",
+                "--connections",
+                "2",
+                "--wait-strategy",
+                wait,
+            ],
+        );
+        assert_eq!(code, 1);
+        assert!(
+            v["outcome"]["failure"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("--wait-strategy {wait} needs one caller")),
+            "{}",
+            v["outcome"]["failure"]
+        );
+        assert!(cases(&v).is_empty());
+    }
 
     let (code, v) = run_json(
         "lat2.json",

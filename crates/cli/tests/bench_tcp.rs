@@ -43,6 +43,9 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["kind"], "tcp");
     assert_eq!(v["outcome"]["complete"], true);
+    // Unpinned, the embedded server may share the client's CPUs: the
+    // client blocks in recv rather than spin.
+    assert_eq!(v["params"]["wait_strategy"], "read");
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
     // stream 1KiB: exactly 64 frames of 1024 bytes, all confirmed by the server
@@ -66,6 +69,65 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     for p in [json, csv, hlog] {
         std::fs::remove_file(p).unwrap();
     }
+}
+
+#[test]
+fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
+    let json = tmp("spin.json");
+    let go = |extra: &[&str]| {
+        let mut a = vec![
+            "bench",
+            "tcp",
+            "--pattern",
+            "pingpong",
+            "--size",
+            "1B,8KiB",
+            "--count",
+            "500",
+            "--warmup",
+            "10",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        let code = run(&a);
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (code, v)
+    };
+    // Client and server on different CPUs (where the machine has two):
+    // auto spins first, and says for how long.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (code, v) = go(if cpus >= 2 {
+        &["--pin", "cross"]
+    } else {
+        &["--wait-strategy", "spin"]
+    });
+    assert_eq!(code, 0);
+    assert_eq!(v["params"]["wait_strategy"], "spin");
+    assert_eq!(v["params"]["spin_limit_us"], 1000.0);
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for (c, size) in cases.iter().zip([1u64, 8192]) {
+        assert_eq!(c["calls"], 500);
+        assert_eq!(c["bytes"], 500 * size);
+        let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+        assert_eq!(h.len(), 500);
+    }
+    let (code, v) = go(&["--pin", "same", "--wait-strategy", "auto"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["params"]["wait_strategy"], "read");
+    assert!(v["params"].get("spin_limit_us").is_none());
+    // The raw client has no runtime to wait on.
+    let (code, v) = go(&["--wait-strategy", "reactor"]);
+    assert_eq!(code, 1);
+    assert!(v["outcome"]["failure"]
+        .as_str()
+        .unwrap()
+        .contains("bench tcp's client blocks in recv"));
+    assert_eq!(v["cases"].as_array().unwrap().len(), 0);
+    std::fs::remove_file(json).unwrap();
 }
 
 #[test]

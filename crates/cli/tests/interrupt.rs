@@ -66,7 +66,7 @@ fn results(json: &PathBuf) -> Value {
 
 #[test]
 fn ctrl_c_mid_run_keeps_what_was_measured_and_exits_1() {
-    for wait in ["read", "reactor"] {
+    for wait in ["read", "spin", "reactor"] {
         let json = tmp(&format!("mid-{wait}.json"));
         let child = start(
             &[
@@ -115,6 +115,7 @@ fn ctrl_c_ends_a_call_to_a_server_that_never_answers() {
     let target = format!("corbaloc:iiop:1.2@127.0.0.1:{port}/Bench");
     for (cmd, wait) in [
         ("latency", "read"),
+        ("latency", "spin"),
         ("latency", "reactor"),
         ("throughput", "read"),
         ("throughput", "reactor"),

@@ -1095,6 +1095,97 @@ async fn blocking_timeout_cancels_drops_the_late_reply_and_goes_on() {
     s.stop().await;
 }
 
+/// CPU time this thread has used.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) },
+        0
+    );
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[tokio::test]
+async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
+    let s = Server::start(ServerConfig {
+        fragment_size: Some(1000),
+        ..ServerConfig::default()
+    })
+    .await;
+    let port = s.port;
+    tokio::task::spawn_blocking(move || {
+        let spinning = |spin: Duration, timeout: Duration| {
+            let cfg = ClientConfig {
+                spin: Some(spin),
+                request_timeout: Some(timeout),
+                ..ClientConfig::default()
+            };
+            blocking(port, Version::V1_2, cfg)
+        };
+        // Replies that land while it polls, whole or in fragments.
+        let mut c = spinning(Duration::from_millis(1), Duration::from_secs(5));
+        for i in 0..300u32 {
+            assert_eq!(b_echo_long(&mut c, i), i);
+        }
+        let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 3) as u8).collect();
+        let r = c
+            .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+                w.write_octet_seq(&payload)
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            r.body.reader(c.options()).read_octet_seq().unwrap(),
+            &payload[..]
+        );
+
+        // A reply later than the spin: it polls (the CPU works) for the
+        // spin, then blocks (it does not) until the reply comes.
+        let sleep_call = |c: &mut BlockingConnection, ms: u32| {
+            let (t0, cpu0) = (std::time::Instant::now(), thread_cpu());
+            let r = c.request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+                w.write_u32(ms);
+                Ok(())
+            });
+            (r, t0.elapsed(), thread_cpu() - cpu0)
+        };
+        let mut c = spinning(Duration::from_millis(20), Duration::from_secs(2));
+        let (r, took, cpu) = sleep_call(&mut c, 60);
+        assert_eq!(r.unwrap().unwrap().header.status, ReplyStatus::NoException);
+        assert!(took >= Duration::from_millis(60), "{took:?}");
+        assert!(cpu >= Duration::from_millis(2), "spun for {cpu:?} of CPU");
+        assert!(
+            cpu < took / 2,
+            "it blocked after the spin: {cpu:?} of {took:?}"
+        );
+        let mut plain = blocking(port, Version::V1_2, ClientConfig::default());
+        let (r, _, cpu) = sleep_call(&mut plain, 60);
+        assert_eq!(r.unwrap().unwrap().header.status, ReplyStatus::NoException);
+        assert!(cpu < Duration::from_millis(2), "no spin: {cpu:?} of CPU");
+
+        // Timeouts are as without it: the spin ends within a poll interval
+        // (1/16 of 50 ms here, however long it was asked to be).
+        let mut c = spinning(Duration::from_secs(10), Duration::from_millis(50));
+        let t0 = std::time::Instant::now();
+        let e = c
+            .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+                w.write_u32(150);
+                Ok(())
+            })
+            .unwrap_err();
+        assert_timed_out_after_50ms(&e, t0.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(b_echo_long(&mut c, 5), 5);
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn blocking_cancel_request_on_the_wire_and_abort_while_waiting() {
     let (port, srv) = silent_server().await;

@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use iiop_giop::transport::client::ClientConfig;
-use iiop_servers::client::{BenchClient, Wait};
+use iiop_servers::client::BenchClient;
 
 use crate::opts::{OutputOpts, PlacementOpts, SocketArgs};
 use crate::placement::Cpus;
 use crate::rawtcp::{RawClient, RawRun, RawServer};
 use crate::results::{Baseline, Case, Results, TargetInfo};
-use crate::target::{self, Resolved, TargetOpts};
+use crate::target::{self, Resolved, TargetOpts, Waiting};
 
 /// Everything a benchmark needs once set up.
 #[derive(Debug)]
@@ -22,14 +22,14 @@ pub struct Session {
     /// The embedded server's phase totals under `--breakdown` (E0.5).
     pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
     /// How connections wait for replies (`--wait-strategy`).
-    pub wait: Wait,
+    pub waiting: Waiting,
 }
 
 impl Session {
     /// A new connection to the target's main object; one that waits on
     /// read gives up its call on Ctrl-C.
     pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
-        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.wait).await?;
+        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
         Ok(c)
     }
@@ -72,16 +72,10 @@ fn setup_and_run<F>(
 where
     F: AsyncFnOnce(&Session, &mut Results) -> anyhow::Result<()>,
 {
-    let wait = t.wait()?;
-    crate::context::param(
-        &mut results.params,
-        "wait_strategy",
-        match wait {
-            Wait::Read => "read",
-            Wait::Reactor => "reactor",
-        },
-    );
     let cpus = Cpus::resolve(placement)?;
+    // Without --target the server is embedded, placed as the options say.
+    let waiting = t.wait(&cpus.record(t.target.is_none()).relation)?;
+    waiting.record(&mut results.params);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -99,10 +93,13 @@ where
     }
     cpus.pin_client()?;
     let session = Session {
-        cfg: target::client_config(t, socket),
+        cfg: ClientConfig {
+            spin: waiting.spin,
+            ..target::client_config(t, socket)
+        },
         cpus,
         phases: t.phases.clone().filter(|_| resolved.embedded.is_some()),
-        wait,
+        waiting,
         resolved,
         socket: socket.clone(),
     };
@@ -169,7 +166,8 @@ pub fn raw_pingpong(
     echo: bool,
     duration: Duration,
 ) -> anyhow::Result<RawRun> {
-    let mut c = RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?;
+    let mut c =
+        RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin);
     c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
 }
 

@@ -22,6 +22,7 @@
 //!   connection, as in the tokio client.
 
 use std::io::{IoSlice, Write};
+use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
@@ -63,6 +64,8 @@ pub struct BlockingConnection {
     /// looks at its deadline and the abort check.
     poll: Duration,
     abort: Option<fn() -> bool>,
+    /// Poll without blocking this long before a reply read blocks.
+    spin: Option<Duration>,
     next_id: u32,
     out: BytesMut,
     splices: Splices,
@@ -148,6 +151,9 @@ impl BlockingConnection {
             request_timeout: cfg.request_timeout,
             poll,
             abort: None,
+            // Bounded by the poll interval, so the deadline and the abort
+            // check are looked at no later than without it.
+            spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             next_id: 1,
             out: BytesMut::with_capacity(16 * 1024),
             splices: Splices::new(cfg.splice_cutoff.unwrap_or(usize::MAX)),
@@ -416,6 +422,7 @@ impl BlockingConnection {
     /// Read until the reply to `id` is decoded. Replies to other ids (late
     /// ones of cancelled requests) are dropped.
     fn read_reply(&mut self, id: u32, deadline: &mut Deadline) -> Result<Incoming, ClientError> {
+        let mut spin_until = self.spin.map(|d| Instant::now() + d);
         loop {
             while let Some(frame) = self
                 .decoder
@@ -433,7 +440,8 @@ impl BlockingConnection {
                 self.input.reserve(64 * 1024);
             }
             let spare = self.input.spare_capacity_mut();
-            match socket2::SockRef::from(&self.sock).recv(spare) {
+            let got = recv_spinning(&self.sock, spare, &mut spin_until);
+            match got {
                 Ok(0) => {
                     return Err(ClientError::Closed {
                         addr: self.addr.clone(),
@@ -556,6 +564,36 @@ impl Deadline {
             .get_or_insert_with(|| now.checked_sub(self.poll).unwrap_or(now) + t);
         now >= at
     }
+}
+
+/// Receive into `buf`. While `spin_until` lies ahead the socket is polled
+/// without blocking, yielding the CPU between polls (to a server sharing
+/// it, if any); once it has passed it is cleared and this is a plain
+/// blocking `recv`, which SO_RCVTIMEO may end with `WouldBlock`.
+///
+/// A spinning caller picks a reply up as it lands, without the wake-up of
+/// a sleeping thread (on a virtual machine, an idle CPU's wake-up costs
+/// tens of microseconds), at the price of keeping its CPU busy: for
+/// callers that own a CPU the server does not use.
+pub fn recv_spinning(
+    sock: &TcpStream,
+    buf: &mut [MaybeUninit<u8>],
+    spin_until: &mut Option<Instant>,
+) -> std::io::Result<usize> {
+    let sock = socket2::SockRef::from(sock);
+    while let Some(until) = *spin_until {
+        match sock.recv_with_flags(buf, libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= until {
+                    *spin_until = None;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+            r => return r,
+        }
+    }
+    sock.recv(buf)
 }
 
 /// A socket timeout: the poll interval passed with nothing to do.

@@ -99,6 +99,14 @@ pub struct ClientConfig {
     /// writes instead of copying them into the output buffer; `None`
     /// always copies.
     pub splice_cutoff: Option<usize>,
+    /// Wait-on-read connections only ([`BlockingConnection`]): before a
+    /// reply read blocks, poll the socket without blocking, yielding the
+    /// CPU between polls, for up to this long. The caller's CPU stays busy
+    /// while it waits and the reply is picked up the moment it lands,
+    /// without the wake-up of a sleeping thread; `None` blocks at once.
+    ///
+    /// [`BlockingConnection`]: super::BlockingConnection
+    pub spin: Option<Duration>,
 }
 
 /// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
@@ -123,6 +131,7 @@ impl Default for ClientConfig {
             splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
             head_first: Some(DEFAULT_SPLICE_CUTOFF),
             phase_timing: false,
+            spin: None,
         }
     }
 }
