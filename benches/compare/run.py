@@ -100,7 +100,7 @@ def throughput_round(ior, cpus, server_cpus, ty, size, mode, total, mind, waits,
 
     def theirs():
         o = omni_client(ior, cpus, ["--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(total), "--min-duration", str(mind)])
-        return o.get("receiver_mbps") or o["mbps"]
+        return {"mbps": o.get("receiver_mbps") or o["mbps"]}
 
     def mine(wait):
         # --server-cpus records where the external server runs, so the
@@ -109,7 +109,10 @@ def throughput_round(ior, cpus, server_cpus, ty, size, mode, total, mind, waits,
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported errors: {c['errors']}")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"]
+        # How busy the server was: its process CPU time (from stats()) over
+        # the run; near 1.0 on one pinned CPU, the server is the limit.
+        srv = (c.get("cpu") or {}).get("server_s")
+        return {"mbps": c.get("receiver_throughput_mbps") or c["throughput_mbps"], "server_busy": srv / c["seconds"] if srv is not None else None}
 
     return rotated(rep, [("omniorb", theirs)] + [(w, lambda w=w: mine(w)) for w in waits])
 
@@ -157,19 +160,22 @@ def main():
     try:
         print(f"# our client vs the omniORB client, both on the omniORB server ({placement}); median of {a.reps}, receiver-side Mbit/s")
         print(f"# ours/omniORB: ratio of medians, then the median of per-rep ratios (min..max); per --wait-strategy: {', '.join(waits)}")
-        print(f"{'mode':7} {'type':11} {'size':>7} {'omniORB':>9}" + "".join(f" | {w:>7} {'ratio':>5} {'paired (min..max)':>18}" for w in waits))
+        print(f"# srv: the omniORB server's CPU time over the run with our client (1.00 = its CPU saturated: the server is the limit)")
+        print(f"{'mode':7} {'type':11} {'size':>7} {'omniORB':>9}" + "".join(f" | {w:>7} {'ratio':>5} {'paired (min..max)':>18} {'srv':>4}" for w in waits))
         for mode in ["oneway", "twoway"]:
             for ty in types:
                 for size in sizes:
                     reps = [throughput_round(srv.ior_file, a.client_cpus, a.server_cpus, ty, size, mode, total, mind, waits, i) for i in range(a.reps)]
-                    t = med(r["omniorb"] for r in reps)
+                    t = med(r["omniorb"]["mbps"] for r in reps)
                     row = {"mode": mode, "type": ty, "size": size, "omniorb_mbps": t, "samples": reps, "ours": {}}
                     line = f"{mode:7} {ty:11} {size:>7} {t:>9.0f}"
                     for w in waits:
-                        m = med(r[w] for r in reps)
-                        pr, lo, hi = paired([(r[w], r["omniorb"]) for r in reps])
-                        row["ours"][w] = {"mbps": m, "ratio": m / t, "paired_ratio": pr, "paired_min": lo, "paired_max": hi}
-                        line += f" | {m:>7.0f} {m / t:>5.2f} {pr:>6.2f} ({lo:.2f}..{hi:.2f})"
+                        m = med(r[w]["mbps"] for r in reps)
+                        pr, lo, hi = paired([(r[w]["mbps"], r["omniorb"]["mbps"]) for r in reps])
+                        busy = [r[w]["server_busy"] for r in reps if r[w]["server_busy"] is not None]
+                        b = med(busy) if busy else None
+                        row["ours"][w] = {"mbps": m, "ratio": m / t, "paired_ratio": pr, "paired_min": lo, "paired_max": hi, "server_busy": b}
+                        line += f" | {m:>7.0f} {m / t:>5.2f} {pr:>6.2f} ({lo:.2f}..{hi:.2f}) " + (f"{b:>4.2f}" if b is not None else "   -")
                     results["throughput"].append(row)
                     print(line, flush=True)
         # Ping latency: ours vs omniORB client on the omniORB server, in

@@ -155,7 +155,7 @@ fn measure(
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
             let p = progress.case(&format!("tcp stream {}", format_size(size)));
-            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?;
+            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.stream(size as usize, o.total, o.min_duration, max)?;
             cases.push(stream_case(&run, size));
             p.done();

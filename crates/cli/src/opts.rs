@@ -194,7 +194,8 @@ pub struct TcpOpts {
     /// Ping-pong: unrecorded round trips first.
     #[arg(long, default_value_t = 1_000)]
     pub warmup: u64,
-    /// How the ping-pong client waits (`reactor` does not apply).
+    /// How the client waits for replies and for room to send (`reactor`
+    /// does not apply).
     #[command(flatten)]
     pub waiting: crate::target::WaitOpts,
     #[command(flatten)]

@@ -10,7 +10,7 @@
 //! Both sides are plain blocking sockets on their own threads: the least
 //! work a byte can cost here, which is what a baseline is for.
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::hist::Latency;
+use iiop_giop::transport::blocking::{recv_spinning, send_spinning, Spin};
 
 /// Header size, equal to GIOP's.
 pub const HEADER: usize = 12;
@@ -241,8 +242,9 @@ impl RawClient {
         Ok(RawClient { s, spin: None })
     }
 
-    /// Wait for replies as a spinning GIOP client does: poll without
-    /// blocking for up to `spin` first (`None`: block at once).
+    /// Wait for replies and for room to send as a spinning GIOP client
+    /// does: poll without blocking for up to `spin` first (`None`: block
+    /// at once).
     pub fn spinning(mut self, spin: Option<Duration>) -> RawClient {
         self.spin = spin.filter(|d| !d.is_zero());
         self
@@ -250,7 +252,7 @@ impl RawClient {
 
     /// Read exactly `buf.len()` bytes of a reply, waiting as configured.
     fn read_reply(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
-        let mut spin_until = self.spin.map(|d| Instant::now() + d);
+        let mut spin = Spin::new(self.spin);
         let mut at = 0;
         while at < buf.len() {
             let rest = &mut buf[at..];
@@ -262,8 +264,23 @@ impl RawClient {
                     rest.len(),
                 )
             };
-            match iiop_giop::transport::blocking::recv_spinning(&self.s, rest, &mut spin_until) {
+            match recv_spinning(&self.s, rest, &mut spin) {
                 Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => at += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Write all of `frame`, waiting for room as configured.
+    fn send_frame(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        let mut spin = Spin::new(self.spin);
+        let mut at = 0;
+        while at < frame.len() {
+            match send_spinning(&self.s, &[IoSlice::new(&frame[at..])], &mut spin) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => at += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -288,7 +305,7 @@ impl RawClient {
         let start = Instant::now();
         let mut run = RawRun::default();
         loop {
-            self.s.write_all(&frame)?;
+            self.send_frame(&frame)?;
             run.calls += 1;
             run.bytes += size as u64;
             if (run.bytes >= total && start.elapsed() >= min_duration)
@@ -333,13 +350,13 @@ impl RawClient {
         let mut reply = vec![0u8; HEADER + reply_len];
         let mut run = RawRun::default();
         for _ in 0..warmup {
-            self.s.write_all(&frame)?;
+            self.send_frame(&frame)?;
             self.read_reply(&mut reply)?;
         }
         let start = Instant::now();
         while run.calls < count && duration.is_none_or(|d| start.elapsed() < d) {
             let t0 = Instant::now();
-            self.s.write_all(&frame)?;
+            self.send_frame(&frame)?;
             self.read_reply(&mut reply)?;
             run.latency.record_ns(t0.elapsed().as_nanos() as u64);
             run.calls += 1;

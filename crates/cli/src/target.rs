@@ -69,8 +69,8 @@ pub struct WaitOpts {
     /// in recv, one call at a time (one system call and one wake-up less
     /// per reply than an event loop, like omniORB's and TAO's wait-on-read
     /// clients); `spin` is `read` that first polls without blocking for
-    /// up to --spin-limit (no wake-up at all: for a client with a CPU of
-    /// its own); `reactor` waits on the async runtime (any number of calls
+    /// up to --spin-limit, for a reply or for room to send (no wake-up at
+    /// all: for a client with a CPU of its own); `reactor` waits on the async runtime (any number of calls
     /// in flight); `auto` is `spin` where one caller makes one call at a
     /// time and the placement keeps client and server on different CPUs
     /// (--pin cross, or --client-cpus and --server-cpus apart), `read`

@@ -1186,6 +1186,76 @@ async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
     s.stop().await;
 }
 
+#[test]
+fn blocking_spin_also_waits_for_room_to_send() {
+    // A peer that accepts and never reads: a 4 MB oneway fills the send
+    // buffer and the write waits for room until the abort check says stop.
+    static STOP: [std::sync::atomic::AtomicBool; 2] = [
+        std::sync::atomic::AtomicBool::new(false),
+        std::sync::atomic::AtomicBool::new(false),
+    ];
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let conns: Vec<_> = l.incoming().take(2).map(Result::unwrap).collect();
+        std::thread::sleep(Duration::from_secs(1));
+        drop(conns);
+    });
+    let payload = bytes::Bytes::from(vec![7u8; 4 << 20]);
+    let mut cpus = Vec::new();
+    for (i, spin) in [Some(Duration::from_millis(50)), None]
+        .into_iter()
+        .enumerate()
+    {
+        let cfg = ClientConfig {
+            spin,
+            send_buffer: Some(8192),
+            request_timeout: Some(Duration::from_secs(2)),
+            ..ClientConfig::default()
+        };
+        let mut c = blocking(port, Version::V1_2, cfg);
+        c.set_abort(if i == 0 {
+            || STOP[0].load(std::sync::atomic::Ordering::Relaxed)
+        } else {
+            || STOP[1].load(std::sync::atomic::Ordering::Relaxed)
+        });
+        let stopper = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            STOP[i].store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let (t0, cpu0) = (std::time::Instant::now(), thread_cpu());
+        let e = c
+            .request(&key("echo"), "sink", ResponseMode::Oneway, |w| {
+                w.write_octet_seq(&payload)
+            })
+            .unwrap_err();
+        let (took, cpu) = (t0.elapsed(), thread_cpu() - cpu0);
+        stopper.join().unwrap();
+        assert_eq!(e, ClientError::LocallyClosed, "{spin:?}");
+        assert!(took >= Duration::from_millis(300), "{took:?}");
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        cpus.push(cpu);
+    }
+    // Spinning 50 ms, then blocked for the rest of the 300; without it,
+    // only the copying into the socket's buffers.
+    assert!(
+        cpus[0] >= Duration::from_millis(10),
+        "spun for {:?}",
+        cpus[0]
+    );
+    assert!(
+        cpus[0] < Duration::from_millis(150),
+        "then blocked: {:?}",
+        cpus[0]
+    );
+    assert!(
+        cpus[1] < Duration::from_millis(10),
+        "no spin: {:?}",
+        cpus[1]
+    );
+    held.join().unwrap();
+}
+
 #[tokio::test]
 async fn blocking_cancel_request_on_the_wire_and_abort_while_waiting() {
     let (port, srv) = silent_server().await;

@@ -153,7 +153,8 @@ pub fn raw_stream(
     min: Duration,
     max: Duration,
 ) -> anyhow::Result<RawRun> {
-    let mut c = RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?;
+    let mut c =
+        RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin);
     c.stream(size as usize, total, min, max)
 }
 

@@ -379,16 +379,18 @@ impl BlockingConnection {
             Some(min) if self.out.len() + self.splices.total() >= min => HEAD_BYTES,
             _ => usize::MAX,
         };
+        let mut spin = Spin::new(self.spin);
         while !(self.out.is_empty() && self.splices.is_empty()) {
             // Nothing spliced: a plain send from the buffer, as the other
             // ORBs' clients do; else the pieces with writev.
             let plain = self.splices.is_empty();
             let r = if plain {
-                (&self.sock).write(&self.out[..self.out.len().min(limit)])
+                let one = [IoSlice::new(&self.out[..self.out.len().min(limit)])];
+                send_spinning(&self.sock, &one, &mut spin)
             } else {
                 let mut iov = [IoSlice::new(&[]); MAX_IOV];
                 let n = fill_iov(&self.out, &self.splices, limit, &mut iov);
-                (&self.sock).write_vectored(&iov[..n])
+                send_spinning(&self.sock, &iov[..n], &mut spin)
             };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
@@ -422,7 +424,7 @@ impl BlockingConnection {
     /// Read until the reply to `id` is decoded. Replies to other ids (late
     /// ones of cancelled requests) are dropped.
     fn read_reply(&mut self, id: u32, deadline: &mut Deadline) -> Result<Incoming, ClientError> {
-        let mut spin_until = self.spin.map(|d| Instant::now() + d);
+        let mut spin = Spin::new(self.spin);
         loop {
             while let Some(frame) = self
                 .decoder
@@ -440,7 +442,7 @@ impl BlockingConnection {
                 self.input.reserve(64 * 1024);
             }
             let spare = self.input.spare_capacity_mut();
-            let got = recv_spinning(&self.sock, spare, &mut spin_until);
+            let got = recv_spinning(&self.sock, spare, &mut spin);
             match got {
                 Ok(0) => {
                     return Err(ClientError::Closed {
@@ -566,34 +568,89 @@ impl Deadline {
     }
 }
 
-/// Receive into `buf`. While `spin_until` lies ahead the socket is polled
-/// without blocking, yielding the CPU between polls (to a server sharing
-/// it, if any); once it has passed it is cleared and this is a plain
-/// blocking `recv`, which SO_RCVTIMEO may end with `WouldBlock`.
+/// The spin phase of one wait (`ClientConfig::spin`): the socket is polled
+/// without blocking, the CPU yielded between polls (to a server sharing
+/// it, if any), until `limit` has passed since the first poll that found
+/// nothing to do; then the caller blocks as usual.
 ///
-/// A spinning caller picks a reply up as it lands, without the wake-up of
-/// a sleeping thread (on a virtual machine, an idle CPU's wake-up costs
-/// tens of microseconds), at the price of keeping its CPU busy: for
-/// callers that own a CPU the server does not use.
+/// A spinning caller picks a reply up as it lands, and refills a full send
+/// buffer as soon as there is room, without the wake-up of a sleeping
+/// thread (on a virtual machine, an idle CPU's wake-up costs tens of
+/// microseconds), at the price of keeping its CPU busy: for callers that
+/// own a CPU the server does not use. Reads no clock until a poll finds
+/// nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spin {
+    limit: Duration,
+    until: Option<Instant>,
+}
+
+impl Spin {
+    /// A spin phase of `limit`; none for `None` or zero.
+    pub fn new(limit: Option<Duration>) -> Option<Spin> {
+        limit
+            .filter(|d| !d.is_zero())
+            .map(|limit| Spin { limit, until: None })
+    }
+
+    /// A poll found nothing to do: yield and say to poll again, or say the
+    /// phase is over.
+    fn again(&mut self) -> bool {
+        let now = Instant::now();
+        if now >= *self.until.get_or_insert(now + self.limit) {
+            return false;
+        }
+        std::thread::yield_now();
+        true
+    }
+}
+
+/// Receive into `buf`, spinning first while `spin` lasts (it is cleared
+/// when it ends); then a plain blocking `recv`, which SO_RCVTIMEO may end
+/// with `WouldBlock`.
 pub fn recv_spinning(
     sock: &TcpStream,
     buf: &mut [MaybeUninit<u8>],
-    spin_until: &mut Option<Instant>,
+    spin: &mut Option<Spin>,
 ) -> std::io::Result<usize> {
-    let sock = socket2::SockRef::from(sock);
-    while let Some(until) = *spin_until {
-        match sock.recv_with_flags(buf, libc::MSG_DONTWAIT) {
+    let s = socket2::SockRef::from(sock);
+    while let Some(sp) = spin {
+        match s.recv_with_flags(buf, libc::MSG_DONTWAIT) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= until {
-                    *spin_until = None;
-                } else {
-                    std::thread::yield_now();
+                if !sp.again() {
+                    *spin = None;
                 }
             }
             r => return r,
         }
     }
-    sock.recv(buf)
+    s.recv(buf)
+}
+
+/// Send `bufs` (one slice with `send`, more with `sendmsg`), spinning
+/// first while `spin` lasts (it is cleared when it ends); then a plain
+/// blocking send, which SO_SNDTIMEO may end with `WouldBlock`.
+pub fn send_spinning(
+    sock: &TcpStream,
+    bufs: &[IoSlice<'_>],
+    spin: &mut Option<Spin>,
+) -> std::io::Result<usize> {
+    let s = socket2::SockRef::from(sock);
+    let send = |flags: libc::c_int| match bufs {
+        [one] => s.send_with_flags(one, flags | libc::MSG_NOSIGNAL),
+        _ => s.send_vectored_with_flags(bufs, flags | libc::MSG_NOSIGNAL),
+    };
+    while let Some(sp) = spin {
+        match send(libc::MSG_DONTWAIT) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !sp.again() {
+                    *spin = None;
+                }
+            }
+            r => return r,
+        }
+    }
+    send(0)
 }
 
 /// A socket timeout: the poll interval passed with nothing to do.

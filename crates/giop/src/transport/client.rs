@@ -100,10 +100,12 @@ pub struct ClientConfig {
     /// always copies.
     pub splice_cutoff: Option<usize>,
     /// Wait-on-read connections only ([`BlockingConnection`]): before a
-    /// reply read blocks, poll the socket without blocking, yielding the
-    /// CPU between polls, for up to this long. The caller's CPU stays busy
-    /// while it waits and the reply is picked up the moment it lands,
-    /// without the wake-up of a sleeping thread; `None` blocks at once.
+    /// reply read or a send would block, poll the socket without blocking,
+    /// yielding the CPU between polls, for up to this long
+    /// ([`Spin`](super::blocking::Spin)). The caller's CPU stays busy while
+    /// it waits; a reply is picked up the moment it lands and a full send
+    /// buffer refilled the moment there is room, without the wake-up of a
+    /// sleeping thread. `None` blocks at once.
     ///
     /// [`BlockingConnection`]: super::BlockingConnection
     pub spin: Option<Duration>,
