@@ -50,7 +50,7 @@ pub struct CallOpts {
 /// Run `call`: the printed JSON, and whether the reply was NO_EXCEPTION.
 pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
     // One call through the runtime client (it follows forwards):
-    // `--wait-strategy read` is refused rather than ignored.
+    // `--wait-strategy read` or `spin` is refused rather than ignored.
     o.target.wait("unknown")?;
     let spec = dynamic::load_spec(&o.idl, &o.include)?;
     let found = dynamic::find_op(&spec, &o.op)?;

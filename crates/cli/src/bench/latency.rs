@@ -191,7 +191,7 @@ pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
 
 /// The target options, marked single-caller when one connection makes one
 /// call at a time in a closed loop (`--wait-strategy auto` then waits on
-/// read).
+/// read, spinning first when client and server have CPUs apart).
 pub(crate) fn single_caller(o: &LatencyOpts) -> TargetOpts {
     let mut t = o.target.clone();
     t.single_caller = o.connections == 1 && o.in_flight == 1 && o.rate.is_none();
