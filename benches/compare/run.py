@@ -213,6 +213,12 @@ def main():
     print(f"# {placement}; medians of {a.reps}; our client's --wait-strategy -> how it waited: " + ", ".join(f"{w} -> {'/'.join(sorted(v))}" for w, v in WAITED.items()))
     omni = lat["omniorb"]
     for w in waits:
+        below = [r for r in results["throughput"] if r["ours"][w]["paired_ratio"] < 1.0]
+        print(f"[{w}] throughput rows at or above the omniORB client (paired median): {len(results['throughput']) - len(below)} of {len(results['throughput'])}"
+              + ("" if not below else "; below: " + ", ".join(
+                  f"{r['mode']} {r['type']} {r['size'] // 1024}KiB {r['ours'][w]['paired_ratio']:.2f}"
+                  + (f" (server busy {r['ours'][w]['server_busy']:.2f})" if r["ours"][w]["server_busy"] is not None else "") for r in below)))
+    for w in waits:
         d = vs_tcp[w]
         pr, lo, hi = paired(list(zip(lat[w], omni)))
         print(f"[{w}] our client -> our server, oneway octet 64KiB vs bench tcp stream 64KiB: {med(d['oneway_octet_64KiB_mbps']) / med(d['tcp_stream_64KiB_mbps']):.2f}x  (target >= 0.9)")
