@@ -30,8 +30,8 @@ use bytes::BytesMut;
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::client::{
-    check_interval, fill_iov, fragment_from, head_first_for, incoming, locate_of, negotiated,
-    reply_of, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Wire, HEAD_BYTES,
+    check_interval, fill_iov, fragment_from, head_first_for, incoming, locate_of, reply_of,
+    tcp_socket, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Wire, HEAD_BYTES,
     MAX_IOV,
 };
 use crate::codec::Decoder;
@@ -100,22 +100,7 @@ impl BlockingConnection {
                 addr: addr.clone(),
                 message: "host name resolved to no address".into(),
             })?;
-        let socket = socket2::Socket::new(
-            socket2::Domain::for_address(sockaddr),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )
-        .map_err(connect_err)?;
-        if let Some(n) = cfg.send_buffer {
-            socket
-                .set_send_buffer_size(n as usize)
-                .map_err(connect_err)?;
-        }
-        if let Some(n) = cfg.recv_buffer {
-            socket
-                .set_recv_buffer_size(n as usize)
-                .map_err(connect_err)?;
-        }
+        let socket = tcp_socket(sockaddr, cfg).map_err(connect_err)?;
         socket
             .connect_timeout(&sockaddr.into(), cfg.connect_timeout)
             .map_err(|e| match e.kind() {
@@ -128,22 +113,16 @@ impl BlockingConnection {
                 _ => connect_err(e),
             })?;
         let sock: TcpStream = socket.into();
-        sock.set_nodelay(cfg.nodelay).map_err(connect_err)?;
         let poll = poll_interval(cfg.request_timeout);
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
-        let (opts, code_sets) = negotiated(version, cfg.order, code_sets);
+        let (wire, code_sets) = Wire::negotiate(version, cfg, code_sets);
         Ok(BlockingConnection {
             sock,
             addr,
             local,
-            wire: Wire {
-                version,
-                order: cfg.order,
-                opts,
-                splice: cfg.splice_cutoff.is_some(),
-            },
+            wire,
             code_sets,
             code_sets_sent: false,
             fragment_size: cfg.fragment_size,

@@ -600,18 +600,12 @@ impl Connection {
                 addr: addr.clone(),
                 message: "host name resolved to no address".into(),
             })?;
-        let socket = if sockaddr.is_ipv4() {
-            TcpSocket::new_v4()
-        } else {
-            TcpSocket::new_v6()
-        }
-        .map_err(connect_err)?;
-        if let Some(n) = cfg.send_buffer {
-            socket.set_send_buffer_size(n).map_err(connect_err)?;
-        }
-        if let Some(n) = cfg.recv_buffer {
-            socket.set_recv_buffer_size(n).map_err(connect_err)?;
-        }
+        let socket = tcp_socket(sockaddr, cfg)
+            .and_then(|s| {
+                s.set_nonblocking(true)?;
+                Ok(TcpSocket::from_std_stream(s.into()))
+            })
+            .map_err(connect_err)?;
         let stream = tokio::time::timeout(cfg.connect_timeout, socket.connect(sockaddr))
             .await
             .map_err(|_| ClientError::ConnectTimeout {
@@ -619,20 +613,14 @@ impl Connection {
                 after: cfg.connect_timeout,
             })?
             .map_err(connect_err)?;
-        stream.set_nodelay(cfg.nodelay).map_err(connect_err)?;
         let local = stream.local_addr().map_err(connect_err)?;
-        let (opts, code_sets) = negotiated(version, cfg.order, code_sets);
+        let (wire, code_sets) = Wire::negotiate(version, cfg, code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
             addr,
             local,
-            wire: Wire {
-                version,
-                order: cfg.order,
-                opts,
-                splice: cfg.splice_cutoff.is_some(),
-            },
+            wire,
             code_sets,
             code_sets_sent: AtomicBool::new(false),
             fragment_size: cfg.fragment_size,
@@ -1310,27 +1298,25 @@ fn drain_frames(
     Ok(())
 }
 
-/// Code sets for a new connection: with the target's TAG_CODE_SETS and
-/// GIOP ≥ 1.1, the negotiated options and the CodeSets context the first
-/// request carries; otherwise the version's defaults and no context.
-pub(super) fn negotiated(
-    version: Version,
-    order: ByteOrder,
-    code_sets: Option<&CodeSetComponentInfo>,
-) -> (Options, Option<ServiceContext>) {
-    match code_sets {
-        Some(cs) if version.minor >= 1 => {
-            let n = negotiate(cs, version);
-            (
-                n.options,
-                Some(ServiceContext {
-                    id: SC_CODE_SETS,
-                    data: n.context.encode(order),
-                }),
-            )
-        }
-        _ => (default_options(version), None),
+/// A TCP socket for `addr` with the configured options, before it
+/// connects (the receive buffer sets the window scale offered then).
+pub(super) fn tcp_socket(
+    addr: std::net::SocketAddr,
+    cfg: &ClientConfig,
+) -> std::io::Result<socket2::Socket> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    if let Some(n) = cfg.send_buffer {
+        s.set_send_buffer_size(n as usize)?;
     }
+    if let Some(n) = cfg.recv_buffer {
+        s.set_recv_buffer_size(n as usize)?;
+    }
+    s.set_tcp_nodelay(cfg.nodelay)?;
+    Ok(s)
 }
 
 /// The caller's contexts, plus the CodeSets context while it is still due.
@@ -1356,6 +1342,37 @@ pub(super) struct Wire {
 }
 
 impl Wire {
+    /// The wire of a new connection speaking `version`: with the target's
+    /// TAG_CODE_SETS and GIOP ≥ 1.1, the negotiated options and the
+    /// CodeSets context the first request carries; otherwise the
+    /// version's defaults and no context.
+    pub(super) fn negotiate(
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> (Wire, Option<ServiceContext>) {
+        let (opts, context) = match code_sets {
+            Some(cs) if version.minor >= 1 => {
+                let n = negotiate(cs, version);
+                (
+                    n.options,
+                    Some(ServiceContext {
+                        id: SC_CODE_SETS,
+                        data: n.context.encode(cfg.order),
+                    }),
+                )
+            }
+            _ => (default_options(version), None),
+        };
+        let wire = Wire {
+            version,
+            order: cfg.order,
+            opts,
+            splice: cfg.splice_cutoff.is_some(),
+        };
+        (wire, context)
+    }
+
     /// Append a request (`head`, then the body `body` writes) to the
     /// queued stream.
     pub(super) fn encode_request<F>(
