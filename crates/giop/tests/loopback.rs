@@ -610,6 +610,43 @@ async fn code_sets_sent_once_and_wstrings_work() {
 }
 
 #[tokio::test]
+async fn a_locate_first_leaves_code_sets_to_the_first_request() {
+    // A LocateRequest has no service contexts: the CodeSets context is
+    // still due on the request after it, on either client.
+    let s = Server::start(ServerConfig::default()).await;
+    let cs = iiop_giop::context::CodeSetComponentInfo::default();
+    let cfg = ClientConfig::default();
+    let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, Some(&cs))
+        .await
+        .unwrap();
+    assert_eq!(
+        c.locate(&key("echo")).await.unwrap().status,
+        LocateStatus::ObjectHere
+    );
+    assert_eq!(echo_long(&c, 1).await, 1);
+    assert_eq!(echo_long(&c, 2).await, 2);
+    let (port, handler) = (s.port, s.handler.clone());
+    tokio::task::spawn_blocking(move || {
+        let mut c =
+            BlockingConnection::connect("127.0.0.1", port, Version::V1_2, &cfg, Some(&cs)).unwrap();
+        assert_eq!(
+            c.locate(&key("echo")).unwrap().status,
+            LocateStatus::ObjectHere
+        );
+        assert_eq!(b_echo_long(&mut c, 3), 3);
+        assert_eq!(b_echo_long(&mut c, 4), 4);
+    })
+    .await
+    .unwrap();
+    let seen = handler.code_sets.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4);
+    for (i, c) in seen.iter().enumerate() {
+        assert_eq!(c.is_some(), i % 2 == 0, "request {i}: {seen:?}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn prepared_requests_and_pool() {
     let s = Server::start(ServerConfig::default()).await;
     for v in VERSIONS {

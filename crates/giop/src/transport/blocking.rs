@@ -31,8 +31,8 @@ use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::client::{
     check_interval, fill_iov, fragment_from, head_first_for, incoming, locate_of, reply_of,
-    tcp_socket, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Wire, HEAD_BYTES,
-    MAX_IOV,
+    tcp_socket, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Sending, Wire,
+    HEAD_BYTES, MAX_IOV,
 };
 use crate::codec::Decoder;
 use crate::context::{CodeSetComponentInfo, ServiceContext};
@@ -227,7 +227,7 @@ impl BlockingConnection {
         };
         let contexts = with_code_sets(contexts, due.as_ref());
         let wire = self.wire;
-        let inc = self.exchange(response.expects_reply(), timeout, |out, splices, id| {
+        let inc = self.exchange(Sending::Request(response), timeout, |out, splices, id| {
             let head = RequestHead {
                 request_id: id,
                 response,
@@ -245,7 +245,7 @@ impl BlockingConnection {
     pub fn send_prepared(&mut self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
         p.check_for(self.wire.version, self.wire.order)?;
         let inc = self.exchange(
-            p.expects_reply(),
+            Sending::Request(p.response()),
             self.request_timeout,
             |out, splices, id| {
                 p.append(out, splices, id);
@@ -279,7 +279,7 @@ impl BlockingConnection {
     /// Send a LocateRequest.
     pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
         let wire = self.wire;
-        let inc = self.exchange(true, self.request_timeout, |out, _, id| {
+        let inc = self.exchange(Sending::Locate, self.request_timeout, |out, _, id| {
             encode_locate_request(out, wire.version, wire.order, id, target)
                 .map(|_| ())
                 .map_err(ClientError::Encode)
@@ -291,7 +291,7 @@ impl BlockingConnection {
     /// reply is expected) read until it arrives.
     fn exchange(
         &mut self,
-        expects_reply: bool,
+        what: Sending,
         timeout: Option<Duration>,
         encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
     ) -> Result<Option<Incoming>, ClientError> {
@@ -320,9 +320,10 @@ impl BlockingConnection {
             let _ = self.splices.take();
             return Err(e);
         }
-        if self.code_sets.is_some() {
+        if self.code_sets.is_some() && what.carries_code_sets() {
             self.code_sets_sent = true;
         }
+        let expects_reply = what.expects_reply();
         let head = head_first_for(self.head_first, expects_reply);
         if let Err(e) = self.write_queued(head, &mut deadline) {
             return Err(self.fail(e));

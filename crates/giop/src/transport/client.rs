@@ -483,9 +483,9 @@ impl Prepared {
         &self.message
     }
 
-    /// Whether this request expects a reply.
-    pub fn expects_reply(&self) -> bool {
-        self.response.expects_reply()
+    /// The response mode it was built with.
+    pub fn response(&self) -> ResponseMode {
+        self.response
     }
 
     /// Encode a request once (with request id 0, and the CodeSets context
@@ -733,7 +733,7 @@ impl Connection {
     {
         let s = &self.shared;
         let res = self
-            .send(response.expects_reply(), timeout, |out, splices, id| {
+            .send(Sending::Request(response), timeout, |out, splices, id| {
                 let contexts = with_code_sets(contexts, self.code_set_context());
                 let head = RequestHead {
                     request_id: id,
@@ -804,7 +804,7 @@ impl Connection {
         p.check_for(self.shared.wire.version, self.shared.wire.order)?;
         let res = self
             .send(
-                p.response.expects_reply(),
+                Sending::Request(p.response),
                 self.shared.request_timeout,
                 |out, splices, id| {
                     p.append(out, splices, id);
@@ -819,7 +819,7 @@ impl Connection {
     pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
         let s = &self.shared;
         let res = self
-            .send(true, s.request_timeout, |out, _, id| {
+            .send(Sending::Locate, s.request_timeout, |out, _, id| {
                 encode_locate_request(out, s.wire.version, s.wire.order, id, target)
                     .map(|_| ())
                     .map_err(ClientError::Encode)
@@ -840,11 +840,12 @@ impl Connection {
 
     async fn send(
         &self,
-        expects_reply: bool,
+        what: Sending,
         timeout: Option<Duration>,
         encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
     ) -> Result<Option<Incoming>, ClientError> {
         let s = &self.shared;
+        let expects_reply = what.expects_reply();
         let id = s.next_id.fetch_add(1, Ordering::Relaxed);
         let (rx, alone) = {
             let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
@@ -894,7 +895,7 @@ impl Connection {
                 .and_then(|()| fragment_from(s.wire.version, s.fragment_size, out, splices, start));
             match r {
                 Ok(()) => {
-                    if s.code_sets.is_some() {
+                    if s.code_sets.is_some() && what.carries_code_sets() {
                         s.code_sets_sent.store(true, Ordering::Relaxed);
                     }
                     // Fast path: nothing queued or in flight and the writer
@@ -1096,6 +1097,31 @@ pub(super) fn fill_iov<'a>(
         n += 1;
     }
     n
+}
+
+/// What one call writes, as far as its connection cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sending {
+    /// A Request, built now or prepared: it carries the CodeSets context
+    /// while that is due.
+    Request(ResponseMode),
+    /// A LocateRequest: always answered, and without service contexts.
+    Locate,
+}
+
+impl Sending {
+    pub(super) fn expects_reply(self) -> bool {
+        match self {
+            Sending::Request(r) => r.expects_reply(),
+            Sending::Locate => true,
+        }
+    }
+
+    /// Whether the message counts as the one that carried the CodeSets
+    /// context (a LocateRequest cannot).
+    pub(super) fn carries_code_sets(self) -> bool {
+        matches!(self, Sending::Request(_))
+    }
 }
 
 /// Oneways are written headers-first only from this size on.
