@@ -209,8 +209,8 @@ impl Elem {
         matches!(self, Elem::WChar | Elem::WString)
     }
 
-    /// The operation name for a call mode (built once per program: a
-    /// benchmark asks for it on every call).
+    /// The operation name for a call mode (built once per program and
+    /// indexed, not searched: a benchmark asks for it on every call).
     pub fn op_name(self, mode: CallMode) -> &'static str {
         static NAMES: std::sync::OnceLock<Vec<[String; 3]>> = std::sync::OnceLock::new();
         let names = NAMES.get_or_init(|| {
@@ -226,10 +226,8 @@ impl Elem {
                 })
                 .collect()
         });
-        let i = Elem::ALL
-            .iter()
-            .position(|&e| e == self)
-            .expect("every element type is in Elem::ALL");
+        // ALL lists the variants in declaration order (a test checks).
+        let i = self as usize;
         let m = match mode {
             CallMode::Oneway => 0,
             CallMode::Twoway => 1,
@@ -313,6 +311,17 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("perfstruct"));
+    }
+
+    #[test]
+    fn all_is_in_declaration_order_so_op_names_index_by_variant() {
+        for (i, e) in Elem::ALL.into_iter().enumerate() {
+            assert_eq!(e as usize, i, "{e:?}");
+            let t = e.token();
+            assert_eq!(e.op_name(CallMode::Oneway), format!("send_oneway_{t}"));
+            assert_eq!(e.op_name(CallMode::Twoway), format!("send_{t}"));
+            assert_eq!(e.op_name(CallMode::Echo), format!("echo_{t}"));
+        }
     }
 
     #[test]
