@@ -144,11 +144,10 @@ impl WaitOpts {
                 "--wait-strategy {} needs one caller making one call at a time: \
                  bench latency with one connection, one call in flight and no --rate, \
                  or bench throughput without --breakdown",
-                if self.wait_strategy == WaitArg::Read {
-                    "read"
-                } else {
-                    "spin"
-                }
+                self.wait_strategy
+                    .to_possible_value()
+                    .expect("no variant is skipped")
+                    .get_name()
             ),
         }
     }
