@@ -343,13 +343,23 @@ async fn many_requests_in_flight_on_one_connection() {
     s.stop().await;
 }
 
-#[tokio::test]
-async fn fragmentation_both_ways_and_size_limit() {
-    let s = Server::start(ServerConfig {
+/// A server that fragments its replies at 1000 bytes.
+async fn fragmenting_server() -> Server {
+    Server::start(ServerConfig {
         fragment_size: Some(1000),
         ..ServerConfig::default()
     })
-    .await;
+    .await
+}
+
+/// 100 000 bytes of a pattern: spliced by the client, fragmented both ways.
+fn big_payload() -> Vec<u8> {
+    (0..100_000u32).map(|i| (i * 7) as u8).collect()
+}
+
+#[tokio::test]
+async fn fragmentation_both_ways_and_size_limit() {
+    let s = fragmenting_server().await;
     let cfg = ClientConfig {
         fragment_size: Some(4096),
         ..ClientConfig::default()
@@ -357,7 +367,7 @@ async fn fragmentation_both_ways_and_size_limit() {
     let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &cfg, None)
         .await
         .unwrap();
-    let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+    let payload = big_payload();
     let r = c
         .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
             w.write_octet_seq(&payload)
@@ -995,6 +1005,34 @@ fn b_echo_long(c: &mut BlockingConnection, v: u32) -> u32 {
     r.body.reader(c.options()).read_u32().unwrap()
 }
 
+/// A 150 ms sleep on a blocking connection whose timeout is 50 ms: it times
+/// out late by at most a poll interval (1/16 of the timeout, at least 1 ms)
+/// plus scheduling.
+fn b_times_out_after_50ms(c: &mut BlockingConnection) {
+    let t0 = std::time::Instant::now();
+    let e = c
+        .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
+            w.write_u32(150);
+            Ok(())
+        })
+        .unwrap_err();
+    assert_timed_out_after_50ms(&e, t0.elapsed());
+}
+
+/// echo_octets of `payload` on a blocking connection: the same bytes back.
+fn b_echo_octets(c: &mut BlockingConnection, payload: &[u8]) {
+    let r = c
+        .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+            w.write_octet_seq(payload)
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        r.body.reader(c.options()).read_octet_seq().unwrap(),
+        payload
+    );
+}
+
 #[tokio::test]
 async fn blocking_twoway_oneway_locate_prepared_in_every_version_and_order() {
     let s = Server::start(ServerConfig::default()).await;
@@ -1063,11 +1101,7 @@ async fn blocking_twoway_oneway_locate_prepared_in_every_version_and_order() {
 
 #[tokio::test]
 async fn blocking_fragments_large_bodies_and_code_sets_go_once() {
-    let s = Server::start(ServerConfig {
-        fragment_size: Some(1000),
-        ..ServerConfig::default()
-    })
-    .await;
+    let s = fragmenting_server().await;
     let (port, handler) = (s.port, s.handler.clone());
     tokio::task::spawn_blocking(move || {
         // Spliced 100 KB bodies, fragmented by us (4 KiB) and by the
@@ -1079,18 +1113,8 @@ async fn blocking_fragments_large_bodies_and_code_sets_go_once() {
         let cs = iiop_giop::context::CodeSetComponentInfo::default();
         let mut c =
             BlockingConnection::connect("127.0.0.1", port, Version::V1_2, &cfg, Some(&cs)).unwrap();
-        let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
         for _ in 0..2 {
-            let r = c
-                .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
-                    w.write_octet_seq(&payload)
-                })
-                .unwrap()
-                .unwrap();
-            assert_eq!(
-                r.body.reader(c.options()).read_octet_seq().unwrap(),
-                &payload[..]
-            );
+            b_echo_octets(&mut c, &big_payload());
         }
         let seen = handler.code_sets.lock().unwrap().clone();
         assert_eq!(seen.len(), 2);
@@ -1112,16 +1136,7 @@ async fn blocking_timeout_cancels_drops_the_late_reply_and_goes_on() {
             ..ClientConfig::default()
         };
         let mut c = blocking(port, Version::V1_2, cfg);
-        let t0 = std::time::Instant::now();
-        let e = c
-            .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
-                w.write_u32(150);
-                Ok(())
-            })
-            .unwrap_err();
-        // Late by at most a poll interval (1/16 of the timeout, at least
-        // 1 ms) plus scheduling.
-        assert_timed_out_after_50ms(&e, t0.elapsed());
+        b_times_out_after_50ms(&mut c);
         assert!(!c.is_closed());
         // The late reply arrives first and is dropped.
         std::thread::sleep(Duration::from_millis(300));
@@ -1148,11 +1163,7 @@ fn thread_cpu() -> Duration {
 
 #[tokio::test]
 async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
-    let s = Server::start(ServerConfig {
-        fragment_size: Some(1000),
-        ..ServerConfig::default()
-    })
-    .await;
+    let s = fragmenting_server().await;
     let port = s.port;
     tokio::task::spawn_blocking(move || {
         let spinning = |spin: Duration, timeout: Duration| {
@@ -1168,17 +1179,7 @@ async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
         for i in 0..300u32 {
             assert_eq!(b_echo_long(&mut c, i), i);
         }
-        let payload: Vec<u8> = (0..100_000u32).map(|i| (i * 3) as u8).collect();
-        let r = c
-            .request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
-                w.write_octet_seq(&payload)
-            })
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            r.body.reader(c.options()).read_octet_seq().unwrap(),
-            &payload[..]
-        );
+        b_echo_octets(&mut c, &big_payload());
 
         // A reply later than the spin: it polls (the CPU works) for the
         // spin, then blocks (it does not) until the reply comes.
@@ -1207,14 +1208,7 @@ async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
         // Timeouts are as without it: the spin ends within a poll interval
         // (1/16 of 50 ms here, however long it was asked to be).
         let mut c = spinning(Duration::from_secs(10), Duration::from_millis(50));
-        let t0 = std::time::Instant::now();
-        let e = c
-            .request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
-                w.write_u32(150);
-                Ok(())
-            })
-            .unwrap_err();
-        assert_timed_out_after_50ms(&e, t0.elapsed());
+        b_times_out_after_50ms(&mut c);
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(b_echo_long(&mut c, 5), 5);
     })
