@@ -74,7 +74,8 @@ where
 {
     let cpus = Cpus::resolve(placement)?;
     // Without --target the server is embedded, placed as the options say.
-    let waiting = t.wait(&cpus.record(t.target.is_none()).relation)?;
+    results.placement = cpus.record(t.target.is_none());
+    let waiting = t.wait(&results.placement.relation)?;
     waiting.record(&mut results.params);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -83,7 +84,6 @@ where
     // client thread is pinned.
     let resolved = rt.block_on(target::resolve(t, socket, &cpus))?;
     results.target = resolved.info.clone();
-    results.placement = cpus.record(resolved.embedded.is_some());
     if resolved.resolve_seconds > 0.0 {
         crate::context::param(
             &mut results.params,
