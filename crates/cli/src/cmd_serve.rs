@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use iiop_giop::codec::CodecConfig;
 use iiop_giop::transport::server::ServerConfig;
+use iiop_servers::reference::Forwarding;
 use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::opts::ServeOpts;
@@ -27,7 +28,31 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         max_message_size: max,
         max_reassembled_size: reassembled,
     };
+    let forwarding = o
+        .forward_keys
+        .then(|| -> anyhow::Result<Forwarding> {
+            let to = match &o.forward_to {
+                None => None,
+                Some(a) => {
+                    let (h, p) = a
+                        .rsplit_once(':')
+                        .ok_or_else(|| anyhow::anyhow!("--forward-to {a:?}: expected HOST:PORT"))?;
+                    let port: u16 = p
+                        .parse()
+                        .map_err(|_| anyhow::anyhow!("--forward-to {a:?}: bad port"))?;
+                    let h = h.trim_start_matches('[').trim_end_matches(']');
+                    Some((h.to_string(), port))
+                }
+            };
+            Ok(Forwarding {
+                permanent: o.forward_perm,
+                to,
+            })
+        })
+        .transpose()?;
     Ok(ServerOptions {
+        forwarding,
+        code_sets_in: o.code_sets_in.source(),
         listen: o.listen.clone(),
         skeleton: o.skeleton.skeleton(),
         threads: o.threads.unwrap_or_else(|| {
@@ -67,6 +92,23 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
+    if opts.code_sets_in != iiop_giop::ior::CodeSetsSource::IiopProfile {
+        writeln!(out, "config code_sets_in={}", opts.code_sets_in)?;
+    }
+    if let Some(f) = &opts.forwarding {
+        writeln!(
+            out,
+            "config forward_keys={}{}",
+            if f.permanent {
+                "permanent"
+            } else {
+                "temporary"
+            },
+            f.to.as_ref()
+                .map(|(h, p)| format!(" to={h}:{p}"))
+                .unwrap_or_default()
+        )?;
+    }
     writeln!(
         out,
         "config max_message_size={}",

@@ -247,6 +247,25 @@ pub struct ServeOpts {
     /// (`bench tcp --target` talks to it).
     #[arg(long, value_name = "HOST:PORT")]
     pub raw_tcp: Option<String>,
+    /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
+    /// LocateRequests on the short keys (`Bench`, `Dispatch50`, `Single0`
+    /// …) with LOCATION_FORWARD / OBJECT_FORWARD to a long, POA-style key
+    /// (a oneway to a short key is lost); the IOR carries the long key.
+    #[arg(long)]
+    pub forward_keys: bool,
+    /// With --forward-keys: LOCATION_FORWARD_PERM / OBJECT_FORWARD_PERM
+    /// (GIOP 1.2 peers; plain forwards to 1.0/1.1 peers).
+    #[arg(long, requires = "forward_keys")]
+    pub forward_perm: bool,
+    /// With --forward-keys: forward to the long keys at this address
+    /// (another `iiopbench serve`) instead of our own.
+    #[arg(long, requires = "forward_keys", value_name = "HOST:PORT")]
+    pub forward_to: Option<String>,
+    /// Where the IORs carry TAG_CODE_SETS: in the IIOP profile (as
+    /// omniORB, JacORB and TAO do) or in a TAG_MULTIPLE_COMPONENTS
+    /// profile (as Combat does), to test that clients look there too.
+    #[arg(long, value_enum, default_value_t = CodeSetsInArg::IiopProfile, value_name = "WHERE")]
+    pub code_sets_in: CodeSetsInArg,
     #[command(flatten)]
     pub socket: SocketArgs,
     /// Pin the server to these CPUs (taskset syntax).
@@ -269,6 +288,23 @@ impl SkeletonArg {
         match self {
             SkeletonArg::Typed => iiop_servers::reference::Skeleton::Typed,
             SkeletonArg::Dynamic => iiop_servers::reference::Skeleton::Dynamic,
+        }
+    }
+}
+
+/// `serve --code-sets-in`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodeSetsInArg {
+    IiopProfile,
+    MultipleComponents,
+}
+
+impl CodeSetsInArg {
+    /// As the IOR builder's type.
+    pub fn source(self) -> iiop_giop::ior::CodeSetsSource {
+        match self {
+            CodeSetsInArg::IiopProfile => iiop_giop::ior::CodeSetsSource::IiopProfile,
+            CodeSetsInArg::MultipleComponents => iiop_giop::ior::CodeSetsSource::MultipleComponents,
         }
     }
 }

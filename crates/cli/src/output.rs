@@ -38,6 +38,9 @@ pub fn human(r: &Results) -> String {
     if let Some(iso) = &t.isolation {
         out.push_str(&format!("  server: {iso}\n"));
     }
+    for hop in &t.forwards {
+        out.push_str(&format!("  forwarded: {hop}\n"));
+    }
     let p = &r.placement;
     out.push_str(&format!(
         "  placement: client CPUs {}, server CPUs {} ({})\n",

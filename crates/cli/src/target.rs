@@ -309,15 +309,22 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
                 .unwrap_or_else(|| format!("{t:#010x}"))
         }),
         giop_version: version,
-        code_sets: p.as_ref().and_then(|p| p.code_sets()).map(|cs| {
+        code_sets: ior.code_sets().map(|(cs, from)| {
+            let at = match from {
+                iiop_giop::ior::CodeSetsSource::IiopProfile => "",
+                iiop_giop::ior::CodeSetsSource::MultipleComponents => {
+                    " (from TAG_MULTIPLE_COMPONENTS profile)"
+                }
+            };
             format!(
-                "char {}, wchar {}",
+                "char {}, wchar {}{at}",
                 code_set_list(&cs.for_char),
                 code_set_list(&cs.for_wchar)
             )
         }),
         isolation: None,
         skeleton: None,
+        forwards: Vec::new(),
     }
 }
 

@@ -56,11 +56,11 @@ fn suite_passes_against_our_server() {
     assert_eq!(j["target"]["kind"], "embedded");
     assert_eq!(j["target"]["orb_type"], "iiopbench");
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 229);
-    assert_eq!(j["params"]["notes"], 8);
-    assert_eq!(j["cases"].as_array().unwrap().len(), 237);
+    assert_eq!(j["params"]["passed"], 230);
+    assert_eq!(j["params"]["notes"], 5);
+    assert_eq!(j["params"]["skipped"], 4);
+    assert_eq!(j["cases"].as_array().unwrap().len(), 239);
     assert!(cases_with(&j, "fail").is_empty());
-    // 8 echo sets × 26 types; the 4 wide skips in GIOP 1.0 are notes.
     let notes = cases_with(&j, "note");
     assert_eq!(
         notes,
@@ -69,17 +69,29 @@ fn suite_passes_against_our_server() {
             "ior: ORB type",
             "ior: code sets",
             "ior: alternate addresses",
+            "calibration: echo rate",
+        ]
+    );
+    // 8 echo sets × 26 types; the 4 wide checks in GIOP 1.0 are skipped,
+    // counted apart with their reason.
+    assert_eq!(
+        cases_with(&j, "skip"),
+        [
             "echo wchar GIOP 1.0 BE",
             "echo wstring GIOP 1.0 BE",
             "echo wchar GIOP 1.0 LE",
             "echo wstring GIOP 1.0 LE",
         ]
     );
+    assert_eq!(
+        j["params"]["skip_reasons"],
+        serde_json::json!([{"count": 4, "reason": "wchar/wstring are illegal in GIOP 1.0"}])
+    );
     let big = j["cases"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == "echo octet 4 MiB (above 2 MiB)")
+        .find(|c| c["name"] == "echo octet 4MiB (above 2 MiB)")
         .unwrap();
     assert_eq!(big["params"]["size"], 4 << 20);
     assert_eq!(big["params"]["type"], "octet");
@@ -108,8 +120,9 @@ fn quick_suite_is_smaller() {
     let j = load(&json);
     assert_eq!(j["params"]["quick"], true);
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 150);
-    assert_eq!(j["params"]["notes"], 6);
+    assert_eq!(j["params"]["passed"], 151);
+    assert_eq!(j["params"]["notes"], 5);
+    assert_eq!(j["params"]["skipped"], 2);
 }
 
 /// Our handler, except that `echo_long` answers every value with its
@@ -218,6 +231,155 @@ fn suite_names_the_broken_operation() {
         d.starts_with("echo_long 1 elements: reply differs from the request (1 elements back); first different byte at body offset 4: got 03000000 want 00000003"),
         "{d}"
     );
+    // Its echo_long ignores bytes after the sequence: lenient, a note.
+    let c = j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == TRAILING_CHECK)
+        .unwrap();
+    assert_eq!(c["extra"]["result"], "note");
+    let d = c["extra"]["detail"].as_str().unwrap();
+    assert!(
+        d.starts_with("accepted: answered normally, the 8 bytes ignored"),
+        "{d}"
+    );
+}
+
+const TRAILING_CHECK: &str = "echo_long with 8 bytes after the arguments -> MARSHAL";
+
+#[test]
+fn trailing_bytes_check_passes_against_our_server() {
+    let json = tmp("trailing.json");
+    assert_eq!(
+        run(&["interop", "--quick", "--json", json.to_str().unwrap()]),
+        0
+    );
+    let j = load(&json);
+    let c = j["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == TRAILING_CHECK)
+        .unwrap();
+    assert_eq!(c["extra"]["result"], "pass");
+    assert_eq!(
+        c["extra"]["detail"],
+        "MARSHAL minor 0x49420001 (Iiopbench) completed COMPLETED_NO"
+    );
+}
+
+/// `serve --code-sets-in multiple-components` (Combat's layout): the
+/// suite and `call` find the code sets there and send wide data.
+#[test]
+fn code_sets_in_a_multiple_components_profile_are_used() {
+    use clap::Parser;
+    use iiop_giop::ior::{CodeSetsSource, TAG_MULTIPLE_COMPONENTS};
+    use iiopbench::opts::{Cli, Command};
+    let o = match Cli::try_parse_from([
+        "iiopbench",
+        "serve",
+        "--threads",
+        "2",
+        "--code-sets-in",
+        "multiple-components",
+    ])
+    .unwrap()
+    .command
+    {
+        Command::Serve(o) => o,
+        _ => unreachable!("serve command"),
+    };
+    let opts = iiopbench::cmd_serve::server_options(&o).unwrap();
+    assert_eq!(opts.code_sets_in, CodeSetsSource::MultipleComponents);
+    let srv = iiop_servers::run::RunningServer::start(opts).unwrap();
+    let ior = srv.refs().ior.clone();
+    assert_eq!(ior.iiop_profile().unwrap().code_sets(), None);
+    assert_eq!(ior.profiles[1].tag, TAG_MULTIPLE_COMPONENTS);
+    assert_eq!(
+        ior.code_sets().map(|(_, at)| at),
+        Some(CodeSetsSource::MultipleComponents)
+    );
+    let ior_file = tmp("mc.ior");
+    std::fs::write(&ior_file, format!("{ior}\n")).unwrap();
+    let target = ior_file.to_str().unwrap().to_string();
+    let json = tmp("mc.json");
+    assert_eq!(
+        run(&[
+            "interop",
+            "--quick",
+            "--target",
+            &target,
+            "--json",
+            json.to_str().unwrap()
+        ]),
+        0
+    );
+    let j = load(&json);
+    assert_eq!(j["params"]["failed"], 0);
+    assert_eq!(
+        j["target"]["code_sets"],
+        "char 0x00010001 wchar 0x00010109 (from TAG_MULTIPLE_COMPONENTS profile)"
+    );
+    let case = |name: &str| {
+        j["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no case {name}"))
+            .clone()
+    };
+    let cs = case("ior: code sets");
+    assert_eq!(
+        cs["extra"]["detail"],
+        "code sets: from TAG_MULTIPLE_COMPONENTS profile; char native 0x00010001 conversion \
+         [0x05010001]; wchar native 0x00010109 conversion [0x00010100]"
+    );
+    // Wide types run (not skipped) wherever GIOP allows them.
+    for name in [
+        "echo wchar GIOP 1.2 LE",
+        "echo wstring GIOP 1.2 LE",
+        "echo wchar GIOP 1.2 BE",
+        "echo wstring GIOP 1.2 BE",
+        "echo wchar GIOP 1.1 LE",
+        "echo wstring GIOP 1.2 LE frag1024",
+    ] {
+        let c = case(name);
+        assert_eq!(
+            c["extra"]["result"], "pass",
+            "{name}: {}",
+            c["extra"]["detail"]
+        );
+    }
+    // `call` negotiates from the same place and sends wide arguments.
+    let idl = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/idl/bench.idl");
+    let idl = idl.to_str().unwrap();
+    let call_opts = match Cli::try_parse_from([
+        "iiopbench",
+        "call",
+        "--idl",
+        idl,
+        "--target",
+        &target,
+        "--op",
+        "Bench::Perf::echo_wstring",
+        "--args",
+        r#"{"s": ["héllo", "Ж€"]}"#,
+        "--timeout",
+        "10s",
+    ])
+    .unwrap()
+    .command
+    {
+        Command::Call(o) => o,
+        _ => unreachable!("call command"),
+    };
+    let (out, fine) = iiopbench::cmd_call::call(&call_opts).unwrap();
+    assert!(fine, "{out}");
+    assert_eq!(out, serde_json::json!({"return": ["héllo", "Ж€"]}));
+    std::fs::remove_file(&ior_file).unwrap();
+    srv.stop().unwrap();
 }
 
 /// Whether omniORB and JacORB are built here; in CI they must be.
@@ -285,7 +447,7 @@ fn matrix_ours_omniorb_jacorb() {
             .as_u64()
             .unwrap()
     };
-    assert_eq!(ours("ours"), 150);
+    assert_eq!(ours("ours"), 151);
     assert_eq!(code, 0);
     assert!(took < Duration::from_secs(90), "matrix took {took:?}");
 }
@@ -316,20 +478,33 @@ fn silent_server_is_bounded_by_the_time_limit() {
     assert!(took < Duration::from_secs(15), "took {took:?}");
     let j = load(&json);
     let failed = cases_with(&j, "fail");
-    assert_eq!(failed.first().map(String::as_str), Some("ping"));
+    // The first request (resolving the reference) times out; nothing is
+    // measured (no calibration) and the suite stops at its limit.
+    assert_eq!(
+        failed.first().map(String::as_str),
+        Some("reference: resolve")
+    );
     assert!(
         failed.contains(&"suite time limit".to_string()),
         "{failed:?}"
     );
-    let ping = &j["cases"].as_array().unwrap()[4];
-    assert_eq!(ping["name"], "ping");
+    let first = &j["cases"].as_array().unwrap()[0];
+    assert_eq!(first["name"], "reference: resolve");
     assert!(
-        ping["extra"]["detail"]
+        first["extra"]["detail"]
             .as_str()
             .unwrap()
             .contains("timed out after 1s"),
         "{}",
-        ping["extra"]["detail"]
+        first["extra"]["detail"]
+    );
+    assert!(
+        !j["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "calibration: echo rate"),
+        "a silent peer is not calibrated"
     );
     // Nothing ran after the limit: no echo set was attempted.
     assert!(!failed.iter().any(|n| n.starts_with("echo ")), "{failed:?}");

@@ -76,6 +76,33 @@ pub enum Component {
     Other(TaggedComponent),
 }
 
+/// Where an IOR carried its TAG_CODE_SETS component: the spec allows it in
+/// the IIOP profile's components or in a TAG_MULTIPLE_COMPONENTS profile
+/// of the same IOR (Combat 0.8.1 puts it there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CodeSetsSource {
+    /// The components of the IIOP profile.
+    IiopProfile,
+    /// A TAG_MULTIPLE_COMPONENTS profile.
+    MultipleComponents,
+}
+
+impl CodeSetsSource {
+    /// `IIOP profile` / `TAG_MULTIPLE_COMPONENTS profile`, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CodeSetsSource::IiopProfile => "IIOP profile",
+            CodeSetsSource::MultipleComponents => "TAG_MULTIPLE_COMPONENTS profile",
+        }
+    }
+}
+
+impl fmt::Display for CodeSetsSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
 /// A decoded IIOP profile body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IiopProfile {
@@ -256,7 +283,9 @@ impl IiopProfile {
         })
     }
 
-    /// TAG_CODE_SETS, if present.
+    /// TAG_CODE_SETS among this profile's own components, if present.
+    /// To negotiate, use [`Ior::code_sets`], which also looks in the
+    /// IOR's TAG_MULTIPLE_COMPONENTS profiles.
     pub fn code_sets(&self) -> Option<CodeSetComponentInfo> {
         self.decoded_components().find_map(|c| match c {
             Component::CodeSets(i) => Some(i),
@@ -287,6 +316,19 @@ impl TaggedProfile {
             let mut r = encapsulation(&self.data, "TAG_MULTIPLE_COMPONENTS")?;
             decode_components(&mut r)
         })
+    }
+
+    /// A TAG_MULTIPLE_COMPONENTS profile holding `comps` (an
+    /// encapsulation in `order`).
+    pub fn from_components(comps: &[TaggedComponent], order: ByteOrder) -> TaggedProfile {
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, order);
+        w.write_u8(order.flag());
+        encode_components(&mut w, comps);
+        TaggedProfile {
+            tag: TAG_MULTIPLE_COMPONENTS,
+            data: buf.freeze(),
+        }
     }
 
     /// The object key of an IIOP profile.
@@ -331,6 +373,7 @@ impl Ior {
             type_id: type_id.into(),
             profiles: Vec::new(),
             order: ByteOrder::Big,
+            code_sets_in: CodeSetsSource::IiopProfile,
         }
     }
 
@@ -344,6 +387,24 @@ impl Ior {
         self.profiles
             .iter()
             .find_map(|p| p.iiop().and_then(|r| r.ok()))
+    }
+
+    /// The code sets to negotiate with the object: TAG_CODE_SETS from the
+    /// components of the IIOP profile [`iiop_profile`](Self::iiop_profile)
+    /// picks, else from the first TAG_MULTIPLE_COMPONENTS profile that
+    /// has one (undecodable profiles and components are skipped), with
+    /// where it was found.
+    pub fn code_sets(&self) -> Option<(CodeSetComponentInfo, CodeSetsSource)> {
+        if let Some(cs) = self.iiop_profile().and_then(|p| p.code_sets()) {
+            return Some((cs, CodeSetsSource::IiopProfile));
+        }
+        self.profiles.iter().find_map(|p| {
+            let comps = p.multiple_components()?.ok()?;
+            comps.iter().find_map(|c| match c.decode() {
+                Ok(Component::CodeSets(cs)) => Some((cs, CodeSetsSource::MultipleComponents)),
+                _ => None,
+            })
+        })
     }
 
     /// Decode from CDR (string type_id, sequence<TaggedProfile>).
@@ -440,9 +501,39 @@ impl Ior {
                 Some(Err(e)) => {
                     let _ = write!(s, "\nIIOP profile undecodable: {e}");
                 }
-                None => {
-                    let _ = write!(s, "\nprofile tag {} ({} bytes)", p.tag, p.data.len());
-                }
+                None => match p.multiple_components() {
+                    Some(Ok(comps)) => {
+                        let _ = write!(s, "\nTAG_MULTIPLE_COMPONENTS");
+                        for c in comps.iter().filter_map(|c| c.decode().ok()) {
+                            match c {
+                                Component::OrbType(t) => {
+                                    let _ = write!(
+                                        s,
+                                        " orb {} ({t:#010x})",
+                                        orb_type_name(t).unwrap_or("unknown")
+                                    );
+                                }
+                                Component::CodeSets(cs) => {
+                                    let _ = write!(
+                                        s,
+                                        " char {} wchar {}",
+                                        code_set_list(&cs.for_char),
+                                        code_set_list(&cs.for_wchar)
+                                    );
+                                }
+                                Component::AlternateAddress { host, port } => {
+                                    let _ = write!(s, " alt {host}:{port}");
+                                }
+                                Component::Other(t) => {
+                                    let _ = write!(s, " tag {} ({} bytes)", t.tag, t.data.len());
+                                }
+                            }
+                        }
+                    }
+                    _ => {
+                        let _ = write!(s, "\nprofile tag {} ({} bytes)", p.tag, p.data.len());
+                    }
+                },
             }
         }
         s
@@ -519,6 +610,7 @@ pub struct IorBuilder {
     type_id: String,
     profiles: Vec<TaggedProfile>,
     order: ByteOrder,
+    code_sets_in: CodeSetsSource,
 }
 
 impl IorBuilder {
@@ -564,11 +656,42 @@ impl IorBuilder {
         self
     }
 
+    /// Where the IIOP profiles' TAG_CODE_SETS go: left in each profile
+    /// (the default, what omniORB, JacORB and TAO do), or moved, at
+    /// [`build`](Self::build), into one TAG_MULTIPLE_COMPONENTS profile
+    /// after the others (what Combat does; the spec allows both).
+    pub fn code_sets_in(mut self, at: CodeSetsSource) -> Self {
+        self.code_sets_in = at;
+        self
+    }
+
     /// The IOR.
     pub fn build(self) -> Ior {
+        let mut profiles = self.profiles;
+        if self.code_sets_in == CodeSetsSource::MultipleComponents {
+            let mut moved: Vec<TaggedComponent> = Vec::new();
+            for tp in profiles.iter_mut() {
+                let Some(Ok(mut ip)) = tp.iiop() else {
+                    continue;
+                };
+                let before = ip.components.len();
+                for c in ip.components.iter().filter(|c| c.tag == TAG_CODE_SETS) {
+                    if !moved.contains(c) {
+                        moved.push(c.clone());
+                    }
+                }
+                ip.components.retain(|c| c.tag != TAG_CODE_SETS);
+                if ip.components.len() != before {
+                    *tp = ip.to_tagged();
+                }
+            }
+            if !moved.is_empty() {
+                profiles.push(TaggedProfile::from_components(&moved, self.order));
+            }
+        }
         Ior {
             type_id: self.type_id,
-            profiles: self.profiles,
+            profiles,
             order: self.order,
         }
     }
@@ -653,8 +776,164 @@ mod tests {
         assert_eq!(got[1].decode().unwrap(), Component::Other(comps[1].clone()));
         assert!(p.iiop().is_none());
         let ior = Ior::new("", vec![p]);
-        assert_eq!(ior.summary(), "type <none>\nprofile tag 1 (35 bytes)");
+        assert_eq!(
+            ior.summary(),
+            "type <none>\nTAG_MULTIPLE_COMPONENTS orb TAO (0x54414f00) tag 153 (3 bytes)"
+        );
+        assert_eq!(ior.code_sets(), None);
         assert_eq!(ior.to_string().parse::<Ior>().unwrap(), ior);
+    }
+
+    /// A stringified IOR written byte by byte, the way Combat 0.8.1 lays
+    /// it out: an IIOP 1.2 profile with no components, then a
+    /// TAG_MULTIPLE_COMPONENTS profile holding TAG_CODE_SETS (char
+    /// ISO-8859-1 + UTF-8, wchar UTF-16). Every encapsulation in `order`.
+    fn code_sets_only_in_multiple_components(order: ByteOrder) -> Vec<u8> {
+        let le = order == ByteOrder::Little;
+        let u32b = |x: u32| if le { x.to_le_bytes() } else { x.to_be_bytes() };
+        let flag = u8::from(le);
+        let mut iiop = vec![flag, 1, 2, 0]; // byte order, IIOP 1.2, pad
+        iiop.extend(u32b(10)); // host length
+        iiop.extend(b"127.0.0.1\0"); // offsets 8..18
+        iiop.extend(if le { [0xf9, 0x0a] } else { [0x0a, 0xf9] }); // port 2809
+        iiop.extend(u32b(1)); // key length
+        iiop.extend([b'K', 0, 0, 0]); // key, pad
+        iiop.extend(u32b(0)); // no components
+        assert_eq!(iiop.len(), 32);
+        let mut cs = vec![flag, 0, 0, 0];
+        cs.extend(u32b(0x0001_0001)); // char native ISO-8859-1
+        cs.extend(u32b(1));
+        cs.extend(u32b(0x0501_0001)); // conversion UTF-8
+        cs.extend(u32b(0x0001_0109)); // wchar native UTF-16
+        cs.extend(u32b(0)); // no conversion
+        assert_eq!(cs.len(), 24);
+        let mut multi = vec![flag, 0, 0, 0];
+        multi.extend(u32b(1)); // one component
+        multi.extend(u32b(TAG_CODE_SETS));
+        multi.extend(u32b(cs.len() as u32));
+        multi.extend(&cs);
+        assert_eq!(multi.len(), 40);
+        let mut ior = vec![flag, 0, 0, 0];
+        ior.extend(u32b(1)); // type id "" (its NUL only)
+        ior.extend([0, 0, 0, 0]); // NUL, pad
+        ior.extend(u32b(2)); // two profiles
+        ior.extend(u32b(TAG_INTERNET_IOP));
+        ior.extend(u32b(iiop.len() as u32));
+        ior.extend(&iiop);
+        ior.extend(u32b(TAG_MULTIPLE_COMPONENTS));
+        ior.extend(u32b(multi.len() as u32));
+        ior.extend(&multi);
+        assert_eq!(ior.len(), 104);
+        ior
+    }
+
+    fn text(bytes: &[u8]) -> String {
+        let mut s = String::from("IOR:");
+        for b in bytes {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+
+    #[test]
+    fn code_sets_found_in_a_multiple_components_profile_in_both_orders() {
+        let want = CodeSetComponentInfo {
+            for_char: crate::context::CodeSetComponent {
+                native: 0x0001_0001,
+                conversion: vec![0x0501_0001],
+            },
+            for_wchar: crate::context::CodeSetComponent {
+                native: 0x0001_0109,
+                conversion: vec![],
+            },
+        };
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            let bytes = code_sets_only_in_multiple_components(order);
+            let s = text(&bytes);
+            let ior: Ior = s.parse().unwrap();
+            assert_eq!(ior.order, order);
+            let p = ior.iiop_profile().unwrap();
+            assert_eq!((p.host.as_str(), p.port), ("127.0.0.1", 2809));
+            assert_eq!(p.code_sets(), None, "{order:?}: not in the IIOP profile");
+            assert_eq!(
+                ior.code_sets(),
+                Some((want.clone(), CodeSetsSource::MultipleComponents)),
+                "{order:?}"
+            );
+            assert_eq!(
+                ior.summary(),
+                "type <none>\nIIOP 1.2 127.0.0.1:2809 key K\n\
+                 TAG_MULTIPLE_COMPONENTS char ISO-8859-1 (conv UTF-8) wchar UTF-16"
+            );
+            assert_eq!(ior.to_string(), s, "{order:?}: prints back as read");
+        }
+        // The layout pinned (big-endian): the MULTIPLE_COMPONENTS profile
+        // starts at offset 56 with tag 1 and 40 bytes.
+        let be = code_sets_only_in_multiple_components(ByteOrder::Big);
+        assert_eq!(&be[56..68], &[0, 0, 0, 1, 0, 0, 0, 40, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn code_sets_in_the_iiop_profile_win_over_multiple_components() {
+        let mut other = CodeSetComponentInfo::ours();
+        other.for_wchar.native = 0x0002_0001; // UCS-4, to tell them apart
+        let extra = TaggedProfile::from_components(
+            &[TaggedComponent::from_component(
+                &Component::CodeSets(other.clone()),
+                ByteOrder::Little,
+            )],
+            ByteOrder::Little,
+        );
+        let ior = Ior::builder("IDL:X:1.0")
+            .iiop("h", 1, &b"k"[..], &[])
+            .tagged(extra.clone())
+            .build();
+        assert_eq!(
+            ior.code_sets(),
+            Some((CodeSetComponentInfo::ours(), CodeSetsSource::IiopProfile))
+        );
+        // With none in the IIOP profile, the other profile's are used.
+        let mut p = IiopProfile::new("h", 1, &b"k"[..]);
+        p.components.retain(|c| c.tag != TAG_CODE_SETS);
+        let ior = Ior::builder("IDL:X:1.0").profile(&p).tagged(extra).build();
+        assert_eq!(
+            ior.code_sets(),
+            Some((other, CodeSetsSource::MultipleComponents))
+        );
+        assert_eq!(
+            CodeSetsSource::MultipleComponents.to_string(),
+            "TAG_MULTIPLE_COMPONENTS profile"
+        );
+    }
+
+    #[test]
+    fn builder_moves_code_sets_into_a_multiple_components_profile() {
+        let ior = Ior::builder("IDL:Bench/Perf:1.0")
+            .iiop("127.0.0.1", 2809, &b"Bench"[..], &[])
+            .code_sets_in(CodeSetsSource::MultipleComponents)
+            .build();
+        assert_eq!(ior.profiles.len(), 2);
+        assert_eq!(
+            ior.profiles.iter().map(|p| p.tag).collect::<Vec<_>>(),
+            [TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS]
+        );
+        let p = ior.iiop_profile().unwrap();
+        assert_eq!(p.code_sets(), None);
+        assert_eq!(p.orb_type(), Some(ORB_TYPE_IIOPBENCH));
+        assert_eq!(
+            ior.code_sets(),
+            Some((
+                CodeSetComponentInfo::ours(),
+                CodeSetsSource::MultipleComponents
+            ))
+        );
+        let back: Ior = ior.to_string().parse().unwrap();
+        assert_eq!(back, ior);
+        assert_eq!(
+            ior.summary(),
+            "type IDL:Bench/Perf:1.0\nIIOP 1.2 127.0.0.1:2809 key Bench orb iiopbench (0x49494f50)\n\
+             TAG_MULTIPLE_COMPONENTS char ISO-8859-1 (conv UTF-8) wchar UTF-16 (conv UCS-2)"
+        );
     }
 
     #[test]

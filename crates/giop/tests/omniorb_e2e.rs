@@ -306,7 +306,8 @@ async fn our_blocking_client_against_omninames() {
         };
         let p = root.iiop_profile().unwrap();
         let key = iiop_giop::TargetAddress::Key(p.object_key.clone());
-        for (version, cs) in [(Version::V1_2, p.code_sets()), (Version::V1_0, None)] {
+        let cs12 = root.code_sets().map(|(cs, _)| cs);
+        for (version, cs) in [(Version::V1_2, cs12), (Version::V1_0, None)] {
             let mut c =
                 BlockingConnection::connect("127.0.0.1", port, version, &cfg, cs.as_ref()).unwrap();
             let call = |c: &mut BlockingConnection, op: &str, arg: Option<&str>| {

@@ -9,12 +9,14 @@
 //! a blocking connection they complete without yielding, which is what a
 //! caller that owns its thread (one closed-loop caller) wants.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use iiop_cdr::{CdrError, Options, Reader, TypeCode, Value, Writer};
+use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::ior::{IiopProfile, Ior};
-use iiop_giop::message::{Body, LocateReply, Reply};
-use iiop_giop::transport::client::{reply_result, ClientConfig, ClientError, Connection};
+use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply, ReplyStatus};
+use iiop_giop::transport::client::{reply_result_from, ClientConfig, ClientError, Connection};
 use iiop_giop::transport::{BlockingConnection, PhaseTotals, Prepared};
 use iiop_giop::{ResponseMode, TargetAddress, Version};
 
@@ -29,8 +31,12 @@ pub enum BenchError {
     #[error(transparent)]
     Call(#[from] ClientError),
     /// The reply did not decode as bench.idl says it should.
-    #[error("reply to {op} does not decode: {source}")]
-    Decode { op: String, source: CdrError },
+    #[error("reply to {op} from {peer} does not decode: {source}")]
+    Decode {
+        op: String,
+        peer: String,
+        source: CdrError,
+    },
     /// The target's reference is unusable.
     #[error("{0}")]
     Reference(String),
@@ -52,12 +58,129 @@ enum Link {
     Read(Arc<Mutex<BlockingConnection>>),
 }
 
-/// One connection to one bench.idl object.
+impl Link {
+    async fn connect(
+        p: &IiopProfile,
+        code_sets: Option<&CodeSetComponentInfo>,
+        cfg: &ClientConfig,
+        wait: Wait,
+        abort: Option<fn() -> bool>,
+    ) -> Result<(Link, Options), ClientError> {
+        let version = cfg.version.unwrap_or(Version {
+            major: 1,
+            minor: p.version.minor.min(2),
+        });
+        Ok(match wait {
+            Wait::Reactor => {
+                let c = Connection::connect(&p.host, p.port, version, cfg, code_sets).await?;
+                let opts = c.options();
+                (Link::Reactor(c), opts)
+            }
+            Wait::Read => {
+                let mut b = BlockingConnection::connect(&p.host, p.port, version, cfg, code_sets)?;
+                if let Some(a) = abort {
+                    b.set_abort(a);
+                }
+                let opts = b.options();
+                (Link::Read(Arc::new(Mutex::new(b))), opts)
+            }
+        })
+    }
+
+    fn addr(&self) -> String {
+        match self {
+            Link::Reactor(c) => c.addr().to_string(),
+            Link::Read(b) => lock(b).addr().to_string(),
+        }
+    }
+}
+
+/// One forward a client followed: who answered with what, and where to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    /// `LOCATION_FORWARD`, `LOCATION_FORWARD_PERM`, `OBJECT_FORWARD` or
+    /// `OBJECT_FORWARD_PERM`.
+    pub status: &'static str,
+    /// `host:port` that answered, and the object key it was asked for.
+    pub from: String,
+    /// `host:port` and object key of the forwarded reference.
+    pub to: String,
+}
+
+impl std::fmt::Display for Hop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} from {} to {}", self.status, self.from, self.to)
+    }
+}
+
+/// `host:port key` with the key as text where it is printable, else hex.
+fn location(addr: &str, target: &TargetAddress) -> String {
+    match target {
+        TargetAddress::Key(k) => format!("{addr} key {}", key_text(k)),
+        _ => format!("{addr} (profile/reference address)"),
+    }
+}
+
+/// An object key for messages: text where printable, else hex.
+pub fn key_text(k: &[u8]) -> String {
+    if !k.is_empty() && k.iter().all(|b| (0x20..0x7f).contains(b)) {
+        format!("{:?}", String::from_utf8_lossy(k))
+    } else {
+        let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
+        format!("0x{hex}")
+    }
+}
+
+/// Where a client's requests go now: a connection, the target address on
+/// it, and how it got there.
+#[derive(Debug)]
+struct Route {
+    link: Link,
+    /// `host:port` of `link` as the reference named it.
+    endpoint: (String, u16),
+    /// The peer's address for messages.
+    addr: String,
+    target: TargetAddress,
+    opts: Options,
+    /// Set once a reply other than a forward came back on this route: the
+    /// object is here, so oneways to it are not lost.
+    confirmed: AtomicBool,
+    /// The forwards followed from the reference the client was made with.
+    chain: Vec<Hop>,
+    /// The reference the last forward named (`None`: not forwarded).
+    forwarded_to: Option<Ior>,
+}
+
+/// What the clones of one client share.
+#[derive(Debug)]
+struct Shared {
+    cfg: ClientConfig,
+    wait: Wait,
+    abort: Mutex<Option<fn() -> bool>>,
+    route: Mutex<Arc<Route>>,
+}
+
+/// One connection to one bench.idl object, following forwards.
+///
+/// A reply with LOCATION_FORWARD(_PERM), or a LocateReply with
+/// OBJECT_FORWARD(_PERM), moves the client to the forwarded reference — on
+/// the same connection when it names the same endpoint, else on a new one
+/// that waits the same way — and the request is sent again there, up to
+/// [`ClientConfig::max_forwards`] hops per call; later calls go straight
+/// to where the last forward pointed ([`forwards`](Self::forwards) tells
+/// the chain). A oneway cannot be forwarded (no reply comes back), so the
+/// first oneway on a client whose location is not yet confirmed by a reply
+/// first resolves it with a `_non_existent` call.
 #[derive(Debug, Clone)]
 pub struct BenchClient {
-    link: Link,
-    opts: Options,
-    target: TargetAddress,
+    shared: Arc<Shared>,
+}
+
+fn is_forward(status: ReplyStatus) -> bool {
+    matches!(
+        status,
+        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
+    )
 }
 
 impl BenchClient {
@@ -76,67 +199,168 @@ impl BenchClient {
         cfg: &ClientConfig,
         wait: Wait,
     ) -> Result<BenchClient, BenchError> {
-        let p: IiopProfile = ior
-            .iiop_profile()
-            .ok_or_else(|| BenchError::Reference("the reference has no IIOP profile".into()))?;
-        let version = cfg.version.unwrap_or(Version {
-            major: 1,
-            minor: p.version.minor.min(2),
-        });
-        let cs = p.code_sets();
-        let link = match wait {
-            Wait::Reactor => Link::Reactor(
-                Connection::connect(&p.host, p.port, version, cfg, cs.as_ref()).await?,
-            ),
-            Wait::Read => Link::Read(Arc::new(Mutex::new(BlockingConnection::connect(
-                &p.host,
-                p.port,
-                version,
-                cfg,
-                cs.as_ref(),
-            )?))),
-        };
-        let opts = match &link {
-            Link::Reactor(c) => c.options(),
-            Link::Read(b) => lock(b).options(),
-        };
+        let route = Self::route_to(ior, cfg, wait, None, Vec::new(), None).await?;
         Ok(BenchClient {
+            shared: Arc::new(Shared {
+                cfg: cfg.clone(),
+                wait,
+                abort: Mutex::new(None),
+                route: Mutex::new(Arc::new(route)),
+            }),
+        })
+    }
+
+    /// A route to the first IIOP profile of `ior`, reusing `reuse`'s
+    /// connection when it is to the same endpoint.
+    async fn route_to(
+        ior: &Ior,
+        cfg: &ClientConfig,
+        wait: Wait,
+        abort: Option<fn() -> bool>,
+        chain: Vec<Hop>,
+        reuse: Option<&Route>,
+    ) -> Result<Route, BenchError> {
+        let p: IiopProfile = ior.iiop_profile().ok_or_else(|| {
+            BenchError::Reference(match reuse {
+                Some(r) => format!("{} forwarded to a reference with no IIOP profile", r.addr),
+                None => "the reference has no IIOP profile".into(),
+            })
+        })?;
+        let endpoint = (p.host.clone(), p.port);
+        let (link, opts, addr) = match reuse.filter(|r| r.endpoint == endpoint) {
+            Some(r) => (r.link.clone(), r.opts, r.addr.clone()),
+            None => {
+                // Code sets wherever the reference carries them (the IIOP
+                // profile, or a TAG_MULTIPLE_COMPONENTS profile).
+                let cs = ior.code_sets().map(|(cs, _)| cs);
+                let (link, opts) = Link::connect(&p, cs.as_ref(), cfg, wait, abort).await?;
+                let addr = link.addr();
+                (link, opts, addr)
+            }
+        };
+        Ok(Route {
             link,
-            opts,
+            endpoint,
+            addr,
             target: TargetAddress::Key(p.object_key.clone()),
+            opts,
+            confirmed: AtomicBool::new(false),
+            chain,
+            forwarded_to: None,
+        })
+    }
+
+    fn route(&self) -> Arc<Route> {
+        self.shared
+            .route
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Move to the reference `ior` that `from` forwarded to.
+    async fn follow(
+        &self,
+        from: &Route,
+        status: &'static str,
+        ior: &Ior,
+    ) -> Result<(), BenchError> {
+        let abort = *self.shared.abort.lock().unwrap_or_else(|e| e.into_inner());
+        let mut chain = from.chain.clone();
+        let hop_from = location(&from.addr, &from.target);
+        let next = Self::route_to(
+            ior,
+            &self.shared.cfg,
+            self.shared.wait,
+            abort,
+            Vec::new(),
+            Some(from),
+        )
+        .await?;
+        chain.push(Hop {
+            status,
+            from: hop_from,
+            to: location(&next.addr, &next.target),
+        });
+        let next = Route {
+            chain,
+            forwarded_to: Some(ior.clone()),
+            ..next
+        };
+        *self.shared.route.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        Ok(())
+    }
+
+    fn too_many(&self, from: &Route) -> BenchError {
+        BenchError::Call(ClientError::TooManyForwards {
+            addr: from.addr.clone(),
+            limit: self.shared.cfg.max_forwards,
         })
     }
 
     /// Have a [`Wait::Read`] connection fail its call (and close) when
     /// `abort` returns true while it waits; no effect on the runtime's.
+    /// Connections opened later to follow a forward get it too.
     pub fn set_abort(&self, abort: fn() -> bool) {
-        if let Link::Read(b) = &self.link {
+        *self.shared.abort.lock().unwrap_or_else(|e| e.into_inner()) = Some(abort);
+        if let Link::Read(b) = &self.route().link {
             lock(b).set_abort(abort);
         }
     }
 
-    /// The same connection, addressing another object key.
+    /// The same connection (where the client's requests go now),
+    /// addressing another object key.
     pub fn with_key(&self, key: &[u8]) -> BenchClient {
+        let r = self.route();
+        let abort = *self.shared.abort.lock().unwrap_or_else(|e| e.into_inner());
         BenchClient {
-            link: self.link.clone(),
-            opts: self.opts,
-            target: TargetAddress::Key(bytes::Bytes::copy_from_slice(key)),
+            shared: Arc::new(Shared {
+                cfg: self.shared.cfg.clone(),
+                wait: self.shared.wait,
+                abort: Mutex::new(abort),
+                route: Mutex::new(Arc::new(Route {
+                    link: r.link.clone(),
+                    endpoint: r.endpoint.clone(),
+                    addr: r.addr.clone(),
+                    target: TargetAddress::Key(bytes::Bytes::copy_from_slice(key)),
+                    opts: r.opts,
+                    confirmed: AtomicBool::new(false),
+                    chain: Vec::new(),
+                    forwarded_to: None,
+                })),
+            }),
         }
     }
 
     /// The CDR options (negotiated code sets) of the connection.
     pub fn options(&self) -> Options {
-        self.opts
+        self.route().opts
     }
 
-    /// The target address used for every request.
-    pub fn target(&self) -> &TargetAddress {
-        &self.target
+    /// The target address used for requests now (after any forward).
+    pub fn target(&self) -> TargetAddress {
+        self.route().target.clone()
+    }
+
+    /// The peer's address (`host:port`) where requests go now.
+    pub fn peer(&self) -> String {
+        self.route().addr.clone()
+    }
+
+    /// The reference the last forward named, where requests go now
+    /// (`None` when no forward was followed).
+    pub fn forwarded_to(&self) -> Option<Ior> {
+        self.route().forwarded_to.clone()
+    }
+
+    /// The forwards followed so far, in order (empty when none).
+    pub fn forwards(&self) -> Vec<Hop> {
+        self.route().chain.clone()
     }
 
     /// Whether the connection has failed or was closed.
     pub fn is_closed(&self) -> bool {
-        match &self.link {
+        match &self.route().link {
             Link::Reactor(c) => c.is_closed(),
             Link::Read(b) => lock(b).is_closed(),
         }
@@ -144,7 +368,7 @@ impl BenchClient {
 
     /// Close the connection.
     pub fn close(&self) {
-        match &self.link {
+        match &self.route().link {
             Link::Reactor(c) => c.close(),
             Link::Read(b) => lock(b).close(),
         }
@@ -153,7 +377,7 @@ impl BenchClient {
     /// The connection's phase totals (E0.5; only a runtime connection with
     /// phase timing on counts them).
     pub fn phase_totals(&self) -> PhaseTotals {
-        match &self.link {
+        match &self.route().link {
             Link::Reactor(c) => c.phase_totals(),
             Link::Read(_) => PhaseTotals::default(),
         }
@@ -161,90 +385,202 @@ impl BenchClient {
 
     /// Zero the phase totals.
     pub fn reset_phase_totals(&self) {
-        if let Link::Reactor(c) = &self.link {
+        if let Link::Reactor(c) = &self.route().link {
             c.reset_phase_totals();
         }
     }
 
+    /// Make sure the object's location is confirmed, following forwards: a
+    /// `_non_existent` call unless a reply already came from where the
+    /// client's requests go. A server that answers it with an exception is
+    /// still where the object is.
+    pub async fn resolve(&self) -> Result<(), BenchError> {
+        if self.route().confirmed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.send(
+            "_non_existent",
+            ResponseMode::Twoway,
+            |_: &mut Writer<'_>| Ok(()),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// A request to the target with any operation, body and response mode:
-    /// the raw reply (for checks that look at it whole).
+    /// the raw reply (for checks that look at it whole). Forwards are
+    /// followed (`body` runs once per attempt); a oneway first resolves an
+    /// unconfirmed location.
     pub async fn request<F>(
         &self,
         op: &str,
         response: ResponseMode,
         body: F,
-    ) -> Result<Option<Reply>, ClientError>
+    ) -> Result<Option<Reply>, BenchError>
     where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        match &self.link {
-            Link::Reactor(c) => c.request(&self.target, op, response, body).await,
-            Link::Read(b) => lock(b).request(&self.target, op, response, body),
+        if response != ResponseMode::Twoway {
+            self.resolve().await?;
         }
+        self.send(op, response, body).await
     }
 
-    /// A LocateRequest for the target.
-    pub async fn locate(&self) -> Result<LocateReply, ClientError> {
-        match &self.link {
-            Link::Reactor(c) => c.locate(&self.target).await,
-            Link::Read(b) => lock(b).locate(&self.target),
-        }
-    }
-
-    /// Build a request to the target once, for [`send_prepared`](Self::send_prepared).
-    pub fn prepare<F>(
+    async fn send<F>(
         &self,
         op: &str,
         response: ResponseMode,
         body: F,
-    ) -> Result<Prepared, ClientError>
+    ) -> Result<Option<Reply>, BenchError>
     where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        match &self.link {
-            Link::Reactor(c) => c.prepare(&self.target, op, response, body),
-            Link::Read(b) => lock(b).prepare(&self.target, op, response, body),
+        let mut hops = 0;
+        loop {
+            let route = self.route();
+            let r = match &route.link {
+                Link::Reactor(c) => c.request(&route.target, op, response, &body).await,
+                Link::Read(b) => lock(b).request(&route.target, op, response, &body),
+            }?;
+            match r {
+                Some(reply) if is_forward(reply.header.status) => {
+                    hops += 1;
+                    if hops > self.shared.cfg.max_forwards {
+                        return Err(self.too_many(&route));
+                    }
+                    let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
+                        addr: route.addr.clone(),
+                        error,
+                    })?;
+                    let status = if reply.header.status == ReplyStatus::LocationForwardPerm {
+                        "LOCATION_FORWARD_PERM"
+                    } else {
+                        "LOCATION_FORWARD"
+                    };
+                    self.follow(&route, status, &ior).await?;
+                }
+                Some(reply) => {
+                    route.confirmed.store(true, Ordering::Relaxed);
+                    return Ok(Some(reply));
+                }
+                None => return Ok(None),
+            }
         }
     }
 
+    /// A LocateRequest for the target, following OBJECT_FORWARD(_PERM):
+    /// the final reply ([`forwards`](Self::forwards) tells the chain).
+    pub async fn locate(&self) -> Result<LocateReply, BenchError> {
+        let mut hops = 0;
+        loop {
+            let route = self.route();
+            let l = match &route.link {
+                Link::Reactor(c) => c.locate(&route.target).await,
+                Link::Read(b) => lock(b).locate(&route.target),
+            }?;
+            let (status, ior) = match &l.status {
+                LocateStatus::ObjectForward(i) => ("OBJECT_FORWARD", i),
+                LocateStatus::ObjectForwardPerm(i) => ("OBJECT_FORWARD_PERM", i),
+                LocateStatus::ObjectHere => {
+                    route.confirmed.store(true, Ordering::Relaxed);
+                    return Ok(l);
+                }
+                _ => return Ok(l),
+            };
+            hops += 1;
+            if hops > self.shared.cfg.max_forwards {
+                return Err(self.too_many(&route));
+            }
+            self.follow(&route, status, ior).await?;
+        }
+    }
+
+    /// Build a request to the target once, for
+    /// [`send_prepared`](Self::send_prepared), after resolving the
+    /// target's location (a prepared request cannot be re-addressed).
+    pub async fn prepare<F>(
+        &self,
+        op: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, BenchError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        self.resolve().await?;
+        let route = self.route();
+        Ok(match &route.link {
+            Link::Reactor(c) => c.prepare(&route.target, op, response, body),
+            Link::Read(b) => lock(b).prepare(&route.target, op, response, body),
+        }?)
+    }
+
     /// Send a prepared request again (a new request id, nothing
-    /// re-marshalled).
-    pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        match &self.link {
+    /// re-marshalled). A forward in reply cannot be followed with the same
+    /// bytes: the client moves to the new location (prepare again) and the
+    /// call fails, naming the hop.
+    pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, BenchError> {
+        let route = self.route();
+        let r = match &route.link {
             Link::Reactor(c) => c.send_prepared(p).await,
             Link::Read(b) => lock(b).send_prepared(p),
+        }?;
+        match r {
+            Some(reply) if is_forward(reply.header.status) => {
+                let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
+                    addr: route.addr.clone(),
+                    error,
+                })?;
+                self.follow(&route, "LOCATION_FORWARD", &ior).await?;
+                let hop = self.forwards().last().map(|h| h.to_string());
+                Err(BenchError::Reference(format!(
+                    "a request prepared for reuse was forwarded ({}): prepare it again",
+                    hop.unwrap_or_default()
+                )))
+            }
+            other => Ok(other),
         }
+    }
+
+    /// A reply's NO_EXCEPTION body, or its exception as an error naming
+    /// the peer.
+    pub fn reply_result(&self, reply: Reply) -> Result<Body, ClientError> {
+        reply_result_from(&self.route().addr, reply)
     }
 
     /// A twoway call: the NO_EXCEPTION body, or the exception as an error.
     pub async fn call<F>(&self, op: &str, body: F) -> Result<Body, BenchError>
     where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let reply = self
             .request(op, ResponseMode::Twoway, body)
             .await?
             .ok_or(ClientError::LocallyClosed)?;
-        Ok(reply_result(reply)?)
+        Ok(self.reply_result(reply)?)
     }
 
     /// A oneway call (returns once queued).
     pub async fn oneway<F>(&self, op: &str, body: F) -> Result<(), BenchError>
     where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         self.request(op, ResponseMode::Oneway, body).await?;
         Ok(())
     }
 
-    fn decode<T>(
+    /// Decode a reply body with the connection's options; an error names
+    /// the operation and the peer.
+    pub fn decode<T>(
         &self,
         op: &str,
         body: &Body,
         f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
     ) -> Result<T, BenchError> {
-        f(&mut body.reader(self.opts)).map_err(|source| BenchError::Decode {
+        let route = self.route();
+        f(&mut body.reader(route.opts)).map_err(|source| BenchError::Decode {
             op: op.to_string(),
+            peer: route.addr.clone(),
             source,
         })
     }
@@ -296,7 +632,7 @@ impl BenchClient {
                 Ok(())
             })
             .await?;
-        Ior::decode(&mut b.reader(self.opts))
+        Ior::decode(&mut b.reader(self.options()))
             .map_err(|e| BenchError::Reference(format!("get_single reply: {e}")))
     }
 
@@ -340,7 +676,7 @@ impl BenchClient {
         encode: F,
     ) -> Result<Option<Payload>, BenchError>
     where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let op = elem.op_name(mode);
         match mode {

@@ -14,7 +14,8 @@ use iiop_cdr::{Reader, Writer};
 use iiop_giop::exception::{Completion, VMCID_IIOPBENCH};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+    arguments_end_body, handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome,
+    RequestContext, ServerConfig,
 };
 use iiop_giop::SystemException;
 use tokio::sync::oneshot;
@@ -64,6 +65,12 @@ impl Handler for DispatcherHandler {
         }
         if ctx.operation != "next" {
             return Dispatch::Done(Outcome::System(SystemException::unknown_operation()));
+        }
+        if !arguments_end_body(body) {
+            return Dispatch::Done(Outcome::System(SystemException::marshal(
+                iiop_giop::exception::MINOR_MARSHAL_BAD_BODY,
+                Completion::No,
+            )));
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.replicas.len();
         match self.replicas[i].encode(reply) {

@@ -17,7 +17,8 @@ use iiop_cdr::{Any, Ior as CdrIor, TCKind, TcDef, TypeCode, Value};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
-    handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+    arguments_end_body, handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
+    ServerConfig,
 };
 use iiop_giop::SystemException;
 use iiop_idl::{DefId, Direction, Spec};
@@ -234,6 +235,11 @@ impl Handler for IdlHandler {
                 Ok(v) => inputs.push((i, v)),
                 Err(_) => return marshal_error(),
             }
+        }
+        // Bytes after the last input beyond padding: a mis-encoded body,
+        // refused like a short one (a oneway's is dropped, uncounted).
+        if !arguments_end_body(body) {
+            return marshal_error();
         }
         self.counters.call(!ctx.response_expected);
         self.counters.bytes((body.position() - start) as u64);

@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
-use iiop_giop::ior::Ior;
+use iiop_giop::ior::{CodeSetsSource, Ior};
 use iiop_giop::transport::server::{
-    handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler, LocateOutcome, Outcome,
-    RequestContext,
+    arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
+    LocateOutcome, Outcome, RequestContext,
 };
 use iiop_giop::SystemException;
 
@@ -43,13 +43,34 @@ impl Skeleton {
     }
 }
 
+/// How a server in forwarding mode answers requests and LocateRequests on
+/// the short object keys (`Bench`, `Dispatch50`, `Single0` …), the way
+/// TAO's IORTable and Yoko's BootManager do: with a forward to the long,
+/// POA-style key ([`Object::long_key`]), which it serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarding {
+    /// LOCATION_FORWARD_PERM / OBJECT_FORWARD_PERM (GIOP 1.2; plain
+    /// forwards to 1.0/1.1 peers) instead of LOCATION_FORWARD /
+    /// OBJECT_FORWARD.
+    pub permanent: bool,
+    /// Forward to this `host:port` (another server of ours) instead of our
+    /// own address.
+    pub to: Option<(String, u16)>,
+}
+
 /// bench.idl's objects served over GIOP.
 #[derive(Debug)]
 pub struct BenchHandler {
     counters: Arc<Counters>,
     skeleton: Skeleton,
+    /// Forwarding mode: short keys are answered with a forward.
+    forwarding: Option<Forwarding>,
     /// Where we listen, for the IORs `get_single` returns.
     addr: OnceLock<(String, u16)>,
+    /// Where the IORs we hand out carry TAG_CODE_SETS (in the IIOP
+    /// profile, or in a TAG_MULTIPLE_COMPONENTS profile as Combat does:
+    /// clients must find them in either place).
+    code_sets_in: CodeSetsSource,
     /// Per-connection counters of the connections that ended (the most
     /// recent [`MAX_CONNECTION_RECORDS`]), printed at shutdown.
     closed: std::sync::Mutex<std::collections::VecDeque<ConnectionSummary>>,
@@ -127,9 +148,48 @@ impl BenchHandler {
         BenchHandler {
             counters: Arc::new(Counters::new()),
             skeleton,
+            forwarding: None,
             addr: OnceLock::new(),
+            code_sets_in: CodeSetsSource::IiopProfile,
             closed: Default::default(),
         }
+    }
+
+    /// Put TAG_CODE_SETS of every IOR handed out in `at`.
+    pub fn with_code_sets_in(mut self, at: CodeSetsSource) -> Self {
+        self.code_sets_in = at;
+        self
+    }
+
+    /// The same handler in forwarding mode: requests on short keys are
+    /// answered with a forward (a oneway to a short key is lost, as with
+    /// TAO), and the references it hands out carry the long keys.
+    pub fn with_forwarding(mut self, forwarding: Option<Forwarding>) -> Self {
+        self.forwarding = forwarding;
+        self
+    }
+
+    /// Forwarding mode, if on.
+    pub fn forwarding(&self) -> Option<&Forwarding> {
+        self.forwarding.as_ref()
+    }
+
+    /// Where a request on `key` is forwarded, in forwarding mode: the IOR
+    /// of the same object under its long key, and whether permanently.
+    fn forward_for(&self, key: &[u8]) -> Option<(Ior, bool)> {
+        let f = self.forwarding.as_ref()?;
+        if !Object::is_short_key(key) {
+            return None;
+        }
+        let obj = Object::from_key(key)?;
+        let (h, p) = match &f.to {
+            Some((h, p)) => (h.clone(), *p),
+            None => self.addr.get()?.clone(),
+        };
+        let ior = Ior::builder(obj.repo_id())
+            .iiop(&h, p, obj.long_key(), &[])
+            .build();
+        Some((ior, f.permanent))
     }
 
     /// The shared counters (printed at shutdown).
@@ -157,12 +217,19 @@ impl BenchHandler {
         let _ = self.addr.set((host.to_string(), port));
     }
 
-    /// The IOR of `obj` at our address.
+    /// The IOR of `obj` at our address (under its long key in forwarding
+    /// mode, as TAO's IORs carry POA keys).
     pub fn ior_of(&self, obj: Object) -> Option<Ior> {
         let (h, p) = self.addr.get()?;
+        let key = if self.forwarding.is_some() {
+            obj.long_key()
+        } else {
+            obj.key()
+        };
         Some(
             Ior::builder(obj.repo_id())
-                .iiop(h, *p, obj.key(), &[])
+                .iiop(h, *p, key, &[])
+                .code_sets_in(self.code_sets_in)
                 .build(),
         )
     }
@@ -181,6 +248,9 @@ impl BenchHandler {
                 let Ok(p) = Payload::decode(elem, body) else {
                     return marshal_error();
                 };
+                if !arguments_end_body(body) {
+                    return marshal_error();
+                }
                 self.counters.bytes(p.counted_bytes(cs));
                 if mode == CallMode::Echo && p.encode(reply).is_err() {
                     return marshal_error();
@@ -191,6 +261,9 @@ impl BenchHandler {
                 let Ok(v) = Value::decode(tc, body) else {
                     return marshal_error();
                 };
+                if !arguments_end_body(body) {
+                    return marshal_error();
+                }
                 self.counters.bytes(value_bytes(elem, &v, cs));
                 if mode == CallMode::Echo && v.encode(tc, reply).is_err() {
                     return marshal_error();
@@ -220,7 +293,7 @@ impl BenchHandler {
             }
             Ok(())
         })();
-        if decoded.is_err() {
+        if decoded.is_err() || !arguments_end_body(body) {
             return marshal_error();
         }
         self.counters.bytes(total);
@@ -239,6 +312,9 @@ impl BenchHandler {
         let Ok((us, dist, kind)) = args else {
             return marshal_error();
         };
+        if !arguments_end_body(body) {
+            return marshal_error();
+        }
         let (Some(dist), Some(kind)) = (Dist::from_index(dist), Kind::from_index(kind)) else {
             return Dispatch::Done(Outcome::System(SystemException::bad_param(
                 iiop_giop::exception::omg_minor(25),
@@ -277,6 +353,13 @@ impl Handler for BenchHandler {
         body: &mut Reader<'_>,
         reply: &mut Writer<'_>,
     ) -> Dispatch {
+        if let Some((ior, permanent)) = self.forward_for(ctx.object_key) {
+            return Dispatch::Done(if permanent {
+                Outcome::ForwardPerm(ior)
+            } else {
+                Outcome::Forward(ior)
+            });
+        }
         let Some(obj) = Object::from_key(ctx.object_key) else {
             return Dispatch::Done(Outcome::System(SystemException::unknown_object()));
         };
@@ -294,6 +377,7 @@ impl Handler for BenchHandler {
                     Completion::No,
                 )))
             }
+            Op::RepositoryId if !arguments_end_body(body) => return marshal_error(),
             Op::RepositoryId => {
                 return match reply.write_string(obj.repo_id()) {
                     Ok(()) => Dispatch::Done(Outcome::Reply),
@@ -304,6 +388,13 @@ impl Handler for BenchHandler {
         }
         if obj == Object::Perf && !matches!(op, Op::GetStats | Op::Reset) {
             self.counters.call(op.is_oneway());
+        }
+        // Operations without arguments: the body must hold nothing but
+        // padding (those with arguments check after decoding them).
+        if matches!(op, Op::Ping | Op::Noop(_) | Op::Reset | Op::GetStats)
+            && !arguments_end_body(body)
+        {
+            return marshal_error();
         }
         match op {
             Op::Ping | Op::Noop(_) => Dispatch::Done(Outcome::Reply),
@@ -327,6 +418,7 @@ impl Handler for BenchHandler {
                 }
             }
             Op::Mark => match body.read_u64() {
+                Ok(_) if !arguments_end_body(body) => marshal_error(),
                 Ok(n) => {
                     self.counters.mark(n);
                     Dispatch::Done(Outcome::Reply)
@@ -338,6 +430,9 @@ impl Handler for BenchHandler {
                 let Ok(i) = body.read_u32() else {
                     return marshal_error();
                 };
+                if !arguments_end_body(body) {
+                    return marshal_error();
+                }
                 if i >= SINGLES {
                     return Dispatch::Done(Outcome::System(SystemException::bad_param(
                         iiop_giop::exception::omg_minor(1),
@@ -369,6 +464,13 @@ impl Handler for BenchHandler {
     }
 
     fn locate(&self, object_key: &[u8]) -> LocateOutcome {
+        if let Some((ior, permanent)) = self.forward_for(object_key) {
+            return if permanent {
+                LocateOutcome::ForwardPerm(ior)
+            } else {
+                LocateOutcome::Forward(ior)
+            };
+        }
         if Object::from_key(object_key).is_some() {
             LocateOutcome::Here
         } else {

@@ -6,11 +6,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, Handler, ServerConfig};
 use tokio::sync::oneshot;
 
 use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
-use crate::reference::{BenchHandler, References, Skeleton};
+use crate::reference::{BenchHandler, Forwarding, References, Skeleton};
 
 /// How to run the server.
 #[derive(Debug, Clone)]
@@ -23,6 +24,10 @@ pub struct ServerOptions {
     /// Pin every server thread to these CPUs.
     pub cpus: Option<Vec<usize>>,
     pub config: ServerConfig,
+    /// Answer the short keys with forwards (TAO IORTable style).
+    pub forwarding: Option<Forwarding>,
+    /// Where the IORs carry TAG_CODE_SETS (default: the IIOP profile).
+    pub code_sets_in: CodeSetsSource,
 }
 
 impl Default for ServerOptions {
@@ -35,6 +40,8 @@ impl Default for ServerOptions {
                 .unwrap_or(1),
             cpus: None,
             config: ServerConfig::default(),
+            forwarding: None,
+            code_sets_in: CodeSetsSource::IiopProfile,
         }
     }
 }
@@ -155,7 +162,11 @@ pub struct RunningServer {
 impl RunningServer {
     /// Bind and start serving; returns once the listener is bound.
     pub fn start(opts: ServerOptions) -> std::io::Result<RunningServer> {
-        let handler = Arc::new(BenchHandler::new(opts.skeleton));
+        let handler = Arc::new(
+            BenchHandler::new(opts.skeleton)
+                .with_forwarding(opts.forwarding)
+                .with_code_sets_in(opts.code_sets_in),
+        );
         let server = ServerThread::spawn(
             handler.clone(),
             &opts.listen,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, Writer};
 use iiop_giop::codec::{fragment_message, CodecConfig};
-use iiop_giop::context::default_options;
+use iiop_giop::context::{default_options, CodeSetContext, ServiceContext, SC_CODE_SETS};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::header::{Header, MsgType};
 use iiop_giop::message::{
@@ -68,6 +68,21 @@ fn connect(addr: SocketAddr) -> TcpStream {
 /// A well-formed Request with a raw body (written after the 8-aligned
 /// body start of GIOP 1.2).
 fn request_v(v: Version, order: ByteOrder, id: u32, key: &[u8], op: &str, body: &[u8]) -> Vec<u8> {
+    request_full(v, id, key, op, ResponseMode::Twoway, &[], body, order)
+}
+
+/// [`request_v`] with a response mode and service contexts.
+#[allow(clippy::too_many_arguments)]
+fn request_full(
+    v: Version,
+    id: u32,
+    key: &[u8],
+    op: &str,
+    response: ResponseMode,
+    contexts: &[ServiceContext],
+    body: &[u8],
+    order: ByteOrder,
+) -> Vec<u8> {
     let mut b = BytesMut::new();
     let target = TargetAddress::Key(Bytes::copy_from_slice(key));
     encode_request(
@@ -77,10 +92,10 @@ fn request_v(v: Version, order: ByteOrder, id: u32, key: &[u8], op: &str, body: 
         default_options(v),
         &RequestHead {
             request_id: id,
-            response: ResponseMode::Twoway,
+            response,
             target: &target,
             operation: op,
-            contexts: &[],
+            contexts,
         },
         |w: &mut Writer<'_>| {
             w.write_bytes(body);
@@ -701,10 +716,17 @@ fn cases() -> Vec<Case> {
         request(42, "get_single", &le32(100_000)),
         System(42, BAD_PARAM, iiop_giop::exception::omg_minor(1)),
     ));
+    // 4 bytes after a 1.2 body that starts 8-aligned cannot be padding.
     v.push(case(
-        "ping with trailing garbage in the body (ignored)",
+        "ping with 4 trailing bytes in the body",
         request(43, "ping", &[0xDE, 0xAD, 0xBE, 0xEF]),
-        Reply(43, vec![]),
+        System(43, MARSHAL, MINOR_MARSHAL_BAD_BODY),
+    ));
+    // A 1.0 ping's header ends at offset 52: 4 bytes up to 56 are padding.
+    v.push(case(
+        "GIOP 1.0 ping with 4 bytes of padding to an 8-aligned end",
+        request_v(V10, LE, 45, b"Bench", "ping", &[0xDE, 0xAD, 0xBE, 0xEF]),
+        Reply(45, vec![]),
     ));
     v.push(case(
         "GIOP 1.0 big-endian ping",
@@ -796,6 +818,317 @@ fn cases() -> Vec<Case> {
         ));
     }
     v
+}
+
+/// The CodeSets context (char ISO-8859-1, wchar UTF-16) that lets a
+/// connection carry wchar data.
+fn code_sets_context() -> ServiceContext {
+    ServiceContext {
+        id: SC_CODE_SETS,
+        data: CodeSetContext {
+            char_data: 0x0001_0001,
+            wchar_data: 0x0001_0109,
+        }
+        .encode(LE),
+    }
+}
+
+/// A GIOP 1.2 little-endian request on `key` carrying the CodeSets
+/// context; its body starts at an 8-aligned offset.
+fn wide_request(id: u32, key: &[u8], op: &str, response: ResponseMode, body: &[u8]) -> Vec<u8> {
+    request_full(V12, id, key, op, response, &[code_sets_context()], body, LE)
+}
+
+/// Bodies with bytes after the last argument, for any skeleton serving
+/// `echo_long` and `echo_wchar` (bench.idl signatures) on `key`. A body
+/// starts 8-aligned (GIOP 1.2), so offsets are given from its start: the
+/// trailing bytes are padding only when fewer than 8 and ending at a
+/// multiple of 8.
+fn trailing_cases(key: &[u8]) -> Vec<Case> {
+    use Expect::*;
+    let marshal = |id| System(id, MARSHAL, MINOR_MARSHAL_BAD_BODY);
+    let tw = ResponseMode::Twoway;
+    let with = |base: &[u8], extra: &[u8]| {
+        let mut b = base.to_vec();
+        b.extend_from_slice(extra);
+        b
+    };
+    // Two wchars in GIOP 1.2 (octet length 2, UTF-16 BE): end at +10.
+    let wchars = seq(2, &[2, 0x00, 0x41, 2, 0x04, 0x16]);
+    // One long: ends at +8. No long: ends at +4.
+    let one_long = seq(1, &le32(0x0102_0304));
+    let no_long = seq(0, &[]);
+    vec![
+        case(
+            "sequence<wchar> echo, exact (control)",
+            wide_request(70, key, "echo_wchar", tw, &wchars),
+            Reply(70, wchars.clone()),
+        ),
+        case(
+            "sequence<wchar> echo with 2 bytes left over (+10 + 2)",
+            wide_request(71, key, "echo_wchar", tw, &with(&wchars, &[0x00, 0x43])),
+            marshal(71),
+        ),
+        case(
+            "sequence<wchar> echo with 6 bytes of padding (+10 + 6 = +16)",
+            wide_request(72, key, "echo_wchar", tw, &with(&wchars, &[0xAA; 6])),
+            Reply(72, wchars.clone()),
+        ),
+        case(
+            "sequence<long> echo with 4 bytes left over (+8 + 4)",
+            request_full(
+                V12,
+                73,
+                key,
+                "echo_long",
+                tw,
+                &[],
+                &with(&one_long, &[0; 4]),
+                LE,
+            ),
+            marshal(73),
+        ),
+        case(
+            "sequence<long> echo with 8 zero bytes after an aligned end",
+            request_full(
+                V12,
+                74,
+                key,
+                "echo_long",
+                tw,
+                &[],
+                &with(&one_long, &[0; 8]),
+                LE,
+            ),
+            marshal(74),
+        ),
+        case(
+            "empty sequence<long> echo with 4 bytes of padding (+4 + 4 = +8)",
+            request_full(
+                V12,
+                75,
+                key,
+                "echo_long",
+                tw,
+                &[],
+                &with(&no_long, &[0xEE; 4]),
+                LE,
+            ),
+            Reply(75, no_long.clone()),
+        ),
+        case(
+            "_is_a with 5 bytes after its string",
+            request_full(
+                V12,
+                76,
+                key,
+                "_is_a",
+                tw,
+                &[],
+                &with(&cdr_string("IDL:omg.org/CORBA/Object:1.0"), &[1; 5]),
+                LE,
+            ),
+            marshal(76),
+        ),
+    ]
+}
+
+#[test]
+fn trailing_bytes_after_the_arguments_get_marshal_from_the_typed_skeleton() {
+    use Expect::*;
+    let srv = server(hostile_config());
+    let mut cases = trailing_cases(b"Bench");
+    let marshal = |id| System(id, MARSHAL, MINOR_MARSHAL_BAD_BODY);
+    let tw = ResponseMode::Twoway;
+    // The typed skeleton's fast paths: a fixed-layout struct sequence
+    // (PerfStruct { short; char; long; octet; double }: its short follows
+    // the count, its double ends the body at +24, 8-aligned) and an octet
+    // sequence (3 octets end at +7).
+    let perf = {
+        let mut b = seq(1, &[0x01, 0x02, b'A', 0]);
+        b.extend(le32(3));
+        b.extend([4, 0, 0, 0]);
+        b.extend(1.5f64.to_le_bytes());
+        assert_eq!(b.len(), 24);
+        b
+    };
+    let octets = seq(3, &[1, 2, 3]);
+    let plus = |b: &[u8], n: usize| {
+        let mut v = b.to_vec();
+        v.extend(vec![0u8; n]);
+        v
+    };
+    let req = |id, op: &str, body: &[u8]| request_full(V12, id, b"Bench", op, tw, &[], body, LE);
+    cases.push(case(
+        "echo_perfstruct, exact (control)",
+        req(80, "echo_perfstruct", &perf),
+        Reply(80, perf.clone()),
+    ));
+    cases.push(case(
+        "echo_perfstruct with 4 bytes left over",
+        req(81, "echo_perfstruct", &plus(&perf, 4)),
+        marshal(81),
+    ));
+    cases.push(case(
+        "echo_octet with 1 byte of padding (+7 + 1 = +8)",
+        req(82, "echo_octet", &plus(&octets, 1)),
+        Reply(82, octets.clone()),
+    ));
+    cases.push(case(
+        "echo_octet with 2 bytes left over",
+        req(83, "echo_octet", &plus(&octets, 2)),
+        marshal(83),
+    ));
+    cases.push(case(
+        "mark with 4 bytes after its ulonglong (twoway request of a oneway op)",
+        req(84, "mark", &plus(&7u64.to_le_bytes(), 4)),
+        marshal(84),
+    ));
+    cases.push(case(
+        "work with 4 bytes after its arguments",
+        req(85, "work", &{
+            let mut b = 1.0f64.to_le_bytes().to_vec();
+            b.extend(le32(0));
+            b.extend(le32(1));
+            b.extend([0; 4]);
+            b
+        }),
+        marshal(85),
+    ));
+    let mut failures = Vec::new();
+    for c in &cases {
+        if let Err(e) = check(&mut connect(srv.addr()), c) {
+            failures.push(format!("{}: {e}", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(cases.len(), 13);
+}
+
+#[test]
+fn trailing_bytes_get_marshal_from_the_dynamic_skeleton() {
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        skeleton: iiop_servers::reference::Skeleton::Dynamic,
+        config: hostile_config(),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut failures = Vec::new();
+    for c in &trailing_cases(b"Bench") {
+        if let Err(e) = check(&mut connect(srv.addr()), c) {
+            failures.push(format!("{}: {e}", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn trailing_bytes_get_marshal_from_the_idl_driven_skeleton() {
+    use iiop_servers::idl_server::{Behaviour, IdlHandler, IdlServer, IdlServerOptions};
+    const IDL: &str = r#"
+module T {
+  typedef sequence<long> LongSeq;
+  typedef sequence<wchar> WCharSeq;
+  interface I {
+    void ping();
+    LongSeq echo_long(in LongSeq s);
+    WCharSeq echo_wchar(in WCharSeq s);
+    oneway void sink(in LongSeq s);
+  };
+};
+"#;
+    let spec = iiop_idl::parse_str("t.idl", IDL, &Default::default()).unwrap();
+    let id = spec.lookup("T::I").unwrap();
+    let h = IdlHandler::new(&spec, id, Behaviour::Echo).unwrap();
+    let srv = IdlServer::start(
+        h,
+        b"T",
+        IdlServerOptions {
+            listen: "127.0.0.1:0".into(),
+            threads: 1,
+            cpus: None,
+            config: hostile_config(),
+        },
+    )
+    .unwrap();
+    let mut failures = Vec::new();
+    for c in &trailing_cases(b"T") {
+        if let Err(e) = check(&mut connect(srv.addr()), c) {
+            failures.push(format!("{}: {e}", c.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Oneways: one with 4 bytes left over is dropped uncounted, as one
+    // with a short body is; the good one is counted with its 12 bytes.
+    let before = srv.handler().counters().snapshot();
+    let ow = ResponseMode::Oneway;
+    let mut s = connect(srv.addr());
+    let mut all = request_full(V12, 1, b"T", "sink", ow, &[], &seq(2, &[0; 4]), LE);
+    let mut bad = seq(1, &[0; 4]);
+    bad.extend([0; 4]);
+    all.extend(request_full(V12, 2, b"T", "sink", ow, &[], &bad, LE));
+    all.extend(request_full(
+        V12,
+        3,
+        b"T",
+        "sink",
+        ow,
+        &[],
+        &seq(2, &[0; 8]),
+        LE,
+    ));
+    // `_non_existent` after them on the same connection: once it is
+    // answered, the three oneways before it have been handled.
+    all.extend(request_full(
+        V12,
+        4,
+        b"T",
+        "_non_existent",
+        ResponseMode::Twoway,
+        &[],
+        &[],
+        LE,
+    ));
+    s.write_all(&all).unwrap();
+    let g = read_msg(&mut s).unwrap().expect("a reply to _non_existent");
+    match decode(&g) {
+        Message::Reply(r) => assert_eq!(
+            (r.header.request_id, r.header.status, &r.body.bytes[..]),
+            (4, ReplyStatus::NoException, &[0u8][..])
+        ),
+        m => panic!("unexpected {m:?}"),
+    }
+    let st = srv.handler().counters().snapshot();
+    assert_eq!(
+        (st.oneways, st.bytes - before.bytes),
+        (1, 12),
+        "{st:?} {before:?}"
+    );
+}
+
+#[test]
+fn oneways_with_bytes_left_over_are_dropped_like_short_ones() {
+    let srv = server(hostile_config());
+    let mut s = connect(srv.addr());
+    let ow = ResponseMode::Oneway;
+    let send =
+        |id, body: &[u8]| request_full(V12, id, b"Bench", "send_oneway_long", ow, &[], body, LE);
+    let mut all = send(1, &seq(2, &[0; 4])); // short: 1 long of 2
+    all.extend(send(2, &{
+        let mut b = seq(1, &[0; 4]);
+        b.extend([0; 4]); // 4 bytes left over
+        b
+    }));
+    all.extend(send(3, &seq(2, &[0; 8]))); // good: 8 bytes
+    s.write_all(&all).unwrap();
+    // Nothing answers a oneway: the next reply on the connection is the
+    // ping's, and the server is still serving.
+    ping_ok(&mut s, 4).unwrap();
+    let st = srv.stats();
+    // Each bad oneway counts as a call (its operation was known) but its
+    // payload bytes do not: only the good one's 8 bytes.
+    assert_eq!((st.oneways, st.bytes), (3, 8), "{st:?}");
 }
 
 #[test]

@@ -145,7 +145,7 @@ async fn one(s: &Session) -> Result<[Duration; 5], StepError> {
             ),
         ));
     }
-    let l = c.locate().await.map_err(|e| ("locate", e.into()))?;
+    let l = c.locate().await.map_err(|e| ("locate", e))?;
     let t3 = Instant::now();
     if !matches!(
         l.status,

@@ -23,14 +23,34 @@ pub struct Session {
     pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
     /// How connections wait for replies (`--wait-strategy`).
     pub waiting: Waiting,
+    /// The forwards the first connection followed to reach the object.
+    pub forwards: std::sync::Mutex<Vec<String>>,
 }
 
 impl Session {
     /// A new connection to the target's main object; one that waits on
     /// read gives up its call on Ctrl-C.
+    ///
+    /// The object's location is resolved before the connection is handed
+    /// out (following any LOCATION_FORWARD, as TAO's IORTable and Yoko's
+    /// BootManager send for short keys), so no measured call pays for a
+    /// forward and no oneway is lost to one; the hops are recorded in the
+    /// results' target.
     pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
         let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
+        {
+            // Ctrl-C ends a resolution the server never answers.
+            let _closing = super::CloseOnInterrupt::closing(&c);
+            c.resolve().await?;
+        }
+        let hops = c.forwards();
+        if !hops.is_empty() {
+            let mut f = self.forwards.lock().unwrap_or_else(|e| e.into_inner());
+            if f.is_empty() {
+                *f = hops.iter().map(|h| h.to_string()).collect();
+            }
+        }
         Ok(c)
     }
 
@@ -102,8 +122,11 @@ where
         waiting,
         resolved,
         socket: socket.clone(),
+        forwards: Default::default(),
     };
     let r = rt.block_on(body(&session, results));
+    results.target.forwards =
+        std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
     // Stop the embedded server (graceful) before returning.
     drop(session);
     // A run cut short by Ctrl-C is not complete, even when the loop that

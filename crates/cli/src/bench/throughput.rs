@@ -116,7 +116,7 @@ enum Sender {
 }
 
 /// The payload as the chosen path needs it.
-fn sender(
+async fn sender(
     c: &BenchClient,
     elem: Elem,
     mode: CallMode,
@@ -131,6 +131,7 @@ fn sender(
         };
         let prep = c
             .prepare(elem.op_name(mode), resp, |w| p.encode(w))
+            .await
             .map_err(|e| anyhow::anyhow!("preparing request: {e}"))?;
         return Ok(Sender::Prepared(prep, p));
     }
@@ -164,15 +165,9 @@ async fn call_once(
         Sender::Prepared(prep, p) => {
             let reply = c.send_prepared(prep).await?;
             let Some(r) = reply else { return Ok(()) };
-            let body = iiop_giop::transport::client::reply_result(r)?;
+            let body = c.reply_result(r)?;
             if mode == CallMode::Echo {
-                let back =
-                    Payload::decode(elem, &mut body.reader(c.options())).map_err(|source| {
-                        BenchError::Decode {
-                            op: elem.op_name(mode).to_string(),
-                            source,
-                        }
-                    })?;
+                let back = c.decode(elem.op_name(mode), &body, |r| Payload::decode(elem, r))?;
                 if &back != p {
                     return Err(mismatch());
                 }
@@ -196,7 +191,10 @@ async fn overhead(
     } else {
         ResponseMode::Twoway
     };
-    let prep = c.prepare(elem.op_name(mode), resp, |w| p.encode(w)).ok()?;
+    let prep = c
+        .prepare(elem.op_name(mode), resp, |w| p.encode(w))
+        .await
+        .ok()?;
     let request = prep.message().len() as f64 - payload_bytes as f64;
     let reply = match mode {
         CallMode::Oneway => 0.0,
@@ -295,7 +293,7 @@ async fn point(
     r: &mut Results,
 ) -> anyhow::Result<()> {
     let _ctrl_c = super::CloseOnInterrupt::closing(c);
-    let snd = sender(c, elem, mode, size, o)?;
+    let snd = sender(c, elem, mode, size, o).await?;
     let out = match &snd {
         Sender::Typed(o) => o.clone(),
         Sender::Prepared(_, p) => Outgoing::new(p.clone()),
@@ -558,13 +556,7 @@ impl Breakdown {
             CallMode::Echo => {
                 let body = c.call(op, |w| o.encode(w)).await?;
                 let t = Instant::now();
-                let back =
-                    Payload::decode(elem, &mut body.reader(c.options())).map_err(|source| {
-                        BenchError::Decode {
-                            op: op.to_string(),
-                            source,
-                        }
-                    })?;
+                let back = c.decode(op, &body, |r| Payload::decode(elem, r))?;
                 self.body_demarshal += t.elapsed();
                 if &back != p {
                     return Err(BenchError::Reference(format!(

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use iiop_cdr::Writer;
-use iiop_giop::transport::client::{reply_result, Prepared};
+use iiop_giop::transport::client::Prepared;
 use iiop_giop::ResponseMode;
 use iiop_servers::client::{BenchClient, BenchError};
 
@@ -79,10 +79,11 @@ impl IdlCall {
     }
 
     /// The request, marshalled once for connection `c`.
-    pub fn prepare(&self, c: &BenchClient) -> anyhow::Result<Prepared> {
+    pub async fn prepare(&self, c: &BenchClient) -> anyhow::Result<Prepared> {
         c.prepare(&self.sig.name, self.response(), |w| {
             super::marshal(&self.sig, &self.args, w)
         })
+        .await
         .map_err(|e| anyhow::anyhow!("preparing {}: {e}", self.label()))
     }
 }
@@ -92,21 +93,16 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
     let Some(reply) = c.send_prepared(p).await? else {
         return Ok(());
     };
-    let body = reply_result(reply)?;
+    let body = c.reply_result(reply)?;
     if let Some(sig) = check {
-        let mut r = body.reader(c.options());
-        let decoded = (|| {
+        c.decode(&sig.name, &body, |r| {
             if !sig.returns_void() {
-                iiop_cdr::Value::decode(&sig.result, &mut r)?;
+                iiop_cdr::Value::decode(&sig.result, r)?;
             }
             for p in sig.outputs() {
-                iiop_cdr::Value::decode(&p.tc, &mut r)?;
+                iiop_cdr::Value::decode(&p.tc, r)?;
             }
             r.expect_end()
-        })();
-        decoded.map_err(|source| BenchError::Decode {
-            op: sig.name.clone(),
-            source,
         })?;
     }
     Ok(())
@@ -156,7 +152,7 @@ async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> anyhow::Result<
             .connect()
             .await
             .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
-        let p = Arc::new(ic.prepare(&c)?);
+        let p = Arc::new(ic.prepare(&c).await?);
         out.push(Caller {
             c,
             p,

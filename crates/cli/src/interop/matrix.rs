@@ -30,8 +30,10 @@ pub struct Cell {
     pub failed: usize,
     /// `name: detail` of every failed check.
     pub failures: Vec<String>,
-    /// `name: detail` of every note (allowed differences, skips).
+    /// `name: detail` of every note (allowed differences).
     pub notes: Vec<String>,
+    /// `name: detail` of every skipped check (the reason is the detail).
+    pub skipped: Vec<String>,
     /// The client could not run to the end (timeout, crash, bad output).
     pub error: Option<String>,
     pub seconds: f64,
@@ -224,6 +226,22 @@ pub fn start_server(
     Ok((Server::Vendor(child), ior_file))
 }
 
+/// `N: reason; M: reason` from `name: reason` lines.
+fn skip_summary(lines: &[String]) -> String {
+    let mut by: Vec<(usize, &str)> = Vec::new();
+    for l in lines {
+        let reason = l.split_once(": ").map_or(l.as_str(), |(_, r)| r);
+        match by.iter_mut().find(|(_, r)| *r == reason) {
+            Some((n, _)) => *n += 1,
+            None => by.push((1, reason)),
+        }
+    }
+    by.iter()
+        .map(|(n, r)| format!("{n}: {r}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Our suite against the server whose IOR is in `ior_file`.
 pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) -> Cell {
     let t0 = Instant::now();
@@ -250,6 +268,7 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
                         cell.failures.push(line);
                     }
                     Verdict::Note => cell.notes.push(line),
+                    Verdict::Skip => cell.skipped.push(line),
                 }
             }
         }
@@ -541,6 +560,13 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
             for n in &c.notes {
                 println!("  note {n}");
             }
+        }
+        if !c.skipped.is_empty() {
+            println!(
+                "  skipped {} check(s): {}",
+                c.skipped.len(),
+                skip_summary(&c.skipped)
+            );
         }
     }
     if let Some(path) = &o.json {

@@ -121,7 +121,8 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         report::suite_table(&rep.checks)
     } else {
         report::failures_only(&rep.checks)
-    } + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
+    } + &rep.skip_lines()
+        + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
     if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{human}");
     } else {

@@ -17,7 +17,8 @@ fn order_key(v: Verdict) -> u8 {
     match v {
         Verdict::Fail => 0,
         Verdict::Note => 1,
-        Verdict::Pass => 2,
+        Verdict::Skip => 2,
+        Verdict::Pass => 3,
     }
 }
 
@@ -68,14 +69,15 @@ pub fn target_info(ior: &Ior, kind: &str, reference: &str) -> TargetInfo {
             .as_ref()
             .map(|p| p.version.to_string())
             .unwrap_or_default(),
-        code_sets: p.as_ref().and_then(|p| p.code_sets()).map(|c| {
+        code_sets: ior.code_sets().map(|(c, from)| {
             format!(
-                "char 0x{:08x} wchar 0x{:08x}",
+                "char 0x{:08x} wchar 0x{:08x} (from {from})",
                 c.for_char.native, c.for_wchar.native
             )
         }),
         isolation: (kind == "embedded").then(|| "in-process, own runtime".to_string()),
         skeleton: (kind == "embedded").then(|| "typed".to_string()),
+        forwards: Vec::new(),
     }
 }
 
@@ -149,6 +151,16 @@ pub fn suite_results(
         .insert("failed".into(), json!(rep.count(Verdict::Fail)));
     r.params
         .insert("notes".into(), json!(rep.count(Verdict::Note)));
+    r.params
+        .insert("skipped".into(), json!(rep.count(Verdict::Skip)));
+    r.params.insert(
+        "skip_reasons".into(),
+        json!(rep
+            .skip_reasons()
+            .iter()
+            .map(|(n, r)| json!({"count": n, "reason": r}))
+            .collect::<Vec<_>>()),
+    );
     r.params.insert("seconds".into(), json!(rep.seconds));
     r.cases = rep.checks.iter().map(check_case).collect();
     let failed = rep.count(Verdict::Fail);
@@ -198,6 +210,8 @@ pub fn matrix_results(cells: &[Cell], skipped: &[String], started_at: &str) -> R
             extra.insert("error".into(), json!(c.error));
             extra.insert("failures".into(), json!(c.failures));
             extra.insert("note_list".into(), json!(c.notes));
+            extra.insert("skipped".into(), json!(c.skipped.len()));
+            extra.insert("skip_list".into(), json!(c.skipped));
             extra.insert("result".into(), json!(c.label()));
             Case {
                 name: format!("{} client x {} server", c.client, c.server),

@@ -32,15 +32,20 @@ pub enum Verdict {
     Pass,
     Fail,
     Note,
+    /// Not run, for the reason in the detail (a capability the server does
+    /// not advertise, or a combination the spec forbids): counted apart,
+    /// never as a pass.
+    Skip,
 }
 
 impl Verdict {
-    /// `pass`, `FAIL`, `note`.
+    /// `pass`, `FAIL`, `note`, `skip`.
     pub fn label(self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Fail => "FAIL",
             Verdict::Note => "note",
+            Verdict::Skip => "skip",
         }
     }
 }
@@ -124,14 +129,37 @@ impl SuiteReport {
         self.checks.iter().filter(|c| c.verdict == v).count()
     }
 
-    /// `N passed, M failed, K notes`.
+    /// `N passed, M failed, K notes, S skipped`.
     pub fn summary(&self) -> String {
         format!(
-            "{} passed, {} failed, {} notes",
+            "{} passed, {} failed, {} notes, {} skipped",
             self.count(Verdict::Pass),
             self.count(Verdict::Fail),
-            self.count(Verdict::Note)
+            self.count(Verdict::Note),
+            self.count(Verdict::Skip)
         )
+    }
+
+    /// The skipped checks grouped by reason, most frequent first:
+    /// `(count, reason)`.
+    pub fn skip_reasons(&self) -> Vec<(usize, String)> {
+        let mut by: Vec<(usize, String)> = Vec::new();
+        for c in self.checks.iter().filter(|c| c.verdict == Verdict::Skip) {
+            match by.iter_mut().find(|(_, r)| *r == c.detail) {
+                Some((n, _)) => *n += 1,
+                None => by.push((1, c.detail.clone())),
+            }
+        }
+        by.sort_by_key(|b| std::cmp::Reverse(b.0));
+        by
+    }
+
+    /// One line per skip reason: `skipped 24: the server's IOR …`.
+    pub fn skip_lines(&self) -> String {
+        self.skip_reasons()
+            .iter()
+            .map(|(n, r)| format!("skipped {n}: {r}\n"))
+            .collect()
     }
 }
 
@@ -266,6 +294,11 @@ pub struct Suite {
     ior: Ior,
     profile: IiopProfile,
     opts: SuiteOptions,
+    /// The large-payload checks' sizes, possibly scaled down for a slow
+    /// peer by [`calibrate`](Self::calibrate).
+    large: Vec<(Elem, u64)>,
+    /// The reference could not be resolved (no answer, or an error).
+    unreachable: bool,
     checks: Vec<Check>,
     deadline: Option<Instant>,
     expired: bool,
@@ -275,9 +308,16 @@ impl Suite {
     /// A suite for the server behind `ior`.
     pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
         let profile = profile(&ior)?;
+        let large = if opts.quick {
+            vec![(Elem::Octet, 3 << 20)]
+        } else {
+            vec![(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
+        };
         Ok(Suite {
             ior,
             profile,
+            large,
+            unreachable: false,
             opts,
             checks: Vec::new(),
             deadline: None,
@@ -338,7 +378,9 @@ impl Suite {
     /// is reported as failed).
     pub async fn run(mut self) -> SuiteReport {
         let t0 = Instant::now();
+        self.resolve_reference().await;
         self.ior_notes();
+        self.calibrate().await;
         // Each group runs on the main connection, reconnecting first if
         // the server closed it (so one fatal reply does not fail the rest).
         let mut main: Option<BenchClient> = None;
@@ -374,6 +416,129 @@ impl Suite {
         }
     }
 
+    /// Follow the reference to where the object is (a server may answer
+    /// a short key with LOCATION_FORWARD, as TAO's IORTable does): the
+    /// suite then runs against the forwarded reference — its code sets
+    /// among the rest — and says which forwards it followed.
+    async fn resolve_reference(&mut self) {
+        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+            Ok(c) => c,
+            // The groups below report the connect failure.
+            Err(_) => return,
+        };
+        let r = c.resolve().await;
+        let chain = c.forwards();
+        if let Err(e) = r {
+            let mut k = Check::new("reference: resolve", "locate");
+            k.calls = 1;
+            self.push(k.set(Verdict::Fail, format!("_non_existent: {}", describe(&e))));
+            // A peer that does not answer is not measured either.
+            self.unreachable = true;
+        }
+        if chain.is_empty() {
+            c.close();
+            return;
+        }
+        let hops = chain
+            .iter()
+            .map(|h| h.to_string())
+            .collect::<Vec<_>>()
+            .join("; then ");
+        self.push(Check::new("reference: forwards", "locate").set(
+            Verdict::Note,
+            format!(
+                "{} forward(s) followed (allowed): {hops}; the suite runs against the forwarded reference",
+                chain.len()
+            ),
+        ));
+        if let Some(next) = c.forwarded_to() {
+            if let Ok(p) = profile(&next) {
+                self.ior = next;
+                self.profile = p;
+            }
+        }
+        c.close();
+    }
+
+    /// Measure how fast the peer echoes a small payload, and size the
+    /// suite from it: per-request timeout and suite time limit are raised
+    /// (never lowered) so that a correct but slow server can finish, and
+    /// the large-payload checks shrink to just above 2 MiB when their full
+    /// size would take long. Says what it chose in a note.
+    async fn calibrate(&mut self) {
+        const PROBE: u64 = 8 << 10;
+        const ROUNDS: usize = 3;
+        if self.unreachable {
+            return;
+        }
+        let mut k = Check::new("calibration: echo rate", "echo");
+        k.ty = Elem::Double.token().into();
+        k.size = PROBE;
+        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+            Ok(c) => c,
+            Err(_) => return,
+        };
+        let p = Payload::generate(
+            Elem::Double,
+            Elem::Double.count_for_size(PROBE) as usize,
+            false,
+        );
+        // One untimed call opens the way (forwards, code sets, warm-up).
+        if let Err(x) = echo_check(&c, &p).await {
+            c.close();
+            self.push(k.set(
+                Verdict::Note,
+                format!(
+                    "could not measure the peer's rate ({}); default timeouts kept",
+                    x.detail
+                ),
+            ));
+            return;
+        }
+        let t = Instant::now();
+        for _ in 0..ROUNDS {
+            if let Err(x) = echo_check(&c, &p).await {
+                c.close();
+                self.push(k.set(
+                    Verdict::Note,
+                    format!(
+                        "could not measure the peer's rate ({}); default timeouts kept",
+                        x.detail
+                    ),
+                ));
+                return;
+            }
+        }
+        c.close();
+        let secs = t.elapsed().as_secs_f64().max(1e-6);
+        k.calls = ROUNDS as u64 + 1;
+        k.seconds = secs;
+        let rate = (PROBE * ROUNDS as u64) as f64 / secs;
+        let plan = SuitePlan::from_rate(rate, &self.opts, &self.large, self.total_echo_bytes());
+        self.large = plan.large.clone();
+        self.opts.request_timeout = plan.request_timeout;
+        self.opts.time_limit = plan.time_limit;
+        self.push(k.set(Verdict::Note, plan.describe(rate)));
+    }
+
+    /// Payload bytes the echo sets will send (each echoed back).
+    fn total_echo_bytes(&self) -> u64 {
+        echo_sets(self.opts.quick)
+            .iter()
+            .map(|set| {
+                Elem::ALL
+                    .iter()
+                    .map(|&e| {
+                        (set.counts)(e, self.opts.quick)
+                            .iter()
+                            .map(|&n| n as u64 * e.fixed_stride().unwrap_or(16))
+                            .sum::<u64>()
+                    })
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
     fn ior_notes(&mut self) {
         let p = self.profile.clone();
         let mut c = Check::new("ior: profile", "ior");
@@ -398,8 +563,8 @@ impl Suite {
             None => "no TAG_ORB_TYPE component".into(),
         };
         self.push(Check::new("ior: ORB type", "ior").set(Verdict::Note, orb));
-        let cs = match p.code_sets() {
-            Some(i) => {
+        let cs = match self.ior.code_sets() {
+            Some((i, from)) => {
                 let list = |v: &[u32]| {
                     v.iter()
                         .map(|x| format!("0x{x:08x}"))
@@ -407,14 +572,16 @@ impl Suite {
                         .join(",")
                 };
                 format!(
-                    "char native 0x{:08x} conversion [{}]; wchar native 0x{:08x} conversion [{}]",
+                    "code sets: from {from}; char native 0x{:08x} conversion [{}]; wchar native 0x{:08x} conversion [{}]",
                     i.for_char.native,
                     list(&i.for_char.conversion),
                     i.for_wchar.native,
                     list(&i.for_wchar.conversion)
                 )
             }
-            None => "no TAG_CODE_SETS: no wchar/wstring can be sent".into(),
+            None => "no TAG_CODE_SETS (in the IIOP profile or a TAG_MULTIPLE_COMPONENTS one): \
+                     no wchar/wstring can be sent"
+                .into(),
         };
         self.push(Check::new("ior: code sets", "ior").set(Verdict::Note, cs));
         let alt = p.alternate_addresses();
@@ -539,6 +706,41 @@ impl Suite {
             &["OBJECT_NOT_EXIST"],
             &["TRANSIENT", "OBJ_ADAPTER"],
         ));
+        self.trailing_bytes().await;
+    }
+
+    /// `echo_long` with 8 bytes after its sequence (more than padding can
+    /// explain), on a connection of its own: MARSHAL, a MessageError or
+    /// a closed connection (omniORB's strictIIOP) reject it (pass); a
+    /// normal answer ignores them (a note: lenient, not forbidden).
+    async fn trailing_bytes(&mut self) {
+        let mut k = Check::new(
+            "echo_long with 8 bytes after the arguments -> MARSHAL",
+            "twoway",
+        );
+        k.ty = "long".into();
+        k.giop = "1.2".into();
+        k.calls = 1;
+        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.push(k.set(Verdict::Fail, e));
+                return;
+            }
+        };
+        let t = Instant::now();
+        let r = c
+            .request("echo_long", ResponseMode::Twoway, |w| {
+                w.write_u32(2);
+                w.write_i32(1);
+                w.write_i32(2);
+                w.write_bytes(&[0u8; 8]);
+                Ok(())
+            })
+            .await;
+        k.seconds = t.elapsed().as_secs_f64();
+        c.close();
+        self.push(trailing_verdict(k, r));
     }
 
     async fn counters(&mut self, c: &BenchClient) {
@@ -755,15 +957,14 @@ impl Suite {
     }
 
     async fn large(&mut self, c: &BenchClient) {
-        let sizes: &[(Elem, u64)] = if self.opts.quick {
-            &[(Elem::Octet, 3 << 20)]
-        } else {
-            &[(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
-        };
-        for &(e, bytes) in sizes {
+        for (e, bytes) in self.large.clone() {
             let p = Payload::generate(e, e.count_for_size(bytes) as usize, false);
             let mut k = Check::new(
-                format!("echo {} {} MiB (above 2 MiB)", e.token(), bytes >> 20),
+                format!(
+                    "echo {} {} (above 2 MiB)",
+                    e.token(),
+                    crate::units::format_size(bytes)
+                ),
                 "echo",
             );
             k.ty = e.token().into();
@@ -839,16 +1040,14 @@ impl Suite {
             }
             let wide_ok = client.options().wchar_set.is_some();
             if e.is_wide() && set.version == V10 {
-                self.push(k.set(
-                    Verdict::Note,
-                    "skipped: wchar/wstring are illegal in GIOP 1.0",
-                ));
+                self.push(k.set(Verdict::Skip, "wchar/wstring are illegal in GIOP 1.0"));
                 continue;
             }
             if e.is_wide() && !wide_ok {
                 self.push(k.set(
-                    Verdict::Note,
-                    "skipped: the target offers no wchar code set (no TAG_CODE_SETS)",
+                    Verdict::Skip,
+                    "the server's IOR advertises no wchar code set (no TAG_CODE_SETS \
+                     in its IIOP profile or a TAG_MULTIPLE_COMPONENTS profile)",
                 ));
                 continue;
             }
@@ -897,12 +1096,80 @@ impl Suite {
     }
 }
 
+/// Timeouts and sizes chosen from a peer's measured echo rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuitePlan {
+    pub request_timeout: Duration,
+    pub time_limit: Duration,
+    pub large: Vec<(Elem, u64)>,
+    /// The large payloads were scaled down.
+    pub scaled: bool,
+}
+
+/// Just above omniORB's default 2 MiB giopMaxMsgSize: the smallest payload
+/// that still tests a server's handling of messages beyond it.
+pub const ABOVE_2MIB: u64 = (2 << 20) + (64 << 10);
+
+impl SuitePlan {
+    /// The plan for a peer that echoes `rate` payload bytes per second:
+    /// a large payload that would take over 30 s shrinks to
+    /// [`ABOVE_2MIB`]; each request may take 4x its expected time (plus
+    /// 2 s); the suite 3x the expected time of everything (plus 60 s).
+    /// Neither limit falls below `opts`.
+    pub fn from_rate(
+        rate: f64,
+        opts: &SuiteOptions,
+        large: &[(Elem, u64)],
+        echo_bytes: u64,
+    ) -> SuitePlan {
+        let rate = rate.max(1.0);
+        let secs = |b: u64| b as f64 / rate;
+        let scaled = large.iter().any(|&(_, b)| secs(b) > 30.0);
+        let large: Vec<(Elem, u64)> = large
+            .iter()
+            .map(|&(e, b)| (e, if secs(b) > 30.0 { b.min(ABOVE_2MIB) } else { b }))
+            .collect();
+        let biggest = large.iter().map(|&(_, b)| b).max().unwrap_or(0);
+        let per_request = Duration::from_secs_f64(4.0 * secs(biggest) + 2.0);
+        let all: u64 = echo_bytes + large.iter().map(|&(_, b)| b).sum::<u64>();
+        let total = Duration::from_secs_f64(3.0 * secs(all) + 60.0);
+        SuitePlan {
+            request_timeout: opts.request_timeout.max(per_request),
+            time_limit: opts.time_limit.max(total),
+            large,
+            scaled,
+        }
+    }
+
+    /// One line for the report.
+    pub fn describe(&self, rate: f64) -> String {
+        let sizes = self
+            .large
+            .iter()
+            .map(|&(e, b)| format!("{} {}", e.token(), crate::units::format_size(b)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "peer echoes {:.2} MB/s on 8 KiB of doubles; request timeout {:.0} s, suite limit {:.0} s; \
+             large payloads {sizes}{}",
+            rate / 1e6,
+            self.request_timeout.as_secs_f64(),
+            self.time_limit.as_secs_f64(),
+            if self.scaled {
+                " (scaled down: the full size would take over 30 s at this rate)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// A twoway call whose reply must decode with `f` and hold nothing more;
 /// otherwise the reply body's bytes are in the error.
 async fn call_exact<T>(
     c: &BenchClient,
     op: &str,
-    body: impl FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    body: impl Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
 ) -> Result<T, String> {
     let b = c
@@ -966,6 +1233,53 @@ fn expect_system(k: Check, r: Result<Body, BenchError>, want: &[&str], noted: &[
             format!("NO_EXCEPTION reply; body {}", hex(&b.bytes, 64)),
         ),
         Err(e) => k.set(Verdict::Fail, describe(&e)),
+    }
+}
+
+/// The verdict on a request with bytes after its arguments.
+fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, BenchError>) -> Check {
+    let reply = match r {
+        Ok(Some(reply)) => reply,
+        Ok(None) => return k.set(Verdict::Fail, "no reply to a twoway request"),
+        Err(BenchError::Call(ClientError::Closed { .. } | ClientError::Io { .. })) => {
+            return k.set(
+                Verdict::Pass,
+                "rejected: the server closed the connection without a reply",
+            )
+        }
+        Err(BenchError::Call(ClientError::PeerMessageError { .. })) => {
+            return k.set(Verdict::Pass, "rejected: MessageError")
+        }
+        Err(e) => return k.set(Verdict::Fail, describe(&e)),
+    };
+    let status = reply.header.status;
+    let body = hex(&reply.body.bytes, 32);
+    match iiop_giop::transport::client::reply_result(reply) {
+        Err(ClientError::System(x)) => {
+            let d = format!(
+                "{} minor 0x{:08x} ({:?}) completed {}",
+                x.name(),
+                x.minor,
+                x.vendor(),
+                x.completed
+            );
+            if x.name() == "MARSHAL" {
+                k.set(Verdict::Pass, d)
+            } else {
+                k.set(
+                    Verdict::Note,
+                    format!("rejected with {d} (expected MARSHAL)"),
+                )
+            }
+        }
+        Ok(_) => k.set(
+            Verdict::Note,
+            format!(
+                "accepted: answered normally, the 8 bytes ignored (lenient; we answer MARSHAL); \
+                 reply body {body}"
+            ),
+        ),
+        Err(e) => k.set(Verdict::Fail, format!("unexpected answer {status:?}: {e}")),
     }
 }
 
@@ -1065,6 +1379,45 @@ mod tests {
         assert_eq!(hex(&[0, 1, 2, 3, 0xff], 8), "00010203 ff");
         assert_eq!(hex(&[0xab; 10], 4), "abababab … (10 bytes)");
         assert_eq!(hex(&[], 4), "");
+    }
+
+    #[test]
+    fn a_slow_peer_gets_longer_timeouts_and_smaller_large_payloads() {
+        let opts = SuiteOptions {
+            quick: false,
+            request_timeout: Duration::from_secs(20),
+            time_limit: Duration::from_secs(120),
+        };
+        let large = [(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)];
+        // A fast peer: nothing changes.
+        let p = SuitePlan::from_rate(40e6, &opts, &large, 1 << 20);
+        assert_eq!(p.large, large);
+        assert!(!p.scaled);
+        assert_eq!(p.request_timeout, Duration::from_secs(20));
+        assert_eq!(p.time_limit, Duration::from_secs(120));
+        // 100 kB/s: 4 MiB would take 42 s, 3 MiB 31 s: both shrink to
+        // just above 2 MiB (22 s), and the limits grow to fit.
+        let p = SuitePlan::from_rate(100e3, &opts, &large, 1 << 20);
+        assert!(p.scaled);
+        assert_eq!(
+            p.large,
+            [(Elem::Octet, ABOVE_2MIB), (Elem::Double, ABOVE_2MIB)]
+        );
+        let per = 4.0 * ABOVE_2MIB as f64 / 100e3 + 2.0;
+        assert!((p.request_timeout.as_secs_f64() - per).abs() < 1e-6);
+        let all = 3.0 * ((1u64 << 20) + 2 * ABOVE_2MIB) as f64 / 100e3 + 60.0;
+        assert!((p.time_limit.as_secs_f64() - all).abs() < 1e-6);
+        assert!(
+            p.describe(100e3).contains("scaled down"),
+            "{}",
+            p.describe(100e3)
+        );
+        // 120 kB/s: only the 4 MiB one is over 30 s (35 s; 3 MiB takes 26 s).
+        let p = SuitePlan::from_rate(120e3, &opts, &large, 0);
+        assert_eq!(
+            p.large,
+            [(Elem::Octet, ABOVE_2MIB), (Elem::Double, 3 << 20)]
+        );
     }
 
     #[test]

@@ -172,9 +172,9 @@ pub enum ClientError {
         request_id: u32,
         after: Duration,
     },
-    /// More forwards than `max_forwards`.
-    #[error("more than {0} LOCATION_FORWARD hops")]
-    TooManyForwards(u32),
+    /// More forwards than `max_forwards` in one call; `addr` sent the last.
+    #[error("more than {limit} LOCATION_FORWARD/OBJECT_FORWARD hops (the last from {addr})")]
+    TooManyForwards { addr: String, limit: u32 },
     /// The IOR has no IIOP profile we can use.
     #[error("no usable IIOP profile in the IOR")]
     NoProfile,
@@ -1560,15 +1560,22 @@ impl Client {
     /// KeyAddr target for it.
     pub async fn route(&self, ior: &Ior) -> Result<Route, ClientError> {
         let p = ior.iiop_profile().ok_or(ClientError::NoProfile)?;
-        let connection = self.connection_for(&p).await?;
+        let cs = ior.code_sets().map(|(cs, _)| cs);
+        let connection = self.connection_for(&p, cs.as_ref()).await?;
         Ok(Route {
             connection,
             target: TargetAddress::Key(p.object_key.clone()),
         })
     }
 
-    /// A pooled connection to the endpoint of an IIOP profile.
-    pub async fn connection_for(&self, p: &IiopProfile) -> Result<Connection, ClientError> {
+    /// A pooled connection to the endpoint of an IIOP profile; a new one
+    /// negotiates `code_sets` (the IOR's TAG_CODE_SETS, wherever the IOR
+    /// carried it: see [`Ior::code_sets`]).
+    pub async fn connection_for(
+        &self,
+        p: &IiopProfile,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Result<Connection, ClientError> {
         let version = self.cfg.version.unwrap_or(if p.version.minor > 2 {
             Version::V1_2
         } else {
@@ -1584,8 +1591,7 @@ impl Client {
                 return Ok(pool.conns[pool.next].clone());
             }
         }
-        let cs = p.code_sets();
-        let c = Connection::connect(&p.host, p.port, version, &self.cfg, cs.as_ref()).await?;
+        let c = Connection::connect(&p.host, p.port, version, &self.cfg, code_sets).await?;
         let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
         let pool = pools.entry(key).or_default();
         pool.conns.push(c.clone());
@@ -1637,7 +1643,10 @@ impl Client {
                 ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
                     hops += 1;
                     if hops > self.cfg.max_forwards {
-                        return Err(ClientError::TooManyForwards(self.cfg.max_forwards));
+                        return Err(ClientError::TooManyForwards {
+                            addr: route.connection.addr().to_owned(),
+                            limit: self.cfg.max_forwards,
+                        });
                     }
                     target = reply.forward_ior().map_err(|error| ClientError::Protocol {
                         addr: route.connection.addr().to_owned(),
@@ -1678,17 +1687,22 @@ impl Client {
     /// status and the IOR it applies to.
     pub async fn locate(&self, ior: &Ior) -> Result<(LocateStatus, Ior), ClientError> {
         let mut target = ior.clone();
+        let mut last = String::new();
         for _ in 0..=self.cfg.max_forwards {
             let route = self.route(&target).await?;
             let l = route.connection.locate(&route.target).await?;
             match l.status {
                 LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => {
+                    last = route.connection.addr().to_owned();
                     target = next;
                 }
                 status => return Ok((status, target)),
             }
         }
-        Err(ClientError::TooManyForwards(self.cfg.max_forwards))
+        Err(ClientError::TooManyForwards {
+            addr: last,
+            limit: self.cfg.max_forwards,
+        })
     }
 }
 
@@ -1714,10 +1728,17 @@ fn addressed(ior: &Ior, d: i16) -> Result<TargetAddress, ClientError> {
     })
 }
 
-/// Turn a reply into its NO_EXCEPTION body or an exception error.
+/// Turn a reply into its NO_EXCEPTION body or an exception error (which
+/// names no peer: prefer [`reply_result_from`]).
 pub fn reply_result(reply: Reply) -> Result<Body, ClientError> {
+    reply_result_from("", reply)
+}
+
+/// Turn a reply from `addr` into its NO_EXCEPTION body or an exception
+/// error naming `addr`.
+pub fn reply_result_from(addr: &str, reply: Reply) -> Result<Body, ClientError> {
     let protocol = |error| ClientError::Protocol {
-        addr: String::new(),
+        addr: addr.to_owned(),
         error,
     };
     match reply.header.status {

@@ -270,29 +270,51 @@ pub trait Handler: Send + Sync + 'static {
     }
 }
 
+/// Whether a request body ends where its arguments did: nothing is left
+/// after the last argument but what alignment padding can explain —
+/// fewer than 8 bytes (zero-filled or not) that end on an 8-aligned
+/// offset from the alignment origin. Anything more is a mis-encoded body
+/// (a peer's `sequence<wchar>` in the wrong encoding leaves bytes over):
+/// skeletons answer MARSHAL (COMPLETED_NO) instead of acting on values
+/// decoded from it. docs/robustness.md has the rule and its tests.
+pub fn arguments_end_body(body: &Reader<'_>) -> bool {
+    let n = body.remaining();
+    n == 0 || (n < 8 && (body.align_offset() + n).is_multiple_of(8))
+}
+
 /// The operations every CORBA object has: `_is_a` (true for any of
 /// `type_ids`), `_non_existent` / `_not_existent` (false). `None` for any
-/// other operation.
+/// other operation. A body with bytes after the arguments (beyond
+/// padding: [`arguments_end_body`]) gets MARSHAL.
 pub fn handle_builtin(
     req: &RequestContext<'_>,
     body: &mut Reader<'_>,
     reply: &mut Writer<'_>,
     type_ids: &[&str],
 ) -> Option<Dispatch> {
+    let marshal = || {
+        Some(Dispatch::Done(Outcome::System(SystemException::marshal(
+            MINOR_MARSHAL_BAD_BODY,
+            Completion::No,
+        ))))
+    };
     match req.operation {
         "_is_a" => {
             let Ok(id) = body.read_string() else {
-                return Some(Dispatch::Done(Outcome::System(SystemException::marshal(
-                    MINOR_MARSHAL_BAD_BODY,
-                    Completion::No,
-                ))));
+                return marshal();
             };
+            if !arguments_end_body(body) {
+                return marshal();
+            }
             reply.write_bool(
                 type_ids.contains(&id.as_str()) || id == "IDL:omg.org/CORBA/Object:1.0",
             );
             Some(Dispatch::Done(Outcome::Reply))
         }
         "_non_existent" | "_not_existent" => {
+            if !arguments_end_body(body) {
+                return marshal();
+            }
             reply.write_bool(false);
             Some(Dispatch::Done(Outcome::Reply))
         }

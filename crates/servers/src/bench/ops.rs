@@ -17,6 +17,13 @@ pub const DISPATCH500_ID: &str = "IDL:Bench/Dispatch500:1.0";
 pub const SINGLE_ID: &str = "IDL:Bench/Single:1.0";
 pub const OBJECT_ID: &str = "IDL:omg.org/CORBA/Object:1.0";
 
+/// The prefix of the long, POA-style object keys that the objects also
+/// answer to: shaped like TAO's POA keys (`14 01 0F 00`, then a POA path),
+/// followed by the short key. A server in forwarding mode (the way TAO's
+/// IORTable and Yoko's BootManager behave) answers requests on the short
+/// keys with a forward to these.
+pub const POA_KEY_PREFIX: &[u8] = b"\x14\x01\x0f\x00IIOPBENCH\x00RootPOA/BenchPOA\x00";
+
 /// One of bench.idl's objects, from its object key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Object {
@@ -31,8 +38,26 @@ pub enum Object {
 }
 
 impl Object {
-    /// Resolve an object key; `None` for keys we do not serve.
+    /// Resolve an object key, short (`Bench`) or long
+    /// ([`POA_KEY_PREFIX`] + short); `None` for keys we do not serve.
     pub fn from_key(key: &[u8]) -> Option<Object> {
+        Object::from_short_key(key.strip_prefix(POA_KEY_PREFIX).unwrap_or(key))
+    }
+
+    /// Whether `key` is one of the short keys (`Bench`, `Single0` …), not
+    /// a long POA-style one.
+    pub fn is_short_key(key: &[u8]) -> bool {
+        !key.starts_with(POA_KEY_PREFIX)
+    }
+
+    /// The long, POA-style object key ([`POA_KEY_PREFIX`] + short key).
+    pub fn long_key(self) -> Vec<u8> {
+        let mut k = POA_KEY_PREFIX.to_vec();
+        k.extend_from_slice(&self.key());
+        k
+    }
+
+    fn from_short_key(key: &[u8]) -> Option<Object> {
         match key {
             b"Bench" => Some(Object::Perf),
             b"Dispatch50" => Some(Object::Dispatch50),
@@ -193,7 +218,14 @@ mod tests {
             Object::Single(42),
         ] {
             assert_eq!(Object::from_key(&o.key()), Some(o));
+            assert_eq!(Object::from_key(&o.long_key()), Some(o));
+            assert!(Object::is_short_key(&o.key()));
+            assert!(!Object::is_short_key(&o.long_key()));
         }
+        let mut bad = POA_KEY_PREFIX.to_vec();
+        bad.extend_from_slice(b"Single500");
+        assert_eq!(Object::from_key(&bad), None);
+        assert_eq!(Object::from_key(POA_KEY_PREFIX), None);
     }
 
     #[test]
