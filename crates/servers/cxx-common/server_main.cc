@@ -4,6 +4,8 @@
 //
 //   bench-server --host HOST --port PORT [--ior-file FILE] [-ORB... options]
 //
+// PORT 0 (the default) takes an ephemeral port; the port actually bound is
+// read back from the IOR of `Bench` and shown in the corbaloc lines.
 // Prints `config name=value` lines, the IOR of `Bench`, `corbaloc KEY URL`
 // lines, then `ready`; serves until SIGTERM/SIGINT, then prints
 // `stats calls=N oneways=N bytes=N` and exits 0.
@@ -24,12 +26,13 @@
 #include <thread>
 #include <vector>
 
+#include "ior_addr.h"
 #include "servants.h"
 
 namespace {
 
 void usage(const char* why) {
-  fprintf(stderr, "bench-server: %s\nusage: bench-server --host HOST --port PORT [--ior-file FILE]\n",
+  fprintf(stderr, "bench-server: %s\nusage: bench-server --host HOST [--port PORT] [--ior-file FILE]\n",
           why);
   exit(2);
 }
@@ -38,7 +41,7 @@ void usage(const char* why) {
 
 int main(int argc, char** argv) {
   std::string host = "127.0.0.1", ior_file;
-  int port = -1;
+  int port = 0;  // 0: an ephemeral port
   // Our options are removed; -ORB options stay for ORB_init.
   std::vector<char*> rest;
   rest.push_back(argv[0]);
@@ -51,7 +54,8 @@ int main(int argc, char** argv) {
     } else if (a == "--port") {
       char* end = 0;
       long p = strtol(argv[++i], &end, 10);
-      if (*end || p < 1 || p > 65535) usage("--port must be 1..65535");
+      if (*end || end == argv[i] || p < 0 || p > 65535)
+        usage("--port must be 0..65535 (0: an ephemeral port)");
       port = (int)p;
     } else if (a == "--ior-file") {
       ior_file = argv[++i];
@@ -62,7 +66,6 @@ int main(int argc, char** argv) {
       usage(("unknown argument " + a).c_str());
     }
   }
-  if (port < 0) usage("--port is required");
   rest.push_back(0);
   int oargc = (int)rest.size() - 1;
 
@@ -109,6 +112,18 @@ int main(int argc, char** argv) {
     orbx::activate(orb.in());
 
     CORBA::String_var ior = orb->object_to_string(perf_obj.in());
+    if (port == 0) {
+      // Ephemeral port: the ORB bound one; its IOR's IIOP profile says which.
+      std::string ior_host, why;
+      uint16_t bound = 0;
+      if (!bench::iiop_address(ior.in(), &ior_host, &bound, &why) || bound == 0) {
+        fprintf(stderr, "bench-server: cannot find the listening port in the IOR: %s\n",
+                why.empty() ? "port 0" : why.c_str());
+        return 1;
+      }
+      port = bound;
+      cfg.push_back(std::make_pair("port", std::to_string(port) + " (ephemeral)"));
+    }
     if (!ior_file.empty()) {
       FILE* f = fopen(ior_file.c_str(), "w");
       if (!f || fprintf(f, "%s\n", ior.in()) < 0 || fclose(f) != 0) {

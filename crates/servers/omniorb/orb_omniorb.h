@@ -6,6 +6,8 @@
 //   Config                     ordered name=value pairs printed as `config`
 //   orb_name()                 "omniORB 4.2.5"
 //   init_server(argc, argv, host, port, cfg)  ORB listening on host:port
+//                                (port 0: an ephemeral port, which the
+//                                server reads back from the IOR)
 //   bind_key(orb, key, servant)  activates servant so its object key is
 //                                exactly `key`; returns its reference
 //   activate(orb)              starts dispatching (POA managers)
@@ -40,7 +42,8 @@ inline PortableServer::POA_var& ins_poa() {
 
 inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& host, int port,
                                   Config& cfg) {
-  std::string endpoint = "giop:tcp:" + host + ":" + std::to_string(port);
+  // Port 0: `giop:tcp:HOST:` (no port) makes omniORB bind an ephemeral one.
+  std::string endpoint = "giop:tcp:" + host + ":" + (port ? std::to_string(port) : std::string());
   // maxServerThreadPerConnection=1: one connection's requests are dispatched
   // by one thread in arrival order, so a oneway burst (mark(1..n)) is not
   // reordered by concurrent upcalls (omniORB's default is up to 100 threads

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """bench.idl server on omniORBpy, per docs/vendor-protocol.md.
 
-    bench_server.py --host HOST --port PORT [--ior-file FILE] [-ORB... options]
+    bench_server.py --host HOST [--port PORT] [--ior-file FILE] [-ORB... options]
+
+PORT 0 (the default) binds an ephemeral port, read back from the IOR.
 
 Stubs come from `omniidl -bpython` (scripts/orbs/omniorbpy/build writes them
 to target/vendor/omniorbpy/gen; BENCH_PY_STUBS overrides the directory).
@@ -15,6 +17,7 @@ import os
 import random
 import resource
 import signal
+import struct
 import sys
 import threading
 import time
@@ -226,12 +229,12 @@ for _i in range(500):
 
 def usage(why):
     sys.stderr.write(f"bench_server.py: {why}\n"
-                     "usage: bench_server.py --host HOST --port PORT [--ior-file FILE]\n")
+                     "usage: bench_server.py --host HOST [--port PORT] [--ior-file FILE]\n")
     sys.exit(2)
 
 
 def parse_args(argv):
-    host, port, ior_file, orb_args = "127.0.0.1", None, None, []
+    host, port, ior_file, orb_args = "127.0.0.1", 0, None, []
     i = 1
     while i < len(argv):
         a = argv[i]
@@ -243,8 +246,8 @@ def parse_args(argv):
             if a == "--host":
                 host = v
             elif a == "--port":
-                if not v.isdigit() or not 1 <= int(v) <= 65535:
-                    usage("--port must be 1..65535")
+                if not v.isdigit() or not 0 <= int(v) <= 65535:
+                    usage("--port must be 0..65535 (0: an ephemeral port)")
                 port = int(v)
             else:
                 ior_file = v
@@ -253,9 +256,54 @@ def parse_args(argv):
             i += 2
         else:
             usage(f"unknown argument {a}")
-    if port is None:
-        usage("--port is required")
     return host, port, ior_file, orb_args
+
+
+def iiop_port(ior):
+    """The port of the first TAG_INTERNET_IOP profile of a stringified IOR
+    (decoded by hand, like cxx-common/ior_addr.h): with --port 0 omniORB
+    binds an ephemeral port and only the IOR tells which."""
+    data = bytes.fromhex(ior[4:])
+
+    def reader(buf):
+        order = "<" if buf[0] else ">"
+        pos = [1]
+
+        def u32():
+            pos[0] = (pos[0] + 3) & ~3
+            v = struct.unpack_from(order + "I", buf, pos[0])[0]
+            pos[0] += 4
+            return v
+
+        def u16():
+            pos[0] = (pos[0] + 1) & ~1
+            v = struct.unpack_from(order + "H", buf, pos[0])[0]
+            pos[0] += 2
+            return v
+
+        def octets():
+            n = u32()
+            b = buf[pos[0]:pos[0] + n]
+            if len(b) != n:
+                raise ValueError("IOR truncated")
+            pos[0] += n
+            return b
+
+        def skip(n):
+            pos[0] += n
+
+        return u32, u16, octets, skip
+
+    u32, _, octets, _ = reader(data)
+    octets()  # type_id
+    for _ in range(u32()):
+        tag, body = u32(), octets()
+        if tag == 0:  # TAG_INTERNET_IOP: version, host, port, ...
+            _, pu16, poctets, pskip = reader(body)
+            pskip(2)
+            poctets()
+            return pu16()
+    raise ValueError("no IIOP profile in " + ior)
 
 
 def set_timer_slack():
@@ -280,7 +328,8 @@ def main(argv):
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    endpoint = f"giop:tcp:{host}:{port}"
+    # Port 0: `giop:tcp:HOST:` (no port) makes omniORB bind an ephemeral one.
+    endpoint = f"giop:tcp:{host}:{port or ''}"
     # Our settings first; -ORB options given on the command line come later
     # and win. maxServerThreadPerConnection 1 keeps one connection's requests
     # in arrival order (mark() disorder counting).
@@ -303,6 +352,9 @@ def main(argv):
     poa._get_the_POAManager().activate()
 
     ior = orb.object_to_string(perf_ref)
+    ephemeral = port == 0
+    if ephemeral:
+        port = iiop_port(ior)
     if ior_file:
         with open(ior_file, "w") as f:
             f.write(ior + "\n")
@@ -317,6 +369,8 @@ def main(argv):
         ("poa", "omniINSPOA (object key = ObjectId)"),
         ("timer_slack_ns", slack),
     ]
+    if ephemeral:
+        config.append(("port", f"{port} (ephemeral)"))
     for k, v in config:
         out.write(f"config {k}={v}\n")
     out.write(ior + "\n")

@@ -5,6 +5,9 @@
 // Same interface as orb_omniorb.h (namespace orbx): Config, orb_name(),
 // init_server(), bind_key(), activate(), init_client().
 //
+// Code sets: libTAO_Codeset is linked in (see the include below); the
+// `config codesets=` line says whether the ORB has a code set manager.
+//
 // Object keys: TAO's POA keys start with 14 01 0F 00 and carry the POA
 // path, so the short keys of bench.idl ("Bench", "Single7", ...) come from
 // the IORTable, which answers a request or LocateRequest for a bound key
@@ -13,9 +16,16 @@
 #define IIOPBENCH_ORB_TAO_H
 
 #include "tao/ORB.h"
+#include "tao/ORB_Core.h"
 #include "tao/Version.h"
 #include "tao/IORTable/IORTable.h"
 #include "tao/PortableServer/PortableServer.h"
+// Linked in (Makefile: -lTAO_Codeset) and registered by this header's
+// static initializer, so ORB_init finds the code set manager without
+// loading libTAO_Codeset at run time (which needs LD_LIBRARY_PATH to
+// cover $ACE_ROOT/lib; without it TAO runs with no code set support, its
+// IORs carry no TAG_CODE_SETS and it negotiates nothing).
+#include "tao/Codeset/Codeset.h"
 
 #include <string>
 #include <utility>
@@ -40,9 +50,18 @@ inline TaoState& state() {
   return s;
 }
 
+// Whether this ORB negotiates code sets (a TAO_Codeset_Manager exists).
+inline std::string codesets(CORBA::ORB_ptr orb) {
+  TAO_ORB_Core* core = orb->orb_core();
+  if (core == 0 || core->codeset_manager() == 0)
+    return "no (libTAO_Codeset not loaded: no TAG_CODE_SETS, no negotiation)";
+  return "yes (TAO_Codeset: native char ISO-8859-1, native wchar UTF-16)";
+}
+
 // argv gets `-ORBListenEndpoints iiop://HOST:PORT` (and
 // -ORBDottedDecimalAddresses 1 so the IOR carries HOST as given) in front
-// of the caller's -ORB options, which therefore win.
+// of the caller's -ORB options, which therefore win. PORT 0: TAO binds an
+// ephemeral port (the server reads it back from the IOR).
 inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& host, int port,
                                   Config& cfg) {
   static std::string endpoint;
@@ -63,6 +82,7 @@ inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& hos
   CORBA::ORB_ptr orb = CORBA::ORB_init(n, args.data());
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("endpoint", endpoint));
+  cfg.push_back(std::make_pair("codesets", codesets(orb)));
   // TAO has no cap on incoming GIOP messages (it reassembles fragments of
   // any size) and sends unfragmented unless -ORBMaxMessageSize is set.
   cfg.push_back(std::make_pair("max_message_size", "unlimited"));
@@ -94,6 +114,7 @@ inline void activate(CORBA::ORB_ptr) {
 inline CORBA::ORB_ptr init_client(int& argc, char** argv, Config& cfg) {
   CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv);
   cfg.push_back(std::make_pair("orb", orb_name()));
+  cfg.push_back(std::make_pair("codesets", codesets(orb)));
   cfg.push_back(std::make_pair("max_message_size", "unlimited"));
   return orb;
 }
