@@ -509,3 +509,110 @@ fn silent_server_is_bounded_by_the_time_limit() {
     // Nothing ran after the limit: no echo set was attempted.
     assert!(!failed.iter().any(|n| n.starts_with("echo ")), "{failed:?}");
 }
+
+/// Our handler, except that wide echoes in little-endian GIOP 1.1 come
+/// back with every UTF-16 unit's bytes swapped — what TAO 2.2.1 and Yoko
+/// 1.4 do (they read BOM-less UTF-16 big-endian whatever the order).
+struct SwapsUtf16In11Le(Arc<BenchHandler>);
+
+fn swapped(c: char) -> char {
+    char::from_u32(u32::from((c as u16).swap_bytes())).unwrap()
+}
+
+impl Handler for SwapsUtf16In11Le {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        use iiop_servers::bench::types::Payload;
+        let wide = matches!(req.operation, "echo_wchar" | "echo_wstring");
+        let v11le =
+            req.version == iiop_giop::Version::V1_1 && req.order == iiop_cdr::ByteOrder::Little;
+        if !(wide && v11le) {
+            return self.0.handle(req, body, reply);
+        }
+        let elem = if req.operation == "echo_wchar" {
+            iiop_servers::bench::Elem::WChar
+        } else {
+            iiop_servers::bench::Elem::WString
+        };
+        let p = Payload::decode(elem, body).unwrap();
+        let back = match p {
+            Payload::WChar(v) => Payload::WChar(
+                v.into_iter()
+                    .map(|w| iiop_cdr::WChar(swapped(w.0)))
+                    .collect(),
+            ),
+            Payload::WString(v) => Payload::WString(
+                v.into_iter()
+                    .map(|w| iiop_cdr::WString(w.0.chars().map(swapped).collect()))
+                    .collect(),
+            ),
+            _ => unreachable!(),
+        };
+        back.encode(reply).unwrap();
+        Dispatch::Done(Outcome::Reply)
+    }
+
+    fn locate(&self, key: &[u8]) -> LocateOutcome {
+        self.0.locate(key)
+    }
+}
+
+#[test]
+fn a_server_that_swaps_utf16_in_giop_1_1_le_is_named_not_failed() {
+    let inner = Arc::new(BenchHandler::new(Skeleton::Typed));
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std_listener.set_nonblocking(true).unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let refs = References::new(&inner, addr);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let h = Arc::new(SwapsUtf16In11Le(inner));
+    let server = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let l = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            serve(l, h, ServerConfig::default(), async {
+                let _ = stop_rx.await;
+            })
+            .await
+        })
+    });
+    let json = tmp("swap11.json");
+    let ior = refs.ior.to_string();
+    let code = run(&[
+        "interop",
+        "--target",
+        &ior,
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let _ = stop_tx.send(());
+    server.join().unwrap().unwrap();
+    let j = load(&json);
+    assert_eq!(code, 0, "{:?}", cases_with(&j, "fail"));
+    let cases = j["cases"].as_array().unwrap();
+    for name in ["echo wchar GIOP 1.1 LE", "echo wstring GIOP 1.1 LE"] {
+        let c = cases.iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(c["extra"]["result"], "note", "{name}");
+        let d = c["extra"]["detail"].as_str().unwrap();
+        assert!(
+            d.starts_with(
+                "server reads BOM-less UTF-16 as big-endian in a little-endian GIOP 1.1 message"
+            ) && d.contains("got "),
+            "{d}"
+        );
+    }
+    // Big-endian 1.1 and 1.2 were unaffected.
+    for name in ["echo wchar GIOP 1.2 LE", "echo wstring GIOP 1.2 BE"] {
+        let c = cases.iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(c["extra"]["result"], "pass", "{name}");
+    }
+}

@@ -647,8 +647,12 @@ impl Suite {
 
     async fn locate(&mut self, c: &BenchClient) {
         let k = Check::new("LocateRequest(own key)", "locate");
+        let before = c.forwards().len();
         self.push(match c.locate().await {
             Ok(l) => match l.status {
+                LocateStatus::ObjectHere if c.forwards().len() > before => {
+                    k.set(Verdict::Pass, format!("OBJECT_HERE{}", hops_text(c)))
+                }
                 LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
                 LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
                     Verdict::Note,
@@ -911,12 +915,13 @@ impl Suite {
             let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect: {}", describe(&e)))?;
-            d.locate().await.map_err(|e| e.to_string())
+            let l = d.locate().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>((l, hops_text(&d)))
         }
         .await;
         self.push(match r {
-            Ok(l) => match l.status {
-                LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
+            Ok((l, hops)) => match l.status {
+                LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
                 LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
                     Verdict::Note,
                     format!(
@@ -1087,6 +1092,19 @@ impl Suite {
                         format!("server supports no wchar/wstring in GIOP 1.1: {}", x.detail),
                     )
                 }
+                // TAO 2.2.1 and Yoko 1.4 read BOM-less UTF-16 as big-endian
+                // in a little-endian GIOP 1.1 message (1.2's rule; 1.1 left
+                // the order of wide data ill-defined): named, with the bytes.
+                Some(x) if set.version == V11 && set.order == ByteOrder::Little && x.utf16_swapped => {
+                    k.set(
+                        Verdict::Note,
+                        format!(
+                            "server reads BOM-less UTF-16 as big-endian in a little-endian GIOP 1.1 message \
+                             (GIOP 1.2's rule; seen in TAO 2.2.1 and Yoko 1.4): {}",
+                            x.detail
+                        ),
+                    )
+                }
                 Some(x) => k.set(Verdict::Fail, x.detail),
             });
         }
@@ -1094,6 +1112,22 @@ impl Suite {
             self.reply_order(set, &client).await;
         }
     }
+}
+
+/// `, after OBJECT_FORWARD from … to …` for a client that followed
+/// forwards (allowed: a server may forward any key), else empty.
+fn hops_text(c: &BenchClient) -> String {
+    let hops = c.forwards();
+    if hops.is_empty() {
+        return String::new();
+    }
+    format!(
+        " after {} (allowed)",
+        hops.iter()
+            .map(|h| h.to_string())
+            .collect::<Vec<_>>()
+            .join("; then ")
+    )
 }
 
 /// Timeouts and sizes chosen from a peer's measured echo rate.
@@ -1287,12 +1321,44 @@ fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, Bench
 /// body's bytes from the first differing one (when the server answered in
 /// the request's byte order) or from the start.
 pub async fn echo_check(c: &BenchClient, p: &Payload) -> Result<(), EchoFail> {
-    echo_inner(c, p).await.map_err(|detail| {
+    echo_inner(c, p).await.map_err(|(detail, utf16_swapped)| {
         let exception = SYSTEM_NAMES
             .iter()
             .find(|n| detail.contains(&format!(": {n} minor")))
             .map(|n| n.to_string());
-        EchoFail { detail, exception }
+        EchoFail {
+            detail,
+            exception,
+            utf16_swapped,
+        }
+    })
+}
+
+/// `p` with the two bytes of every UTF-16 unit swapped (wide payloads of
+/// BMP characters only; `None` otherwise): what comes back from a server
+/// that reads BOM-less UTF-16 big-endian whatever the message's order.
+fn utf16_swapped(p: &Payload) -> Option<Payload> {
+    let swap = |c: char| {
+        let u = u16::try_from(u32::from(c)).ok()?;
+        char::from_u32(u32::from(u.swap_bytes()))
+    };
+    Some(match p {
+        Payload::WChar(v) => Payload::WChar(
+            v.iter()
+                .map(|w| swap(w.0).map(iiop_cdr::WChar))
+                .collect::<Option<_>>()?,
+        ),
+        Payload::WString(v) => Payload::WString(
+            v.iter()
+                .map(|w| {
+                    w.0.chars()
+                        .map(swap)
+                        .collect::<Option<String>>()
+                        .map(iiop_cdr::WString)
+                })
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
     })
 }
 
@@ -1312,32 +1378,46 @@ const SYSTEM_NAMES: [&str; 6] = [
 pub struct EchoFail {
     pub detail: String,
     pub exception: Option<String>,
+    /// The reply is the request with every UTF-16 unit's bytes swapped.
+    pub utf16_swapped: bool,
 }
 
-async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
+async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), (String, bool)> {
+    echo_body(c, p).await.map_err(|e| match e {
+        Ok((detail, back)) => {
+            let swapped = utf16_swapped(p).is_some_and(|s| s == back);
+            (detail, swapped)
+        }
+        Err(detail) => (detail, false),
+    })
+}
+
+/// The echo, failing with `Ok((detail, what came back))` when the reply
+/// decoded but differs, `Err(detail)` otherwise.
+async fn echo_body(c: &BenchClient, p: &Payload) -> Result<(), Result<(String, Payload), String>> {
     let e = p.elem();
     let op = e.op_name(CallMode::Echo);
     let n = p.len();
     let reply = c
         .request(op, ResponseMode::Twoway, |w| p.encode(w))
         .await
-        .map_err(|x| format!("{op} {n} elements: {x}"))?
-        .ok_or_else(|| format!("{op} {n} elements: no reply"))?;
+        .map_err(|x| Err(format!("{op} {n} elements: {x}")))?
+        .ok_or_else(|| Err(format!("{op} {n} elements: no reply")))?;
     if reply.header.status != ReplyStatus::NoException {
         let r = iiop_giop::transport::client::reply_result(reply);
-        return Err(match r {
+        return Err(Err(match r {
             Err(x) => format!("{op} {n} elements: {}", describe(&BenchError::Call(x))),
             Ok(_) => format!("{op} {n} elements: unexpected reply status"),
-        });
+        }));
     }
     let body = reply.body;
     let opts = c.options();
     let mut r = body.reader(opts);
     let back = Payload::decode(e, &mut r).map_err(|x| {
-        format!(
+        Err(format!(
             "{op} {n} elements: reply does not decode: {x}; reply body {}",
             hex(&body.bytes, 96)
-        )
+        ))
     })?;
     if back != *p {
         // Marshal what we expected exactly where the reply put it.
@@ -1353,19 +1433,22 @@ async fn echo_inner(c: &BenchClient, p: &Payload) -> Result<(), String> {
             .position(|(a, b)| a != b)
             .unwrap_or(want.len().min(body.bytes.len()));
         let from = at.saturating_sub(at % 4);
-        return Err(format!(
-            "{op} {n} elements: reply differs from the request ({} elements back); first different byte at body offset {at}: got {} want {}",
-            back.len(),
-            hex(&body.bytes[from.min(body.bytes.len())..], 32),
-            hex(&want[from.min(want.len())..], 32),
-        ));
+        return Err(Ok((
+            format!(
+                "{op} {n} elements: reply differs from the request ({} elements back); first different byte at body offset {at}: got {} want {}",
+                back.len(),
+                hex(&body.bytes[from.min(body.bytes.len())..], 32),
+                hex(&want[from.min(want.len())..], 32),
+            ),
+            back,
+        )));
     }
     if r.remaining() > 0 {
-        return Err(format!(
+        return Err(Err(format!(
             "{op} {n} elements: {} bytes after the result: {}",
             r.remaining(),
             hex(r.rest(), 32)
-        ));
+        )));
     }
     Ok(())
 }
