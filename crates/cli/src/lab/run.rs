@@ -527,22 +527,54 @@ pub fn run(o: &RunOpts) -> anyhow::Result<()> {
         bench,
         dir: scratch.0.clone(),
     };
-    let lab = Lab::create(spec)?;
-    let v = verify(&lab, &MeasureOptions::default())?;
+    // Whatever ends the run before the bench wrote results (Ctrl-C during
+    // the lab's setup or self-check, a failed self-check, a client that
+    // died) still leaves a results file that names the failure.
+    let failed = |e: anyhow::Error, section: Option<Value>| -> anyhow::Error {
+        if let Some(f) = &out_file {
+            let kind = plan.bench.first().map_or("lab-run", String::as_str);
+            let mut r = crate::context::new_results(kind, Default::default(), Default::default());
+            r.command = std::env::args().collect();
+            r.outcome.complete = false;
+            r.outcome.failure = Some(format!("{e:#}"));
+            if let Some(s) = section {
+                r.params.insert("lab".into(), s);
+            }
+            if let Err(w) = results::write_atomic(f, &results::to_json(&r)) {
+                return e.context(format!("also, writing {}: {w}", f.display()));
+            }
+        }
+        e
+    };
+    let lab = Lab::create(spec).map_err(|e| failed(e.into(), None))?;
+    let v = verify(&lab, &MeasureOptions::default()).map_err(|e| failed(e, None))?;
     print_reports(&v);
-    anyhow::ensure!(!interrupt::requested(), "interrupted");
+    if interrupt::requested() {
+        let section = lab_section(&lab, &plan, &v, &plan.bench);
+        lab.destroy()?;
+        return Err(failed(
+            anyhow::anyhow!("interrupted while the lab was set up, before the bench ran"),
+            Some(section),
+        ));
+    }
     if !v.violations.is_empty() && !o.no_verify {
-        anyhow::bail!(
-            "lab self-check failed, not running on an untrustworthy lab: {} \
-             (--no-verify runs anyway)",
-            v.violations.join("; ")
-        );
+        let section = lab_section(&lab, &plan, &v, &plan.bench);
+        lab.destroy()?;
+        return Err(failed(
+            anyhow::anyhow!(
+                "lab self-check failed, not running on an untrustworthy lab: {} \
+                 (--no-verify runs anyway)",
+                v.violations.join("; ")
+            ),
+            Some(section),
+        ));
     }
     let (r, err) = run_bench(&lab, &plan);
     let section = lab_section(&lab, &plan, &v, &plan.bench);
     lab.destroy()?;
     let Some(mut r) = r else {
-        return Err(err.unwrap_or_else(|| anyhow::anyhow!("the bench wrote no results")));
+        let e = err.unwrap_or_else(|| anyhow::anyhow!("the bench wrote no results"));
+        return Err(failed(e, Some(section)));
     };
     r.params.insert("lab".into(), section);
     r.command = std::env::args().collect();
