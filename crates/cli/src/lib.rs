@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod cmd_call;
+pub mod cmd_ior;
 pub mod cmd_orbs;
 pub mod cmd_serve;
 pub mod cmd_tcp;
@@ -80,6 +81,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Suite(o) => suite::run(&o),
         Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
+        Command::Ior(c) => cmd_ior::run(&c),
     };
     match outcome {
         Ok(()) => 0,

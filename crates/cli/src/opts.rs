@@ -45,6 +45,10 @@ pub enum Command {
     Lab(Box<crate::lab::LabOpts>),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     Interop(crate::interop::InteropOpts),
+    /// Look inside an object reference (like catior) or write one (like
+    /// genior).
+    #[command(subcommand, after_help = crate::cmd_ior::EXAMPLES)]
+    Ior(crate::cmd_ior::IorCommand),
 }
 
 #[derive(Debug, Subcommand)]
