@@ -2,7 +2,8 @@
 //! way, 2 % loss, 10 Mbit/s; the lab's self-measurement must pass and a
 //! ping-pong's median response time must move by the added round trip
 //! (40 ms ± 10 %) against an unimpaired lab. Needs root (CI runs as root);
-//! otherwise each test prints `SKIP` with the reason and passes. The CLI
+//! otherwise each test prints `SKIP <test>: <reason>` and passes, except
+//! under `CI=true` (or `1`), where it fails. The CLI
 //! runs in-process; the server and client it starts inside the namespaces
 //! are the built binary (`IIOPBENCH_EXE`).
 
@@ -19,6 +20,39 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether `test` can run: true as root. Otherwise the test is skipped
+/// (`false`), or, under CI, fails.
+fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    skip_or_fail(
+        test,
+        "not root (the lab needs CAP_NET_ADMIN; run the tests as root, as scripts/test does)",
+    );
+    false
+}
+
+/// A prerequisite of `test` is missing. Under `CI=true` (or `1`) that is a
+/// failure; elsewhere prints `SKIP <test>: <reason>` and appends that line
+/// to the file named by `IIOPBENCH_SKIP_LOG` when set (scripts/test lists
+/// them).
+fn skip_or_fail(test: &str, reason: &str) {
+    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
+        panic!("CI is set but {reason}");
+    }
+    let line = format!("SKIP {test}: {reason}");
+    eprintln!("{line}");
+    if let Some(log) = std::env::var_os("IIOPBENCH_SKIP_LOG") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        let _ = file.and_then(|mut f| writeln!(f, "{line}"));
+    }
 }
 
 fn our_namespaces() -> Vec<String> {
@@ -64,8 +98,7 @@ fn p50_ms(r: &Value) -> f64 {
 
 #[test]
 fn lab_run_moves_ping_pong_by_the_added_round_trip() {
-    if !is_root() {
-        eprintln!("SKIP lab_run_moves_ping_pong_by_the_added_round_trip: not root (the lab needs CAP_NET_ADMIN)");
+    if !root_or_skip("lab_run_moves_ping_pong_by_the_added_round_trip") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -137,8 +170,7 @@ fn lab_run_moves_ping_pong_by_the_added_round_trip() {
 
 #[test]
 fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
-    if !is_root() {
-        eprintln!("SKIP lab_run_refuses_a_target_and_cleans_up_after_a_failed_server: not root");
+    if !root_or_skip("lab_run_refuses_a_target_and_cleans_up_after_a_failed_server") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -174,8 +206,15 @@ fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
 
 #[test]
 fn lab_as_non_root_fails_with_one_line() {
-    if !is_root() || Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("SKIP lab_as_non_root_fails_with_one_line: needs root to drop to uid 65534 with setpriv");
+    let test = "lab_as_non_root_fails_with_one_line";
+    if !root_or_skip(test) {
+        return;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        skip_or_fail(
+            test,
+            "setpriv is not installed (Debian's util-linux; it drops to uid 65534)",
+        );
         return;
     }
     // A copy in a world-readable directory: the build tree may sit under a
@@ -206,8 +245,7 @@ fn lab_as_non_root_fails_with_one_line() {
 
 #[test]
 fn lab_suite_runs_every_case_under_every_condition_into_one_file() {
-    if !is_root() {
-        eprintln!("SKIP lab_suite_runs_every_case_under_every_condition_into_one_file: not root");
+    if !root_or_skip("lab_suite_runs_every_case_under_every_condition_into_one_file") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -317,8 +355,7 @@ set = { "--count" = "10" }
 
 #[test]
 fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
-    if !is_root() {
-        eprintln!("SKIP ctrl_c_keeps_partial_results_and_removes_the_lab: not root");
+    if !root_or_skip("ctrl_c_keeps_partial_results_and_removes_the_lab") {
         return;
     }
     let dir = std::env::temp_dir().join(format!("iiopbench-labint-{}", std::process::id()));
@@ -351,7 +388,27 @@ fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!ns().is_empty(), "the lab never appeared");
-    std::thread::sleep(Duration::from_secs(6));
+    // Then for the bench client itself (it starts once the lab has
+    // checked itself and the server is up: seconds on a loaded machine),
+    // and let it measure for a while.
+    let marker = format!("iiopbench-lab-{}-", child.id());
+    let client_running = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    let c = String::from_utf8_lossy(&c);
+                    c.contains("latency") && c.contains("server.ior") && c.contains(&marker)
+                })
+            })
+    };
+    while !client_running() && t0.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(client_running(), "the bench client never started");
+    std::thread::sleep(Duration::from_secs(3));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = Instant::now();

@@ -1,8 +1,8 @@
 //! End to end against a real omniORB: omniNames on 127.0.0.1 (a free
 //! port), driven by our client over GIOP 1.0 (corbaloc) and 1.2 (its IOR,
 //! with code sets), plus `nameclt bind` and a `corbaname:` resolution.
-//! Skipped, with a message, only when omniNames is not installed
-//! (scripts/install-deps installs it).
+//! Skipped (`SKIP <test>: <reason>`) only when omniNames is not installed
+//! (scripts/install-deps installs it), and then a failure under `CI=true`.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -16,6 +16,9 @@ use iiop_giop::message::{LocateStatus, ReplyStatus, ResponseMode};
 use iiop_giop::transport::naming::write_name;
 use iiop_giop::transport::*;
 use iiop_giop::Version;
+
+mod common;
+use common::{installed, skip_or_fail};
 
 struct Names {
     child: Child,
@@ -39,12 +42,6 @@ impl Drop for TempDir {
     }
 }
 
-fn installed(prog: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
-        .unwrap_or(false)
-}
-
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -53,9 +50,14 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start_names() -> Option<Names> {
+/// omniNames on a free port, or `None` (after [`skip_or_fail`]) when it
+/// is not installed.
+fn start_names(test: &str) -> Option<Names> {
     if !installed("omniNames") {
-        eprintln!("SKIPPED: omniNames is not installed (run scripts/install-deps)");
+        skip_or_fail(
+            test,
+            "omniNames is not installed (run scripts/install-deps: Debian's omniorb-nameserver)",
+        );
         return None;
     }
     let port = free_port();
@@ -130,7 +132,9 @@ async fn list(client: &Client, ctx: &Ior) -> Vec<String> {
 
 #[tokio::test]
 async fn our_client_against_omninames() {
-    let Some(names) = start_names() else { return };
+    let Some(names) = start_names("our_client_against_omninames") else {
+        return;
+    };
     let port = names.port;
     let loc: Target = format!("corbaloc:iiop:127.0.0.1:{port}/NameService")
         .parse()
@@ -296,7 +300,9 @@ async fn our_client_against_omninames() {
 /// GIOP 1.2 with negotiated code sets (its IOR) and 1.0 (corbaloc).
 #[tokio::test]
 async fn our_blocking_client_against_omninames() {
-    let Some(names) = start_names() else { return };
+    let Some(names) = start_names("our_blocking_client_against_omninames") else {
+        return;
+    };
     let root = names.root.clone();
     let port = names.port;
     tokio::task::spawn_blocking(move || {

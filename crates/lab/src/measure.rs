@@ -4,9 +4,11 @@
 //! direction and the rate of each capped direction, so a lab is only
 //! trusted once its figures match what was configured.
 //!
-//! * RTT: sequential UDP echoes (host b echoes); median, mean and minimum.
-//!   "Added" is the median minus the median measured at creation before
-//!   any impairment was applied.
+//! * RTT: sequential UDP echoes (host b echoes) of which the answered ones
+//!   are samples; median, mean and minimum. "Added" is the median minus
+//!   the median measured at creation before any impairment was applied.
+//!   A lost echo costs a timeout of idling, so the next one is preceded by
+//!   an unrecorded warm-up echo: otherwise loss would inflate the RTT.
 //! * Loss: `loss_probes` numbered datagrams each way, paced below the rate
 //!   cap; loss = 1 − received / sent.
 //! * Rate: full-size datagrams sent at 1.3× the cap for `rate_duration`;
@@ -159,7 +161,44 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Sequential UDP echo RTTs from `a` to `b`: (samples, sent).
+/// Bit set in the sequence number of an unrecorded warm-up echo, so its
+/// reply is never taken for a measured probe's.
+const WARM_UP: u32 = 1 << 31;
+/// Warm-up echoes tried after a lost probe before measuring anyway.
+const WARM_UP_TRIES: u32 = 3;
+
+/// One echo of `seq` on the connected `client`: its round-trip time, or
+/// `None` when no reply came within `timeout` (replies to other, late
+/// probes are skipped).
+fn echo(client: &UdpSocket, seq: u32, timeout: Duration) -> Result<Option<Duration>> {
+    let mut msg = [0u8; SMALL_PAYLOAD];
+    msg[..4].copy_from_slice(&seq.to_be_bytes());
+    let mut buf = [0u8; 256];
+    let t0 = Instant::now();
+    client.send(&msg).map_err(io("probe send"))?;
+    let deadline = t0 + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        client
+            .set_read_timeout(Some(left))
+            .map_err(io("probe timeout"))?;
+        match client.recv(&mut buf) {
+            Ok(n) if n >= 4 && buf[..4] == seq.to_be_bytes() => return Ok(Some(t0.elapsed())),
+            Ok(_) => continue,
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// Sequential UDP echo RTTs from `a` to `b`: one sample per answered
+/// probe out of `count`. A lost probe is not a sample, and neither is its
+/// wait: after it, up to [`WARM_UP_TRIES`] unrecorded warm-up echoes run
+/// until one is answered, because the probe sent right after a `timeout` of idling measures the
+/// hosts waking up (4x a warm round trip here, milliseconds on a loaded
+/// machine), not the link; the base RTT is measured warm too.
 pub(crate) fn rtt_samples(
     lab: &Lab,
     a: &str,
@@ -186,30 +225,18 @@ pub(crate) fn rtt_samples(
         });
         let res = (|| {
             let mut out = Vec::new();
-            let mut buf = [0u8; 256];
+            let mut cold = false;
             for seq in 0..count {
-                let mut msg = [0u8; SMALL_PAYLOAD];
-                msg[..4].copy_from_slice(&seq.to_be_bytes());
-                let t0 = Instant::now();
-                client.send(&msg).map_err(io("probe send"))?;
-                let deadline = t0 + timeout;
-                loop {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    client
-                        .set_read_timeout(Some(left))
-                        .map_err(io("probe timeout"))?;
-                    match client.recv(&mut buf) {
-                        Ok(n) if n >= 4 && buf[..4] == seq.to_be_bytes() => {
-                            out.push(t0.elapsed());
+                if cold {
+                    for _ in 0..WARM_UP_TRIES {
+                        if echo(&client, seq | WARM_UP, timeout)?.is_some() {
                             break;
                         }
-                        Ok(_) => continue,
-                        Err(_) => break,
                     }
                 }
+                let rtt = echo(&client, seq, timeout)?;
+                cold = rtt.is_none();
+                out.extend(rtt);
             }
             Ok(out)
         })();

@@ -1,6 +1,7 @@
 //! Lab tests against the real kernel: they need root (CI runs as root) and
 //! `ip`, `tc`, `nft` (scripts/lab/install). Without root each test prints
-//! why it is skipped and returns. Tests that time things run one at a time.
+//! `SKIP <test>: <reason>` and returns, except under `CI=true` (or `1`),
+//! where it fails. Tests that time things run one at a time.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -16,12 +17,36 @@ use iiop_lab::{
 /// Serialises the tests: timing on a 2-core machine is only fair alone.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Whether the test can run: true as root. Otherwise the test is skipped
+/// (`false`), or, under CI, fails.
 fn root_or_skip(test: &str) -> bool {
-    if let Err(e) = netns::require_root() {
-        eprintln!("SKIP {test}: {e}");
-        return false;
+    match netns::require_root() {
+        Ok(()) => true,
+        Err(e) => {
+            let how = "run the tests as root, as scripts/test does; scripts/lab/install installs ip, tc, nft";
+            skip_or_fail(test, &format!("{e} ({how})"));
+            false
+        }
     }
-    true
+}
+
+/// A prerequisite of `test` is missing. Under `CI=true` (or `1`) that is a
+/// failure; elsewhere prints `SKIP <test>: <reason>` and appends that line
+/// to the file named by `IIOPBENCH_SKIP_LOG` when set (scripts/test lists
+/// them).
+fn skip_or_fail(test: &str, reason: &str) {
+    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
+        panic!("CI is set but {reason}");
+    }
+    let line = format!("SKIP {test}: {reason}");
+    eprintln!("{line}");
+    if let Some(log) = std::env::var_os("IIOPBENCH_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        let _ = file.and_then(|mut f| writeln!(f, "{line}"));
+    }
 }
 
 fn assert_gone(lab_id: &str) {
@@ -70,7 +95,7 @@ fn median_ms(v: &[Duration]) -> f64 {
 
 #[test]
 fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
-    if !root_or_skip("ci_lab") {
+    if !root_or_skip("ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -169,7 +194,7 @@ fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
 
 #[test]
 fn spawned_processes_run_inside_hosts_and_die_with_the_lab() {
-    if !root_or_skip("spawn") {
+    if !root_or_skip("spawned_processes_run_inside_hosts_and_die_with_the_lab") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,7 +231,7 @@ fn spawned_processes_run_inside_hosts_and_die_with_the_lab() {
 
 #[test]
 fn failed_create_removes_what_it_made() {
-    if !root_or_skip("failed_create") {
+    if !root_or_skip("failed_create_removes_what_it_made") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -239,7 +264,7 @@ fn failed_create_removes_what_it_made() {
 
 #[test]
 fn clean_removes_leftovers_of_dead_owners_only() {
-    if !root_or_skip("clean") {
+    if !root_or_skip("clean_removes_leftovers_of_dead_owners_only") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -284,7 +309,7 @@ fn bad_spec_is_rejected_before_touching_the_system() {
 
 #[test]
 fn features_probe_matches_this_kernel() {
-    if !root_or_skip("features") {
+    if !root_or_skip("features_probe_matches_this_kernel") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -362,7 +387,7 @@ fn start_child() -> (std::process::Child, String) {
 
 #[test]
 fn sigint_removes_the_lab_and_sigkill_leftovers_are_cleaned() {
-    if !root_or_skip("signals") {
+    if !root_or_skip("sigint_removes_the_lab_and_sigkill_leftovers_are_cleaned") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -434,7 +459,7 @@ fn bulk(lab: &Lab, from: &str, to: &str, total: usize, limit: Duration) -> (usiz
 
 #[test]
 fn relay_carries_tens_of_megabits() {
-    if !root_or_skip("relay_throughput") {
+    if !root_or_skip("relay_carries_tens_of_megabits") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -451,7 +476,7 @@ fn relay_carries_tens_of_megabits() {
 
 #[test]
 fn three_hosts_t1_asymmetric_delay_with_jitter() {
-    if !root_or_skip("three_hosts") {
+    if !root_or_skip("three_hosts_t1_asymmetric_delay_with_jitter") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -525,7 +550,7 @@ fn three_hosts_t1_asymmetric_delay_with_jitter() {
 
 #[test]
 fn self_check_catches_a_lab_that_lies() {
-    if !root_or_skip("self_check") {
+    if !root_or_skip("self_check_catches_a_lab_that_lies") {
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -550,11 +575,21 @@ fn self_check_catches_a_lab_that_lies() {
         loss_probes: 1000,
         rate_duration: Duration::from_millis(200),
     };
+    // The check must name the loss of a->b, and nothing else but possibly
+    // the a<->b round trip: its 5 echoes on a machine that may be busy
+    // (another build) can miss the 1 ms tolerance, which is not what this
+    // test is about. (Lost echoes themselves no longer inflate it: see
+    // `rtt_samples`.)
     match lab.verify(&opts) {
         Err(LabError::SelfCheck(v)) => {
-            assert_eq!(v.len(), 1, "{v:?}");
-            assert!(v[0].starts_with("a->b: loss "), "{}", v[0]);
-            assert!(v[0].ends_with(" %, configured 0.00 %"), "{}", v[0]);
+            let (loss, rest): (Vec<&String>, Vec<&String>) =
+                v.iter().partition(|s| s.starts_with("a->b: loss "));
+            assert_eq!(loss.len(), 1, "{v:?}");
+            assert!(loss[0].ends_with(" %, configured 0.00 %"), "{}", loss[0]);
+            for other in rest {
+                assert!(other.starts_with("a<->b: added RTT "), "{v:?}");
+                eprintln!("also (not this test's concern): {other}");
+            }
         }
         other => panic!("expected a failed self-check, got {other:?}"),
     }
