@@ -330,14 +330,10 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
 
 /// `native (+conversion, …)` with registry names where known.
 fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
-    let name = |id: u32| match id {
-        0x0001_0001 => "ISO-8859-1".to_string(),
-        0x0501_0001 => "UTF-8".to_string(),
-        0x0001_0109 => "UTF-16".to_string(),
-        0x0001_0100 => "UCS-2".to_string(),
-        0x0001_0102 => "UCS-2-level-1".to_string(),
-        0x0001_0104 => "UCS-4".to_string(),
-        other => format!("{other:#010x}"),
+    let name = |id: u32| {
+        iiop_giop::ior::code_set_name(id)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{id:#010x}"))
     };
     let mut s = name(c.native);
     if !c.conversion.is_empty() {
