@@ -11,7 +11,9 @@
 //! - [`value`]: dynamic values of any IDL type, driven by a TypeCode.
 //! - [`ser`] / [`de`]: serde on top of `Writer` / `Reader` ([`to_bytes`],
 //!   [`to_writer`], [`from_bytes`], [`from_reader`]); [`wrap`]: wrappers for
-//!   the IDL types Rust lacks and one-copy primitive sequences ([`Seq`]).
+//!   the IDL types Rust lacks and one-copy primitive sequences ([`Seq`]);
+//!   [`layout`]: sequences of structs of primitives at offsets computed
+//!   from their TypeCode, checked as serde checks them.
 //!
 //! Everything above the core (serde, TypeCodes, dynamic values) is built only on
 //! `Reader` and `Writer`.
@@ -19,6 +21,7 @@
 pub mod de;
 pub mod error;
 pub mod fixed;
+pub mod layout;
 pub mod options;
 pub mod prim;
 pub mod reader;
@@ -31,6 +34,7 @@ pub mod writer;
 pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
 pub use fixed::{read_fixed_seq, write_fixed_seq, FixedLayout};
+pub use layout::{read_struct_seq, write_struct_seq, StructLayout, TcStruct};
 pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
 pub use prim::{Primitive, SharedSeq};
 pub use reader::Reader;

@@ -3,10 +3,13 @@
 //! element type, with the deterministic contents of docs/vendor-protocol.md
 //! and bench.idl's payload-byte counting rules.
 
+use std::sync::OnceLock;
+
 use bytes::Bytes;
+use iiop_cdr::layout::{layout_for, Field};
 use iiop_cdr::{
-    ByteOrder, CharCodeSet, CharSeq, FixedLayout, Octets, Primitive, Reader, Result, Seq, TypeCode,
-    WChar, WString, Writer,
+    ByteOrder, CharCodeSet, CharSeq, FixedLayout, Octets, Primitive, Reader, Result, Seq,
+    StructLayout, TcStruct, TypeCode, WChar, WString, Writer,
 };
 use serde::{Deserialize, Serialize};
 
@@ -86,92 +89,95 @@ pub struct FloatPair {
     pub b: f32,
 }
 
-/// Member offsets of the fixed-layout structs in their steady phase inside
-/// a sequence (see `iiop_cdr::fixed`), so their sequences encode and decode
-/// at precomputed offsets.
-macro_rules! fixed_layout {
-    ($t:ty, align $a:expr, first $f:expr, phase $p:expr, stride $st:expr, size $sz:expr,
-     put($e:ident, $o:ident, $ord:ident) $put:block, get($i:ident, $ord2:ident) $get:block) => {
-        impl FixedLayout for $t {
-            const ALIGN: usize = $a;
-            const FIRST_ALIGN: usize = $f;
-            const PHASE: usize = $p;
-            const STRIDE: usize = $st;
-            const SIZE: usize = $sz;
-            #[inline(always)]
-            fn put(&self, $o: &mut [u8], $ord: ByteOrder) {
-                let $e = self;
-                let $o: &mut [u8; $sz] = $o.try_into().expect("exact size");
-                $put
+/// The structs of primitives take the fast sequence path of
+/// `iiop_cdr::layout`: their member offsets come from their TypeCode
+/// ([`element_typecode`]), computed once, and every member is checked as
+/// serde checks it (a `char` against the negotiated code set), so the
+/// fast path and serde accept and reject the same bytes.
+macro_rules! tc_struct {
+    ($($t:ident = $elem:ident { $($f:ident: $ft:ty),+ };)*) => {$(
+        impl TcStruct for $t {
+            const LAYOUT: StructLayout =
+                match StructLayout::from_kinds(&[$(<$ft as Field>::KIND),+]) {
+                    Some(l) => l,
+                    None => panic!("not a struct of primitives"),
+                };
+            fn layout() -> &'static StructLayout {
+                static LAYOUT: OnceLock<StructLayout> = OnceLock::new();
+                LAYOUT.get_or_init(|| layout_for::<$t>(&element_typecode(Elem::$elem)))
             }
             #[inline(always)]
-            fn get($i: &[u8], $ord2: ByteOrder) -> Self {
-                let $i: &[u8; $sz] = $i.try_into().expect("exact size");
-                $get
+            #[allow(unused_assignments)]
+            fn get(b: &[u8], order: ByteOrder) -> Self {
+                const L: StructLayout = <$t as TcStruct>::LAYOUT;
+                let b: &[u8; L.size] = b.try_into().expect("one element");
+                let mut i = 0;
+                $t {
+                    $($f: {
+                        let v = <$ft as Field>::get(b, L.offsets[i], order);
+                        i += 1;
+                        v
+                    }),+
+                }
+            }
+            #[inline(always)]
+            #[allow(unused_assignments)]
+            fn put(&self, b: &mut [u8], order: ByteOrder, cs: CharCodeSet) -> Result<()> {
+                const L: StructLayout = <$t as TcStruct>::LAYOUT;
+                let b: &mut [u8; L.size] = b.try_into().expect("one element");
+                let mut i = 0;
+                $(
+                    <$ft as Field>::put(self.$f, b, L.offsets[i], order, cs)?;
+                    i += 1;
+                )+
+                Ok(())
             }
         }
-    };
+    )*};
 }
 
-fixed_layout!(PerfStruct, align 8, first 2, phase 0, stride 24, size 24,
-put(e, o, ord) {
-    e.s.to_wire(&mut o[0..2], ord);
-    o[2] = e.c as u32 as u8;
-    e.l.to_wire(&mut o[4..8], ord);
-    o[8] = e.o;
-    e.d.to_wire(&mut o[16..24], ord);
-},
-get(i, ord) {
-    PerfStruct {
-        s: i16::from_wire(&i[0..2], ord),
-        c: i[2] as char,
-        l: i32::from_wire(&i[4..8], ord),
-        o: i[8],
-        d: f64::from_wire(&i[16..24], ord),
+tc_struct! {
+    PerfStruct = PerfStruct { s: i16, c: char, l: i32, o: u8, d: f64 };
+    Cd = Cd { c: char, d: f64 };
+    CharStruct = CharStruct { c: char };
+    FloatStruct = FloatStruct { f: f32 };
+    LongStruct = LongStruct { l: i32 };
+    DoubleStruct = DoubleStruct { d: f64 };
+    LongQuad = LongQuad { a: i32, b: i32, c: i32, d: i32 };
+    MixedQuad = MixedQuad { d: f64, f: f32, s1: i16, s2: i16 };
+    FloatPair = FloatPair { a: f32, b: f32 };
+}
+
+/// `PerfStruct` in the older, unchecked `iiop_cdr::FixedLayout` form,
+/// kept only as the baseline `benches/cdr.rs` measures (`*_fixed` cases).
+/// It neither checks a `char` against the code set nor refuses one it
+/// cannot carry: nothing in the servers uses it. Its constants are those
+/// of [`TcStruct::layout`], which a test checks.
+impl FixedLayout for PerfStruct {
+    const ALIGN: usize = 8;
+    const FIRST_ALIGN: usize = 2;
+    const PHASE: usize = 0;
+    const STRIDE: usize = 24;
+    const SIZE: usize = 24;
+    #[inline(always)]
+    fn put(&self, o: &mut [u8], ord: ByteOrder) {
+        self.s.to_wire(&mut o[0..2], ord);
+        o[2] = self.c as u32 as u8;
+        self.l.to_wire(&mut o[4..8], ord);
+        o[8] = self.o;
+        self.d.to_wire(&mut o[16..24], ord);
     }
-});
-fixed_layout!(Cd, align 8, first 1, phase 0, stride 16, size 16,
-    put(e, o, ord) {
-        o[0] = e.c as u32 as u8;
-        e.d.to_wire(&mut o[8..16], ord);
-    },
-    get(i, ord) { Cd { c: i[0] as char, d: f64::from_wire(&i[8..16], ord) } });
-fixed_layout!(LongQuad, align 4, first 4, phase 0, stride 16, size 16,
-put(e, o, ord) {
-    e.a.to_wire(&mut o[0..4], ord);
-    e.b.to_wire(&mut o[4..8], ord);
-    e.c.to_wire(&mut o[8..12], ord);
-    e.d.to_wire(&mut o[12..16], ord);
-},
-get(i, ord) {
-    LongQuad {
-        a: i32::from_wire(&i[0..4], ord),
-        b: i32::from_wire(&i[4..8], ord),
-        c: i32::from_wire(&i[8..12], ord),
-        d: i32::from_wire(&i[12..16], ord),
+    #[inline(always)]
+    fn get(i: &[u8], ord: ByteOrder) -> Self {
+        PerfStruct {
+            s: i16::from_wire(&i[0..2], ord),
+            c: i[2] as char,
+            l: i32::from_wire(&i[4..8], ord),
+            o: i[8],
+            d: f64::from_wire(&i[16..24], ord),
+        }
     }
-});
-fixed_layout!(MixedQuad, align 8, first 8, phase 0, stride 16, size 16,
-put(e, o, ord) {
-    e.d.to_wire(&mut o[0..8], ord);
-    e.f.to_wire(&mut o[8..12], ord);
-    e.s1.to_wire(&mut o[12..14], ord);
-    e.s2.to_wire(&mut o[14..16], ord);
-},
-get(i, ord) {
-    MixedQuad {
-        d: f64::from_wire(&i[0..8], ord),
-        f: f32::from_wire(&i[8..12], ord),
-        s1: i16::from_wire(&i[12..14], ord),
-        s2: i16::from_wire(&i[14..16], ord),
-    }
-});
-fixed_layout!(FloatPair, align 4, first 4, phase 0, stride 8, size 8,
-    put(e, o, ord) {
-        e.a.to_wire(&mut o[0..4], ord);
-        e.b.to_wire(&mut o[4..8], ord);
-    },
-    get(i, ord) { FloatPair { a: f32::from_wire(&i[0..4], ord), b: f32::from_wire(&i[4..8], ord) } });
+}
 
 /// `enum Color { RED, GREEN, BLUE }`
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -500,10 +506,14 @@ impl Payload {
 
     /// Encode as the operation's `in` argument (or an echo's result).
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        use iiop_cdr::write_fixed_seq as fixed;
+        use iiop_cdr::write_struct_seq as fixed;
         match self {
             Payload::PerfStruct(v) => fixed(w, v),
             Payload::Cd(v) => fixed(w, v),
+            Payload::CharStruct(v) => fixed(w, v),
+            Payload::FloatStruct(v) => fixed(w, v),
+            Payload::LongStruct(v) => fixed(w, v),
+            Payload::DoubleStruct(v) => fixed(w, v),
             Payload::LongQuad(v) => fixed(w, v),
             Payload::MixedQuad(v) => fixed(w, v),
             Payload::FloatPair(v) => fixed(w, v),
@@ -530,7 +540,7 @@ impl Payload {
 
     /// Decode a payload sequence of `elem`.
     pub fn decode(elem: Elem, r: &mut Reader<'_>) -> Result<Payload> {
-        use iiop_cdr::from_reader as d;
+        use iiop_cdr::{from_reader as d, read_struct_seq as fixed};
         Ok(match elem {
             Elem::Short => Payload::Short(d(r)?),
             Elem::UShort => Payload::UShort(d(r)?),
@@ -546,16 +556,16 @@ impl Payload {
             Elem::Boolean => Payload::Boolean(d(r)?),
             Elem::String => Payload::String(d(r)?),
             Elem::WString => Payload::WString(d(r)?),
-            Elem::PerfStruct => Payload::PerfStruct(iiop_cdr::read_fixed_seq(r)?),
+            Elem::PerfStruct => Payload::PerfStruct(fixed(r)?),
             Elem::MyStruct => Payload::MyStruct(d(r)?),
-            Elem::Cd => Payload::Cd(iiop_cdr::read_fixed_seq(r)?),
-            Elem::CharStruct => Payload::CharStruct(d(r)?),
-            Elem::FloatStruct => Payload::FloatStruct(d(r)?),
-            Elem::LongStruct => Payload::LongStruct(d(r)?),
-            Elem::DoubleStruct => Payload::DoubleStruct(d(r)?),
-            Elem::LongQuad => Payload::LongQuad(iiop_cdr::read_fixed_seq(r)?),
-            Elem::MixedQuad => Payload::MixedQuad(iiop_cdr::read_fixed_seq(r)?),
-            Elem::FloatPair => Payload::FloatPair(iiop_cdr::read_fixed_seq(r)?),
+            Elem::Cd => Payload::Cd(fixed(r)?),
+            Elem::CharStruct => Payload::CharStruct(fixed(r)?),
+            Elem::FloatStruct => Payload::FloatStruct(fixed(r)?),
+            Elem::LongStruct => Payload::LongStruct(fixed(r)?),
+            Elem::DoubleStruct => Payload::DoubleStruct(fixed(r)?),
+            Elem::LongQuad => Payload::LongQuad(fixed(r)?),
+            Elem::MixedQuad => Payload::MixedQuad(fixed(r)?),
+            Elem::FloatPair => Payload::FloatPair(fixed(r)?),
             Elem::Color => Payload::Color(d(r)?),
             Elem::Variant => Payload::Variant(d(r)?),
         })
@@ -816,13 +826,7 @@ mod tests {
 
     #[test]
     fn fixed_layout_path_gives_serde_bytes_at_every_origin() {
-        for elem in [
-            Elem::PerfStruct,
-            Elem::Cd,
-            Elem::LongQuad,
-            Elem::MixedQuad,
-            Elem::FloatPair,
-        ] {
+        for elem in FAST {
             for n in [0, 1, 2, 3, 50] {
                 let p = Payload::generate(elem, n, false);
                 for prefix in 0..8 {
@@ -851,5 +855,153 @@ mod tests {
         assert_eq!(encode(&p, ByteOrder::Little).len(), 240);
         assert_eq!(element_typecode(Elem::PerfStruct).wire_stride(), Some(24));
         assert_eq!(element_typecode(Elem::Cd).wire_stride(), Some(16));
+    }
+
+    /// The element types whose sequences take the `TcStruct` fast path.
+    const FAST: [Elem; 9] = [
+        Elem::PerfStruct,
+        Elem::Cd,
+        Elem::CharStruct,
+        Elem::FloatStruct,
+        Elem::LongStruct,
+        Elem::DoubleStruct,
+        Elem::LongQuad,
+        Elem::MixedQuad,
+        Elem::FloatPair,
+    ];
+
+    #[test]
+    fn fast_layouts_are_the_typecodes_layouts() {
+        // `layout()` derives each from the TypeCode and panics unless the
+        // Rust fields' constant layout is the same.
+        fn check<T: TcStruct>(elem: Elem) -> StructLayout {
+            let l = *T::layout();
+            assert_eq!(l, T::LAYOUT, "{elem}");
+            assert_eq!(
+                Some(l.stride as u64),
+                element_typecode(elem).wire_stride(),
+                "{elem}"
+            );
+            assert_eq!(Some(l.stride as u64), elem.fixed_stride(), "{elem}");
+            l
+        }
+        let perf = check::<PerfStruct>(Elem::PerfStruct);
+        assert_eq!(perf.offsets[..5], [0, 2, 4, 8, 16]);
+        check::<Cd>(Elem::Cd);
+        check::<CharStruct>(Elem::CharStruct);
+        check::<FloatStruct>(Elem::FloatStruct);
+        check::<LongStruct>(Elem::LongStruct);
+        check::<DoubleStruct>(Elem::DoubleStruct);
+        check::<LongQuad>(Elem::LongQuad);
+        check::<MixedQuad>(Elem::MixedQuad);
+        check::<FloatPair>(Elem::FloatPair);
+        // The bench's unchecked baseline has the same constants.
+        use iiop_cdr::FixedLayout as F;
+        assert_eq!(
+            (
+                <PerfStruct as F>::ALIGN,
+                <PerfStruct as F>::FIRST_ALIGN,
+                <PerfStruct as F>::PHASE,
+                <PerfStruct as F>::STRIDE,
+                <PerfStruct as F>::SIZE
+            ),
+            (
+                perf.align,
+                perf.first_align,
+                perf.phase,
+                perf.stride,
+                perf.size
+            )
+        );
+    }
+
+    /// Issue 18: the fast path took 0xE9 as 'é' under UTF-8 (where a char
+    /// is one octet, so ASCII only) and wrote 'é' as its low octet.
+    #[test]
+    fn a_latin1_char_is_refused_under_utf8_by_both_paths() {
+        use iiop_cdr::{CdrError, Options};
+        let opts = |char_set| Options {
+            char_set,
+            ..Options::default()
+        };
+        let (latin1, utf8) = (opts(CharCodeSet::Latin1), opts(CharCodeSet::Utf8));
+        for order in [ByteOrder::Big, ByteOrder::Little] {
+            // sequence<CharStruct> {'A', 0xE9}; sequence<CD> {{0xE9, 1.0}}.
+            let mut chars = BytesMut::new();
+            let mut w = Writer::new(&mut chars, order);
+            w.write_u32(2);
+            w.write_u8(b'A');
+            w.write_u8(0xE9);
+            let mut cd = BytesMut::new();
+            let mut w = Writer::new(&mut cd, order);
+            w.write_u32(1);
+            w.write_u8(0xE9);
+            w.write_f64(1.0);
+            for (elem, bytes, at) in [(Elem::CharStruct, &chars, 5), (Elem::Cd, &cd, 4)] {
+                let bad = CdrError::InvalidCodeSet {
+                    offset: at,
+                    codeset: "UTF-8",
+                };
+                let reader = |o| Reader::new(bytes, order).options(o);
+                assert_eq!(
+                    Payload::decode(elem, &mut reader(utf8)),
+                    Err(bad.clone()),
+                    "{elem} fast"
+                );
+                let serde: Result<Payload> = match elem {
+                    Elem::Cd => iiop_cdr::from_reader(&mut reader(utf8)).map(Payload::Cd),
+                    _ => iiop_cdr::from_reader(&mut reader(utf8)).map(Payload::CharStruct),
+                };
+                assert_eq!(serde, Err(bad), "{elem} serde");
+                let fast = Payload::decode(elem, &mut reader(latin1)).unwrap();
+                let want = match elem {
+                    Elem::Cd => Payload::Cd(vec![Cd { c: 'é', d: 1.0 }]),
+                    _ => Payload::CharStruct(vec![CharStruct { c: 'A' }, CharStruct { c: 'é' }]),
+                };
+                assert_eq!(fast, want, "{elem} fast");
+                let serde: Result<Payload> = match elem {
+                    Elem::Cd => iiop_cdr::from_reader(&mut reader(latin1)).map(Payload::Cd),
+                    _ => iiop_cdr::from_reader(&mut reader(latin1)).map(Payload::CharStruct),
+                };
+                assert_eq!(serde.unwrap(), want, "{elem} serde");
+                // Encoding 'é' is refused under UTF-8 (not cut to 0xE9), and
+                // gives the original bytes under ISO-8859-1, on both paths.
+                let refused = CdrError::Unrepresentable {
+                    what: "char 'é'".into(),
+                    codeset: "UTF-8",
+                };
+                let enc = |o, serde: bool| {
+                    let mut buf = BytesMut::new();
+                    let mut w = Writer::new(&mut buf, order).options(o);
+                    let r = match (&want, serde) {
+                        (p, false) => p.encode(&mut w),
+                        (Payload::Cd(v), true) => iiop_cdr::to_writer(&mut w, v),
+                        (Payload::CharStruct(v), true) => iiop_cdr::to_writer(&mut w, v),
+                        _ => unreachable!(),
+                    };
+                    r.map(|()| buf)
+                };
+                for serde in [false, true] {
+                    assert_eq!(enc(utf8, serde), Err(refused.clone()), "{elem} {serde}");
+                    assert_eq!(&enc(latin1, serde).unwrap(), bytes, "{elem} {serde}");
+                }
+            }
+        }
+        // A char beyond ISO-8859-1 is refused there too, not truncated.
+        let p = Payload::PerfStruct(vec![PerfStruct {
+            s: 1,
+            c: 'Ā',
+            l: 2,
+            o: 3,
+            d: 4.0,
+        }]);
+        let mut buf = BytesMut::new();
+        assert_eq!(
+            p.encode(&mut Writer::new(&mut buf, ByteOrder::Big).options(latin1)),
+            Err(CdrError::Unrepresentable {
+                what: "char 'Ā'".into(),
+                codeset: "ISO-8859-1",
+            })
+        );
     }
 }
