@@ -12,6 +12,8 @@ pub mod bench;
 pub mod cmd_call;
 pub mod cmd_ior;
 pub mod cmd_orbs;
+pub mod cmd_pcap;
+pub mod cmd_replay;
 pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod compare;
@@ -82,6 +84,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Lab(o) => lab::run(&o),
         Command::Interop(o) => interop::run(&o),
         Command::Ior(c) => cmd_ior::run(&c),
+        Command::Pcap(o) => cmd_pcap::run(&o),
+        Command::Replay(o) => cmd_replay::run(&o),
     };
     match outcome {
         Ok(()) => 0,

@@ -49,6 +49,12 @@ pub enum Command {
     /// genior).
     #[command(subcommand, after_help = crate::cmd_ior::EXAMPLES)]
     Ior(crate::cmd_ior::IorCommand),
+    /// Measure captured GIOP traffic (pcap/pcapng): per-operation counts,
+    /// sizes, statuses, response times, conformance findings.
+    Pcap(Box<crate::cmd_pcap::PcapOpts>),
+    /// Re-send a capture's requests to another server; compare replies
+    /// and response times with the captured ones.
+    Replay(Box<crate::cmd_replay::ReplayOpts>),
 }
 
 #[derive(Debug, Subcommand)]

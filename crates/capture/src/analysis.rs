@@ -1,0 +1,869 @@
+//! The passive observer: packets in, per-connection TCP reassembly and
+//! GIOP framing, requests paired with replies by connection and request
+//! id, and everything counted — per operation and object key, per second,
+//! per message type — plus conformance findings with the frame number and
+//! the bytes. Memory is bounded by the connections in flight, the
+//! out-of-order limit per direction, the largest message, the pending
+//! requests and the findings kept ([`Config`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+
+use hdrhistogram::Histogram;
+use iiop_cdr::Options;
+use iiop_giop::context::{default_options, CodeSetContext};
+use iiop_giop::header::{MsgType, Version};
+use iiop_giop::message::{LocateStatus, Reply, Request};
+use iiop_giop::{Message, ReplyStatus};
+
+use crate::net::{self, Segment, Skip};
+use crate::stream::{Decoded, Event, GiopStream};
+use crate::tcp::{Delivery, Reassembler};
+
+/// Limits of an analysis.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Out-of-order bytes held per direction before a hole is skipped.
+    pub out_of_order_limit: usize,
+    /// Largest GIOP message (and reassembled message) accepted.
+    pub max_message: usize,
+    /// Findings kept with their bytes (all are counted).
+    pub max_findings: usize,
+    /// Requests awaiting a reply, over all connections.
+    pub max_pending: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            out_of_order_limit: 8 << 20,
+            max_message: 512 << 20,
+            max_findings: 1000,
+            max_pending: 1 << 20,
+        }
+    }
+}
+
+/// Highest latency recorded: one hour in nanoseconds (as the CLI's).
+pub const MAX_LATENCY_NS: u64 = 3_600 * 1_000_000_000;
+
+/// A new, empty latency histogram (ns, 3 significant digits).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("static bounds are valid")
+}
+
+/// Figures of one operation on one object key.
+#[derive(Debug, Clone)]
+pub struct OpStats {
+    pub operation: String,
+    /// The object key, printable (`%`-escaped bytes outside ASCII).
+    pub object_key: String,
+    /// GIOP versions seen (`1.0`, `1.2` …).
+    pub versions: Vec<String>,
+    /// Requests that expect a reply.
+    pub calls: u64,
+    pub oneways: u64,
+    pub replies: u64,
+    /// Twoway requests with no reply before the capture ended.
+    pub unanswered: u64,
+    /// GIOP bytes on the wire (headers included), requests / replies.
+    pub request_bytes: u64,
+    pub reply_bytes: u64,
+    /// Body bytes (after the request / reply header).
+    pub request_body_bytes: u64,
+    pub reply_body_bytes: u64,
+    /// Reply status name → count.
+    pub statuses: BTreeMap<String, u64>,
+    /// Exception repository id → count (system and user).
+    pub exceptions: BTreeMap<String, u64>,
+    /// Response time at the capture point: first byte of the request to
+    /// last byte of the reply, nanoseconds.
+    pub latency: Histogram<u64>,
+}
+
+/// One conformance finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub frame: u64,
+    /// `client:port -> server:port` of the connection.
+    pub connection: String,
+    /// Short rule name (`reply-unknown-id`, `framing`, …).
+    pub rule: &'static str,
+    pub detail: String,
+    /// The first bytes of the offending message.
+    pub bytes: Vec<u8>,
+}
+
+/// Traffic in one second of capture time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Second {
+    pub requests: u64,
+    pub replies: u64,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// Everything an analysis found.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub frames: u64,
+    pub tcp_segments: u64,
+    /// Frames not analysed, by reason.
+    pub skipped: BTreeMap<&'static str, u64>,
+    pub connections: u64,
+    /// Connections whose start (SYN) was not captured.
+    pub mid_stream_connections: u64,
+    pub retransmitted_bytes: u64,
+    pub out_of_order_segments: u64,
+    pub gaps: u64,
+    pub missing_bytes: u64,
+    pub resyncs: u64,
+    /// Bytes of TCP payload not inside any decoded GIOP message.
+    pub unframed_bytes: u64,
+    /// GIOP messages by type (`Request`, `Fragment` pieces are not counted
+    /// here but in `fragments`).
+    pub messages: BTreeMap<String, u64>,
+    pub fragmented_messages: u64,
+    pub fragments: u64,
+    pub giop_bytes: u64,
+    /// By byte order and version, e.g. `1.2 big` → count.
+    pub versions: BTreeMap<String, u64>,
+    pub locate_requests: u64,
+    pub locate_replies: BTreeMap<String, u64>,
+    pub cancel_requests: u64,
+    pub close_connections: u64,
+    pub message_errors: u64,
+    /// Replies whose request was not captured (connection seen mid-way).
+    pub unmatched_replies: u64,
+    pub ops: Vec<OpStats>,
+    /// Requests + replies per second from the first frame.
+    pub seconds: Vec<Second>,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    pub findings: Vec<Finding>,
+    /// Findings by rule, all of them (also those not kept).
+    pub finding_counts: BTreeMap<&'static str, u64>,
+}
+
+impl Summary {
+    /// Capture time span in seconds.
+    pub fn duration_s(&self) -> f64 {
+        self.last_ts_ns.saturating_sub(self.first_ts_ns) as f64 / 1e9
+    }
+}
+
+/// A request as it was decoded, for observers (replay).
+#[derive(Debug)]
+pub struct RequestEvent<'a> {
+    pub connection: u64,
+    pub frame: u64,
+    /// Capture time of its first byte.
+    pub ts_ns: u64,
+    pub request: &'a Request,
+}
+
+/// A reply as it was decoded, for observers (replay).
+#[derive(Debug)]
+pub struct ReplyEvent<'a> {
+    pub connection: u64,
+    pub frame: u64,
+    /// Capture time of its last byte.
+    pub ts_ns: u64,
+    pub reply: &'a Reply,
+    /// Response time at the capture point, when its request was seen.
+    pub latency_ns: Option<u64>,
+}
+
+/// Told about decoded requests and replies in capture order.
+pub trait Observer {
+    fn request(&mut self, _ev: &RequestEvent<'_>) {}
+    fn reply(&mut self, _ev: &ReplyEvent<'_>) {}
+    /// The connection ended (FIN, RST, or end of capture).
+    fn closed(&mut self, _connection: u64) {}
+}
+
+/// An observer that does nothing.
+#[derive(Debug, Default)]
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+#[derive(Debug)]
+struct Dir {
+    tcp: Reassembler,
+    giop: Option<GiopStream>,
+    fin: bool,
+    /// Frame and time of the last segment, for data flushed at the end.
+    last: (u64, u64),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PendingKind {
+    Call { op: usize, ts: u64 },
+    Locate,
+}
+
+#[derive(Debug)]
+struct Conn {
+    id: u64,
+    /// `addrs[d]` sends direction `d`.
+    addrs: [SocketAddr; 2],
+    dirs: [Dir; 2],
+    /// Direction that sent the first Request/LocateRequest.
+    client: Option<usize>,
+    code_sets: Option<CodeSetContext>,
+    /// (direction of the request, request id) → what it was.
+    pending: HashMap<(usize, u32), PendingKind>,
+    /// Oneway request ids recently seen, to name a reply to one.
+    oneway_ids: HashMap<(usize, u32), ()>,
+    rst: bool,
+}
+
+impl Conn {
+    fn label(&self) -> String {
+        let c = self.client.unwrap_or(0);
+        format!("{} -> {}", self.addrs[c], self.addrs[1 - c])
+    }
+}
+
+/// The analysis state; feed it packets, then [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct Analyzer<O: Observer = NoObserver> {
+    cfg: Config,
+    conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    next_conn: u64,
+    ops: Vec<OpStats>,
+    op_index: HashMap<(String, Vec<u8>), usize>,
+    pending_total: usize,
+    s: Summary,
+    events: Vec<Event>,
+    pub observer: O,
+}
+
+fn key_text(k: &[u8]) -> String {
+    let mut s = String::new();
+    for &b in k {
+        if b.is_ascii_graphic() && b != b'%' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02x}"));
+        }
+    }
+    s
+}
+
+fn status_name(s: ReplyStatus) -> &'static str {
+    match s {
+        ReplyStatus::NoException => "NO_EXCEPTION",
+        ReplyStatus::UserException => "USER_EXCEPTION",
+        ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
+        ReplyStatus::LocationForward => "LOCATION_FORWARD",
+        ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
+        ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
+    }
+}
+
+fn msg_type_name(t: MsgType) -> &'static str {
+    match t {
+        MsgType::Request => "Request",
+        MsgType::Reply => "Reply",
+        MsgType::CancelRequest => "CancelRequest",
+        MsgType::LocateRequest => "LocateRequest",
+        MsgType::LocateReply => "LocateReply",
+        MsgType::CloseConnection => "CloseConnection",
+        MsgType::MessageError => "MessageError",
+        MsgType::Fragment => "Fragment",
+    }
+}
+
+impl Analyzer<NoObserver> {
+    /// An analyzer with these limits and no observer.
+    pub fn new(cfg: Config) -> Self {
+        Analyzer::with_observer(cfg, NoObserver)
+    }
+}
+
+impl<O: Observer> Analyzer<O> {
+    /// An analyzer that tells `observer` about requests and replies.
+    pub fn with_observer(cfg: Config, observer: O) -> Self {
+        Analyzer {
+            cfg,
+            conns: HashMap::new(),
+            next_conn: 0,
+            ops: Vec::new(),
+            op_index: HashMap::new(),
+            pending_total: 0,
+            s: Summary::default(),
+            events: Vec::new(),
+            observer,
+        }
+    }
+
+    /// Bytes held in reassembly and framing buffers now (for tests of
+    /// bounded memory).
+    pub fn buffered_bytes(&self) -> usize {
+        self.conns
+            .values()
+            .flat_map(|c| c.dirs.iter())
+            .map(|d| d.tcp.held_bytes() + d.giop.as_ref().map_or(0, |g| g.buffered()))
+            .sum()
+    }
+
+    /// One captured frame.
+    pub fn packet(&mut self, frame: u64, ts_ns: u64, linktype: i32, data: &[u8]) {
+        self.s.frames += 1;
+        if self.s.first_ts_ns == 0 || ts_ns < self.s.first_ts_ns {
+            self.s.first_ts_ns = ts_ns;
+        }
+        self.s.last_ts_ns = self.s.last_ts_ns.max(ts_ns);
+        match net::parse(linktype, data) {
+            Ok(seg) => {
+                self.s.tcp_segments += 1;
+                self.segment(frame, ts_ns, &seg);
+            }
+            Err(skip) => *self.s.skipped.entry(Skip::name(skip)).or_default() += 1,
+        }
+    }
+
+    fn segment(&mut self, frame: u64, ts: u64, seg: &Segment<'_>) {
+        let key = if seg.src <= seg.dst {
+            (seg.src, seg.dst)
+        } else {
+            (seg.dst, seg.src)
+        };
+        // A new connection on the same ports after the old one ended.
+        let reused = seg.syn
+            && self
+                .conns
+                .get(&key)
+                .is_some_and(|c| c.rst || (c.dirs[0].fin && c.dirs[1].fin));
+        if reused {
+            self.close(key);
+        }
+        if !self.conns.contains_key(&key) {
+            self.next_conn += 1;
+            self.s.connections += 1;
+            let mk = || Dir {
+                tcp: Reassembler::new(self.cfg.out_of_order_limit),
+                giop: None,
+                fin: false,
+                last: (0, 0),
+            };
+            self.conns.insert(
+                key,
+                Conn {
+                    id: self.next_conn,
+                    addrs: [seg.src, seg.dst],
+                    dirs: [mk(), mk()],
+                    client: None,
+                    code_sets: None,
+                    pending: HashMap::new(),
+                    oneway_ids: HashMap::new(),
+                    rst: false,
+                },
+            );
+        }
+        let max_message = self.cfg.max_message;
+        let conn = self.conns.get_mut(&key).expect("inserted above");
+        let d = if conn.addrs[0] == seg.src { 0 } else { 1 };
+        if seg.rst {
+            conn.rst = true;
+        }
+        let Dir {
+            tcp,
+            giop,
+            fin,
+            last,
+        } = &mut conn.dirs[d];
+        if seg.fin {
+            *fin = true;
+        }
+        *last = (frame, ts);
+        // Framed from its first byte only when the SYN was seen and the
+        // data starts right after it; otherwise GiopStream resynchronises.
+        let started = tcp.from_start || seg.syn;
+        let events = &mut self.events;
+        tcp.segment(seg.seq, seg.syn, seg.payload, &mut |del| match del {
+            Delivery::Data { pos, bytes } => {
+                let g =
+                    giop.get_or_insert_with(|| GiopStream::new(started && pos == 0, max_message));
+                g.data(pos, bytes, frame, ts, events);
+            }
+            Delivery::Gap { missing } => {
+                if let Some(g) = giop.as_mut() {
+                    g.gap(missing);
+                }
+            }
+        });
+        self.drain_events(&key, d);
+    }
+
+    fn drain_events(&mut self, key: &(SocketAddr, SocketAddr), d: usize) {
+        let events = std::mem::take(&mut self.events);
+        for ev in events {
+            match ev {
+                Event::Message(m) => self.message(key, d, m),
+                Event::Finding {
+                    frame,
+                    rule,
+                    detail,
+                    bytes,
+                } => {
+                    let label = self.conns.get(key).map(|c| c.label()).unwrap_or_default();
+                    self.finding(frame, label, rule, detail, bytes);
+                }
+            }
+        }
+    }
+
+    fn finding(
+        &mut self,
+        frame: u64,
+        connection: String,
+        rule: &'static str,
+        detail: String,
+        bytes: Vec<u8>,
+    ) {
+        *self.s.finding_counts.entry(rule).or_default() += 1;
+        if self.s.findings.len() < self.cfg.max_findings {
+            self.s.findings.push(Finding {
+                frame,
+                connection,
+                rule,
+                detail,
+                bytes,
+            });
+        }
+    }
+
+    fn op_slot(&mut self, op: &str, key: &[u8]) -> usize {
+        if let Some(&i) = self.op_index.get(&(op.to_string(), key.to_vec())) {
+            return i;
+        }
+        let i = self.ops.len();
+        self.ops.push(OpStats {
+            operation: op.to_string(),
+            object_key: key_text(key),
+            versions: Vec::new(),
+            calls: 0,
+            oneways: 0,
+            replies: 0,
+            unanswered: 0,
+            request_bytes: 0,
+            reply_bytes: 0,
+            request_body_bytes: 0,
+            reply_body_bytes: 0,
+            statuses: BTreeMap::new(),
+            exceptions: BTreeMap::new(),
+            latency: new_histogram(),
+        });
+        self.op_index.insert((op.to_string(), key.to_vec()), i);
+        i
+    }
+
+    fn per_second(&mut self, ts: u64) -> &mut Second {
+        let i = (ts.saturating_sub(self.s.first_ts_ns) / 1_000_000_000) as usize;
+        if i >= self.s.seconds.len() {
+            self.s.seconds.resize(i + 1, Second::default());
+        }
+        &mut self.s.seconds[i]
+    }
+
+    fn message(&mut self, key: &(SocketAddr, SocketAddr), d: usize, m: Decoded) {
+        let h = m.frame.header;
+        *self
+            .s
+            .messages
+            .entry(msg_type_name(h.msg_type).to_string())
+            .or_default() += 1;
+        *self
+            .s
+            .versions
+            .entry(format!(
+                "{} {}",
+                h.version,
+                if h.order == iiop_cdr::ByteOrder::Big {
+                    "big"
+                } else {
+                    "little"
+                }
+            ))
+            .or_default() += 1;
+        if m.pieces > 1 {
+            self.s.fragmented_messages += 1;
+            self.s.fragments += m.pieces as u64 - 1;
+        }
+        self.s.giop_bytes += m.wire_len;
+        {
+            let sec = self.per_second(m.last_ts);
+            sec.messages += 1;
+            sec.bytes += m.wire_len;
+        }
+        let conn = self.conns.get(key).expect("message of a live connection");
+        let label = conn.label();
+        let opts: Options = match conn.code_sets {
+            Some(cs) if h.version.minor >= 1 => cs.options(h.version),
+            _ => default_options(h.version),
+        };
+        let msg = match Message::decode_frame(m.frame.clone(), opts) {
+            Ok(msg) => msg,
+            Err(e) => {
+                self.finding(
+                    m.first_frame,
+                    label,
+                    "decode",
+                    e.to_string(),
+                    m.head.clone(),
+                );
+                return;
+            }
+        };
+        match msg {
+            Message::Request(req) => self.request(key, d, &m, req, label),
+            Message::Reply(rep) => self.reply(key, d, &m, rep, label),
+            Message::LocateRequest(lr) => {
+                self.s.locate_requests += 1;
+                let conn = self.conns.get_mut(key).expect("live");
+                conn.client.get_or_insert(d);
+                if conn
+                    .pending
+                    .insert((d, lr.request_id), PendingKind::Locate)
+                    .is_none()
+                {
+                    self.pending_total += 1;
+                }
+            }
+            Message::LocateReply(lr) => {
+                let name = match lr.status {
+                    LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
+                    LocateStatus::ObjectHere => "OBJECT_HERE",
+                    LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
+                    LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
+                    LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
+                    LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
+                };
+                *self.s.locate_replies.entry(name.to_string()).or_default() += 1;
+                let conn = self.conns.get_mut(key).expect("live");
+                // A reply to an unknown id is only the peer's fault when every byte
+                // of the other direction was seen and delivered.
+                let from_start = conn.dirs[1 - d].tcp.from_start
+                    && conn.dirs[1 - d].tcp.gaps == 0
+                    && conn.dirs[1 - d].tcp.held_bytes() == 0;
+                match conn.pending.remove(&(1 - d, lr.request_id)) {
+                    Some(_) => self.pending_total -= 1,
+                    None if from_start => self.finding(
+                        m.first_frame,
+                        label,
+                        "reply-unknown-id",
+                        format!(
+                            "LocateReply to request id {} that was never sent",
+                            lr.request_id
+                        ),
+                        m.head,
+                    ),
+                    None => self.s.unmatched_replies += 1,
+                }
+            }
+            Message::CancelRequest { .. } => self.s.cancel_requests += 1,
+            Message::CloseConnection => {
+                self.s.close_connections += 1;
+                let conn = self.conns.get(key).expect("live");
+                if !h.version.is_12() && conn.client == Some(d) {
+                    self.finding(
+                        m.first_frame,
+                        label,
+                        "close-from-client",
+                        format!("CloseConnection sent by the client side in GIOP {}: only servers may send it before 1.2", h.version),
+                        m.head,
+                    );
+                }
+            }
+            Message::MessageError => {
+                self.s.message_errors += 1;
+                self.finding(
+                    m.first_frame,
+                    label,
+                    "message-error",
+                    "the peer answered MessageError: it could not parse something sent to it"
+                        .into(),
+                    m.head,
+                );
+            }
+        }
+    }
+
+    fn request(
+        &mut self,
+        key: &(SocketAddr, SocketAddr),
+        d: usize,
+        m: &Decoded,
+        req: Request,
+        label: String,
+    ) {
+        let h = m.frame.header;
+        let op_name = req.header.operation().to_string();
+        let obj_key = req.header.target.object_key().unwrap_or_default();
+        let i = self.op_slot(&op_name, &obj_key);
+        let v = req.version.to_string();
+        let body_len = req.body.bytes.len() as u64;
+        {
+            let st = &mut self.ops[i];
+            if !st.versions.contains(&v) {
+                st.versions.push(v);
+            }
+            st.request_bytes += m.wire_len;
+            st.request_body_bytes += body_len;
+            if req.header.response.expects_reply() {
+                st.calls += 1;
+            } else {
+                st.oneways += 1;
+            }
+        }
+        self.per_second(m.first_ts).requests += 1;
+        // Code set rules.
+        if let Some(ctx) = req.header.contexts.get(1) {
+            if req.version == Version::V1_0 {
+                self.finding(
+                    m.first_frame,
+                    label.clone(),
+                    "codeset-in-1.0",
+                    "CodeSets service context in a GIOP 1.0 request: code sets are not negotiated in 1.0".into(),
+                    m.head.clone(),
+                );
+            }
+            match CodeSetContext::decode(&ctx.data) {
+                Ok(cs) => {
+                    let conn = self.conns.get_mut(key).expect("live");
+                    match conn.code_sets {
+                        Some(prev) if prev != cs => self.finding(
+                            m.first_frame,
+                            label.clone(),
+                            "codeset-changed",
+                            format!(
+                                "CodeSets context changes the connection's code sets from char {:#010x} wchar {:#010x} to char {:#010x} wchar {:#010x}",
+                                prev.char_data, prev.wchar_data, cs.char_data, cs.wchar_data
+                            ),
+                            m.head.clone(),
+                        ),
+                        _ => conn.code_sets = Some(cs),
+                    }
+                }
+                Err(e) => self.finding(
+                    m.first_frame,
+                    label.clone(),
+                    "codeset-context",
+                    e.to_string(),
+                    m.head.clone(),
+                ),
+            }
+        }
+        if h.version.is_12() && !req.body.is_empty() && !req.body.offset.is_multiple_of(8) {
+            self.finding(
+                m.first_frame,
+                label.clone(),
+                "body-alignment",
+                format!(
+                    "GIOP 1.2 request body starts at offset {}, not 8-aligned",
+                    req.body.offset
+                ),
+                m.head.clone(),
+            );
+        }
+        let conn = self.conns.get_mut(key).expect("live");
+        conn.client.get_or_insert(d);
+        let id = req.header.request_id;
+        let connection = conn.id;
+        if req.header.response.expects_reply() {
+            if self.pending_total >= self.cfg.max_pending {
+                // Bounded: the oldest are not known cheaply; count the
+                // request as unanswered rather than grow.
+                self.ops[i].unanswered += 1;
+            } else if conn
+                .pending
+                .insert(
+                    (d, id),
+                    PendingKind::Call {
+                        op: i,
+                        ts: m.first_ts,
+                    },
+                )
+                .is_some()
+            {
+                self.finding(
+                    m.first_frame,
+                    label,
+                    "duplicate-request-id",
+                    format!("request id {id} reused while a request with it awaits its reply"),
+                    m.head.clone(),
+                );
+            } else {
+                self.pending_total += 1;
+            }
+        } else {
+            if conn.oneway_ids.len() > 4096 {
+                conn.oneway_ids.clear();
+            }
+            conn.oneway_ids.insert((d, id), ());
+        }
+        self.observer.request(&RequestEvent {
+            connection,
+            frame: m.first_frame,
+            ts_ns: m.first_ts,
+            request: &req,
+        });
+    }
+
+    fn reply(
+        &mut self,
+        key: &(SocketAddr, SocketAddr),
+        d: usize,
+        m: &Decoded,
+        rep: Reply,
+        label: String,
+    ) {
+        self.per_second(m.last_ts).replies += 1;
+        let conn = self.conns.get_mut(key).expect("live");
+        let id = rep.header.request_id;
+        let connection = conn.id;
+        // A reply to an unknown id is only the peer's fault when every byte
+        // of the other direction was seen and delivered.
+        let from_start = conn.dirs[1 - d].tcp.from_start
+            && conn.dirs[1 - d].tcp.gaps == 0
+            && conn.dirs[1 - d].tcp.held_bytes() == 0;
+        let to_oneway = conn.oneway_ids.contains_key(&(1 - d, id));
+        let mut latency = None;
+        match conn.pending.remove(&(1 - d, id)) {
+            Some(PendingKind::Call { op, ts }) => {
+                self.pending_total -= 1;
+                let ns = m.last_ts.saturating_sub(ts);
+                latency = Some(ns);
+                let st = &mut self.ops[op];
+                st.replies += 1;
+                st.reply_bytes += m.wire_len;
+                st.reply_body_bytes += rep.body.bytes.len() as u64;
+                st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+                *st.statuses
+                    .entry(status_name(rep.header.status).to_string())
+                    .or_default() += 1;
+                let exc = match rep.header.status {
+                    ReplyStatus::SystemException => Some(
+                        rep.system_exception()
+                            .map(|e| e.repo_id.to_string())
+                            .unwrap_or_else(|e| format!("(undecodable system exception: {e})")),
+                    ),
+                    ReplyStatus::UserException => Some(
+                        rep.user_exception_id()
+                            .unwrap_or_else(|e| format!("(undecodable user exception: {e})")),
+                    ),
+                    _ => None,
+                };
+                if let Some(x) = exc {
+                    *st.exceptions.entry(x).or_default() += 1;
+                }
+            }
+            Some(PendingKind::Locate) => {
+                self.pending_total -= 1;
+                self.finding(
+                    m.first_frame,
+                    label,
+                    "reply-to-locate",
+                    format!("Reply to request id {id}, which was a LocateRequest"),
+                    m.head.clone(),
+                );
+            }
+            None if to_oneway => self.finding(
+                m.first_frame,
+                label,
+                "reply-to-oneway",
+                format!("Reply to request id {id}, which was sent oneway (no response expected)"),
+                m.head.clone(),
+            ),
+            None if from_start => self.finding(
+                m.first_frame,
+                label,
+                "reply-unknown-id",
+                format!("Reply to request id {id}, which was never sent on this connection"),
+                m.head.clone(),
+            ),
+            None => self.s.unmatched_replies += 1,
+        }
+        if rep.version.is_12() && !rep.body.is_empty() && !rep.body.offset.is_multiple_of(8) {
+            self.finding(
+                m.first_frame,
+                self.conns.get(key).map(|c| c.label()).unwrap_or_default(),
+                "body-alignment",
+                format!(
+                    "GIOP 1.2 reply body starts at offset {}, not 8-aligned",
+                    rep.body.offset
+                ),
+                m.head.clone(),
+            );
+        }
+        self.observer.reply(&ReplyEvent {
+            connection,
+            frame: m.last_frame,
+            ts_ns: m.last_ts,
+            reply: &rep,
+            latency_ns: latency,
+        });
+    }
+
+    fn close(&mut self, key: (SocketAddr, SocketAddr)) {
+        for d in 0..2 {
+            let Some(c) = self.conns.get_mut(&key) else {
+                return;
+            };
+            let Dir {
+                tcp, giop, last, ..
+            } = &mut c.dirs[d];
+            let (frame, ts) = *last;
+            let events = &mut self.events;
+            tcp.flush(&mut |del| match del {
+                Delivery::Data { pos, bytes } => {
+                    if let Some(g) = giop.as_mut() {
+                        g.data(pos, bytes, frame, ts, events);
+                    }
+                }
+                Delivery::Gap { missing } => {
+                    if let Some(g) = giop.as_mut() {
+                        g.gap(missing)
+                    }
+                }
+            });
+            self.drain_events(&key, d);
+        }
+        let Some(c) = self.conns.remove(&key) else {
+            return;
+        };
+        for dir in &c.dirs {
+            self.s.retransmitted_bytes += dir.tcp.retransmitted_bytes;
+            self.s.out_of_order_segments += dir.tcp.out_of_order_segments;
+            self.s.gaps += dir.tcp.gaps;
+            self.s.missing_bytes += dir.tcp.missing_bytes;
+            if let Some(g) = &dir.giop {
+                self.s.resyncs += g.resyncs;
+                self.s.unframed_bytes += g.skipped_bytes + g.buffered() as u64;
+            }
+        }
+        if !(c.dirs[0].tcp.from_start || c.dirs[1].tcp.from_start) {
+            self.s.mid_stream_connections += 1;
+        }
+        for p in c.pending.values() {
+            if let PendingKind::Call { op, .. } = p {
+                self.ops[*op].unanswered += 1;
+            }
+        }
+        self.pending_total -= c.pending.len();
+        self.observer.closed(c.id);
+    }
+
+    /// End of input: flush every connection and return the summary.
+    pub fn finish(mut self) -> (Summary, O) {
+        let mut keys: Vec<_> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
+        keys.sort();
+        for (_, k) in keys {
+            self.close(k);
+        }
+        self.s.ops = std::mem::take(&mut self.ops);
+        (self.s, self.observer)
+    }
+}

@@ -1,0 +1,58 @@
+//! Passive GIOP analysis of packet captures: pcap and pcapng files are read
+//! as a stream ([`source`]), frames parsed down to TCP ([`net`]), each
+//! direction of each connection reassembled ([`tcp`]) and framed into GIOP
+//! messages ([`stream`]), which the pure GIOP layers decode; [`analysis`]
+//! pairs requests with replies and counts everything. No sockets here:
+//! replay drives a client from the CLI with what an [`analysis::Observer`]
+//! is told.
+//!
+//! ```no_run
+//! let file = std::fs::File::open("capture.pcapng")?;
+//! let summary = iiop_capture::analyze(file, iiop_capture::Config::default())?;
+//! for op in &summary.ops {
+//!     println!("{} {} calls", op.operation, op.calls);
+//! }
+//! # Ok::<(), iiop_capture::CaptureError>(())
+//! ```
+
+pub mod analysis;
+pub mod net;
+pub mod source;
+pub mod stream;
+pub mod synth;
+pub mod tcp;
+
+pub use analysis::{
+    Analyzer, Config, Finding, Observer, OpStats, ReplyEvent, RequestEvent, Summary,
+};
+
+/// Why a capture could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// Opening or reading the file failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Not a pcap/pcapng file, or a damaged one.
+    #[error("capture format: {0}")]
+    Format(String),
+}
+
+/// Analyse one capture read from `input` (streamed).
+pub fn analyze<R: std::io::Read + Send>(input: R, cfg: Config) -> Result<Summary, CaptureError> {
+    let mut a = Analyzer::new(cfg);
+    feed(input, &mut a)?;
+    Ok(a.finish().0)
+}
+
+/// Feed every packet of `input` to `analyzer` (several files may be fed
+/// to one analyzer, in order).
+pub fn feed<R: std::io::Read + Send, O: Observer>(
+    input: R,
+    analyzer: &mut Analyzer<O>,
+) -> Result<u64, CaptureError> {
+    source::for_each_packet(input, |p| {
+        analyzer.packet(p.frame, p.ts_ns, p.linktype, p.data);
+        true
+    })
+}
