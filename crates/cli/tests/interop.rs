@@ -161,15 +161,16 @@ impl Handler for Broken {
     }
 }
 
-#[test]
-fn suite_names_the_broken_operation() {
+/// Our handler wrapped by `wrap`, served on a thread of its own: the IOR,
+/// and a stop that joins the server.
+fn serve_wrapped<H: Handler>(wrap: impl FnOnce(Arc<BenchHandler>) -> H) -> (String, impl FnOnce()) {
     let inner = Arc::new(BenchHandler::new(Skeleton::Typed));
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     std_listener.set_nonblocking(true).unwrap();
     let addr = std_listener.local_addr().unwrap();
     let refs = References::new(&inner, addr);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let h = Arc::new(Broken(inner));
+    let h = Arc::new(wrap(inner));
     let server = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -183,8 +184,17 @@ fn suite_names_the_broken_operation() {
             .await
         })
     });
+    let stop = move || {
+        let _ = stop_tx.send(());
+        server.join().unwrap().unwrap();
+    };
+    (refs.ior.to_string(), stop)
+}
+
+#[test]
+fn suite_names_the_broken_operation() {
+    let (ior, stop) = serve_wrapped(Broken);
     let json = tmp("broken.json");
-    let ior = refs.ior.to_string();
     let code = run(&[
         "interop",
         "--target",
@@ -193,8 +203,7 @@ fn suite_names_the_broken_operation() {
         json.to_str().unwrap(),
         "--quiet",
     ]);
-    let _ = stop_tx.send(());
-    server.join().unwrap().unwrap();
+    stop();
     assert_eq!(code, 1);
     let j = load(&json);
     let failed = cases_with(&j, "fail");
@@ -563,28 +572,8 @@ impl Handler for SwapsUtf16In11Le {
 
 #[test]
 fn a_server_that_swaps_utf16_in_giop_1_1_le_is_named_not_failed() {
-    let inner = Arc::new(BenchHandler::new(Skeleton::Typed));
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    std_listener.set_nonblocking(true).unwrap();
-    let addr = std_listener.local_addr().unwrap();
-    let refs = References::new(&inner, addr);
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let h = Arc::new(SwapsUtf16In11Le(inner));
-    let server = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let l = tokio::net::TcpListener::from_std(std_listener).unwrap();
-            serve(l, h, ServerConfig::default(), async {
-                let _ = stop_rx.await;
-            })
-            .await
-        })
-    });
+    let (ior, stop) = serve_wrapped(SwapsUtf16In11Le);
     let json = tmp("swap11.json");
-    let ior = refs.ior.to_string();
     let code = run(&[
         "interop",
         "--target",
@@ -594,8 +583,7 @@ fn a_server_that_swaps_utf16_in_giop_1_1_le_is_named_not_failed() {
         json.to_str().unwrap(),
         "--quiet",
     ]);
-    let _ = stop_tx.send(());
-    server.join().unwrap().unwrap();
+    stop();
     let j = load(&json);
     assert_eq!(code, 0, "{:?}", cases_with(&j, "fail"));
     let cases = j["cases"].as_array().unwrap();
