@@ -10,6 +10,8 @@
 //! are missing the tests SKIP with a printed reason, unless `CI` is set
 //! (there they are installed and built first, so missing is a failure).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -39,22 +41,7 @@ fn bench_idl() -> PathBuf {
 /// Whether the vendor's programs are built; prints the skip reason, or
 /// panics under CI.
 fn available(orb: &str) -> bool {
-    let out = Command::new(root().join(format!("scripts/orbs/{orb}/status")))
-        .output()
-        .expect("status script runs");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    if text.lines().any(|l| l == "built=yes") {
-        return true;
-    }
-    let reason = format!(
-        "{orb} is not built here ({})",
-        text.replace('\n', " ").trim()
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{reason}: under CI the vendor ORBs must be installed and built first");
-    }
-    eprintln!("SKIP: {reason}; run scripts/orbs/{orb}/install and scripts/orbs/{orb}/build");
-    false
+    common::vendor_built("idl_vendor", orb, true)
 }
 
 /// A child process killed (by its id) and reaped on drop.

@@ -4,6 +4,8 @@
 //! the ours × omniORB × JacORB matrix when those ORBs are built (skipped
 //! with a reason outside CI, a failure in CI).
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -393,29 +395,9 @@ fn code_sets_in_a_multiple_components_profile_are_used() {
 
 /// Whether omniORB and JacORB are built here; in CI they must be.
 fn vendors_ready() -> bool {
-    let mut missing = Vec::new();
-    for orb in ["omniorb", "jacorb"] {
-        let s = iiopbench::cmd_orbs::status(orb);
-        if !(s.installed && s.built) {
-            missing.push(format!("{orb}: {}", s.detail));
-        }
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let ci = std::env::var("CI")
-        .map(|v| !v.is_empty() && v != "false")
-        .unwrap_or(false);
-    assert!(
-        !ci,
-        "CI is set but vendor ORBs are not built ({}); scripts/test must build them",
-        missing.join("; ")
-    );
-    eprintln!(
-        "SKIPPED interop matrix: {} (run scripts/orbs/omniorb/build and scripts/orbs/jacorb/build)",
-        missing.join("; ")
-    );
-    false
+    ["omniorb", "jacorb"]
+        .iter()
+        .all(|orb| common::vendor_built("interop matrix", orb, true))
 }
 
 #[test]

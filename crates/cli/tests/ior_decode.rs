@@ -8,6 +8,8 @@
 //! vendor servers are required under `CI` (scripts/test installs and
 //! builds them); elsewhere a test without them is SKIPPED with a reason.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -25,12 +27,6 @@ fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("iiopbench-ior-{}-{name}", std::process::id()))
 }
 
-fn ci() -> bool {
-    std::env::var("CI")
-        .map(|v| !v.is_empty() && v != "false")
-        .unwrap_or(false)
-}
-
 /// `catior`, if installed; panics under CI when it is not.
 fn catior_installed() -> bool {
     let found = Command::new("sh")
@@ -39,12 +35,9 @@ fn catior_installed() -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !found {
-        assert!(
-            !ci(),
-            "catior is not installed: under CI scripts/install-deps must install omniORB's tools"
-        );
-        eprintln!(
-            "SKIPPED: catior is not installed (Debian package omniorb; scripts/install-deps)"
+        common::skip_or_fail(
+            "ior_decode",
+            "catior is not installed (Debian package omniorb; scripts/install-deps)",
         );
     }
     found
@@ -52,17 +45,7 @@ fn catior_installed() -> bool {
 
 /// Whether `orb`'s server is built; panics under CI when it is not.
 fn vendor_available(orb: &str) -> bool {
-    let s = iiopbench::cmd_orbs::status(orb);
-    if s.installed && s.built {
-        return true;
-    }
-    let reason = format!("{orb} is not built here ({})", s.detail);
-    assert!(
-        !ci(),
-        "{reason}: under CI the vendor ORBs must be installed and built first"
-    );
-    eprintln!("SKIPPED: {reason}; run scripts/orbs/{orb}/install and scripts/orbs/{orb}/build");
-    false
+    common::vendor_built("ior_decode", orb, true)
 }
 
 /// Run the iiopbench binary; returns (exit code, stdout, stderr).

@@ -7,6 +7,8 @@
 //! runs in-process; the server and client it starts inside the namespaces
 //! are the built binary (`IIOPBENCH_EXE`).
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,31 +30,11 @@ fn root_or_skip(test: &str) -> bool {
     if is_root() {
         return true;
     }
-    skip_or_fail(
+    common::skip_or_fail(
         test,
         "not root (the lab needs CAP_NET_ADMIN; run the tests as root, as scripts/test does)",
     );
     false
-}
-
-/// A prerequisite of `test` is missing. Under `CI=true` (or `1`) that is a
-/// failure; elsewhere prints `SKIP <test>: <reason>` and appends that line
-/// to the file named by `IIOPBENCH_SKIP_LOG` when set (scripts/test lists
-/// them).
-fn skip_or_fail(test: &str, reason: &str) {
-    if matches!(std::env::var("CI").as_deref(), Ok("true" | "1")) {
-        panic!("CI is set but {reason}");
-    }
-    let line = format!("SKIP {test}: {reason}");
-    eprintln!("{line}");
-    if let Some(log) = std::env::var_os("IIOPBENCH_SKIP_LOG") {
-        use std::io::Write;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log);
-        let _ = file.and_then(|mut f| writeln!(f, "{line}"));
-    }
 }
 
 fn our_namespaces() -> Vec<String> {
@@ -211,7 +193,7 @@ fn lab_as_non_root_fails_with_one_line() {
         return;
     }
     if Command::new("setpriv").arg("--version").output().is_err() {
-        skip_or_fail(
+        common::skip_or_fail(
             test,
             "setpriv is not installed (Debian's util-linux; it drops to uid 65534)",
         );

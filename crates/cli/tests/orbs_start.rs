@@ -10,6 +10,8 @@
 //! missing vendor is a failure). TAO, which needs an ACE+TAO build of the
 //! user's own, is run only when it is built and never required.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -29,26 +31,10 @@ fn tmp(name: &str) -> PathBuf {
     ))
 }
 
-fn ci() -> bool {
-    std::env::var("CI")
-        .map(|v| !v.is_empty() && v != "false")
-        .unwrap_or(false)
-}
-
 /// Whether `orb`'s server is built; prints the skip reason, or panics
 /// under CI when `required`.
 fn available(orb: &str, required: bool) -> bool {
-    let s = iiopbench::cmd_orbs::status(orb);
-    if s.installed && s.built {
-        return true;
-    }
-    let reason = format!("{orb} is not built here ({})", s.detail);
-    assert!(
-        !(required && ci()),
-        "{reason}: under CI the vendor ORBs must be installed and built first"
-    );
-    eprintln!("SKIPPED: {reason}; run scripts/orbs/{orb}/install and scripts/orbs/{orb}/build");
-    false
+    common::vendor_built("orbs_start", orb, required)
 }
 
 /// `iiopbench orbs start ORB` (no --port), terminated and reaped on drop.

@@ -1,0 +1,50 @@
+//! What a CLI test does when something it needs is missing (a vendor ORB,
+//! a Debian tool, root): under CI a failure naming what and how to
+//! install it; elsewhere a `SKIP <test>: <reason>` line on stderr, also
+//! appended to `$IIOPBENCH_SKIP_LOG`, which scripts/test lists grouped by
+//! reason. Each test binary uses part of this.
+#![allow(dead_code)]
+
+/// Whether CI is set (`CI=true`, `1`, or any value but `false`/`0`).
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "false" | "0"))
+}
+
+/// `test` cannot run for `reason`: panics under CI, else says so.
+pub fn skip_or_fail(test: &str, reason: &str) {
+    assert!(!ci(), "{test}: CI is set but {reason}");
+    skip(test, reason);
+}
+
+/// `test` is skipped for `reason`, CI or not (an optional prerequisite).
+pub fn skip(test: &str, reason: &str) {
+    let line = format!("SKIP {test}: {reason}");
+    eprintln!("{line}");
+    if let Some(log) = std::env::var_os("IIOPBENCH_SKIP_LOG") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        let _ = file.and_then(|mut f| writeln!(f, "{line}"));
+    }
+}
+
+/// Whether `orb`'s programs are installed and built here; when not,
+/// [`skip_or_fail`] (`required`) or [`skip`].
+pub fn vendor_built(test: &str, orb: &str, required: bool) -> bool {
+    let s = iiopbench::cmd_orbs::status(orb);
+    if s.installed && s.built {
+        return true;
+    }
+    let reason = format!(
+        "{orb} is not built here ({}); run scripts/orbs/{orb}/install and scripts/orbs/{orb}/build",
+        s.detail
+    );
+    if required {
+        skip_or_fail(test, &reason);
+    } else {
+        skip(test, &reason);
+    }
+    false
+}
