@@ -16,7 +16,7 @@ use bytes::BytesMut;
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
 use iiop_benches::*;
-use iiop_cdr::{FixedLayout, Reader, TypeCode, Value, Writer};
+use iiop_cdr::{CharCodeSet, FixedLayout, Options, Reader, TcStruct, TypeCode, Value, Writer};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -112,6 +112,47 @@ fn fixed_case<T: FixedLayout>(
     }
 }
 
+/// Encode and decode a struct sequence through the checked fast path the
+/// servers use (layout from the TypeCode; serde's char and boolean checks),
+/// under both char code sets: compare with the unchecked `*_fixed` cases.
+fn checked_case<T: TcStruct>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    ty: &str,
+    value: &[T],
+    wire_bytes: usize,
+) {
+    g.throughput(Throughput::Bytes(wire_bytes as u64));
+    for (order, oname) in orders() {
+        for (cs, csname) in [(CharCodeSet::Latin1, "latin1"), (CharCodeSet::Utf8, "utf8")] {
+            let opts = Options {
+                char_set: cs,
+                ..Options::default()
+            };
+            let mut buf = BytesMut::with_capacity(wire_bytes + 64);
+            g.bench_function(format!("encode_checked/{ty}/{oname}/{csname}"), |b| {
+                b.iter(|| {
+                    buf.clear();
+                    iiop_cdr::write_struct_seq(
+                        &mut Writer::new(&mut buf, order).options(opts),
+                        black_box(value),
+                    )
+                    .expect("encodes");
+                    black_box(&buf);
+                })
+            });
+            g.bench_function(format!("decode_checked/{ty}/{oname}/{csname}"), |b| {
+                b.iter(|| {
+                    let v: Vec<T> = iiop_cdr::read_struct_seq(
+                        &mut Reader::new(black_box(&buf[..]), order).options(opts),
+                    )
+                    .expect("decodes");
+                    black_box(v);
+                })
+            });
+        }
+    }
+}
+
 /// Encode and decode through a run-time TypeCode (the DII/DSI analogue).
 fn dynamic_case<T: Serialize>(
     g: &mut BenchmarkGroup<'_, WallTime>,
@@ -161,6 +202,7 @@ fn cdr(c: &mut Criterion) {
     let p = perf_structs();
     static_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
     fixed_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
+    checked_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
     use iiop_servers::bench::{elements::Elem, types::seq_typecode};
     dynamic_case(
         &mut g,
