@@ -151,6 +151,44 @@ struct Route {
     forwarded_to: Option<Ior>,
 }
 
+impl Route {
+    /// One request on this route (no forward followed).
+    async fn exchange<G>(
+        &self,
+        op: &str,
+        response: ResponseMode,
+        body: &G,
+    ) -> Result<Option<Reply>, ClientError>
+    where
+        G: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        match &self.link {
+            Link::Reactor(c) => c.request(&self.target, op, response, body).await,
+            Link::Read(b) => lock(b).request(&self.target, op, response, body),
+        }
+    }
+
+    /// A reply's NO_EXCEPTION body, or its exception naming this peer.
+    fn reply_result(&self, reply: Reply) -> Result<Body, ClientError> {
+        reply_result_from(&self.addr, reply)
+    }
+
+    /// Decode a reply body from this peer with its options; an error
+    /// names the operation and the peer.
+    fn decode<T>(
+        &self,
+        op: &str,
+        body: &Body,
+        f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
+    ) -> Result<T, BenchError> {
+        f(&mut body.reader(self.opts)).map_err(|source| BenchError::Decode {
+            op: op.to_string(),
+            peer: self.addr.clone(),
+            source,
+        })
+    }
+}
+
 /// What the clones of one client share.
 #[derive(Debug)]
 struct Shared {
@@ -298,6 +336,24 @@ impl BenchClient {
         })
     }
 
+    /// Follow the forward `reply` from `from` carries, as hop number `hop`
+    /// of the call (refused past `max_forwards`).
+    async fn follow_reply(&self, from: &Route, reply: &Reply, hop: u32) -> Result<(), BenchError> {
+        if hop > self.shared.cfg.max_forwards {
+            return Err(self.too_many(from));
+        }
+        let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
+            addr: from.addr.clone(),
+            error,
+        })?;
+        let status = if reply.header.status == ReplyStatus::LocationForwardPerm {
+            "LOCATION_FORWARD_PERM"
+        } else {
+            "LOCATION_FORWARD"
+        };
+        self.follow(from, status, &ior).await
+    }
+
     /// Have a [`Wait::Read`] connection fail its call (and close) when
     /// `abort` returns true while it waits; no effect on the runtime's.
     /// Connections opened later to follow a forward get it too.
@@ -398,13 +454,9 @@ impl BenchClient {
         if self.route().confirmed.load(Ordering::Relaxed) {
             return Ok(());
         }
-        self.send(
-            "_non_existent",
-            ResponseMode::Twoway,
-            |_: &mut Writer<'_>| Ok(()),
-        )
-        .await?;
-        Ok(())
+        self.send("_non_existent", ResponseMode::Twoway, |_| Ok(()))
+            .await
+            .map(drop)
     }
 
     /// A request to the target with any operation, body and response mode:
@@ -420,50 +472,47 @@ impl BenchClient {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        if response != ResponseMode::Twoway {
-            self.resolve().await?;
-        }
-        self.send(op, response, body).await
+        self.send(op, response, body).await.map(|(_, r)| r)
     }
 
+    /// The request, following forwards; with the route the answer came
+    /// from (one look at the shared route per attempt). A oneway cannot be
+    /// forwarded (no reply comes back), so where no reply has confirmed the
+    /// object's location yet a `_non_existent` goes first.
     async fn send<F>(
         &self,
         op: &str,
         response: ResponseMode,
         body: F,
-    ) -> Result<Option<Reply>, BenchError>
+    ) -> Result<(Arc<Route>, Option<Reply>), BenchError>
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let mut hops = 0;
         loop {
             let route = self.route();
-            let r = match &route.link {
-                Link::Reactor(c) => c.request(&route.target, op, response, &body).await,
-                Link::Read(b) => lock(b).request(&route.target, op, response, &body),
-            }?;
+            let probe =
+                response != ResponseMode::Twoway && !route.confirmed.load(Ordering::Relaxed);
+            let r = if probe {
+                let nothing = |_: &mut Writer<'_>| Ok(());
+                route
+                    .exchange("_non_existent", ResponseMode::Twoway, &nothing)
+                    .await?
+            } else {
+                route.exchange(op, response, &body).await?
+            };
             match r {
                 Some(reply) if is_forward(reply.header.status) => {
                     hops += 1;
-                    if hops > self.shared.cfg.max_forwards {
-                        return Err(self.too_many(&route));
-                    }
-                    let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
-                        addr: route.addr.clone(),
-                        error,
-                    })?;
-                    let status = if reply.header.status == ReplyStatus::LocationForwardPerm {
-                        "LOCATION_FORWARD_PERM"
-                    } else {
-                        "LOCATION_FORWARD"
-                    };
-                    self.follow(&route, status, &ior).await?;
+                    self.follow_reply(&route, &reply, hops).await?;
                 }
                 Some(reply) => {
                     route.confirmed.store(true, Ordering::Relaxed);
-                    return Ok(Some(reply));
+                    if !probe {
+                        return Ok((route, Some(reply)));
+                    }
                 }
-                None => return Ok(None),
+                None => return Ok((route, None)),
             }
         }
     }
@@ -520,6 +569,30 @@ impl BenchClient {
     /// bytes: the client moves to the new location (prepare again) and the
     /// call fails, naming the hop.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, BenchError> {
+        self.send_prepared_at(p).await.map(|(_, r)| r)
+    }
+
+    /// [`send_prepared`](Self::send_prepared), then the NO_EXCEPTION body
+    /// decoded by `f` (`None` for a oneway); an exception or an
+    /// undecodable body is an error naming `op` and the peer.
+    pub async fn send_prepared_decoded<T>(
+        &self,
+        p: &Prepared,
+        op: &str,
+        f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
+    ) -> Result<Option<T>, BenchError> {
+        let (route, reply) = self.send_prepared_at(p).await?;
+        let Some(reply) = reply else {
+            return Ok(None);
+        };
+        let body = route.reply_result(reply)?;
+        route.decode(op, &body, f).map(Some)
+    }
+
+    async fn send_prepared_at(
+        &self,
+        p: &Prepared,
+    ) -> Result<(Arc<Route>, Option<Reply>), BenchError> {
         let route = self.route();
         let r = match &route.link {
             Link::Reactor(c) => c.send_prepared(p).await,
@@ -527,25 +600,21 @@ impl BenchClient {
         }?;
         match r {
             Some(reply) if is_forward(reply.header.status) => {
-                let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
-                    addr: route.addr.clone(),
-                    error,
-                })?;
-                self.follow(&route, "LOCATION_FORWARD", &ior).await?;
+                self.follow_reply(&route, &reply, 1).await?;
                 let hop = self.forwards().last().map(|h| h.to_string());
                 Err(BenchError::Reference(format!(
                     "a request prepared for reuse was forwarded ({}): prepare it again",
                     hop.unwrap_or_default()
                 )))
             }
-            other => Ok(other),
+            other => Ok((route, other)),
         }
     }
 
     /// A reply's NO_EXCEPTION body, or its exception as an error naming
     /// the peer.
     pub fn reply_result(&self, reply: Reply) -> Result<Body, ClientError> {
-        reply_result_from(&self.route().addr, reply)
+        self.route().reply_result(reply)
     }
 
     /// A twoway call: the NO_EXCEPTION body, or the exception as an error.
@@ -553,11 +622,32 @@ impl BenchClient {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let reply = self
-            .request(op, ResponseMode::Twoway, body)
-            .await?
-            .ok_or(ClientError::LocallyClosed)?;
-        Ok(self.reply_result(reply)?)
+        self.call_at(op, body).await.map(|(_, b)| b)
+    }
+
+    /// [`call`](Self::call), then the body decoded by `f` with the options
+    /// of the connection that answered; an error names `op` and the peer.
+    pub async fn call_decoded<F, T>(
+        &self,
+        op: &str,
+        body: F,
+        f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
+    ) -> Result<T, BenchError>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let (route, b) = self.call_at(op, body).await?;
+        route.decode(op, &b, f)
+    }
+
+    async fn call_at<F>(&self, op: &str, body: F) -> Result<(Arc<Route>, Body), BenchError>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let (route, reply) = self.send(op, ResponseMode::Twoway, body).await?;
+        let reply = reply.ok_or(ClientError::LocallyClosed)?;
+        let b = route.reply_result(reply)?;
+        Ok((route, b))
     }
 
     /// A oneway call (returns once queued).
@@ -577,12 +667,7 @@ impl BenchClient {
         body: &Body,
         f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
     ) -> Result<T, BenchError> {
-        let route = self.route();
-        f(&mut body.reader(route.opts)).map_err(|source| BenchError::Decode {
-            op: op.to_string(),
-            peer: route.addr.clone(),
-            source,
-        })
+        self.route().decode(op, body, f)
     }
 
     /// `ping()`.
@@ -597,9 +682,9 @@ impl BenchClient {
 
     /// `get_stats()`.
     pub async fn stats(&self) -> Result<StatsWire, BenchError> {
-        let b = self.call("get_stats", |_| Ok(())).await?;
         #[allow(clippy::redundant_closure)] // the closure is needed for the higher-ranked lifetime
-        self.decode("get_stats", &b, |r| iiop_cdr::from_reader(r))
+        self.call_decoded("get_stats", |_| Ok(()), |r| iiop_cdr::from_reader(r))
+            .await
     }
 
     /// `oneway mark(n)`.
@@ -613,39 +698,37 @@ impl BenchClient {
 
     /// `work(us, dist, kind)`: microseconds the server spent.
     pub async fn work(&self, us: f64, dist: Dist, kind: Kind) -> Result<f64, BenchError> {
-        let b = self
-            .call("work", |w| {
-                w.write_f64(us);
-                w.write_u32(dist as u32);
-                w.write_u32(kind as u32);
-                Ok(())
-            })
-            .await?;
-        self.decode("work", &b, |r| r.read_f64())
+        let args = |w: &mut Writer<'_>| {
+            w.write_f64(us);
+            w.write_u32(dist as u32);
+            w.write_u32(kind as u32);
+            Ok(())
+        };
+        self.call_decoded("work", args, |r| r.read_f64()).await
     }
 
     /// `get_single(i)`.
     pub async fn get_single(&self, i: u32) -> Result<Ior, BenchError> {
-        let b = self
-            .call("get_single", |w| {
-                w.write_u32(i);
-                Ok(())
-            })
-            .await?;
-        Ior::decode(&mut b.reader(self.options()))
-            .map_err(|e| BenchError::Reference(format!("get_single reply: {e}")))
+        let args = |w: &mut Writer<'_>| {
+            w.write_u32(i);
+            Ok(())
+        };
+        let (route, b) = self.call_at("get_single", args).await?;
+        Ior::decode(&mut b.reader(route.opts)).map_err(|e| {
+            BenchError::Reference(format!("get_single reply from {}: {e}", route.addr))
+        })
     }
 
     /// `_is_a(id)`.
     pub async fn is_a(&self, id: &str) -> Result<bool, BenchError> {
-        let b = self.call("_is_a", |w| w.write_string(id)).await?;
-        self.decode("_is_a", &b, |r| r.read_bool())
+        self.call_decoded("_is_a", |w| w.write_string(id), |r| r.read_bool())
+            .await
     }
 
     /// `_non_existent()`.
     pub async fn non_existent(&self) -> Result<bool, BenchError> {
-        let b = self.call("_non_existent", |_| Ok(())).await?;
-        self.decode("_non_existent", &b, |r| r.read_bool())
+        self.call_decoded("_non_existent", |_| Ok(()), |r| r.read_bool())
+            .await
     }
 
     /// A payload operation (static path): `send_oneway_T`, `send_T` or
@@ -682,10 +765,10 @@ impl BenchClient {
         match mode {
             CallMode::Oneway => self.oneway(op, encode).await.map(|_| None),
             CallMode::Twoway => self.call(op, encode).await.map(|_| None),
-            CallMode::Echo => {
-                let b = self.call(op, encode).await?;
-                self.decode(op, &b, |r| Payload::decode(elem, r)).map(Some)
-            }
+            CallMode::Echo => self
+                .call_decoded(op, encode, |r| Payload::decode(elem, r))
+                .await
+                .map(Some),
         }
     }
 
@@ -701,10 +784,10 @@ impl BenchClient {
         match mode {
             CallMode::Oneway => self.oneway(op, |w| v.encode(tc, w)).await.map(|_| None),
             CallMode::Twoway => self.call(op, |w| v.encode(tc, w)).await.map(|_| None),
-            CallMode::Echo => {
-                let b = self.call(op, |w| v.encode(tc, w)).await?;
-                self.decode(op, &b, |r| Value::decode(tc, r)).map(Some)
-            }
+            CallMode::Echo => self
+                .call_decoded(op, |w| v.encode(tc, w), |r| Value::decode(tc, r))
+                .await
+                .map(Some),
         }
     }
 

@@ -163,16 +163,16 @@ async fn call_once(
             _ => Ok(()),
         },
         Sender::Prepared(prep, p) => {
-            let reply = c.send_prepared(prep).await?;
-            let Some(r) = reply else { return Ok(()) };
-            let body = c.reply_result(r)?;
-            if mode == CallMode::Echo {
-                let back = c.decode(elem.op_name(mode), &body, |r| Payload::decode(elem, r))?;
-                if &back != p {
-                    return Err(mismatch());
-                }
+            let echo = mode == CallMode::Echo;
+            let back = c
+                .send_prepared_decoded(prep, elem.op_name(mode), |r| {
+                    echo.then(|| Payload::decode(elem, r)).transpose()
+                })
+                .await?;
+            match back.flatten() {
+                Some(back) if &back != p => Err(mismatch()),
+                _ => Ok(()),
             }
-            Ok(())
         }
     }
 }

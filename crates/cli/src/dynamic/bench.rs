@@ -90,12 +90,10 @@ impl IdlCall {
 
 /// One call of a prepared request; with `check`, the reply is decoded.
 async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<(), BenchError> {
-    let Some(reply) = c.send_prepared(p).await? else {
-        return Ok(());
-    };
-    let body = c.reply_result(reply)?;
-    if let Some(sig) = check {
-        c.decode(&sig.name, &body, |r| {
+    let op = check.map_or("", |sig| sig.name.as_str());
+    c.send_prepared_decoded(p, op, |r| match check {
+        None => Ok(()),
+        Some(sig) => {
             if !sig.returns_void() {
                 iiop_cdr::Value::decode(&sig.result, r)?;
             }
@@ -103,9 +101,10 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
                 iiop_cdr::Value::decode(&p.tc, r)?;
             }
             r.expect_end()
-        })?;
-    }
-    Ok(())
+        }
+    })
+    .await
+    .map(drop)
 }
 
 /// Per-connection state shared by its callers.
