@@ -744,19 +744,7 @@ impl<O: Observer> Analyzer<O> {
                 *st.statuses
                     .entry(status_name(rep.header.status).to_string())
                     .or_default() += 1;
-                let exc = match rep.header.status {
-                    ReplyStatus::SystemException => Some(
-                        rep.system_exception()
-                            .map(|e| e.repo_id.to_string())
-                            .unwrap_or_else(|e| format!("(undecodable system exception: {e})")),
-                    ),
-                    ReplyStatus::UserException => Some(
-                        rep.user_exception_id()
-                            .unwrap_or_else(|e| format!("(undecodable user exception: {e})")),
-                    ),
-                    _ => None,
-                };
-                if let Some(x) = exc {
+                if let Some(x) = exception_name(&rep) {
                     *st.exceptions.entry(x).or_default() += 1;
                 }
             }
@@ -865,5 +853,22 @@ impl<O: Observer> Analyzer<O> {
         }
         self.s.ops = std::mem::take(&mut self.ops);
         (self.s, self.observer)
+    }
+}
+
+/// The repository id of the exception a reply carries (`None` for other
+/// statuses); an undecodable one is named as such.
+pub fn exception_name(rep: &Reply) -> Option<String> {
+    match rep.header.status {
+        ReplyStatus::SystemException => Some(
+            rep.system_exception()
+                .map(|e| e.repo_id.to_string())
+                .unwrap_or_else(|e| format!("(undecodable system exception: {e})")),
+        ),
+        ReplyStatus::UserException => Some(
+            rep.user_exception_id()
+                .unwrap_or_else(|e| format!("(undecodable user exception: {e})")),
+        ),
+        _ => None,
     }
 }

@@ -229,11 +229,8 @@ impl GiopStream {
         // Key of a fragmented message: 1.2 request id (after the header,
         // first in Request/Reply/Locate* and in Fragment headers).
         let key = |p: &[u8]| -> Option<u32> {
-            let b: [u8; 4] = p.get(HEADER_LEN..HEADER_LEN + 4)?.try_into().ok()?;
-            Some(match h.order {
-                iiop_cdr::ByteOrder::Big => u32::from_be_bytes(b),
-                iiop_cdr::ByteOrder::Little => u32::from_le_bytes(b),
-            })
+            let b = p.get(HEADER_LEN..HEADER_LEN + 4)?;
+            Some(<u32 as iiop_cdr::Primitive>::from_wire(b, h.order))
         };
         let frag_key = if h.version.is_12() { key(piece) } else { None };
         let is_fragment = h.msg_type == MsgType::Fragment;

@@ -20,7 +20,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use bytes::Bytes;
 use clap::Args;
 use iiop_capture::analysis::{new_histogram, Observer, ReplyEvent, RequestEvent};
@@ -143,18 +142,6 @@ struct Collect {
     in_flight: HashMap<u64, usize>,
 }
 
-fn exception_of(r: &Reply) -> Option<String> {
-    match r.header.status {
-        ReplyStatus::SystemException => Some(
-            r.system_exception()
-                .map(|e| e.repo_id.to_string())
-                .unwrap_or_default(),
-        ),
-        ReplyStatus::UserException => Some(r.user_exception_id().unwrap_or_default()),
-        _ => None,
-    }
-}
-
 impl Observer for Collect {
     fn request(&mut self, ev: &RequestEvent<'_>) {
         let r = ev.request;
@@ -192,7 +179,7 @@ impl Observer for Collect {
             }
             self.reqs[i].reply = Some(CapReply {
                 status: r.header.status,
-                exception: exception_of(r),
+                exception: iiop_capture::analysis::exception_name(r),
                 body: r.body.clone(),
                 latency_ns: ev.latency_ns,
             });
@@ -384,17 +371,6 @@ fn compare_bodies(
     )))
 }
 
-fn read_reference(s: &str) -> anyhow::Result<String> {
-    let t = s.trim();
-    if t.starts_with("IOR:") || t.starts_with("corbaloc:") || t.starts_with("corbaname:") {
-        return Ok(t.to_string());
-    }
-    Ok(std::fs::read_to_string(t)
-        .with_context(|| format!("--target {t}: not a reference and not a readable file"))?
-        .trim()
-        .to_string())
-}
-
 #[derive(Debug, Default)]
 struct OpReport {
     operation: String,
@@ -420,10 +396,7 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
     if reqs.is_empty() {
         anyhow::bail!("{}: no GIOP requests in the capture", o.file.display());
     }
-    let reference = read_reference(&o.target)?;
-    let target: Target = reference
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+    let target = Target::load(&o.target).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -552,11 +525,11 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
                         format!("status {:?}, captured {:?}", rep.header.status, cap.status),
                         e,
                     );
-                } else if cap.exception != exception_of(rep) {
+                } else if cap.exception != iiop_capture::analysis::exception_name(rep) {
                     diff(
                         format!(
                             "exception {:?}, captured {:?}",
-                            exception_of(rep),
+                            iiop_capture::analysis::exception_name(rep),
                             cap.exception
                         ),
                         e,

@@ -439,11 +439,7 @@ impl Suite {
             c.close();
             return;
         }
-        let hops = chain
-            .iter()
-            .map(|h| h.to_string())
-            .collect::<Vec<_>>()
-            .join("; then ");
+        let hops = chain_text(&chain);
         self.push(Check::new("reference: forwards", "locate").set(
             Verdict::Note,
             format!(
@@ -1114,13 +1110,15 @@ fn hops_text(c: &BenchClient) -> String {
     if hops.is_empty() {
         return String::new();
     }
-    format!(
-        " after {} (allowed)",
-        hops.iter()
-            .map(|h| h.to_string())
-            .collect::<Vec<_>>()
-            .join("; then ")
-    )
+    format!(" after {} (allowed)", chain_text(&hops))
+}
+
+/// Forwards in order: `A; then B`.
+fn chain_text(hops: &[iiop_servers::client::Hop]) -> String {
+    hops.iter()
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()
+        .join("; then ")
 }
 
 /// Timeouts and sizes chosen from a peer's measured echo rate.
