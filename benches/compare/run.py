@@ -83,7 +83,8 @@ def omni_client(ior, cpus, args):
 
 
 def ours(cpus, args, wait):
-    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + ["--wait-strategy", wait, "--quiet", "--json", "-"]))
+    # One run per call: this script interleaves its own repetitions.
+    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + ["--runs", "1", "--wait-strategy", wait, "--quiet", "--json", "-"]))
     r = json.loads(out)
     WAITED.setdefault(wait, set()).add(r["params"].get("wait_strategy", "?"))
     return r

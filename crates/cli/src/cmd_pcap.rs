@@ -224,6 +224,7 @@ pub fn to_results(s: &Summary, files: &[PathBuf]) -> anyhow::Result<Results> {
         params,
         cases,
         fits: Vec::new(),
+        quality: None,
         outcome: Outcome {
             complete: true,
             failure: (total_findings > 0)

@@ -678,6 +678,7 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
             params,
             cases,
             fits: Vec::new(),
+            quality: None,
             outcome: Outcome {
                 complete: true,
                 failure: (total_diffs > 0)

@@ -63,7 +63,7 @@ fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
 /// Run `bench tcp`; always returns the results (possibly partial) and the
 /// error that stopped it, if any.
 pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
-    let cpus = match Cpus::resolve(&o.placement) {
+    let cpus = match Cpus::resolve(&o.placement, o.target.is_none()) {
         Ok(c) => c,
         Err(e) => return (empty(o), Some(e)),
     };
@@ -101,8 +101,30 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
         let waiting = waiting(o, &r.placement.relation)?;
         waiting.record(&mut r.params);
         let addr = addr?;
-        cpus.pin_client()?;
-        measure(o, addr, sock, waiting.spin, &mut r.cases)
+        let server_pids =
+            if embedded.is_none() && crate::bench::session::is_loopback(&addr.ip().to_string()) {
+                crate::procnet::listening_pids(addr.port())
+            } else {
+                Vec::new()
+            };
+        let watch = crate::bench::session::start_watch(&server_pids);
+        let _pinned = cpus.pin_client()?;
+        let tid = crate::bench::session::gettid();
+        let runs = o
+            .placement
+            .runs
+            .unwrap_or_else(|| crate::bench::session::default_runs("tcp"));
+        crate::bench::session::repeat(runs, &mut r, watch.as_ref(), &server_pids, tid, |rr| {
+            measure(
+                o,
+                addr,
+                sock,
+                waiting.spin,
+                &mut rr.cases,
+                watch.as_ref(),
+                &server_pids,
+            )
+        })
     })()
     .err();
     r.outcome.complete = err.is_none();
@@ -148,24 +170,33 @@ fn measure(
     sock: SocketOpts,
     spin: Option<Duration>,
     cases: &mut Vec<Case>,
+    watch: Option<&crate::noise::ThreadWatch>,
+    server_pids: &[u32],
 ) -> anyhow::Result<()> {
+    use crate::bench::session::CaseWatch;
     let max = o.min_duration.max(Duration::from_secs(1)) * 30;
     let progress = Progress::new(o.output.quiet);
     for &size in &o.size.0 {
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
             let p = progress.case(&format!("tcp stream {}", format_size(size)));
+            let w = CaseWatch::start(watch, server_pids);
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.stream(size as usize, o.total, o.min_duration, max)?;
-            cases.push(stream_case(&run, size));
+            let mut case = stream_case(&run, size);
+            w.finish(&mut case);
+            cases.push(case);
             p.done();
         }
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
             let p = progress.case(&format!("tcp pingpong {}", format_size(size)));
+            let w = CaseWatch::start(watch, server_pids);
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
-            cases.push(pingpong_case(&run, size));
+            let mut case = pingpong_case(&run, size);
+            w.finish(&mut case);
+            cases.push(case);
             p.done();
         }
     }

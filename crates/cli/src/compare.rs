@@ -13,7 +13,15 @@
 //! - throughput, one sample per case: the difference must exceed a
 //!   threshold: 3 × the case's relative standard deviation over repeated
 //!   runs given with `--runs` (at least 1 %), else `--noise` (default
-//!   10 %, the spread of repeated loopback runs on a shared 2-core host).
+//!   10 %, the spread of repeated loopback runs on a shared 2-core host);
+//! - a case measured as several runs (`bench … --runs N`, schema 2) has a
+//!   95 % interval across runs for throughput and each percentile: then
+//!   B is `faster`/`slower` only when the two intervals do not overlap
+//!   (and, for latency, the means differ by at least `--min-effect`).
+//!
+//! Results whose placements differ (client and server CPUs) are not
+//! compared unless `--mixed-placement` is given: placement moves a
+//! loopback round trip by 4x, more than any ORB does.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -50,6 +58,10 @@ pub struct CompareOpts {
     /// Use only B's cases of this target.
     #[arg(long, value_name = "LABEL")]
     pub b_target: Option<String>,
+    /// Compare even when A and B ran with different placements (the
+    /// table then says so).
+    #[arg(long)]
+    pub mixed_placement: bool,
 }
 
 /// How B compares with A on one figure.
@@ -86,6 +98,30 @@ pub struct Row {
     /// B / A 99th percentile latency.
     pub p99_ratio: Option<f64>,
     pub p99: Verdict,
+    /// A's and B's placement when they differ.
+    pub placements: Option<(String, String)>,
+}
+
+/// Verdict from two intervals across runs (higher is better when
+/// `higher_better`): a change only when they do not overlap and the means
+/// differ by at least `min_effect`.
+pub fn interval_verdict(
+    a: &crate::results::Interval,
+    b: &crate::results::Interval,
+    higher_better: bool,
+    min_effect: f64,
+) -> Verdict {
+    if a.n < 2 || b.n < 2 || a.mean <= 0.0 || b.mean <= 0.0 {
+        return Verdict::Unknown;
+    }
+    if a.overlaps(b) || (b.mean - a.mean).abs() / a.mean < min_effect {
+        return Verdict::Same;
+    }
+    if (b.mean > a.mean) == higher_better {
+        Verdict::Faster
+    } else {
+        Verdict::Slower
+    }
 }
 
 /// 95 % confidence interval (ns) of quantile `q` of a histogram, from the
@@ -226,17 +262,31 @@ pub fn compare(
             _ => Verdict::Unknown,
         };
         let (la, lb) = (ca.latency_us, cb.latency_us);
+        let iv = |k: &str| ca.intervals.get(k).zip(cb.intervals.get(k));
+        let lat = |q: f64, k: &str| match iv(k) {
+            Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, false, min_effect),
+            _ => lat(q),
+        };
+        let throughput = match iv("throughput_mbps") {
+            Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, true, 0.0),
+            _ => throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
+        };
+        let (pa, pb) = (
+            crate::merge::case_placement(a.1, ca),
+            crate::merge::case_placement(b.1, cb),
+        );
         rows.push(Row {
             case: match tag(ca, "suite_case") {
                 Some(s) => format!("{} [{s}]", ca.name),
                 None => ca.name.clone(),
             },
             throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
-            throughput: throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
+            throughput,
             p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),
-            p50: lat(0.5),
+            p50: lat(0.5, "p50"),
             p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),
-            p99: lat(0.99),
+            p99: lat(0.99, "p99"),
+            placements: (pa != pb).then_some((pa, pb)),
         });
     }
     Ok(rows)
@@ -291,7 +341,28 @@ pub fn run(o: &CompareOpts) -> anyhow::Result<()> {
         !rows.is_empty(),
         "{an} and {bn} have no case in common (same command, mode, type, size and parameters)"
     );
+    let mixed: Vec<&(String, String)> = rows.iter().filter_map(|r| r.placements.as_ref()).collect();
+    if let Some((pa, pb)) = mixed.first() {
+        anyhow::ensure!(
+            o.mixed_placement,
+            "{an} ran with placement {pa:?} and {bn} with {pb:?}{}: placement moves a loopback \
+             round trip more than any ORB does, so this would compare placements, not ORBs; \
+             rerun one pinned like the other (--client-cpus/--server-cpus), or pass \
+             --mixed-placement to compare anyway",
+            if mixed.len() > 1 {
+                format!(" (and {} more cases differ)", mixed.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+    }
     println!("B = {bn} against A = {an}; verdicts say what B is");
     print!("{}", render(&rows));
+    if let Some((pa, pb)) = mixed.first() {
+        println!(
+            "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
+            mixed.len()
+        );
+    }
     Ok(())
 }

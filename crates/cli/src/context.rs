@@ -20,6 +20,7 @@ pub fn new_results(kind: &str, target: TargetInfo, placement: Placement) -> Resu
         params: BTreeMap::new(),
         cases: Vec::new(),
         fits: Vec::new(),
+        quality: None,
         outcome: Outcome {
             complete: false,
             failure: None,

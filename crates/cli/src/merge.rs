@@ -27,7 +27,15 @@ pub struct MergeOpts {
 
 /// Parameters that label a case without changing what it measured
 /// (`command` is part of the key on its own).
-const LABEL_PARAMS: [&str; 2] = ["target", "command"];
+const LABEL_PARAMS: [&str; 3] = ["target", "command", "placement"];
+
+/// Where a case ran, to compare runs by: its `placement` tag (suite
+/// files, whose targets may be placed differently), else the file's.
+pub fn case_placement(r: &Results, c: &Case) -> String {
+    tag(c, "placement")
+        .map(str::to_string)
+        .unwrap_or_else(|| r.placement.key())
+}
 
 /// The command that measured a case: the suite's `command` tag, else the
 /// file's `kind`.

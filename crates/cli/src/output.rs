@@ -13,6 +13,45 @@ use crate::results::{self, Results};
 use crate::table::{micros, num, Table};
 use crate::units::format_size;
 
+/// The placement lines of the header: as chosen, and as observed.
+pub fn placement_lines(p: &crate::results::Placement) -> String {
+    let list = crate::sysinfo::format_cpu_list;
+    let how = match p.chosen.as_str() {
+        "auto" => ", chosen by iiopbench; --pin none leaves it to the kernel",
+        "none" => ", left to the kernel",
+        _ => "",
+    };
+    let mut out = format!(
+        "  placement: client CPUs {}, server CPUs {} ({}{how})\n",
+        list(&p.client_cpus),
+        p.server_cpus
+            .as_deref()
+            .map(list)
+            .unwrap_or_else(|| "?".into()),
+        p.relation
+    );
+    if let Some(o) = &p.observed {
+        out.push_str(&format!(
+            "  observed: client ran on CPUs {}, server on {}\n",
+            list(&o.client_cpus),
+            if o.server_cpus.is_empty() {
+                "? (not on this machine, or not visible)".to_string()
+            } else {
+                list(&o.server_cpus)
+            }
+        ));
+    }
+    out
+}
+
+/// `value` with its 95 % interval across runs when there is one.
+fn with_ci(value: String, iv: Option<&crate::results::Interval>, fmt: fn(f64) -> String) -> String {
+    match iv.filter(|i| i.n >= 2) {
+        Some(i) => format!("{value} ± {}", fmt(i.ci95)),
+        None => value,
+    }
+}
+
 /// The human summary: a header line saying what ran where, then one table
 /// row per case, then fits and the failure line if any.
 pub fn human(r: &Results) -> String {
@@ -41,16 +80,17 @@ pub fn human(r: &Results) -> String {
     for hop in &t.forwards {
         out.push_str(&format!("  forwarded: {hop}\n"));
     }
-    let p = &r.placement;
-    out.push_str(&format!(
-        "  placement: client CPUs {}, server CPUs {} ({})\n",
-        crate::sysinfo::format_cpu_list(&p.client_cpus),
-        p.server_cpus
-            .as_deref()
-            .map(crate::sysinfo::format_cpu_list)
-            .unwrap_or_else(|| "?".into()),
-        p.relation
-    ));
+    out.push_str(&placement_lines(&r.placement));
+    if let Some(n) = r
+        .params
+        .get("runs")
+        .and_then(|v| v.as_u64())
+        .filter(|&n| n > 1)
+    {
+        out.push_str(&format!(
+            "  runs: {n}, interleaved across cases; figures are mean ± 95 % interval over runs\n"
+        ));
+    }
     if let Some(w) = r.params.get("wait_strategy").and_then(|v| v.as_str()) {
         let spin = r.params.get("spin_limit_us").and_then(|v| v.as_f64());
         out.push_str(&format!(
@@ -88,22 +128,32 @@ pub fn human(r: &Results) -> String {
             c.calls.to_string(),
             format!("{} s", num(c.seconds)),
             num(c.calls_per_sec),
-            num(c.throughput_mbps),
+            with_ci(
+                num(c.throughput_mbps),
+                c.intervals.get("throughput_mbps"),
+                num,
+            ),
         ];
         if has_recv {
             row.push(
                 c.receiver_throughput_mbps
-                    .map(num)
+                    .map(|v| with_ci(num(v), c.intervals.get("receiver_throughput_mbps"), num))
                     .unwrap_or_else(|| "-".into()),
             );
         }
         if has_lat {
+            // With runs, the percentiles shown are the runs' means, so
+            // that value and interval describe the same thing.
+            let q = |k: &str, v: f64| match c.intervals.get(k).filter(|i| i.n >= 2) {
+                Some(i) => format!("{} ± {}", micros(i.mean), micros(i.ci95)),
+                None => micros(v),
+            };
             match &c.latency_us {
                 Some(l) => row.extend([
                     format!("{} ± {}", micros(l.mean), micros(l.stdev)),
-                    micros(l.p50),
-                    micros(l.p99),
-                    micros(l.p999),
+                    q("p50", l.p50),
+                    q("p99", l.p99),
+                    q("p999", l.p999),
                     micros(l.max),
                 ]),
                 None => row.extend(std::iter::repeat_n("-".to_string(), 5)),
@@ -113,7 +163,13 @@ pub fn human(r: &Results) -> String {
             row.push(
                 c.baseline
                     .as_ref()
-                    .map(|b| format!("{:.2}x {}", b.ratio, b.metric))
+                    .map(|b| match c.intervals.get("vs_tcp").filter(|i| i.n >= 2) {
+                        // The median run's ratio, and the range of the runs.
+                        Some(i) => {
+                            format!("{:.2}x [{:.2}–{:.2}] {}", b.ratio, i.min, i.max, b.metric)
+                        }
+                        None => format!("{:.2}x {}", b.ratio, b.metric),
+                    })
                     .unwrap_or_else(|| "-".into()),
             );
         }
@@ -140,6 +196,9 @@ pub fn human(r: &Results) -> String {
         for (kind, n) in &c.errors {
             out.push_str(&format!("  {}: {n} × {kind}\n", c.name));
         }
+    }
+    for w in r.quality.iter().flat_map(|q| &q.warnings) {
+        out.push_str(&format!("  {w}\n"));
     }
     if let Some(f) = &r.outcome.failure {
         out.push_str(&format!("  INCOMPLETE: {f}\n"));

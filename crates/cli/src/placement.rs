@@ -5,6 +5,50 @@ use crate::opts::{Pin, PlacementOpts};
 use crate::results::Placement;
 use crate::sysinfo::{current_affinity, parse_cpu_list, pin_current_thread};
 
+/// The CPUs this process may use, as it started: the main thread's
+/// affinity, read once (a client thread pinned by an earlier run in the
+/// same process, a suite's or a test's, does not shrink it).
+pub fn process_cpus() -> Vec<usize> {
+    static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    CPUS.get_or_init(|| {
+        // SAFETY: sched_getaffinity fills the cpu_set_t we own; the
+        // process id names the main thread.
+        let main = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(
+                libc::getpid(),
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &mut set,
+            ) != 0
+            {
+                Vec::new()
+            } else {
+                (0..libc::CPU_SETSIZE as usize)
+                    .filter(|&c| libc::CPU_ISSET(c, &set))
+                    .collect()
+            }
+        };
+        if main.is_empty() {
+            current_affinity()
+        } else {
+            main
+        }
+    })
+    .clone()
+}
+
+/// Gives the client thread its affinity back on drop.
+#[derive(Debug)]
+pub struct PinGuard(Vec<usize>);
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        if !self.0.is_empty() {
+            let _ = pin_current_thread(&self.0);
+        }
+    }
+}
+
 /// Resolved CPU lists; `None` means "not pinned".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Cpus {
@@ -12,23 +56,50 @@ pub struct Cpus {
     pub server: Option<Vec<usize>>,
     /// Every CPU the process could use before anything was pinned.
     pub all: Vec<usize>,
+    /// How the placement was chosen, as the results record it: `auto`
+    /// (this run chose it), `pin same`, `pin cross`, `cpus` (given as
+    /// lists), `none` (left to the kernel).
+    pub chosen: String,
 }
 
 impl Cpus {
     /// From the options, checking the CPUs exist on this machine.
-    pub fn resolve(o: &PlacementOpts) -> anyhow::Result<Cpus> {
-        let (mut client, mut server) = match o.pin {
-            Pin::None => (None, None),
-            Pin::Same => (Some(vec![0]), Some(vec![0])),
-            Pin::Cross => (Some(vec![0]), Some(vec![1])),
+    /// `starts_server`: this run starts the server (embedded, or a vendor
+    /// server it launches), so `--pin auto` places both sides.
+    pub fn resolve(o: &PlacementOpts, starts_server: bool) -> anyhow::Result<Cpus> {
+        let avail = process_cpus();
+        let first = avail.first().copied().unwrap_or(0);
+        let second = avail.get(1).copied();
+        let (mut client, mut server, mut chosen) = match o.pin {
+            Pin::None => (None, None, "none"),
+            // A CPU list for either side means the user places: `auto`
+            // then leaves the other side to the kernel, as before.
+            Pin::Auto if !starts_server || o.client_cpus.is_some() || o.server_cpus.is_some() => {
+                (None, None, "none")
+            }
+            Pin::Auto => match second {
+                Some(s) => (Some(vec![first]), Some(vec![s]), "auto"),
+                None => (Some(vec![first]), Some(vec![first]), "auto"),
+            },
+            Pin::Same => (Some(vec![first]), Some(vec![first]), "pin same"),
+            Pin::Cross => {
+                let s = second.ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--pin cross needs two CPUs, and this process may use only CPU {first}"
+                    )
+                })?;
+                (Some(vec![first]), Some(vec![s]), "pin cross")
+            }
         };
         if let Some(c) = &o.client_cpus {
             client = Some(parse_cpu_list(c)?);
+            chosen = "cpus";
         }
         if let Some(s) = &o.server_cpus {
             server = Some(parse_cpu_list(s)?);
+            chosen = "cpus";
         }
-        let avail = current_affinity();
+
         for cpu in client.iter().flatten() {
             anyhow::ensure!(
                 avail.contains(cpu),
@@ -51,6 +122,7 @@ impl Cpus {
             client,
             server,
             all: avail,
+            chosen: chosen.to_string(),
         })
     }
 
@@ -60,12 +132,16 @@ impl Cpus {
         self.server.clone().unwrap_or_else(|| self.all.clone())
     }
 
-    /// Pin the calling (client) thread; call before creating client threads.
-    pub fn pin_client(&self) -> anyhow::Result<()> {
+    /// Pin the calling (client) thread; call before creating client
+    /// threads. The thread gets its affinity back when the guard drops,
+    /// so a suite that runs case after case on one thread places each as
+    /// its own options say.
+    pub fn pin_client(&self) -> anyhow::Result<PinGuard> {
+        let before = current_affinity();
         if let Some(c) = &self.client {
             pin_current_thread(c)?;
         }
-        Ok(())
+        Ok(PinGuard(before))
     }
 
     /// The record for the results: unpinned sides get the affinity they
@@ -79,6 +155,8 @@ impl Cpus {
         } else {
             self.server.clone()
         };
-        Placement::new(client, server)
+        let mut p = Placement::new(client, server);
+        p.chosen = self.chosen.clone();
+        p
     }
 }

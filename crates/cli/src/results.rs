@@ -15,7 +15,11 @@ use crate::sysinfo::HostInfo;
 
 /// Bumped whenever a field changes meaning or disappears. Adding optional
 /// fields does not bump it.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: cases may aggregate `--runs` (figures are means over runs, with
+/// `runs` and `intervals`), `placement` says how it was chosen and what
+/// was observed, `quality` carries the noise verdict. Version 1 files
+/// still read: every new field is optional.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +38,10 @@ pub struct Results {
     /// Parameters common to every case (per-case ones are in `cases[].params`).
     pub params: BTreeMap<String, serde_json::Value>,
     pub cases: Vec<Case>,
+    /// How far the numbers can be trusted: noise measured during each run
+    /// and the warnings printed under the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<Quality>,
     /// Least-squares fits over size sweeps: latency = a + b·bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fits: Vec<Fit>,
@@ -96,6 +104,127 @@ pub struct Placement {
     pub server_cpus: Option<Vec<usize>>,
     /// `same-cpu`, `cross-cpu`, `overlapping` or `unknown`.
     pub relation: String,
+    /// Who chose it: `auto` (this run, as no placement option was given),
+    /// `pin same`, `pin cross`, `cpus` (lists given), `none` (the kernel).
+    /// Empty in files older than schema 2.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chosen: String,
+    /// The CPUs each busy thread was seen running on over the whole run
+    /// (sampled from /proc): `client`, `server` (an embedded or started
+    /// server's threads) and per thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedPlacement>,
+}
+
+/// Placement as observed rather than as requested.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedPlacement {
+    pub client_cpus: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_cpus: Vec<usize>,
+    /// `"name (tid)"` → CPUs seen.
+    pub threads: BTreeMap<String, Vec<usize>>,
+}
+
+impl Placement {
+    /// One short line naming the placement, to compare runs by:
+    /// `cross-cpu client 0 server 1`.
+    pub fn key(&self) -> String {
+        format!(
+            "{} client {} server {}",
+            self.relation,
+            crate::sysinfo::format_cpu_list(&self.client_cpus),
+            self.server_cpus
+                .as_deref()
+                .map(crate::sysinfo::format_cpu_list)
+                .unwrap_or_else(|| "?".into())
+        )
+    }
+}
+
+/// Noise and spread: what the run saw of the machine, and the verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Quality {
+    /// One line each, as printed under the table; empty when clean.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// The machine during each whole run (`--runs`), in order.
+    #[serde(default)]
+    pub runs: Vec<crate::noise::Noise>,
+}
+
+/// One case's figures from one of its `--runs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFigures {
+    pub calls: u64,
+    pub seconds: f64,
+    pub throughput_mbps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver_throughput_mbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencySummary>,
+    /// This run's ratio to the raw-TCP baseline of the same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_ratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<crate::noise::Noise>,
+}
+
+/// Mean and 95 % confidence interval (Student's t) of one figure across
+/// runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub mean: f64,
+    /// The middle run (mean of the two middle ones for an even count).
+    #[serde(default)]
+    pub median: f64,
+    /// Half-width of the 95 % interval; 0 with one run.
+    pub ci95: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Interval {
+    /// Over `xs` (none: all zero).
+    pub fn of(xs: &[f64]) -> Interval {
+        let n = xs.len();
+        if n == 0 {
+            return Interval::default();
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        // The same Student's t interval as the workloads' batch means.
+        let ci95 = crate::bench::stats::ci95(xs).map_or(0.0, |c| c.half_width);
+        let mut sorted = xs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        Interval {
+            mean,
+            median,
+            ci95,
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            n,
+        }
+    }
+
+    /// The half-width as a fraction of the mean.
+    pub fn relative(&self) -> f64 {
+        if self.mean.abs() < 1e-12 {
+            0.0
+        } else {
+            self.ci95 / self.mean.abs()
+        }
+    }
+
+    /// Whether the intervals overlap.
+    pub fn overlaps(&self, o: &Interval) -> bool {
+        (self.mean - o.mean).abs() <= self.ci95 + o.ci95
+    }
 }
 
 impl Placement {
@@ -112,6 +241,8 @@ impl Placement {
             client_cpus,
             server_cpus,
             relation,
+            chosen: String::new(),
+            observed: None,
         }
     }
 }
@@ -162,6 +293,21 @@ pub struct Case {
     /// Experiment-specific figures (e.g. `littles_law`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// With `--runs` > 1: each run's figures, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunFigures>,
+    /// With `--runs` > 1: mean ± 95 % interval across runs, keyed by
+    /// figure: `throughput_mbps`, `receiver_throughput_mbps`,
+    /// `calls_per_sec`, `p50`, `p90`, `p99`, `p999`, `vs_tcp`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub intervals: BTreeMap<String, Interval>,
+    /// The machine while this case ran (all its runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<crate::noise::Noise>,
+    /// Threads that moved between CPUs while this case ran: its histogram
+    /// may mix two placements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moved: Vec<String>,
 }
 
 /// Per-case parameters; `type`, `size` and `mode` always present.
@@ -417,6 +563,7 @@ mod tests {
                 ..Default::default()
             }],
             fits: vec![],
+            quality: None,
             outcome: Outcome {
                 complete: true,
                 failure: None,

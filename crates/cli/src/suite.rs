@@ -167,6 +167,13 @@ impl Suite {
                             }
                         }
                     }
+                    // A smoke run: one run per case unless the case says.
+                    if !args
+                        .iter()
+                        .any(|a| a == "--runs" || a.starts_with("--runs="))
+                    {
+                        args.extend(["--runs".into(), "1".into()]);
+                    }
                 }
                 (c.clone(), args)
             })
@@ -284,6 +291,54 @@ impl Target {
     }
 }
 
+/// One placement for every target of a suite, so that their results can
+/// be put side by side: the client on the first CPU this process may use,
+/// every server it starts (ours, a vendor's, the raw-TCP one) on the
+/// second (or the same, on one CPU). A case whose own arguments place
+/// itself is left alone.
+#[derive(Debug, Clone, Copy)]
+struct SuitePlacement {
+    client: usize,
+    server: Option<usize>,
+}
+
+impl SuitePlacement {
+    fn choose() -> SuitePlacement {
+        let avail = crate::placement::process_cpus();
+        let client = avail.first().copied().unwrap_or(0);
+        SuitePlacement {
+            client,
+            server: Some(avail.get(1).copied().unwrap_or(client)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "client CPU {}, servers started by the suite on CPU {}",
+            self.client,
+            self.server.map(|c| c.to_string()).unwrap_or("?".into())
+        )
+    }
+
+    /// `args` with the placement added, unless they place the case
+    /// themselves; `starts_server`: the case runs a server we place.
+    fn args(&self, args: &[String], starts_server: bool) -> Vec<String> {
+        let mut v = args.to_vec();
+        let placed = args.iter().any(|a| {
+            ["--pin", "--client-cpus", "--server-cpus"]
+                .iter()
+                .any(|p| a == p || a.starts_with(&format!("{p}=")))
+        });
+        if !placed {
+            v.extend(["--client-cpus".into(), self.client.to_string()]);
+            if let (true, Some(s)) = (starts_server, self.server) {
+                v.extend(["--server-cpus".into(), s.to_string()]);
+            }
+        }
+        v
+    }
+}
+
 /// A vendor server started for the suite; stopped (SIGTERM, then kill)
 /// on drop.
 #[derive(Debug)]
@@ -293,7 +348,9 @@ struct OrbServer {
 }
 
 impl OrbServer {
-    fn start(orb: &str, timeout: Duration) -> anyhow::Result<OrbServer> {
+    /// Start `orb`'s server, on `cpu` when given (the affinity is set
+    /// before exec, so every thread the server makes inherits it).
+    fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> anyhow::Result<OrbServer> {
         let script = crate::cmd_orbs::script(orb, "start")?;
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
@@ -303,7 +360,24 @@ impl OrbServer {
             .and_then(|l| l.local_addr())
             .map_err(|e| anyhow::anyhow!("finding a free port for {orb}: {e}"))?
             .port();
-        let mut child = Command::new(&script)
+        let mut cmd = Command::new(&script);
+        if let Some(cpu) = cpu {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only sched_setaffinity (async-signal-safe) runs
+            // between fork and exec, on a set built before the fork.
+            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd
             .args([
                 "--host",
                 "127.0.0.1",
@@ -405,6 +479,7 @@ fn absorb(out: &mut Results, r: &Results, case: &SuiteCase, target: &str) {
         param(&mut c.params.extra, "command", &case.command);
         param(&mut c.params.extra, "target", target);
         param(&mut c.params.extra, "suite_case", &case.id);
+        param(&mut c.params.extra, "placement", r.placement.key());
         out.cases.push(c);
     }
     for f in &r.fits {
@@ -455,6 +530,8 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
         "targets",
         targets.iter().map(Target::label).collect::<Vec<_>>(),
     );
+    let place = SuitePlacement::choose();
+    param(&mut out.params, "placement", place.describe());
     let mut target_info: BTreeMap<String, TargetInfo> = BTreeMap::new();
     let mut failures: Vec<String> = Vec::new();
     let mut first = true;
@@ -465,7 +542,7 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
         let (server, reference) = match t {
             Target::Ours => (None, None),
             Target::Ref { reference, .. } => (None, Some(reference.clone())),
-            Target::Orb(name) => match OrbServer::start(name, o.orb_timeout) {
+            Target::Orb(name) => match OrbServer::start(name, o.orb_timeout, place.server) {
                 Ok(s) => {
                     let r = s.ior_file.display().to_string();
                     (Some(s), Some(r))
@@ -494,7 +571,8 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
                 eprintln!("suite {}: case {} on {tlabel}", suite.name, case.id);
             }
             let tref = if orbless { None } else { reference.as_deref() };
-            let (r, code) = run_case(&case.command, args, tref, o.quiet);
+            let args = place.args(args, orbless || !matches!(t, Target::Ref { .. }));
+            let (r, code) = run_case(&case.command, &args, tref, o.quiet);
             match r {
                 Some(r) => {
                     if first {

@@ -52,6 +52,11 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
         let mut args = vec![
             "bench",
             "throughput",
+            "--runs",
+            "1",
+            // Unpinned, as the kernel places it: the wait strategy below.
+            "--pin",
+            "none",
             "--type",
             "long,perfstruct",
             "--size",
@@ -153,6 +158,10 @@ fn latency_closed_open_and_many_connections() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
+            "--pin",
+            "none",
             "--op",
             "echo",
             "--type",
@@ -195,8 +204,8 @@ fn latency_closed_open_and_many_connections() {
             continue;
         }
         let mut args = vec![
-            "bench", "latency", "--op", "send", "--type", "long", "--size", "4KiB", "--count",
-            "300", "--warmup", "10",
+            "bench", "latency", "--runs", "1", "--op", "send", "--type", "long", "--size", "4KiB",
+            "--count", "300", "--warmup", "10",
         ];
         args.extend_from_slice(extra);
         let (code, v) = run_json("lat1w.json", &args);
@@ -221,6 +230,8 @@ fn latency_closed_open_and_many_connections() {
             &[
                 "bench",
                 "latency",
+                "--runs",
+                "1",
                 "--connections",
                 "2",
                 "--wait-strategy",
@@ -244,6 +255,8 @@ fn latency_closed_open_and_many_connections() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--connections",
             "2",
             "--in-flight",
@@ -262,7 +275,7 @@ fn latency_closed_open_and_many_connections() {
     let (code, v) = run_json(
         "lat3.json",
         &[
-            "bench", "latency", "--rate", "2000", "--count", "200", "--warmup", "0",
+            "bench", "latency", "--runs", "1", "--rate", "2000", "--count", "200", "--warmup", "0",
         ],
     );
     assert_eq!(code, 0);
@@ -277,6 +290,8 @@ fn latency_closed_open_and_many_connections() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--count",
             "200",
             "--warmup",
@@ -395,6 +410,8 @@ fn a_failing_target_ends_the_run_with_what_was_measured() {
         &[
             "bench",
             "throughput",
+            "--runs",
+            "1",
             "--target",
             &ior,
             "--type",
@@ -426,6 +443,8 @@ fn a_failing_target_ends_the_run_with_what_was_measured() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &ior,
             "--count",
@@ -457,6 +476,8 @@ fn unreachable_target_is_one_clear_line() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &target,
             "--count",

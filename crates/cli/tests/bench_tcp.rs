@@ -19,6 +19,10 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     let code = run(&[
         "bench",
         "tcp",
+        "--runs",
+        "1",
+        "--pin",
+        "none",
         "--size",
         "1KiB,4KiB",
         "--total",
@@ -40,7 +44,7 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     assert_eq!(code, 0);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["kind"], "tcp");
     assert_eq!(v["outcome"]["complete"], true);
     // Unpinned, the embedded server may share the client's CPUs: the
@@ -78,6 +82,8 @@ fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
         let mut a = vec![
             "bench",
             "tcp",
+            "--runs",
+            "1",
             "--pattern",
             "pingpong",
             "--size",
@@ -143,6 +149,8 @@ fn external_target_that_is_down_fails_with_partial_results() {
     let code = run(&[
         "bench",
         "tcp",
+        "--runs",
+        "1",
         "--target",
         &target,
         "--size",
@@ -165,6 +173,9 @@ fn external_target_that_is_down_fails_with_partial_results() {
 
 #[test]
 fn bad_arguments_exit_2() {
-    assert_eq!(run(&["bench", "tcp", "--size", "lots"]), 2);
-    assert_eq!(run(&["bench", "tcp", "--pin", "sideways"]), 2);
+    assert_eq!(run(&["bench", "tcp", "--runs", "1", "--size", "lots"]), 2);
+    assert_eq!(
+        run(&["bench", "tcp", "--runs", "1", "--pin", "sideways"]),
+        2
+    );
 }

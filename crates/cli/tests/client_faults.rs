@@ -269,6 +269,8 @@ fn throughput_stop(name: &str, fault: Fault) -> (i32, Value) {
         &[
             "bench",
             "throughput",
+            "--runs",
+            "1",
             "--target",
             &h.ior,
             "--type",
@@ -397,6 +399,8 @@ fn on_error_continue_counts_every_failure_and_completes() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &h.ior,
             "--op",
@@ -433,6 +437,8 @@ fn on_error_continue_after_a_crash_ends_without_hanging() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &h.ior,
             "--op",
@@ -466,6 +472,8 @@ fn latency_stop_names_the_operation_and_exception() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &h.ior,
             "--op",
@@ -505,6 +513,8 @@ fn latency_against_a_server_that_never_answers_stops_at_the_timeout() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &h.ior,
             "--op",

@@ -85,6 +85,8 @@ fn every_bench_path_follows_a_forward_and_loses_no_oneway() {
         let mut args = vec![
             "bench",
             "throughput",
+            "--runs",
+            "1",
             "--target",
             &target,
             "--type",
@@ -116,6 +118,8 @@ fn every_bench_path_follows_a_forward_and_loses_no_oneway() {
             &[
                 "bench",
                 "latency",
+                "--runs",
+                "1",
                 "--target",
                 &target,
                 "--count",
@@ -153,6 +157,8 @@ fn every_bench_path_follows_a_forward_and_loses_no_oneway() {
         &[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             &target,
             "--idl",
@@ -187,6 +193,8 @@ fn forwards_to_another_server_permanent_and_in_giop_1_0() {
             &[
                 "bench",
                 "throughput",
+                "--runs",
+                "1",
                 "--target",
                 &target,
                 "--type",
@@ -289,14 +297,18 @@ fn serve_forward_keys_from_the_command_line() {
     );
     let (code, v) = run_json(
         "serve.json",
-        &["bench", "latency", "--target", &ior, "--count", "20"],
+        &[
+            "bench", "latency", "--runs", "1", "--target", &ior, "--count", "20",
+        ],
     );
     assert_eq!(code, 0);
     assert!(v["target"].get("forwards").is_none(), "{}", v["target"]);
     // The corbaloc with the short key is forwarded.
     let (code, v) = run_json(
         "serve2.json",
-        &["bench", "latency", "--target", &url, "--count", "20"],
+        &[
+            "bench", "latency", "--runs", "1", "--target", &url, "--count", "20",
+        ],
     );
     assert_eq!(code, 0, "{}", v["outcome"]);
     assert_eq!(v["target"]["forwards"].as_array().unwrap().len(), 1);

@@ -19,7 +19,8 @@ fn run(args: &[&str]) -> (i32, serde_json::Value) {
     let o = out.display().to_string();
     let mut argv = vec!["iiopbench", "bench"];
     argv.extend_from_slice(args);
-    argv.extend(["--json", &o, "-q"]);
+    // One run: the counts below are per run.
+    argv.extend(["--json", &o, "-q", "--runs", "1"]);
     let code = iiopbench::main_with_args(argv);
     let text = std::fs::read_to_string(&out).unwrap_or_else(|_| "null".into());
     let _ = std::fs::remove_file(&out);
@@ -139,6 +140,8 @@ fn usage_errors_name_the_problem() {
             "iiopbench",
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--op",
             "Bench::Perf::ping",
             "-q"
@@ -146,7 +149,16 @@ fn usage_errors_name_the_problem() {
         1
     );
     assert_eq!(
-        iiopbench::main_with_args(["iiopbench", "bench", "latency", "--op", "pong", "-q"]),
+        iiopbench::main_with_args([
+            "iiopbench",
+            "bench",
+            "latency",
+            "--runs",
+            "1",
+            "--op",
+            "pong",
+            "-q"
+        ]),
         2
     );
     let (code, _) = run(&[

@@ -212,6 +212,8 @@ fn same_answers_as_typed_client(orb: &str) {
         "iiopbench",
         "bench",
         "latency",
+        "--runs",
+        "1",
         "--idl",
         &idl,
         "--op",

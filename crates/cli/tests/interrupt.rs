@@ -72,6 +72,8 @@ fn ctrl_c_mid_run_keeps_what_was_measured_and_exits_1() {
             &[
                 "bench",
                 "latency",
+                "--runs",
+                "1",
                 "--duration",
                 "60s",
                 "--warmup",

@@ -62,6 +62,8 @@ fn lab_run(link: &str, json: &Path, count: &str) -> i32 {
         "--",
         "bench",
         "latency",
+        "--runs",
+        "1",
         "--count",
         count,
         "--warmup",
@@ -164,6 +166,8 @@ fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
         "--",
         "bench",
         "latency",
+        "--runs",
+        "1",
         "--target",
         "x.ior",
     ]);
@@ -179,6 +183,8 @@ fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
         "--",
         "bench",
         "latency",
+        "--runs",
+        "1",
         "--op",
         "no-such-op",
     ]);
@@ -347,7 +353,8 @@ fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
         .args(["lab", "run", "--link", "client-server:delay=5ms", "--json"])
         .arg(&json)
         .args([
-            "--", "bench", "latency", "--count", "1000000", "--warmup", "1", "--quiet",
+            "--", "bench", "latency", "--runs", "1", "--count", "1000000", "--warmup", "1",
+            "--quiet",
         ])
         .stdout(std::process::Stdio::null())
         .spawn()

@@ -170,6 +170,8 @@ fn start_without_port(orb: &str) {
         let code = run(&[
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             target,
             "--op",

@@ -475,6 +475,8 @@ fn our_client_omniorb_server_capture() {
         .args([
             "bench",
             "latency",
+            "--runs",
+            "1",
             "--target",
             omni_ior.to_str().unwrap(),
             "--idl",

@@ -538,3 +538,100 @@ fn case_identity_keeps_suite_cases_apart_and_ignores_the_target() {
         "throughput | oneway | octet | 131072 | suite_case=\"oneway-static\""
     );
 }
+
+#[test]
+fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
+    // Two runs files folded from three runs each: B's throughput
+    // intervals clear of A's on one case, overlapping on the other.
+    let fold = |vals: &[(f64, f64)]| {
+        iiopbench::runs::aggregate(
+            vals.iter()
+                .map(|&(x, y)| {
+                    vec![
+                        lat_case("send 1KiB", "send", 1024, &[10_000; 50], x),
+                        lat_case("send 2KiB", "send", 2048, &[10_000; 50], y),
+                    ]
+                })
+                .collect(),
+        )
+    };
+    let a = file(
+        "throughput",
+        fold(&[(100.0, 100.0), (102.0, 90.0), (98.0, 110.0)]),
+    );
+    let b = file(
+        "throughput",
+        fold(&[(120.0, 104.0), (121.0, 95.0), (119.0, 113.0)]),
+    );
+    assert_eq!(a.cases[0].intervals["throughput_mbps"].n, 3);
+    let rows = compare::compare(
+        ("a", &a, None),
+        ("b", &b, None),
+        &BTreeMap::new(),
+        0.10,
+        0.05,
+    )
+    .unwrap();
+    assert_eq!(rows[0].throughput, Verdict::Faster, "{rows:?}");
+    assert_eq!(rows[1].throughput, Verdict::Same, "{rows:?}");
+    assert!(rows.iter().all(|r| r.placements.is_none()));
+
+    // The same runs, B placed on one CPU: refused, unless asked.
+    let d = tmp("mixed");
+    let (pa, pb) = (d.join("a.json"), d.join("b.json"));
+    let mut a = a;
+    a.placement = Placement::new(vec![0], Some(vec![1]));
+    let mut b = b;
+    b.placement = Placement::new(vec![0], Some(vec![0]));
+    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
+    let (sa, sb) = (pa.to_str().unwrap(), pb.to_str().unwrap());
+    assert_ne!(run(&["compare", sa, sb]), 0);
+    assert_eq!(run(&["compare", sa, sb, "--mixed-placement"]), 0);
+    let rows = compare::compare(
+        ("a", &a, None),
+        ("b", &b, None),
+        &BTreeMap::new(),
+        0.10,
+        0.05,
+    )
+    .unwrap();
+    assert!(rows[0]
+        .placements
+        .as_ref()
+        .unwrap()
+        .0
+        .starts_with("cross-cpu"));
+
+    // A report of both never puts the two placements in one figure, and
+    // says why.
+    let out = d.join("report");
+    assert_eq!(run(&["report", sa, sb, "--out", out.to_str().unwrap()]), 0);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("2 different placements"), "{md}");
+    let titles: Vec<&str> = md.lines().filter(|l| l.starts_with("### ")).collect();
+    assert!(!titles.is_empty());
+    for t in &titles {
+        assert!(
+            t.contains("placed cross-cpu") ^ t.contains("placed same-cpu"),
+            "{t}"
+        );
+    }
+
+    // A version 1 file (no runs, no placement details) still reads.
+    let mut v: serde_json::Value = serde_json::from_str(&results::to_json(&a)).unwrap();
+    v["schema_version"] = 1.into();
+    for c in v["cases"].as_array_mut().unwrap() {
+        let c = c.as_object_mut().unwrap();
+        c.remove("runs");
+        c.remove("intervals");
+    }
+    v["placement"].as_object_mut().unwrap().remove("chosen");
+    let old = d.join("old.json");
+    std::fs::write(&old, v.to_string()).unwrap();
+    let r = results::read(&old).unwrap();
+    assert_eq!(r.schema_version, 1);
+    assert!(r.cases[0].intervals.is_empty());
+    assert_eq!(run(&["compare", old.to_str().unwrap(), sa]), 0);
+    let _ = std::fs::remove_dir_all(&d);
+}

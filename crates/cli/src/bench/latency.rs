@@ -277,8 +277,10 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             mode: mode.into(),
             extra: BTreeMap::new(),
         };
-        let (case, first_error) =
+        let watch = s.watch_case();
+        let (mut case, first_error) =
             point(o, &callers, &label, progress.case(&label), params, per_call).await?;
+        watch.finish(&mut case);
         if let (Some(l), Some(e)) = (&case.latency_us, elem) {
             fits.entry(format!("{mode} {e}"))
                 .or_default()
@@ -482,9 +484,12 @@ fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()>
     };
     let mut raw = BTreeMap::new();
     let dur = o.duration.unwrap_or(Duration::from_secs(1));
+    let mut rc = session::raw_client(addr, s)?;
     for size in sizes {
-        let run = session::raw_pingpong(addr, s, size, echo, dur)?;
+        let watch = s.watch_case();
+        let run = session::raw_pingpong(&mut rc, size, echo, dur)?;
         let mut c = crate::cmd_tcp::pingpong_case(&run, size);
+        watch.finish(&mut c);
         c.params.mode = if echo {
             "tcp-pingpong-echo"
         } else {

@@ -6,10 +6,11 @@ use std::time::Duration;
 use iiop_giop::transport::client::ClientConfig;
 use iiop_servers::client::BenchClient;
 
+use crate::noise::{NoiseMeter, Observed, ThreadWatch, WatchMark};
 use crate::opts::{OutputOpts, PlacementOpts, SocketArgs};
 use crate::placement::Cpus;
 use crate::rawtcp::{RawClient, RawRun, RawServer};
-use crate::results::{Baseline, Case, Results, TargetInfo};
+use crate::results::{Baseline, Case, ObservedPlacement, Quality, Results, TargetInfo};
 use crate::target::{self, Resolved, TargetOpts, Waiting};
 
 /// Everything a benchmark needs once set up.
@@ -25,6 +26,37 @@ pub struct Session {
     pub waiting: Waiting,
     /// The forwards the first connection followed to reach the object.
     pub forwards: std::sync::Mutex<Vec<String>>,
+    /// Where the threads of client and server run (sampled from /proc).
+    pub watch: Option<ThreadWatch>,
+    /// Local processes serving the target (a vendor server on this
+    /// machine): their CPU time is the server's, not background noise.
+    pub server_pids: Vec<u32>,
+}
+
+/// The machine's noise and the threads' moves while one case runs.
+#[derive(Debug)]
+pub struct CaseWatch<'a> {
+    meter: NoiseMeter,
+    mark: Option<(&'a ThreadWatch, WatchMark)>,
+}
+
+impl<'a> CaseWatch<'a> {
+    /// Start watching now.
+    pub fn start(watch: Option<&'a ThreadWatch>, server_pids: &[u32]) -> CaseWatch<'a> {
+        CaseWatch {
+            mark: watch.map(|w| (w, w.mark())),
+            meter: NoiseMeter::start(server_pids),
+        }
+    }
+
+    /// Record what was seen into the case: `noise`, and `moved` when a
+    /// thread changed CPUs.
+    pub fn finish(self, c: &mut Case) {
+        c.noise = Some(self.meter.finish());
+        if let Some((w, m)) = self.mark {
+            c.moved = w.since(&m).moved;
+        }
+    }
 }
 
 impl Session {
@@ -58,6 +90,103 @@ impl Session {
     pub fn embedded(&self) -> bool {
         self.resolved.embedded.is_some()
     }
+
+    /// Watch the machine while one case runs.
+    pub fn watch_case(&self) -> CaseWatch<'_> {
+        CaseWatch::start(self.watch.as_ref(), &self.server_pids)
+    }
+}
+
+/// How many runs a command makes without `--runs`: the benchmarks whose
+/// cases are short repeat three times; the studies of seed 001, which
+/// have their own stopping rules, once.
+pub fn default_runs(kind: &str) -> u32 {
+    match kind {
+        "throughput" | "latency" | "tcp" => 5,
+        _ => 1,
+    }
+}
+
+/// The thread's kernel id, as /proc/self/task names it.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Observed placement from what the watch saw: the client's thread by its
+/// id, every other busy thread (an embedded server's, a local vendor
+/// server's) as the server's.
+pub fn observed_placement(o: &Observed, client_tid: i32) -> ObservedPlacement {
+    let me = format!("({client_tid})");
+    let mut p = ObservedPlacement {
+        threads: o.threads.clone(),
+        ..Default::default()
+    };
+    for (name, cpus) in &o.threads {
+        let side = if name.ends_with(&me) {
+            &mut p.client_cpus
+        } else {
+            &mut p.server_cpus
+        };
+        side.extend(cpus);
+    }
+    for v in [&mut p.client_cpus, &mut p.server_cpus] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    p
+}
+
+/// Run `runs` times, interleaving the cases, and fold the runs into one
+/// results value: noise per run, observed placement, warnings. Stops at
+/// the first failed run, keeping what it measured.
+pub fn repeat(
+    runs: u32,
+    results: &mut Results,
+    watch: Option<&ThreadWatch>,
+    server_pids: &[u32],
+    client_tid: i32,
+    mut one: impl FnMut(&mut Results) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    crate::context::param(&mut results.params, "runs", runs);
+    let start = watch.map(|w| w.mark());
+    let mut per_run = Vec::new();
+    let mut noise = Vec::new();
+    let mut res = Ok(());
+    for _ in 0..runs {
+        let mut rr = results.clone();
+        rr.cases.clear();
+        rr.fits.clear();
+        let meter = NoiseMeter::start(server_pids);
+        res = one(&mut rr);
+        noise.push(meter.finish());
+        results.params = rr.params;
+        results.fits = rr.fits;
+        results.target = rr.target;
+        per_run.push(rr.cases);
+        if res.is_err() || crate::interrupt::requested() {
+            break;
+        }
+    }
+    results.cases = crate::runs::aggregate(per_run);
+    if let (Some(w), Some(m)) = (watch, &start) {
+        results.placement.observed = Some(observed_placement(&w.since(m), client_tid));
+    }
+    results.quality = Some(Quality {
+        warnings: Vec::new(),
+        runs: noise,
+    });
+    let w = crate::runs::warnings(results);
+    if let Some(q) = &mut results.quality {
+        q.warnings = w;
+    }
+    res
+}
+
+/// Start watching this process's threads (and those of `server_pids`);
+/// None when /proc cannot be read.
+pub fn start_watch(server_pids: &[u32]) -> Option<ThreadWatch> {
+    Some(ThreadWatch::start(server_pids, Duration::from_millis(20)))
 }
 
 /// Run `body` as a benchmark: resolve placement and target, pin the
@@ -72,11 +201,12 @@ pub fn run<F>(
     body: F,
 ) -> (Results, Option<anyhow::Error>)
 where
-    F: AsyncFnOnce(&Session, &mut Results) -> anyhow::Result<()>,
+    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
 {
     let mut results = crate::context::new_results(kind, TargetInfo::default(), Default::default());
     fill_params(&mut results);
-    let err = setup_and_run(t, socket, placement, &mut results, body).err();
+    let runs = placement.runs.unwrap_or_else(|| default_runs(kind));
+    let err = setup_and_run(t, socket, placement, runs, &mut results, body).err();
     results.outcome.complete = err.is_none();
     results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
     (results, err)
@@ -86,13 +216,14 @@ fn setup_and_run<F>(
     t: &TargetOpts,
     socket: &SocketArgs,
     placement: &PlacementOpts,
+    runs: u32,
     results: &mut Results,
-    body: F,
+    mut body: F,
 ) -> anyhow::Result<()>
 where
-    F: AsyncFnOnce(&Session, &mut Results) -> anyhow::Result<()>,
+    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
 {
-    let cpus = Cpus::resolve(placement)?;
+    let cpus = Cpus::resolve(placement, t.target.is_none())?;
     // Without --target the server is embedded, placed as the options say.
     results.placement = cpus.record(t.target.is_none());
     let waiting = t.wait(&results.placement.relation)?;
@@ -111,7 +242,18 @@ where
             resolved.resolve_seconds,
         );
     }
-    cpus.pin_client()?;
+    // A server on this machine that we did not start: found by its
+    // listening socket, so its CPU time is not taken for noise.
+    let server_pids = if resolved.embedded.is_none() && is_loopback(&resolved.info.host) {
+        crate::procnet::listening_pids(resolved.info.port)
+    } else {
+        Vec::new()
+    };
+    // Started before the client is pinned, so the watch does not share
+    // the client's CPU.
+    let watch = start_watch(&server_pids);
+    let _pinned = cpus.pin_client()?;
+    let client_tid = gettid();
     let session = Session {
         cfg: ClientConfig {
             spin: waiting.spin,
@@ -123,8 +265,17 @@ where
         resolved,
         socket: socket.clone(),
         forwards: Default::default(),
+        watch,
+        server_pids,
     };
-    let r = rt.block_on(body(&session, results));
+    let r = repeat(
+        runs,
+        results,
+        session.watch.as_ref(),
+        &session.server_pids,
+        client_tid,
+        |rr| rt.block_on(body(&session, rr)),
+    );
     results.target.forwards =
         std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
     // Stop the embedded server (graceful) before returning.
@@ -137,6 +288,14 @@ where
         "interrupted: the results hold what was measured until then"
     );
     r
+}
+
+/// Whether `host` names this machine's loopback.
+pub fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The raw-TCP server a baseline runs against: a local one pinned like an
@@ -153,11 +312,7 @@ pub fn baseline_server(
         return Ok((None, addr));
     }
     let host = &s.resolved.info.host;
-    let loopback = s.embedded()
-        || host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
+    let loopback = s.embedded() || is_loopback(host);
     anyhow::ensure!(
         loopback,
         "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
@@ -167,31 +322,32 @@ pub fn baseline_server(
     Ok((Some(srv), addr))
 }
 
+/// A raw-TCP client of the baseline server, waiting as the GIOP client
+/// of this run does. One per run, like the GIOP connection, so both sides
+/// of a ratio run on a warmed-up connection.
+pub fn raw_client(addr: std::net::SocketAddr, s: &Session) -> anyhow::Result<RawClient> {
+    Ok(RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin))
+}
+
 /// Raw-TCP stream of `size`-byte frames, the baseline of oneway throughput.
 pub fn raw_stream(
-    addr: std::net::SocketAddr,
-    s: &Session,
+    c: &mut RawClient,
     size: u64,
     total: u64,
     min: Duration,
     max: Duration,
 ) -> anyhow::Result<RawRun> {
-    let mut c =
-        RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin);
     c.stream(size as usize, total, min, max)
 }
 
 /// Raw-TCP ping-pong (`echo`: the frame comes back; else an empty ack),
 /// the baseline of twoway calls.
 pub fn raw_pingpong(
-    addr: std::net::SocketAddr,
-    s: &Session,
+    c: &mut RawClient,
     size: u64,
     echo: bool,
     duration: Duration,
 ) -> anyhow::Result<RawRun> {
-    let mut c =
-        RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin);
     c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
 }
 

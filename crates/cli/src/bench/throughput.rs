@@ -46,11 +46,12 @@ pub struct ThroughputOpts {
     /// Return styles, comma-separated: oneway, twoway (void), echo.
     #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
     pub mode: String,
-    /// Payload bytes to send per point (at least).
-    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    /// Payload bytes to send per point in each run (at least).
+    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
     pub total: u64,
-    /// Minimum duration of each point (64 MiB crosses loopback in ~20 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    /// Minimum duration of each point in each run (16 MiB crosses loopback
+    /// in ~10 ms).
+    #[arg(long, value_parser = parse_duration, default_value = "300ms")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
@@ -262,22 +263,60 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
         .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
     let cs = c.options().char_set;
     let progress = Progress::new(o.output.quiet);
-    for &mode in &modes {
-        for &elem in &types {
-            for &size in &o.size.0 {
-                anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+    // With --baseline, each raw-TCP point runs right before the cases it
+    // is the baseline of (same mode and size), so a slow moment of a
+    // shared machine moves both sides of a ratio; the table keeps the
+    // usual order (mode, type, size), the raw points last.
+    let (_srv, mut raw_client) = match o.baseline {
+        true => {
+            let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+            (srv, Some(session::raw_client(addr, s)?))
+        }
+        false => (None, None),
+    };
+    let mut measured: Vec<(usize, Case)> = Vec::new();
+    let mut raw_cases: Vec<Case> = Vec::new();
+    let mut raw: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let slot =
+        |mode: usize, elem: usize, size: usize| (mode * types.len() + elem) * o.size.0.len() + size;
+    let mut res = Ok(());
+    'all: for (mi, &mode) in modes.iter().enumerate() {
+        for (si, &size) in o.size.0.iter().enumerate() {
+            if let Some(rc) = &mut raw_client {
+                let c = raw_point(o, s, rc, mode, size)?;
+                raw.insert((mode.name().to_string(), size), c.throughput_mbps);
+                raw_cases.push(c);
+            }
+            for (ei, &elem) in types.iter().enumerate() {
+                if crate::interrupt::requested() {
+                    res = Err(anyhow::anyhow!("interrupted"));
+                    break 'all;
+                }
                 let label = format!("{} {elem} {}", mode.name(), format_size(size));
                 let pb = progress.case(&label);
-                let res = point(o, s, &c, elem, mode, size, cs, &label, r).await;
+                let mut one = Results {
+                    cases: Vec::new(),
+                    ..r.clone()
+                };
+                let out = point(o, s, &c, elem, mode, size, cs, &label, &mut one).await;
                 pb.done();
-                res?;
+                measured.extend(one.cases.into_iter().map(|c| (slot(mi, ei, si), c)));
+                if out.is_err() {
+                    res = out;
+                    break 'all;
+                }
             }
         }
     }
-    if o.baseline {
-        baseline(o, s, r)?;
+    measured.sort_by_key(|(k, _)| *k);
+    r.cases.extend(measured.into_iter().map(|(_, c)| c));
+    r.cases.extend(raw_cases);
+    for c in r.cases.iter_mut() {
+        if let Some(&v) = raw.get(&(c.params.mode.clone(), c.params.size)) {
+            session::throughput_baseline(c, v);
+        }
     }
-    Ok(())
+    res
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -310,6 +349,7 @@ async fn point(
     if let Some(sp) = &s.phases {
         sp.reset();
     }
+    let watch = s.watch_case();
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -407,6 +447,7 @@ async fn point(
     if o.breakdown {
         case.breakdown = Some(breakdown.into_map(phase_totals, s.phases.as_deref()));
     }
+    watch.finish(&mut case);
     r.cases.push(case);
     match failure {
         Some(e) => Err(e),
@@ -414,45 +455,39 @@ async fn point(
     }
 }
 
-/// Raw-TCP points at the same sizes, and the ratio of every case to its
-/// matching raw point.
-fn baseline(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
-    let mut raw: BTreeMap<(String, u64), f64> = BTreeMap::new();
-    let modes = parse_modes(&o.mode)?;
-    for &size in &o.size.0 {
-        for &mode in &modes {
-            let (pattern, run) = match mode {
-                CallMode::Oneway => (
-                    "stream",
-                    session::raw_stream(addr, s, size, o.total, o.min_duration, o.max_duration)?,
-                ),
-                CallMode::Twoway => (
-                    "pingpong-ack",
-                    session::raw_pingpong(addr, s, size, false, o.min_duration)?,
-                ),
-                CallMode::Echo => (
-                    "pingpong-echo",
-                    session::raw_pingpong(addr, s, size, true, o.min_duration)?,
-                ),
-            };
-            let mut c = if mode == CallMode::Oneway {
-                crate::cmd_tcp::stream_case(&run, size)
-            } else {
-                crate::cmd_tcp::pingpong_case(&run, size)
-            };
-            c.name = format!("tcp {pattern} {}", format_size(size));
-            c.params.mode = format!("tcp-{pattern}");
-            raw.insert((mode.name().to_string(), size), c.throughput_mbps);
-            r.cases.push(c);
-        }
-    }
-    for c in r.cases.iter_mut() {
-        if let Some(&v) = raw.get(&(c.params.mode.clone(), c.params.size)) {
-            session::throughput_baseline(c, v);
-        }
-    }
-    Ok(())
+/// The raw-TCP point that is the baseline of `mode` at `size`: a stream
+/// for oneways, a ping-pong for twoways (an empty ack) and echoes.
+fn raw_point(
+    o: &ThroughputOpts,
+    s: &Session,
+    rc: &mut crate::rawtcp::RawClient,
+    mode: CallMode,
+    size: u64,
+) -> anyhow::Result<Case> {
+    let watch = s.watch_case();
+    let (pattern, run) = match mode {
+        CallMode::Oneway => (
+            "stream",
+            session::raw_stream(rc, size, o.total, o.min_duration, o.max_duration)?,
+        ),
+        CallMode::Twoway => (
+            "pingpong-ack",
+            session::raw_pingpong(rc, size, false, o.min_duration)?,
+        ),
+        CallMode::Echo => (
+            "pingpong-echo",
+            session::raw_pingpong(rc, size, true, o.min_duration)?,
+        ),
+    };
+    let mut c = if mode == CallMode::Oneway {
+        crate::cmd_tcp::stream_case(&run, size)
+    } else {
+        crate::cmd_tcp::pingpong_case(&run, size)
+    };
+    c.name = format!("tcp {pattern} {}", format_size(size));
+    c.params.mode = format!("tcp-{pattern}");
+    watch.finish(&mut c);
+    Ok(c)
 }
 
 /// What a throughput loop counted.

@@ -127,6 +127,7 @@ fn base(kind: &str, target: TargetInfo, started_at: &str) -> Results {
         params: BTreeMap::new(),
         cases: Vec::new(),
         fits: Vec::new(),
+        quality: None,
         outcome: Outcome {
             complete: true,
             failure: None,

@@ -210,6 +210,14 @@ impl Suite {
             }
             let mut args = vec![c.command.clone()];
             args.extend(apply_set(&c.args, &q.set));
+            // A smoke run: one run per case unless the case says.
+            if quick
+                && !args
+                    .iter()
+                    .any(|a| a == "--runs" || a.starts_with("--runs="))
+            {
+                args.extend(["--runs".into(), "1".into()]);
+            }
             if c.nagle {
                 args.extend(["--nodelay".into(), "false".into()]);
             }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::hist::Latency;
-use crate::merge::{case_command, fit_label, tag};
+use crate::merge::{case_command, case_placement, fit_label, tag};
 use crate::results::{self, Case, Fit, Results};
 use plot::{Bar, Chart, Series, Style, XAxis};
 
@@ -50,7 +50,8 @@ pub struct Figure {
 }
 
 /// Parameters that never split figures (they are series or labels).
-const NOT_GROUPING: [&str; 6] = [
+const NOT_GROUPING: [&str; 7] = [
+    "placement",
     "type",
     "elements",
     "target",
@@ -66,6 +67,23 @@ struct Entry<'a> {
     c: &'a Case,
     /// Series prefix: target and/or file name (empty with one plain file).
     origin: String,
+    /// Where it ran, when the inputs hold more than one placement: then
+    /// figures are split by placement, so none compares placements.
+    placement: Option<String>,
+}
+
+/// The distinct placements of the inputs' cases, in first-seen order.
+pub fn placements(inputs: &[(String, Results)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, r) in inputs {
+        for c in &r.cases {
+            let p = case_placement(r, c);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
 
 fn stem(name: &str) -> String {
@@ -90,6 +108,7 @@ fn entries(inputs: &[(String, Results)]) -> Vec<Entry<'_>> {
         }
     }
     let many = inputs.len() > 1 && shared;
+    let mixed = placements(inputs).len() > 1;
     inputs
         .iter()
         .enumerate()
@@ -106,6 +125,7 @@ fn entries(inputs: &[(String, Results)]) -> Vec<Entry<'_>> {
                     r,
                     c,
                     origin,
+                    placement: mixed.then(|| case_placement(r, c)),
                 }
             })
         })
@@ -128,6 +148,9 @@ fn group_title(e: &Entry) -> String {
     }
     if let Some(s) = tag(e.c, "suite_case") {
         parts.push(format!("[{s}]"));
+    }
+    if let Some(p) = &e.placement {
+        parts.push(format!("placed {p}"));
     }
     parts.join(" · ")
 }
@@ -628,7 +651,7 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 8]> {
+fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 9]> {
     let es = entries(inputs);
     es.iter()
         .map(|e| {
@@ -643,14 +666,35 @@ fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 8]> {
                 l.map(|l| format!("{:.1}", l.p50)).unwrap_or_default(),
                 l.map(|l| format!("{:.1}", l.p99)).unwrap_or_default(),
                 errors.to_string(),
+                case_placement(e.r, e.c),
             ]
         })
         .collect()
 }
 
-const SUMMARY_HEAD: [&str; 8] = [
-    "file", "target", "case", "calls", "Mbit/s", "p50 µs", "p99 µs", "errors",
+const SUMMARY_HEAD: [&str; 9] = [
+    "file",
+    "target",
+    "case",
+    "calls",
+    "Mbit/s",
+    "p50 µs",
+    "p99 µs",
+    "errors",
+    "placement",
 ];
+
+/// The warning a report carries when its inputs ran placed differently.
+fn placement_warning(inputs: &[(String, Results)]) -> Option<String> {
+    let p = placements(inputs);
+    (p.len() > 1).then(|| {
+        format!(
+            "These results ran with {} different placements ({}): placement moves a loopback round trip more than any ORB does, so each figure holds one placement only and cases placed differently are not compared.",
+            p.len(),
+            p.join("; ")
+        )
+    })
+}
 
 fn describe(name: &str, r: &Results) -> String {
     let t = &r.target;
@@ -683,7 +727,11 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     for (n, r) in inputs {
         h.push_str(&format!("<li>{}</li>\n", esc(&describe(n, r))));
     }
-    h.push_str("</ul>\n<h2>Figures</h2>\n");
+    h.push_str("</ul>\n");
+    if let Some(w) = placement_warning(inputs) {
+        h.push_str(&format!("<p><b>Warning:</b> {}</p>\n", esc(&w)));
+    }
+    h.push_str("<h2>Figures</h2>\n");
     for f in figs {
         let svg = f.svg.trim_start();
         let svg = svg
@@ -719,6 +767,9 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     let mut m = String::from("# iiopbench report\n\n");
     for (n, r) in inputs {
         m.push_str(&format!("- {}\n", describe(n, r)));
+    }
+    if let Some(w) = placement_warning(inputs) {
+        m.push_str(&format!("\n**Warning:** {w}\n"));
     }
     m.push_str("\n## Figures\n\n");
     for f in figs {

@@ -1,0 +1,391 @@
+//! `--runs N`: one case measured as N independent runs, interleaved with
+//! the other cases (run 1 of every case, then run 2 …) so that a slow
+//! minute of the machine does not land on one case only; then folded into
+//! one case per name, with the figures' mean ± 95 % interval across runs
+//! and each run kept. Also the verdict on how far a run can be trusted:
+//! the warnings printed under the table. Pure functions over results.
+
+use std::collections::BTreeMap;
+
+use crate::hist::Latency;
+use crate::noise::Noise;
+use crate::results::{Baseline, Case, CpuFigures, Interval, Results, RunFigures};
+
+/// The spread across runs (95 % interval half-width over the mean) above
+/// which a case is called unstable.
+pub const SPREAD_LIMIT: f64 = 0.10;
+
+/// One run's figures of a case.
+pub fn figures(c: &Case) -> RunFigures {
+    RunFigures {
+        calls: c.calls,
+        seconds: c.seconds,
+        throughput_mbps: c.throughput_mbps,
+        receiver_throughput_mbps: c.receiver_throughput_mbps,
+        latency_us: c.latency_us,
+        baseline_ratio: c.baseline.as_ref().map(|b| b.ratio),
+        noise: c.noise.clone(),
+    }
+}
+
+/// Fold the cases of several runs (each run's cases in the order they
+/// ran) into one case per name, in first-seen order. A case seen once is
+/// returned as measured, without `runs` or `intervals`.
+pub fn aggregate(runs: Vec<Vec<Case>>) -> Vec<Case> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_name: BTreeMap<String, Vec<Case>> = BTreeMap::new();
+    for run in runs {
+        for c in run {
+            if !by_name.contains_key(&c.name) {
+                order.push(c.name.clone());
+            }
+            by_name.entry(c.name.clone()).or_default().push(c);
+        }
+    }
+    order
+        .into_iter()
+        .map(|name| fold(by_name.remove(&name).unwrap_or_default()))
+        .collect()
+}
+
+fn fold(mut cases: Vec<Case>) -> Case {
+    if cases.len() <= 1 {
+        return cases.pop().unwrap_or_default();
+    }
+    let runs: Vec<RunFigures> = cases.iter().map(figures).collect();
+    let mut out = cases[0].clone();
+    let n = cases.len() as f64;
+    out.calls = cases.iter().map(|c| c.calls).sum();
+    out.bytes = cases.iter().map(|c| c.bytes).sum();
+    out.seconds = cases.iter().map(|c| c.seconds).sum();
+    out.calls_per_sec = cases.iter().map(|c| c.calls_per_sec).sum::<f64>() / n;
+    out.throughput_mbps = cases.iter().map(|c| c.throughput_mbps).sum::<f64>() / n;
+    out.receiver_throughput_mbps = cases
+        .iter()
+        .map(|c| c.receiver_throughput_mbps)
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.iter().sum::<f64>() / n);
+    // One histogram of every call of every run: exact percentiles over
+    // all samples (the intervals say how much the runs disagree).
+    let mut merged: Option<Latency> = None;
+    for h in cases.iter().filter_map(|c| c.histogram.as_deref()) {
+        if let Ok(l) = Latency::from_base64(h) {
+            match &mut merged {
+                Some(m) => m.merge(&l),
+                None => merged = Some(l),
+            }
+        }
+    }
+    if let Some(m) = merged.filter(|m| !m.is_empty()) {
+        out.latency_us = Some(m.summary());
+        out.histogram = Some(m.to_base64());
+    }
+    out.errors = BTreeMap::new();
+    for c in &cases {
+        for (k, v) in &c.errors {
+            *out.errors.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    out.cpu = cpu_sum(&cases, out.bytes);
+    if cases.iter().all(|c| c.breakdown.is_some()) {
+        let mut b: BTreeMap<String, f64> = BTreeMap::new();
+        for c in &cases {
+            for (k, v) in c.breakdown.iter().flatten() {
+                *b.entry(k.clone()).or_insert(0.0) += v;
+            }
+        }
+        out.breakdown = Some(b);
+    }
+    // Later runs' extras win (e.g. the server's counters of the last run).
+    for c in &cases[1..] {
+        for (k, v) in &c.extra {
+            out.extra.insert(k.clone(), v.clone());
+        }
+    }
+    let mut iv = BTreeMap::new();
+    let mut put = |k: &str, xs: Vec<f64>| {
+        if xs.len() == cases.len() {
+            iv.insert(k.to_string(), Interval::of(&xs));
+        }
+    };
+    put(
+        "throughput_mbps",
+        cases.iter().map(|c| c.throughput_mbps).collect(),
+    );
+    put(
+        "calls_per_sec",
+        cases.iter().map(|c| c.calls_per_sec).collect(),
+    );
+    put(
+        "receiver_throughput_mbps",
+        cases
+            .iter()
+            .filter_map(|c| c.receiver_throughput_mbps)
+            .collect(),
+    );
+    let lats: Vec<_> = cases.iter().filter_map(|c| c.latency_us).collect();
+    put("p50", lats.iter().map(|l| l.p50).collect());
+    put("p90", lats.iter().map(|l| l.p90).collect());
+    put("p99", lats.iter().map(|l| l.p99).collect());
+    put("p999", lats.iter().map(|l| l.p999).collect());
+    put(
+        "vs_tcp",
+        cases
+            .iter()
+            .filter_map(|c| c.baseline.as_ref().map(|b| b.ratio))
+            .collect(),
+    );
+    if let Some(b) = &cases[0].baseline {
+        let bases: Vec<f64> = cases
+            .iter()
+            .filter_map(|c| c.baseline.as_ref().map(|b| b.baseline_value))
+            .collect();
+        let base = bases.iter().sum::<f64>() / bases.len().max(1) as f64;
+        // Each run's ratio pairs a case with the baseline measured next
+        // to it, so a slow moment of the machine cancels out; the median
+        // of those ratios, so one run that met a stall does not move it.
+        out.baseline = Some(Baseline {
+            metric: b.metric.clone(),
+            baseline_value: base,
+            ratio: iv.get("vs_tcp").map(|i| i.median).unwrap_or(b.ratio),
+        });
+    }
+    out.intervals = iv;
+    let noises: Vec<Noise> = cases.iter().filter_map(|c| c.noise.clone()).collect();
+    out.noise = (!noises.is_empty()).then(|| Noise::merge(&noises));
+    let mut moved: Vec<String> = cases.iter().flat_map(|c| c.moved.clone()).collect();
+    moved.sort();
+    moved.dedup();
+    out.moved = moved;
+    out.runs = runs;
+    out
+}
+
+fn cpu_sum(cases: &[Case], bytes: u64) -> Option<CpuFigures> {
+    let cpus: Vec<CpuFigures> = cases.iter().filter_map(|c| c.cpu).collect();
+    if cpus.len() != cases.len() {
+        return cases[0].cpu;
+    }
+    let user: f64 = cpus.iter().map(|c| c.client_user_s).sum();
+    let sys: f64 = cpus.iter().map(|c| c.client_sys_s).sum();
+    let mib = bytes as f64 / (1u64 << 20) as f64;
+    Some(CpuFigures {
+        client_user_s: user,
+        client_sys_s: sys,
+        client_s_per_mib: if mib > 0.0 { (user + sys) / mib } else { 0.0 },
+        server_s: cpus
+            .iter()
+            .map(|c| c.server_s)
+            .collect::<Option<Vec<f64>>>()
+            .map(|v| v.iter().sum()),
+    })
+}
+
+/// The figure whose spread decides whether a case is stable: its
+/// throughput, or its median latency for round-trip cases.
+fn headline(c: &Case) -> Option<(&'static str, Interval)> {
+    if let Some(i) = c.intervals.get("p50") {
+        return Some(("p50", *i));
+    }
+    c.intervals
+        .get("throughput_mbps")
+        .map(|i| ("throughput", *i))
+}
+
+/// What a reader must know before trusting the numbers, one line each
+/// (empty when the run was clean): background load or steal during a
+/// run, a case whose runs disagree by more than [`SPREAD_LIMIT`], a thread
+/// that moved between CPUs during a case.
+pub fn warnings(r: &Results) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut noisy: Vec<String> = Vec::new();
+    for c in &r.cases {
+        if let Some(n) = &c.noise {
+            let p = n.problems();
+            if !p.is_empty() {
+                noisy.push(format!("{} ({})", c.name, p.join(", ")));
+            }
+        }
+    }
+    let run_problems: Vec<String> = r
+        .quality
+        .iter()
+        .flat_map(|q| q.runs.iter().enumerate())
+        .filter_map(|(i, n)| {
+            let p = n.problems();
+            (!p.is_empty()).then(|| format!("run {}: {}", i + 1, p.join(", ")))
+        })
+        .collect();
+    if !noisy.is_empty() {
+        out.push(format!(
+            "Warning: the machine was busy with other work during {}: rerun on an idle machine, or with more --runs.",
+            list(&noisy)
+        ));
+    } else if !run_problems.is_empty() {
+        out.push(format!(
+            "Warning: the machine was busy with other work ({}): rerun on an idle machine, or with more --runs.",
+            run_problems.join("; ")
+        ));
+    }
+    let unstable: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let (what, i) = headline(c)?;
+            (i.n >= 2 && i.relative() > SPREAD_LIMIT).then(|| {
+                format!(
+                    "{} ({what} ±{:.0} % over {} runs)",
+                    c.name,
+                    100.0 * i.relative(),
+                    i.n
+                )
+            })
+        })
+        .collect();
+    if !unstable.is_empty() {
+        out.push(format!(
+            "Warning: runs disagree by more than {:.0} % on {}: more --runs, a longer --min-duration or a quieter machine would narrow it.",
+            100.0 * SPREAD_LIMIT,
+            list(&unstable)
+        ));
+    }
+    let moved: Vec<String> = r
+        .cases
+        .iter()
+        .filter(|c| !c.moved.is_empty())
+        .map(|c| format!("{} ({})", c.name, c.moved.join(", ")))
+        .collect();
+    if !moved.is_empty() {
+        out.push(format!(
+            "Warning: threads moved between CPUs during {}: those histograms mix placements; pin with --pin or --client-cpus/--server-cpus.",
+            list(&moved)
+        ));
+    }
+    out
+}
+
+/// At most three items, then how many more.
+fn list(items: &[String]) -> String {
+    let mut s = items.iter().take(3).cloned().collect::<Vec<_>>().join("; ");
+    if items.len() > 3 {
+        s.push_str(&format!(" and {} more", items.len() - 3));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::CaseParams;
+
+    fn case(name: &str, mbps: f64, lat_ns: &[u64], base: Option<f64>) -> Case {
+        let mut l = Latency::new();
+        for &ns in lat_ns {
+            l.record_ns(ns);
+        }
+        Case {
+            name: name.into(),
+            params: CaseParams {
+                ty: "octet".into(),
+                size: 1024,
+                mode: "twoway".into(),
+                extra: Default::default(),
+            },
+            calls: lat_ns.len() as u64,
+            bytes: 1024 * lat_ns.len() as u64,
+            seconds: 1.0,
+            calls_per_sec: lat_ns.len() as f64,
+            throughput_mbps: mbps,
+            latency_us: (!l.is_empty()).then(|| l.summary()),
+            histogram: (!l.is_empty()).then(|| l.to_base64()),
+            baseline: base.map(|b| Baseline {
+                metric: "throughput".into(),
+                baseline_value: b,
+                ratio: mbps / b,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn one_run_is_left_alone() {
+        let c = case("a", 10.0, &[1000, 2000], None);
+        let out = aggregate(vec![vec![c.clone()]]);
+        assert_eq!(out, vec![c]);
+    }
+
+    #[test]
+    fn runs_fold_into_means_intervals_and_one_histogram() {
+        let runs = vec![
+            vec![
+                case("a", 100.0, &[1000; 10], Some(200.0)),
+                case("b", 1.0, &[], None),
+            ],
+            vec![
+                case("a", 120.0, &[3000; 10], Some(200.0)),
+                case("b", 3.0, &[], None),
+            ],
+            vec![
+                case("a", 110.0, &[2000; 10], Some(220.0)),
+                case("b", 2.0, &[], None),
+            ],
+        ];
+        let out = aggregate(runs);
+        assert_eq!(out.len(), 2);
+        let a = &out[0];
+        assert_eq!(a.name, "a");
+        assert_eq!(a.calls, 30);
+        assert_eq!(a.runs.len(), 3);
+        assert!((a.throughput_mbps - 110.0).abs() < 1e-9);
+        let t = a.intervals["throughput_mbps"];
+        assert_eq!(t.n, 3);
+        assert_eq!((t.min, t.max), (100.0, 120.0));
+        // sd 10, t(2) = 4.303: 4.303 * 10 / sqrt(3)
+        assert!((t.ci95 - 4.303 * 10.0 / 3f64.sqrt()).abs() < 1e-6);
+        // The merged histogram holds all 30 calls.
+        let h = Latency::from_base64(a.histogram.as_ref().unwrap()).unwrap();
+        assert_eq!(h.len(), 30);
+        assert!((a.intervals["p50"].mean - 2.0).abs() < 0.01);
+        // vs tcp: the median of each run's ratio (0.5, 0.6, 0.5).
+        let b = a.baseline.as_ref().unwrap();
+        assert!((b.ratio - 0.5).abs() < 1e-9);
+        assert_eq!(a.intervals["vs_tcp"].n, 3);
+        assert_eq!(out[1].name, "b");
+        assert!(!out[1].intervals.contains_key("p50"));
+    }
+
+    #[test]
+    fn spread_beyond_the_limit_is_said_and_a_tight_one_is_not() {
+        let mut r =
+            crate::context::new_results("throughput", Default::default(), Default::default());
+        r.cases = aggregate(vec![
+            vec![
+                case("steady", 100.0, &[], None),
+                case("jumpy", 50.0, &[], None),
+            ],
+            vec![
+                case("steady", 101.0, &[], None),
+                case("jumpy", 150.0, &[], None),
+            ],
+            vec![
+                case("steady", 100.5, &[], None),
+                case("jumpy", 90.0, &[], None),
+            ],
+        ]);
+        let w = warnings(&r);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("jumpy"), "{w:?}");
+        assert!(!w[0].contains("steady"), "{w:?}");
+    }
+
+    #[test]
+    fn moved_threads_are_said() {
+        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let mut c = case("ping", 0.0, &[1000], None);
+        c.moved = vec!["iiopbench (12)".into()];
+        r.cases = vec![c];
+        let w = warnings(&r);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("moved between CPUs during ping"), "{w:?}");
+    }
+}
