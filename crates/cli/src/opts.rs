@@ -134,7 +134,7 @@ pub struct PlacementOpts {
     pub server_cpus: Option<String>,
     /// Measure every case as N independent runs, interleaved across cases
     /// (run 1 of each case, then run 2 …); the table shows mean ± 95 %
-    /// interval across runs. Default 5 for throughput, latency and tcp, 1
+    /// interval across runs. Default 7 for throughput, latency and tcp, 1
     /// for the other commands.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,

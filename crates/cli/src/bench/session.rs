@@ -102,7 +102,7 @@ impl Session {
 /// have their own stopping rules, once.
 pub fn default_runs(kind: &str) -> u32 {
     match kind {
-        "throughput" | "latency" | "tcp" => 5,
+        "throughput" | "latency" | "tcp" => 7,
         _ => 1,
     }
 }

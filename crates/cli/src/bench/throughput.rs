@@ -51,7 +51,7 @@ pub struct ThroughputOpts {
     pub total: u64,
     /// Minimum duration of each point in each run (16 MiB crosses loopback
     /// in ~10 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "300ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "200ms")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
