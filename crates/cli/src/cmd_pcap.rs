@@ -16,10 +16,7 @@ use serde_json::{json, Value};
 
 use crate::hist::Latency;
 use crate::opts::OutputOpts;
-use crate::results::{
-    Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo, Tool, SCHEMA_VERSION,
-};
-use crate::sysinfo::HostInfo;
+use crate::results::{Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo};
 use crate::table::Table;
 
 /// Options of `iiopbench pcap`.
@@ -204,33 +201,23 @@ pub fn to_results(s: &Summary, files: &[PathBuf]) -> anyhow::Result<Results> {
             .collect::<Vec<_>>()),
     );
     let total_findings: u64 = s.finding_counts.values().sum();
-    Ok(Results {
-        schema_version: SCHEMA_VERSION,
-        tool: Tool::current(),
-        kind: "pcap".into(),
-        command: std::env::args().collect(),
-        started_at: crate::results::now_rfc3339(),
-        host: HostInfo::current(),
-        target: TargetInfo {
-            kind: "capture".into(),
-            reference: files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-            ..TargetInfo::default()
-        },
-        placement: Placement::new(Vec::new(), None),
-        params,
-        cases,
-        fits: Vec::new(),
-        quality: None,
-        outcome: Outcome {
-            complete: true,
-            failure: (total_findings > 0)
-                .then(|| format!("{total_findings} conformance finding(s)")),
-        },
-    })
+    let target = TargetInfo {
+        kind: "capture".into(),
+        reference: files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        ..TargetInfo::default()
+    };
+    let mut r = crate::context::new_results("pcap", target, Placement::new(Vec::new(), None));
+    r.params = params;
+    r.cases = cases;
+    r.outcome = Outcome {
+        complete: true,
+        failure: (total_findings > 0).then(|| format!("{total_findings} conformance finding(s)")),
+    };
+    Ok(r)
 }
 
 fn us(ns: u64) -> String {

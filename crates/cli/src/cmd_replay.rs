@@ -34,10 +34,7 @@ use iiop_giop::{ReplyStatus, ResponseMode, Target, TargetAddress};
 use serde_json::json;
 
 use crate::hist::Latency;
-use crate::results::{
-    Case, CaseParams, Outcome, Placement, Results, TargetInfo, Tool, SCHEMA_VERSION,
-};
-use crate::sysinfo::HostInfo;
+use crate::results::{Case, CaseParams, Outcome, Placement, TargetInfo};
 use crate::table::Table;
 
 /// Options of `iiopbench replay`.
@@ -662,28 +659,18 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
         params.insert("capture".into(), json!(o.file.display().to_string()));
         params.insert("differences".into(), json!(diffs));
         params.insert("speed".into(), json!(format!("{:?}", speed)));
-        let r = Results {
-            schema_version: SCHEMA_VERSION,
-            tool: Tool::current(),
+        let target = TargetInfo {
             kind: "replay".into(),
-            command: std::env::args().collect(),
-            started_at: crate::results::now_rfc3339(),
-            host: HostInfo::current(),
-            target: TargetInfo {
-                kind: "replay".into(),
-                reference: o.target.clone(),
-                ..TargetInfo::default()
-            },
-            placement: Placement::new(Vec::new(), None),
-            params,
-            cases,
-            fits: Vec::new(),
-            quality: None,
-            outcome: Outcome {
-                complete: true,
-                failure: (total_diffs > 0)
-                    .then(|| format!("{total_diffs} replies differ from the capture")),
-            },
+            reference: o.target.clone(),
+            ..TargetInfo::default()
+        };
+        let mut r = crate::context::new_results("replay", target, Placement::new(Vec::new(), None));
+        r.params = params;
+        r.cases = cases;
+        r.outcome = Outcome {
+            complete: true,
+            failure: (total_diffs > 0)
+                .then(|| format!("{total_diffs} replies differ from the capture")),
         };
         let text = crate::results::to_json(&r);
         if path.as_os_str() == "-" {

@@ -4,6 +4,7 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::bench::session::Watching;
 use crate::context::{new_results, param};
 use crate::opts::{TcpOpts, TcpPattern};
 use crate::placement::Cpus;
@@ -101,29 +102,16 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
         let waiting = waiting(o, &r.placement.relation)?;
         waiting.record(&mut r.params);
         let addr = addr?;
-        let server_pids =
-            if embedded.is_none() && crate::bench::session::is_loopback(&addr.ip().to_string()) {
-                crate::procnet::listening_pids(addr.port())
-            } else {
-                Vec::new()
-            };
-        let watch = crate::bench::session::start_watch(&server_pids);
+        let host = addr.ip().to_string();
+        let watching = Watching::start(embedded.is_none().then_some((host.as_str(), addr.port())));
         let _pinned = cpus.pin_client()?;
         let tid = crate::bench::session::gettid();
         let runs = o
             .placement
             .runs
             .unwrap_or_else(|| crate::bench::session::default_runs("tcp"));
-        crate::bench::session::repeat(runs, &mut r, watch.as_ref(), &server_pids, tid, |rr| {
-            measure(
-                o,
-                addr,
-                sock,
-                waiting.spin,
-                &mut rr.cases,
-                watch.as_ref(),
-                &server_pids,
-            )
+        crate::bench::session::repeat(runs, &mut r, &watching, tid, |rr| {
+            measure(o, addr, sock, waiting.spin, &mut rr.cases, &watching)
         })
     })()
     .err();
@@ -170,17 +158,15 @@ fn measure(
     sock: SocketOpts,
     spin: Option<Duration>,
     cases: &mut Vec<Case>,
-    watch: Option<&crate::noise::ThreadWatch>,
-    server_pids: &[u32],
+    watching: &Watching,
 ) -> anyhow::Result<()> {
-    use crate::bench::session::CaseWatch;
     let max = o.min_duration.max(Duration::from_secs(1)) * 30;
     let progress = Progress::new(o.output.quiet);
     for &size in &o.size.0 {
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
             let p = progress.case(&format!("tcp stream {}", format_size(size)));
-            let w = CaseWatch::start(watch, server_pids);
+            let w = watching.case();
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.stream(size as usize, o.total, o.min_duration, max)?;
             let mut case = stream_case(&run, size);
@@ -191,7 +177,7 @@ fn measure(
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
             let p = progress.case(&format!("tcp pingpong {}", format_size(size)));
-            let w = CaseWatch::start(watch, server_pids);
+            let w = watching.case();
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
             let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
             let mut case = pingpong_case(&run, size);

@@ -262,8 +262,9 @@ pub fn compare(
             _ => Verdict::Unknown,
         };
         let (la, lb) = (ca.latency_us, cb.latency_us);
+        // Runs' intervals when both sides have them, else one histogram's.
         let iv = |k: &str| ca.intervals.get(k).zip(cb.intervals.get(k));
-        let lat = |q: f64, k: &str| match iv(k) {
+        let lat_or_runs = |q: f64, k: &str| match iv(k) {
             Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, false, min_effect),
             _ => lat(q),
         };
@@ -283,9 +284,9 @@ pub fn compare(
             throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
             throughput,
             p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),
-            p50: lat(0.5, "p50"),
+            p50: lat_or_runs(0.5, "p50"),
             p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),
-            p99: lat(0.99, "p99"),
+            p99: lat_or_runs(0.99, "p99"),
             placements: (pa != pb).then_some((pa, pb)),
         });
     }

@@ -11,23 +11,8 @@ use crate::sysinfo::{current_affinity, parse_cpu_list, pin_current_thread};
 pub fn process_cpus() -> Vec<usize> {
     static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
     CPUS.get_or_init(|| {
-        // SAFETY: sched_getaffinity fills the cpu_set_t we own; the
-        // process id names the main thread.
-        let main = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(
-                libc::getpid(),
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &mut set,
-            ) != 0
-            {
-                Vec::new()
-            } else {
-                (0..libc::CPU_SETSIZE as usize)
-                    .filter(|&c| libc::CPU_ISSET(c, &set))
-                    .collect()
-            }
-        };
+        // SAFETY: getpid has no preconditions.
+        let main = iiop_servers::affinity::affinity_of(unsafe { libc::getpid() });
         if main.is_empty() {
             current_affinity()
         } else {

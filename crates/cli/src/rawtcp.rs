@@ -189,12 +189,10 @@ fn serve_conn(s: TcpStream) -> std::io::Result<()> {
                 buf.copy_within(lo..hi, 0);
                 (lo, hi) = (0, hi - lo);
             }
-            match s.read(&mut buf[hi..]) {
-                Ok(0) if hi == lo => return Ok(()),
-                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => hi += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            match read_some(s, &mut buf[hi..])? {
+                0 if hi == lo => return Ok(()),
+                0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                n => hi += n,
             }
         }
         let h: [u8; HEADER] = buf[lo..lo + HEADER].try_into().expect("HEADER bytes");
@@ -208,11 +206,9 @@ fn serve_conn(s: TcpStream) -> std::io::Result<()> {
             lo += here;
             left -= here;
             while left > 0 {
-                let n = match s.read(&mut buf) {
-                    Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
+                let n = match read_some(s, &mut buf)? {
+                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    n => n,
                 };
                 if n <= left {
                     left -= n;
@@ -258,6 +254,16 @@ fn serve_conn(s: TcpStream) -> std::io::Result<()> {
                     format!("unknown raw-tcp kind {k}"),
                 ))
             }
+        }
+    }
+}
+
+/// One `read`, retried when a signal interrupts it.
+fn read_some(mut s: &TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match s.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            r => return r,
         }
     }
 }

@@ -363,18 +363,11 @@ impl OrbServer {
         let mut cmd = Command::new(&script);
         if let Some(cpu) = cpu {
             use std::os::unix::process::CommandExt;
-            // SAFETY: only sched_setaffinity (async-signal-safe) runs
-            // between fork and exec, on a set built before the fork.
-            let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-            unsafe { libc::CPU_SET(cpu, &mut set) };
+            let set = iiop_servers::affinity::cpu_set(&[cpu])?;
+            // SAFETY: set_current_affinity is one system call and
+            // allocates nothing, so it is safe between fork and exec.
             unsafe {
-                cmd.pre_exec(move || {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                cmd.pre_exec(move || iiop_servers::affinity::set_current_affinity(&set));
             }
         }
         let mut child = cmd

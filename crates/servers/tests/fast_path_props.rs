@@ -28,17 +28,7 @@ use rand::{Rng, SeedableRng};
 const CASES: u64 = 512;
 
 /// The element types whose sequences take the fast path.
-const FAST: [Elem; 9] = [
-    Elem::PerfStruct,
-    Elem::Cd,
-    Elem::CharStruct,
-    Elem::FloatStruct,
-    Elem::LongStruct,
-    Elem::DoubleStruct,
-    Elem::LongQuad,
-    Elem::MixedQuad,
-    Elem::FloatPair,
-];
+use iiop_servers::bench::types::FAST_PATH as FAST;
 
 /// Run `case` for `CASES` seeds per fast element type; a failure names
 /// the element and seed. `case` says whether both paths accepted (true)

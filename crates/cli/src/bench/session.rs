@@ -26,36 +26,60 @@ pub struct Session {
     pub waiting: Waiting,
     /// The forwards the first connection followed to reach the object.
     pub forwards: std::sync::Mutex<Vec<String>>,
-    /// Where the threads of client and server run (sampled from /proc).
-    pub watch: Option<ThreadWatch>,
-    /// Local processes serving the target (a vendor server on this
-    /// machine): their CPU time is the server's, not background noise.
+    /// Where the threads of client and server run, and who serves.
+    pub watching: Watching,
+}
+
+/// What a run watches besides its own figures: where every thread runs
+/// (sampled from /proc), and which local processes serve the target.
+#[derive(Debug)]
+pub struct Watching {
+    pub threads: ThreadWatch,
+    /// Local processes serving a target this run did not start (a vendor
+    /// server on this machine, found by its listening port): their CPU
+    /// time is the server's, not background noise.
     pub server_pids: Vec<u32>,
+}
+
+impl Watching {
+    /// Start before the client is pinned, so the sampler does not share
+    /// the client's CPU. `external`: the host and port of a server this
+    /// run did not start.
+    pub fn start(external: Option<(&str, u16)>) -> Watching {
+        let server_pids = match external {
+            Some((host, port)) if is_loopback(host) => crate::procnet::listening_pids(port),
+            _ => Vec::new(),
+        };
+        Watching {
+            threads: ThreadWatch::start(&server_pids, Duration::from_millis(20)),
+            server_pids,
+        }
+    }
+
+    /// Watch the machine while one case runs.
+    pub fn case(&self) -> CaseWatch<'_> {
+        CaseWatch {
+            mark: self.threads.mark(),
+            threads: &self.threads,
+            meter: NoiseMeter::start(&self.server_pids),
+        }
+    }
 }
 
 /// The machine's noise and the threads' moves while one case runs.
 #[derive(Debug)]
 pub struct CaseWatch<'a> {
     meter: NoiseMeter,
-    mark: Option<(&'a ThreadWatch, WatchMark)>,
+    threads: &'a ThreadWatch,
+    mark: WatchMark,
 }
 
-impl<'a> CaseWatch<'a> {
-    /// Start watching now.
-    pub fn start(watch: Option<&'a ThreadWatch>, server_pids: &[u32]) -> CaseWatch<'a> {
-        CaseWatch {
-            mark: watch.map(|w| (w, w.mark())),
-            meter: NoiseMeter::start(server_pids),
-        }
-    }
-
+impl CaseWatch<'_> {
     /// Record what was seen into the case: `noise`, and `moved` when a
     /// thread changed CPUs.
     pub fn finish(self, c: &mut Case) {
         c.noise = Some(self.meter.finish());
-        if let Some((w, m)) = self.mark {
-            c.moved = w.since(&m).moved;
-        }
+        c.moved = self.threads.since(&self.mark).moved;
     }
 }
 
@@ -93,7 +117,7 @@ impl Session {
 
     /// Watch the machine while one case runs.
     pub fn watch_case(&self) -> CaseWatch<'_> {
-        CaseWatch::start(self.watch.as_ref(), &self.server_pids)
+        self.watching.case()
     }
 }
 
@@ -143,13 +167,12 @@ pub fn observed_placement(o: &Observed, client_tid: i32) -> ObservedPlacement {
 pub fn repeat(
     runs: u32,
     results: &mut Results,
-    watch: Option<&ThreadWatch>,
-    server_pids: &[u32],
+    watching: &Watching,
     client_tid: i32,
     mut one: impl FnMut(&mut Results) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     crate::context::param(&mut results.params, "runs", runs);
-    let start = watch.map(|w| w.mark());
+    let start = watching.threads.mark();
     let mut per_run = Vec::new();
     let mut noise = Vec::new();
     let mut res = Ok(());
@@ -157,7 +180,7 @@ pub fn repeat(
         let mut rr = results.clone();
         rr.cases.clear();
         rr.fits.clear();
-        let meter = NoiseMeter::start(server_pids);
+        let meter = NoiseMeter::start(&watching.server_pids);
         res = one(&mut rr);
         noise.push(meter.finish());
         results.params = rr.params;
@@ -169,9 +192,10 @@ pub fn repeat(
         }
     }
     results.cases = crate::runs::aggregate(per_run);
-    if let (Some(w), Some(m)) = (watch, &start) {
-        results.placement.observed = Some(observed_placement(&w.since(m), client_tid));
-    }
+    results.placement.observed = Some(observed_placement(
+        &watching.threads.since(&start),
+        client_tid,
+    ));
     results.quality = Some(Quality {
         warnings: Vec::new(),
         runs: noise,
@@ -181,12 +205,6 @@ pub fn repeat(
         q.warnings = w;
     }
     res
-}
-
-/// Start watching this process's threads (and those of `server_pids`);
-/// None when /proc cannot be read.
-pub fn start_watch(server_pids: &[u32]) -> Option<ThreadWatch> {
-    Some(ThreadWatch::start(server_pids, Duration::from_millis(20)))
 }
 
 /// Run `body` as a benchmark: resolve placement and target, pin the
@@ -242,16 +260,12 @@ where
             resolved.resolve_seconds,
         );
     }
-    // A server on this machine that we did not start: found by its
-    // listening socket, so its CPU time is not taken for noise.
-    let server_pids = if resolved.embedded.is_none() && is_loopback(&resolved.info.host) {
-        crate::procnet::listening_pids(resolved.info.port)
-    } else {
-        Vec::new()
-    };
-    // Started before the client is pinned, so the watch does not share
-    // the client's CPU.
-    let watch = start_watch(&server_pids);
+    let watching = Watching::start(
+        resolved
+            .embedded
+            .is_none()
+            .then_some((resolved.info.host.as_str(), resolved.info.port)),
+    );
     let _pinned = cpus.pin_client()?;
     let client_tid = gettid();
     let session = Session {
@@ -265,17 +279,11 @@ where
         resolved,
         socket: socket.clone(),
         forwards: Default::default(),
-        watch,
-        server_pids,
+        watching,
     };
-    let r = repeat(
-        runs,
-        results,
-        session.watch.as_ref(),
-        &session.server_pids,
-        client_tid,
-        |rr| rt.block_on(body(&session, rr)),
-    );
+    let r = repeat(runs, results, &session.watching, client_tid, |rr| {
+        rt.block_on(body(&session, rr))
+    });
     results.target.forwards =
         std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
     // Stop the embedded server (graceful) before returning.

@@ -294,13 +294,11 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
                 }
                 let label = format!("{} {elem} {}", mode.name(), format_size(size));
                 let pb = progress.case(&label);
-                let mut one = Results {
-                    cases: Vec::new(),
-                    ..r.clone()
-                };
-                let out = point(o, s, &c, elem, mode, size, cs, &label, &mut one).await;
+                let before = r.cases.len();
+                let out = point(o, s, &c, elem, mode, size, cs, &label, r).await;
                 pb.done();
-                measured.extend(one.cases.into_iter().map(|c| (slot(mi, ei, si), c)));
+                let slot = slot(mi, ei, si);
+                measured.extend(r.cases.drain(before..).map(|c| (slot, c)));
                 if out.is_err() {
                     res = out;
                     break 'all;

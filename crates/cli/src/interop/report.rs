@@ -9,8 +9,7 @@ use serde_json::json;
 
 use super::matrix::Cell;
 use super::suite::{Check, SuiteReport, Verdict};
-use crate::results::{Case, CaseParams, Outcome, Placement, Results, TargetInfo, Tool};
-use crate::sysinfo::HostInfo;
+use crate::results::{Case, CaseParams, Placement, Results, TargetInfo};
 use crate::table::Table;
 
 fn order_key(v: Verdict) -> u8 {
@@ -115,24 +114,10 @@ pub fn check_case(c: &Check) -> Case {
 }
 
 fn base(kind: &str, target: TargetInfo, started_at: &str) -> Results {
-    Results {
-        schema_version: crate::results::SCHEMA_VERSION,
-        tool: Tool::current(),
-        kind: kind.into(),
-        command: std::env::args().collect(),
-        started_at: started_at.into(),
-        host: HostInfo::current(),
-        target,
-        placement: Placement::new(Vec::new(), None),
-        params: BTreeMap::new(),
-        cases: Vec::new(),
-        fits: Vec::new(),
-        quality: None,
-        outcome: Outcome {
-            complete: true,
-            failure: None,
-        },
-    }
+    let mut r = crate::context::new_results(kind, target, Placement::new(Vec::new(), None));
+    r.started_at = started_at.into();
+    r.outcome.complete = true;
+    r
 }
 
 /// The suite as a results document (`kind: "interop"`).

@@ -572,6 +572,21 @@ impl Payload {
     }
 }
 
+/// The element types whose sequences take the `TcStruct` fast path
+/// (`fixed` in [`Payload::decode`]), for the tests that hold it to the
+/// serde path.
+pub const FAST_PATH: [Elem; 9] = [
+    Elem::PerfStruct,
+    Elem::Cd,
+    Elem::CharStruct,
+    Elem::FloatStruct,
+    Elem::LongStruct,
+    Elem::DoubleStruct,
+    Elem::LongQuad,
+    Elem::MixedQuad,
+    Elem::FloatPair,
+];
+
 fn id(name: &str) -> String {
     format!("IDL:Bench/{name}:1.0")
 }
@@ -857,18 +872,7 @@ mod tests {
         assert_eq!(element_typecode(Elem::Cd).wire_stride(), Some(16));
     }
 
-    /// The element types whose sequences take the `TcStruct` fast path.
-    const FAST: [Elem; 9] = [
-        Elem::PerfStruct,
-        Elem::Cd,
-        Elem::CharStruct,
-        Elem::FloatStruct,
-        Elem::LongStruct,
-        Elem::DoubleStruct,
-        Elem::LongQuad,
-        Elem::MixedQuad,
-        Elem::FloatPair,
-    ];
+    use super::FAST_PATH as FAST;
 
     #[test]
     fn fast_layouts_are_the_typecodes_layouts() {
