@@ -82,7 +82,12 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     }
     let opts = server_options(o)?;
     let raw = match &o.raw_tcp {
-        Some(addr) => Some(RawServer::start(addr, o.socket.raw(), opts.cpus.clone())?),
+        Some(addr) => Some(RawServer::start(
+            addr,
+            o.socket.raw(),
+            opts.cpus.clone(),
+            Some(o.raw_spin_limit).filter(|d| !d.is_zero()),
+        )?),
         None => None,
     };
     let srv =

@@ -72,7 +72,13 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
     let mut embedded = None;
     let addr = match &o.target {
         Some(t) => resolve(t),
-        None => RawServer::start("127.0.0.1:0", sock, Some(cpus.server_or_all())).map(|s| {
+        None => RawServer::start(
+            "127.0.0.1:0",
+            sock,
+            Some(cpus.server_or_all()),
+            cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
+        )
+        .map(|s| {
             let a = s.addr();
             embedded = Some(s);
             a

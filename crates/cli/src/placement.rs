@@ -111,6 +111,15 @@ impl Cpus {
         })
     }
 
+    /// Client and server are pinned to CPUs they do not share, so a server
+    /// thread may poll instead of sleeping without slowing the client.
+    pub fn apart(&self) -> bool {
+        match (&self.client, &self.server) {
+            (Some(c), Some(s)) => c.iter().all(|cpu| !s.contains(cpu)),
+            _ => false,
+        }
+    }
+
     /// The CPUs an embedded server should run on: as pinned, or all of
     /// them (not the client's, which it would otherwise inherit).
     pub fn server_or_all(&self) -> Vec<usize> {

@@ -325,7 +325,13 @@ pub fn baseline_server(
         loopback,
         "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
     );
-    let srv = RawServer::start("127.0.0.1:0", s.socket.raw(), Some(s.cpus.server_or_all()))?;
+    let spin = s.cpus.apart().then_some(crate::rawtcp::STREAM_SPIN);
+    let srv = RawServer::start(
+        "127.0.0.1:0",
+        s.socket.raw(),
+        Some(s.cpus.server_or_all()),
+        spin,
+    )?;
     let addr = srv.addr();
     Ok((Some(srv), addr))
 }
