@@ -1,28 +1,40 @@
 #!/usr/bin/env python3
-"""The issue-6 speed comparison, measured side by side in one run.
+"""Client against client, server against server, and both against raw TCP,
+measured side by side in one run; writes docs/performance.md.
 
-Against the omniORB bench server (scripts/orbs/omniorb), for each element
-type, payload size and mode: the omniORB C++ bench client and iiopbench's
-client, each `--reps` times, alternating, with the same placement (taskset:
-server on --server-cpus, both clients on --client-cpus). Our client runs
-once per `--wait-strategy` value (default `auto,read`): with the CPUs
-apart, `auto` spins before it blocks (the reply is picked up without
-waking a sleeping thread); `read` blocks in recv at once, as the omniORB
-client does, so it is the like-for-like row. Then our client against our
-server vs `bench tcp` at 64 KiB, and ping p50 latency: ours vs omniORB
-client on the omniORB server vs raw TCP 1-byte ping-pong (the raw-TCP
-client waits as ours does).
+Every server that is installed here (ours, omniORB, JacORB, TAO) runs at
+once on --server-cpus; every client (ours, the omniORB C++ client) runs on
+--client-cpus (taskset), so placement is the same for every figure. For
+each point (mode, type, size) the script takes --reps rounds; in each round
+every (client, server) pair runs once, in an order that rotates between
+rounds, so the machine's drift favours none of them. Figures are the
+receiving server's payload Mbit/s (bench.idl's get_stats), medians of the
+rounds; ratios are medians of the per-round paired ratios, with their
+range. Spread = (max - min) / median of a pair's rounds.
 
-Prints a table of medians and ratios (ours / theirs) and writes everything
-to --out (JSON). Never quotes an absolute figure without its baseline.
+Tables:
+  1. client vs client: ours / the omniORB client, on each server;
+  2. server vs server: each server / omniORB's, under the omniORB client
+     (and under ours);
+  3. both ours vs both omniORB;
+  4. the physical limit: `iiopbench bench tcp` streams and iperf3 with the
+     same write sizes, beside the fastest ORB pair at that size;
+  5. latency: ping and echo 64 KiB p50, ours -> ours against the raw-TCP
+     round trip that waits the same way, and ours vs the omniORB client on
+     the omniORB server.
 
-    benches/compare/run.py [--quick] [--full] [--reps 3] [--wait-strategy auto,read] [--out FILE]
+    benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
+                           [--doc docs/performance.md] [--out target/compare.json]
+
+Never quotes an absolute figure without its baseline next to it.
 """
-import argparse, json, os, re, signal, socket, statistics, subprocess, sys, tempfile, time
+import argparse, datetime, html, json, os, platform, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IIOPBENCH = os.path.join(ROOT, "target", "release", "iiopbench")
 ORBS = os.path.join(ROOT, "scripts", "orbs")
+NAMES = {"ours": "iiopbench", "omniorb": "omniORB", "jacorb": "JacORB", "tao": "TAO"}
+med = statistics.median
 
 
 def free_port():
@@ -52,183 +64,362 @@ def run(cmd, timeout=600):
     return p.stdout
 
 
+def installed(orb):
+    """Installed and built (or buildable) here, per scripts/orbs/<orb>/status."""
+    if orb == "ours":
+        return True
+    status = os.path.join(ORBS, orb, "status")
+    if not os.path.exists(status):
+        return False
+    out = subprocess.run([status], capture_output=True, text=True).stdout
+    return "installed=yes" in out
+
+
 class Server:
-    """A vendor server started through scripts/orbs/<orb>/start."""
+    """A bench.idl server: ours (`iiopbench serve`) or a vendor's
+    (scripts/orbs/<orb>/start), pinned with taskset; ready when it prints
+    `ready`."""
 
     def __init__(self, orb, cpus):
-        self.ior_file = tempfile.mktemp(suffix=".ior")
+        self.orb = orb
+        self.ior_file = tempfile.mktemp(suffix=f".{orb}.ior")
         port = free_port()
-        cmd = taskset(cpus, [os.path.join(ORBS, orb, "start"), "--host", "127.0.0.1", "--port", str(port), "--ior-file", self.ior_file])
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
+        if orb == "ours":
+            cmd = [IIOPBENCH, "serve", "--listen", f"127.0.0.1:{port}", "--ior-file", self.ior_file]
+        else:
+            cmd = [os.path.join(ORBS, orb, "start"), "--host", "127.0.0.1", "--port", str(port), "--ior-file", self.ior_file]
+        self.p = subprocess.Popen(taskset(cpus, cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 90
         for line in self.p.stdout:
             if line.strip() == "ready":
                 break
             if time.time() > deadline:
-                raise RuntimeError(f"{orb} server not ready")
+                self.stop()
+                raise RuntimeError(f"{orb} server not ready after 90 s")
         else:
             raise RuntimeError(f"{orb} server exited: {self.p.stderr.read()[-2000:]}")
 
     def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        try:
-            self.p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-        os.unlink(self.ior_file)
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+        if os.path.exists(self.ior_file):
+            os.unlink(self.ior_file)
 
 
-def omni_client(ior, cpus, args):
-    return last_json(run(taskset(cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior] + args)))
+class Clients:
+    def __init__(self, a):
+        self.a = a
+        self.waited = set()
 
+    def omniorb_throughput(self, ior, mode, ty, size):
+        op = {"oneway": "oneway", "twoway": "send"}[mode]
+        o = last_json(run(taskset(self.a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior, "--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(self.a.total), "--min-duration", str(self.a.min_duration)])))
+        return o.get("receiver_mbps") or o["mbps"]
 
-def ours(cpus, args, wait):
-    # One run per call: this script interleaves its own repetitions.
-    out = run(taskset(cpus, [IIOPBENCH, "bench"] + args + ["--runs", "1", "--wait-strategy", wait, "--quiet", "--json", "-"]))
-    r = json.loads(out)
-    WAITED.setdefault(wait, set()).add(r["params"].get("wait_strategy", "?"))
-    return r
+    def ours(self, args):
+        # One run per call: this script interleaves its own rounds.
+        out = run(taskset(self.a.client_cpus, [IIOPBENCH, "bench"] + args + ["--runs", "1", "--wait-strategy", self.a.wait_strategy, "--quiet", "--json", "-"]))
+        r = json.loads(out)
+        self.waited.add(r["params"].get("wait_strategy", "?"))
+        return r
 
-
-WAITED = {}  # --wait-strategy asked -> how our client waited (params.wait_strategy)
-
-
-def throughput_round(ior, cpus, server_cpus, ty, size, mode, total, mind, waits, rep):
-    """One measurement of the omniORB client and one of ours per wait
-    strategy, back to back; the order rotates between reps, so drift in
-    the machine's load favours none of them."""
-    op = {"oneway": "oneway", "twoway": "send"}[mode]
-
-    def theirs():
-        o = omni_client(ior, cpus, ["--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(total), "--min-duration", str(mind)])
-        return {"mbps": o.get("receiver_mbps") or o["mbps"]}
-
-    def mine(wait):
-        # --server-cpus records where the external server runs, so the
-        # placement (and what auto picks from it) is known.
-        r = ours(cpus, ["throughput", "--target", ior, "--server-cpus", server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(total), "--min-duration", f"{mind}s"], wait)
+    def ours_throughput(self, ior, mode, ty, size):
+        # --server-cpus says where the external server runs, so the
+        # results record the placement (and auto's wait strategy follows it).
+        r = self.ours(["throughput", "--target", ior, "--server-cpus", self.a.server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(self.a.total), "--min-duration", f"{self.a.min_duration}s"])
         c = r["cases"][0]
         if c["errors"]:
-            raise RuntimeError(f"our client reported errors: {c['errors']}")
-        # How busy the server was: its process CPU time (from stats()) over
-        # the run; near 1.0 on one pinned CPU, the server is the limit.
-        srv = (c.get("cpu") or {}).get("server_s")
-        return {"mbps": c.get("receiver_throughput_mbps") or c["throughput_mbps"], "server_busy": srv / c["seconds"] if srv is not None else None}
+            raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"]
 
-    return rotated(rep, [("omniorb", theirs)] + [(w, lambda w=w: mine(w)) for w in waits])
-
-
-def rotated(rep, runs):
-    """Run each (name, f) once, starting at a different one each rep."""
-    k = rep % len(runs)
-    return dict((name, f()) for name, f in runs[k:] + runs[:k])
+    def throughput(self, client, ior, mode, ty, size):
+        f = self.omniorb_throughput if client == "omniorb" else self.ours_throughput
+        return f(ior, mode, ty, size)
 
 
-def paired(pairs):
-    """Median of the per-rep ratios ours/theirs, and their range."""
-    rs = sorted(a / b for a, b in pairs)
-    return statistics.median(rs), rs[0], rs[-1]
+def rotated(rep, items):
+    k = rep % len(items)
+    return items[k:] + items[:k]
 
+
+def paired(xs, ys):
+    """Median of the per-round ratios x/y, and their range."""
+    rs = sorted(x / y for x, y in zip(xs, ys) if y)
+    if not rs:
+        return None
+    return {"median": med(rs), "min": rs[0], "max": rs[-1]}
+
+
+def spread(xs):
+    m = med(xs)
+    return (max(xs) - min(xs)) / m if m else None
+
+
+def iperf3(size, secs, a):
+    """iperf3's loopback figure with SIZE-byte writes, or None when absent."""
+    if not shutil.which("iperf3"):
+        return None
+    port = free_port()
+    srv = subprocess.Popen(taskset(a.server_cpus, ["iperf3", "-s", "-1", "-p", str(port)]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)  # iperf3 -s prints nothing machine-readable when ready
+        out = run(taskset(a.client_cpus, ["iperf3", "-c", "127.0.0.1", "-p", str(port), "-l", str(size), "-t", str(secs), "-J"]), timeout=60)
+        return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+        srv.wait()
+
+
+def machine():
+    model = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+    return {"cpu": model, "cpus": os.cpu_count(), "kernel": platform.release(), "commit": commit + ("+dirty" if dirty else ""), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+# ---------------------------------------------------------------- figures
+
+def svg_bars(title, labels, series, path, ref=1.0):
+    """Grouped horizontal bars of ratios, one group per label, one bar per
+    series; a vertical line at `ref`. Plain SVG, no plotting library."""
+    colors = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377"]
+    names = list(series)
+    bar, gap, left, width = 9, 8, 210, 420
+    vals = [v for s in series.values() for v in s if v is not None]
+    top = max(vals + [ref]) * 1.1 if vals else 2 * ref
+    group = bar * len(names) + gap
+    height = 50 + group * len(labels) + 20 * len(names)
+    x = lambda v: left + width * v / top
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="18" font-size="13" font-weight="bold">{html.escape(title)}</text>']
+    y = 34
+    for i, label in enumerate(labels):
+        out.append(f'<text x="{left - 6}" y="{y + group / 2}" text-anchor="end">{html.escape(label)}</text>')
+        for j, n in enumerate(names):
+            v = series[n][i]
+            if v is None:
+                continue
+            out.append(f'<rect x="{left}" y="{y + j * bar}" width="{x(v) - left:.1f}" height="{bar - 1}" fill="{colors[j % len(colors)]}"/>')
+            out.append(f'<text x="{x(v) + 3:.1f}" y="{y + j * bar + bar - 2}" font-size="9">{v:.2f}</text>')
+        y += group
+    out.append(f'<line x1="{x(ref):.1f}" y1="28" x2="{x(ref):.1f}" y2="{y}" stroke="#000" stroke-dasharray="3,3"/>')
+    out.append(f'<text x="{x(ref):.1f}" y="{y + 12}" text-anchor="middle">{ref:g}x</text>')
+    for j, n in enumerate(names):
+        yy = y + 28 + 16 * j
+        out.append(f'<rect x="{left}" y="{yy - 9}" width="10" height="10" fill="{colors[j % len(colors)]}"/><text x="{left + 14}" y="{yy}">{html.escape(n)}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+# ---------------------------------------------------------------- document
+
+def ratio_text(r):
+    return "-" if r is None else f"{r['median']:.2f}x [{r['min']:.2f}–{r['max']:.2f}]"
+
+
+def write_doc(res, a, doc):
+    figdir = os.path.join(os.path.dirname(doc), "perf")
+    os.makedirs(figdir, exist_ok=True)
+    m = res["machine"]
+    servers = res["servers"]
+    L = []
+    L.append("# Performance: iiopbench against omniORB, JacORB, TAO and raw TCP\n")
+    L.append("Generated by `benches/compare/run.py" + (" --quick" if a.quick else "") + "`; do not edit by hand — rerun it.\n")
+    L.append(f"- commit `{m['commit']}`, {m['date']}; {m['cpus']} CPUs ({m['cpu']}), Linux {m['kernel']}")
+    L.append(f"- placement: every server on CPUs {a.server_cpus}, every client on CPUs {a.client_cpus} (taskset); servers: " + ", ".join(NAMES[s] for s in servers))
+    L.append(f"- {a.reps} rounds per point, each (client, server) pair once per round in rotating order; {a.total >> 20} MiB and at least {a.min_duration} s per run")
+    L.append(f"- our client's wait strategy: `--wait-strategy {a.wait_strategy}` (ran as: {', '.join(sorted(res['our_wait']))})")
+    L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
+    rows = res["throughput"]
+
+    def fig_rows():
+        return [f"{r['mode']} {r['type']} {r['size'] // 1024}KiB" for r in rows]
+
+    # 1. client vs client
+    L.append("## 1. Client against client: ours / the omniORB C++ client, on each server\n")
+    for s in servers:
+        L.append(f"On the {NAMES[s]} server:\n")
+        L.append("| case | omniORB client | ours | ratio | spread: ours | omniORB |")
+        L.append("|---|---|---|---|---|---|")
+        for r in rows:
+            o, u = r["pairs"].get(f"omniorb>{s}"), r["pairs"].get(f"ours>{s}")
+            if o and u:
+                L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {o['median']:.0f} | {u['median']:.0f} | {ratio_text(r['client_ratio'].get(s))} | {u['spread']:.0%} | {o['spread']:.0%} |")
+        L.append("")
+    svg_bars("Our client / omniORB's client (same server)", fig_rows(), {NAMES[s] + " server": [(r["client_ratio"].get(s) or {}).get("median") for r in rows] for s in servers}, os.path.join(figdir, "client-vs-client.svg"))
+    L.append("\n![client vs client](perf/client-vs-client.svg)\n")
+    below = [(r, s) for r in rows for s in servers if r["client_ratio"].get(s) and r["client_ratio"][s]["median"] < 1.0]
+    L.append(f"Rows where our client is below the omniORB client: {len(below)} of {sum(1 for r in rows for s in servers if r['client_ratio'].get(s))}" + ("." if not below else ": " + ", ".join(f"{r['mode']} {r['type']} {r['size'] // 1024}KiB on {NAMES[s]} {r['client_ratio'][s]['median']:.2f}x" for r, s in below) + ".") + "\n")
+
+    # 2. server vs server
+    others = [s for s in servers if s != "omniorb"]
+    if "omniorb" in servers and others:
+        L.append("## 2. Server against server: each server / omniORB's, under the same client\n")
+        for client in ["omniorb", "ours"]:
+            L.append(f"Under the {'omniORB C++' if client == 'omniorb' else 'iiopbench'} client:\n")
+            L.append("| case | omniORB server | " + " | ".join(f"{NAMES[s]} server | ratio" for s in others) + " |")
+            L.append("|---|---|" + "---|---|" * len(others))
+            for r in rows:
+                base = r["pairs"].get(f"{client}>omniorb")
+                cells = []
+                for s in others:
+                    p = r["pairs"].get(f"{client}>{s}")
+                    cells.append("- | -" if not p or not base else f"{p['median']:.0f} | {ratio_text(r['server_ratio'][client].get(s))}")
+                L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {base['median']:.0f} | " if base else f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | - | ")
+                L[-1] += " | ".join(cells) + " |"
+            L.append("")
+        svg_bars("Each server / omniORB's server (omniORB C++ client)", fig_rows(), {NAMES[s] + " server": [(r["server_ratio"]["omniorb"].get(s) or {}).get("median") for r in rows] for s in others}, os.path.join(figdir, "server-vs-server.svg"))
+        L.append("![server vs server](perf/server-vs-server.svg)\n")
+
+    # 3. both ours vs both omniORB
+    if "omniorb" in servers:
+        L.append("## 3. Both ours against both omniORB\n")
+        L.append("| case | omniORB → omniORB | ours → ours | ratio |")
+        L.append("|---|---|---|---|")
+        for r in rows:
+            o, u = r["pairs"].get("omniorb>omniorb"), r["pairs"].get("ours>ours")
+            if o and u:
+                L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {o['median']:.0f} | {u['median']:.0f} | {ratio_text(r['both_ratio'])} |")
+        L.append("")
+
+    # 4. physical limit
+    L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
+    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, the client waiting as ours does; the server reads into a 64 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender). iperf3: `-l SIZE` writes, its own server, same placement.\n")
+    L.append("| size | bench tcp stream | iperf3 | fastest oneway ORB pair | ORB / bench tcp |")
+    L.append("|---|---|---|---|---|")
+    for t in res["tcp"]:
+        fast = t.get("fastest")
+        ip = f"{t['iperf3']:.0f}" if t.get("iperf3") else "not installed"
+        L.append(f"| {t['size'] // 1024} KiB | {t['mbps']:.0f} (spread {t['spread']:.0%}) | {ip} | " + (f"{fast['mbps']:.0f} ({fast['pair']}, {fast['type']}) | {fast['mbps'] / t['mbps']:.2f}x |" if fast else "- | - |"))
+    L.append("")
+
+    # 5. latency
+    lat = res["latency"]
+    L.append("## 5. Latency (p50)\n")
+    L.append("| case | ours → ours | raw TCP, same wait | ratio |")
+    L.append("|---|---|---|---|")
+    for k, v in lat["vs_tcp"].items():
+        L.append(f"| {k} | {med(v['ours']):.1f} µs | {med(v['tcp']):.1f} µs | {ratio_text(paired(v['ours'], v['tcp']))} |")
+    if lat.get("omniorb_server"):
+        v = lat["omniorb_server"]
+        L.append(f"\nPing p50 on the omniORB server: our client {med(v['ours']):.1f} µs, the omniORB client {med(v['omniorb']):.1f} µs: {ratio_text(paired(v['ours'], v['omniorb']))} (lower is better for us).\n")
+    with open(doc, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+# ---------------------------------------------------------------- main
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="octet/double/char at 1KiB and 64KiB, 16 MiB per point")
-    ap.add_argument("--full", action="store_true", help="every bench.idl type, 1KiB..128KiB")
+    ap.add_argument("--quick", action="store_true", help="octet/double/char at 1KiB and 64KiB, 16 MiB and 0.3 s per run")
+    ap.add_argument("--types", help="comma-separated element types (default: octet,double,long,perfstruct,char)")
+    ap.add_argument("--sizes", help="comma-separated sizes in bytes (default: 1024,8192,65536,131072)")
+    ap.add_argument("--modes", default="oneway,twoway")
+    ap.add_argument("--servers", default="ours,omniorb,jacorb,tao", help="servers to measure, where installed")
     ap.add_argument("--server-cpus", default="1")
     ap.add_argument("--client-cpus", default="0")
+    ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "compare.json"))
-    ap.add_argument("--wait-strategy", default="auto,read", help="our client's --wait-strategy values to measure, comma-separated; each gets its own columns (default: auto,read: auto spins when the CPUs are apart, read blocks in recv as the omniORB client does)")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "performance.md"), help="the Markdown report (figures go to perf/ beside it)")
+    ap.add_argument("--no-install", action="store_true", help="do not install iperf3 (benches/compare/install)")
     a = ap.parse_args()
-    waits = a.wait_strategy.split(",")
-    for w in waits:
-        if w not in ("auto", "read", "spin", "reactor"):
-            ap.error(f"unknown wait strategy {w!r}")
-    if a.full:
-        types = ["short", "ushort", "long", "ulong", "longlong", "ulonglong", "float", "double", "char", "octet", "boolean", "perfstruct", "cd", "mixedquad", "longquad", "floatpair", "charstruct", "doublestruct"]
-        sizes = [1 << k for k in range(10, 18)]
-    elif a.quick:
-        types, sizes = ["octet", "double", "char"], [1024, 65536]
-    else:
-        types, sizes = ["octet", "long", "double", "char", "perfstruct"], [1024, 8192, 65536, 131072]
-    total, mind = (16 << 20, 0.3) if a.quick else (64 << 20, 1.0)
+    types = (a.types or ("octet,double,char" if a.quick else "octet,double,long,perfstruct,char")).split(",")
+    sizes = [int(s) for s in (a.sizes or ("1024,65536" if a.quick else "1024,8192,65536,131072")).split(",")]
+    modes = a.modes.split(",")
+    a.total, a.min_duration = (16 << 20, 0.3) if a.quick else (64 << 20, 1.0)
+    if not a.no_install:
+        subprocess.run([os.path.join(ROOT, "benches", "compare", "install")], check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "iiopbench"], cwd=ROOT, check=True)
-    subprocess.run([os.path.join(ORBS, "omniorb", "build")], check=True)
-    placement = f"server CPUs {a.server_cpus}, client CPUs {a.client_cpus}"
-    results = {"placement": placement, "reps": a.reps, "wait_strategies": waits, "throughput": [], "latency": {}, "ours_vs_tcp": {}}
-    med = statistics.median
-    srv = Server("omniorb", a.server_cpus)
+    subprocess.run([os.path.join(ORBS, "omniorb", "build")], check=True, stdout=subprocess.DEVNULL)
+    wanted = a.servers.split(",")
+    servers = [s for s in wanted if installed(s)]
+    skipped = [s for s in wanted if s not in servers]
+    if skipped:
+        print(f"# not installed here, left out: {', '.join(NAMES.get(s, s) for s in skipped)}", file=sys.stderr)
+    clients = ["ours", "omniorb"]
+    cl = Clients(a)
+    res = {"schema": "iiopbench-compare/2", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers, "throughput": [], "tcp": [], "latency": {}}
+    running = {}
     try:
-        print(f"# our client vs the omniORB client, both on the omniORB server ({placement}); median of {a.reps}, receiver-side Mbit/s")
-        print(f"# ours/omniORB: ratio of medians, then the median of per-rep ratios (min..max); per --wait-strategy: {', '.join(waits)}")
-        print(f"# srv: the omniORB server's CPU time over the run with our client (1.00 = its CPU saturated: the server is the limit)")
-        print(f"{'mode':7} {'type':11} {'size':>7} {'omniORB':>9}" + "".join(f" | {w:>7} {'ratio':>5} {'paired (min..max)':>18} {'srv':>4}" for w in waits))
-        for mode in ["oneway", "twoway"]:
+        for s in servers:
+            running[s] = Server(s, a.server_cpus)
+        pairs = [(c, s) for s in servers for c in clients]
+        for mode in modes:
             for ty in types:
                 for size in sizes:
-                    reps = [throughput_round(srv.ior_file, a.client_cpus, a.server_cpus, ty, size, mode, total, mind, waits, i) for i in range(a.reps)]
-                    t = med(r["omniorb"]["mbps"] for r in reps)
-                    row = {"mode": mode, "type": ty, "size": size, "omniorb_mbps": t, "samples": reps, "ours": {}}
-                    line = f"{mode:7} {ty:11} {size:>7} {t:>9.0f}"
-                    for w in waits:
-                        m = med(r[w]["mbps"] for r in reps)
-                        pr, lo, hi = paired([(r[w]["mbps"], r["omniorb"]["mbps"]) for r in reps])
-                        busy = [r[w]["server_busy"] for r in reps if r[w]["server_busy"] is not None]
-                        b = med(busy) if busy else None
-                        row["ours"][w] = {"mbps": m, "ratio": m / t, "paired_ratio": pr, "paired_min": lo, "paired_max": hi, "server_busy": b}
-                        line += f" | {m:>7.0f} {m / t:>5.2f} {pr:>6.2f} ({lo:.2f}..{hi:.2f}) " + (f"{b:>4.2f}" if b is not None else "   -")
-                    results["throughput"].append(row)
-                    print(line, flush=True)
-        # Ping latency: ours vs omniORB client on the omniORB server, in
-        # short interleaved rounds (this machine's load drifts by more
-        # than the difference being measured within a minute).
-        lat = {k: [] for k in ["omniorb"] + waits}
-        for i in range(a.reps * 8):
-            def o_run():
-                return omni_client(srv.ior_file, a.client_cpus, ["--mode", "latency", "--op", "ping", "--count", "5000", "--warmup", "500"])["latency_us"]["p50"]
-
-            def m_run(w):
-                return ours(a.client_cpus, ["latency", "--target", srv.ior_file, "--server-cpus", a.server_cpus, "--count", "5000", "--warmup", "500"], w)["cases"][0]["latency_us"]["p50"]
-
-            for k, v in rotated(i, [("omniorb", o_run)] + [(w, lambda w=w: m_run(w)) for w in waits]).items():
-                lat[k].append(v)
-        results["latency"]["omniorb_server_p50_us"] = lat
+                    samples = {f"{c}>{s}": [] for c, s in pairs}
+                    for rep in range(a.reps):
+                        for c, s in rotated(rep, pairs):
+                            samples[f"{c}>{s}"].append(cl.throughput(c, running[s].ior_file, mode, ty, size))
+                    row = {"mode": mode, "type": ty, "size": size, "samples": samples,
+                           "pairs": {k: {"median": med(v), "spread": spread(v)} for k, v in samples.items()},
+                           "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
+                           "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in clients},
+                           "both_ratio": paired(samples["ours>ours"], samples["omniorb>omniorb"]) if "omniorb" in servers and "ours" in servers else None}
+                    res["throughput"].append(row)
+                    cr = "  ".join(f"{NAMES[s]}: {ratio_text(row['client_ratio'][s])}" for s in servers)
+                    print(f"{mode:7} {ty:10} {size:>7}  ours/omniORB client  {cr}", flush=True)
+        if "omniorb" in servers:
+            lat = {"ours": [], "omniorb": []}
+            for i in range(a.reps * 4):
+                for c in rotated(i, ["ours", "omniorb"]):
+                    if c == "omniorb":
+                        o = last_json(run(taskset(a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", running["omniorb"].ior_file, "--mode", "latency", "--op", "ping", "--count", "5000", "--warmup", "500"])))
+                        lat["omniorb"].append(o["latency_us"]["p50"])
+                    else:
+                        r = cl.ours(["latency", "--target", running["omniorb"].ior_file, "--server-cpus", a.server_cpus, "--count", "5000", "--warmup", "500"])
+                        lat["ours"].append(r["cases"][0]["latency_us"]["p50"])
+            res["latency"]["omniorb_server"] = lat
     finally:
-        srv.stop()
-    # Ours vs ours, against raw TCP in the same run and placement (the
-    # raw-TCP client waits as ours does).
+        for s in running.values():
+            s.stop()
+    # Raw TCP and iperf3 at the same sizes, interleaved.
     pin = ["--client-cpus", a.client_cpus, "--server-cpus", a.server_cpus]
-    vs_tcp = {w: {"oneway_octet_64KiB_mbps": [], "tcp_stream_64KiB_mbps": [], "ping_p50_us": [], "tcp_1B_p50_us": []} for w in waits}
-    for i in range(a.reps):
-        for w in waits:
-            d = vs_tcp[w]
-            r = ours(None, ["throughput", "--type", "octet", "--size", "64KiB", "--mode", "oneway", "--total", str(total), "--min-duration", f"{mind}s", "--baseline"] + pin, w)
-            d["oneway_octet_64KiB_mbps"].append(r["cases"][0]["receiver_throughput_mbps"])
-            d["tcp_stream_64KiB_mbps"].append(r["cases"][1]["receiver_throughput_mbps"])
-            r = ours(None, ["latency", "--count", "20000", "--warmup", "2000", "--baseline"] + pin, w)
-            d["ping_p50_us"].append(r["cases"][0]["latency_us"]["p50"])
-            d["tcp_1B_p50_us"].append(r["cases"][1]["latency_us"]["p50"])
-    results["ours_vs_tcp"] = vs_tcp
-    results["our_wait_strategy"] = {w: sorted(v) for w, v in WAITED.items()}
-    print()
-    print(f"# {placement}; medians of {a.reps}; our client's --wait-strategy -> how it waited: " + ", ".join(f"{w} -> {'/'.join(sorted(v))}" for w, v in WAITED.items()))
-    omni = lat["omniorb"]
-    for w in waits:
-        below = [r for r in results["throughput"] if r["ours"][w]["paired_ratio"] < 1.0]
-        print(f"[{w}] throughput rows at or above the omniORB client (paired median): {len(results['throughput']) - len(below)} of {len(results['throughput'])}"
-              + ("" if not below else "; below: " + ", ".join(
-                  f"{r['mode']} {r['type']} {r['size'] // 1024}KiB {r['ours'][w]['paired_ratio']:.2f}"
-                  + (f" (server busy {r['ours'][w]['server_busy']:.2f})" if r["ours"][w]["server_busy"] is not None else "") for r in below)))
-    for w in waits:
-        d = vs_tcp[w]
-        pr, lo, hi = paired(list(zip(lat[w], omni)))
-        print(f"[{w}] our client -> our server, oneway octet 64KiB vs bench tcp stream 64KiB: {med(d['oneway_octet_64KiB_mbps']) / med(d['tcp_stream_64KiB_mbps']):.2f}x  (target >= 0.9)")
-        print(f"[{w}] ping p50, our client vs omniORB client, both -> omniORB server:        {med(lat[w]) / med(omni):.2f}x  (target <= 1.0; paired rounds {pr:.2f}, {lo:.2f}..{hi:.2f}, {len(omni)} rounds)")
-        print(f"[{w}] ping p50, our client -> our server vs raw TCP 1-byte ping-pong:         {med(d['ping_p50_us']) / med(d['tcp_1B_p50_us']):.2f}x  (target <= 1.3)")
+    for size in sizes:
+        xs, ip = [], []
+        for rep in range(a.reps):
+            r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "stream", "--size", str(size), "--total", str(a.total), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
+            xs.append(r["cases"][0].get("receiver_throughput_mbps") or r["cases"][0]["throughput_mbps"])
+            v = iperf3(size, max(1, round(a.min_duration)), a)
+            if v is not None:
+                ip.append(v)
+        best = None
+        for row in res["throughput"]:
+            if row["mode"] == "oneway" and row["size"] == size:
+                for k, p in row["pairs"].items():
+                    if best is None or p["median"] > best["mbps"]:
+                        c, s = k.split(">")
+                        best = {"mbps": p["median"], "pair": f"{NAMES[c]} → {NAMES[s]}", "type": row["type"]}
+        res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": best})
+        print(f"raw tcp {size:>7}: bench tcp {med(xs):.0f}" + (f", iperf3 {med(ip):.0f}" if ip else ", iperf3 not installed") + (f", fastest ORB pair {best['mbps']:.0f} ({best['pair']})" if best else ""), flush=True)
+    # Latency, ours -> ours against raw TCP waiting the same way.
+    vs = {"ping": {"ours": [], "tcp": []}, "echo 64 KiB": {"ours": [], "tcp": []}}
+    for rep in range(a.reps):
+        for name, args in [("ping", ["--op", "ping"]), ("echo 64 KiB", ["--op", "echo", "--size", "64KiB"])]:
+            r = cl.ours(["latency"] + args + ["--count", "5000", "--warmup", "500", "--baseline"] + pin)
+            vs[name]["ours"].append(r["cases"][0]["latency_us"]["p50"])
+            vs[name]["tcp"].append(r["cases"][1]["latency_us"]["p50"])
+    res["latency"]["vs_tcp"] = vs
+    res["our_wait"] = sorted(cl.waited)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"\nwrote {a.out}")
+        json.dump(res, f, indent=1)
+    write_doc(res, a, a.doc)
+    print(f"wrote {a.out} and {a.doc}")
 
 
 if __name__ == "__main__":
