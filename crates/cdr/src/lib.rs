@@ -35,7 +35,9 @@ pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
 pub use fixed::{read_fixed_seq, write_fixed_seq, FixedLayout};
 pub use layout::{read_struct_seq, write_struct_seq, StructLayout, TcStruct};
-pub use options::{ByteOrder, CharCodeSet, Limits, Options, WCharCodeSet, WcharRules};
+pub use options::{
+    ByteOrder, CharCodeSet, Limits, Options, UnsupportedVersion, Version, WCharCodeSet, WcharRules,
+};
 pub use prim::{Primitive, SharedSeq};
 pub use reader::Reader;
 pub use ser::{to_bytes, to_writer};

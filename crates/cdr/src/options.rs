@@ -1,4 +1,4 @@
-//! Byte order, code sets, GIOP-version rules and limits: everything a
+//! Byte order, code sets, GIOP versions and their rules, and limits: everything a
 //! [`Reader`](crate::Reader) or [`Writer`](crate::Writer) needs to know
 //! besides the bytes. All of it is `Copy`, so it travels by value.
 
@@ -121,6 +121,57 @@ pub enum WcharRules {
     /// GIOP 1.2: wchar is an octet length then the octets; wstring is a u32
     /// octet length, no NUL; UTF-16 without BOM is big-endian.
     Giop12,
+}
+
+/// A GIOP protocol version, which is also the version of an IIOP profile
+/// (an IOR carries it, so it lives here with the IOR's wire form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Version {
+    pub major: u8,
+    pub minor: u8,
+}
+
+impl Version {
+    pub const V1_0: Version = Version { major: 1, minor: 0 };
+    pub const V1_1: Version = Version { major: 1, minor: 1 };
+    pub const V1_2: Version = Version { major: 1, minor: 2 };
+
+    /// A GIOP version we speak (1.0, 1.1, 1.2).
+    pub fn new(major: u8, minor: u8) -> Result<Version, UnsupportedVersion> {
+        if major == 1 && minor <= 2 {
+            Ok(Version { major, minor })
+        } else {
+            Err(UnsupportedVersion { major, minor })
+        }
+    }
+
+    /// Whether this is GIOP 1.2 (layouts with TargetAddress, 8-aligned bodies).
+    pub fn is_12(self) -> bool {
+        self.minor >= 2
+    }
+
+    /// The CDR wchar rules of this version.
+    pub fn wchar_rules(self) -> WcharRules {
+        match self.minor {
+            0 => WcharRules::Giop10,
+            1 => WcharRules::Giop11,
+            _ => WcharRules::Giop12,
+        }
+    }
+}
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// A version other than 1.0, 1.1 and 1.2 ([`Version::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported GIOP version {major}.{minor}")]
+pub struct UnsupportedVersion {
+    pub major: u8,
+    pub minor: u8,
 }
 
 /// Bounds that protect a decoder from hostile lengths.

@@ -90,5 +90,14 @@ impl GiopError {
     }
 }
 
+impl From<iiop_cdr::UnsupportedVersion> for GiopError {
+    fn from(e: iiop_cdr::UnsupportedVersion) -> GiopError {
+        GiopError::UnsupportedVersion {
+            major: e.major,
+            minor: e.minor,
+        }
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GiopError> = std::result::Result<T, E>;

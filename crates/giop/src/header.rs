@@ -13,47 +13,9 @@ pub const FRAGMENT_HEADER_LEN_12: usize = 16;
 /// The magic.
 pub const MAGIC: [u8; 4] = *b"GIOP";
 
-/// A GIOP protocol version (also the IIOP profile version).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Version {
-    pub major: u8,
-    pub minor: u8,
-}
-
-impl Version {
-    pub const V1_0: Version = Version { major: 1, minor: 0 };
-    pub const V1_1: Version = Version { major: 1, minor: 1 };
-    pub const V1_2: Version = Version { major: 1, minor: 2 };
-
-    /// A GIOP version we speak (1.0, 1.1, 1.2).
-    pub fn new(major: u8, minor: u8) -> Result<Version> {
-        if major == 1 && minor <= 2 {
-            Ok(Version { major, minor })
-        } else {
-            Err(GiopError::UnsupportedVersion { major, minor })
-        }
-    }
-
-    /// Whether this is GIOP 1.2 (layouts with TargetAddress, 8-aligned bodies).
-    pub fn is_12(self) -> bool {
-        self.minor >= 2
-    }
-
-    /// The CDR wchar rules of this version.
-    pub fn wchar_rules(self) -> iiop_cdr::WcharRules {
-        match self.minor {
-            0 => iiop_cdr::WcharRules::Giop10,
-            1 => iiop_cdr::WcharRules::Giop11,
-            _ => iiop_cdr::WcharRules::Giop12,
-        }
-    }
-}
-
-impl std::fmt::Display for Version {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
+/// A GIOP protocol version (also the IIOP profile version): defined in
+/// `iiop-cdr` next to the IOR that carries it.
+pub use iiop_cdr::Version;
 
 /// The eight GIOP message types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
