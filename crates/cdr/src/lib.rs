@@ -9,6 +9,9 @@
 //!   the caller sets (GIOP message start, body start, encapsulation start).
 //! - [`typecode`]: CORBA TypeCodes and their CDR encoding.
 //! - [`value`]: dynamic values of any IDL type, driven by a TypeCode.
+//! - [`ior`]: the one IOR type of the workspace (a dynamic object
+//!   reference is one): CDR and `IOR:` text forms, IIOP profiles, tagged
+//!   components.
 //! - [`ser`] / [`de`]: serde on top of `Writer` / `Reader` ([`to_bytes`],
 //!   [`to_writer`], [`from_bytes`], [`from_reader`]); [`wrap`]: wrappers for
 //!   the IDL types Rust lacks and one-copy primitive sequences ([`Seq`]);
@@ -21,6 +24,7 @@
 pub mod de;
 pub mod error;
 pub mod fixed;
+pub mod ior;
 pub mod layout;
 pub mod options;
 pub mod prim;
@@ -34,6 +38,7 @@ pub mod writer;
 pub use de::{from_bytes, from_reader};
 pub use error::{CdrError, Result};
 pub use fixed::{read_fixed_seq, write_fixed_seq, FixedLayout};
+pub use ior::{Ior, IorError, TaggedProfile};
 pub use layout::{read_struct_seq, write_struct_seq, StructLayout, TcStruct};
 pub use options::{
     ByteOrder, CharCodeSet, Limits, Options, UnsupportedVersion, Version, WCharCodeSet, WcharRules,
@@ -42,6 +47,6 @@ pub use prim::{Primitive, SharedSeq};
 pub use reader::Reader;
 pub use ser::{to_bytes, to_writer};
 pub use typecode::{TCKind, TcDef, TypeCode};
-pub use value::{Any, Ior, TaggedProfile, Value};
+pub use value::{Any, Value};
 pub use wrap::{CharSeq, LongDouble, Octets, Seq, SeqElem, WChar, WString};
 pub use writer::{Segments, Splices, Writer};

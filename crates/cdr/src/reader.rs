@@ -592,6 +592,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// A reader over an encapsulation held whole in `data` (a profile or
+    /// component body, a service context's data, a stringified IOR's
+    /// bytes): the byte order is the one its first octet announces, the
+    /// alignment origin is that octet, and the reader starts after it.
+    pub fn encapsulation(data: &'a [u8]) -> Result<Reader<'a>> {
+        let order = match data.first() {
+            Some(0) => ByteOrder::Big,
+            Some(1) => ByteOrder::Little,
+            Some(&value) => return Err(CdrError::InvalidByteOrder { offset: 0, value }),
+            None => {
+                return Err(CdrError::Truncated {
+                    offset: 0,
+                    needed: 1,
+                    available: 0,
+                })
+            }
+        };
+        let mut r = Reader::new(data, order);
+        r.pos = 1;
+        Ok(r)
+    }
+
     /// An encapsulation: u32 length, then a reader over exactly that many
     /// bytes whose alignment origin is the byte-order octet and whose byte
     /// order is the one that octet announces. The outer reader moves past.

@@ -24,8 +24,11 @@
 //! - `long double` is 16 raw octets in the stream's byte order.
 //! - `char` is a Rust `char` decoded through the negotiated code set;
 //!   `CharSeq` keeps the transmitted octets.
-//! - An object reference is [`Value::ObjRef`] holding a boxed [`Ior`]
-//!   (type id + raw tagged profiles; boxed to keep `Value` at 40 bytes).
+//! - An object reference is [`Value::ObjRef`] holding a boxed [`Ior`],
+//!   the workspace's one IOR type (type id + raw tagged profiles, the
+//!   same value `iiop-giop` decodes from a message or parses from
+//!   `IOR:` text; boxed to keep `Value` at 40 bytes). Its type id is
+//!   ISO 8859-1 whatever the char code set, as in any IOR.
 //! - Aliases are transparent: a value of `typedef T A` is a value of `T`.
 //!
 //! Entry points: [`Value::decode`]`(&TypeCode, &mut Reader)` and
@@ -42,65 +45,13 @@
 use bytes::Bytes;
 
 use crate::error::{CdrError, Result};
+use crate::ior::Ior;
 use crate::prim::Primitive;
 use crate::reader::Reader;
 use crate::typecode::{
     read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember,
 };
 use crate::writer::Writer;
-
-/// A tagged profile of an IOR, kept as raw bytes (an encapsulation for the
-/// standard tags); `iiop-giop` parses IIOP profiles further.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaggedProfile {
-    pub tag: u32,
-    pub data: Bytes,
-}
-
-/// An interoperable object reference as CDR carries it: repository type id
-/// and tagged profiles. A nil reference has an empty id and no profiles.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Ior {
-    pub type_id: String,
-    pub profiles: Vec<TaggedProfile>,
-}
-
-impl Ior {
-    /// The nil object reference.
-    pub fn nil() -> Ior {
-        Ior::default()
-    }
-
-    /// Whether this is the nil reference.
-    pub fn is_nil(&self) -> bool {
-        self.type_id.is_empty() && self.profiles.is_empty()
-    }
-
-    /// Decode an IOR: string type id, u32 count, (u32 tag, octet sequence)
-    /// per profile.
-    pub fn decode(r: &mut Reader<'_>) -> Result<Ior> {
-        let type_id = r.read_string()?;
-        let n = r.read_len(8)?;
-        let mut profiles = Vec::with_capacity(n);
-        for _ in 0..n {
-            let tag = r.read_u32()?;
-            let data = r.read_octet_bytes()?;
-            profiles.push(TaggedProfile { tag, data });
-        }
-        Ok(Ior { type_id, profiles })
-    }
-
-    /// Encode an IOR.
-    pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        w.write_string(&self.type_id)?;
-        w.write_len(self.profiles.len())?;
-        for p in &self.profiles {
-            w.write_u32(p.tag);
-            w.write_octet_seq(&p.data)?;
-        }
-        Ok(())
-    }
-}
 
 /// An `any`: a TypeCode and a value of that type.
 #[derive(Debug, Clone, PartialEq)]

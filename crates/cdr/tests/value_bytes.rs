@@ -287,13 +287,13 @@ fn bounds_are_enforced() {
 
 #[test]
 fn objref_and_principal_and_typecode_values() {
-    let ior = Ior {
-        type_id: "IDL:X:1.0".into(),
-        profiles: vec![TaggedProfile {
+    let ior = Ior::new(
+        "IDL:X:1.0",
+        vec![TaggedProfile {
             tag: 0,
             data: Bytes::from_static(&[1, 2, 3]),
         }],
-    };
+    );
     let tc = TypeCode::objref("IDL:X:1.0", "X");
     let b = enc(&tc, &Value::ObjRef(Box::new(ior.clone())), ByteOrder::Big);
     let mut expected = vec![0, 0, 0, 10];

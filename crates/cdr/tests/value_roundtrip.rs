@@ -220,13 +220,13 @@ fn gen_value(rng: &mut Rng, tc: &TypeCode, enclosing: &mut Vec<TypeCode>, depth:
         TcDef::Interface { .. } => Value::ObjRef(Box::new(if rng.coin() {
             Ior::nil()
         } else {
-            Ior {
-                type_id: "IDL:If:1.0".into(),
-                profiles: vec![TaggedProfile {
+            Ior::new(
+                "IDL:If:1.0",
+                vec![TaggedProfile {
                     tag: rng.below(3) as u32,
                     data: Bytes::from(vec![1, 2, 3]),
                 }],
-            }
+            )
         })),
         TcDef::Struct { members, .. } => {
             let pushed = tc.is_recursion_target();

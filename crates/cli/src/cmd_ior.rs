@@ -489,7 +489,7 @@ fn decode_component(c: &TaggedComponent) -> Result<Option<(Value, Vec<String>)>,
     let e = |e: iiop_giop::GiopError| e.to_string();
     Ok(Some(match c.tag {
         ior::TAG_ORB_TYPE | ior::TAG_CODE_SETS | ior::TAG_ALTERNATE_IIOP_ADDRESS => {
-            match c.decode().map_err(e)? {
+            match c.decode().map_err(|x| x.to_string())? {
                 Component::OrbType(t) => {
                     let vendor = ior::orb_type_name(t);
                     (

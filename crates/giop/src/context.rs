@@ -135,29 +135,7 @@ impl CodeSetContext {
 /// Start reading an encapsulation held whole in `data` (byte-order octet
 /// first): the reader is positioned after that octet.
 pub(crate) fn encapsulation<'a>(data: &'a [u8], what: &'static str) -> Result<Reader<'a>> {
-    let order = match data.first() {
-        Some(0) => ByteOrder::Big,
-        Some(1) => ByteOrder::Little,
-        Some(&value) => {
-            return Err(GiopError::Cdr {
-                what,
-                source: iiop_cdr::CdrError::InvalidByteOrder { offset: 0, value },
-            })
-        }
-        None => {
-            return Err(GiopError::Cdr {
-                what,
-                source: iiop_cdr::CdrError::Truncated {
-                    offset: 0,
-                    needed: 1,
-                    available: 0,
-                },
-            })
-        }
-    };
-    let mut r = Reader::new(data, order);
-    r.read_u8().map_err(GiopError::cdr(what))?;
-    Ok(r)
+    Reader::encapsulation(data).map_err(GiopError::cdr(what))
 }
 
 /// BI_DIR_IIOP: the listen points a client offers for callbacks.
@@ -183,69 +161,8 @@ impl BiDirIiop {
     }
 }
 
-/// One half of TAG_CODE_SETS: a native code set and conversion code sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CodeSetComponent {
-    pub native: u32,
-    pub conversion: Vec<u32>,
-}
-
-/// The TAG_CODE_SETS component of an IOR profile.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CodeSetComponentInfo {
-    pub for_char: CodeSetComponent,
-    pub for_wchar: CodeSetComponent,
-}
-
-impl CodeSetComponentInfo {
-    /// What our own IORs advertise: char native ISO-8859-1 with UTF-8 as
-    /// conversion; wchar native UTF-16 with UCS-2 as conversion.
-    pub fn ours() -> Self {
-        CodeSetComponentInfo {
-            for_char: CodeSetComponent {
-                native: CharCodeSet::Latin1.id(),
-                conversion: vec![CharCodeSet::Utf8.id()],
-            },
-            for_wchar: CodeSetComponent {
-                native: WCharCodeSet::Utf16.id(),
-                conversion: vec![WCharCodeSet::Ucs2.id()],
-            },
-        }
-    }
-
-    /// Decode from a component body (an encapsulation).
-    pub fn decode(data: &[u8]) -> Result<Self> {
-        let mut r = encapsulation(data, "TAG_CODE_SETS")?;
-        let one = |r: &mut Reader<'_>| -> Result<CodeSetComponent> {
-            let native = r
-                .read_u32()
-                .map_err(GiopError::cdr("TAG_CODE_SETS native"))?;
-            let conversion = r
-                .read_seq::<u32>()
-                .map_err(GiopError::cdr("TAG_CODE_SETS conversion"))?;
-            Ok(CodeSetComponent { native, conversion })
-        };
-        let for_char = one(&mut r)?;
-        let for_wchar = one(&mut r)?;
-        Ok(CodeSetComponentInfo {
-            for_char,
-            for_wchar,
-        })
-    }
-
-    /// Encode as a component body (an encapsulation in `order`).
-    pub fn encode(&self, order: ByteOrder) -> Bytes {
-        let mut buf = BytesMut::new();
-        let mut w = Writer::new(&mut buf, order);
-        w.write_u8(order.flag());
-        for c in [&self.for_char, &self.for_wchar] {
-            w.write_u32(c.native);
-            // A u32 count of u32s cannot overflow a u32 length here.
-            let _ = w.write_seq(&c.conversion);
-        }
-        buf.freeze()
-    }
-}
+/// TAG_CODE_SETS, part of the IOR's wire form in `iiop-cdr`.
+pub use iiop_cdr::ior::{CodeSetComponent, CodeSetComponentInfo};
 
 /// The outcome of code set negotiation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -391,16 +308,5 @@ mod tests {
         assert_eq!(&l.get(99).unwrap().data[..], b"kept");
         assert_eq!(l.code_sets(), Ok(None));
         assert!(BiDirIiop::decode(&data[..14]).is_err());
-    }
-
-    #[test]
-    fn tag_code_sets_round_trip() {
-        let ours = CodeSetComponentInfo::ours();
-        let b = ours.encode(ByteOrder::Big);
-        assert_eq!(
-            &b[..],
-            &[0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 5, 1, 0, 1, 0, 1, 1, 9, 0, 0, 0, 1, 0, 1, 1, 0]
-        );
-        assert_eq!(CodeSetComponentInfo::decode(&b).unwrap(), ours);
     }
 }

@@ -99,5 +99,25 @@ impl From<iiop_cdr::UnsupportedVersion> for GiopError {
     }
 }
 
+/// An IOR failure (the IOR type lives in `iiop-cdr`) as the GIOP error of
+/// the same kind: same variant, same message.
+impl From<iiop_cdr::IorError> for GiopError {
+    fn from(e: iiop_cdr::IorError) -> GiopError {
+        use iiop_cdr::IorError;
+        match e {
+            IorError::Cdr { what, source } => GiopError::Cdr { what, source },
+            IorError::UnsupportedVersion { major, minor } => {
+                GiopError::UnsupportedVersion { major, minor }
+            }
+            IorError::BadReference { what, reason } => GiopError::BadReference { what, reason },
+            // `IorError` is non_exhaustive; a future variant keeps its message.
+            other => GiopError::BadReference {
+                what: "IOR",
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = GiopError> = std::result::Result<T, E>;

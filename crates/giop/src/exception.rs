@@ -218,8 +218,8 @@ impl SystemException {
 
     /// Encode as a SYSTEM_EXCEPTION reply body.
     pub fn encode(&self, w: &mut Writer<'_>) -> Result<()> {
-        let id =
-            crate::ior::latin1(&self.repo_id).unwrap_or_else(|| self.repo_id.as_bytes().to_vec());
+        let id = iiop_cdr::ior::latin1(&self.repo_id)
+            .unwrap_or_else(|| self.repo_id.as_bytes().to_vec());
         w.write_string_bytes(&id)
             .map_err(GiopError::cdr("system exception repository id"))?;
         w.write_u32(self.minor);

@@ -9,7 +9,9 @@
 //! - [`context`]: service contexts and code set negotiation.
 //! - [`exception`]: system exceptions and minor codes.
 //! - [`codec`]: framing, size limits, fragment reassembly and splitting.
-//! - [`ior`], [`corbaloc`]: object references in their textual forms.
+//! - [`ior`], [`corbaloc`]: object references and their textual forms
+//!   (the [`Ior`] type is `iiop_cdr::ior`'s, re-exported: the same one a
+//!   dynamic value holds).
 //! - [`transport`]: the only module with I/O (tokio): client connections,
 //!   pool, forwarding, and the server loop.
 //!

@@ -276,7 +276,7 @@ impl Reply {
 
     /// The forwarded IOR of a LOCATION_FORWARD(_PERM) reply.
     pub fn forward_ior(&self) -> Result<Ior> {
-        Ior::decode(&mut self.body.reader(Options::default()))
+        Ok(Ior::decode(&mut self.body.reader(Options::default()))?)
     }
 
     /// The repository id that starts a USER_EXCEPTION body.
@@ -949,7 +949,7 @@ pub fn encode_locate_reply(
     w.write_u32(code);
     let r = match &reply.status {
         LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) => {
-            ior.encode(&mut w)
+            ior.encode(&mut w).map_err(GiopError::from)
         }
         LocateStatus::SystemException(e) => e.encode(&mut w),
         LocateStatus::NeedsAddressingMode(d) => {

@@ -11,7 +11,7 @@ use iiop_giop::codec::Decoder;
 use iiop_giop::context::{default_options, CodeSetContext};
 use iiop_giop::exception::{Completion, MinorVendor, SystemException};
 use iiop_giop::header::Header;
-use iiop_giop::ior::{orb_type_name, Ior};
+use iiop_giop::ior::{orb_type_name, summary, Ior};
 use iiop_giop::message::*;
 use iiop_giop::{GiopError, MsgType, Version};
 
@@ -527,7 +527,7 @@ fn omninames_ior_round_trips_and_summarises() {
     // A third, omniORB-private component (tag 0x41545403) stays opaque.
     assert_eq!(p.components.len(), 3);
     assert_eq!(p.components[2].tag, 0x4154_5403);
-    let s = ior.summary();
+    let s = summary(&ior);
     assert!(
         s.contains("IIOP 1.2 127.0.0.1:21809 key NameService orb omniORB (0x41545400) char ISO-8859-1 (conv UTF-8) wchar UTF-16"),
         "{s}"

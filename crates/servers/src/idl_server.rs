@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use iiop_cdr::typecode::UnionMember;
-use iiop_cdr::{Any, Ior as CdrIor, TCKind, TcDef, TypeCode, Value};
+use iiop_cdr::{Any, TCKind, TcDef, TypeCode, Value};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::server::{
@@ -325,7 +325,7 @@ fn default_in(tc: &TypeCode, enclosing: &mut Vec<TypeCode>) -> Value {
         } else {
             "0".into()
         }),
-        TcDef::Interface { .. } => Value::ObjRef(Box::new(CdrIor::nil())),
+        TcDef::Interface { .. } => Value::ObjRef(Box::new(Ior::nil())),
         TcDef::Enum { .. } => Value::Enum(0),
         TcDef::Struct { members, .. } => {
             enclosing.push(tc.clone());

@@ -11,7 +11,7 @@
 use base64::Engine;
 use bytes::Bytes;
 use iiop_cdr::typecode::{StructMember, UnionMember};
-use iiop_cdr::{Any, Ior, TCKind, TaggedProfile, TcDef, TypeCode, Value};
+use iiop_cdr::{Any, ByteOrder, Ior, TCKind, TcDef, TypeCode, Value};
 use serde_json::{json, Map, Number, Value as Json};
 
 /// Largest integer magnitude written as a JSON number (exact in an IEEE
@@ -283,10 +283,14 @@ impl Enc {
             (TcDef::Basic(TCKind::tk_TypeCode), Value::TypeCode(t)) => typecode_to_json(t),
             (TcDef::Basic(TCKind::tk_Principal), Value::Principal(b)) => b64(b),
             (TcDef::Interface { .. }, Value::ObjRef(ior)) => {
-                if ior.is_nil() {
+                if **ior == Ior::nil() {
                     Json::Null
                 } else {
-                    Json::String(giop_ior(ior).to_string())
+                    // Big-endian text whatever order carried the reference,
+                    // so a value prints the same from any peer.
+                    let mut text = Ior::clone(ior);
+                    text.order = ByteOrder::Big;
+                    Json::String(text.to_string())
                 }
             }
             _ => return mismatch(),
@@ -332,35 +336,6 @@ impl Enc {
                 Json::Array(out)
             }
         })
-    }
-}
-
-/// The cdr crate's IOR as the giop crate's (for its `IOR:` string form).
-pub fn giop_ior(ior: &Ior) -> iiop_giop::ior::Ior {
-    iiop_giop::ior::Ior::new(
-        ior.type_id.clone(),
-        ior.profiles
-            .iter()
-            .map(|p| iiop_giop::ior::TaggedProfile {
-                tag: p.tag,
-                data: p.data.clone(),
-            })
-            .collect(),
-    )
-}
-
-/// The giop crate's IOR as the cdr crate's (a `Value::ObjRef`).
-pub fn cdr_ior(ior: &iiop_giop::ior::Ior) -> Ior {
-    Ior {
-        type_id: ior.type_id.clone(),
-        profiles: ior
-            .profiles
-            .iter()
-            .map(|p| TaggedProfile {
-                tag: p.tag,
-                data: p.data.clone(),
-            })
-            .collect(),
     }
 }
 
@@ -886,10 +861,10 @@ impl Dec<'_> {
             } => match j {
                 Json::Null => Value::ObjRef(Box::new(Ior::nil())),
                 Json::String(s) => {
-                    let ior: iiop_giop::ior::Ior = s
+                    let ior: Ior = s
                         .parse()
                         .or_else(|e| err(path, format!("not an IOR: {e}")))?;
-                    Value::ObjRef(Box::new(cdr_ior(&ior)))
+                    Value::ObjRef(Box::new(ior))
                 }
                 other => {
                     return err(

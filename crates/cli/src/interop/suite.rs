@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::exception::MinorVendor;
-use iiop_giop::ior::{orb_type_name, IiopProfile, Ior};
+use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::transport::client::{ClientConfig, ClientError};
 use iiop_giop::{ResponseMode, Target, Version};
@@ -647,7 +647,7 @@ impl Suite {
                     Verdict::Note,
                     format!(
                         "OBJECT_FORWARD (allowed) to {}",
-                        i.summary().replace('\n', "; ")
+                        summary(&i).replace('\n', "; ")
                     ),
                 ),
                 other => k.set(Verdict::Fail, format!("{other:?} for the object's own key")),
@@ -671,7 +671,7 @@ impl Suite {
                     Verdict::Note,
                     format!(
                         "OBJECT_FORWARD (allowed) to {}",
-                        i.summary().replace('\n', "; ")
+                        summary(&i).replace('\n', "; ")
                     ),
                 ),
                 other => k.set(
@@ -915,7 +915,7 @@ impl Suite {
                     Verdict::Note,
                     format!(
                         "OBJECT_FORWARD (allowed for a short key) to {}",
-                        i.summary().replace('\n', "; ")
+                        summary(&i).replace('\n', "; ")
                     ),
                 ),
                 other => k.set(Verdict::Fail, format!("{other:?} for the corbaloc key")),

@@ -21,7 +21,7 @@ pub async fn resolve_name(
     let mut r = body.reader(Options::default());
     Ior::decode(&mut r).map_err(|error| ClientError::Protocol {
         addr: String::new(),
-        error,
+        error: error.into(),
     })
 }
 

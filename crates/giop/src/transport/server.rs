@@ -769,17 +769,17 @@ impl<H: Handler> ConnTask<H> {
             Outcome::Forward(ior) | Outcome::ForwardPerm(ior) if !version.is_12() => {
                 p.clear_body(out);
                 p.set_reply_status(out, ReplyStatus::LocationForward);
-                ior.encode(&mut p.writer(out))
+                ior.encode(&mut p.writer(out)).map_err(GiopError::from)
             }
             Outcome::Forward(ior) => {
                 p.clear_body(out);
                 p.set_reply_status(out, ReplyStatus::LocationForward);
-                ior.encode(&mut p.writer(out))
+                ior.encode(&mut p.writer(out)).map_err(GiopError::from)
             }
             Outcome::ForwardPerm(ior) => {
                 p.clear_body(out);
                 p.set_reply_status(out, ReplyStatus::LocationForwardPerm);
-                ior.encode(&mut p.writer(out))
+                ior.encode(&mut p.writer(out)).map_err(GiopError::from)
             }
         };
         if res.is_err() || p.finish(out).is_err() {
