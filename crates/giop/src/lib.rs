@@ -1,8 +1,8 @@
-//! GIOP 1.0, 1.1 and 1.2 over TCP (IIOP): pure message types and codec
-//! (no I/O, no clock), IOR and corbaloc references, and one tokio
-//! transport module for clients and servers.
+//! GIOP 1.0, 1.1 and 1.2 over TCP (IIOP): pure message types and codec,
+//! a pure connection state machine (no I/O, no clock), IOR and corbaloc
+//! references, and the drivers that put connections on sockets.
 //!
-//! Layers, bottom up:
+//! Layers, bottom up (CDR itself is the `iiop-cdr` crate):
 //! - [`header`]: the 12-byte message header.
 //! - [`message`]: the messages of each version, encoded into a caller-owned
 //!   buffer and decoded from a complete frame.
@@ -12,8 +12,12 @@
 //! - [`ior`], [`corbaloc`]: object references and their textual forms
 //!   (the [`Ior`] type is `iiop_cdr::ior`'s, re-exported: the same one a
 //!   dynamic value holds).
-//! - [`transport`]: the only module with I/O (tokio): client connections,
-//!   pool, forwarding, and the server loop.
+//! - [`conn`]: the connection state machine, client side and server side:
+//!   bytes and `now` in; bytes to write, events and the next deadline out.
+//!   Every protocol decision of a connection is made there.
+//! - [`transport`]: the drivers, the only modules with I/O or a clock:
+//!   the tokio client (connections, pool), the blocking client, the tokio
+//!   server loop.
 //!
 //! A call through the client, from a textual reference:
 //!
@@ -31,6 +35,7 @@
 //! ```
 
 pub mod codec;
+pub mod conn;
 pub mod context;
 pub mod corbaloc;
 pub mod error;

@@ -29,12 +29,14 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
-use super::client::{
-    check_interval, fill_iov, fragment_from, head_first_for, incoming, locate_of, reply_of,
-    tcp_socket, with_code_sets, ClientConfig, ClientError, Incoming, Prepared, Sending, Wire,
-    HEAD_BYTES, MAX_IOV,
-};
+use super::client::tcp_socket;
 use crate::codec::Decoder;
+use crate::conn::client::{
+    fragment_from, incoming, locate_of, reply_of, with_code_sets, ClientConfig, ClientError,
+    ClientSetup, Incoming, Prepared, Sending,
+};
+use crate::conn::deadline::check_interval;
+use crate::conn::out::{head_first_for, Outbox, MAX_IOV};
 use crate::context::{CodeSetComponentInfo, ServiceContext};
 use crate::error::GiopError;
 use crate::header::{MsgType, Version};
@@ -51,15 +53,9 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct BlockingConnection {
     sock: TcpStream,
-    addr: String,
     local: SocketAddr,
-    wire: Wire,
-    /// The CodeSets context, until the first request carried it.
-    code_sets: Option<ServiceContext>,
+    setup: ClientSetup,
     code_sets_sent: bool,
-    fragment_size: Option<usize>,
-    head_first: Option<usize>,
-    request_timeout: Option<Duration>,
     /// SO_RCVTIMEO/SO_SNDTIMEO: how long a blocked call waits before it
     /// looks at its deadline and the abort check.
     poll: Duration,
@@ -67,8 +63,7 @@ pub struct BlockingConnection {
     /// Poll without blocking this long before a reply read blocks.
     spin: Option<Duration>,
     next_id: u32,
-    out: BytesMut,
-    splices: Splices,
+    out: Outbox,
     input: BytesMut,
     decoder: Decoder,
     /// Set once the connection is unusable; every later call fails with it.
@@ -117,25 +112,19 @@ impl BlockingConnection {
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
-        let (wire, code_sets) = Wire::negotiate(version, cfg, code_sets);
+        let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
         Ok(BlockingConnection {
             sock,
-            addr,
             local,
-            wire,
-            code_sets,
+            setup,
             code_sets_sent: false,
-            fragment_size: cfg.fragment_size,
-            head_first: cfg.head_first,
-            request_timeout: cfg.request_timeout,
             poll,
             abort: None,
             // Bounded by the poll interval, so the deadline and the abort
             // check are looked at no later than without it.
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             next_id: 1,
-            out: BytesMut::with_capacity(16 * 1024),
-            splices: Splices::new(cfg.splice_cutoff.unwrap_or(usize::MAX)),
+            out: Outbox::new(16 * 1024, cfg.splice_cutoff),
             input: BytesMut::with_capacity(64 * 1024),
             decoder: Decoder::new(cfg.codec),
             dead: None,
@@ -152,7 +141,7 @@ impl BlockingConnection {
 
     /// `host:port` of the peer.
     pub fn addr(&self) -> &str {
-        &self.addr
+        &self.setup.addr
     }
 
     /// Our end of the TCP connection.
@@ -162,18 +151,18 @@ impl BlockingConnection {
 
     /// The GIOP version spoken.
     pub fn version(&self) -> Version {
-        self.wire.version
+        self.setup.wire.version
     }
 
     /// Our byte order.
     pub fn order(&self) -> ByteOrder {
-        self.wire.order
+        self.setup.wire.order
     }
 
     /// The CDR options (negotiated code sets) for bodies on this
     /// connection.
     pub fn options(&self) -> Options {
-        self.wire.opts
+        self.setup.wire.opts
     }
 
     /// Whether the connection has failed or was closed.
@@ -203,7 +192,14 @@ impl BlockingConnection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        self.request_with(target, operation, response, &[], self.request_timeout, body)
+        self.request_with(
+            target,
+            operation,
+            response,
+            &[],
+            self.setup.request_timeout,
+            body,
+        )
     }
 
     /// [`request`](Self::request) with extra service contexts and an
@@ -223,10 +219,10 @@ impl BlockingConnection {
         // A clone only while the context is due (the first request).
         let due = match self.code_sets_sent {
             true => None,
-            false => self.code_sets.clone(),
+            false => self.setup.code_sets.clone(),
         };
         let contexts = with_code_sets(contexts, due.as_ref());
-        let wire = self.wire;
+        let wire = self.setup.wire;
         let inc = self.exchange(Sending::Request(response), timeout, |out, splices, id| {
             let head = RequestHead {
                 request_id: id,
@@ -243,10 +239,10 @@ impl BlockingConnection {
     /// Send a request built by [`Connection::prepare`](super::Connection::prepare)
     /// or [`prepare`](Self::prepare) with a fresh request id.
     pub fn send_prepared(&mut self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        p.check_for(self.wire.version, self.wire.order)?;
+        p.check_for(self.setup.wire.version, self.setup.wire.order)?;
         let inc = self.exchange(
             Sending::Request(p.response()),
-            self.request_timeout,
+            self.setup.request_timeout,
             |out, splices, id| {
                 p.append(out, splices, id);
                 Ok(())
@@ -266,20 +262,14 @@ impl BlockingConnection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        Prepared::build(
-            self.wire,
-            self.code_sets.as_ref(),
-            target,
-            operation,
-            response,
-            body,
-        )
+        Prepared::build(&self.setup, target, operation, response, body)
     }
 
     /// Send a LocateRequest.
     pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
-        let wire = self.wire;
-        let inc = self.exchange(Sending::Locate, self.request_timeout, |out, _, id| {
+        let wire = self.setup.wire;
+        let timeout = self.setup.request_timeout;
+        let inc = self.exchange(Sending::Locate, timeout, |out, _, id| {
             encode_locate_request(out, wire.version, wire.order, id, target)
                 .map(|_| ())
                 .map_err(ClientError::Encode)
@@ -303,28 +293,19 @@ impl BlockingConnection {
         let mut deadline = Deadline::new(timeout, self.poll);
         // Empty after every completed write; kept (with its capacity).
         self.out.clear();
-        if !self.splices.is_empty() {
-            let _ = self.splices.take();
-        }
-        let encoded = encode(&mut self.out, &mut self.splices, id).and_then(|()| {
-            fragment_from(
-                self.wire.version,
-                self.fragment_size,
-                &mut self.out,
-                &mut self.splices,
-                0,
-            )
-        });
+        let (buf, splices) = self.out.parts();
+        let (version, fragment_size) = (self.setup.wire.version, self.setup.fragment_size);
+        let encoded = encode(buf, splices, id)
+            .and_then(|()| fragment_from(version, fragment_size, buf, splices, 0));
         if let Err(e) = encoded {
             self.out.clear();
-            let _ = self.splices.take();
             return Err(e);
         }
-        if self.code_sets.is_some() && what.carries_code_sets() {
+        if self.setup.code_sets.is_some() && matches!(what, Sending::Request(_)) {
             self.code_sets_sent = true;
         }
         let expects_reply = what.expects_reply();
-        let head = head_first_for(self.head_first, expects_reply);
+        let head = head_first_for(self.setup.head_first, expects_reply);
         if let Err(e) = self.write_queued(head, &mut deadline) {
             return Err(self.fail(e));
         }
@@ -336,8 +317,8 @@ impl BlockingConnection {
             Err(e @ ClientError::Timeout { .. }) => {
                 // Tell the server; its late reply is dropped on arrival.
                 self.out.clear();
-                let _ =
-                    encode_cancel_request(&mut self.out, self.wire.version, self.wire.order, id);
+                let wire = self.setup.wire;
+                let _ = encode_cancel_request(self.out.parts().0, wire.version, wire.order, id);
                 if let Err(w) = self.write_queued(None, &mut Deadline::new(None, self.poll)) {
                     self.fail(w);
                 }
@@ -355,30 +336,18 @@ impl BlockingConnection {
         head_first: Option<usize>,
         deadline: &mut Deadline,
     ) -> Result<(), ClientError> {
-        let mut limit = match head_first {
-            Some(min) if self.out.len() + self.splices.total() >= min => HEAD_BYTES,
-            _ => usize::MAX,
-        };
+        let mut limit = self.out.first_write(head_first);
         let mut spin = Spin::new(self.spin);
-        while !(self.out.is_empty() && self.splices.is_empty()) {
+        while !self.out.is_empty() {
             // Nothing spliced: a plain send from the buffer, as the other
             // ORBs' clients do; else the pieces with writev.
-            let plain = self.splices.is_empty();
-            let r = if plain {
-                let one = [IoSlice::new(&self.out[..self.out.len().min(limit)])];
-                send_spinning(&self.sock, &one, &mut spin)
-            } else {
-                let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                let n = fill_iov(&self.out, &self.splices, limit, &mut iov);
-                send_spinning(&self.sock, &iov[..n], &mut spin)
-            };
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let n = self.out.slices(limit, &mut iov);
+            let r = send_spinning(&self.sock, &iov[..n], &mut spin);
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
-                    match plain {
-                        true => bytes::Buf::advance(&mut self.out, n),
-                        false => self.splices.consume(&mut self.out, n),
-                    }
+                    self.out.consume(n);
                     limit = usize::MAX;
                 }
                 Err(e) if waited(&e) => {
@@ -411,9 +380,9 @@ impl BlockingConnection {
                 .decode(&mut self.input)
                 .map_err(|e| self.protocol(e))?
             {
-                let msg =
-                    Message::decode_frame(frame, self.wire.opts).map_err(|e| self.protocol(e))?;
-                let (rid, inc) = incoming(msg, &self.addr)?;
+                let msg = Message::decode_frame(frame, self.setup.wire.opts)
+                    .map_err(|e| self.protocol(e))?;
+                let (rid, inc) = incoming(msg, &self.setup.addr)?;
                 if rid == id {
                     return Ok(inc);
                 }
@@ -426,7 +395,7 @@ impl BlockingConnection {
             match got {
                 Ok(0) => {
                     return Err(ClientError::Closed {
-                        addr: self.addr.clone(),
+                        addr: self.setup.addr.clone(),
                         retryable: false,
                     })
                 }
@@ -440,7 +409,7 @@ impl BlockingConnection {
                     self.check_abort()?;
                     if let (true, Some(after)) = (deadline.passed(), deadline.timeout) {
                         return Err(ClientError::Timeout {
-                            addr: self.addr.clone(),
+                            addr: self.setup.addr.clone(),
                             request_id: id,
                             after,
                         });
@@ -479,7 +448,7 @@ impl BlockingConnection {
 
     /// GIOP 1.2 lets a client say it is closing.
     fn say_goodbye(&mut self) {
-        if self.wire.version.is_12() {
+        if self.setup.wire.version.is_12() {
             self.send_empty(MsgType::CloseConnection);
         }
     }
@@ -488,21 +457,22 @@ impl BlockingConnection {
     /// in place of whatever was queued.
     fn send_empty(&mut self, t: MsgType) {
         self.out.clear();
-        let _ = self.splices.take();
-        encode_empty(&mut self.out, self.wire.version, self.wire.order, t);
-        let _ = (&self.sock).write_all(&self.out);
+        let wire = self.setup.wire;
+        let (buf, _) = self.out.parts();
+        encode_empty(buf, wire.version, wire.order, t);
+        let _ = (&self.sock).write_all(buf);
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
         ClientError::Io {
-            addr: self.addr.clone(),
+            addr: self.setup.addr.clone(),
             message: e.to_string(),
         }
     }
 
     fn protocol(&self, error: GiopError) -> ClientError {
         ClientError::Protocol {
-            addr: self.addr.clone(),
+            addr: self.setup.addr.clone(),
             error,
         }
     }

@@ -30,185 +30,34 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
 use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
 
-use crate::codec::{fragment_message, CodecConfig, Decoder};
-use crate::context::{
-    default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
+use crate::codec::{CodecConfig, Decoder};
+use crate::conn::client::{
+    fragment_from, incoming, locate_of, reply_of, with_code_sets, ClientSetup, Follow, Incoming,
+    Sending, Step,
 };
-use crate::error::GiopError;
-use crate::exception::SystemException;
-use crate::header::{MsgType, Version, HEADER_LEN};
+pub use crate::conn::client::{
+    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
+};
+use crate::conn::deadline::check_interval;
+use crate::conn::out::{head_first_for, Outbox, MAX_IOV};
+use crate::context::{CodeSetComponentInfo, ServiceContext};
+use crate::header::{MsgType, Version};
 use crate::ior::{IiopProfile, Ior};
 use crate::message::{
-    begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply,
-    LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+    encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply, LocateStatus,
+    Message, Reply, RequestHead, ResponseMode, TargetAddress,
 };
 
 /// Output bytes queued (spliced runs included) beyond which new requests
 /// wait for the writer.
 const HIGH_WATER: usize = 8 << 20;
-
-/// Most pieces handed to one `writev` (well under every IOV_MAX).
-pub(super) const MAX_IOV: usize = 64;
-
-/// Client settings.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    /// GIOP version to speak; `None` uses the IOR profile's version (which
-    /// is 1.0 for a corbaloc without `1.2@`, as every ORB does).
-    pub version: Option<Version>,
-    /// Byte order of our messages.
-    pub order: ByteOrder,
-    /// TCP_NODELAY (on by default: request/reply traffic).
-    pub nodelay: bool,
-    /// SO_SNDBUF, if set.
-    pub send_buffer: Option<u32>,
-    /// SO_RCVBUF, if set.
-    pub recv_buffer: Option<u32>,
-    pub connect_timeout: Duration,
-    /// Default per-request timeout (`None`: wait forever).
-    pub request_timeout: Option<Duration>,
-    /// Most LOCATION_FORWARD / OBJECT_FORWARD hops followed per call.
-    pub max_forwards: u32,
-    /// Limits on incoming messages.
-    pub codec: CodecConfig,
-    /// Fragment outgoing GIOP 1.2 messages longer than this.
-    pub fragment_size: Option<usize>,
-    /// Connections per endpoint in a [`Client`]'s pool (round robin).
-    /// Oneways keep their order only within one connection.
-    pub pool_size: usize,
-    /// When a request is the only one in flight and nothing is queued,
-    /// write it from the calling task instead of waking the writer task.
-    pub direct_write: bool,
-    /// Write requests at least this long in two parts, headers first (see
-    /// `try_write_now`; oneways only from 96 KiB on); `None` writes each
-    /// message with one call.
-    pub head_first: Option<usize>,
-    /// Time each twoway call's phases ([`PhaseTotals`],
-    /// [`Connection::phase_totals`]): a few clock reads per call, so off
-    /// by default.
-    pub phase_timing: bool,
-    /// Send shared byte runs at least this long (octet/char sequences in
-    /// request bodies, prepared message bodies) by reference with vectored
-    /// writes instead of copying them into the output buffer; `None`
-    /// always copies.
-    pub splice_cutoff: Option<usize>,
-    /// Wait-on-read connections only ([`BlockingConnection`]): before a
-    /// reply read or a send would block, poll the socket without blocking,
-    /// yielding the CPU between polls, for up to this long
-    /// ([`Spin`](super::blocking::Spin)). The caller's CPU stays busy while
-    /// it waits; a reply is picked up the moment it lands and a full send
-    /// buffer refilled the moment there is room, without the wake-up of a
-    /// sleeping thread. `None` blocks at once.
-    ///
-    /// [`BlockingConnection`]: super::BlockingConnection
-    pub spin: Option<Duration>,
-}
-
-/// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
-/// output buffer costs less than an extra iovec and a reference count.
-pub const DEFAULT_SPLICE_CUTOFF: usize = 16 * 1024;
-
-impl Default for ClientConfig {
-    fn default() -> Self {
-        ClientConfig {
-            version: None,
-            order: ByteOrder::NATIVE,
-            nodelay: true,
-            send_buffer: None,
-            recv_buffer: None,
-            connect_timeout: Duration::from_secs(5),
-            request_timeout: None,
-            max_forwards: 8,
-            codec: CodecConfig::default(),
-            fragment_size: None,
-            pool_size: 1,
-            direct_write: true,
-            splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
-            head_first: Some(DEFAULT_SPLICE_CUTOFF),
-            phase_timing: false,
-            spin: None,
-        }
-    }
-}
-
-/// Why a call failed, and whose fault it was.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// TCP connect failed.
-    #[error("connect to {addr} failed: {message}")]
-    Connect { addr: String, message: String },
-    /// TCP connect did not finish in time.
-    #[error("connect to {addr} timed out after {after:?}")]
-    ConnectTimeout { addr: String, after: Duration },
-    /// Reading or writing the socket failed.
-    #[error("I/O error on connection to {addr}: {message}")]
-    Io { addr: String, message: String },
-    /// The peer closed the connection. `retryable`: it sent CloseConnection
-    /// first, so the request was not processed and may be sent again.
-    #[error("connection to {addr} closed by the peer{}", if *.retryable { " (CloseConnection: retry)" } else { "" })]
-    Closed { addr: String, retryable: bool },
-    /// The peer sent MessageError: it could not parse something we sent.
-    #[error("peer {addr} sent MessageError")]
-    PeerMessageError { addr: String },
-    /// The peer sent something malformed.
-    #[error("malformed message from {addr}: {error}")]
-    Protocol { addr: String, error: GiopError },
-    /// We could not encode the request (a body closure error, a status not
-    /// in this GIOP version, …).
-    #[error("cannot encode request: {0}")]
-    Encode(GiopError),
-    /// No reply in time.
-    #[error("request {request_id} to {addr} timed out after {after:?}")]
-    Timeout {
-        addr: String,
-        request_id: u32,
-        after: Duration,
-    },
-    /// More forwards than `max_forwards` in one call; `addr` sent the last.
-    #[error("more than {limit} LOCATION_FORWARD/OBJECT_FORWARD hops (the last from {addr})")]
-    TooManyForwards { addr: String, limit: u32 },
-    /// The IOR has no IIOP profile we can use.
-    #[error("no usable IIOP profile in the IOR")]
-    NoProfile,
-    /// The server raised a system exception.
-    #[error("system exception: {0}")]
-    System(SystemException),
-    /// The server raised a user exception.
-    #[error("user exception {repo_id}")]
-    User { repo_id: String, body: Body },
-    /// The server asked for another addressing mode (GIOP 1.2).
-    #[error("server needs addressing disposition {0}")]
-    NeedsAddressingMode(i16),
-    /// The connection handle was closed by us.
-    #[error("connection closed locally")]
-    LocallyClosed,
-}
-
-impl ClientError {
-    /// Whether sending the request again (on a new connection) is safe.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ClientError::Closed {
-                retryable: true,
-                ..
-            }
-        )
-    }
-}
-
-pub(super) enum Incoming {
-    Reply(Reply),
-    Locate(LocateReply),
-}
 
 type Waiter = oneshot::Sender<Result<(Incoming, Option<ReadStamp>), ClientError>>;
 
@@ -304,34 +153,18 @@ struct PendingMap {
 /// and whether the writer task is writing (then callers must not write
 /// directly, or bytes would reorder).
 struct OutState {
-    buf: BytesMut,
-    splices: Splices,
+    out: Outbox,
     writing: bool,
 }
 
-impl OutState {
-    /// Bytes queued, spliced runs included.
-    fn len(&self) -> usize {
-        self.buf.len() + self.splices.total()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.buf.is_empty() && self.splices.is_empty()
-    }
-}
-
 struct Shared {
-    addr: String,
+    /// Address, version, byte order, negotiated options, code sets,
+    /// fragmenting, head-first, timeout.
+    setup: ClientSetup,
     local: std::net::SocketAddr,
-    /// Version, byte order, negotiated options, splicing.
-    wire: Wire,
-    /// CodeSets context to send until the first request carried it.
-    code_sets: Option<ServiceContext>,
+    /// Whether a request carried the CodeSets context.
     code_sets_sent: AtomicBool,
-    fragment_size: Option<usize>,
     direct_write: bool,
-    head_first: Option<usize>,
-    request_timeout: Option<Duration>,
     /// Phase timing totals, when [`ClientConfig::phase_timing`] is on.
     phases: Option<Mutex<PhaseTotals>>,
     /// Shortest timeout any request used so far, in µs (`u64::MAX`: none
@@ -370,7 +203,7 @@ impl Shared {
     /// the connection lives) what to wait on for room.
     fn out_with_room(&self) -> Result<MutexGuard<'_, OutState>, Notified<'_>> {
         let st = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if st.len() < HIGH_WATER {
+        if st.out.len() < HIGH_WATER {
             return Ok(st);
         }
         let room = self.out_space.notified();
@@ -396,14 +229,16 @@ impl Shared {
         }
         {
             let mut st = self.out.lock().unwrap_or_else(|e| e.into_inner());
+            let wire = self.setup.wire;
             for (id, _, _) in &overdue {
-                let _ = encode_cancel_request(&mut st.buf, self.wire.version, self.wire.order, *id);
+                let (buf, _) = st.out.parts();
+                let _ = encode_cancel_request(buf, wire.version, wire.order, *id);
             }
         }
         self.out_ready.notify_one();
         for (request_id, tx, after) in overdue {
             let _ = tx.send(Err(ClientError::Timeout {
-                addr: self.addr.clone(),
+                addr: self.setup.addr.clone(),
                 request_id,
                 after,
             }));
@@ -441,9 +276,9 @@ pub struct Connection {
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Connection")
-            .field("addr", &self.shared.addr)
-            .field("version", &self.shared.wire.version)
-            .field("order", &self.shared.wire.order)
+            .field("addr", &self.shared.setup.addr)
+            .field("version", &self.shared.setup.wire.version)
+            .field("order", &self.shared.setup.wire.order)
             .finish()
     }
 }
@@ -461,113 +296,6 @@ impl Drop for Connection {
     fn drop(&mut self) {
         if self.shared.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             let _ = self.shared.shutdown.send(true);
-        }
-    }
-}
-
-/// A complete request message built once and sent many times: only the
-/// request id is patched per send (seed 000's "request reuse").
-#[derive(Debug, Clone)]
-pub struct Prepared {
-    message: Bytes,
-    /// Offset of the request id in `message`.
-    id_at: usize,
-    response: ResponseMode,
-    version: Version,
-    order: ByteOrder,
-}
-
-impl Prepared {
-    /// The encoded message (with the request id it was prepared with).
-    pub fn message(&self) -> &Bytes {
-        &self.message
-    }
-
-    /// The response mode it was built with.
-    pub fn response(&self) -> ResponseMode {
-        self.response
-    }
-
-    /// Encode a request once (with request id 0, and the CodeSets context
-    /// when one is due: a prepared request may be the connection's first).
-    pub(super) fn build<F>(
-        wire: Wire,
-        code_sets: Option<&ServiceContext>,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: F,
-    ) -> Result<Prepared, ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        let mut buf = BytesMut::new();
-        let contexts: &[ServiceContext] = match code_sets {
-            Some(c) => std::slice::from_ref(c),
-            None => &[],
-        };
-        let head = RequestHead {
-            request_id: 0,
-            response,
-            target,
-            operation,
-            contexts,
-        };
-        let p = begin_request(&mut buf, wire.version, wire.order, wire.opts, &head)
-            .map_err(ClientError::Encode)?;
-        body(&mut p.writer(&mut buf)).map_err(|e| {
-            ClientError::Encode(GiopError::Cdr {
-                what: "request body",
-                source: e,
-            })
-        })?;
-        p.finish(&mut buf).map_err(ClientError::Encode)?;
-        // 1.2: the id follows the header; 1.0/1.1: after the contexts.
-        let id_at = if wire.version.is_12() {
-            HEADER_LEN
-        } else {
-            HEADER_LEN
-                + 4
-                + contexts
-                    .iter()
-                    .map(|c| 8 + c.data.len().next_multiple_of(4))
-                    .sum::<usize>()
-        };
-        Ok(Prepared {
-            message: buf.freeze(),
-            id_at,
-            response,
-            version: wire.version,
-            order: wire.order,
-        })
-    }
-
-    /// Fail unless the connection speaks this request's version and order.
-    pub(super) fn check_for(&self, version: Version, order: ByteOrder) -> Result<(), ClientError> {
-        if self.version != version || self.order != order {
-            return Err(ClientError::Encode(GiopError::NotInVersion {
-                what: "a request prepared for another connection",
-                minor: version.minor,
-            }));
-        }
-        Ok(())
-    }
-
-    /// Queue the message with request id `id`: the bytes up to the id are
-    /// copied (and the id patched there); the rest is spliced when it
-    /// reaches the splice cutoff, copied otherwise.
-    pub(super) fn append(&self, out: &mut BytesMut, splices: &mut Splices, id: u32) {
-        let b = match self.order {
-            ByteOrder::Big => id.to_be_bytes(),
-            ByteOrder::Little => id.to_le_bytes(),
-        };
-        out.extend_from_slice(&self.message[..self.id_at]);
-        out.extend_from_slice(&b);
-        let rest = self.message.slice(self.id_at + 4..);
-        if rest.len() >= splices.cutoff() {
-            splices.push(out.len(), rest);
-        } else {
-            out.extend_from_slice(&rest);
         }
     }
 }
@@ -614,26 +342,20 @@ impl Connection {
             })?
             .map_err(connect_err)?;
         let local = stream.local_addr().map_err(connect_err)?;
-        let (wire, code_sets) = Wire::negotiate(version, cfg, code_sets);
+        let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
-            addr,
+            setup,
             local,
-            wire,
-            code_sets,
             code_sets_sent: AtomicBool::new(false),
-            fragment_size: cfg.fragment_size,
             direct_write: cfg.direct_write,
-            head_first: cfg.head_first,
-            request_timeout: cfg.request_timeout,
             phases: cfg.phase_timing.then(Mutex::default),
             min_timeout_us: AtomicU64::new(u64::MAX),
             timeouts_changed: Notify::new(),
             next_id: AtomicU32::new(1),
             out: Mutex::new(OutState {
-                buf: BytesMut::with_capacity(16 * 1024),
-                splices: Splices::new(cfg.splice_cutoff.unwrap_or(usize::MAX)),
+                out: Outbox::new(16 * 1024, cfg.splice_cutoff),
                 writing: false,
             }),
             wr,
@@ -659,7 +381,7 @@ impl Connection {
 
     /// `host:port` of the peer.
     pub fn addr(&self) -> &str {
-        &self.shared.addr
+        &self.shared.setup.addr
     }
 
     /// Our end of the TCP connection.
@@ -669,18 +391,18 @@ impl Connection {
 
     /// The GIOP version spoken.
     pub fn version(&self) -> Version {
-        self.shared.wire.version
+        self.shared.setup.wire.version
     }
 
     /// Our byte order.
     pub fn order(&self) -> ByteOrder {
-        self.shared.wire.order
+        self.shared.setup.wire.order
     }
 
     /// The CDR options (negotiated code sets) for bodies on this
     /// connection.
     pub fn options(&self) -> Options {
-        self.shared.wire.opts
+        self.shared.setup.wire.opts
     }
 
     /// Whether the connection has failed or was closed.
@@ -711,7 +433,7 @@ impl Connection {
             operation,
             response,
             &[],
-            self.shared.request_timeout,
+            self.shared.setup.request_timeout,
             body,
         )
         .await
@@ -742,7 +464,7 @@ impl Connection {
                     operation,
                     contexts: &contexts,
                 };
-                s.wire.encode_request(out, splices, &head, body)
+                s.setup.wire.encode_request(out, splices, &head, body)
             })
             .await?;
         reply_of(res, self.addr())
@@ -786,14 +508,7 @@ impl Connection {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let s = &self.shared;
-        Prepared::build(
-            s.wire,
-            s.code_sets.as_ref(),
-            target,
-            operation,
-            response,
-            body,
-        )
+        Prepared::build(&s.setup, target, operation, response, body)
     }
 
     /// Send a [`Prepared`] request with a fresh request id; nothing is
@@ -801,11 +516,12 @@ impl Connection {
     /// id patched there); the rest is spliced when it reaches the splice
     /// cutoff, copied otherwise.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        p.check_for(self.shared.wire.version, self.shared.wire.order)?;
+        let wire = self.shared.setup.wire;
+        p.check_for(wire.version, wire.order)?;
         let res = self
             .send(
-                Sending::Request(p.response),
-                self.shared.request_timeout,
+                Sending::Request(p.response()),
+                self.shared.setup.request_timeout,
                 |out, splices, id| {
                     p.append(out, splices, id);
                     Ok(())
@@ -819,8 +535,8 @@ impl Connection {
     pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
         let s = &self.shared;
         let res = self
-            .send(Sending::Locate, s.request_timeout, |out, _, id| {
-                encode_locate_request(out, s.wire.version, s.wire.order, id, target)
+            .send(Sending::Locate, s.setup.request_timeout, |out, _, id| {
+                encode_locate_request(out, s.setup.wire.version, s.setup.wire.order, id, target)
                     .map(|_| ())
                     .map_err(ClientError::Encode)
             })
@@ -830,7 +546,7 @@ impl Connection {
 
     fn code_set_context(&self) -> Option<&ServiceContext> {
         let s = &self.shared;
-        let cs = s.code_sets.as_ref()?;
+        let cs = s.setup.code_sets.as_ref()?;
         if s.code_sets_sent.load(Ordering::Relaxed) {
             None
         } else {
@@ -886,16 +602,16 @@ impl Connection {
                 };
                 wait.await;
             };
-            let idle = alone && st.is_empty() && !st.writing;
-            let OutState {
-                buf: out, splices, ..
-            } = &mut *st;
+            let idle = alone && st.out.is_empty() && !st.writing;
+            let (out, splices) = st.out.parts();
             let start = out.len();
-            let r = encode(out, splices, id)
-                .and_then(|()| fragment_from(s.wire.version, s.fragment_size, out, splices, start));
+            let wire = s.setup.wire;
+            let r = encode(out, splices, id).and_then(|()| {
+                fragment_from(wire.version, s.setup.fragment_size, out, splices, start)
+            });
             match r {
                 Ok(()) => {
-                    if s.code_sets.is_some() && what.carries_code_sets() {
+                    if s.setup.code_sets.is_some() && matches!(what, Sending::Request(_)) {
                         s.code_sets_sent.store(true, Ordering::Relaxed);
                     }
                     // Fast path: nothing queued or in flight and the writer
@@ -907,16 +623,14 @@ impl Connection {
                     if idle {
                         try_write_now(
                             &s.wr,
-                            out,
-                            splices,
-                            head_first_for(s.head_first, expects_reply),
+                            &mut st.out,
+                            head_first_for(s.setup.head_first, expects_reply),
                         );
                     }
-                    Ok(!(out.is_empty() && splices.is_empty()))
+                    Ok(!st.out.is_empty())
                 }
                 Err(e) => {
-                    out.truncate(start);
-                    splices.truncate_after(start);
+                    st.out.truncate(start);
                     Err(e)
                 }
             }
@@ -949,7 +663,7 @@ impl Connection {
         // overdue requests (no timer per call: they cost more than a
         // ping's whole user-space path).
         let (inc, stamp) = rx.await.map_err(|_| ClientError::Closed {
-            addr: s.addr.clone(),
+            addr: s.setup.addr.clone(),
             retryable: false,
         })??;
         if let (Some(p), Some(t0), Some(t1), Some(t2), Some(st)) =
@@ -1014,21 +728,21 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let data = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            if st.is_empty() {
+            if st.out.is_empty() {
                 None
             } else {
                 st.writing = true;
-                Some((st.buf.split(), st.splices.take()))
+                Some(st.out.take())
             }
         };
         match data {
-            Some((mut data, mut splices)) => {
-                let r = write_all_spliced(&shared.wr, &mut data, &mut splices).await;
+            Some(mut data) => {
+                let r = write_all_spliced(&shared.wr, &mut data).await;
                 shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
                 shared.out_space.notify_waiters();
                 if let Err(e) = r {
                     shared.fail_all(ClientError::Io {
-                        addr: shared.addr.clone(),
+                        addr: shared.setup.addr.clone(),
                         message: e.to_string(),
                     });
                     return;
@@ -1046,120 +760,35 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         }
     }
     // GIOP 1.2 lets a client say it is closing.
-    if shared.wire.version.is_12()
-        && matches!(shared.dead(), None | Some(ClientError::LocallyClosed))
-    {
+    let wire = shared.setup.wire;
+    if wire.version.is_12() && matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
         let mut b = BytesMut::new();
-        encode_empty(
-            &mut b,
-            shared.wire.version,
-            shared.wire.order,
-            MsgType::CloseConnection,
-        );
+        encode_empty(&mut b, wire.version, wire.order, MsgType::CloseConnection);
         let _ = write_all(&shared.wr, &b).await;
     }
     // The write half shuts down when the last reference to it goes.
 }
 
-/// One non-blocking write of the queued stream (`buf` with `splices`):
-/// `write` when nothing is spliced, `writev` over the pieces otherwise.
+/// One non-blocking write of the queued stream's first `limit` bytes:
+/// `write` when it is one piece, `writev` over the pieces otherwise.
 /// Returns the bytes written; the caller consumes them.
-fn try_write_spliced(
-    wr: &OwnedWriteHalf,
-    buf: &BytesMut,
-    splices: &Splices,
-    limit: usize,
-) -> std::io::Result<usize> {
-    if splices.is_empty() {
-        return wr.try_write(&buf[..buf.len().min(limit)]);
-    }
+fn try_write_spliced(wr: &OwnedWriteHalf, out: &Outbox, limit: usize) -> std::io::Result<usize> {
     let mut iov = [IoSlice::new(&[]); MAX_IOV];
-    let n = fill_iov(buf, splices, limit, &mut iov);
-    wr.try_write_vectored(&iov[..n])
-}
-
-/// The queued stream's first `limit` bytes as write pieces (at most
-/// [`MAX_IOV`]); returns how many were filled.
-pub(super) fn fill_iov<'a>(
-    buf: &'a [u8],
-    splices: &'a Splices,
-    limit: usize,
-    iov: &mut [IoSlice<'a>; MAX_IOV],
-) -> usize {
-    let (mut n, mut left) = (0, limit);
-    for (slot, seg) in iov.iter_mut().zip(splices.segments(buf)) {
-        if left == 0 {
-            break;
-        }
-        let k = seg.len().min(left);
-        *slot = IoSlice::new(&seg[..k]);
-        left -= k;
-        n += 1;
-    }
-    n
-}
-
-/// What one call writes, as far as its connection cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Sending {
-    /// A Request, built now or prepared: it carries the CodeSets context
-    /// while that is due.
-    Request(ResponseMode),
-    /// A LocateRequest: always answered, and without service contexts.
-    Locate,
-}
-
-impl Sending {
-    pub(super) fn expects_reply(self) -> bool {
-        match self {
-            Sending::Request(r) => r.expects_reply(),
-            Sending::Locate => true,
-        }
-    }
-
-    /// Whether the message counts as the one that carried the CodeSets
-    /// context (a LocateRequest cannot).
-    pub(super) fn carries_code_sets(self) -> bool {
-        matches!(self, Sending::Request(_))
+    match out.slices(limit, &mut iov) {
+        1 => wr.try_write(&iov[0]),
+        n => wr.try_write_vectored(&iov[..n]),
     }
 }
 
-/// Oneways are written headers-first only from this size on.
-const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
-
-/// The size from which a message goes headers-first. A oneway stream keeps
-/// the server busy: its own write for the head then only costs a second
-/// wake-up, except for messages that span several segments anyway
-/// (measured: 64 KiB oneways lose, 128 KiB ones gain, against our server
-/// and omniORB's).
-pub(super) fn head_first_for(head_first: Option<usize>, expects_reply: bool) -> Option<usize> {
-    match expects_reply {
-        true => head_first,
-        false => head_first.map(|n| n.max(ONEWAY_HEAD_FIRST)),
-    }
-}
-
-/// Most bytes of a large message written ahead of the rest.
-pub(super) const HEAD_BYTES: usize = 1024;
-
-/// Write what the socket takes now of the queued stream, consuming it.
-/// From `head_first` bytes on, the message's first piece (its headers, at
-/// most [`HEAD_BYTES`]) is written alone first: the server wakes and reads
-/// the headers while this thread still copies the body into the kernel,
-/// instead of starting only once the whole message is there (omniORB sends
-/// large requests the same way). Worth 10–25 % of twoway throughput from
-/// 64 KiB on (benches/compare).
-fn try_write_now(
-    wr: &OwnedWriteHalf,
-    buf: &mut BytesMut,
-    splices: &mut Splices,
-    head_first: Option<usize>,
-) {
-    if head_first.is_some_and(|min| buf.len() + splices.total() >= min) {
-        let head = HEAD_BYTES;
-        match try_write_spliced(wr, buf, splices, head) {
+/// Write what the socket takes now of the queued stream, consuming it;
+/// from `head_first` bytes on, the message's head alone first
+/// ([`head_first_for`] says why).
+fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head_first: Option<usize>) {
+    let head = out.first_write(head_first);
+    if head != usize::MAX {
+        match try_write_spliced(wr, out, head) {
             Ok(n) => {
-                splices.consume(buf, n);
+                out.consume(n);
                 if n < head {
                     return;
                 }
@@ -1167,22 +796,18 @@ fn try_write_now(
             Err(_) => return,
         }
     }
-    if let Ok(n) = try_write_spliced(wr, buf, splices, usize::MAX) {
-        splices.consume(buf, n);
+    if let Ok(n) = try_write_spliced(wr, out, usize::MAX) {
+        out.consume(n);
     }
 }
 
-/// Write the whole queued stream (`buf` with `splices`), consuming it.
-async fn write_all_spliced(
-    wr: &OwnedWriteHalf,
-    buf: &mut BytesMut,
-    splices: &mut Splices,
-) -> std::io::Result<()> {
-    while !(buf.is_empty() && splices.is_empty()) {
+/// Write the whole queued stream, consuming it.
+async fn write_all_spliced(wr: &OwnedWriteHalf, out: &mut Outbox) -> std::io::Result<()> {
+    while !out.is_empty() {
         wr.writable().await?;
-        match try_write_spliced(wr, buf, splices, usize::MAX) {
+        match try_write_spliced(wr, out, usize::MAX) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => splices.consume(buf, n),
+            Ok(n) => out.consume(n),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }
@@ -1238,14 +863,14 @@ async fn reader_task(
         match n {
             Ok(0) => {
                 break ClientError::Closed {
-                    addr: shared.addr.clone(),
+                    addr: shared.setup.addr.clone(),
                     retryable: false,
                 }
             }
             Ok(_) => {}
             Err(e) => {
                 break ClientError::Io {
-                    addr: shared.addr.clone(),
+                    addr: shared.setup.addr.clone(),
                     message: e.to_string(),
                 }
             }
@@ -1259,10 +884,11 @@ async fn reader_task(
         // Tell the peer why we hang up.
         {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            let wire = shared.setup.wire;
             encode_empty(
-                &mut st.buf,
-                shared.wire.version,
-                shared.wire.order,
+                st.out.parts().0,
+                wire.version,
+                wire.order,
                 MsgType::MessageError,
             );
         }
@@ -1279,7 +905,7 @@ fn drain_frames(
     mut clock: Option<&mut ReadClock>,
 ) -> Result<(), ClientError> {
     let protocol = |error| ClientError::Protocol {
-        addr: shared.addr.clone(),
+        addr: shared.setup.addr.clone(),
         error,
     };
     while let Some(frame) = decoder.decode(buf).map_err(protocol)? {
@@ -1288,10 +914,10 @@ fn drain_frames(
             &frame.header,
             frame.payload,
             frame.segments,
-            shared.wire.opts,
+            shared.setup.wire.opts,
         )
         .map_err(protocol)?;
-        let (id, inc) = incoming(msg, &shared.addr)?;
+        let (id, inc) = incoming(msg, &shared.setup.addr)?;
         let waiter = shared
             .pending
             .lock()
@@ -1343,182 +969,6 @@ pub(super) fn tcp_socket(
     }
     s.set_tcp_nodelay(cfg.nodelay)?;
     Ok(s)
-}
-
-/// The caller's contexts, plus the CodeSets context while it is still due.
-pub(super) fn with_code_sets<'a>(
-    contexts: &'a [ServiceContext],
-    code_sets: Option<&'a ServiceContext>,
-) -> std::borrow::Cow<'a, [ServiceContext]> {
-    match code_sets {
-        Some(cs) if contexts.is_empty() => std::borrow::Cow::Borrowed(std::slice::from_ref(cs)),
-        Some(cs) => std::borrow::Cow::Owned([contexts, std::slice::from_ref(cs)].concat()),
-        None => std::borrow::Cow::Borrowed(contexts),
-    }
-}
-
-/// What a connection's requests are encoded with.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Wire {
-    pub(super) version: Version,
-    pub(super) order: ByteOrder,
-    pub(super) opts: Options,
-    /// Whether bodies splice shared runs (`ClientConfig::splice_cutoff`).
-    pub(super) splice: bool,
-}
-
-impl Wire {
-    /// The wire of a new connection speaking `version`: with the target's
-    /// TAG_CODE_SETS and GIOP ≥ 1.1, the negotiated options and the
-    /// CodeSets context the first request carries; otherwise the
-    /// version's defaults and no context.
-    pub(super) fn negotiate(
-        version: Version,
-        cfg: &ClientConfig,
-        code_sets: Option<&CodeSetComponentInfo>,
-    ) -> (Wire, Option<ServiceContext>) {
-        let (opts, context) = match code_sets {
-            Some(cs) if version.minor >= 1 => {
-                let n = negotiate(cs, version);
-                (
-                    n.options,
-                    Some(ServiceContext {
-                        id: SC_CODE_SETS,
-                        data: n.context.encode(cfg.order),
-                    }),
-                )
-            }
-            _ => (default_options(version), None),
-        };
-        let wire = Wire {
-            version,
-            order: cfg.order,
-            opts,
-            splice: cfg.splice_cutoff.is_some(),
-        };
-        (wire, context)
-    }
-
-    /// Append a request (`head`, then the body `body` writes) to the
-    /// queued stream.
-    pub(super) fn encode_request<F>(
-        &self,
-        out: &mut BytesMut,
-        splices: &mut Splices,
-        head: &RequestHead<'_>,
-        body: F,
-    ) -> Result<(), ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        let p = begin_request(out, self.version, self.order, self.opts, head)
-            .map_err(ClientError::Encode)?;
-        let encoded = if self.splice {
-            body(&mut p.writer_spliced(out, splices))
-        } else {
-            body(&mut p.writer(out))
-        };
-        encoded.map_err(|e| {
-            ClientError::Encode(GiopError::Cdr {
-                what: "request body",
-                source: e,
-            })
-        })?;
-        p.finish_spliced(out, splices)
-            .map_err(ClientError::Encode)?;
-        Ok(())
-    }
-}
-
-/// Split the message queued from `start` into GIOP 1.2 fragments when it
-/// is longer than `fragment_size` (spliced runs are copied in first:
-/// fragments need contiguous bytes).
-pub(super) fn fragment_from(
-    version: Version,
-    fragment_size: Option<usize>,
-    out: &mut BytesMut,
-    splices: &mut Splices,
-    start: usize,
-) -> Result<(), ClientError> {
-    let Some(fs) = fragment_size else {
-        return Ok(());
-    };
-    let len = out.len() - start + splices.bytes_after(start);
-    if !version.is_12() || len <= fs {
-        return Ok(());
-    }
-    let msg = out.split_off(start);
-    let runs = splices.split_after(start);
-    if runs.is_empty() {
-        fragment_message(&msg, fs, out)
-    } else {
-        let mut flat = BytesMut::new();
-        runs.flatten_into(&msg, &mut flat);
-        fragment_message(&flat, fs, out)
-    }
-    .map_err(ClientError::Encode)
-}
-
-/// A message from the server as the reply (or locate reply) to a request
-/// id, or the error it means: CloseConnection, MessageError, or a message
-/// type a server must not send.
-pub(super) fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
-    match msg {
-        Message::Reply(r) => Ok((r.header.request_id, Incoming::Reply(r))),
-        Message::LocateReply(l) => Ok((l.request_id, Incoming::Locate(l))),
-        Message::CloseConnection => Err(ClientError::Closed {
-            addr: addr.to_string(),
-            retryable: true,
-        }),
-        Message::MessageError => Err(ClientError::PeerMessageError {
-            addr: addr.to_string(),
-        }),
-        Message::Request(_) | Message::LocateRequest(_) | Message::CancelRequest { .. } => {
-            Err(ClientError::Protocol {
-                addr: addr.to_string(),
-                error: GiopError::BadValue {
-                    what: "message type from a server",
-                    value: msg.msg_type() as u32,
-                    offset: 7,
-                },
-            })
-        }
-    }
-}
-
-/// What a Request (not a LocateRequest) got back: its reply, none for a
-/// oneway, or a protocol error for a LocateReply in its place.
-pub(super) fn reply_of(inc: Option<Incoming>, addr: &str) -> Result<Option<Reply>, ClientError> {
-    match inc {
-        None => Ok(None),
-        Some(Incoming::Reply(r)) => Ok(Some(r)),
-        Some(Incoming::Locate(_)) => Err(unexpected(addr, "LocateReply to a Request")),
-    }
-}
-
-/// What a LocateRequest got back: its LocateReply, or a protocol error.
-pub(super) fn locate_of(inc: Option<Incoming>, addr: &str) -> Result<LocateReply, ClientError> {
-    match inc {
-        Some(Incoming::Locate(l)) => Ok(l),
-        _ => Err(unexpected(addr, "Reply to a LocateRequest")),
-    }
-}
-
-fn unexpected(addr: &str, what: &'static str) -> ClientError {
-    ClientError::Protocol {
-        addr: addr.to_string(),
-        error: GiopError::BadValue {
-            what,
-            value: 0,
-            offset: 0,
-        },
-    }
-}
-
-/// How often a wait that may time out looks at its deadline: a sixteenth
-/// of the timeout, within 1 ms … `max`.
-pub(super) fn check_interval(timeout: Duration, max: Duration) -> Duration {
-    (timeout / 16).clamp(Duration::from_millis(1), max)
 }
 
 /// Connections by endpoint, created on demand.
@@ -1616,56 +1066,16 @@ impl Client {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let mut target = ior.clone();
-        let mut retried = false;
-        let mut hops = 0;
-        // Addressing disposition a server asked for (GIOP 1.2), if any.
-        let mut disposition: Option<i16> = None;
+        let mut follow = Follow::new(ior.clone(), self.cfg.max_forwards);
         loop {
-            let mut route = self.route(&target).await?;
-            if let Some(d) = disposition {
-                route.target = addressed(&target, d)?;
-            }
+            let route = self.route(follow.target()).await?;
+            let target = follow.address(route.target)?;
             let r = route
                 .connection
-                .request(&route.target, operation, response, &body)
+                .request(&target, operation, response, &body)
                 .await;
-            let reply = match r {
-                Err(e) if e.is_retryable() && !retried => {
-                    retried = true;
-                    continue;
-                }
-                Err(e) => return Err(e),
-                Ok(None) => return Ok(None),
-                Ok(Some(reply)) => reply,
-            };
-            match reply.header.status {
-                ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
-                    hops += 1;
-                    if hops > self.cfg.max_forwards {
-                        return Err(ClientError::TooManyForwards {
-                            addr: route.connection.addr().to_owned(),
-                            limit: self.cfg.max_forwards,
-                        });
-                    }
-                    target = reply.forward_ior().map_err(|error| ClientError::Protocol {
-                        addr: route.connection.addr().to_owned(),
-                        error,
-                    })?;
-                }
-                ReplyStatus::NeedsAddressingMode => {
-                    let d = reply
-                        .body
-                        .reader(Options::default())
-                        .read_i16()
-                        .unwrap_or(-1);
-                    // Resend once in the disposition asked for.
-                    if disposition.is_some() || !(0..=2).contains(&d) {
-                        return Err(ClientError::NeedsAddressingMode(d));
-                    }
-                    disposition = Some(d);
-                }
-                _ => return Ok(Some(reply)),
+            if let Step::Done(reply) = follow.on_reply(r, route.connection.addr())? {
+                return Ok(reply);
             }
         }
     }
@@ -1686,83 +1096,13 @@ impl Client {
     /// LocateRequest, following OBJECT_FORWARD(_PERM). Returns the final
     /// status and the IOR it applies to.
     pub async fn locate(&self, ior: &Ior) -> Result<(LocateStatus, Ior), ClientError> {
-        let mut target = ior.clone();
-        let mut last = String::new();
-        for _ in 0..=self.cfg.max_forwards {
-            let route = self.route(&target).await?;
+        let mut follow = Follow::new(ior.clone(), self.cfg.max_forwards);
+        loop {
+            let route = self.route(follow.target()).await?;
             let l = route.connection.locate(&route.target).await?;
-            match l.status {
-                LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => {
-                    last = route.connection.addr().to_owned();
-                    target = next;
-                }
-                status => return Ok((status, target)),
+            if let Step::Done(found) = follow.on_locate(l, route.connection.addr())? {
+                return Ok(found);
             }
-        }
-        Err(ClientError::TooManyForwards {
-            addr: last,
-            limit: self.cfg.max_forwards,
-        })
-    }
-}
-
-/// The target address of disposition `d` (0 KeyAddr, 1 ProfileAddr,
-/// 2 ReferenceAddr) for the first IIOP profile of `ior`.
-fn addressed(ior: &Ior, d: i16) -> Result<TargetAddress, ClientError> {
-    let index = ior
-        .profiles
-        .iter()
-        .position(|p| matches!(p.iiop(), Some(Ok(_))))
-        .ok_or(ClientError::NoProfile)?;
-    Ok(match d {
-        0 => TargetAddress::Key(
-            ior.profiles[index]
-                .object_key()
-                .ok_or(ClientError::NoProfile)?,
-        ),
-        1 => TargetAddress::Profile(ior.profiles[index].clone()),
-        _ => TargetAddress::Reference {
-            index: index as u32,
-            ior: ior.clone(),
-        },
-    })
-}
-
-/// Turn a reply into its NO_EXCEPTION body or an exception error (which
-/// names no peer: prefer [`reply_result_from`]).
-pub fn reply_result(reply: Reply) -> Result<Body, ClientError> {
-    reply_result_from("", reply)
-}
-
-/// Turn a reply from `addr` into its NO_EXCEPTION body or an exception
-/// error naming `addr`.
-pub fn reply_result_from(addr: &str, reply: Reply) -> Result<Body, ClientError> {
-    let protocol = |error| ClientError::Protocol {
-        addr: addr.to_owned(),
-        error,
-    };
-    match reply.header.status {
-        ReplyStatus::NoException => Ok(reply.body),
-        ReplyStatus::SystemException => Err(ClientError::System(
-            reply.system_exception().map_err(protocol)?,
-        )),
-        ReplyStatus::UserException => Err(ClientError::User {
-            repo_id: reply.user_exception_id().map_err(protocol)?,
-            body: reply.body,
-        }),
-        ReplyStatus::NeedsAddressingMode => Err(ClientError::NeedsAddressingMode(
-            reply
-                .body
-                .reader(Options::default())
-                .read_i16()
-                .unwrap_or(-1),
-        )),
-        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
-            Err(protocol(GiopError::BadValue {
-                what: "unfollowed forward reply status",
-                value: reply.header.status as u32,
-                offset: 0,
-            }))
         }
     }
 }

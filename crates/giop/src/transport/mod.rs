@@ -1,4 +1,7 @@
-//! The only module with I/O: IIOP over tokio TCP, and one blocking client.
+//! The drivers: the only modules with I/O or a clock. They move bytes and
+//! time between sockets and the pure connection core ([`crate::conn`]),
+//! which makes every protocol decision. IIOP over tokio TCP, and one
+//! blocking client.
 //!
 //! - [`client`]: a [`Connection`] is a cloneable handle to a driver (one
 //!   reader task, one writer task) that owns the socket; requests are
@@ -14,8 +17,8 @@
 //!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
 //!
-//! Everything protocol-shaped is delegated to the pure layer
-//! ([`crate::message`], [`crate::codec`]).
+//! Everything protocol-shaped is delegated to the pure layers
+//! ([`crate::conn`], [`crate::message`], [`crate::codec`]).
 
 pub mod blocking;
 pub mod client;

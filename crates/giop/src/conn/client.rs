@@ -1,0 +1,1323 @@
+//! The client side of a GIOP connection, pure: request ids, the CodeSets
+//! context sent once, encoding into the output queue (spliced, fragmented),
+//! matching replies to waiting requests, timeouts, what a failure means
+//! for the requests in flight and what to tell the peer, and which forward
+//! or retry a call follows.
+//!
+//! The parts, each a small state machine a driver holds where its
+//! concurrency wants it:
+//! - [`ClientSetup`]: what a connection fixes when it opens (version, byte
+//!   order, negotiated code sets, fragmenting, timeouts);
+//! - [`SendQueue`]: the bytes to write and whether the CodeSets context
+//!   went out;
+//! - [`Requests`]: who waits for which request id, until when, and whether
+//!   the connection is dead;
+//! - [`Inbound`]: received bytes to replies (framing, reassembly, decoding,
+//!   what a server may send);
+//! - [`Follow`]: LOCATION_FORWARD / OBJECT_FORWARD hops, the one retry
+//!   after CloseConnection, NEEDS_ADDRESSING_MODE.
+//!
+//! [`ClientConn`] puts them together for a driver that owns a connection
+//! alone (the blocking client, tests). The tokio driver keeps the parts
+//! under separate locks, so that a call takes no more locks than before.
+//!
+//! Order of use of a [`ClientConn`], quinn-style: `send_*` a request (it
+//! is queued in [`outbox`](ClientConn::outbox); write it out, the first
+//! write at most [`first_write`](ClientConn::first_write) bytes); read
+//! bytes into [`read_buf`](ClientConn::read_buf) and take completed
+//! requests from [`poll`](ClientConn::poll); at the
+//! [`next_deadline`](ClientConn::next_deadline) call
+//! [`on_timeout`](ClientConn::on_timeout) and write what it queued
+//! (CancelRequest); on any failure [`fail`](ClientConn::fail) and write
+//! what it queued (MessageError, CloseConnection) before hanging up.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
+
+use super::deadline::Timer;
+use super::out::{head_first_for, Outbox};
+use crate::codec::{fragment_message, CodecConfig, Decoder};
+use crate::context::{
+    default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
+};
+use crate::error::GiopError;
+use crate::exception::SystemException;
+use crate::header::{MsgType, Version, HEADER_LEN};
+use crate::ior::Ior;
+use crate::message::{
+    begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply,
+    LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+};
+
+/// Client settings (the drivers' socket settings among them).
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// GIOP version to speak; `None` uses the IOR profile's version (which
+    /// is 1.0 for a corbaloc without `1.2@`, as every ORB does).
+    pub version: Option<Version>,
+    /// Byte order of our messages.
+    pub order: ByteOrder,
+    /// TCP_NODELAY (on by default: request/reply traffic).
+    pub nodelay: bool,
+    /// SO_SNDBUF, if set.
+    pub send_buffer: Option<u32>,
+    /// SO_RCVBUF, if set.
+    pub recv_buffer: Option<u32>,
+    pub connect_timeout: Duration,
+    /// Default per-request timeout (`None`: wait forever).
+    pub request_timeout: Option<Duration>,
+    /// Most LOCATION_FORWARD / OBJECT_FORWARD hops followed per call.
+    pub max_forwards: u32,
+    /// Limits on incoming messages.
+    pub codec: CodecConfig,
+    /// Fragment outgoing GIOP 1.2 messages longer than this.
+    pub fragment_size: Option<usize>,
+    /// Connections per endpoint in a [`Client`]'s pool (round robin).
+    /// Oneways keep their order only within one connection.
+    ///
+    /// [`Client`]: crate::transport::Client
+    pub pool_size: usize,
+    /// When a request is the only one in flight and nothing is queued,
+    /// write it from the calling task instead of waking the writer task.
+    pub direct_write: bool,
+    /// Write requests at least this long in two parts, headers first
+    /// ([`head_first_for`]; oneways only from 96 KiB on); `None` writes
+    /// each message with one call.
+    pub head_first: Option<usize>,
+    /// Time each twoway call's phases
+    /// ([`PhaseTotals`](crate::transport::PhaseTotals)): a few clock reads
+    /// per call, so off by default.
+    pub phase_timing: bool,
+    /// Send shared byte runs at least this long (octet/char sequences in
+    /// request bodies, prepared message bodies) by reference with vectored
+    /// writes instead of copying them into the output buffer; `None`
+    /// always copies.
+    pub splice_cutoff: Option<usize>,
+    /// Wait-on-read connections only ([`BlockingConnection`]): before a
+    /// reply read or a send would block, poll the socket without blocking,
+    /// yielding the CPU between polls, for up to this long
+    /// ([`Spin`](crate::transport::blocking::Spin)). The caller's CPU stays
+    /// busy while it waits; a reply is picked up the moment it lands and a
+    /// full send buffer refilled the moment there is room, without the
+    /// wake-up of a sleeping thread. `None` blocks at once.
+    ///
+    /// [`BlockingConnection`]: crate::transport::BlockingConnection
+    pub spin: Option<Duration>,
+}
+
+/// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
+/// output buffer costs less than an extra iovec and a reference count.
+pub const DEFAULT_SPLICE_CUTOFF: usize = 16 * 1024;
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            version: None,
+            order: ByteOrder::NATIVE,
+            nodelay: true,
+            send_buffer: None,
+            recv_buffer: None,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: None,
+            max_forwards: 8,
+            codec: CodecConfig::default(),
+            fragment_size: None,
+            pool_size: 1,
+            direct_write: true,
+            splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
+            head_first: Some(DEFAULT_SPLICE_CUTOFF),
+            phase_timing: false,
+            spin: None,
+        }
+    }
+}
+
+/// Why a call failed, and whose fault it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// TCP connect failed.
+    #[error("connect to {addr} failed: {message}")]
+    Connect { addr: String, message: String },
+    /// TCP connect did not finish in time.
+    #[error("connect to {addr} timed out after {after:?}")]
+    ConnectTimeout { addr: String, after: Duration },
+    /// Reading or writing the socket failed.
+    #[error("I/O error on connection to {addr}: {message}")]
+    Io { addr: String, message: String },
+    /// The peer closed the connection. `retryable`: it sent CloseConnection
+    /// first, so the request was not processed and may be sent again.
+    #[error("connection to {addr} closed by the peer{}", if *.retryable { " (CloseConnection: retry)" } else { "" })]
+    Closed { addr: String, retryable: bool },
+    /// The peer sent MessageError: it could not parse something we sent.
+    #[error("peer {addr} sent MessageError")]
+    PeerMessageError { addr: String },
+    /// The peer sent something malformed.
+    #[error("malformed message from {addr}: {error}")]
+    Protocol { addr: String, error: GiopError },
+    /// We could not encode the request (a body closure error, a status not
+    /// in this GIOP version, …).
+    #[error("cannot encode request: {0}")]
+    Encode(GiopError),
+    /// No reply in time.
+    #[error("request {request_id} to {addr} timed out after {after:?}")]
+    Timeout {
+        addr: String,
+        request_id: u32,
+        after: Duration,
+    },
+    /// More forwards than `max_forwards` in one call; `addr` sent the last.
+    #[error("more than {limit} LOCATION_FORWARD/OBJECT_FORWARD hops (the last from {addr})")]
+    TooManyForwards { addr: String, limit: u32 },
+    /// The IOR has no IIOP profile we can use.
+    #[error("no usable IIOP profile in the IOR")]
+    NoProfile,
+    /// The server raised a system exception.
+    #[error("system exception: {0}")]
+    System(SystemException),
+    /// The server raised a user exception.
+    #[error("user exception {repo_id}")]
+    User { repo_id: String, body: Body },
+    /// The server asked for another addressing mode (GIOP 1.2).
+    #[error("server needs addressing disposition {0}")]
+    NeedsAddressingMode(i16),
+    /// The connection handle was closed by us.
+    #[error("connection closed locally")]
+    LocallyClosed,
+}
+
+impl ClientError {
+    /// Whether sending the request again (on a new connection) is safe.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Closed {
+                retryable: true,
+                ..
+            }
+        )
+    }
+}
+
+/// What a server sent in answer to a request id.
+#[derive(Debug)]
+pub enum Incoming {
+    Reply(Reply),
+    Locate(LocateReply),
+}
+
+impl Incoming {
+    /// What a Request got back: its reply, or a protocol error for a
+    /// LocateReply in its place.
+    pub fn into_reply(self, addr: &str) -> Result<Reply, ClientError> {
+        match self {
+            Incoming::Reply(r) => Ok(r),
+            Incoming::Locate(_) => Err(unexpected(addr, "LocateReply to a Request")),
+        }
+    }
+
+    /// What a LocateRequest got back: its LocateReply, or a protocol error.
+    pub fn into_locate(self, addr: &str) -> Result<LocateReply, ClientError> {
+        match self {
+            Incoming::Locate(l) => Ok(l),
+            Incoming::Reply(_) => Err(unexpected(addr, "Reply to a LocateRequest")),
+        }
+    }
+}
+
+/// A Request's answer: its reply, `None` for a oneway.
+pub fn reply_of(inc: Option<Incoming>, addr: &str) -> Result<Option<Reply>, ClientError> {
+    inc.map(|i| i.into_reply(addr)).transpose()
+}
+
+/// A LocateRequest's answer (one is always expected).
+pub fn locate_of(inc: Option<Incoming>, addr: &str) -> Result<LocateReply, ClientError> {
+    match inc {
+        Some(i) => i.into_locate(addr),
+        None => Err(unexpected(addr, "no reply to a LocateRequest")),
+    }
+}
+
+fn unexpected(addr: &str, what: &'static str) -> ClientError {
+    ClientError::Protocol {
+        addr: addr.to_string(),
+        error: GiopError::BadValue {
+            what,
+            value: 0,
+            offset: 0,
+        },
+    }
+}
+
+/// A message from the server as the answer to a request id, or the error
+/// it means: CloseConnection (retryable: nothing pending was processed),
+/// MessageError, or a message type a server must not send.
+pub fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
+    match msg {
+        Message::Reply(r) => Ok((r.header.request_id, Incoming::Reply(r))),
+        Message::LocateReply(l) => Ok((l.request_id, Incoming::Locate(l))),
+        Message::CloseConnection => Err(ClientError::Closed {
+            addr: addr.to_string(),
+            retryable: true,
+        }),
+        Message::MessageError => Err(ClientError::PeerMessageError {
+            addr: addr.to_string(),
+        }),
+        Message::Request(_) | Message::LocateRequest(_) | Message::CancelRequest { .. } => {
+            Err(ClientError::Protocol {
+                addr: addr.to_string(),
+                error: GiopError::BadValue {
+                    what: "message type from a server",
+                    value: msg.msg_type() as u32,
+                    offset: 7,
+                },
+            })
+        }
+    }
+}
+
+/// What one call writes, as far as its connection cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sending {
+    /// A Request, built now or prepared: it carries the CodeSets context
+    /// while that is due.
+    Request(ResponseMode),
+    /// A LocateRequest: always answered, and without service contexts.
+    Locate,
+}
+
+impl Sending {
+    /// Whether the peer answers it.
+    pub fn expects_reply(self) -> bool {
+        match self {
+            Sending::Request(r) => r.expects_reply(),
+            Sending::Locate => true,
+        }
+    }
+}
+
+/// What a connection's requests are encoded with.
+#[derive(Debug, Clone, Copy)]
+pub struct Wire {
+    pub version: Version,
+    pub order: ByteOrder,
+    /// CDR options: the negotiated code sets.
+    pub opts: Options,
+    /// Whether bodies splice shared runs ([`ClientConfig::splice_cutoff`]).
+    pub splice: bool,
+}
+
+impl Wire {
+    /// Append a request (`head`, then the body `body` writes) to the
+    /// queued stream.
+    pub fn encode_request<F>(
+        &self,
+        out: &mut BytesMut,
+        splices: &mut Splices,
+        head: &RequestHead<'_>,
+        body: F,
+    ) -> Result<(), ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let p = begin_request(out, self.version, self.order, self.opts, head)
+            .map_err(ClientError::Encode)?;
+        let encoded = if self.splice {
+            body(&mut p.writer_spliced(out, splices))
+        } else {
+            body(&mut p.writer(out))
+        };
+        encoded.map_err(|e| {
+            ClientError::Encode(GiopError::Cdr {
+                what: "request body",
+                source: e,
+            })
+        })?;
+        p.finish_spliced(out, splices)
+            .map_err(ClientError::Encode)?;
+        Ok(())
+    }
+}
+
+/// What a client connection fixes when it opens.
+#[derive(Debug, Clone)]
+pub struct ClientSetup {
+    /// `host:port` of the peer, named in errors.
+    pub addr: String,
+    pub wire: Wire,
+    /// The CodeSets context the first Request carries (with the target's
+    /// TAG_CODE_SETS and GIOP ≥ 1.1).
+    pub code_sets: Option<ServiceContext>,
+    /// Fragment GIOP 1.2 messages longer than this.
+    pub fragment_size: Option<usize>,
+    /// Write messages at least this long headers first.
+    pub head_first: Option<usize>,
+    /// Timeout of requests sent without one of their own.
+    pub request_timeout: Option<Duration>,
+}
+
+impl ClientSetup {
+    /// The setup of a new connection to `addr` speaking `version`: with
+    /// the target's TAG_CODE_SETS (`code_sets`) and GIOP ≥ 1.1, the
+    /// negotiated options and the CodeSets context the first request
+    /// carries; otherwise the version's defaults and no context.
+    pub fn negotiate(
+        addr: String,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> ClientSetup {
+        let (opts, context) = match code_sets {
+            Some(cs) if version.minor >= 1 => {
+                let n = negotiate(cs, version);
+                (
+                    n.options,
+                    Some(ServiceContext {
+                        id: SC_CODE_SETS,
+                        data: n.context.encode(cfg.order),
+                    }),
+                )
+            }
+            _ => (default_options(version), None),
+        };
+        ClientSetup {
+            addr,
+            wire: Wire {
+                version,
+                order: cfg.order,
+                opts,
+                splice: cfg.splice_cutoff.is_some(),
+            },
+            code_sets: context,
+            fragment_size: cfg.fragment_size,
+            head_first: cfg.head_first,
+            request_timeout: cfg.request_timeout,
+        }
+    }
+
+    /// The size from which a message of this kind is written headers
+    /// first.
+    pub fn head_first(&self, what: Sending) -> Option<usize> {
+        head_first_for(self.head_first, what.expects_reply())
+    }
+
+    /// What to tell the peer when the connection ends with `why`: GIOP
+    /// answers a malformed message with MessageError, and lets a GIOP 1.2
+    /// client that closes say so with CloseConnection. Nothing otherwise
+    /// (the peer is gone, or it was the one to give up).
+    pub fn farewell(&self, why: &ClientError) -> Option<MsgType> {
+        match why {
+            ClientError::Protocol { .. } => Some(MsgType::MessageError),
+            ClientError::LocallyClosed if self.wire.version.is_12() => {
+                Some(MsgType::CloseConnection)
+            }
+            _ => None,
+        }
+    }
+
+    /// The error of a connection the peer closed without a word.
+    pub fn closed(&self) -> ClientError {
+        ClientError::Closed {
+            addr: self.addr.clone(),
+            retryable: false,
+        }
+    }
+
+    /// An I/O failure on this connection.
+    pub fn io(&self, e: &std::io::Error) -> ClientError {
+        ClientError::Io {
+            addr: self.addr.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    /// A malformed message from the peer.
+    pub fn protocol(&self, error: GiopError) -> ClientError {
+        ClientError::Protocol {
+            addr: self.addr.clone(),
+            error,
+        }
+    }
+}
+
+/// The caller's contexts, plus the CodeSets context while it is still due.
+pub(crate) fn with_code_sets<'a>(
+    contexts: &'a [ServiceContext],
+    code_sets: Option<&'a ServiceContext>,
+) -> Cow<'a, [ServiceContext]> {
+    match code_sets {
+        Some(cs) if contexts.is_empty() => Cow::Borrowed(std::slice::from_ref(cs)),
+        Some(cs) => Cow::Owned([contexts, std::slice::from_ref(cs)].concat()),
+        None => Cow::Borrowed(contexts),
+    }
+}
+
+/// Split the message queued from `start` into GIOP 1.2 fragments when it
+/// is longer than `fragment_size` (spliced runs are copied in first:
+/// fragments need contiguous bytes).
+pub(crate) fn fragment_from(
+    version: Version,
+    fragment_size: Option<usize>,
+    out: &mut BytesMut,
+    splices: &mut Splices,
+    start: usize,
+) -> Result<(), ClientError> {
+    let Some(fs) = fragment_size else {
+        return Ok(());
+    };
+    let len = out.len() - start + splices.bytes_after(start);
+    if !version.is_12() || len <= fs {
+        return Ok(());
+    }
+    let msg = out.split_off(start);
+    let runs = splices.split_after(start);
+    if runs.is_empty() {
+        fragment_message(&msg, fs, out)
+    } else {
+        let mut flat = BytesMut::new();
+        runs.flatten_into(&msg, &mut flat);
+        fragment_message(&flat, fs, out)
+    }
+    .map_err(ClientError::Encode)
+}
+
+/// Request ids, handed out in sequence from 1 (shared by the callers of
+/// one connection without a lock).
+#[derive(Debug)]
+pub struct RequestIds(AtomicU32);
+
+impl Default for RequestIds {
+    fn default() -> Self {
+        RequestIds(AtomicU32::new(1))
+    }
+}
+
+impl RequestIds {
+    /// The next id.
+    pub fn next(&self) -> u32 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// The bytes a client connection has to write, and whether the CodeSets
+/// context has gone out (it goes on the first Request in the byte stream,
+/// so it is decided where the bytes are queued).
+#[derive(Debug)]
+pub struct SendQueue {
+    out: Outbox,
+    code_sets_sent: bool,
+}
+
+impl SendQueue {
+    /// An empty queue (splicing as `cfg` says).
+    pub fn new(cfg: &ClientConfig) -> SendQueue {
+        SendQueue {
+            out: Outbox::new(16 * 1024, cfg.splice_cutoff),
+            code_sets_sent: false,
+        }
+    }
+
+    /// The bytes to write.
+    pub fn outbox(&mut self) -> &mut Outbox {
+        &mut self.out
+    }
+
+    /// The bytes to write (read-only).
+    pub fn pending(&self) -> &Outbox {
+        &self.out
+    }
+
+    /// Queue a Request with request id `id` and the body `body` writes;
+    /// it carries the caller's `contexts` and, while due, the CodeSets
+    /// context. Nothing is queued on an error.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request<F>(
+        &mut self,
+        s: &ClientSetup,
+        id: u32,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        contexts: &[ServiceContext],
+        body: F,
+    ) -> Result<(), ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        self.push(s, Sending::Request(response), |out, splices, due| {
+            let contexts = with_code_sets(contexts, due);
+            let head = RequestHead {
+                request_id: id,
+                response,
+                target,
+                operation,
+                contexts: &contexts,
+            };
+            s.wire.encode_request(out, splices, &head, body)
+        })
+    }
+
+    /// Queue a [`Prepared`] request with request id `id`.
+    pub fn prepared(&mut self, s: &ClientSetup, p: &Prepared, id: u32) -> Result<(), ClientError> {
+        p.check_for(s.wire.version, s.wire.order)?;
+        self.push(s, Sending::Request(p.response), |out, splices, _| {
+            p.append(out, splices, id);
+            Ok(())
+        })
+    }
+
+    /// Queue a LocateRequest with request id `id`.
+    pub fn locate(
+        &mut self,
+        s: &ClientSetup,
+        id: u32,
+        target: &TargetAddress,
+    ) -> Result<(), ClientError> {
+        self.push(s, Sending::Locate, |out, _, _| {
+            encode_locate_request(out, s.wire.version, s.wire.order, id, target)
+                .map(|_| ())
+                .map_err(ClientError::Encode)
+        })
+    }
+
+    /// Queue CancelRequest for request `id` (it timed out).
+    pub fn cancel(&mut self, s: &ClientSetup, id: u32) {
+        let (buf, _) = self.out.parts();
+        let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, id);
+    }
+
+    /// Queue what the peer is told when the connection ends with `why`
+    /// ([`ClientSetup::farewell`]); whether anything was queued.
+    pub fn farewell(&mut self, s: &ClientSetup, why: &ClientError) -> bool {
+        let Some(t) = s.farewell(why) else {
+            return false;
+        };
+        let (buf, _) = self.out.parts();
+        encode_empty(buf, s.wire.version, s.wire.order, t);
+        true
+    }
+
+    /// Encode one message at the end of the queue, then fragment it as
+    /// configured; on an error nothing stays queued. `encode` gets the
+    /// CodeSets context when this message must carry it.
+    fn push(
+        &mut self,
+        s: &ClientSetup,
+        what: Sending,
+        encode: impl FnOnce(
+            &mut BytesMut,
+            &mut Splices,
+            Option<&ServiceContext>,
+        ) -> Result<(), ClientError>,
+    ) -> Result<(), ClientError> {
+        let carries = matches!(what, Sending::Request(_)) && !self.code_sets_sent;
+        let due = s.code_sets.as_ref().filter(|_| carries);
+        let (buf, splices) = self.out.parts();
+        let start = buf.len();
+        let r = encode(buf, splices, due)
+            .and_then(|()| fragment_from(s.wire.version, s.fragment_size, buf, splices, start));
+        match r {
+            Ok(()) => {
+                if carries && s.code_sets.is_some() {
+                    self.code_sets_sent = true;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.out.truncate(start);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Request ids are handed out in sequence: a multiplicative hash spreads
+/// them well at a fraction of SipHash's cost (the map is touched twice per
+/// call).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A request waiting for its answer: whoever waits (`W`, the driver's
+/// choice: a channel, or nothing for a caller that reads itself) and
+/// until when.
+#[derive(Debug)]
+struct Waiting<W> {
+    waiter: W,
+    timer: Option<Timer>,
+}
+
+/// A request whose time ran out.
+#[derive(Debug)]
+pub struct Expired<W> {
+    pub request_id: u32,
+    pub waiter: W,
+    /// The timeout it had.
+    pub after: Duration,
+}
+
+impl<W> Expired<W> {
+    /// The error its caller gets.
+    pub fn error(&self, addr: &str) -> ClientError {
+        ClientError::Timeout {
+            addr: addr.to_string(),
+            request_id: self.request_id,
+            after: self.after,
+        }
+    }
+}
+
+/// The requests of one connection that wait for an answer, by request id,
+/// and whether the connection is dead (then no request may start).
+#[derive(Debug)]
+pub struct Requests<W> {
+    map: HashMap<u32, Waiting<W>, BuildHasherDefault<IdHasher>>,
+    dead: Option<ClientError>,
+}
+
+impl<W> Default for Requests<W> {
+    fn default() -> Self {
+        Requests {
+            map: HashMap::default(),
+            dead: None,
+        }
+    }
+}
+
+impl<W> Requests<W> {
+    /// Why the connection is dead, if it is.
+    pub fn dead(&self) -> Option<&ClientError> {
+        self.dead.as_ref()
+    }
+
+    /// `Ok` while new requests may start; the connection's error after.
+    pub fn alive(&self) -> Result<(), ClientError> {
+        match &self.dead {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// How many requests wait.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Wait for the answer to `id`, until `timer` runs out.
+    pub fn insert(&mut self, id: u32, waiter: W, timer: Option<Timer>) {
+        self.map.insert(id, Waiting { waiter, timer });
+    }
+
+    /// The waiter of `id`, which is no longer waited for: its answer came,
+    /// or it was never sent. `None` for an answer nobody waits for (late,
+    /// after a timeout; such answers are dropped).
+    pub fn complete(&mut self, id: u32) -> Option<W> {
+        self.map.remove(&id).map(|w| w.waiter)
+    }
+
+    /// Arm the timers of requests sent without reading the clock: their
+    /// wait began no later than `began_by`.
+    pub fn arm(&mut self, began_by: Instant) {
+        for w in self.map.values_mut() {
+            if let Some(t) = &mut w.timer {
+                t.arm(began_by);
+            }
+        }
+    }
+
+    /// Remove and return the requests whose timer has run out at `now`.
+    pub fn expire(&mut self, now: Instant) -> Vec<Expired<W>> {
+        self.map
+            .extract_if(|_, w| w.timer.is_some_and(|t| t.expired(now)))
+            .map(|(request_id, w)| Expired {
+                request_id,
+                waiter: w.waiter,
+                after: w.timer.map_or(Duration::ZERO, |t| t.after),
+            })
+            .collect()
+    }
+
+    /// The earliest armed deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.map
+            .values()
+            .filter_map(|w| w.timer.and_then(|t| t.deadline()))
+            .min()
+    }
+
+    /// The connection died with `err` (the first error sticks): every
+    /// waiter is returned, to be failed with it; new requests fail.
+    pub fn fail(&mut self, err: ClientError) -> Vec<W> {
+        if self.dead.is_none() {
+            self.dead = Some(err);
+        }
+        self.map.drain().map(|(_, w)| w.waiter).collect()
+    }
+}
+
+/// Received bytes on their way to answers: framing and reassembly (the
+/// codec's [`Decoder`]), decoding with the connection's options, and what
+/// a server may send.
+#[derive(Debug)]
+pub struct Inbound {
+    decoder: Decoder,
+    buf: BytesMut,
+    opts: Options,
+}
+
+impl Inbound {
+    /// Nothing received yet; messages limited by `codec`, decoded with
+    /// `opts`.
+    pub fn new(codec: CodecConfig, opts: Options) -> Inbound {
+        Inbound {
+            decoder: Decoder::new(codec),
+            buf: BytesMut::with_capacity(64 * 1024),
+            opts,
+        }
+    }
+
+    /// The buffer to read into, with at least 16 KiB of room.
+    pub fn read_buf(&mut self) -> &mut BytesMut {
+        if self.buf.capacity() - self.buf.len() < 16 * 1024 {
+            self.buf.reserve(64 * 1024);
+        }
+        &mut self.buf
+    }
+
+    /// Whether bytes of a further message are buffered.
+    pub fn has_buffered(&self) -> bool {
+        !self.buf.is_empty()
+    }
+
+    /// The next answer in the bytes received, as (request id, answer);
+    /// `Ok(None)` until more bytes arrive. An error ends the connection:
+    /// malformed input (answer it with MessageError: [`ClientSetup::farewell`]),
+    /// the peer's CloseConnection or MessageError.
+    pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
+        let Some(frame) = self
+            .decoder
+            .decode(&mut self.buf)
+            .map_err(|e| s.protocol(e))?
+        else {
+            return Ok(None);
+        };
+        let msg = Message::decode_frame(frame, self.opts).map_err(|e| s.protocol(e))?;
+        incoming(msg, &s.addr).map(Some)
+    }
+}
+
+/// A complete request message built once and sent many times: only the
+/// request id is patched per send (seed 000's "request reuse").
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    message: Bytes,
+    /// Offset of the request id in `message`.
+    id_at: usize,
+    response: ResponseMode,
+    version: Version,
+    order: ByteOrder,
+}
+
+impl Prepared {
+    /// The encoded message (with the request id it was prepared with).
+    pub fn message(&self) -> &Bytes {
+        &self.message
+    }
+
+    /// The response mode it was built with.
+    pub fn response(&self) -> ResponseMode {
+        self.response
+    }
+
+    /// Encode a request once for connections set up as `s` (with request
+    /// id 0, and the CodeSets context when the connection has one: a
+    /// prepared request may be the connection's first).
+    pub fn build<F>(
+        s: &ClientSetup,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<Prepared, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let wire = s.wire;
+        let mut buf = BytesMut::new();
+        let contexts: &[ServiceContext] = match &s.code_sets {
+            Some(c) => std::slice::from_ref(c),
+            None => &[],
+        };
+        let head = RequestHead {
+            request_id: 0,
+            response,
+            target,
+            operation,
+            contexts,
+        };
+        let p = begin_request(&mut buf, wire.version, wire.order, wire.opts, &head)
+            .map_err(ClientError::Encode)?;
+        body(&mut p.writer(&mut buf)).map_err(|e| {
+            ClientError::Encode(GiopError::Cdr {
+                what: "request body",
+                source: e,
+            })
+        })?;
+        p.finish(&mut buf).map_err(ClientError::Encode)?;
+        // 1.2: the id follows the header; 1.0/1.1: after the contexts.
+        let id_at = if wire.version.is_12() {
+            HEADER_LEN
+        } else {
+            HEADER_LEN
+                + 4
+                + contexts
+                    .iter()
+                    .map(|c| 8 + c.data.len().next_multiple_of(4))
+                    .sum::<usize>()
+        };
+        Ok(Prepared {
+            message: buf.freeze(),
+            id_at,
+            response,
+            version: wire.version,
+            order: wire.order,
+        })
+    }
+
+    /// Fail unless the connection speaks this request's version and order.
+    pub(crate) fn check_for(&self, version: Version, order: ByteOrder) -> Result<(), ClientError> {
+        if self.version != version || self.order != order {
+            return Err(ClientError::Encode(GiopError::NotInVersion {
+                what: "a request prepared for another connection",
+                minor: version.minor,
+            }));
+        }
+        Ok(())
+    }
+
+    /// Queue the message with request id `id`: the bytes up to the id are
+    /// copied (and the id patched there); the rest is spliced when it
+    /// reaches the splice cutoff, copied otherwise.
+    pub(crate) fn append(&self, out: &mut BytesMut, splices: &mut Splices, id: u32) {
+        let b = match self.order {
+            ByteOrder::Big => id.to_be_bytes(),
+            ByteOrder::Little => id.to_le_bytes(),
+        };
+        out.extend_from_slice(&self.message[..self.id_at]);
+        out.extend_from_slice(&b);
+        let rest = self.message.slice(self.id_at + 4..);
+        if rest.len() >= splices.cutoff() {
+            splices.push(out.len(), rest);
+        } else {
+            out.extend_from_slice(&rest);
+        }
+    }
+}
+
+/// One client connection for a driver that owns it alone: the parts above
+/// together, with one pending-request table whose waiters are the request
+/// ids themselves.
+#[derive(Debug)]
+pub struct ClientConn {
+    setup: ClientSetup,
+    ids: u32,
+    queue: SendQueue,
+    requests: Requests<()>,
+    inbound: Inbound,
+}
+
+impl ClientConn {
+    /// A connection set up as `setup`, with the limits and splicing of
+    /// `cfg`.
+    pub fn new(setup: ClientSetup, cfg: &ClientConfig) -> ClientConn {
+        let opts = setup.wire.opts;
+        ClientConn {
+            setup,
+            ids: 1,
+            queue: SendQueue::new(cfg),
+            requests: Requests::default(),
+            inbound: Inbound::new(cfg.codec, opts),
+        }
+    }
+
+    /// What the connection fixed when it opened.
+    pub fn setup(&self) -> &ClientSetup {
+        &self.setup
+    }
+
+    /// Why the connection is dead, if it is.
+    pub fn dead(&self) -> Option<&ClientError> {
+        self.requests.dead()
+    }
+
+    /// Queue a Request (see [`SendQueue::request`]) with a new request id,
+    /// and when it expects a reply, wait for it until `timeout` (from
+    /// `now`; with `now` `None` the timer starts at the next
+    /// [`arm`](Self::arm)). Returns the id.
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_request<F>(
+        &mut self,
+        target: &TargetAddress,
+        operation: &str,
+        response: ResponseMode,
+        contexts: &[ServiceContext],
+        timeout: Option<Duration>,
+        now: Option<Instant>,
+        body: F,
+    ) -> Result<u32, ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let id = self.begin()?;
+        let s = &self.setup;
+        self.queue
+            .request(s, id, target, operation, response, contexts, body)?;
+        self.wait(Sending::Request(response), id, timeout, now);
+        Ok(id)
+    }
+
+    /// Queue a [`Prepared`] request with a new request id (timeout: the
+    /// connection's default).
+    pub fn send_prepared(
+        &mut self,
+        p: &Prepared,
+        now: Option<Instant>,
+    ) -> Result<u32, ClientError> {
+        let id = self.begin()?;
+        self.queue.prepared(&self.setup, p, id)?;
+        let timeout = self.setup.request_timeout;
+        self.wait(Sending::Request(p.response()), id, timeout, now);
+        Ok(id)
+    }
+
+    /// Queue a LocateRequest with a new request id (timeout: the
+    /// connection's default).
+    pub fn send_locate(
+        &mut self,
+        target: &TargetAddress,
+        now: Option<Instant>,
+    ) -> Result<u32, ClientError> {
+        let id = self.begin()?;
+        self.queue.locate(&self.setup, id, target)?;
+        let timeout = self.setup.request_timeout;
+        self.wait(Sending::Locate, id, timeout, now);
+        Ok(id)
+    }
+
+    fn begin(&mut self) -> Result<u32, ClientError> {
+        self.requests.alive()?;
+        let id = self.ids;
+        self.ids = self.ids.wrapping_add(1);
+        Ok(id)
+    }
+
+    fn wait(&mut self, what: Sending, id: u32, timeout: Option<Duration>, now: Option<Instant>) {
+        if what.expects_reply() {
+            let timer = timeout.map(|t| match now {
+                Some(now) => Timer::started(t, now),
+                None => Timer::unarmed(t),
+            });
+            self.requests.insert(id, (), timer);
+        }
+    }
+
+    /// Whether request `id` still waits for its answer.
+    pub fn is_waiting(&self, id: u32) -> bool {
+        self.requests.map.contains_key(&id)
+    }
+
+    /// The bytes to write; consume what was written.
+    pub fn outbox(&mut self) -> &mut Outbox {
+        self.queue.outbox()
+    }
+
+    /// How many bytes the first write of a `what` message may take (its
+    /// head alone, when it is large: [`head_first_for`]).
+    pub fn first_write(&self, what: Sending) -> usize {
+        self.queue
+            .pending()
+            .first_write(self.setup.head_first(what))
+    }
+
+    /// The buffer to read received bytes into (at least 16 KiB of room).
+    pub fn read_buf(&mut self) -> &mut BytesMut {
+        self.inbound.read_buf()
+    }
+
+    /// The next request whose answer is complete, with it; answers nobody
+    /// waits for are dropped. An error fails the connection
+    /// ([`fail`](Self::fail)): malformed input (MessageError is queued), the
+    /// peer's CloseConnection (retryable) or MessageError.
+    pub fn poll(&mut self) -> Result<Option<(u32, Incoming)>, ClientError> {
+        loop {
+            match self.inbound.next(&self.setup) {
+                Ok(Some((id, inc))) => {
+                    if self.requests.complete(id).is_some() {
+                        return Ok(Some((id, inc)));
+                    }
+                }
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+    }
+
+    /// The peer closed the connection: it fails (not retryable: the peer
+    /// did not say it processed nothing).
+    pub fn on_eof(&mut self) -> ClientError {
+        let e = self.setup.closed();
+        self.fail(e)
+    }
+
+    /// Arm the timers of requests sent without a time: they have waited
+    /// since `began_by` at least.
+    pub fn arm(&mut self, began_by: Instant) {
+        self.requests.arm(began_by);
+    }
+
+    /// The earliest time [`on_timeout`](Self::on_timeout) has work.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.requests.next_deadline()
+    }
+
+    /// Expire the requests whose time has run out at `now`: each gets
+    /// [`ClientError::Timeout`], the server a CancelRequest (queued), and
+    /// a late answer is dropped. The connection goes on.
+    pub fn on_timeout(&mut self, now: Instant) -> Vec<(u32, ClientError)> {
+        let expired = self.requests.expire(now);
+        expired
+            .into_iter()
+            .map(|e| {
+                self.queue.cancel(&self.setup, e.request_id);
+                (e.request_id, e.error(&self.setup.addr))
+            })
+            .collect()
+    }
+
+    /// The connection ends with `err` (the first error sticks): waiting
+    /// requests are dropped, nothing queued is written any more, and what
+    /// GIOP tells the peer is queued instead. Returns `err`.
+    pub fn fail(&mut self, err: ClientError) -> ClientError {
+        if self.requests.dead().is_none() {
+            self.queue.outbox().clear();
+            self.queue.farewell(&self.setup, &err);
+            self.requests.fail(err.clone());
+        }
+        err
+    }
+}
+
+/// How [`Follow`] goes on after an attempt.
+#[derive(Debug)]
+pub enum Step<T> {
+    /// The call is over.
+    Done(T),
+    /// Send again: to [`Follow::target`], addressed with
+    /// [`Follow::address`].
+    Again,
+}
+
+/// The hops of one call: LOCATION_FORWARD(_PERM) and OBJECT_FORWARD(_PERM)
+/// followed to the forwarded reference up to `max_forwards` times, one
+/// retry after the server closed the connection with CloseConnection,
+/// and one resend in the addressing disposition a GIOP 1.2 server asks for
+/// with NEEDS_ADDRESSING_MODE.
+#[derive(Debug)]
+pub struct Follow {
+    target: Ior,
+    max_forwards: u32,
+    hops: u32,
+    retried: bool,
+    /// The addressing disposition a server asked for (GIOP 1.2), if any.
+    disposition: Option<i16>,
+}
+
+impl Follow {
+    /// A call to `target`.
+    pub fn new(target: Ior, max_forwards: u32) -> Follow {
+        Follow {
+            target,
+            max_forwards,
+            hops: 0,
+            retried: false,
+            disposition: None,
+        }
+    }
+
+    /// Where the next attempt goes.
+    pub fn target(&self) -> &Ior {
+        &self.target
+    }
+
+    /// The target address of the next attempt: `key_addr` (the route's
+    /// KeyAddr), or the disposition a server asked for.
+    pub fn address(&self, key_addr: TargetAddress) -> Result<TargetAddress, ClientError> {
+        match self.disposition {
+            Some(d) => addressed(&self.target, d),
+            None => Ok(key_addr),
+        }
+    }
+
+    /// What a Request's attempt at `addr` got back, and what comes next:
+    /// the final reply (NO_EXCEPTION, USER_EXCEPTION or SYSTEM_EXCEPTION;
+    /// `None` for a oneway), another attempt, or an error.
+    pub fn on_reply(
+        &mut self,
+        r: Result<Option<Reply>, ClientError>,
+        addr: &str,
+    ) -> Result<Step<Option<Reply>>, ClientError> {
+        let reply = match r {
+            Err(e) if e.is_retryable() && !self.retried => {
+                self.retried = true;
+                return Ok(Step::Again);
+            }
+            Err(e) => return Err(e),
+            Ok(None) => return Ok(Step::Done(None)),
+            Ok(Some(reply)) => reply,
+        };
+        match reply.header.status {
+            ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+                self.hop(addr)?;
+                self.target = reply.forward_ior().map_err(|error| ClientError::Protocol {
+                    addr: addr.to_owned(),
+                    error,
+                })?;
+                Ok(Step::Again)
+            }
+            ReplyStatus::NeedsAddressingMode => {
+                let d = needed_disposition(&reply);
+                // Resend once in the disposition asked for.
+                if self.disposition.is_some() || !(0..=2).contains(&d) {
+                    return Err(ClientError::NeedsAddressingMode(d));
+                }
+                self.disposition = Some(d);
+                Ok(Step::Again)
+            }
+            _ => Ok(Step::Done(Some(reply))),
+        }
+    }
+
+    /// What a LocateRequest's attempt at `addr` got back, and what comes
+    /// next: the final status and the reference it applies to, another
+    /// attempt (OBJECT_FORWARD), or an error.
+    pub fn on_locate(
+        &mut self,
+        l: LocateReply,
+        addr: &str,
+    ) -> Result<Step<(LocateStatus, Ior)>, ClientError> {
+        match l.status {
+            LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => {
+                self.hop(addr)?;
+                self.target = next;
+                Ok(Step::Again)
+            }
+            status => Ok(Step::Done((status, self.target.clone()))),
+        }
+    }
+
+    fn hop(&mut self, addr: &str) -> Result<(), ClientError> {
+        self.hops += 1;
+        if self.hops > self.max_forwards {
+            return Err(ClientError::TooManyForwards {
+                addr: addr.to_owned(),
+                limit: self.max_forwards,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The disposition a NEEDS_ADDRESSING_MODE reply asks for (-1: unreadable).
+fn needed_disposition(reply: &Reply) -> i16 {
+    reply
+        .body
+        .reader(Options::default())
+        .read_i16()
+        .unwrap_or(-1)
+}
+
+/// The target address of disposition `d` (0 KeyAddr, 1 ProfileAddr,
+/// 2 ReferenceAddr) for the first IIOP profile of `ior`.
+fn addressed(ior: &Ior, d: i16) -> Result<TargetAddress, ClientError> {
+    let index = ior
+        .profiles
+        .iter()
+        .position(|p| matches!(p.iiop(), Some(Ok(_))))
+        .ok_or(ClientError::NoProfile)?;
+    Ok(match d {
+        0 => TargetAddress::Key(
+            ior.profiles[index]
+                .object_key()
+                .ok_or(ClientError::NoProfile)?,
+        ),
+        1 => TargetAddress::Profile(ior.profiles[index].clone()),
+        _ => TargetAddress::Reference {
+            index: index as u32,
+            ior: ior.clone(),
+        },
+    })
+}
+
+/// Turn a reply into its NO_EXCEPTION body or an exception error (which
+/// names no peer: prefer [`reply_result_from`]).
+pub fn reply_result(reply: Reply) -> Result<Body, ClientError> {
+    reply_result_from("", reply)
+}
+
+/// Turn a reply from `addr` into its NO_EXCEPTION body or an exception
+/// error naming `addr`.
+pub fn reply_result_from(addr: &str, reply: Reply) -> Result<Body, ClientError> {
+    let protocol = |error| ClientError::Protocol {
+        addr: addr.to_owned(),
+        error,
+    };
+    match reply.header.status {
+        ReplyStatus::NoException => Ok(reply.body),
+        ReplyStatus::SystemException => Err(ClientError::System(
+            reply.system_exception().map_err(protocol)?,
+        )),
+        ReplyStatus::UserException => Err(ClientError::User {
+            repo_id: reply.user_exception_id().map_err(protocol)?,
+            body: reply.body,
+        }),
+        ReplyStatus::NeedsAddressingMode => {
+            Err(ClientError::NeedsAddressingMode(needed_disposition(&reply)))
+        }
+        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+            Err(protocol(GiopError::BadValue {
+                what: "unfollowed forward reply status",
+                value: reply.header.status as u32,
+                offset: 0,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,589 @@
+//! The client core's protocol behaviour, driven by hand: bytes from a
+//! "server" written with the message encoders, time from one base instant
+//! plus offsets. No socket, no sleep.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, Options};
+
+use super::*;
+use crate::codec::fragment_message;
+use crate::conn::epoch;
+use crate::context::CodeSetComponentInfo;
+use crate::header::{Header, MsgType, Version};
+use crate::message::{
+    encode_empty, encode_locate_reply, encode_location_forward, encode_reply, LocateReply,
+    LocateStatus, Message, ReplyStatus, ResponseMode, TargetAddress,
+};
+
+const ADDR: &str = "peer:2809";
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn cfg() -> ClientConfig {
+    ClientConfig {
+        order: ByteOrder::Big,
+        ..ClientConfig::default()
+    }
+}
+
+fn conn_with(version: Version, cfg: &ClientConfig, code_sets: bool) -> ClientConn {
+    let cs = CodeSetComponentInfo::ours();
+    let setup = ClientSetup::negotiate(ADDR.into(), version, cfg, code_sets.then_some(&cs));
+    ClientConn::new(setup, cfg)
+}
+
+fn conn(version: Version) -> ClientConn {
+    conn_with(version, &cfg(), false)
+}
+
+fn key() -> TargetAddress {
+    TargetAddress::Key(Bytes::from_static(b"Bench"))
+}
+
+/// Queue a twoway `op` with a u32 body; its id.
+fn twoway(c: &mut ClientConn, timeout: Option<Duration>, now: Option<Instant>) -> u32 {
+    c.send_request(&key(), "op", ResponseMode::Twoway, &[], timeout, now, |w| {
+        w.write_u32(7);
+        Ok(())
+    })
+    .unwrap()
+}
+
+/// Everything queued, as bytes, and the queue emptied (as if written).
+fn written(c: &mut ClientConn) -> Vec<u8> {
+    let o = c.outbox();
+    let v = o.to_vec();
+    o.consume(v.len());
+    v
+}
+
+/// The messages in a byte stream, decoded as a server would.
+fn messages(mut bytes: &[u8]) -> Vec<Message> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let h = Header::parse(bytes).unwrap();
+        let n = h.total_len();
+        let payload = Bytes::copy_from_slice(&bytes[12..n]);
+        out.push(Message::decode(&h, payload, Options::default()).unwrap());
+        bytes = &bytes[n..];
+    }
+    out
+}
+
+fn reply(version: Version, id: u32, value: u32) -> BytesMut {
+    let mut b = BytesMut::new();
+    encode_reply(
+        &mut b,
+        version,
+        ByteOrder::Little,
+        Options::default(),
+        id,
+        ReplyStatus::NoException,
+        &[],
+        |w| {
+            w.write_u32(value);
+            Ok(())
+        },
+    )
+    .unwrap();
+    b
+}
+
+fn receive(c: &mut ClientConn, bytes: &[u8]) {
+    c.read_buf().extend_from_slice(bytes);
+}
+
+fn value(inc: Incoming) -> u32 {
+    let r = inc.into_reply(ADDR).unwrap();
+    r.body.reader(Options::default()).read_u32().unwrap()
+}
+
+#[test]
+fn request_ids_count_up_and_replies_match_in_any_order() {
+    let mut c = conn(Version::V1_2);
+    let a = twoway(&mut c, None, None);
+    let b = twoway(&mut c, None, None);
+    assert_eq!((a, b), (1, 2));
+    let sent = messages(&written(&mut c));
+    let ids: Vec<u32> = sent
+        .iter()
+        .map(|m| match m {
+            Message::Request(r) => r.header.request_id,
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert_eq!(ids, [1, 2]);
+    receive(&mut c, &reply(Version::V1_2, b, 20));
+    receive(&mut c, &reply(Version::V1_2, 99, 0)); // nobody waits: dropped
+    receive(&mut c, &reply(Version::V1_2, a, 10));
+    let (id, inc) = c.poll().unwrap().unwrap();
+    assert_eq!((id, value(inc)), (2, 20));
+    let (id, inc) = c.poll().unwrap().unwrap();
+    assert_eq!((id, value(inc)), (1, 10));
+    assert!(c.poll().unwrap().is_none());
+    assert!(!c.is_waiting(1) && !c.is_waiting(2));
+}
+
+#[test]
+fn a_oneway_waits_for_nothing_and_a_reply_arrives_byte_by_byte() {
+    let mut c = conn(Version::V1_0);
+    let id = c
+        .send_request(&key(), "op", ResponseMode::Oneway, &[], None, None, |_| {
+            Ok(())
+        })
+        .unwrap();
+    assert!(!c.is_waiting(id));
+    let id = twoway(&mut c, None, None);
+    for b in reply(Version::V1_0, id, 5).iter() {
+        assert!(c.poll().unwrap().is_none());
+        receive(&mut c, &[*b]);
+    }
+    let (got, inc) = c.poll().unwrap().unwrap();
+    assert_eq!((got, value(inc)), (id, 5));
+}
+
+#[test]
+fn code_sets_go_once_on_the_first_request_even_after_a_locate() {
+    let mut c = conn_with(Version::V1_2, &cfg(), true);
+    c.send_locate(&key(), None).unwrap();
+    twoway(&mut c, None, None);
+    twoway(&mut c, None, None);
+    let sent = messages(&written(&mut c));
+    assert!(matches!(sent[0], Message::LocateRequest(_)));
+    let carried: Vec<bool> = sent[1..]
+        .iter()
+        .map(|m| match m {
+            Message::Request(r) => r.header.contexts.code_sets().unwrap().is_some(),
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert_eq!(carried, [true, false]);
+    // GIOP 1.0 negotiates nothing: no context ever.
+    let mut c = conn_with(Version::V1_0, &cfg(), true);
+    twoway(&mut c, None, None);
+    let Message::Request(r) = &messages(&written(&mut c))[0] else {
+        panic!()
+    };
+    assert!(r.header.contexts.code_sets().unwrap().is_none());
+}
+
+#[test]
+fn a_failed_encoding_queues_nothing_and_waits_for_nothing() {
+    let mut c = conn_with(Version::V1_2, &cfg(), true);
+    let e = c
+        .send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
+            w.write_u32(1);
+            Err(iiop_cdr::CdrError::Message("no".into()))
+        })
+        .unwrap_err();
+    assert!(matches!(e, ClientError::Encode(_)), "{e}");
+    assert!(c.outbox().is_empty());
+    assert!(!c.is_waiting(1));
+    // The CodeSets context is still due.
+    twoway(&mut c, None, None);
+    let Message::Request(r) = &messages(&written(&mut c))[0] else {
+        panic!()
+    };
+    assert_eq!(r.header.request_id, 2);
+    assert!(r.header.contexts.code_sets().unwrap().is_some());
+}
+
+#[test]
+fn timeouts_expire_exactly_cancel_on_the_wire_and_drop_the_late_reply() {
+    let t0 = epoch();
+    let mut c = conn(Version::V1_2);
+    let a = twoway(&mut c, Some(ms(50)), Some(t0));
+    let b = twoway(&mut c, Some(ms(80)), Some(t0 + ms(10)));
+    let free = twoway(&mut c, None, Some(t0));
+    written(&mut c);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
+    assert!(c.on_timeout(t0 + ms(49)).is_empty());
+    let expired = c.on_timeout(t0 + ms(50));
+    assert_eq!(
+        expired,
+        [(
+            a,
+            ClientError::Timeout {
+                addr: ADDR.into(),
+                request_id: a,
+                after: ms(50)
+            }
+        )]
+    );
+    let mut cancel = b"GIOP\x01\x02\x00\x02\0\0\0\x04".to_vec();
+    cancel.extend_from_slice(&a.to_be_bytes());
+    assert_eq!(written(&mut c), cancel);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(90)));
+    // The late reply is dropped; the others still complete.
+    receive(&mut c, &reply(Version::V1_2, a, 1));
+    receive(&mut c, &reply(Version::V1_2, b, 2));
+    let (id, _) = c.poll().unwrap().unwrap();
+    assert_eq!(id, b);
+    assert_eq!(c.next_deadline(), None, "{free} has no timer");
+    assert!(c.dead().is_none());
+}
+
+#[test]
+fn timers_started_without_a_clock_count_from_when_they_are_armed() {
+    let t0 = epoch();
+    let mut c = conn(Version::V1_2);
+    let id = twoway(&mut c, Some(ms(50)), None);
+    assert_eq!(c.next_deadline(), None);
+    assert!(c.on_timeout(t0 + ms(1000)).is_empty(), "never early");
+    c.arm(t0 + ms(1000));
+    assert_eq!(c.next_deadline(), Some(t0 + ms(1050)));
+    c.arm(t0 + ms(2000));
+    assert_eq!(c.next_deadline(), Some(t0 + ms(1050)), "armed once");
+    assert_eq!(c.on_timeout(t0 + ms(1050))[0].0, id);
+}
+
+#[test]
+fn close_connection_fails_everything_as_retryable_and_says_nothing() {
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, None, None);
+    written(&mut c);
+    let mut b = BytesMut::new();
+    encode_empty(
+        &mut b,
+        Version::V1_2,
+        ByteOrder::Little,
+        MsgType::CloseConnection,
+    );
+    receive(&mut c, &b);
+    let closed = ClientError::Closed {
+        addr: ADDR.into(),
+        retryable: true,
+    };
+    assert_eq!(c.poll().unwrap_err(), closed);
+    assert!(closed.is_retryable());
+    assert!(c.outbox().is_empty(), "no answer to CloseConnection");
+    assert!(!c.is_waiting(1));
+    let again = c.send_locate(&key(), None).unwrap_err();
+    assert_eq!(again, closed, "the first error sticks");
+    assert!(c.outbox().is_empty());
+}
+
+#[test]
+fn the_peers_message_error_ends_the_connection_without_an_answer() {
+    let mut c = conn(Version::V1_1);
+    twoway(&mut c, None, None);
+    written(&mut c);
+    let mut b = BytesMut::new();
+    encode_empty(&mut b, Version::V1_0, ByteOrder::Big, MsgType::MessageError);
+    receive(&mut c, &b);
+    assert_eq!(
+        c.poll().unwrap_err(),
+        ClientError::PeerMessageError { addr: ADDR.into() }
+    );
+    assert!(c.outbox().is_empty());
+    assert!(c.dead().is_some());
+}
+
+#[test]
+fn malformed_input_is_answered_with_message_error_and_ends_the_connection() {
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, None, None);
+    twoway(&mut c, None, None);
+    receive(&mut c, b"GIOX\x01\x02\x00\x01\0\0\0\0");
+    let e = c.poll().unwrap_err();
+    assert!(
+        matches!(&e, ClientError::Protocol { addr, error: GiopError::BadMagic { .. } } if addr == ADDR),
+        "{e}"
+    );
+    // What was queued is dropped; MessageError in our version and order.
+    assert_eq!(written(&mut c), b"GIOP\x01\x02\x00\x06\0\0\0\0");
+    assert_eq!(c.dead(), Some(&e));
+    // A server may not send a Request.
+    let mut c = conn(Version::V1_2);
+    let mut b = BytesMut::new();
+    crate::message::encode_cancel_request(&mut b, Version::V1_2, ByteOrder::Big, 3).unwrap();
+    receive(&mut c, &b);
+    assert!(matches!(
+        c.poll().unwrap_err(),
+        ClientError::Protocol {
+            error: GiopError::BadValue { offset: 7, .. },
+            ..
+        }
+    ));
+}
+
+#[test]
+fn closing_says_close_connection_in_giop_12_only_and_eof_is_not_retryable() {
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, None, None);
+    assert_eq!(
+        c.fail(ClientError::LocallyClosed),
+        ClientError::LocallyClosed
+    );
+    assert_eq!(written(&mut c), b"GIOP\x01\x02\x00\x05\0\0\0\0");
+    let mut c = conn(Version::V1_1);
+    c.fail(ClientError::LocallyClosed);
+    assert!(c.outbox().is_empty());
+    let mut c = conn(Version::V1_2);
+    let e = c.on_eof();
+    assert!(!e.is_retryable());
+    assert_eq!(c.dead(), Some(&e));
+    assert!(c.outbox().is_empty());
+}
+
+#[test]
+fn fragmented_replies_are_reassembled() {
+    let mut c = conn(Version::V1_2);
+    let id = c
+        .send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |_| {
+            Ok(())
+        })
+        .unwrap();
+    let mut whole = BytesMut::new();
+    let payload: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+    encode_reply(
+        &mut whole,
+        Version::V1_2,
+        ByteOrder::Big,
+        Options::default(),
+        id,
+        ReplyStatus::NoException,
+        &[],
+        |w| w.write_octet_seq(&payload),
+    )
+    .unwrap();
+    let mut pieces = BytesMut::new();
+    fragment_message(&whole, 64, &mut pieces).unwrap();
+    assert!(pieces.len() > whole.len(), "fragmented");
+    for chunk in pieces.chunks(50) {
+        assert!(c.poll().unwrap().is_none());
+        receive(&mut c, chunk);
+    }
+    let (got, inc) = c.poll().unwrap().unwrap();
+    assert_eq!(got, id);
+    let r = inc.into_reply(ADDR).unwrap();
+    let seq = r
+        .body
+        .reader(Options::default())
+        .read_octet_bytes()
+        .unwrap();
+    assert_eq!(&seq[..], &payload[..]);
+}
+
+#[test]
+fn large_requests_are_fragmented_and_spliced_runs_survive_it() {
+    let cfg = ClientConfig {
+        fragment_size: Some(128),
+        splice_cutoff: Some(64),
+        ..cfg()
+    };
+    let mut c = conn_with(Version::V1_2, &cfg, false);
+    let run = Bytes::from(vec![0xAB; 1000]);
+    c.send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
+        w.write_shared_octet_seq(&run)
+    })
+    .unwrap();
+    let stream = written(&mut c);
+    let mut at = 0;
+    let mut pieces = 0;
+    while at < stream.len() {
+        let h = Header::parse(&stream[at..]).unwrap();
+        assert!(h.total_len() <= 128);
+        at += h.total_len();
+        pieces += 1;
+    }
+    assert!(pieces > 8, "{pieces}");
+    let mut d = crate::codec::Decoder::default();
+    let f = d.decode(&mut BytesMut::from(&stream[..])).unwrap().unwrap();
+    let Message::Request(r) = Message::decode_frame(f, Options::default()).unwrap() else {
+        panic!()
+    };
+    let got = r
+        .body
+        .reader(Options::default())
+        .read_octet_bytes()
+        .unwrap();
+    assert_eq!(got, run);
+}
+
+#[test]
+fn large_twoways_go_headers_first_oneways_only_when_larger() {
+    let mut c = conn(Version::V1_2);
+    let big = vec![1u8; 20 * 1024];
+    c.send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
+        w.write_octet_seq(&big)
+    })
+    .unwrap();
+    assert_eq!(
+        c.first_write(Sending::Request(ResponseMode::Twoway)),
+        crate::conn::out::HEAD_BYTES
+    );
+    assert_eq!(
+        c.first_write(Sending::Request(ResponseMode::Oneway)),
+        usize::MAX
+    );
+}
+
+#[test]
+fn prepared_requests_patch_the_id_and_belong_to_their_wire() {
+    let mut c = conn_with(Version::V1_1, &cfg(), true);
+    let p = Prepared::build(c.setup(), &key(), "op", ResponseMode::Twoway, |w| {
+        w.write_u32(9);
+        Ok(())
+    })
+    .unwrap();
+    let a = c.send_prepared(&p, None).unwrap();
+    let b = c.send_prepared(&p, None).unwrap();
+    let sent = messages(&written(&mut c));
+    for (m, id) in sent.iter().zip([a, b]) {
+        let Message::Request(r) = m else { panic!() };
+        assert_eq!(r.header.request_id, id);
+        assert_eq!(r.body.reader(Options::default()).read_u32().unwrap(), 9);
+    }
+    let mut other = conn(Version::V1_2);
+    assert!(matches!(
+        other.send_prepared(&p, None).unwrap_err(),
+        ClientError::Encode(GiopError::NotInVersion { .. })
+    ));
+    assert!(other.outbox().is_empty());
+}
+
+fn ior(port: u16) -> Ior {
+    Ior::iiop("IDL:Bench:1.0", "127.0.0.1", port, &b"Bench"[..])
+}
+
+fn decoded_reply(bytes: &BytesMut) -> Reply {
+    let h = Header::parse(bytes).unwrap();
+    match Message::decode(&h, bytes.clone().freeze().slice(12..), Options::default()) {
+        Ok(Message::Reply(r)) => r,
+        m => panic!("{m:?}"),
+    }
+}
+
+fn forward_reply(port: u16) -> Reply {
+    let mut b = BytesMut::new();
+    encode_location_forward(&mut b, Version::V1_2, ByteOrder::Big, 1, &ior(port), false).unwrap();
+    decoded_reply(&b)
+}
+
+#[test]
+fn forwards_are_followed_to_their_reference_and_bounded() {
+    let mut f = Follow::new(ior(1), 2);
+    assert!(matches!(
+        f.on_reply(Ok(Some(forward_reply(2))), "a:1"),
+        Ok(Step::Again)
+    ));
+    assert_eq!(f.target(), &ior(2));
+    assert!(matches!(
+        f.on_reply(Ok(Some(forward_reply(3))), "a:2"),
+        Ok(Step::Again)
+    ));
+    assert_eq!(
+        f.on_reply(Ok(Some(forward_reply(4))), "a:3").unwrap_err(),
+        ClientError::TooManyForwards {
+            addr: "a:3".into(),
+            limit: 2
+        }
+    );
+    let done = decoded_reply(&reply(Version::V1_2, 1, 5));
+    let mut f = Follow::new(ior(1), 2);
+    assert!(matches!(
+        f.on_reply(Ok(Some(done)), "a:1"),
+        Ok(Step::Done(Some(_)))
+    ));
+}
+
+#[test]
+fn close_connection_is_retried_once() {
+    let closed = || {
+        Err(ClientError::Closed {
+            addr: "a:1".into(),
+            retryable: true,
+        })
+    };
+    let mut f = Follow::new(ior(1), 8);
+    assert!(matches!(f.on_reply(closed(), "a:1"), Ok(Step::Again)));
+    assert!(f.on_reply(closed(), "a:1").unwrap_err().is_retryable());
+    let mut f = Follow::new(ior(1), 8);
+    let not = Err(ClientError::Closed {
+        addr: "a:1".into(),
+        retryable: false,
+    });
+    assert!(f.on_reply(not, "a:1").is_err());
+}
+
+#[test]
+fn needs_addressing_mode_is_answered_once_in_the_disposition_asked() {
+    let mut b = BytesMut::new();
+    encode_reply(
+        &mut b,
+        Version::V1_2,
+        ByteOrder::Big,
+        Options::default(),
+        1,
+        ReplyStatus::NeedsAddressingMode,
+        &[],
+        |w| {
+            w.write_i16(1);
+            Ok(())
+        },
+    )
+    .unwrap();
+    let needs = decoded_reply(&b);
+    let mut f = Follow::new(ior(1), 8);
+    assert!(matches!(f.address(key()), Ok(TargetAddress::Key(_))));
+    assert!(matches!(
+        f.on_reply(Ok(Some(needs.clone())), "a:1"),
+        Ok(Step::Again)
+    ));
+    assert!(matches!(f.address(key()), Ok(TargetAddress::Profile(_))));
+    assert_eq!(
+        f.on_reply(Ok(Some(needs)), "a:1").unwrap_err(),
+        ClientError::NeedsAddressingMode(1)
+    );
+}
+
+#[test]
+fn locate_follows_object_forward_and_answers_with_the_final_reference() {
+    let mut f = Follow::new(ior(1), 1);
+    let fwd = |p| LocateReply {
+        request_id: 1,
+        status: LocateStatus::ObjectForward(ior(p)),
+    };
+    assert!(matches!(f.on_locate(fwd(2), "a:1"), Ok(Step::Again)));
+    let here = LocateReply {
+        request_id: 2,
+        status: LocateStatus::ObjectHere,
+    };
+    match f.on_locate(here, "a:2") {
+        Ok(Step::Done((LocateStatus::ObjectHere, at))) => assert_eq!(at, ior(2)),
+        r => panic!("{r:?}"),
+    }
+    let mut f = Follow::new(ior(1), 0);
+    assert_eq!(
+        f.on_locate(fwd(2), "a:1").unwrap_err(),
+        ClientError::TooManyForwards {
+            addr: "a:1".into(),
+            limit: 0
+        }
+    );
+    // The locate reply of a LocateRequest, decoded from the wire.
+    let mut c = conn(Version::V1_2);
+    let id = c.send_locate(&key(), None).unwrap();
+    let mut b = BytesMut::new();
+    encode_locate_reply(
+        &mut b,
+        Version::V1_2,
+        ByteOrder::Big,
+        &LocateReply {
+            request_id: id,
+            status: LocateStatus::ObjectHere,
+        },
+    )
+    .unwrap();
+    receive(&mut c, &b);
+    let (_, inc) = c.poll().unwrap().unwrap();
+    assert_eq!(
+        inc.into_locate(ADDR).unwrap().status,
+        LocateStatus::ObjectHere
+    );
+}

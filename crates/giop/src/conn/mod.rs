@@ -1,0 +1,28 @@
+//! The GIOP connection state machine, pure: no sockets, no runtime, no
+//! clock. Bytes received and the current time (`now`, an argument) go in;
+//! bytes to write (a buffer with shared runs spliced in), completed
+//! requests and replies, forward and retry decisions, and the next
+//! deadline come out. Every protocol decision of a connection is made
+//! here, once, for all drivers ([`crate::transport`]): request ids, the
+//! CodeSets context sent once, reply matching, timeouts and
+//! CancelRequest, fragment reassembly, forwards, MessageError and
+//! CloseConnection.
+//!
+//! - [`client`]: the client side ([`client::ClientConn`] for a driver that
+//!   owns a connection alone, and its parts for drivers that share one
+//!   between tasks);
+//! - [`out`]: bytes to write and how they are handed to a vectored write
+//!   (zero-copy runs, "headers first");
+//! - [`deadline`]: timers computed from instants passed in.
+
+pub mod client;
+pub mod deadline;
+pub mod out;
+
+/// Tests drive time by hand from one base instant: the only clock read in
+/// this module tree, and it decides nothing (every test time is an offset
+/// from it).
+#[cfg(test)]
+pub(crate) fn epoch() -> std::time::Instant {
+    std::time::Instant::now()
+}
