@@ -11,39 +11,35 @@
 //! a time (closed-loop latency, back-to-back twoway throughput); use
 //! [`Connection`](super::Connection) for everything else.
 //!
-//! The encoding, framing and reply matching are the same pure code the
-//! tokio client uses. Only the I/O differs:
+//! Every protocol decision (request ids, code sets, fragmenting, reply
+//! matching, timeouts and CancelRequest, MessageError, CloseConnection)
+//! is the pure [`ClientConn`]'s, as for the tokio client. This driver only
+//! moves bytes and time:
 //! - SO_RCVTIMEO/SO_SNDTIMEO are set to a short poll interval, so a call
 //!   that waits can see its deadline and the abort check
 //!   ([`BlockingConnection::set_abort`]) without a timer;
-//! - a timed-out request is cancelled (CancelRequest), and its late reply
-//!   is dropped when it arrives;
-//! - a malformed message is answered with MessageError and ends the
-//!   connection, as in the tokio client.
+//! - the clock is read only once a read or write has waited a whole poll
+//!   interval: the wait began at least that long before, and the core's
+//!   timers are armed from there (never early, no clock read on the fast
+//!   path).
 
 use std::io::{IoSlice, Write};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
+use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
 
 use super::client::tcp_socket;
-use crate::codec::Decoder;
 use crate::conn::client::{
-    fragment_from, incoming, locate_of, reply_of, with_code_sets, ClientConfig, ClientError,
-    ClientSetup, Incoming, Prepared, Sending,
+    locate_of, reply_of, ClientConfig, ClientConn, ClientError, ClientSetup, Incoming, Prepared,
+    Sending,
 };
-use crate::conn::deadline::check_interval;
-use crate::conn::out::{head_first_for, Outbox, MAX_IOV};
+use crate::conn::deadline::{check_interval, Timer};
+use crate::conn::out::MAX_IOV;
 use crate::context::{CodeSetComponentInfo, ServiceContext};
-use crate::error::GiopError;
-use crate::header::{MsgType, Version};
-use crate::message::{
-    encode_cancel_request, encode_empty, encode_locate_request, LocateReply, Message, Reply,
-    RequestHead, ResponseMode, TargetAddress,
-};
+use crate::header::Version;
+use crate::message::{LocateReply, Reply, ResponseMode, TargetAddress};
 
 /// Longest a blocked read or write goes before it looks at its deadline
 /// and the abort check.
@@ -54,20 +50,16 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 pub struct BlockingConnection {
     sock: TcpStream,
     local: SocketAddr,
-    setup: ClientSetup,
-    code_sets_sent: bool,
+    /// The connection's protocol state.
+    conn: ClientConn,
     /// SO_RCVTIMEO/SO_SNDTIMEO: how long a blocked call waits before it
     /// looks at its deadline and the abort check.
     poll: Duration,
     abort: Option<fn() -> bool>,
     /// Poll without blocking this long before a reply read blocks.
     spin: Option<Duration>,
-    next_id: u32,
-    out: Outbox,
-    input: BytesMut,
-    decoder: Decoder,
-    /// Set once the connection is unusable; every later call fails with it.
-    dead: Option<ClientError>,
+    /// The socket was shut down (after the core's last words were written).
+    hung_up: bool,
 }
 
 impl BlockingConnection {
@@ -116,18 +108,13 @@ impl BlockingConnection {
         Ok(BlockingConnection {
             sock,
             local,
-            setup,
-            code_sets_sent: false,
+            conn: ClientConn::new(setup, cfg),
             poll,
             abort: None,
             // Bounded by the poll interval, so the deadline and the abort
             // check are looked at no later than without it.
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
-            next_id: 1,
-            out: Outbox::new(16 * 1024, cfg.splice_cutoff),
-            input: BytesMut::with_capacity(64 * 1024),
-            decoder: Decoder::new(cfg.codec),
-            dead: None,
+            hung_up: false,
         })
     }
 
@@ -141,7 +128,7 @@ impl BlockingConnection {
 
     /// `host:port` of the peer.
     pub fn addr(&self) -> &str {
-        &self.setup.addr
+        &self.conn.setup().addr
     }
 
     /// Our end of the TCP connection.
@@ -151,32 +138,30 @@ impl BlockingConnection {
 
     /// The GIOP version spoken.
     pub fn version(&self) -> Version {
-        self.setup.wire.version
+        self.conn.setup().wire.version
     }
 
     /// Our byte order.
     pub fn order(&self) -> ByteOrder {
-        self.setup.wire.order
+        self.conn.setup().wire.order
     }
 
     /// The CDR options (negotiated code sets) for bodies on this
     /// connection.
     pub fn options(&self) -> Options {
-        self.setup.wire.opts
+        self.conn.setup().wire.opts
     }
 
     /// Whether the connection has failed or was closed.
     pub fn is_closed(&self) -> bool {
-        self.dead.is_some()
+        self.conn.dead().is_some()
     }
 
     /// Close the connection (GIOP 1.2: with CloseConnection); later calls
     /// fail with `LocallyClosed`.
     pub fn close(&mut self) {
-        if self.dead.is_none() {
-            self.say_goodbye();
-            self.dead = Some(ClientError::LocallyClosed);
-            let _ = self.sock.shutdown(std::net::Shutdown::Both);
+        if self.conn.dead().is_none() {
+            self.end(ClientError::LocallyClosed);
         }
     }
 
@@ -192,14 +177,8 @@ impl BlockingConnection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        self.request_with(
-            target,
-            operation,
-            response,
-            &[],
-            self.setup.request_timeout,
-            body,
-        )
+        let timeout = self.conn.setup().request_timeout;
+        self.request_with(target, operation, response, &[], timeout, body)
     }
 
     /// [`request`](Self::request) with extra service contexts and an
@@ -216,22 +195,8 @@ impl BlockingConnection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        // A clone only while the context is due (the first request).
-        let due = match self.code_sets_sent {
-            true => None,
-            false => self.setup.code_sets.clone(),
-        };
-        let contexts = with_code_sets(contexts, due.as_ref());
-        let wire = self.setup.wire;
-        let inc = self.exchange(Sending::Request(response), timeout, |out, splices, id| {
-            let head = RequestHead {
-                request_id: id,
-                response,
-                target,
-                operation,
-                contexts: &contexts,
-            };
-            wire.encode_request(out, splices, &head, body)
+        let inc = self.exchange(Sending::Request(response), timeout, |c| {
+            c.send_request(target, operation, response, contexts, timeout, None, body)
         })?;
         reply_of(inc, self.addr())
     }
@@ -239,15 +204,10 @@ impl BlockingConnection {
     /// Send a request built by [`Connection::prepare`](super::Connection::prepare)
     /// or [`prepare`](Self::prepare) with a fresh request id.
     pub fn send_prepared(&mut self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        p.check_for(self.setup.wire.version, self.setup.wire.order)?;
-        let inc = self.exchange(
-            Sending::Request(p.response()),
-            self.setup.request_timeout,
-            |out, splices, id| {
-                p.append(out, splices, id);
-                Ok(())
-            },
-        )?;
+        let timeout = self.conn.setup().request_timeout;
+        let inc = self.exchange(Sending::Request(p.response()), timeout, |c| {
+            c.send_prepared(p, None)
+        })?;
         reply_of(inc, self.addr())
     }
 
@@ -262,102 +222,86 @@ impl BlockingConnection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        Prepared::build(&self.setup, target, operation, response, body)
+        Prepared::build(self.conn.setup(), target, operation, response, body)
     }
 
     /// Send a LocateRequest.
     pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
-        let wire = self.setup.wire;
-        let timeout = self.setup.request_timeout;
-        let inc = self.exchange(Sending::Locate, timeout, |out, _, id| {
-            encode_locate_request(out, wire.version, wire.order, id, target)
-                .map(|_| ())
-                .map_err(ClientError::Encode)
-        })?;
+        let timeout = self.conn.setup().request_timeout;
+        let inc = self.exchange(Sending::Locate, timeout, |c| c.send_locate(target, None))?;
         locate_of(inc, self.addr())
     }
 
-    /// Encode one message with a new request id, write it, and (when a
-    /// reply is expected) read until it arrives.
+    /// Queue one message with `send` (which the core gives a new request
+    /// id), write it, and (when a reply is expected) read until it arrives.
+    /// `timeout` also bounds the write.
     fn exchange(
         &mut self,
         what: Sending,
         timeout: Option<Duration>,
-        encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
+        send: impl FnOnce(&mut ClientConn) -> Result<u32, ClientError>,
     ) -> Result<Option<Incoming>, ClientError> {
-        if let Some(e) = &self.dead {
-            return Err(e.clone());
+        // An encoding error leaves nothing queued and the connection as it
+        // was; a dead connection says why.
+        let id = send(&mut self.conn)?;
+        let first = self.conn.first_write(what);
+        if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
+            return Err(self.end(e));
         }
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        let mut deadline = Deadline::new(timeout, self.poll);
-        // Empty after every completed write; kept (with its capacity).
-        self.out.clear();
-        let (buf, splices) = self.out.parts();
-        let (version, fragment_size) = (self.setup.wire.version, self.setup.fragment_size);
-        let encoded = encode(buf, splices, id)
-            .and_then(|()| fragment_from(version, fragment_size, buf, splices, 0));
-        if let Err(e) = encoded {
-            self.out.clear();
-            return Err(e);
-        }
-        if self.setup.code_sets.is_some() && matches!(what, Sending::Request(_)) {
-            self.code_sets_sent = true;
-        }
-        let expects_reply = what.expects_reply();
-        let head = head_first_for(self.setup.head_first, expects_reply);
-        if let Err(e) = self.write_queued(head, &mut deadline) {
-            return Err(self.fail(e));
-        }
-        if !expects_reply {
+        if !what.expects_reply() {
             return Ok(None);
         }
-        match self.read_reply(id, &mut deadline) {
+        match self.read_reply(id) {
             Ok(inc) => Ok(Some(inc)),
             Err(e @ ClientError::Timeout { .. }) => {
-                // Tell the server; its late reply is dropped on arrival.
-                self.out.clear();
-                let wire = self.setup.wire;
-                let _ = encode_cancel_request(self.out.parts().0, wire.version, wire.order, id);
-                if let Err(w) = self.write_queued(None, &mut Deadline::new(None, self.poll)) {
-                    self.fail(w);
+                // The core queued CancelRequest; the late reply is dropped
+                // on arrival.
+                if let Err(w) = self.write_queued(usize::MAX, None) {
+                    self.end(w);
                 }
                 Err(e)
             }
-            Err(e) => Err(self.fail(e)),
+            Err(e) => Err(self.end(e)),
         }
     }
 
-    /// Write the queued stream; from `head_first` bytes on its first
-    /// [`HEAD_BYTES`] go alone first (the server starts on the headers
-    /// while the body is still being copied; see the tokio client).
-    fn write_queued(
-        &mut self,
-        head_first: Option<usize>,
-        deadline: &mut Deadline,
-    ) -> Result<(), ClientError> {
-        let mut limit = self.out.first_write(head_first);
+    /// Write what the core queued, the first write at most `first` bytes
+    /// (a large message's head goes alone: see the core's
+    /// `head_first_for`). A write that waits past `timer` loses the stream.
+    fn write_queued(&mut self, first: usize, mut timer: Option<Timer>) -> Result<(), ClientError> {
+        let mut limit = first;
         let mut spin = Spin::new(self.spin);
-        while !self.out.is_empty() {
+        loop {
+            let out = self.conn.outbox();
+            if out.is_empty() {
+                return Ok(());
+            }
             // Nothing spliced: a plain send from the buffer, as the other
             // ORBs' clients do; else the pieces with writev.
             let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let n = self.out.slices(limit, &mut iov);
+            let n = out.slices(limit, &mut iov);
             let r = send_spinning(&self.sock, &iov[..n], &mut spin);
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
-                    self.out.consume(n);
+                    out.consume(n);
                     limit = usize::MAX;
                 }
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
-                    if deadline.passed() {
-                        // Part of a message may be out: the stream is lost.
-                        return Err(self.io(std::io::Error::new(
-                            std::io::ErrorKind::TimedOut,
-                            "the server stopped reading before the request was written",
-                        )));
+                    let now = Instant::now();
+                    let began = self.began_by(now);
+                    // The reply's timer counts from the same start.
+                    self.conn.arm(began);
+                    if let Some(t) = &mut timer {
+                        t.arm(began);
+                        if t.expired(now) {
+                            // Part of a message may be out: the stream is lost.
+                            return Err(self.io(std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                "the server stopped reading before the request was written",
+                            )));
+                        }
                     }
                 }
                 // A signal (a timed socket call is not restarted): try again;
@@ -367,52 +311,37 @@ impl BlockingConnection {
                 Err(e) => return Err(self.io(e)),
             }
         }
-        Ok(())
     }
 
-    /// Read until the reply to `id` is decoded. Replies to other ids (late
-    /// ones of cancelled requests) are dropped.
-    fn read_reply(&mut self, id: u32, deadline: &mut Deadline) -> Result<Incoming, ClientError> {
+    /// Read until the answer to `id` is complete (the core drops answers
+    /// nobody waits for: late ones of cancelled requests), or its timer
+    /// runs out.
+    fn read_reply(&mut self, id: u32) -> Result<Incoming, ClientError> {
         let mut spin = Spin::new(self.spin);
         loop {
-            while let Some(frame) = self
-                .decoder
-                .decode(&mut self.input)
-                .map_err(|e| self.protocol(e))?
-            {
-                let msg = Message::decode_frame(frame, self.setup.wire.opts)
-                    .map_err(|e| self.protocol(e))?;
-                let (rid, inc) = incoming(msg, &self.setup.addr)?;
+            while let Some((rid, inc)) = self.conn.poll()? {
                 if rid == id {
                     return Ok(inc);
                 }
             }
-            if self.input.capacity() - self.input.len() < 16 * 1024 {
-                self.input.reserve(64 * 1024);
+            let buf = self.conn.read_buf();
+            let got = recv_spinning(&self.sock, buf.spare_capacity_mut(), &mut spin);
+            if let Ok(n @ 1..) = got {
+                let len = buf.len() + n;
+                // SAFETY: `recv` initialised the first `n` bytes of the
+                // spare capacity.
+                unsafe { buf.set_len(len) };
+                continue;
             }
-            let spare = self.input.spare_capacity_mut();
-            let got = recv_spinning(&self.sock, spare, &mut spin);
             match got {
-                Ok(0) => {
-                    return Err(ClientError::Closed {
-                        addr: self.setup.addr.clone(),
-                        retryable: false,
-                    })
-                }
-                Ok(n) => {
-                    let len = self.input.len() + n;
-                    // SAFETY: `recv` initialised the first `n` bytes of the
-                    // spare capacity.
-                    unsafe { self.input.set_len(len) };
-                }
+                Ok(_) => return Err(self.conn.on_eof()),
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
-                    if let (true, Some(after)) = (deadline.passed(), deadline.timeout) {
-                        return Err(ClientError::Timeout {
-                            addr: self.setup.addr.clone(),
-                            request_id: id,
-                            after,
-                        });
+                    let now = Instant::now();
+                    self.conn.arm(self.began_by(now));
+                    let expired = self.conn.on_timeout(now);
+                    if let Some((_, e)) = expired.into_iter().find(|(rid, _)| *rid == id) {
+                        return Err(e);
                     }
                 }
                 // A signal (a timed socket call is not restarted): try again;
@@ -422,6 +351,12 @@ impl BlockingConnection {
                 Err(e) => return Err(self.io(e)),
             }
         }
+    }
+
+    /// A read or write that just waited a whole poll interval began no
+    /// later than this.
+    fn began_by(&self, now: Instant) -> Instant {
+        now.checked_sub(self.poll).unwrap_or(now)
     }
 
     fn check_abort(&self) -> Result<(), ClientError> {
@@ -431,90 +366,29 @@ impl BlockingConnection {
         }
     }
 
-    /// Mark the connection dead with `e` (telling the peer why where GIOP
-    /// says so) and return `e`.
-    fn fail(&mut self, e: ClientError) -> ClientError {
-        if self.dead.is_none() {
-            match &e {
-                ClientError::Protocol { .. } => self.send_empty(MsgType::MessageError),
-                ClientError::LocallyClosed => self.say_goodbye(),
-                _ => {}
+    /// The connection ends with `e`: the core fails it (if it has not
+    /// already) and queues what GIOP tells the peer, written here best
+    /// effort before the socket shuts down. Returns `e`.
+    fn end(&mut self, e: ClientError) -> ClientError {
+        let e = self.conn.fail(e);
+        if !self.hung_up {
+            self.hung_up = true;
+            if let Some(last) = self.conn.outbox().contiguous() {
+                let _ = (&self.sock).write_all(last);
             }
-            self.dead = Some(e.clone());
             let _ = self.sock.shutdown(std::net::Shutdown::Both);
         }
         e
     }
 
-    /// GIOP 1.2 lets a client say it is closing.
-    fn say_goodbye(&mut self) {
-        if self.setup.wire.version.is_12() {
-            self.send_empty(MsgType::CloseConnection);
-        }
-    }
-
-    /// A header-only message (MessageError, CloseConnection), best effort,
-    /// in place of whatever was queued.
-    fn send_empty(&mut self, t: MsgType) {
-        self.out.clear();
-        let wire = self.setup.wire;
-        let (buf, _) = self.out.parts();
-        encode_empty(buf, wire.version, wire.order, t);
-        let _ = (&self.sock).write_all(buf);
-    }
-
     fn io(&self, e: std::io::Error) -> ClientError {
-        ClientError::Io {
-            addr: self.setup.addr.clone(),
-            message: e.to_string(),
-        }
-    }
-
-    fn protocol(&self, error: GiopError) -> ClientError {
-        ClientError::Protocol {
-            addr: self.setup.addr.clone(),
-            error,
-        }
+        self.conn.setup().io(&e)
     }
 }
 
 impl Drop for BlockingConnection {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// A call's deadline, found without reading the clock on the fast path:
-/// only when a read or write has waited a whole poll interval. It started
-/// at least a poll interval before that moment, and the call before it, so
-/// the deadline is set from there: never early, late by the time the call
-/// took to reach that read or write.
-#[derive(Debug)]
-struct Deadline {
-    timeout: Option<Duration>,
-    poll: Duration,
-    at: Option<Instant>,
-}
-
-impl Deadline {
-    fn new(timeout: Option<Duration>, poll: Duration) -> Deadline {
-        Deadline {
-            timeout,
-            poll,
-            at: None,
-        }
-    }
-
-    /// Whether the timeout has passed; call after a poll interval waited.
-    fn passed(&mut self) -> bool {
-        let Some(t) = self.timeout else {
-            return false;
-        };
-        let now = Instant::now();
-        let at = *self
-            .at
-            .get_or_insert_with(|| now.checked_sub(self.poll).unwrap_or(now) + t);
-        now >= at
     }
 }
 
