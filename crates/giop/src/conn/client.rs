@@ -258,7 +258,7 @@ fn unexpected(addr: &str, what: &'static str) -> ClientError {
 /// A message from the server as the answer to a request id, or the error
 /// it means: CloseConnection (retryable: nothing pending was processed),
 /// MessageError, or a message type a server must not send.
-pub fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
+fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
     match msg {
         Message::Reply(r) => Ok((r.header.request_id, Incoming::Reply(r))),
         Message::LocateReply(l) => Ok((l.request_id, Incoming::Locate(l))),
@@ -447,7 +447,7 @@ impl ClientSetup {
 }
 
 /// The caller's contexts, plus the CodeSets context while it is still due.
-pub(crate) fn with_code_sets<'a>(
+fn with_code_sets<'a>(
     contexts: &'a [ServiceContext],
     code_sets: Option<&'a ServiceContext>,
 ) -> Cow<'a, [ServiceContext]> {
@@ -461,7 +461,7 @@ pub(crate) fn with_code_sets<'a>(
 /// Split the message queued from `start` into GIOP 1.2 fragments when it
 /// is longer than `fragment_size` (spliced runs are copied in first:
 /// fragments need contiguous bytes).
-pub(crate) fn fragment_from(
+fn fragment_from(
     version: Version,
     fragment_size: Option<usize>,
     out: &mut BytesMut,
@@ -911,7 +911,7 @@ impl Prepared {
     }
 
     /// Fail unless the connection speaks this request's version and order.
-    pub(crate) fn check_for(&self, version: Version, order: ByteOrder) -> Result<(), ClientError> {
+    fn check_for(&self, version: Version, order: ByteOrder) -> Result<(), ClientError> {
         if self.version != version || self.order != order {
             return Err(ClientError::Encode(GiopError::NotInVersion {
                 what: "a request prepared for another connection",
@@ -924,7 +924,7 @@ impl Prepared {
     /// Queue the message with request id `id`: the bytes up to the id are
     /// copied (and the id patched there); the rest is spliced when it
     /// reaches the splice cutoff, copied otherwise.
-    pub(crate) fn append(&self, out: &mut BytesMut, splices: &mut Splices, id: u32) {
+    fn append(&self, out: &mut BytesMut, splices: &mut Splices, id: u32) {
         let b = match self.order {
             ByteOrder::Big => id.to_be_bytes(),
             ByteOrder::Little => id.to_le_bytes(),

@@ -14,7 +14,8 @@
 //! holds a complete message so the same request can be sent again with
 //! only its request id patched.
 //!
-//! Zero-copy output: the output queue is a buffer plus a [`Splices`] list.
+//! Zero-copy output: the output queue is a buffer plus a
+//! [`Splices`](iiop_cdr::Splices) list ([`crate::conn::out`]).
 //! Shared runs of at least [`ClientConfig::splice_cutoff`] bytes (an
 //! [`Octets`](iiop_cdr::Octets) or [`CharSeq`](iiop_cdr::CharSeq) in a
 //! request body, the body of a [`Prepared`] message) are not copied into
@@ -24,36 +25,31 @@
 //! that must be fragmented is flattened first.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
-use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
+use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
 use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
 
-use crate::codec::{CodecConfig, Decoder};
+use crate::codec::CodecConfig;
 use crate::conn::client::{
-    fragment_from, incoming, locate_of, reply_of, with_code_sets, ClientSetup, Follow, Incoming,
+    locate_of, reply_of, ClientSetup, Follow, Inbound, Incoming, RequestIds, Requests, SendQueue,
     Sending, Step,
 };
 pub use crate::conn::client::{
     reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
 };
-use crate::conn::deadline::check_interval;
-use crate::conn::out::{head_first_for, Outbox, MAX_IOV};
+use crate::conn::deadline::{check_interval, Timer};
+use crate::conn::out::{Outbox, MAX_IOV};
 use crate::context::{CodeSetComponentInfo, ServiceContext};
-use crate::header::{MsgType, Version};
+use crate::header::Version;
 use crate::ior::{IiopProfile, Ior};
-use crate::message::{
-    encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply, LocateStatus,
-    Message, Reply, RequestHead, ResponseMode, TargetAddress,
-};
+use crate::message::{Body, LocateReply, LocateStatus, Reply, ResponseMode, TargetAddress};
 
 /// Output bytes queued (spliced runs included) beyond which new requests
 /// wait for the writer.
@@ -114,46 +110,11 @@ impl ReadClock {
     }
 }
 
-/// A caller waiting for its reply, and until when.
-struct Pending {
-    tx: Waiter,
-    /// (deadline, the timeout it came from).
-    timeout: Option<(Instant, Duration)>,
-}
-
-/// Request ids are handed out in sequence: a multiplicative hash spreads
-/// them well at a fraction of SipHash's cost (this map is touched twice
-/// per call).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-struct PendingMap {
-    map: HashMap<u32, Pending, BuildHasherDefault<IdHasher>>,
-    /// Set once the connection is dead; new requests fail with it.
-    dead: Option<ClientError>,
-}
-
-/// Bytes waiting to be written (the buffer with shared runs spliced in),
-/// and whether the writer task is writing (then callers must not write
-/// directly, or bytes would reorder).
+/// Bytes waiting to be written (with whether the CodeSets context went
+/// out), and whether the writer task is writing (then callers must not
+/// write directly, or bytes would reorder).
 struct OutState {
-    out: Outbox,
+    q: SendQueue,
     writing: bool,
 }
 
@@ -162,8 +123,6 @@ struct Shared {
     /// fragmenting, head-first, timeout.
     setup: ClientSetup,
     local: std::net::SocketAddr,
-    /// Whether a request carried the CodeSets context.
-    code_sets_sent: AtomicBool,
     direct_write: bool,
     /// Phase timing totals, when [`ClientConfig::phase_timing`] is on.
     phases: Option<Mutex<PhaseTotals>>,
@@ -172,26 +131,25 @@ struct Shared {
     min_timeout_us: AtomicU64,
     /// Woken when `min_timeout_us` drops.
     timeouts_changed: Notify,
-    next_id: AtomicU32,
+    ids: RequestIds,
     out: Mutex<OutState>,
     /// Shared with the writer task: `try_write` needs only `&self`.
     wr: OwnedWriteHalf,
     out_ready: Notify,
     out_space: Notify,
-    pending: Mutex<PendingMap>,
+    /// Who waits for which reply; whether the connection is dead.
+    pending: Mutex<Requests<Waiter>>,
     handles: AtomicUsize,
     shutdown: watch::Sender<bool>,
 }
 
 impl Shared {
     fn fail_all(&self, err: ClientError) {
-        let waiters: Vec<Waiter> = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if p.dead.is_none() {
-                p.dead = Some(err.clone());
-            }
-            p.map.drain().map(|(_, w)| w.tx).collect()
-        };
+        let waiters = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fail(err.clone());
         for w in waiters {
             let _ = w.send(Err(err.clone()));
         }
@@ -203,7 +161,7 @@ impl Shared {
     /// the connection lives) what to wait on for room.
     fn out_with_room(&self) -> Result<MutexGuard<'_, OutState>, Notified<'_>> {
         let st = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if st.out.len() < HIGH_WATER {
+        if st.q.pending().len() < HIGH_WATER {
             return Ok(st);
         }
         let room = self.out_space.notified();
@@ -217,31 +175,24 @@ impl Shared {
     /// Fail the requests whose deadline has passed at `now` with
     /// [`ClientError::Timeout`], and tell the server with CancelRequest.
     fn reap(&self, now: Instant) {
-        let overdue: Vec<(u32, Waiter, Duration)> = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.map
-                .extract_if(|_, w| w.timeout.is_some_and(|(d, _)| d <= now))
-                .map(|(id, w)| (id, w.tx, w.timeout.map_or(Duration::ZERO, |(_, t)| t)))
-                .collect()
-        };
-        if overdue.is_empty() {
+        let expired = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .expire(now);
+        if expired.is_empty() {
             return;
         }
         {
             let mut st = self.out.lock().unwrap_or_else(|e| e.into_inner());
-            let wire = self.setup.wire;
-            for (id, _, _) in &overdue {
-                let (buf, _) = st.out.parts();
-                let _ = encode_cancel_request(buf, wire.version, wire.order, *id);
+            for e in &expired {
+                st.q.cancel(&self.setup, e.request_id);
             }
         }
         self.out_ready.notify_one();
-        for (request_id, tx, after) in overdue {
-            let _ = tx.send(Err(ClientError::Timeout {
-                addr: self.setup.addr.clone(),
-                request_id,
-                after,
-            }));
+        for e in expired {
+            let err = e.error(&self.setup.addr);
+            let _ = e.waiter.send(Err(err));
         }
     }
 
@@ -262,8 +213,8 @@ impl Shared {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .dead
-            .clone()
+            .dead()
+            .cloned()
     }
 }
 
@@ -348,23 +299,19 @@ impl Connection {
         let shared = Arc::new(Shared {
             setup,
             local,
-            code_sets_sent: AtomicBool::new(false),
             direct_write: cfg.direct_write,
             phases: cfg.phase_timing.then(Mutex::default),
             min_timeout_us: AtomicU64::new(u64::MAX),
             timeouts_changed: Notify::new(),
-            next_id: AtomicU32::new(1),
+            ids: RequestIds::default(),
             out: Mutex::new(OutState {
-                out: Outbox::new(16 * 1024, cfg.splice_cutoff),
+                q: SendQueue::new(cfg),
                 writing: false,
             }),
             wr,
             out_ready: Notify::new(),
             out_space: Notify::new(),
-            pending: Mutex::new(PendingMap {
-                map: HashMap::default(),
-                dead: None,
-            }),
+            pending: Mutex::new(Requests::default()),
             handles: AtomicUsize::new(1),
             shutdown,
         });
@@ -453,18 +400,9 @@ impl Connection {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let s = &self.shared;
         let res = self
-            .send(Sending::Request(response), timeout, |out, splices, id| {
-                let contexts = with_code_sets(contexts, self.code_set_context());
-                let head = RequestHead {
-                    request_id: id,
-                    response,
-                    target,
-                    operation,
-                    contexts: &contexts,
-                };
-                s.setup.wire.encode_request(out, splices, &head, body)
+            .send(Sending::Request(response), timeout, |q, s, id| {
+                q.request(s, id, target, operation, response, contexts, body)
             })
             .await?;
         reply_of(res, self.addr())
@@ -516,16 +454,11 @@ impl Connection {
     /// id patched there); the rest is spliced when it reaches the splice
     /// cutoff, copied otherwise.
     pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        let wire = self.shared.setup.wire;
-        p.check_for(wire.version, wire.order)?;
         let res = self
             .send(
                 Sending::Request(p.response()),
                 self.shared.setup.request_timeout,
-                |out, splices, id| {
-                    p.append(out, splices, id);
-                    Ok(())
-                },
+                |q, s, id| q.prepared(s, p, id),
             )
             .await?;
         reply_of(res, self.addr())
@@ -533,48 +466,39 @@ impl Connection {
 
     /// Send a LocateRequest.
     pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
-        let s = &self.shared;
         let res = self
-            .send(Sending::Locate, s.setup.request_timeout, |out, _, id| {
-                encode_locate_request(out, s.setup.wire.version, s.setup.wire.order, id, target)
-                    .map(|_| ())
-                    .map_err(ClientError::Encode)
-            })
+            .send(
+                Sending::Locate,
+                self.shared.setup.request_timeout,
+                |q, s, id| q.locate(s, id, target),
+            )
             .await?;
         locate_of(res, self.addr())
     }
 
-    fn code_set_context(&self) -> Option<&ServiceContext> {
-        let s = &self.shared;
-        let cs = s.setup.code_sets.as_ref()?;
-        if s.code_sets_sent.load(Ordering::Relaxed) {
-            None
-        } else {
-            Some(cs)
-        }
-    }
-
+    /// Queue one message with `encode` (given the core's send queue, the
+    /// setup and a new request id), write it from this task when nothing
+    /// else is in flight, and wait for the answer when one is expected.
+    /// Locks per call: the pending table (to wait), the send queue, and
+    /// the reader's lock of the pending table when the answer comes.
     async fn send(
         &self,
         what: Sending,
         timeout: Option<Duration>,
-        encode: impl FnOnce(&mut BytesMut, &mut Splices, u32) -> Result<(), ClientError>,
+        encode: impl FnOnce(&mut SendQueue, &ClientSetup, u32) -> Result<(), ClientError>,
     ) -> Result<Option<Incoming>, ClientError> {
         let s = &self.shared;
         let expects_reply = what.expects_reply();
-        let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = s.ids.next();
         let (rx, alone) = {
             let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(e) = &p.dead {
-                return Err(e.clone());
-            }
+            p.alive()?;
             // With nothing else in flight, writing from this task saves a
             // task switch; with company, the writer task batches instead.
-            let alone = s.direct_write && p.map.is_empty();
+            let alone = s.direct_write && p.is_empty();
             if expects_reply {
                 let (tx, rx) = oneshot::channel();
-                let timeout = timeout.map(|t| (Instant::now() + t, t));
-                p.map.insert(id, Pending { tx, timeout });
+                p.insert(id, tx, timeout.map(|t| Timer::started(t, Instant::now())));
                 (Some(rx), alone)
             } else {
                 (None, alone)
@@ -602,18 +526,9 @@ impl Connection {
                 };
                 wait.await;
             };
-            let idle = alone && st.out.is_empty() && !st.writing;
-            let (out, splices) = st.out.parts();
-            let start = out.len();
-            let wire = s.setup.wire;
-            let r = encode(out, splices, id).and_then(|()| {
-                fragment_from(wire.version, s.setup.fragment_size, out, splices, start)
-            });
-            match r {
+            let idle = alone && st.q.pending().is_empty() && !st.writing;
+            match encode(&mut st.q, &s.setup, id) {
                 Ok(()) => {
-                    if s.setup.code_sets.is_some() && matches!(what, Sending::Request(_)) {
-                        s.code_sets_sent.store(true, Ordering::Relaxed);
-                    }
                     // Fast path: nothing queued or in flight and the writer
                     // task idle: write from this task, under the lock that
                     // orders bytes.
@@ -621,18 +536,11 @@ impl Connection {
                         t_encoded = Some(Instant::now());
                     }
                     if idle {
-                        try_write_now(
-                            &s.wr,
-                            &mut st.out,
-                            head_first_for(s.setup.head_first, expects_reply),
-                        );
+                        try_write_now(&s.wr, st.q.outbox(), s.setup.head_first(what));
                     }
-                    Ok(!st.out.is_empty())
+                    Ok(!st.q.pending().is_empty())
                 }
-                Err(e) => {
-                    st.out.truncate(start);
-                    Err(e)
-                }
+                Err(e) => Err(e),
             }
         };
         let t_written = timed.then(Instant::now);
@@ -643,8 +551,7 @@ impl Connection {
                 s.pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .map
-                    .remove(&id);
+                    .complete(id);
                 return Err(e);
             }
         }
@@ -728,11 +635,11 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let data = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            if st.out.is_empty() {
+            if st.q.pending().is_empty() {
                 None
             } else {
                 st.writing = true;
-                Some(st.out.take())
+                Some(st.q.outbox().take())
             }
         };
         match data {
@@ -759,12 +666,14 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
             }
         }
     }
-    // GIOP 1.2 lets a client say it is closing.
-    let wire = shared.setup.wire;
-    if wire.version.is_12() && matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
-        let mut b = BytesMut::new();
-        encode_empty(&mut b, wire.version, wire.order, MsgType::CloseConnection);
-        let _ = write_all(&shared.wr, &b).await;
+    // Closed by us (not failed): say goodbye as GIOP lets the client.
+    if matches!(shared.dead(), None | Some(ClientError::LocallyClosed)) {
+        let mut last = {
+            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            st.q.farewell(&shared.setup, &ClientError::LocallyClosed);
+            st.q.outbox().take()
+        };
+        let _ = write_all_spliced(&shared.wr, &mut last).await;
     }
     // The write half shuts down when the last reference to it goes.
 }
@@ -815,27 +724,13 @@ async fn write_all_spliced(wr: &OwnedWriteHalf, out: &mut Outbox) -> std::io::Re
     Ok(())
 }
 
-/// `write_all` over a shared write half.
-async fn write_all(wr: &OwnedWriteHalf, mut data: &[u8]) -> std::io::Result<()> {
-    while !data.is_empty() {
-        wr.writable().await?;
-        match wr.try_write(data) {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 async fn reader_task(
     shared: Arc<Shared>,
     mut rd: OwnedReadHalf,
     codec: CodecConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut decoder = Decoder::new(codec);
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut inbound = Inbound::new(codec, shared.setup.wire.opts);
     // One shutdown future for the task's life: a new `changed()` per read
     // would register a waiter per reply.
     let stop = async move {
@@ -848,82 +743,57 @@ async fn reader_task(
     tokio::pin!(stop);
     let mut clock = shared.phases.is_some().then(ReadClock::default);
     let err = loop {
-        if buf.capacity() - buf.len() < 16 * 1024 {
-            buf.reserve(64 * 1024);
-        }
         let mut on_read = clock.as_mut().map(|c| move |t0| c.read(t0));
         let on_read = on_read
             .as_mut()
             .map(|f| f as &mut (dyn FnMut(Instant) + Send));
         let n = tokio::select! {
             biased;
-            r = super::read_timed(&mut rd, &mut buf, on_read) => r,
-            _ = &mut stop => break ClientError::LocallyClosed,
+            r = super::read_timed(&mut rd, inbound.read_buf(), on_read) => r,
+            _ = &mut stop => {
+                // Closed by us: the writer says goodbye.
+                shared.fail_all(ClientError::LocallyClosed);
+                return;
+            }
         };
         match n {
-            Ok(0) => {
-                break ClientError::Closed {
-                    addr: shared.setup.addr.clone(),
-                    retryable: false,
-                }
-            }
+            Ok(0) => break shared.setup.closed(),
             Ok(_) => {}
-            Err(e) => {
-                break ClientError::Io {
-                    addr: shared.setup.addr.clone(),
-                    message: e.to_string(),
-                }
-            }
+            Err(e) => break shared.setup.io(&e),
         }
-        match drain_frames(&shared, &mut decoder, &mut buf, clock.as_mut()) {
-            Ok(()) => {}
-            Err(e) => break e,
+        if let Err(e) = drain_replies(&shared, &mut inbound, clock.as_mut()) {
+            break e;
         }
     };
-    if let ClientError::Protocol { .. } = err {
-        // Tell the peer why we hang up.
-        {
-            let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            let wire = shared.setup.wire;
-            encode_empty(
-                st.out.parts().0,
-                wire.version,
-                wire.order,
-                MsgType::MessageError,
-            );
-        }
+    // Tell the peer why we hang up, when GIOP says to (MessageError).
+    let told = {
+        let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+        st.q.farewell(&shared.setup, &err)
+    };
+    if told {
         shared.out_ready.notify_one();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     shared.fail_all(err);
 }
 
-fn drain_frames(
+/// Hand every complete answer received to its waiter (the core drops
+/// answers nobody waits for: timed out, cancelled).
+fn drain_replies(
     shared: &Shared,
-    decoder: &mut Decoder,
-    buf: &mut BytesMut,
+    inbound: &mut Inbound,
     mut clock: Option<&mut ReadClock>,
 ) -> Result<(), ClientError> {
-    let protocol = |error| ClientError::Protocol {
-        addr: shared.setup.addr.clone(),
-        error,
-    };
-    while let Some(frame) = decoder.decode(buf).map_err(protocol)? {
+    loop {
         let t_decode = clock.is_some().then(Instant::now);
-        let msg = Message::decode_segmented(
-            &frame.header,
-            frame.payload,
-            frame.segments,
-            shared.setup.wire.opts,
-        )
-        .map_err(protocol)?;
-        let (id, inc) = incoming(msg, &shared.setup.addr)?;
+        let Some((id, inc)) = inbound.next(&shared.setup)? else {
+            return Ok(());
+        };
         let waiter = shared
             .pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .map
-            .remove(&id);
+            .complete(id);
         let stamp = match (clock.as_deref_mut(), t_decode) {
             (Some(c), Some(t)) => {
                 let decoded = Instant::now();
@@ -935,19 +805,17 @@ fn drain_frames(
                 };
                 // Bytes of the next message already here came with the
                 // last read.
-                if !buf.is_empty() {
+                if inbound.has_buffered() {
                     c.first_read = c.last_read;
                 }
                 Some(s)
             }
             _ => None,
         };
-        // A reply nobody waits for (timed out, cancelled) is dropped.
         if let Some(w) = waiter {
-            let _ = w.tx.send(Ok((inc, stamp)));
+            let _ = w.send(Ok((inc, stamp)));
         }
     }
-    Ok(())
 }
 
 /// A TCP socket for `addr` with the configured options, before it
