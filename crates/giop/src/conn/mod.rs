@@ -11,6 +11,8 @@
 //! - [`client`]: the client side ([`client::ClientConn`] for a driver that
 //!   owns a connection alone, and its parts for drivers that share one
 //!   between tasks);
+//! - [`server`]: the server side ([`server::ServerConn`]), dispatching to
+//!   a [`server::Handler`];
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
 //! - [`deadline`]: timers computed from instants passed in.
@@ -18,6 +20,7 @@
 pub mod client;
 pub mod deadline;
 pub mod out;
+pub mod server;
 
 /// Tests drive time by hand from one base instant: the only clock read in
 /// this module tree, and it decides nothing (every test time is an offset

@@ -1,0 +1,510 @@
+//! The server core's protocol behaviour, driven by hand: requests written
+//! with the message encoders, replies decoded as a client would, time from
+//! one base instant plus offsets. No socket, no runtime, no sleep.
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, Options, Reader, Writer};
+
+use super::*;
+use crate::codec::fragment_message;
+use crate::conn::epoch;
+use crate::header::{Header, MsgType, Version};
+use crate::message::{
+    encode_empty, encode_locate_request, encode_request, LocateStatus, Message, ReplyStatus,
+    RequestHead, ResponseMode, TargetAddress,
+};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// Answers `echo_long` with its argument, `async` asynchronously, and
+/// anything else with BAD_OPERATION; locates only the key `Bench`.
+struct Echo;
+
+impl Handler for Echo {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        match req.operation {
+            "echo_long" => {
+                reply.write_u32(body.read_u32().unwrap());
+                Dispatch::Done(Outcome::Reply)
+            }
+            "async" => Dispatch::Async(Box::pin(async {
+                AsyncReply {
+                    outcome: Outcome::Reply,
+                    body: Bytes::new(),
+                }
+            })),
+            _ => Dispatch::Done(Outcome::System(SystemException::unknown_operation())),
+        }
+    }
+
+    fn locate(&self, object_key: &[u8]) -> LocateOutcome {
+        match object_key {
+            b"Bench" => LocateOutcome::Here,
+            _ => LocateOutcome::Unknown,
+        }
+    }
+}
+
+fn server(cfg: ServerConfig) -> ServerConn {
+    ServerConn::new(Arc::new(cfg), 1, None, None)
+}
+
+fn request(version: Version, id: u32, op: &str, response: ResponseMode, v: u32) -> BytesMut {
+    let mut b = BytesMut::new();
+    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
+    let head = RequestHead {
+        request_id: id,
+        response,
+        target: &target,
+        operation: op,
+        contexts: &[],
+    };
+    encode_request(
+        &mut b,
+        version,
+        ByteOrder::Little,
+        Options::default(),
+        &head,
+        |w| {
+            w.write_u32(v);
+            Ok(())
+        },
+    )
+    .unwrap();
+    b
+}
+
+fn receive(s: &mut ServerConn, bytes: &[u8]) {
+    s.read_buf().extend_from_slice(bytes);
+    s.received(bytes.len());
+}
+
+/// Process what was received; the calls that went asynchronous.
+fn turn(s: &mut ServerConn) -> Vec<AsyncCall> {
+    let mut calls = Vec::new();
+    s.process(&Echo, &mut |c| calls.push(c));
+    calls
+}
+
+/// The messages written, decoded as a client would; the output emptied.
+fn written(s: &mut ServerConn) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut bytes = s.output();
+    while !bytes.is_empty() {
+        let h = Header::parse(bytes).unwrap();
+        let n = h.total_len();
+        let payload = Bytes::copy_from_slice(&bytes[12..n]);
+        out.push(Message::decode(&h, payload, Options::default()).unwrap());
+        bytes = &bytes[n..];
+    }
+    s.sent();
+    out
+}
+
+fn echoed(m: &Message) -> (u32, u32) {
+    match m {
+        Message::Reply(r) => {
+            assert_eq!(r.header.status, ReplyStatus::NoException);
+            let v = r.body.reader(Options::default()).read_u32().unwrap();
+            (r.header.request_id, v)
+        }
+        m => panic!("{m:?}"),
+    }
+}
+
+#[test]
+fn requests_are_answered_in_order_oneways_are_not_and_counted() {
+    let mut s = server(ServerConfig::default());
+    let mut input = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 10);
+    input.extend_from_slice(&request(
+        Version::V1_2,
+        2,
+        "echo_long",
+        ResponseMode::Oneway,
+        20,
+    ));
+    input.extend_from_slice(&request(
+        Version::V1_0,
+        3,
+        "echo_long",
+        ResponseMode::Twoway,
+        30,
+    ));
+    receive(&mut s, &input);
+    assert!(turn(&mut s).is_empty());
+    let out_len = s.output().len() as u64;
+    let replies: Vec<(u32, u32)> = written(&mut s).iter().map(echoed).collect();
+    assert_eq!(replies, [(1, 10), (3, 30)]);
+    let sum = s.summary();
+    assert_eq!((sum.requests, sum.oneways), (3, 1));
+    assert_eq!((sum.bytes_in, sum.bytes_out), (input.len() as u64, out_len));
+    assert!(!s.is_done());
+}
+
+#[test]
+fn a_fragmented_request_is_reassembled_byte_by_byte() {
+    let mut s = server(ServerConfig::default());
+    let whole = request(Version::V1_2, 7, "echo_long", ResponseMode::Twoway, 77);
+    let mut pieces = BytesMut::new();
+    fragment_message(&whole, 32, &mut pieces).unwrap();
+    assert!(pieces.len() > whole.len());
+    for b in pieces.iter() {
+        assert!(turn(&mut s).is_empty());
+        assert!(s.output().is_empty());
+        receive(&mut s, &[*b]);
+    }
+    turn(&mut s);
+    assert_eq!(echoed(&written(&mut s)[0]), (7, 77));
+}
+
+#[test]
+fn malformed_input_gets_message_error_in_the_last_version_and_the_connection_ends() {
+    let mut s = server(ServerConfig::default());
+    let mut input = request(Version::V1_1, 1, "echo_long", ResponseMode::Twoway, 1);
+    input.extend_from_slice(b"GIOP\x01\x01\x00\x09\0\0\0\0"); // type 9
+    input.extend_from_slice(&request(
+        Version::V1_1,
+        2,
+        "echo_long",
+        ResponseMode::Twoway,
+        2,
+    ));
+    receive(&mut s, &input);
+    turn(&mut s);
+    let mut want = BytesMut::new();
+    encode_empty(
+        &mut want,
+        Version::V1_1,
+        ByteOrder::NATIVE,
+        MsgType::MessageError,
+    );
+    assert!(s.output().ends_with(&want), "MessageError last");
+    let msgs = written(&mut s);
+    assert_eq!(msgs.len(), 2, "the request after the error is not served");
+    assert!(s.is_done());
+    assert_eq!(s.ending(), Ending::Abort);
+    assert!(!s.can_read());
+}
+
+#[test]
+fn a_reply_from_a_client_and_an_oversized_header_are_malformed() {
+    let mut s = server(ServerConfig::default());
+    let mut b = BytesMut::new();
+    crate::message::encode_reply(
+        &mut b,
+        Version::V1_2,
+        ByteOrder::Big,
+        Options::default(),
+        1,
+        ReplyStatus::NoException,
+        &[],
+        |_| Ok(()),
+    )
+    .unwrap();
+    receive(&mut s, &b);
+    turn(&mut s);
+    assert!(matches!(written(&mut s)[..], [Message::MessageError]));
+    let mut s = server(ServerConfig {
+        codec: CodecConfig {
+            max_message_size: 100,
+            max_reassembled_size: 100,
+        },
+        ..ServerConfig::default()
+    });
+    // Declares 1 MiB; nothing after the header has arrived.
+    receive(&mut s, b"GIOP\x01\x02\x00\x00\x00\x10\x00\x00");
+    turn(&mut s);
+    assert!(matches!(written(&mut s)[..], [Message::MessageError]));
+    assert_eq!(s.ending(), Ending::Abort);
+}
+
+#[test]
+fn the_peers_close_connection_stops_processing_and_ends_quietly() {
+    let mut s = server(ServerConfig::default());
+    let mut input = BytesMut::new();
+    encode_empty(
+        &mut input,
+        Version::V1_2,
+        ByteOrder::Big,
+        MsgType::CloseConnection,
+    );
+    input.extend_from_slice(&request(
+        Version::V1_2,
+        1,
+        "echo_long",
+        ResponseMode::Twoway,
+        1,
+    ));
+    receive(&mut s, &input);
+    turn(&mut s);
+    assert!(s.output().is_empty());
+    assert!(s.is_done());
+    assert_eq!(s.ending(), Ending::Quiet);
+}
+
+#[test]
+fn locate_requests_are_answered_by_the_handler() {
+    let mut s = server(ServerConfig::default());
+    let mut input = BytesMut::new();
+    for (id, key) in [(1, &b"Bench"[..]), (2, b"Nope")] {
+        let t = TargetAddress::Key(Bytes::copy_from_slice(key));
+        encode_locate_request(&mut input, Version::V1_2, ByteOrder::Big, id, &t).unwrap();
+    }
+    receive(&mut s, &input);
+    turn(&mut s);
+    let got: Vec<(u32, LocateStatus)> = written(&mut s)
+        .into_iter()
+        .map(|m| match m {
+            Message::LocateReply(l) => (l.request_id, l.status),
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, LocateStatus::ObjectHere),
+            (2, LocateStatus::UnknownObject)
+        ]
+    );
+}
+
+#[test]
+fn asynchronous_calls_pause_reading_at_the_limit_and_finish_before_shutdown_ends() {
+    let mut s = server(ServerConfig {
+        max_in_flight: 2,
+        ..ServerConfig::default()
+    });
+    let mut input = BytesMut::new();
+    for id in 1..=3 {
+        input.extend_from_slice(&request(
+            Version::V1_2,
+            id,
+            "async",
+            ResponseMode::Twoway,
+            0,
+        ));
+    }
+    receive(&mut s, &input);
+    let calls = turn(&mut s);
+    assert_eq!(calls.len(), 2, "the third waits for room");
+    assert!(s.output().is_empty());
+    assert!(!s.can_read());
+    s.shutdown();
+    assert!(!s.is_done(), "two in flight");
+    let mut ids = Vec::new();
+    for c in calls {
+        s.finish_async(
+            c.ticket,
+            AsyncReply {
+                outcome: Outcome::Reply,
+                body: Bytes::from_static(&[5, 0, 0, 0]),
+            },
+        );
+        ids.extend(written(&mut s).iter().map(|m| echoed(m).0));
+    }
+    assert_eq!(ids, [1, 2]);
+    // Closing: what is buffered is still served, reading is over.
+    let calls = turn(&mut s);
+    assert_eq!(calls.len(), 1);
+    assert!(!s.is_done());
+    s.finish_async(calls[0].ticket, AsyncReply::handler_failed());
+    match &written(&mut s)[..] {
+        [Message::Reply(r)] => assert_eq!(r.header.status, ReplyStatus::SystemException),
+        m => panic!("{m:?}"),
+    }
+    assert!(s.is_done());
+    let mut want = BytesMut::new();
+    encode_empty(
+        &mut want,
+        Version::V1_2,
+        ByteOrder::NATIVE,
+        MsgType::CloseConnection,
+    );
+    assert_eq!(s.ending(), Ending::Close(want.freeze()));
+}
+
+#[test]
+fn the_idle_timeout_counts_from_the_last_event_and_closes_with_close_connection() {
+    let t0 = epoch();
+    let mut s = server(ServerConfig {
+        idle_timeout: Some(ms(100)),
+        ..ServerConfig::default()
+    });
+    assert_eq!(s.next_deadline(|| t0), Some(t0 + ms(100)));
+    // A request at +60 restarts it.
+    receive(
+        &mut s,
+        &request(Version::V1_1, 1, "echo_long", ResponseMode::Twoway, 1),
+    );
+    turn(&mut s);
+    written(&mut s);
+    assert_eq!(s.next_deadline(|| t0 + ms(60)), Some(t0 + ms(160)));
+    s.on_timeout(t0 + ms(159));
+    assert!(!s.is_done());
+    s.on_timeout(t0 + ms(160));
+    assert!(s.is_done() && s.is_closing());
+    let mut want = BytesMut::new();
+    encode_empty(
+        &mut want,
+        Version::V1_1,
+        ByteOrder::NATIVE,
+        MsgType::CloseConnection,
+    );
+    assert_eq!(s.ending(), Ending::Close(want.freeze()));
+}
+
+#[test]
+fn the_idle_timeout_waits_while_calls_are_in_flight() {
+    let t0 = epoch();
+    let mut s = server(ServerConfig {
+        idle_timeout: Some(ms(100)),
+        read_timeout: None,
+        ..ServerConfig::default()
+    });
+    receive(
+        &mut s,
+        &request(Version::V1_2, 1, "async", ResponseMode::Twoway, 0),
+    );
+    let calls = turn(&mut s);
+    assert_eq!(s.next_deadline(|| t0), None);
+    s.finish_async(calls[0].ticket, AsyncReply::handler_failed());
+    assert_eq!(s.next_deadline(|| t0 + ms(500)), Some(t0 + ms(600)));
+}
+
+#[test]
+fn a_started_message_must_be_complete_within_the_read_timeout() {
+    let t0 = epoch();
+    let mut s = server(ServerConfig {
+        read_timeout: Some(ms(100)),
+        ..ServerConfig::default()
+    });
+    assert_eq!(s.next_deadline(|| panic!("no timer runs")), None);
+    let m = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 1);
+    receive(&mut s, &m[..10]);
+    turn(&mut s);
+    assert_eq!(s.next_deadline(|| t0), Some(t0 + ms(100)));
+    // More bytes of the same message do not restart it.
+    receive(&mut s, &m[10..20]);
+    turn(&mut s);
+    assert_eq!(s.next_deadline(|| t0 + ms(50)), Some(t0 + ms(100)));
+    s.on_timeout(t0 + ms(100));
+    assert!(s.is_done());
+    assert_eq!(s.ending(), Ending::Abort, "no word: nothing was malformed");
+    assert!(s.output().is_empty());
+}
+
+#[test]
+fn each_message_of_a_stream_gets_its_own_read_timeout() {
+    let t0 = epoch();
+    let mut s = server(ServerConfig {
+        read_timeout: Some(ms(100)),
+        ..ServerConfig::default()
+    });
+    let m = request(Version::V1_2, 1, "echo_long", ResponseMode::Oneway, 1);
+    // Every read ends inside a message, for longer than the timeout.
+    let mut stream = BytesMut::new();
+    for _ in 0..40 {
+        stream.extend_from_slice(&m);
+    }
+    let mut at = 0;
+    for step in 0..20u64 {
+        let end = (at + m.len() + 7).min(stream.len());
+        receive(&mut s, &stream[at..end]);
+        at = end;
+        turn(&mut s);
+        let now = t0 + ms(30 * step);
+        let d = s.next_deadline(|| now).expect("a message has started");
+        s.on_timeout(now);
+        assert!(!s.is_done(), "step {step}");
+        assert!(d > now);
+    }
+    assert_eq!(s.summary().requests, (at / m.len()) as u64);
+    assert!(at % m.len() != 0, "a message is still incomplete");
+}
+
+#[test]
+fn code_sets_sent_by_the_client_apply_to_its_later_requests() {
+    use crate::context::{CodeSetContext, ServiceContext, SC_CODE_SETS};
+    let mut s = server(ServerConfig::default());
+    let cs = CodeSetContext {
+        char_data: 0x0501_0001,
+        wchar_data: 0x0001_0109,
+    };
+    let ctx = ServiceContext {
+        id: SC_CODE_SETS,
+        data: cs.encode(ByteOrder::Big),
+    };
+    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
+    let head = RequestHead {
+        request_id: 1,
+        response: ResponseMode::Twoway,
+        target: &target,
+        operation: "echo_long",
+        contexts: std::slice::from_ref(&ctx),
+    };
+    let mut b = BytesMut::new();
+    encode_request(
+        &mut b,
+        Version::V1_2,
+        ByteOrder::Big,
+        Options::default(),
+        &head,
+        |w| {
+            w.write_u32(3);
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(s.options(Version::V1_2).wchar_set, None);
+    receive(&mut s, &b);
+    turn(&mut s);
+    assert_eq!(s.options(Version::V1_2), cs.options(Version::V1_2));
+    assert_eq!(s.options(Version::V1_0), default_options(Version::V1_0));
+}
+
+#[test]
+fn phase_timing_reads_only_the_drivers_clock() {
+    use std::sync::atomic::AtomicU32;
+    use std::sync::OnceLock;
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    static TICKS: AtomicU32 = AtomicU32::new(0);
+    /// A clock that moves 1 ms per reading.
+    fn clock() -> Instant {
+        let base = *BASE.get_or_init(epoch);
+        base + ms(u64::from(TICKS.fetch_add(1, Ordering::Relaxed)))
+    }
+    let phases = Arc::new(ServerPhases::default());
+    let cfg = Arc::new(ServerConfig {
+        phases: Some(phases.clone()),
+        ..ServerConfig::default()
+    });
+    let req = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 1);
+    // No clock handed in: nothing is timed, the request still counted.
+    let mut s = ServerConn::new(cfg.clone(), 1, None, None);
+    receive(&mut s, &req);
+    turn(&mut s);
+    let (n, times) = phases.snapshot();
+    assert_eq!(n, 1);
+    assert!(times.iter().all(|(_, t)| *t == 0.0), "{times:?}");
+    let mut s = ServerConn::new(cfg, 2, None, Some(clock));
+    receive(&mut s, &req);
+    turn(&mut s);
+    let (n, times) = phases.snapshot();
+    assert_eq!(n, 2);
+    // decode, marshal (twice: head and finish), upcall: 1 ms each.
+    let ms_of = |name| times.iter().find(|(n, _)| *n == name).unwrap().1 * 1e3;
+    assert_eq!(
+        [ms_of("decode"), ms_of("upcall"), ms_of("marshal")].map(f64::round),
+        [1.0, 1.0, 2.0]
+    );
+    assert_eq!(TICKS.load(Ordering::Relaxed), 8, "two readings per phase");
+}
