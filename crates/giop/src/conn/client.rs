@@ -302,6 +302,66 @@ impl Sending {
     }
 }
 
+/// One message a caller sends, before it has a request id.
+pub enum Outgoing<'a, F> {
+    /// A Request whose body `body` writes, with the caller's contexts.
+    Request {
+        target: &'a TargetAddress,
+        operation: &'a str,
+        response: ResponseMode,
+        contexts: &'a [ServiceContext],
+        body: F,
+    },
+    /// A request built beforehand.
+    Prepared(&'a Prepared),
+    /// A LocateRequest.
+    Locate(&'a TargetAddress),
+}
+
+/// The body type of [`Outgoing`] messages that have none of their own.
+pub type NoBody = fn(&mut Writer<'_>) -> Result<(), CdrError>;
+
+impl<'a> Outgoing<'a, NoBody> {
+    /// A prepared request.
+    pub fn prepared(p: &'a Prepared) -> Self {
+        Outgoing::Prepared(p)
+    }
+
+    /// A LocateRequest for `target`.
+    pub fn locate(target: &'a TargetAddress) -> Self {
+        Outgoing::Locate(target)
+    }
+}
+
+impl<F> Outgoing<'_, F> {
+    /// What it is, as far as the connection cares.
+    pub fn sending(&self) -> Sending {
+        match self {
+            Outgoing::Request { response, .. } => Sending::Request(*response),
+            Outgoing::Prepared(p) => Sending::Request(p.response()),
+            Outgoing::Locate(_) => Sending::Locate,
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for Outgoing<'_, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outgoing::Request {
+                operation,
+                response,
+                ..
+            } => f
+                .debug_struct("Request")
+                .field("operation", operation)
+                .field("response", response)
+                .finish_non_exhaustive(),
+            Outgoing::Prepared(p) => f.debug_tuple("Prepared").field(p).finish(),
+            Outgoing::Locate(t) => f.debug_tuple("Locate").field(t).finish(),
+        }
+    }
+}
+
 /// What a connection's requests are encoded with.
 #[derive(Debug, Clone, Copy)]
 pub struct Wire {
@@ -531,6 +591,29 @@ impl SendQueue {
     /// The bytes to write (read-only).
     pub fn pending(&self) -> &Outbox {
         &self.out
+    }
+
+    /// Queue `out` with request id `id`; nothing is queued on an error.
+    pub fn queue<F>(
+        &mut self,
+        s: &ClientSetup,
+        id: u32,
+        out: Outgoing<'_, F>,
+    ) -> Result<(), ClientError>
+    where
+        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        match out {
+            Outgoing::Request {
+                target,
+                operation,
+                response,
+                contexts,
+                body,
+            } => self.request(s, id, target, operation, response, contexts, body),
+            Outgoing::Prepared(p) => self.prepared(s, p, id),
+            Outgoing::Locate(target) => self.locate(s, id, target),
+        }
     }
 
     /// Queue a Request with request id `id` and the body `body` writes;
@@ -976,57 +1059,23 @@ impl ClientConn {
         self.requests.dead()
     }
 
-    /// Queue a Request (see [`SendQueue::request`]) with a new request id,
-    /// and when it expects a reply, wait for it until `timeout` (from
-    /// `now`; with `now` `None` the timer starts at the next
-    /// [`arm`](Self::arm)). Returns the id.
-    #[allow(clippy::too_many_arguments)]
-    pub fn send_request<F>(
+    /// Queue `out` with a new request id (see [`SendQueue::queue`]), and
+    /// when it expects a reply, wait for it until `timeout` (from `now`;
+    /// with `now` `None` the timer starts at the next [`arm`](Self::arm)).
+    /// Returns the id.
+    pub fn send<F>(
         &mut self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        contexts: &[ServiceContext],
+        out: Outgoing<'_, F>,
         timeout: Option<Duration>,
         now: Option<Instant>,
-        body: F,
     ) -> Result<u32, ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        let what = out.sending();
         let id = self.begin()?;
-        let s = &self.setup;
-        self.queue
-            .request(s, id, target, operation, response, contexts, body)?;
-        self.wait(Sending::Request(response), id, timeout, now);
-        Ok(id)
-    }
-
-    /// Queue a [`Prepared`] request with a new request id (timeout: the
-    /// connection's default).
-    pub fn send_prepared(
-        &mut self,
-        p: &Prepared,
-        now: Option<Instant>,
-    ) -> Result<u32, ClientError> {
-        let id = self.begin()?;
-        self.queue.prepared(&self.setup, p, id)?;
-        let timeout = self.setup.request_timeout;
-        self.wait(Sending::Request(p.response()), id, timeout, now);
-        Ok(id)
-    }
-
-    /// Queue a LocateRequest with a new request id (timeout: the
-    /// connection's default).
-    pub fn send_locate(
-        &mut self,
-        target: &TargetAddress,
-        now: Option<Instant>,
-    ) -> Result<u32, ClientError> {
-        let id = self.begin()?;
-        self.queue.locate(&self.setup, id, target)?;
-        let timeout = self.setup.request_timeout;
-        self.wait(Sending::Locate, id, timeout, now);
+        self.queue.queue(&self.setup, id, out)?;
+        self.wait(what, id, timeout, now);
         Ok(id)
     }
 

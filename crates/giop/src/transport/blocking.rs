@@ -28,18 +28,14 @@ use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
+use iiop_cdr::{CdrError, Writer};
 
 use super::client::tcp_socket;
-use crate::conn::client::{
-    locate_of, reply_of, ClientConfig, ClientConn, ClientError, ClientSetup, Incoming, Prepared,
-    Sending,
-};
+use crate::conn::client::{ClientConfig, ClientConn, ClientError, ClientSetup, Incoming, Outgoing};
 use crate::conn::deadline::{check_interval, Timer};
 use crate::conn::out::MAX_IOV;
-use crate::context::{CodeSetComponentInfo, ServiceContext};
+use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
-use crate::message::{LocateReply, Reply, ResponseMode, TargetAddress};
 
 /// Longest a blocked read or write goes before it looks at its deadline
 /// and the abort check.
@@ -126,30 +122,9 @@ impl BlockingConnection {
         self.abort = Some(abort);
     }
 
-    /// `host:port` of the peer.
-    pub fn addr(&self) -> &str {
-        &self.conn.setup().addr
-    }
-
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
-    }
-
-    /// The GIOP version spoken.
-    pub fn version(&self) -> Version {
-        self.conn.setup().wire.version
-    }
-
-    /// Our byte order.
-    pub fn order(&self) -> ByteOrder {
-        self.conn.setup().wire.order
-    }
-
-    /// The CDR options (negotiated code sets) for bodies on this
-    /// connection.
-    pub fn options(&self) -> Options {
-        self.conn.setup().wire.opts
     }
 
     /// Whether the connection has failed or was closed.
@@ -165,85 +140,27 @@ impl BlockingConnection {
         }
     }
 
-    /// Send a request whose body `body` writes; the reply for twoway calls,
-    /// `None` for oneways (once written).
-    pub fn request<F>(
-        &mut self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: F,
-    ) -> Result<Option<Reply>, ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        let timeout = self.conn.setup().request_timeout;
-        self.request_with(target, operation, response, &[], timeout, body)
+    client_api!(async: [], self: [&mut], await: []);
+
+    /// What the connection fixed when it opened.
+    fn setup(&self) -> &ClientSetup {
+        self.conn.setup()
     }
 
-    /// [`request`](Self::request) with extra service contexts and an
-    /// explicit timeout.
-    pub fn request_with<F>(
+    /// Queue `out` with a new request id, write it, and (when a reply is
+    /// expected) read until it arrives. `timeout` also bounds the write.
+    fn exchange<F>(
         &mut self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        contexts: &[ServiceContext],
+        out: Outgoing<'_, F>,
         timeout: Option<Duration>,
-        body: F,
-    ) -> Result<Option<Reply>, ClientError>
+    ) -> Result<Option<Incoming>, ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let inc = self.exchange(Sending::Request(response), timeout, |c| {
-            c.send_request(target, operation, response, contexts, timeout, None, body)
-        })?;
-        reply_of(inc, self.addr())
-    }
-
-    /// Send a request built by [`Connection::prepare`](super::Connection::prepare)
-    /// or [`prepare`](Self::prepare) with a fresh request id.
-    pub fn send_prepared(&mut self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        let timeout = self.conn.setup().request_timeout;
-        let inc = self.exchange(Sending::Request(p.response()), timeout, |c| {
-            c.send_prepared(p, None)
-        })?;
-        reply_of(inc, self.addr())
-    }
-
-    /// Build a request once for [`send_prepared`](Self::send_prepared).
-    pub fn prepare<F>(
-        &self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: F,
-    ) -> Result<Prepared, ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        Prepared::build(self.conn.setup(), target, operation, response, body)
-    }
-
-    /// Send a LocateRequest.
-    pub fn locate(&mut self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
-        let timeout = self.conn.setup().request_timeout;
-        let inc = self.exchange(Sending::Locate, timeout, |c| c.send_locate(target, None))?;
-        locate_of(inc, self.addr())
-    }
-
-    /// Queue one message with `send` (which the core gives a new request
-    /// id), write it, and (when a reply is expected) read until it arrives.
-    /// `timeout` also bounds the write.
-    fn exchange(
-        &mut self,
-        what: Sending,
-        timeout: Option<Duration>,
-        send: impl FnOnce(&mut ClientConn) -> Result<u32, ClientError>,
-    ) -> Result<Option<Incoming>, ClientError> {
+        let what = out.sending();
         // An encoding error leaves nothing queued and the connection as it
         // was; a dead connection says why.
-        let id = send(&mut self.conn)?;
+        let id = self.conn.send(out, timeout, None)?;
         let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));

@@ -30,26 +30,25 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use iiop_cdr::{ByteOrder, CdrError, Options, Writer};
+use iiop_cdr::{CdrError, Writer};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpSocket;
 use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::codec::CodecConfig;
-use crate::conn::client::{
-    locate_of, reply_of, ClientSetup, Follow, Inbound, Incoming, RequestIds, Requests, SendQueue,
-    Sending, Step,
-};
 pub use crate::conn::client::{
     reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
 };
+use crate::conn::client::{
+    ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
+};
 use crate::conn::deadline::{check_interval, Timer};
 use crate::conn::out::{Outbox, MAX_IOV};
-use crate::context::{CodeSetComponentInfo, ServiceContext};
+use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
 use crate::ior::{IiopProfile, Ior};
-use crate::message::{Body, LocateReply, LocateStatus, Reply, ResponseMode, TargetAddress};
+use crate::message::{Body, LocateStatus, Reply, ResponseMode, TargetAddress};
 
 /// Output bytes queued (spliced runs included) beyond which new requests
 /// wait for the writer.
@@ -326,30 +325,9 @@ impl Connection {
         Ok(Connection { shared })
     }
 
-    /// `host:port` of the peer.
-    pub fn addr(&self) -> &str {
-        &self.shared.setup.addr
-    }
-
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> std::net::SocketAddr {
         self.shared.local
-    }
-
-    /// The GIOP version spoken.
-    pub fn version(&self) -> Version {
-        self.shared.setup.wire.version
-    }
-
-    /// Our byte order.
-    pub fn order(&self) -> ByteOrder {
-        self.shared.setup.wire.order
-    }
-
-    /// The CDR options (negotiated code sets) for bodies on this
-    /// connection.
-    pub fn options(&self) -> Options {
-        self.shared.setup.wire.opts
     }
 
     /// Whether the connection has failed or was closed.
@@ -362,132 +340,28 @@ impl Connection {
         self.shared.fail_all(ClientError::LocallyClosed);
     }
 
-    /// Send a request whose body `body` writes directly into the outgoing
-    /// buffer (alignment relative to the message start, as CDR wants).
-    /// Returns the reply for twoway calls, `None` for oneways (once queued).
-    pub async fn request<F>(
-        &self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: F,
-    ) -> Result<Option<Reply>, ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        self.request_with(
-            target,
-            operation,
-            response,
-            &[],
-            self.shared.setup.request_timeout,
-            body,
-        )
-        .await
+    client_api!(async: [async], self: [&], await: [await]);
+
+    /// What the connection fixed when it opened.
+    fn setup(&self) -> &ClientSetup {
+        &self.shared.setup
     }
 
-    /// [`request`](Self::request) with extra service contexts and an
-    /// explicit timeout.
-    pub async fn request_with<F>(
+    /// Queue `out` with a new request id, write it from this task when
+    /// nothing else is in flight, and wait for the answer when one is
+    /// expected. Locks per call: the pending table (to wait), the send
+    /// queue, and the reader's lock of the pending table when the answer
+    /// comes.
+    async fn exchange<F>(
         &self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        contexts: &[ServiceContext],
+        out: Outgoing<'_, F>,
         timeout: Option<Duration>,
-        body: F,
-    ) -> Result<Option<Reply>, ClientError>
-    where
-        F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
-    {
-        let res = self
-            .send(Sending::Request(response), timeout, |q, s, id| {
-                q.request(s, id, target, operation, response, contexts, body)
-            })
-            .await?;
-        reply_of(res, self.addr())
-    }
-
-    /// Send a request whose body was marshalled beforehand (e.g. once, for
-    /// many calls) by a [`Writer`] with an 8-aligned origin. The bytes are
-    /// copied in as they are, which is only right where the body starts
-    /// 8-aligned: always in GIOP 1.2; in 1.0/1.1 only when the request
-    /// header happens to end 8-aligned, otherwise this fails with
-    /// [`ClientError::Encode`] instead of sending misaligned data.
-    pub async fn request_bytes(
-        &self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: &[u8],
-    ) -> Result<Option<Reply>, ClientError> {
-        self.request(target, operation, response, |w| {
-            if !body.is_empty() && w.position() % 8 != 0 {
-                return Err(CdrError::Message(format!(
-                    "pre-marshalled body would start at offset {}, not 8-aligned",
-                    w.position()
-                )));
-            }
-            w.write_bytes(body);
-            Ok(())
-        })
-        .await
-    }
-
-    /// Build a request once for [`send_prepared`](Self::send_prepared).
-    pub fn prepare<F>(
-        &self,
-        target: &TargetAddress,
-        operation: &str,
-        response: ResponseMode,
-        body: F,
-    ) -> Result<Prepared, ClientError>
+    ) -> Result<Option<Incoming>, ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let s = &self.shared;
-        Prepared::build(&s.setup, target, operation, response, body)
-    }
-
-    /// Send a [`Prepared`] request with a fresh request id; nothing is
-    /// re-marshalled. The bytes up to the request id are copied (and the
-    /// id patched there); the rest is spliced when it reaches the splice
-    /// cutoff, copied otherwise.
-    pub async fn send_prepared(&self, p: &Prepared) -> Result<Option<Reply>, ClientError> {
-        let res = self
-            .send(
-                Sending::Request(p.response()),
-                self.shared.setup.request_timeout,
-                |q, s, id| q.prepared(s, p, id),
-            )
-            .await?;
-        reply_of(res, self.addr())
-    }
-
-    /// Send a LocateRequest.
-    pub async fn locate(&self, target: &TargetAddress) -> Result<LocateReply, ClientError> {
-        let res = self
-            .send(
-                Sending::Locate,
-                self.shared.setup.request_timeout,
-                |q, s, id| q.locate(s, id, target),
-            )
-            .await?;
-        locate_of(res, self.addr())
-    }
-
-    /// Queue one message with `encode` (given the core's send queue, the
-    /// setup and a new request id), write it from this task when nothing
-    /// else is in flight, and wait for the answer when one is expected.
-    /// Locks per call: the pending table (to wait), the send queue, and
-    /// the reader's lock of the pending table when the answer comes.
-    async fn send(
-        &self,
-        what: Sending,
-        timeout: Option<Duration>,
-        encode: impl FnOnce(&mut SendQueue, &ClientSetup, u32) -> Result<(), ClientError>,
-    ) -> Result<Option<Incoming>, ClientError> {
-        let s = &self.shared;
+        let what = out.sending();
         let expects_reply = what.expects_reply();
         let id = s.ids.next();
         let (rx, alone) = {
@@ -527,7 +401,7 @@ impl Connection {
                 wait.await;
             };
             let idle = alone && st.q.pending().is_empty() && !st.writing;
-            match encode(&mut st.q, &s.setup, id) {
+            match st.q.queue(&s.setup, id, out) {
                 Ok(()) => {
                     // Fast path: nothing queued or in flight and the writer
                     // task idle: write from this task, under the lock that

@@ -20,6 +20,8 @@
 //! Everything protocol-shaped is delegated to the pure layers
 //! ([`crate::conn`], [`crate::message`], [`crate::codec`]).
 
+#[macro_use]
+mod api;
 pub mod blocking;
 pub mod client;
 pub mod naming;

@@ -4,8 +4,8 @@
 //!
 //! The fast path is synchronous: the connection task writes the Reply
 //! header into its output buffer, the handler writes the body right after
-//! it through a [`Writer`], and all replies produced from one read are
-//! written with one call. A handler that must wait (sleep, I/O) returns
+//! it through a [`Writer`](iiop_cdr::Writer), and all replies produced
+//! from one read are written with one call. A handler that must wait (sleep, I/O) returns
 //! [`Dispatch::Async`] with a future; up to `max_in_flight` of those run
 //! concurrently per connection, and their replies are written as they
 //! finish.

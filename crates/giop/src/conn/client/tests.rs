@@ -44,9 +44,32 @@ fn key() -> TargetAddress {
     TargetAddress::Key(Bytes::from_static(b"Bench"))
 }
 
+/// Queue an `op` request to `Bench`; its id.
+fn send_req<F>(
+    c: &mut ClientConn,
+    response: ResponseMode,
+    contexts: &[ServiceContext],
+    timeout: Option<Duration>,
+    now: Option<Instant>,
+    body: F,
+) -> Result<u32, ClientError>
+where
+    F: FnOnce(&mut Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
+{
+    let target = key();
+    let out = Outgoing::Request {
+        target: &target,
+        operation: "op",
+        response,
+        contexts,
+        body,
+    };
+    c.send(out, timeout, now)
+}
+
 /// Queue a twoway `op` with a u32 body; its id.
 fn twoway(c: &mut ClientConn, timeout: Option<Duration>, now: Option<Instant>) -> u32 {
-    c.send_request(&key(), "op", ResponseMode::Twoway, &[], timeout, now, |w| {
+    send_req(c, ResponseMode::Twoway, &[], timeout, now, |w| {
         w.write_u32(7);
         Ok(())
     })
@@ -131,11 +154,7 @@ fn request_ids_count_up_and_replies_match_in_any_order() {
 #[test]
 fn a_oneway_waits_for_nothing_and_a_reply_arrives_byte_by_byte() {
     let mut c = conn(Version::V1_0);
-    let id = c
-        .send_request(&key(), "op", ResponseMode::Oneway, &[], None, None, |_| {
-            Ok(())
-        })
-        .unwrap();
+    let id = send_req(&mut c, ResponseMode::Oneway, &[], None, None, |_| Ok(())).unwrap();
     assert!(!c.is_waiting(id));
     let id = twoway(&mut c, None, None);
     for b in reply(Version::V1_0, id, 5).iter() {
@@ -149,7 +168,7 @@ fn a_oneway_waits_for_nothing_and_a_reply_arrives_byte_by_byte() {
 #[test]
 fn code_sets_go_once_on_the_first_request_even_after_a_locate() {
     let mut c = conn_with(Version::V1_2, &cfg(), true);
-    c.send_locate(&key(), None).unwrap();
+    c.send(Outgoing::locate(&key()), None, None).unwrap();
     twoway(&mut c, None, None);
     twoway(&mut c, None, None);
     let sent = messages(&written(&mut c));
@@ -174,12 +193,11 @@ fn code_sets_go_once_on_the_first_request_even_after_a_locate() {
 #[test]
 fn a_failed_encoding_queues_nothing_and_waits_for_nothing() {
     let mut c = conn_with(Version::V1_2, &cfg(), true);
-    let e = c
-        .send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
-            w.write_u32(1);
-            Err(iiop_cdr::CdrError::Message("no".into()))
-        })
-        .unwrap_err();
+    let e = send_req(&mut c, ResponseMode::Twoway, &[], None, None, |w| {
+        w.write_u32(1);
+        Err(iiop_cdr::CdrError::Message("no".into()))
+    })
+    .unwrap_err();
     assert!(matches!(e, ClientError::Encode(_)), "{e}");
     assert!(c.outbox().is_empty());
     assert!(!c.is_waiting(1));
@@ -262,7 +280,7 @@ fn close_connection_fails_everything_as_retryable_and_says_nothing() {
     assert!(closed.is_retryable());
     assert!(c.outbox().is_empty(), "no answer to CloseConnection");
     assert!(!c.is_waiting(1));
-    let again = c.send_locate(&key(), None).unwrap_err();
+    let again = c.send(Outgoing::locate(&key()), None, None).unwrap_err();
     assert_eq!(again, closed, "the first error sticks");
     assert!(c.outbox().is_empty());
 }
@@ -333,11 +351,7 @@ fn closing_says_close_connection_in_giop_12_only_and_eof_is_not_retryable() {
 #[test]
 fn fragmented_replies_are_reassembled() {
     let mut c = conn(Version::V1_2);
-    let id = c
-        .send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |_| {
-            Ok(())
-        })
-        .unwrap();
+    let id = send_req(&mut c, ResponseMode::Twoway, &[], None, None, |_| Ok(())).unwrap();
     let mut whole = BytesMut::new();
     let payload: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
     encode_reply(
@@ -378,7 +392,7 @@ fn large_requests_are_fragmented_and_spliced_runs_survive_it() {
     };
     let mut c = conn_with(Version::V1_2, &cfg, false);
     let run = Bytes::from(vec![0xAB; 1000]);
-    c.send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
+    send_req(&mut c, ResponseMode::Twoway, &[], None, None, |w| {
         w.write_shared_octet_seq(&run)
     })
     .unwrap();
@@ -409,7 +423,7 @@ fn large_requests_are_fragmented_and_spliced_runs_survive_it() {
 fn large_twoways_go_headers_first_oneways_only_when_larger() {
     let mut c = conn(Version::V1_2);
     let big = vec![1u8; 20 * 1024];
-    c.send_request(&key(), "op", ResponseMode::Twoway, &[], None, None, |w| {
+    send_req(&mut c, ResponseMode::Twoway, &[], None, None, |w| {
         w.write_octet_seq(&big)
     })
     .unwrap();
@@ -431,8 +445,8 @@ fn prepared_requests_patch_the_id_and_belong_to_their_wire() {
         Ok(())
     })
     .unwrap();
-    let a = c.send_prepared(&p, None).unwrap();
-    let b = c.send_prepared(&p, None).unwrap();
+    let a = c.send(Outgoing::prepared(&p), None, None).unwrap();
+    let b = c.send(Outgoing::prepared(&p), None, None).unwrap();
     let sent = messages(&written(&mut c));
     for (m, id) in sent.iter().zip([a, b]) {
         let Message::Request(r) = m else { panic!() };
@@ -441,7 +455,7 @@ fn prepared_requests_patch_the_id_and_belong_to_their_wire() {
     }
     let mut other = conn(Version::V1_2);
     assert!(matches!(
-        other.send_prepared(&p, None).unwrap_err(),
+        other.send(Outgoing::prepared(&p), None, None).unwrap_err(),
         ClientError::Encode(GiopError::NotInVersion { .. })
     ));
     assert!(other.outbox().is_empty());
@@ -568,7 +582,7 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
     );
     // The locate reply of a LocateRequest, decoded from the wire.
     let mut c = conn(Version::V1_2);
-    let id = c.send_locate(&key(), None).unwrap();
+    let id = c.send(Outgoing::locate(&key()), None, None).unwrap();
     let mut b = BytesMut::new();
     encode_locate_reply(
         &mut b,
