@@ -669,10 +669,13 @@ impl SendQueue {
         })
     }
 
-    /// Queue CancelRequest for request `id` (it timed out).
-    pub fn cancel(&mut self, s: &ClientSetup, id: u32) {
+    /// Requests timed out ([`Requests::expire`]): tell the server with
+    /// CancelRequest (their late replies are dropped on arrival).
+    pub fn expired<W>(&mut self, s: &ClientSetup, expired: &[Expired<W>]) {
         let (buf, _) = self.out.parts();
-        let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, id);
+        for e in expired {
+            let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, e.request_id);
+        }
     }
 
     /// Queue what the peer is told when the connection ends with `why`
@@ -1160,12 +1163,10 @@ impl ClientConn {
     /// a late answer is dropped. The connection goes on.
     pub fn on_timeout(&mut self, now: Instant) -> Vec<(u32, ClientError)> {
         let expired = self.requests.expire(now);
+        self.queue.expired(&self.setup, &expired);
         expired
             .into_iter()
-            .map(|e| {
-                self.queue.cancel(&self.setup, e.request_id);
-                (e.request_id, e.error(&self.setup.addr))
-            })
+            .map(|e| (e.request_id, e.error(&self.setup.addr)))
             .collect()
     }
 

@@ -14,6 +14,13 @@
 //! holds a complete message so the same request can be sent again with
 //! only its request id patched.
 //!
+//! This module is a driver: the connection's protocol decisions are made
+//! by the pure core's parts ([`crate::conn::client`]), which the tasks hold
+//! where they need them: the pending-request table under one lock, the
+//! send queue under another, the received bytes in the reader task alone.
+//! A twoway call takes the same three lock acquisitions as ever (register
+//! its waiter, queue its bytes, and the reader's to hand the reply over).
+//!
 //! Zero-copy output: the output queue is a buffer plus a
 //! [`Splices`](iiop_cdr::Splices) list ([`crate::conn::out`]).
 //! Shared runs of at least [`ClientConfig::splice_cutoff`] bytes (an
@@ -63,8 +70,8 @@ type Waiter = oneshot::Sender<Result<(Incoming, Option<ReadStamp>), ClientError>
 /// `wait`); `wait` runs from then until the read that brings the reply's
 /// first bytes starts (the server, the network, this thread's wake-up);
 /// `read` is the time in those reads plus handing the reply to the caller;
-/// `demarshal` decodes the reply's GIOP headers (the body is the caller's
-/// to decode and time).
+/// `demarshal` frames the reply and decodes its GIOP headers (the body is
+/// the caller's to decode and time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PhaseTotals {
     /// Twoway calls timed (all five phases).
@@ -184,9 +191,7 @@ impl Shared {
         }
         {
             let mut st = self.out.lock().unwrap_or_else(|e| e.into_inner());
-            for e in &expired {
-                st.q.cancel(&self.setup, e.request_id);
-            }
+            st.q.expired(&self.setup, &expired);
         }
         self.out_ready.notify_one();
         for e in expired {
