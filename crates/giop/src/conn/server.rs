@@ -856,17 +856,17 @@ fn finish(cfg: &ServerConfig, out: &mut BytesMut, p: Pending, version: Version, 
         Outcome::Forward(ior) | Outcome::ForwardPerm(ior) if !version.is_12() => {
             p.clear_body(out);
             p.set_reply_status(out, ReplyStatus::LocationForward);
-            ior.encode(&mut p.writer(out))
+            ior.encode(&mut p.writer(out)).map_err(GiopError::from)
         }
         Outcome::Forward(ior) => {
             p.clear_body(out);
             p.set_reply_status(out, ReplyStatus::LocationForward);
-            ior.encode(&mut p.writer(out))
+            ior.encode(&mut p.writer(out)).map_err(GiopError::from)
         }
         Outcome::ForwardPerm(ior) => {
             p.clear_body(out);
             p.set_reply_status(out, ReplyStatus::LocationForwardPerm);
-            ior.encode(&mut p.writer(out))
+            ior.encode(&mut p.writer(out)).map_err(GiopError::from)
         }
     };
     if res.is_err() || p.finish(out).is_err() {
