@@ -16,6 +16,9 @@
 //! 60 % of what the machine can do (see docs/performance.md). The stream
 //! baseline is meant to be the physical limit, so it takes the fastest
 //! receiver; replies (echo, ack) wait as before, in a blocking `recv`.
+//! For the same reason a stream is sent with Nagle on (TCP_NODELAY off
+//! until the closing stats request), as TTCP and iperf3 send by default:
+//! the kernel coalesces small frames into full segments.
 
 use std::io::{IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -388,6 +391,12 @@ impl RawClient {
         let mut frame = header(Kind::Sink, size).to_vec();
         frame.extend((0..size).map(|i| (i * 7 + 3) as u8));
         let before = self.stats()?;
+        // A stream waits for nothing, so the kernel may coalesce its
+        // frames into full segments (Nagle on, as TTCP and iperf3 send):
+        // the fastest this machine moves these bytes over TCP. Turning
+        // TCP_NODELAY back on before the stats request pushes what is left.
+        let nodelay = self.s.nodelay()?;
+        self.s.set_nodelay(false)?;
         let start = Instant::now();
         let mut run = RawRun::default();
         loop {
@@ -400,7 +409,9 @@ impl RawClient {
                 break;
             }
         }
+        self.s.set_nodelay(true)?;
         let after = self.stats()?;
+        self.s.set_nodelay(nodelay)?;
         run.seconds = start.elapsed().as_secs_f64();
         run.server_bytes = Some(after - before);
         Ok(run)
