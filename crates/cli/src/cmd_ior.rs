@@ -5,8 +5,8 @@
 //! host, port, object key as corbaloc-escaped text and hex; the components
 //! of TAG_MULTIPLE_COMPONENTS profiles; unknown profiles as tag, length and
 //! hex) and every tagged component, decoded where its kind is known
-//! (crates/giop/src/ior.rs does the decoding). `--json` prints the same as
-//! a stable JSON document (docs/ior.md). `ior make` writes an IOR, as
+//! (crates/giop/src/ior.rs does the decoding). `--json FILE` writes the
+//! same as a stable JSON document (docs/ior.md; `-` for stdout). `ior make` writes an IOR, as
 //! omniORB's `genior` does.
 //!
 //! Decoding builds a plain [`Decoded`] value first; the text and the JSON
@@ -30,20 +30,20 @@ use serde_json::{json, Value};
 pub const EXAMPLES: &str = "\
 Examples:
   iiopbench ior decode omni.ior
-  iiopbench ior decode --json corbaloc:iiop:1.2@127.0.0.1:2809/Bench
+  iiopbench ior decode --json - corbaloc:iiop:1.2@127.0.0.1:2809/Bench
   iiopbench ior make --host 127.0.0.1 --port 2809 --key Bench --type-id IDL:Bench/Perf:1.0 --code-sets";
 
 const DECODE_EXAMPLES: &str = "\
 Examples:
   iiopbench ior decode bench.ior              # a file: `serve --ior-file`, `orbs start NAME --ior-file`
-  iiopbench ior decode --json - < omni.ior    # standard input
+  iiopbench ior decode --json - - < omni.ior  # standard input, JSON on stdout
   iiopbench ior decode 'corbaname::127.0.0.1:2809#Bench'   # the naming context; no lookup";
 
 const MAKE_EXAMPLES: &str = "\
 Examples:
   iiopbench ior make --host 127.0.0.1 --port 2809 --key Bench --type-id IDL:Bench/Perf:1.0
   iiopbench ior make --host h --port 5000 --key %14%01%0f%00RootPOA --type-id IDL:X:1.0 --code-sets --orb-type tao
-  iiopbench ior make --host 127.0.0.1 --port 2809 --key Bench --type-id IDL:Bench/Perf:1.0 --giop 1.0 -o bench.ior";
+  iiopbench ior make --host 127.0.0.1 --port 2809 --key Bench --type-id IDL:Bench/Perf:1.0 --giop 1.0 --ior-file bench.ior";
 
 /// `iiopbench ior …`.
 #[derive(Debug, Subcommand)]
@@ -64,9 +64,10 @@ pub struct DecodeOpts {
     /// no lookup is made), a file holding one of them, or `-` for stdin.
     #[arg(value_name = "REF")]
     pub reference: String,
-    /// Print a JSON document (fields in docs/ior.md) instead of text.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the same as a JSON document (fields in docs/ior.md) to this
+    /// file; `-` prints it on stdout instead of the text.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -101,8 +102,8 @@ pub struct MakeOpts {
     #[arg(long, value_enum, default_value_t = OrderArg::Big)]
     pub byte_order: OrderArg,
     /// Write the IOR (and a newline) to this file instead of stdout.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub ior_file: Option<PathBuf>,
 }
 
 /// `ior make --byte-order`.
@@ -144,17 +145,19 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
     match c {
         IorCommand::Decode(o) => {
             let d = decode_arg(&o.reference)?;
-            let out = if o.json {
-                render_json(&d)
-            } else {
-                render_text(&d)
-            };
-            print!("{out}");
+            match &o.json {
+                Some(f) if f.as_os_str() == "-" => print!("{}", render_json(&d)),
+                Some(f) => {
+                    print!("{}", render_text(&d));
+                    crate::results::write_atomic(f, &render_json(&d))?;
+                }
+                None => print!("{}", render_text(&d)),
+            }
             Ok(())
         }
         IorCommand::Make(o) => {
             let ior = make(o)?;
-            match &o.output {
+            match &o.ior_file {
                 Some(f) => crate::results::write_atomic(f, &format!("{ior}\n")),
                 None => {
                     println!("{ior}");

@@ -17,6 +17,20 @@ pub const ORBS: [(&str, &str); 4] = [
     ("tao", "TAO (C++), needs ACE_ROOT/TAO_ROOT"),
 ];
 
+/// `HOST:PORT` (`[::1]:0` for IPv6) as the host and port a start script
+/// takes.
+pub fn split_listen(addr: &str) -> anyhow::Result<(String, u16)> {
+    let (host, port) = addr
+        .rsplit_once(':')
+        .ok_or_else(|| anyhow::anyhow!("--listen {addr:?}: expected HOST:PORT"))?;
+    let port = port
+        .parse()
+        .map_err(|_| anyhow::anyhow!("--listen {addr:?}: bad port {port:?}"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    anyhow::ensure!(!host.is_empty(), "--listen {addr:?}: no host");
+    Ok((host.to_string(), port))
+}
+
 /// The source tree holding `scripts/orbs`: `$IIOPBENCH_ROOT`, else the
 /// nearest ancestor of the working directory that has it, else the tree
 /// this binary was built from.

@@ -373,7 +373,7 @@ pub fn run(o: &PcapOpts) -> anyhow::Result<()> {
         };
         crate::report::run(&crate::report::ReportOpts {
             inputs: vec![json],
-            out: dir.clone(),
+            report: dir.clone(),
         })?;
     }
     Ok(())

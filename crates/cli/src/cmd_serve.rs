@@ -19,7 +19,7 @@ use crate::sysinfo::parse_cpu_list;
 
 /// The server options a `serve` command line asks for.
 pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
-    let cpus = o.cpus.as_deref().map(parse_cpu_list).transpose()?;
+    let cpus = o.server_cpus.as_deref().map(parse_cpu_list).transpose()?;
     let max = usize::try_from(o.max_message_size).unwrap_or(usize::MAX);
     let reassembled = o
         .max_reassembled_size
@@ -55,7 +55,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         code_sets_in: o.code_sets_in.source(),
         listen: o.listen.clone(),
         skeleton: o.skeleton.skeleton(),
-        threads: o.threads.unwrap_or_else(|| {
+        threads: o.server_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)

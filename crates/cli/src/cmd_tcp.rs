@@ -64,13 +64,13 @@ fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
 /// Run `bench tcp`; always returns the results (possibly partial) and the
 /// error that stopped it, if any.
 pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
-    let cpus = match Cpus::resolve(&o.placement, o.target.is_none()) {
+    let cpus = match Cpus::resolve(&o.placement, o.baseline_target.is_none()) {
         Ok(c) => c,
         Err(e) => return (empty(o), Some(e)),
     };
     let sock = o.socket.raw();
     let mut embedded = None;
-    let addr = match &o.target {
+    let addr = match &o.baseline_target {
         Some(t) => resolve(t),
         None => RawServer::start(
             "127.0.0.1:0",
@@ -91,7 +91,10 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
             "raw-tcp"
         }
         .into(),
-        reference: o.target.clone().unwrap_or_else(|| "embedded".into()),
+        reference: o
+            .baseline_target
+            .clone()
+            .unwrap_or_else(|| "embedded".into()),
         host: addr
             .as_ref()
             .map(|a| a.ip().to_string())

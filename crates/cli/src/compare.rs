@@ -12,7 +12,7 @@
 //!   optimistic on a busy loopback host;
 //! - throughput, one sample per case: the difference must exceed a
 //!   threshold: 3 × the case's relative standard deviation over repeated
-//!   runs given with `--runs` (at least 1 %), else `--noise` (default
+//!   runs given with `--noise-from` (at least 1 %), else `--noise` (default
 //!   10 %, the spread of repeated loopback runs on a shared 2-core host);
 //! - a case measured as several runs (`bench … --runs N`, schema 2) has a
 //!   95 % interval across runs for throughput and each percentile: then
@@ -42,15 +42,15 @@ pub struct CompareOpts {
     /// The results judged against A.
     #[arg(value_name = "B.json")]
     pub b: PathBuf,
-    /// Repeated runs of one configuration (any number of files): the
-    /// per-case spread of their throughput sets the noise threshold.
-    #[arg(long, num_args = 1.., value_name = "RESULTS.json")]
-    pub runs: Vec<PathBuf>,
-    /// Throughput noise threshold in percent when no --runs are given.
-    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    /// Results files of repeated runs of one configuration (any number):
+    /// the per-case spread of their throughput sets the noise threshold.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub noise_from: Vec<PathBuf>,
+    /// Throughput noise threshold when no --noise-from is given.
+    #[arg(long, value_parser = crate::units::parse_percent, default_value = "10%", value_name = "PERCENT")]
     pub noise: f64,
-    /// Smallest latency difference, in percent, ever called a change.
-    #[arg(long, default_value_t = 5.0, value_name = "PCT")]
+    /// Smallest latency difference ever called a change.
+    #[arg(long, value_parser = crate::units::parse_percent, default_value = "5%", value_name = "PERCENT")]
     pub min_effect: f64,
     /// Use only A's cases of this target (suite files with several).
     #[arg(long, value_name = "LABEL")]
@@ -325,7 +325,7 @@ pub fn run(o: &CompareOpts) -> anyhow::Result<()> {
     let a = results::read(&o.a)?;
     let b = results::read(&o.b)?;
     let runs = o
-        .runs
+        .noise_from
         .iter()
         .map(|p| results::read(p))
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -18,6 +18,7 @@ pub mod cmd_serve;
 pub mod cmd_tcp;
 pub mod compare;
 pub mod context;
+pub mod deprecated;
 pub mod dynamic;
 pub mod hist;
 pub mod interop;
@@ -106,10 +107,12 @@ fn orbs(c: OrbsCommand) -> anyhow::Result<()> {
         OrbsCommand::Build { name } => cmd_orbs::run_script(&name, "build", &[]),
         OrbsCommand::Start {
             name,
-            host,
-            port,
+            listen,
             ior_file,
         } => {
+            let (host, port) = cmd_orbs::split_listen(&listen)?;
+            // The start scripts take host and port apart
+            // (docs/vendor-protocol.md).
             let mut args = vec![
                 "--host".to_string(),
                 host,
@@ -137,13 +140,18 @@ fn finish(
     }
 }
 
-/// Entry point used by `main`: parse `args` and run; returns the exit status.
+/// Entry point used by `main`: rewrite deprecated spellings (one warning
+/// line each on stderr), parse `args` and run; returns the exit status.
 pub fn main_with_args<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    match Cli::try_parse_from(args) {
+    let rewritten = deprecated::rewrite(args.into_iter().map(Into::into).collect());
+    for w in &rewritten.warnings {
+        eprintln!("{w}");
+    }
+    match Cli::try_parse_from(rewritten.args) {
         Ok(cli) => run(cli),
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

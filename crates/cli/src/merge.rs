@@ -1,4 +1,4 @@
-//! `iiopbench merge A.json B.json… -o all.json`: combine results files from
+//! `iiopbench merge A.json B.json… --json all.json`: combine results files from
 //! several runs or machines. Cases that measured the same thing (same
 //! [`case_key`]) become one case whose counts, bytes, seconds and errors
 //! are summed and whose latency histograms are merged losslessly (so the
@@ -20,9 +20,9 @@ pub struct MergeOpts {
     /// Results files to merge (two or more).
     #[arg(required = true, num_args = 1.., value_name = "RESULTS.json")]
     pub inputs: Vec<PathBuf>,
-    /// Where to write the merged results.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: PathBuf,
+    /// Write the merged results here.
+    #[arg(long, value_name = "FILE")]
+    pub json: PathBuf,
 }
 
 /// Parameters that label a case without changing what it measured
@@ -251,5 +251,5 @@ pub fn run(o: &MergeOpts) -> anyhow::Result<()> {
         .map(|p| Ok((p.display().to_string(), results::read(p)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let m = merge(&inputs)?;
-    results::write_atomic(&o.output, &results::to_json(&m))
+    results::write_atomic(&o.json, &results::to_json(&m))
 }

@@ -67,11 +67,12 @@ pub enum OrbsCommand {
     Build { name: String },
     /// Run the ORB's server in the foreground; prints its IOR, then `ready`.
     Start {
+        /// The ORB (`iiopbench orbs list`).
         name: String,
-        #[arg(long, default_value = "127.0.0.1")]
-        host: String,
-        #[arg(long, default_value_t = 0)]
-        port: u16,
+        /// Address to listen on (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+        listen: String,
+        /// Also write the server's IOR to this file.
         #[arg(long, value_name = "FILE")]
         ior_file: Option<PathBuf>,
     },
@@ -194,7 +195,7 @@ pub struct TcpOpts {
     /// A raw-TCP server (`iiopbench serve --raw-tcp`) as HOST:PORT; the
     /// embedded one when absent.
     #[arg(long, value_name = "HOST:PORT")]
-    pub target: Option<String>,
+    pub baseline_target: Option<String>,
     /// Which pattern to run.
     #[arg(long, value_enum, default_value_t = TcpPattern::Both)]
     pub pattern: TcpPattern,
@@ -238,8 +239,8 @@ pub struct ServeOpts {
     #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
     pub skeleton: SkeletonArg,
     /// Server threads (default: all cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<usize>,
     /// Largest GIOP message accepted (declared size of one message; a
     /// larger one gets MessageError before its body is read).
     #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
@@ -264,7 +265,7 @@ pub struct ServeOpts {
     #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub read_timeout: Duration,
     /// Also serve the raw-TCP baseline (sink/echo) on this address
-    /// (`bench tcp --target` talks to it).
+    /// (`bench tcp --baseline-target` talks to it).
     #[arg(long, value_name = "HOST:PORT")]
     pub raw_tcp: Option<String>,
     /// Raw-TCP baseline: while a stream arrives, poll for the next bytes
@@ -293,9 +294,9 @@ pub struct ServeOpts {
     pub code_sets_in: CodeSetsInArg,
     #[command(flatten)]
     pub socket: SocketArgs,
-    /// Pin the server to these CPUs (taskset syntax).
+    /// Pin the server to these CPUs (taskset syntax, e.g. `1` or `2-3`).
     #[arg(long, value_name = "CPUS")]
-    pub cpus: Option<String>,
+    pub server_cpus: Option<String>,
     #[command(flatten)]
     pub idl: crate::dynamic::serve::IdlServeOpts,
 }

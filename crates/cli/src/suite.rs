@@ -34,7 +34,7 @@ pub struct SuiteOpts {
     /// Run against this server (`IOR:…`, `corbaloc:…`, a file holding
     /// one), optionally labelled `LABEL=REF`; repeat for several. Without
     /// any, our reference server runs embedded.
-    #[arg(long, short, value_name = "[LABEL=]REF")]
+    #[arg(long, short, value_name = "REF")]
     pub target: Vec<String>,
     /// Run against our server and every installed and built vendor ORB
     /// (`iiopbench orbs list`), starting and stopping each one's server.
@@ -43,15 +43,15 @@ pub struct SuiteOpts {
     /// The reduced version of the suite (file's `[quick]` section).
     #[arg(long)]
     pub quick: bool,
-    /// Where to write the combined results (default `<suite name>.json`).
+    /// Write the combined results here (default `<suite name>.json`).
     #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    pub json: Option<PathBuf>,
     /// Then write a report (`iiopbench report`) into this directory.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     /// How long a vendor server may take to say `ready` (it may build first).
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "300s")]
-    pub orb_timeout: Duration,
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "300s", value_name = "DURATION")]
+    pub ready_timeout: Duration,
     /// No tables from the cases.
     #[arg(long, short)]
     pub quiet: bool,
@@ -228,13 +228,18 @@ pub fn validate(file: &str, plan: &[(SuiteCase, Vec<String>)]) -> anyhow::Result
         );
         if let Some(a) = args.iter().find(|a| RESERVED.contains(&a.as_str())) {
             anyhow::bail!(
-                "{file}: case {:?} sets {a}, which the suite sets itself (use suite's --target/--out)",
+                "{file}: case {:?} sets {a}, which the suite sets itself (use suite's --target/--json)",
                 c.id
             );
         }
         let tgt = (!NO_ORB_TARGET.contains(&c.command.as_str())).then_some("IOR:00");
         let v = argv(&c.command, args, tgt, Path::new("x.json"), true);
-        Cli::try_parse_from(&v).map_err(|e| {
+        let v = crate::deprecated::rewrite(v.into_iter().map(Into::into).collect());
+        for w in &v.warnings {
+            let w = w.strip_prefix("warning: ").unwrap_or(w);
+            eprintln!("warning: {file}: case {:?}: {w}", c.id);
+        }
+        Cli::try_parse_from(&v.args).map_err(|e| {
             anyhow::anyhow!(
                 "{file}: case {:?}: arguments do not parse: {}",
                 c.id,
@@ -450,7 +455,9 @@ fn run_case(
         std::process::id(),
         CASE_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
+    // Old spellings were warned about by `validate`.
     let v = argv(command, args, target, &json, quiet);
+    let v = crate::deprecated::rewrite(v.into_iter().map(Into::into).collect()).args;
     let code = match Cli::try_parse_from(&v) {
         Ok(cli) => crate::run(cli),
         Err(e) => {
@@ -535,7 +542,7 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
         let (server, reference) = match t {
             Target::Ours => (None, None),
             Target::Ref { reference, .. } => (None, Some(reference.clone())),
-            Target::Orb(name) => match OrbServer::start(name, o.orb_timeout, place.server) {
+            Target::Orb(name) => match OrbServer::start(name, o.ready_timeout, place.server) {
                 Ok(s) => {
                     let r = s.ior_file.display().to_string();
                     (Some(s), Some(r))
@@ -622,7 +629,7 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
         .unwrap_or("suite")
         .to_string();
     let out = o
-        .out
+        .json
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{name}.json")));
     results::write_atomic(&out, &results::to_json(&r))?;

@@ -1,6 +1,7 @@
 //! Parsing of the quantities users type: byte sizes (`64KiB`, `1MB`),
 //! size sweeps (`1KiB..128KiB` doubling, `1,16,256` lists), durations
-//! (`500ms`, `2s`, `1m`) and rates.
+//! (`500ms`, `2s`, `1m`) and percentages (`5%`). docs/cli.md names the
+//! unit of every option.
 
 use std::time::Duration;
 
@@ -151,6 +152,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parse a percentage written with its sign (`5%`, `2.5 %`); returns the
+/// number of percent (5.0). A bare number is refused: `0.05` and `5` would
+/// both be plausible.
+pub fn parse_percent(s: &str) -> Result<f64, ParseError> {
+    const WHAT: &str = "a percentage";
+    let Some(num) = s.trim().strip_suffix('%') else {
+        return Err(err(s, WHAT, "expected a number and `%`, e.g. 5%"));
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| err(s, WHAT, "expected a number and `%`, e.g. 5%"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(err(s, WHAT, "out of range"));
+    }
+    Ok(n)
+}
+
 /// Format a byte count the way users type it back (64KiB, 1MiB, 1000B).
 pub fn format_size(n: u64) -> String {
     for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
@@ -197,6 +216,16 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("5%").unwrap(), 5.0);
+        assert_eq!(parse_percent("2.5 %").unwrap(), 2.5);
+        assert!(parse_percent("5").is_err());
+        assert!(parse_percent("0.05").is_err());
+        assert!(parse_percent("-1%").is_err());
+        assert!(parse_percent("x%").is_err());
     }
 
     #[test]

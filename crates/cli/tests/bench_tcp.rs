@@ -151,7 +151,7 @@ fn external_target_that_is_down_fails_with_partial_results() {
         "tcp",
         "--runs",
         "1",
-        "--target",
+        "--baseline-target",
         &target,
         "--size",
         "1KiB",

@@ -261,7 +261,7 @@ fn interop_suite_passes_through_a_forwarding_corbaloc() {
 fn serve_forward_keys_from_the_command_line() {
     let exe = env!("CARGO_BIN_EXE_iiopbench");
     let mut child = std::process::Command::new(exe)
-        .args(["serve", "--forward-keys", "--threads", "1"])
+        .args(["serve", "--forward-keys", "--server-threads", "1"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -270,7 +270,7 @@ fn omniorb_client_is_answered_by_serve_idl() {
             "Bench::Perf",
             "--listen",
             "127.0.0.1:0",
-            "--threads",
+            "--server-threads",
             "1",
             "--ior-file",
         ])

@@ -77,10 +77,11 @@ fn iiopbench(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     )
 }
 
-/// `iiopbench ior decode --json REF`, parsed.
+/// `iiopbench ior decode --json - REF`, parsed.
 fn decode_json(reference: &str) -> Value {
-    let (code, out, err) = iiopbench(&["ior", "decode", "--json", reference], None);
-    assert_eq!(code, 0, "ior decode --json {reference}: {err}");
+    let (code, out, err) = iiopbench(&["ior", "decode", "--json", "-", reference], None);
+    assert_eq!(code, 0, "ior decode --json - {reference}: {err}");
+    assert!(!err.contains("deprecated"), "{err}");
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
@@ -421,7 +422,7 @@ fn omniorb_ior_decodes_as_catior_reads_it() {
     std::fs::write(&file, format!("{ior}\n")).unwrap();
     assert_eq!(decode_json(file.to_str().unwrap()), d);
     let _ = std::fs::remove_file(&file);
-    let (code, out, _) = iiopbench(&["ior", "decode", "--json", "-"], Some(&ior));
+    let (code, out, _) = iiopbench(&["ior", "decode", "--json", "-", "-"], Some(&ior));
     assert_eq!(code, 0);
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), d);
     drop(server);
@@ -573,7 +574,7 @@ fn make_then_decode_gives_everything_back() {
         err.contains("IIOP 1.0 profiles carry no components"),
         "{err}"
     );
-    // -o writes the file ior decode reads.
+    // --ior-file writes the file ior decode reads.
     let f = tmp("made.ior");
     let (code, out, _) = iiopbench(
         &[
@@ -587,7 +588,7 @@ fn make_then_decode_gives_everything_back() {
             "k",
             "--type-id",
             "IDL:X:1.0",
-            "-o",
+            "--ior-file",
             f.to_str().unwrap(),
         ],
         None,
@@ -613,7 +614,7 @@ fn corbaloc_and_corbaname_decode_to_what_they_name() {
     assert_eq!(p[1]["iiop"]["version"], "1.0", "no 1.2@ means IIOP 1.0");
     assert_eq!(p[1]["iiop"]["port"], 2809);
     let (code, out, _) = iiopbench(
-        &["ior", "decode", "--json", "-"],
+        &["ior", "decode", "--json", "-", "-"],
         Some("corbaname::ns.example:5000#a/b.kind\n"),
     );
     assert_eq!(code, 0);

@@ -543,7 +543,7 @@ fn our_client_omniorb_server_capture() {
         run_cli(&[
             "report",
             json.to_str().unwrap(),
-            "--out",
+            "--report",
             rep.to_str().unwrap()
         ]),
         0

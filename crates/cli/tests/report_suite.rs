@@ -48,7 +48,7 @@ fn ttcp_quick_suite_then_report() {
         suite.to_str().unwrap(),
         "--quick",
         "--quiet",
-        "--out",
+        "--json",
         json.to_str().unwrap(),
         "--report",
         rep.to_str().unwrap(),
@@ -176,9 +176,9 @@ fn suite_refuses_missing_commands_before_running() {
         target: vec![],
         all_orbs: false,
         quick: false,
-        out: Some(dir.join("out.json")),
+        json: Some(dir.join("out.json")),
         report: None,
-        orb_timeout: std::time::Duration::from_secs(1),
+        ready_timeout: std::time::Duration::from_secs(1),
         quiet: true,
     };
     let e = iiopbench::suite::run_suite(&o).unwrap_err().to_string();
@@ -378,7 +378,7 @@ fn merge_is_lossless() {
             "merge",
             pa.to_str().unwrap(),
             pb.to_str().unwrap(),
-            "-o",
+            "--json",
             pm.to_str().unwrap()
         ]),
         0
@@ -606,7 +606,10 @@ fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
     // A report of both never puts the two placements in one figure, and
     // says why.
     let out = d.join("report");
-    assert_eq!(run(&["report", sa, sb, "--out", out.to_str().unwrap()]), 0);
+    assert_eq!(
+        run(&["report", sa, sb, "--report", out.to_str().unwrap()]),
+        0
+    );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("2 different placements"), "{md}");
     let titles: Vec<&str> = md.lines().filter(|l| l.starts_with("### ")).collect();

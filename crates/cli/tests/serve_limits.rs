@@ -32,7 +32,7 @@ impl Drop for Serve {
 
 fn serve(args: &[&str]) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--threads", "2"])
+        .args(["serve", "--listen", "127.0.0.1:0", "--server-threads", "2"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -131,7 +131,7 @@ fn ci_rule_reports_the_time_cap_when_the_interval_is_out_of_reach() {
             "200ms",
             "--max-duration",
             "1s",
-            "--warmup",
+            "--warmup-duration",
             "0s",
         ],
     );
@@ -199,7 +199,7 @@ fn params_passes_the_three_options_with_exact_wire_bytes() {
             "1,10",
             "--duration",
             "200ms",
-            "--warmup",
+            "--warmup-duration",
             "50ms",
         ],
     );
@@ -249,7 +249,7 @@ fn dispatch_measures_every_model_at_the_requested_positions() {
             "2",
             "--duration",
             "150ms",
-            "--warmup",
+            "--warmup-duration",
             "20ms",
         ],
     );
@@ -291,7 +291,7 @@ fn packing_runs_each_mode_with_its_own_servers() {
             "1,3",
             "--duration",
             "150ms",
-            "--warmup",
+            "--warmup-duration",
             "20ms",
         ],
     );
@@ -337,7 +337,7 @@ fn packing_runs_each_mode_with_its_own_servers() {
             "one-object,objects",
             "--duration",
             "150ms",
-            "--warmup",
+            "--warmup-duration",
             "20ms",
         ],
     );
@@ -364,7 +364,7 @@ fn balance_runs_the_five_strategies_through_the_dispatcher() {
             "sleep",
             "--duration",
             "300ms",
-            "--warmup",
+            "--warmup-duration",
             "20ms",
         ],
     );
@@ -456,7 +456,7 @@ fn corbaname_target_resolves_through_omninames() {
                 &target,
                 "--duration",
                 "200ms",
-                "--warmup",
+                "--warmup-duration",
                 "0s",
             ],
         )

@@ -209,7 +209,7 @@ pub fn start(kind: &ServerKind, n: usize, exe: Option<&PathBuf>) -> anyhow::Resu
                     None => std::env::current_exe()?,
                 };
                 let mut c = Command::new(&exe);
-                c.args(["serve", "--listen", "127.0.0.1:0", "--threads", "1"]);
+                c.args(["serve", "--listen", "127.0.0.1:0", "--server-threads", "1"]);
                 Started::Process(spawn_reading_ior(
                     c,
                     &format!("server {i} ({})", exe.display()),

@@ -446,17 +446,9 @@ impl EngineResult {
     }
 }
 
-/// Parse `5%` / `0.05` into a relative half-width.
+/// Parse `5%` into a relative half-width (0.05).
 pub fn parse_relative(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = if let Some(p) = t.strip_suffix('%') {
-        p.trim()
-            .parse::<f64>()
-            .map(|v| v / 100.0)
-            .map_err(|e| format!("{s:?}: {e}"))?
-    } else {
-        t.parse::<f64>().map_err(|e| format!("{s:?}: {e}"))?
-    };
+    let v = crate::units::parse_percent(s).map_err(|e| e.to_string())? / 100.0;
     if !(v > 0.0 && v < 1.0) {
         return Err(format!(
             "{s:?}: a relative half-width must be in (0 %, 100 %)"
@@ -486,8 +478,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10)]
     pub min_batches: usize,
     /// Unrecorded time at the start of each case (connections warm).
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "100ms")]
-    pub warmup: Duration,
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "100ms", value_name = "DURATION")]
+    pub warmup_duration: Duration,
     /// Seed of every random draw (think and service times).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -507,7 +499,7 @@ impl RunArgs {
                 None => Stop::Duration(self.duration),
             },
             batch: self.batch,
-            warmup: self.warmup,
+            warmup: self.warmup_duration,
             seed: self.seed,
             stop_on_error: true,
         })
@@ -520,7 +512,7 @@ impl RunArgs {
         param(p, "max_duration_s", self.max_duration.as_secs_f64());
         param(p, "batch_s", self.batch.as_secs_f64());
         param(p, "min_batches", self.min_batches);
-        param(p, "warmup_s", self.warmup.as_secs_f64());
+        param(p, "warmup_s", self.warmup_duration.as_secs_f64());
         param(p, "seed", self.seed);
     }
 }
@@ -629,7 +621,7 @@ mod tests {
     #[test]
     fn relative_widths_parse() {
         assert_eq!(parse_relative("5%"), Ok(0.05));
-        assert_eq!(parse_relative("0.02"), Ok(0.02));
+        assert!(parse_relative("0.02").is_err(), "a bare fraction");
         assert!(parse_relative("0%").is_err());
         assert!(parse_relative("150%").is_err());
         assert!(parse_relative("x").is_err());

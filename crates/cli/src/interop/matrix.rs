@@ -474,7 +474,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     let dir = std::env::temp_dir().join(format!("iiopbench-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let rt = runtime()?;
-    let timeout = Duration::from_secs(o.timeout.max(1));
+    let (ready, timeout) = (o.ready_timeout, o.max_duration);
     let mut cells = Vec::new();
     let mut skipped = a.skipped.clone();
     let mut servers_run = Vec::new();
@@ -485,7 +485,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         if !o.quiet {
             println!("starting {server} server …");
         }
-        let (srv, ior_file) = match start_server(server, &dir, timeout, o.quiet) {
+        let (srv, ior_file) = match start_server(server, &dir, ready, o.quiet) {
             Ok(x) => x,
             Err(e) => {
                 let line = format!("{server} server: not started: {e:#}");

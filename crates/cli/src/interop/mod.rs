@@ -15,13 +15,15 @@ use iiop_servers::run::{RunningServer, ServerOptions};
 
 use suite::{Suite, SuiteOptions, Verdict};
 
+use crate::units::parse_duration;
+
 /// `iiopbench interop` options.
 #[derive(Debug, Clone, Args)]
 pub struct InteropOpts {
     /// The server to test: `IOR:…`, `corbaloc:…`, a file holding one, or
     /// `-` for standard input. Without it, our own server is started
     /// in-process on 127.0.0.1 and tested.
-    #[arg(long, value_name = "REF", conflicts_with = "matrix")]
+    #[arg(long, short, value_name = "REF", conflicts_with = "matrix")]
     pub target: Option<String>,
     /// Fewer sizes and versions (a smoke test).
     #[arg(long)]
@@ -44,13 +46,17 @@ pub struct InteropOpts {
     /// Write the results as JSON (docs/results-schema.md, "interop").
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Seconds allowed for a vendor server to print `ready`, for a vendor
-    /// client's whole conformance run, and for our whole suite.
-    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
-    pub timeout: u64,
-    /// Per-request timeout of our client, in seconds.
-    #[arg(long, default_value_t = 20, value_name = "SECONDS")]
-    pub request_timeout: u64,
+    /// Timeout of every request our client makes (raised for a slow peer,
+    /// docs/interop.md).
+    #[arg(long, value_parser = parse_duration, default_value = "20s", value_name = "DURATION")]
+    pub timeout: Duration,
+    /// Matrix: how long a vendor server may take to print `ready`.
+    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    pub ready_timeout: Duration,
+    /// Time cap of our whole suite, and in the matrix of each vendor
+    /// client's whole conformance run.
+    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    pub max_duration: Duration,
     /// Only the summary line (and failures) on stdout.
     #[arg(long, short)]
     pub quiet: bool,
@@ -60,8 +66,8 @@ impl InteropOpts {
     fn suite_options(&self) -> SuiteOptions {
         SuiteOptions {
             quick: self.quick,
-            request_timeout: Duration::from_secs(self.request_timeout.max(1)),
-            time_limit: Duration::from_secs(self.timeout.max(1)),
+            request_timeout: self.timeout.max(Duration::from_millis(1)),
+            time_limit: self.max_duration.max(Duration::from_secs(1)),
         }
     }
 }

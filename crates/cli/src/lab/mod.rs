@@ -15,7 +15,7 @@
 //!
 //! Between real hosts the same bench commands run without the lab: start
 //! the server on one machine (`iiopbench serve --listen <its address>:0
-//! --ior-file F` or `iiopbench orbs start omniorb --host H --ior-file F`)
+//! --ior-file F` or `iiopbench orbs start omniorb --listen H:0 --ior-file F`)
 //! and on the other drop `lab run … --` and pass `--target F`
 //! (`iiopbench bench latency --target F …`).
 //!
@@ -59,7 +59,7 @@ pub enum LabCommand {
     /// Build a lab, verify it, run a server and a bench client across it.
     #[command(
         after_help = "Between real hosts: run `iiopbench serve --listen <its address>:0 \
---ior-file srv.ior` (or `iiopbench orbs start <orb> --host <addr> --ior-file srv.ior`) on \
+--ior-file srv.ior` (or `iiopbench orbs start <orb> --listen <addr>:0 --ior-file srv.ior`) on \
 the server machine, and on the client machine the same bench command without \
 `lab run … --`, plus `--target srv.ior`."
     )]

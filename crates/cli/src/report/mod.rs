@@ -1,4 +1,4 @@
-//! `iiopbench report RESULTS.json… --out DIR`: figures people read instead
+//! `iiopbench report RESULTS.json… --report DIR`: figures people read instead
 //! of tables. Writes `DIR/index.html` (self-contained: the SVG figures
 //! inline, no script, no external asset), `DIR/report.md` (Markdown
 //! referencing the figures) and one `DIR/fig-NN-*.svg` per figure:
@@ -34,8 +34,8 @@ pub struct ReportOpts {
     #[arg(required = true, num_args = 1.., value_name = "RESULTS.json")]
     pub inputs: Vec<PathBuf>,
     /// Directory to write index.html, report.md and the SVG figures to.
-    #[arg(long, short, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR")]
+    pub report: PathBuf,
 }
 
 /// One figure of a report.
@@ -814,7 +814,7 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
         .iter()
         .map(|p| Ok((p.display().to_string(), results::read(p)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let figs = write(&inputs, &o.out)?;
+    let figs = write(&inputs, &o.report)?;
     let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
     for f in &figs {
         *by_kind
@@ -824,7 +824,7 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
     println!(
         "report: {} figures in {} ({})",
         figs.len(),
-        o.out.join("index.html").display(),
+        o.report.join("index.html").display(),
         by_kind
             .iter()
             .map(|(k, n)| format!("{n} {k}"))
