@@ -33,10 +33,10 @@ pub struct PcapOpts {
     pub report: Option<PathBuf>,
     /// Findings printed in the table (all are counted; the JSON keeps up
     /// to --keep-findings of them with their bytes).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N")]
     pub show_findings: usize,
     /// Findings kept with frame number and bytes.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_name = "N")]
     pub keep_findings: usize,
 }
 

@@ -7,9 +7,200 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::units::{parse_duration, parse_size, parse_sizes};
 
+/// The examples every `--help` ends with (two or three real command lines
+/// each; tests/help.rs parses every one of them).
+pub mod examples {
+    pub const ROOT: &str = "\
+Examples:
+  iiopbench bench latency --op echo --size 64..64KiB*4 --json lat.json   # against our embedded server
+  iiopbench serve --listen 127.0.0.1:2809 --ior-file bench.ior
+  iiopbench bench throughput --target bench.ior --size 1KiB..128KiB --baseline";
+
+    pub const BENCH: &str = "\
+Examples:
+  iiopbench bench throughput --size 1KiB..128KiB --baseline
+  iiopbench bench latency --target bench.ior --count 10000 --json lat.json
+  iiopbench bench closed --clients 8 --think 5ms --service 2ms --until-ci 5%";
+
+    pub const BENCH_THROUGHPUT: &str = "\
+Examples:
+  iiopbench bench throughput --type octet,double --size 1KiB..64KiB --mode oneway,twoway
+  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json
+  iiopbench bench throughput --target bench.ior --total 64MiB --min-duration 500ms --timeout 10s";
+
+    pub const BENCH_LATENCY: &str = "\
+Examples:
+  iiopbench bench latency --op echo --type long --size 64..64KiB*4 --warmup 1000
+  iiopbench bench latency --rate 20000 --duration 10s --connections 4
+  iiopbench bench latency --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --gen len=1000";
+
+    pub const BENCH_CONNECT: &str = "\
+Examples:
+  iiopbench bench connect --count 500
+  iiopbench bench connect --target bench.ior --count 200 --pause 10ms --json connect.json";
+
+    pub const BENCH_TCP: &str = "\
+Examples:
+  iiopbench bench tcp --size 1KiB..128KiB
+  iiopbench bench tcp --pattern pingpong --size 1,1KiB --count 10000 --warmup 1000
+  iiopbench bench tcp --baseline-target 10.0.0.2:5555 --total 256MiB   # `serve --raw-tcp 0.0.0.0:5555` there";
+
+    pub const BENCH_CLOSED: &str = "\
+Examples:
+  iiopbench bench closed --clients 8 --think 5ms --service 2ms --until-ci 5%
+  iiopbench bench closed --clients 4 --think 500ms --think-dist exp --service 10ms --duration 30s --warmup-duration 1s";
+
+    pub const BENCH_SETUP: &str = "\
+Examples:
+  iiopbench bench setup --count 50
+  iiopbench bench setup --spawn 'iiopbench serve --listen 127.0.0.1:{port}' --spawn-count 5 --spawn-timeout 30s";
+
+    pub const BENCH_PARAMS: &str = "\
+Examples:
+  iiopbench bench params --elements 1,100,10000 --until-ci 5%
+  iiopbench bench params --target bench.ior --duration 5s --json params.json";
+
+    pub const BENCH_DISPATCH: &str = "\
+Examples:
+  iiopbench bench dispatch --points 6 --until-ci 5%
+  iiopbench bench dispatch --no-500 --duration 1s";
+
+    pub const BENCH_PACKING: &str = "\
+Examples:
+  iiopbench bench packing --pairs 1,2,4,8 --until-ci 5%
+  iiopbench bench packing --servers child --service 1ms --duration 2s";
+
+    pub const BENCH_BALANCE: &str = "\
+Examples:
+  iiopbench bench balance --systems 4x2 --service 10ms,40ms --think 50ms --strategies 1,3,5
+  iiopbench bench balance --until-ci 5% --max-duration 2m --json balance.json";
+
+    pub const SERVE: &str = "\
+Examples:
+  iiopbench serve --listen 127.0.0.1:2809 --ior-file bench.ior
+  iiopbench serve --listen 0.0.0.0:2809 --raw-tcp 0.0.0.0:5555 --server-cpus 1 --server-threads 1
+  iiopbench serve --idl fixtures/idl/bench.idl --interface Bench::Perf --behaviour sink --ior-file sink.ior";
+
+    pub const SOAK: &str = "\
+Examples:
+  iiopbench soak --duration 10m --connections 32 --json soak.json
+  iiopbench soak --target bench.ior --server-pid 4242 --duration 1h --interval 5m";
+
+    pub const CALL: &str = "\
+Examples:
+  iiopbench call --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --args '{\"s\": [1, 2, 3]}'
+  iiopbench call --idl my.idl --target my.ior --op Mod::Iface::op --gen len=4 --compact";
+
+    pub const ORBS: &str = "\
+Examples:
+  iiopbench orbs list
+  iiopbench orbs install omniorb && iiopbench orbs build omniorb
+  iiopbench orbs start omniorb --ior-file omni.ior";
+
+    pub const ORBS_LIST: &str = "\
+Examples:
+  iiopbench orbs list
+  iiopbench orbs list | grep tao";
+
+    pub const ORBS_INSTALL: &str = "\
+Examples:
+  iiopbench orbs install omniorb
+  iiopbench orbs install jacorb   # from Maven Central";
+
+    pub const ORBS_BUILD: &str = "\
+Examples:
+  iiopbench orbs build omniorb
+  iiopbench orbs build tao        # with ACE_ROOT set (docs/tao.md)";
+
+    pub const ORBS_START: &str = "\
+Examples:
+  iiopbench orbs start omniorb --ior-file omni.ior
+  iiopbench orbs start jacorb --listen 0.0.0.0:2809 --ior-file jacorb.ior";
+
+    pub const ORBS_CLIENT: &str = "\
+Examples:
+  iiopbench orbs client omniorb --target bench.ior --mode latency --op ping --count 1000
+  iiopbench orbs client jacorb --target bench.ior --mode conformance";
+
+    pub const REPORT: &str = "\
+Examples:
+  iiopbench report lat.json --report site/
+  iiopbench report before.json after.json --report before-after/";
+
+    pub const COMPARE: &str = "\
+Examples:
+  iiopbench compare before.json after.json
+  iiopbench compare before.json after.json --noise 5% --min-effect 2%
+  iiopbench compare before.json after.json --noise-from rerun1.json rerun2.json rerun3.json";
+
+    pub const MERGE: &str = "\
+Examples:
+  iiopbench merge a.json b.json --json all.json
+  iiopbench merge host1.json host2.json host3.json --json hosts.json";
+
+    pub const SUITE: &str = "\
+Examples:
+  iiopbench suite fixtures/suites/ttcp-1996.toml --quick --json ttcp.json --report ttcp-report/
+  iiopbench suite fixtures/suites/babar-1998.toml --all-orbs --json babar.json
+  iiopbench suite fixtures/suites/aton-2001.toml --target omni=omni.ior --target ours=bench.ior";
+
+    pub const LAB: &str = "\
+Examples:
+  iiopbench lab check                     # as root, as every lab command
+  iiopbench lab run --link client-server:delay=40ms,loss=2%,rate=t1 -- bench latency --op echo --size 1..64KiB*4
+  iiopbench lab suite fixtures/suites/network-2003.toml --quick --json n2003.json";
+
+    pub const LAB_CHECK: &str = "\
+Examples:
+  iiopbench lab check
+  iiopbench lab check && iiopbench lab run -- bench latency --count 1000";
+
+    pub const LAB_CLEAN: &str = "\
+Examples:
+  iiopbench lab clean
+  iiopbench lab clean --all       # also labs of runs still going";
+
+    pub const LAB_RUN: &str = "\
+Between real hosts: run `iiopbench serve --listen <its address>:0 --ior-file srv.ior` (or \
+`iiopbench orbs start <orb> --listen <addr>:0 --ior-file srv.ior`) on the server machine, and \
+on the client machine the same bench command without `lab run … --`, plus `--target srv.ior`.
+
+Examples:
+  iiopbench lab run --link client-server:delay=40ms,loss=2%,rate=t1 -- bench latency --op echo --size 1..64KiB*4
+  iiopbench lab run --server omniorb --link client-server:delay=20ms -- bench throughput --size 64KiB --json wan.json
+  iiopbench lab run --hosts c,r,s --server-host s --link c-r:delay=5ms --link r-s:rate=10mbit -- bench connect --count 100";
+
+    pub const LAB_SUITE: &str = "\
+Examples:
+  iiopbench lab suite fixtures/suites/network-2003.toml --quick --json n2003.json
+  iiopbench lab suite fixtures/suites/network-2003.toml --server omniorb --ready-timeout 5m --json n2003-omni.json";
+
+    pub const INTEROP: &str = "\
+Examples:
+  iiopbench interop --quick                                 # our own server, in-process
+  iiopbench interop --target omni.ior --json interop.json
+  iiopbench interop --matrix --corbaloc --orbs ours,omniorb,jacorb --ready-timeout 5m";
+
+    pub const PCAP: &str = "\
+Examples:
+  iiopbench pcap fixtures/giop/jacorb/pcap/large.pcap
+  iiopbench pcap session.pcapng --json cap.json --report cap-report/ --show-findings 50";
+
+    pub const REPLAY: &str = "\
+Examples:
+  iiopbench replay fixtures/giop/jacorb/pcap/oneway.pcap --target bench.ior
+  iiopbench replay session.pcapng --target new.ior --speed 1x --idl fixtures/idl/bench.idl --json replay.json";
+}
+
 /// Benchmark and interoperability tester for CORBA ORBs over IIOP.
 #[derive(Debug, Parser)]
-#[command(name = "iiopbench", version, about, propagate_version = true)]
+#[command(
+    name = "iiopbench",
+    version,
+    about,
+    propagate_version = true,
+    after_help = examples::ROOT
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -18,32 +209,41 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::BENCH)]
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
+    #[command(after_help = examples::SERVE)]
     Serve(Box<ServeOpts>),
     /// Bounded endurance run: mixed traffic from many connections, then
     /// errors, server memory and latency drift.
+    #[command(after_help = examples::SOAK)]
     Soak(Box<crate::soak::SoakOpts>),
     /// Invoke one operation of any server from its IDL; prints the result
     /// as JSON (docs/json-mapping.md).
+    #[command(after_help = examples::CALL)]
     Call(Box<crate::cmd_call::CallOpts>),
     /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
     /// start their bench.idl server, run their client.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::ORBS)]
     Orbs(OrbsCommand),
     /// Draw results files as an HTML + Markdown report with SVG figures.
+    #[command(after_help = examples::REPORT)]
     Report(Box<crate::report::ReportOpts>),
     /// Compare two results files case by case (ratios and verdicts).
+    #[command(after_help = examples::COMPARE)]
     Compare(Box<crate::compare::CompareOpts>),
     /// Merge results files; histograms of matching cases merge losslessly.
+    #[command(after_help = examples::MERGE)]
     Merge(Box<crate::merge::MergeOpts>),
     /// Run a study's suite of cases (fixtures/suites/*.toml).
+    #[command(after_help = examples::SUITE)]
     Suite(Box<crate::suite::SuiteOpts>),
     /// Network lab (root): hosts as network namespaces joined by links with
     /// delay, loss and a rate cap; run servers and bench clients across it.
+    #[command(after_help = examples::LAB)]
     Lab(Box<crate::lab::LabOpts>),
     /// Conformance suite against one server, or the ORB x ORB matrix.
+    #[command(after_help = examples::INTEROP)]
     Interop(crate::interop::InteropOpts),
     /// Look inside an object reference (like catior) or write one (like
     /// genior).
@@ -51,21 +251,27 @@ pub enum Command {
     Ior(crate::cmd_ior::IorCommand),
     /// Measure captured GIOP traffic (pcap/pcapng): per-operation counts,
     /// sizes, statuses, response times, conformance findings.
+    #[command(after_help = examples::PCAP)]
     Pcap(Box<crate::cmd_pcap::PcapOpts>),
     /// Re-send a capture's requests to another server; compare replies
     /// and response times with the captured ones.
+    #[command(after_help = examples::REPLAY)]
     Replay(Box<crate::cmd_replay::ReplayOpts>),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum OrbsCommand {
     /// Show each vendor ORB and whether it is installed and built here.
+    #[command(after_help = examples::ORBS_LIST)]
     List,
     /// Install what the ORB needs from its ecosystem's registry.
+    #[command(after_help = examples::ORBS_INSTALL)]
     Install { name: String },
     /// Build the ORB's bench.idl server and client.
+    #[command(after_help = examples::ORBS_BUILD)]
     Build { name: String },
     /// Run the ORB's server in the foreground; prints its IOR, then `ready`.
+    #[command(after_help = examples::ORBS_START)]
     Start {
         /// The ORB (`iiopbench orbs list`).
         name: String,
@@ -77,6 +283,7 @@ pub enum OrbsCommand {
         ior_file: Option<PathBuf>,
     },
     /// Run the ORB's client (arguments as docs/vendor-protocol.md says).
+    #[command(after_help = examples::ORBS_CLIENT)]
     Client {
         name: String,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -87,29 +294,39 @@ pub enum OrbsCommand {
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Typed throughput, CORBA-TTCP style (oneway / twoway / echo).
+    #[command(after_help = examples::BENCH_THROUGHPUT)]
     Throughput(Box<crate::bench::throughput::ThroughputOpts>),
     /// Request/reply latency (closed loop, or open loop at a fixed rate).
+    #[command(after_help = examples::BENCH_LATENCY)]
     Latency(Box<crate::bench::latency::LatencyOpts>),
     /// Connection set-up cost, step by step, over fresh connections.
+    #[command(after_help = examples::BENCH_CONNECT)]
     Connect(Box<crate::bench::connect::ConnectOpts>),
     /// The physical baseline: the same sizes and patterns over plain TCP
     /// with a 12-byte frame header and no marshalling (E4.3).
+    #[command(after_help = examples::BENCH_TCP)]
     Tcp(Box<TcpOpts>),
     /// Closed system of C clients {invoke; think Z} with service time S:
     /// R, X, Little's law, CIs (seed 001).
+    #[command(after_help = examples::BENCH_CLOSED)]
     Closed(Box<crate::bench::closed::ClosedOpts>),
     /// Connection set-up T across server states: running, started on
     /// demand (--spawn), in-process (E1.1).
+    #[command(after_help = examples::BENCH_SETUP)]
     Setup(Box<crate::bench::setup::SetupOpts>),
     /// Parameter passing: sequence<CD> vs char+double sequences in one or
     /// two calls (E1.2).
+    #[command(after_help = examples::BENCH_PARAMS)]
     Params(Box<crate::bench::params::ParamsOpts>),
     /// Dispatch latency vs method position; one object with 50 methods vs
     /// 50 objects (E1.3).
+    #[command(after_help = examples::BENCH_DISPATCH)]
     Dispatch(Box<crate::bench::dispatch::DispatchOpts>),
     /// Packing N client/method pairs: one object, N objects, N servers (E1.4).
+    #[command(after_help = examples::BENCH_PACKING)]
     Packing(Box<crate::bench::packing::PackingOpts>),
     /// Load balancing strategies 1-5 over S replicas with C clients (E1.5).
+    #[command(after_help = examples::BENCH_BALANCE)]
     Balance(Box<crate::bench::balance::BalanceOpts>),
 }
 
@@ -201,19 +418,19 @@ pub struct TcpOpts {
     pub pattern: TcpPattern,
     /// Payload bytes per message: a size, a list or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB")]
+    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Stream: bytes to send per point (at least).
-    #[arg(long, value_parser = parse_size, default_value = "64MiB")]
+    #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
     pub total: u64,
     /// Stream: minimum duration per point.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Ping-pong: round trips per point.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub count: u64,
     /// Ping-pong: unrecorded round trips first.
-    #[arg(long, default_value_t = 1_000)]
+    #[arg(long, default_value_t = 1_000, value_name = "N")]
     pub warmup: u64,
     /// How the client waits for replies and for room to send (`reactor`
     /// does not apply).

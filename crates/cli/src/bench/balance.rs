@@ -46,10 +46,10 @@ pub struct BalanceOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Systems as CLIENTSxSERVERS, comma-separated (even client counts).
-    #[arg(long, value_delimiter = ',', value_parser = parse_system, default_value = "4x2,8x4")]
+    #[arg(long, value_delimiter = ',', value_parser = parse_system, default_value = "4x2,8x4", value_name = "CxS")]
     pub systems: Vec<(usize, usize)>,
     /// Server service times, comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "10ms,40ms,120ms")]
+    #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "10ms,40ms,120ms", value_name = "DURATION")]
     pub service: Vec<Duration>,
     /// Distribution of service times (drawn on the client, seeded).
     #[arg(long, value_enum, default_value_t = Dist::Fixed)]
@@ -58,20 +58,25 @@ pub struct BalanceOpts {
     #[arg(long, value_enum, default_value_t = ServiceKind::Spin)]
     pub service_kind: ServiceKind,
     /// Think time of the non-busy clients (scale it down for quick runs).
-    #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
     pub think: Duration,
     /// Distribution of the think time.
     #[arg(long, value_enum, default_value_t = Dist::Fixed)]
     pub think_dist: Dist,
     /// Strategies to run (1-5), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,3,4,5",
+        value_name = "N"
+    )]
     pub strategies: Vec<u8>,
     /// The replicas: `inproc` (ours, one thread each), `child` (ours, as
     /// processes) or `orb:NAME` (scripts/orbs/NAME/start).
-    #[arg(long, value_parser = replicas::parse_kind, default_value = "inproc")]
+    #[arg(long, value_parser = replicas::parse_kind, default_value = "inproc", value_name = "SERVERS")]
     pub servers: ServerKind,
     /// Our binary for `--servers child` (default: this executable).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "FILE")]
     pub server_exe: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,

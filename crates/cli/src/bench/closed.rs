@@ -55,16 +55,16 @@ pub struct ClosedOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Client tasks C (each on its own connection).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: usize,
     /// Mean think time Z between a reply and the next call.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub think: Duration,
     /// Distribution of Z.
     #[arg(long, value_enum, default_value_t = Dist::Fixed)]
     pub think_dist: Dist,
     /// Mean server service time S (sent to `work`; 0 = no-op work call).
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub service: Duration,
     /// Distribution of S (drawn on the client, seeded).
     #[arg(long, value_enum, default_value_t = Dist::Fixed)]

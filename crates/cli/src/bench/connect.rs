@@ -26,10 +26,10 @@ pub struct ConnectOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// New connections to time.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_name = "N")]
     pub count: u64,
     /// Pause between connections (lets TIME_WAIT sockets and the server settle).
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "0s", value_name = "DURATION")]
     pub pause: Duration,
     /// Stop at the first failure, or count failures and go on.
     #[arg(long, value_enum, default_value_t = OnError::Stop)]

@@ -33,7 +33,7 @@ pub struct DispatchOpts {
     pub target: TargetOpts,
     /// Positions measured per model, evenly spaced from the first method
     /// to the last (at least 2).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_name = "N")]
     pub points: usize,
     /// Leave out the 500-method interface.
     #[arg(long)]

@@ -56,26 +56,26 @@ pub struct LatencyOpts {
     #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
     pub types: String,
     /// Payload bytes per call for echo/send: a size, list or sweep.
-    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "0")]
+    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "0", value_name = "SIZES")]
     pub size: Sizes,
     /// Measured calls per point.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub count: u64,
     /// Measure for this long per point instead of --count calls.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
     /// Unmeasured calls first (per point).
-    #[arg(long, default_value_t = 1_000)]
+    #[arg(long, default_value_t = 1_000, value_name = "N")]
     pub warmup: u64,
     /// Connections (closed loop: each with --in-flight callers).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub connections: usize,
     /// Calls in flight per connection (closed loop).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub in_flight: usize,
     /// Open loop at this many calls per second (latency from the intended
     /// send time).
-    #[arg(long, value_name = "CALLS_PER_SEC")]
+    #[arg(long, value_name = "N")]
     pub rate: Option<f64>,
     /// Also measure raw-TCP ping-pong at the same sizes and print ratios.
     #[arg(long)]

@@ -39,23 +39,28 @@ pub struct PackingOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Numbers N of client/method pairs (at most 50), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8",
+        value_name = "N"
+    )]
     pub pairs: Vec<usize>,
     /// The N servers of mode III: `inproc` (ours, in this process),
     /// `child` (ours, as processes) or `orb:NAME` (scripts/orbs/NAME/start).
-    #[arg(long, value_parser = replicas::parse_kind, default_value = "inproc")]
+    #[arg(long, value_parser = replicas::parse_kind, default_value = "inproc", value_name = "SERVERS")]
     pub servers: ServerKind,
     /// Our binary for `--servers child` (default: this executable).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "FILE")]
     pub server_exe: Option<PathBuf>,
     /// Service time per call; 0 calls the no-op methods.
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub service: Duration,
     /// How the server spends --service.
     #[arg(long, value_enum, default_value_t = ServiceKind::Spin)]
     pub service_kind: ServiceKind,
     /// Leave out modes (comma-separated: one-object, objects, servers).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub skip: Vec<String>,
     #[command(flatten)]
     pub run: RunArgs,

@@ -34,7 +34,12 @@ pub struct ParamsOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Array sizes (elements), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,10,100,1000,10000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,10,100,1000,10000",
+        value_name = "N"
+    )]
     pub elements: Vec<u32>,
     #[command(flatten)]
     pub run: RunArgs,

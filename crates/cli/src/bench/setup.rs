@@ -47,7 +47,7 @@ pub struct SetupOpts {
     #[command(flatten)]
     pub target: TargetOpts,
     /// Set-ups timed per running / in-process case.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_name = "N")]
     pub count: u64,
     /// Start this server command on demand (`sh -c`); `{port}` becomes a
     /// free port. It must print its IOR on a line, unless --spawn-ref.
@@ -58,10 +58,10 @@ pub struct SetupOpts {
     #[arg(long, value_name = "REF")]
     pub spawn_ref: Option<String>,
     /// Spawned servers to time.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_name = "N")]
     pub spawn_count: u64,
     /// Give up on a spawned server after this long.
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "60s", value_name = "DURATION")]
     pub spawn_timeout: Duration,
     #[command(flatten)]
     pub socket: SocketArgs,

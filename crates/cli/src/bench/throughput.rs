@@ -41,20 +41,20 @@ pub struct ThroughputOpts {
     pub types: String,
     /// Payload bytes per call: a size, a list, or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "1KiB,64KiB")]
+    #[arg(long, value_parser = crate::opts::parse_size_list, default_value = "1KiB,64KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Return styles, comma-separated: oneway, twoway (void), echo.
     #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
     pub mode: String,
     /// Payload bytes to send per point in each run (at least).
-    #[arg(long, value_parser = parse_size, default_value = "16MiB")]
+    #[arg(long, value_parser = parse_size, default_value = "16MiB", value_name = "SIZE")]
     pub total: u64,
     /// Minimum duration of each point in each run (16 MiB crosses loopback
     /// in ~10 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "200ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
     /// Marshal each request once and resend it with only the request id
     /// patched (seed 000's request reuse, E0.4).

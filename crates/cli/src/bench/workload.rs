@@ -462,26 +462,26 @@ pub fn parse_relative(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunArgs {
     /// Measure each case for this long (ignored with --until-ci).
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "2s", value_name = "DURATION")]
     pub duration: Duration,
     /// Run each case in batches until the 95 % CI of mean response time
     /// is within ±this (e.g. `5%`), or --max-duration.
     #[arg(long, value_parser = parse_relative, value_name = "PERCENT")]
     pub until_ci: Option<f64>,
     /// Time cap per case with --until-ci.
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
     /// Batch length for the batch means.
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "200ms")]
+    #[arg(long, value_parser = crate::units::parse_duration, default_value = "200ms", value_name = "DURATION")]
     pub batch: Duration,
     /// Fewest batches before the CI rule may stop a run.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_name = "N")]
     pub min_batches: usize,
     /// Unrecorded time at the start of each case (connections warm).
     #[arg(long, value_parser = crate::units::parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub warmup_duration: Duration,
     /// Seed of every random draw (think and service times).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub seed: u64,
 }
 

@@ -40,7 +40,8 @@ pub struct InteropOpts {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "ours,omniorb,jacorb,omniorbpy"
+        default_value = "ours,omniorb,jacorb,omniorbpy",
+        value_name = "NAMES"
     )]
     pub orbs: Vec<String>,
     /// Write the results as JSON (docs/results-schema.md, "interop").

@@ -49,22 +49,20 @@ pub struct LabOpts {
 pub enum LabCommand {
     /// Probe what this machine offers the lab (namespaces, veth, TUN,
     /// netem, tbf, nftables) and which delay mechanism will run.
+    #[command(after_help = crate::opts::examples::LAB_CHECK)]
     Check,
     /// Remove lab namespaces (`iiopb-*`) left behind by killed runs.
+    #[command(after_help = crate::opts::examples::LAB_CLEAN)]
     Clean {
         /// Also remove labs whose owner process is still running.
         #[arg(long)]
         all: bool,
     },
     /// Build a lab, verify it, run a server and a bench client across it.
-    #[command(
-        after_help = "Between real hosts: run `iiopbench serve --listen <its address>:0 \
---ior-file srv.ior` (or `iiopbench orbs start <orb> --listen <addr>:0 --ior-file srv.ior`) on \
-the server machine, and on the client machine the same bench command without \
-`lab run … --`, plus `--target srv.ior`."
-    )]
+    #[command(after_help = crate::opts::examples::LAB_RUN)]
     Run(Box<run::RunOpts>),
     /// Run a suite file (conditions × bench cases) in a lab.
+    #[command(after_help = crate::opts::examples::LAB_SUITE)]
     Suite(Box<suite::SuiteOpts>),
 }
 

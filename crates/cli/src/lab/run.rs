@@ -58,7 +58,7 @@ pub struct RunOpts {
     #[arg(long = "link", value_name = "A-B:IMPAIRMENT")]
     pub links: Vec<String>,
     /// MTU of every link.
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, value_name = "N")]
     pub mtu: u32,
     /// The host the bench client runs in (default: the first).
     #[arg(long, value_name = "HOST")]
@@ -70,7 +70,7 @@ pub struct RunOpts {
     #[arg(long, value_enum, default_value_t = ServerKind::Ours)]
     pub server: ServerKind,
     /// Port of a vendor server (ours picks a free one).
-    #[arg(long, default_value_t = 2809)]
+    #[arg(long, default_value_t = 2809, value_name = "PORT")]
     pub port: u16,
     /// How long to wait for the server's `ready` line.
     #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]

@@ -55,7 +55,7 @@ pub struct SuiteOpts {
     #[arg(long, value_enum, default_value_t = ServerKind::Ours)]
     pub server: ServerKind,
     /// Port of a vendor server.
-    #[arg(long, default_value_t = 2809)]
+    #[arg(long, default_value_t = 2809, value_name = "PORT")]
     pub port: u16,
     /// How long to wait for the server's `ready` line.
     #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
