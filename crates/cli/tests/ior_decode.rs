@@ -821,24 +821,3 @@ fn hand_built_ssl_csi_and_multiple_components_profile() {
         ],
     );
 }
-
-#[test]
-fn every_ior_help_ends_with_examples() {
-    for cmd in [&["ior"][..], &["ior", "decode"], &["ior", "make"]] {
-        let mut a = cmd.to_vec();
-        a.push("--help");
-        let (code, out, _) = iiopbench(&a, None);
-        assert_eq!(code, 0);
-        let tail: Vec<&str> = out
-            .trim_end()
-            .lines()
-            .rev()
-            .take_while(|l| l.starts_with("  iiopbench "))
-            .collect();
-        assert!(
-            (2..=3).contains(&tail.len()),
-            "{cmd:?}: help must end with 2-3 examples:\n{out}"
-        );
-        assert!(out.contains("\nExamples:\n"), "{out}");
-    }
-}
