@@ -67,32 +67,9 @@ pub struct Frame {
 #[derive(Debug)]
 struct Partial {
     header: Header,
-    /// The pieces received so far, as they came off the read buffer (no
-    /// copy): joined once, into a buffer of the exact size, when the last
-    /// one arrives, and not at all when only the first carries data.
-    /// omniORB sends a large request as a Request with more-fragments set
-    /// and then a Fragment of a few bytes; copying the first piece and
-    /// growing it for the second cost two copies and an allocation of
-    /// twice the message per call.
-    pieces: Vec<Bytes>,
-    /// Bytes in `pieces`.
-    len: usize,
-    /// Where each 1.1 Fragment's data begins in the joined message.
+    data: BytesMut,
+    /// Where each 1.1 Fragment's data begins in `data`.
     segments: Vec<usize>,
-}
-
-impl Partial {
-    /// The whole message body: the one piece itself, or the pieces joined.
-    fn join(self) -> Bytes {
-        if self.pieces.len() == 1 {
-            return self.pieces.into_iter().next().expect("one piece");
-        }
-        let mut data = BytesMut::with_capacity(self.len);
-        for p in &self.pieces {
-            data.extend_from_slice(p);
-        }
-        data.freeze()
-    }
 }
 
 /// Splits a byte stream into complete GIOP messages.
@@ -203,15 +180,13 @@ impl Decoder {
         }
         // The first piece of a fragmented message.
         self.grow(payload.len())?;
-        let id12 = read_u32(&payload, h.order);
         let partial = Partial {
             header: h,
-            len: payload.len(),
-            pieces: vec![payload],
+            data: BytesMut::from(&payload[..]),
             segments: Vec::new(),
         };
         if h.version.is_12() {
-            let id = id12.ok_or_else(truncated_id)?;
+            let id = read_u32(&payload, h.order).ok_or_else(truncated_id)?;
             if self.partial12.contains_key(&id) {
                 return Err(GiopError::FragmentDuplicate {
                     request_id: Some(id),
@@ -276,23 +251,20 @@ impl Decoder {
         }
         self.partial_bytes = total;
         if id.is_none() && !data.is_empty() {
-            p.segments.push(p.len);
+            p.segments.push(p.data.len());
         }
-        if !data.is_empty() {
-            p.len += data.len();
-            p.pieces.push(data);
-        }
+        p.data.extend_from_slice(&data);
         if h.more_fragments {
             return Ok(None);
         }
-        let mut p = match id {
+        let p = match id {
             Some(id) => self.partial12.remove(&id),
             None => self.partial11.take(),
         }
         .expect("present: found above");
-        self.partial_bytes -= p.len;
-        let size = u32::try_from(p.len).map_err(|_| GiopError::TooLarge {
-            size: p.len as u64,
+        self.partial_bytes -= p.data.len();
+        let size = u32::try_from(p.data.len()).map_err(|_| GiopError::TooLarge {
+            size: p.data.len() as u64,
             limit: u32::MAX as u64,
         })?;
         match id {
@@ -302,11 +274,10 @@ impl Decoder {
         let mut header = p.header;
         header.more_fragments = false;
         header.size = size;
-        let segments = std::mem::take(&mut p.segments);
         Ok(Some(Frame {
             header,
-            payload: p.join(),
-            segments: (!segments.is_empty()).then(|| segments.into()),
+            payload: p.data.freeze(),
+            segments: (!p.segments.is_empty()).then(|| p.segments.into()),
         }))
     }
 }
@@ -409,39 +380,6 @@ mod tests {
                 limit: 100
             })
         );
-    }
-
-    /// omniORB's large request: a Request with more-fragments set carrying
-    /// the whole body, then a Fragment with nothing after the request id.
-    /// The body is handed on where it lies in the read buffer, not copied.
-    #[test]
-    fn a_message_completed_by_an_empty_fragment_is_not_copied() {
-        let (o, v) = (ByteOrder::Little, Version::V1_2);
-        let body: Vec<u8> = [7, 0, 0, 0]
-            .into_iter()
-            .chain((0..4096).map(|i| i as u8))
-            .collect();
-        let mut s = msg(v, o, MsgType::Request, true, &body);
-        s.extend(msg(v, o, MsgType::Fragment, false, &[7, 0, 0, 0]));
-        let mut buf = BytesMut::from(&s[..]);
-        let at = buf.as_ptr() as usize + HEADER_LEN;
-        let f = Decoder::default().decode(&mut buf).unwrap().unwrap();
-        assert_eq!(&f.payload[..], &body[..]);
-        assert_eq!(f.header.size as usize, body.len());
-        assert_eq!(f.payload.as_ptr() as usize, at, "the body was copied");
-        // With data in the last fragment the pieces are joined once.
-        let mut s = msg(v, o, MsgType::Request, true, &body);
-        s.extend(msg(
-            v,
-            o,
-            MsgType::Fragment,
-            false,
-            &[7, 0, 0, 0, 1, 2, 3, 4],
-        ));
-        let mut buf = BytesMut::from(&s[..]);
-        let f = Decoder::default().decode(&mut buf).unwrap().unwrap();
-        assert_eq!(&f.payload[..body.len()], &body[..]);
-        assert_eq!(&f.payload[body.len()..], &[1, 2, 3, 4]);
     }
 
     #[test]
