@@ -502,23 +502,11 @@ fn same_rows(title: &str, want: Vec<String>) {
     let extra: Vec<_> = got.iter().filter(|r| !want.contains(r)).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "docs/cli.md `## {title}` differs from tests/help.rs:\n  missing in docs:\n    {}\n  not in the test:\n    {}",
+        "docs/cli.md `## {title}` differs from tests/help.rs:\n  missing in docs:\n    {}\n  not in the test:\n    {}\n  the rows as the test has them, to paste into docs/cli.md:\n{}",
         missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    "),
-        extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    ")
+        extra.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n    "),
+        want.join("\n")
     );
-}
-
-/// Prints the three tables as docs/cli.md has them:
-/// `cargo test -p iiopbench --test help -- --ignored --nocapture print_doc_tables`.
-#[test]
-#[ignore]
-fn print_doc_tables() {
-    println!("| Idea | Flag | Unit | Commands |\n|---|---|---|---|");
-    IDEAS.iter().for_each(|i| println!("{}", idea_row(i)));
-    println!("\n| Unit | How to write it |\n|---|---|");
-    UNITS.iter().for_each(|u| println!("{}", unit_row(u)));
-    println!("\n| Command | Old spelling | Use instead |\n|---|---|---|");
-    RULES.iter().for_each(|r| println!("{}", rule_row(r)));
 }
 
 #[test]
