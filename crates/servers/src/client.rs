@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use iiop_cdr::{CdrError, Options, Reader, TypeCode, Value, Writer};
+use iiop_giop::conn::client::{Again, Follow, Step};
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::ior::{IiopProfile, Ior};
-use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply, ReplyStatus};
+use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply};
 use iiop_giop::transport::client::{reply_result_from, ClientConfig, ClientError, Connection};
 use iiop_giop::transport::{BlockingConnection, PhaseTotals, Prepared};
 use iiop_giop::{ResponseMode, TargetAddress, Version};
@@ -149,12 +150,16 @@ struct Route {
     chain: Vec<Hop>,
     /// The reference the last forward named (`None`: not forwarded).
     forwarded_to: Option<Ior>,
+    /// The reference this route reaches (by its first IIOP profile): what
+    /// a call's [`Follow`] starts from, and what a reconnection dials.
+    reference: Ior,
 }
 
 impl Route {
-    /// One request on this route (no forward followed).
+    /// One request on this route to `target` (no forward followed).
     async fn exchange<G>(
         &self,
+        target: &TargetAddress,
         op: &str,
         response: ResponseMode,
         body: &G,
@@ -163,8 +168,8 @@ impl Route {
         G: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         match &self.link {
-            Link::Reactor(c) => c.request(&self.target, op, response, body).await,
-            Link::Read(b) => lock(b).request(&self.target, op, response, body),
+            Link::Reactor(c) => c.request(target, op, response, body).await,
+            Link::Read(b) => lock(b).request(target, op, response, body),
         }
     }
 
@@ -200,25 +205,23 @@ struct Shared {
 
 /// One connection to one bench.idl object, following forwards.
 ///
-/// A reply with LOCATION_FORWARD(_PERM), or a LocateReply with
-/// OBJECT_FORWARD(_PERM), moves the client to the forwarded reference — on
-/// the same connection when it names the same endpoint, else on a new one
-/// that waits the same way — and the request is sent again there, up to
+/// What each answer means is the connection core's decision
+/// ([`Follow`]); this client only moves where it says. A reply with
+/// LOCATION_FORWARD(_PERM), or a LocateReply with OBJECT_FORWARD(_PERM),
+/// moves the client to the forwarded reference — on the same connection
+/// when it names the same endpoint, else on a new one that waits the same
+/// way — and the request is sent again there, up to
 /// [`ClientConfig::max_forwards`] hops per call; later calls go straight
 /// to where the last forward pointed ([`forwards`](Self::forwards) tells
-/// the chain). A oneway cannot be forwarded (no reply comes back), so the
+/// the chain). A server that closed the connection with CloseConnection
+/// before answering gets the request once more on a new connection, and a
+/// GIOP 1.2 server asking for another addressing disposition gets it in
+/// that one. A oneway cannot be forwarded (no reply comes back), so the
 /// first oneway on a client whose location is not yet confirmed by a reply
 /// first resolves it with a `_non_existent` call.
 #[derive(Debug, Clone)]
 pub struct BenchClient {
     shared: Arc<Shared>,
-}
-
-fn is_forward(status: ReplyStatus) -> bool {
-    matches!(
-        status,
-        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
-    )
 }
 
 impl BenchClient {
@@ -285,6 +288,7 @@ impl BenchClient {
             confirmed: AtomicBool::new(false),
             chain,
             forwarded_to: None,
+            reference: ior.clone(),
         })
     }
 
@@ -329,29 +333,46 @@ impl BenchClient {
         Ok(())
     }
 
-    fn too_many(&self, from: &Route) -> BenchError {
-        BenchError::Call(ClientError::TooManyForwards {
-            addr: from.addr.clone(),
-            limit: self.shared.cfg.max_forwards,
-        })
+    /// Go where the core's `why` says after an attempt on `from`:
+    /// `target` is the call's [`Follow::target`].
+    async fn again(&self, from: &Route, why: Again, target: &Ior) -> Result<(), BenchError> {
+        match why {
+            Again::Forward(status) => self.follow(from, status, target).await,
+            Again::Retry => self.reconnect(from).await,
+            // Same connection, another target address: `Follow::address`.
+            Again::Readdress => Ok(()),
+        }
     }
 
-    /// Follow the forward `reply` from `from` carries, as hop number `hop`
-    /// of the call (refused past `max_forwards`).
-    async fn follow_reply(&self, from: &Route, reply: &Reply, hop: u32) -> Result<(), BenchError> {
-        if hop > self.shared.cfg.max_forwards {
-            return Err(self.too_many(from));
-        }
-        let ior = reply.forward_ior().map_err(|error| ClientError::Protocol {
-            addr: from.addr.clone(),
-            error,
-        })?;
-        let status = if reply.header.status == ReplyStatus::LocationForwardPerm {
-            "LOCATION_FORWARD_PERM"
-        } else {
-            "LOCATION_FORWARD"
+    /// A new connection for the route `from`, whose server closed the old
+    /// one (unless another clone already replaced it).
+    async fn reconnect(&self, from: &Route) -> Result<(), BenchError> {
+        let abort = *self.shared.abort.lock().unwrap_or_else(|e| e.into_inner());
+        let fresh = Self::route_to(
+            &from.reference,
+            &self.shared.cfg,
+            self.shared.wait,
+            abort,
+            Vec::new(),
+            None,
+        )
+        .await?;
+        let fresh = Route {
+            target: from.target.clone(),
+            chain: from.chain.clone(),
+            forwarded_to: from.forwarded_to.clone(),
+            ..fresh
         };
-        self.follow(from, status, &ior).await
+        let mut route = self.shared.route.lock().unwrap_or_else(|e| e.into_inner());
+        if std::ptr::eq(Arc::as_ptr(&route), from) {
+            *route = Arc::new(fresh);
+        }
+        Ok(())
+    }
+
+    /// The rules of one call, starting from where requests go now.
+    fn follow_from(&self, route: &Route) -> Follow {
+        Follow::new(route.reference.clone(), self.shared.cfg.max_forwards)
     }
 
     /// Have a [`Wait::Read`] connection fail its call (and close) when
@@ -383,6 +404,7 @@ impl BenchClient {
                     confirmed: AtomicBool::new(false),
                     chain: Vec::new(),
                     forwarded_to: None,
+                    reference: with_object_key(&r.reference, key),
                 })),
             }),
         }
@@ -488,31 +510,30 @@ impl BenchClient {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let mut hops = 0;
+        let mut follow = None;
         loop {
             let route = self.route();
+            let f = follow.get_or_insert_with(|| self.follow_from(&route));
+            let target = f.address(route.target.clone())?;
             let probe =
                 response != ResponseMode::Twoway && !route.confirmed.load(Ordering::Relaxed);
             let r = if probe {
                 let nothing = |_: &mut Writer<'_>| Ok(());
                 route
-                    .exchange("_non_existent", ResponseMode::Twoway, &nothing)
-                    .await?
+                    .exchange(&target, "_non_existent", ResponseMode::Twoway, &nothing)
+                    .await
             } else {
-                route.exchange(op, response, &body).await?
+                route.exchange(&target, op, response, &body).await
             };
-            match r {
-                Some(reply) if is_forward(reply.header.status) => {
-                    hops += 1;
-                    self.follow_reply(&route, &reply, hops).await?;
-                }
-                Some(reply) => {
+            match f.on_reply(r, &route.addr)? {
+                Step::Done(Some(reply)) => {
                     route.confirmed.store(true, Ordering::Relaxed);
                     if !probe {
                         return Ok((route, Some(reply)));
                     }
                 }
-                None => return Ok((route, None)),
+                Step::Done(None) => return Ok((route, None)),
+                Step::Again(why) => self.again(&route, why, f.target()).await?,
             }
         }
     }
@@ -520,27 +541,24 @@ impl BenchClient {
     /// A LocateRequest for the target, following OBJECT_FORWARD(_PERM):
     /// the final reply ([`forwards`](Self::forwards) tells the chain).
     pub async fn locate(&self) -> Result<LocateReply, BenchError> {
-        let mut hops = 0;
+        let mut follow = None;
         loop {
             let route = self.route();
+            let f = follow.get_or_insert_with(|| self.follow_from(&route));
             let l = match &route.link {
                 Link::Reactor(c) => c.locate(&route.target).await,
                 Link::Read(b) => lock(b).locate(&route.target),
             }?;
-            let (status, ior) = match &l.status {
-                LocateStatus::ObjectForward(i) => ("OBJECT_FORWARD", i),
-                LocateStatus::ObjectForwardPerm(i) => ("OBJECT_FORWARD_PERM", i),
-                LocateStatus::ObjectHere => {
-                    route.confirmed.store(true, Ordering::Relaxed);
-                    return Ok(l);
+            let request_id = l.request_id;
+            match f.on_locate(l, &route.addr)? {
+                Step::Done((status, _)) => {
+                    if status == LocateStatus::ObjectHere {
+                        route.confirmed.store(true, Ordering::Relaxed);
+                    }
+                    return Ok(LocateReply { request_id, status });
                 }
-                _ => return Ok(l),
-            };
-            hops += 1;
-            if hops > self.shared.cfg.max_forwards {
-                return Err(self.too_many(&route));
+                Step::Again(why) => self.again(&route, why, f.target()).await?,
             }
-            self.follow(&route, status, ior).await?;
         }
     }
 
@@ -598,16 +616,23 @@ impl BenchClient {
             Link::Reactor(c) => c.send_prepared(p).await,
             Link::Read(b) => lock(b).send_prepared(p),
         }?;
-        match r {
-            Some(reply) if is_forward(reply.header.status) => {
-                self.follow_reply(&route, &reply, 1).await?;
+        let mut f = self.follow_from(&route);
+        match f.on_reply(Ok(r), &route.addr)? {
+            Step::Done(reply) => Ok((route, reply)),
+            Step::Again(why @ Again::Forward(_)) => {
+                self.again(&route, why, f.target()).await?;
                 let hop = self.forwards().last().map(|h| h.to_string());
                 Err(BenchError::Reference(format!(
                     "a request prepared for reuse was forwarded ({}): prepare it again",
                     hop.unwrap_or_default()
                 )))
             }
-            other => Ok((route, other)),
+            // The bytes carry their target address: a prepared request
+            // cannot be sent in another disposition.
+            Step::Again(_) => Err(BenchError::Reference(format!(
+                "{} asks for another addressing disposition, which a prepared request cannot use",
+                route.addr
+            ))),
         }
     }
 
@@ -801,4 +826,21 @@ impl BenchClient {
 /// mid-call; the connection state is still consistent).
 fn lock(b: &Mutex<BlockingConnection>) -> MutexGuard<'_, BlockingConnection> {
     b.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `ior` addressing object key `key` instead: its first IIOP profile with
+/// the key replaced, every other profile as it was.
+fn with_object_key(ior: &Ior, key: &[u8]) -> Ior {
+    let mut out = ior.clone();
+    if let Some(slot) = out
+        .profiles
+        .iter_mut()
+        .find(|p| matches!(p.iiop(), Some(Ok(_))))
+    {
+        if let Some(Ok(mut p)) = slot.iiop() {
+            p.object_key = bytes::Bytes::copy_from_slice(key);
+            *slot = p.to_tagged();
+        }
+    }
+    out
 }

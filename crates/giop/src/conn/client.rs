@@ -1189,8 +1189,24 @@ pub enum Step<T> {
     /// The call is over.
     Done(T),
     /// Send again: to [`Follow::target`], addressed with
-    /// [`Follow::address`].
-    Again,
+    /// [`Follow::address`], for the reason given.
+    Again(Again),
+}
+
+/// Why [`Follow`] sends a call again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// The answer named another reference, which is now
+    /// [`Follow::target`]: `LOCATION_FORWARD`, `LOCATION_FORWARD_PERM`,
+    /// `OBJECT_FORWARD` or `OBJECT_FORWARD_PERM`.
+    Forward(&'static str),
+    /// The server closed the connection with CloseConnection before it
+    /// answered: the request was not processed, so it goes once more on a
+    /// new connection to the same target.
+    Retry,
+    /// A GIOP 1.2 server asked for another addressing disposition
+    /// (NEEDS_ADDRESSING_MODE): same connection, [`Follow::address`].
+    Readdress,
 }
 
 /// The hops of one call: LOCATION_FORWARD(_PERM) and OBJECT_FORWARD(_PERM)
@@ -1245,7 +1261,7 @@ impl Follow {
         let reply = match r {
             Err(e) if e.is_retryable() && !self.retried => {
                 self.retried = true;
-                return Ok(Step::Again);
+                return Ok(Step::Again(Again::Retry));
             }
             Err(e) => return Err(e),
             Ok(None) => return Ok(Step::Done(None)),
@@ -1258,7 +1274,13 @@ impl Follow {
                     addr: addr.to_owned(),
                     error,
                 })?;
-                Ok(Step::Again)
+                Ok(Step::Again(Again::Forward(
+                    if reply.header.status == ReplyStatus::LocationForwardPerm {
+                        "LOCATION_FORWARD_PERM"
+                    } else {
+                        "LOCATION_FORWARD"
+                    },
+                )))
             }
             ReplyStatus::NeedsAddressingMode => {
                 let d = needed_disposition(&reply);
@@ -1267,7 +1289,7 @@ impl Follow {
                     return Err(ClientError::NeedsAddressingMode(d));
                 }
                 self.disposition = Some(d);
-                Ok(Step::Again)
+                Ok(Step::Again(Again::Readdress))
             }
             _ => Ok(Step::Done(Some(reply))),
         }
@@ -1281,14 +1303,14 @@ impl Follow {
         l: LocateReply,
         addr: &str,
     ) -> Result<Step<(LocateStatus, Ior)>, ClientError> {
-        match l.status {
-            LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => {
-                self.hop(addr)?;
-                self.target = next;
-                Ok(Step::Again)
-            }
-            status => Ok(Step::Done((status, self.target.clone()))),
-        }
+        let (name, next) = match l.status {
+            LocateStatus::ObjectForward(next) => ("OBJECT_FORWARD", next),
+            LocateStatus::ObjectForwardPerm(next) => ("OBJECT_FORWARD_PERM", next),
+            status => return Ok(Step::Done((status, self.target.clone()))),
+        };
+        self.hop(addr)?;
+        self.target = next;
+        Ok(Step::Again(Again::Forward(name)))
     }
 
     fn hop(&mut self, addr: &str) -> Result<(), ClientError> {

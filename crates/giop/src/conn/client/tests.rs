@@ -484,12 +484,12 @@ fn forwards_are_followed_to_their_reference_and_bounded() {
     let mut f = Follow::new(ior(1), 2);
     assert!(matches!(
         f.on_reply(Ok(Some(forward_reply(2))), "a:1"),
-        Ok(Step::Again)
+        Ok(Step::Again(Again::Forward("LOCATION_FORWARD")))
     ));
     assert_eq!(f.target(), &ior(2));
     assert!(matches!(
         f.on_reply(Ok(Some(forward_reply(3))), "a:2"),
-        Ok(Step::Again)
+        Ok(Step::Again(Again::Forward("LOCATION_FORWARD")))
     ));
     assert_eq!(
         f.on_reply(Ok(Some(forward_reply(4))), "a:3").unwrap_err(),
@@ -507,6 +507,18 @@ fn forwards_are_followed_to_their_reference_and_bounded() {
 }
 
 #[test]
+fn a_permanent_forward_is_named_so() {
+    let mut b = BytesMut::new();
+    encode_location_forward(&mut b, Version::V1_2, ByteOrder::Big, 1, &ior(2), true).unwrap();
+    let mut f = Follow::new(ior(1), 8);
+    assert!(matches!(
+        f.on_reply(Ok(Some(decoded_reply(&b))), "a:1"),
+        Ok(Step::Again(Again::Forward("LOCATION_FORWARD_PERM")))
+    ));
+    assert_eq!(f.target(), &ior(2));
+}
+
+#[test]
 fn close_connection_is_retried_once() {
     let closed = || {
         Err(ClientError::Closed {
@@ -515,7 +527,10 @@ fn close_connection_is_retried_once() {
         })
     };
     let mut f = Follow::new(ior(1), 8);
-    assert!(matches!(f.on_reply(closed(), "a:1"), Ok(Step::Again)));
+    assert!(matches!(
+        f.on_reply(closed(), "a:1"),
+        Ok(Step::Again(Again::Retry))
+    ));
     assert!(f.on_reply(closed(), "a:1").unwrap_err().is_retryable());
     let mut f = Follow::new(ior(1), 8);
     let not = Err(ClientError::Closed {
@@ -547,7 +562,7 @@ fn needs_addressing_mode_is_answered_once_in_the_disposition_asked() {
     assert!(matches!(f.address(key()), Ok(TargetAddress::Key(_))));
     assert!(matches!(
         f.on_reply(Ok(Some(needs.clone())), "a:1"),
-        Ok(Step::Again)
+        Ok(Step::Again(Again::Readdress))
     ));
     assert!(matches!(f.address(key()), Ok(TargetAddress::Profile(_))));
     assert_eq!(
@@ -563,7 +578,10 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
         request_id: 1,
         status: LocateStatus::ObjectForward(ior(p)),
     };
-    assert!(matches!(f.on_locate(fwd(2), "a:1"), Ok(Step::Again)));
+    assert!(matches!(
+        f.on_locate(fwd(2), "a:1"),
+        Ok(Step::Again(Again::Forward("OBJECT_FORWARD")))
+    ));
     let here = LocateReply {
         request_id: 2,
         status: LocateStatus::ObjectHere,
