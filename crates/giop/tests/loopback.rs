@@ -426,10 +426,53 @@ async fn timeouts_then_the_connection_still_works() {
         })
         .await
         .unwrap_err();
-    // Late by at most two reaper rounds (1/16 of the timeout each, at
-    // least 1 ms) plus scheduling.
+    // The reaper sleeps until the deadline: late by the timer's
+    // resolution plus scheduling.
     assert_timed_out_after_50ms(&e, t0.elapsed());
     assert_eq!(echo_long(&c, 11).await, 11);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sooner_deadline_wakes_the_reaper_sleeping_on_a_later_one() {
+    let s = Server::start(ServerConfig::default()).await;
+    let c = Connection::connect(
+        "127.0.0.1",
+        s.port,
+        Version::V1_2,
+        &ClientConfig::default(),
+        None,
+    )
+    .await
+    .unwrap();
+    let sleep = |c: Connection, ms: u32, timeout: Duration| async move {
+        let t0 = std::time::Instant::now();
+        let r = c
+            .request_with(
+                &key("echo"),
+                "sleep",
+                ResponseMode::Twoway,
+                &[],
+                Some(timeout),
+                |w| {
+                    w.write_u32(ms);
+                    Ok(())
+                },
+            )
+            .await;
+        (r, t0.elapsed())
+    };
+    // In flight with a deadline 10 s away: the reaper sleeps on it.
+    let long = tokio::spawn(sleep(c.clone(), 600, Duration::from_secs(10)));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let (r, took) = sleep(c.clone(), 400, Duration::from_millis(50)).await;
+    assert_timed_out_after_50ms(&r.unwrap_err(), took);
+    // The long one is not disturbed and answers.
+    let (r, _) = tokio::time::timeout(Duration::from_secs(5), long)
+        .await
+        .unwrap()
+        .unwrap();
+    r.unwrap();
     s.stop().await;
 }
 
@@ -1165,6 +1208,18 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Time this thread wanted a CPU: on one, or runnable and waiting in a run
+/// queue (`/proc/thread-self/schedstat`). A thread that polls wants a CPU
+/// all along however busy the machine is, where its CPU time shrinks with
+/// the share it gets; a blocked thread wants none. Lower bounds on
+/// spinning use this, upper bounds use [`thread_cpu`].
+fn thread_wanted() -> Duration {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+    let (on_cpu, waiting) = (f.next().unwrap(), f.next().unwrap());
+    Duration::from_nanos(on_cpu + waiting)
+}
+
 #[tokio::test]
 async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
     let s = fragmenting_server().await;
@@ -1188,24 +1243,28 @@ async fn blocking_spin_polls_first_then_blocks_and_keeps_every_rule() {
         // A reply later than the spin: it polls (the CPU works) for the
         // spin, then blocks (it does not) until the reply comes.
         let sleep_call = |c: &mut BlockingConnection, ms: u32| {
-            let (t0, cpu0) = (std::time::Instant::now(), thread_cpu());
+            let (t0, cpu0, wanted0) = (std::time::Instant::now(), thread_cpu(), thread_wanted());
             let r = c.request(&key("echo"), "sleep", ResponseMode::Twoway, |w| {
                 w.write_u32(ms);
                 Ok(())
             });
-            (r, t0.elapsed(), thread_cpu() - cpu0)
+            let wanted = thread_wanted() - wanted0;
+            (r, t0.elapsed(), thread_cpu() - cpu0, wanted)
         };
         let mut c = spinning(Duration::from_millis(20), Duration::from_secs(2));
-        let (r, took, cpu) = sleep_call(&mut c, 60);
+        let (r, took, cpu, wanted) = sleep_call(&mut c, 60);
         assert_eq!(r.unwrap().unwrap().header.status, ReplyStatus::NoException);
         assert!(took >= Duration::from_millis(60), "{took:?}");
-        assert!(cpu >= Duration::from_millis(2), "spun for {cpu:?} of CPU");
+        assert!(
+            wanted >= Duration::from_millis(10),
+            "spun: wanted a CPU for {wanted:?}"
+        );
         assert!(
             cpu < took / 2,
             "it blocked after the spin: {cpu:?} of {took:?}"
         );
         let mut plain = blocking(port, Version::V1_2, ClientConfig::default());
-        let (r, _, cpu) = sleep_call(&mut plain, 60);
+        let (r, _, cpu, _) = sleep_call(&mut plain, 60);
         assert_eq!(r.unwrap().unwrap().header.status, ReplyStatus::NoException);
         assert!(cpu < Duration::from_millis(2), "no spin: {cpu:?} of CPU");
 
@@ -1238,6 +1297,7 @@ fn blocking_spin_also_waits_for_room_to_send() {
     });
     let payload = bytes::Bytes::from(vec![7u8; 4 << 20]);
     let mut cpus = Vec::new();
+    let mut wanted = Vec::new();
     for (i, spin) in [Some(Duration::from_millis(50)), None]
         .into_iter()
         .enumerate()
@@ -1258,13 +1318,14 @@ fn blocking_spin_also_waits_for_room_to_send() {
             std::thread::sleep(Duration::from_millis(300));
             STOP[i].store(true, std::sync::atomic::Ordering::Relaxed);
         });
-        let (t0, cpu0) = (std::time::Instant::now(), thread_cpu());
+        let (t0, cpu0, wanted0) = (std::time::Instant::now(), thread_cpu(), thread_wanted());
         let e = c
             .request(&key("echo"), "sink", ResponseMode::Oneway, |w| {
                 w.write_octet_seq(&payload)
             })
             .unwrap_err();
         let (took, cpu) = (t0.elapsed(), thread_cpu() - cpu0);
+        wanted.push(thread_wanted() - wanted0);
         stopper.join().unwrap();
         assert_eq!(e, ClientError::LocallyClosed, "{spin:?}");
         assert!(took >= Duration::from_millis(300), "{took:?}");
@@ -1274,9 +1335,9 @@ fn blocking_spin_also_waits_for_room_to_send() {
     // Spinning 50 ms, then blocked for the rest of the 300; without it,
     // only the copying into the socket's buffers.
     assert!(
-        cpus[0] >= Duration::from_millis(10),
-        "spun for {:?}",
-        cpus[0]
+        wanted[0] >= Duration::from_millis(25),
+        "spun: wanted a CPU for {:?}",
+        wanted[0]
     );
     assert!(
         cpus[0] < Duration::from_millis(150),

@@ -50,7 +50,7 @@ pub use crate::conn::client::{
 use crate::conn::client::{
     ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
 };
-use crate::conn::deadline::{check_interval, Timer};
+use crate::conn::deadline::Timer;
 use crate::conn::out::{Outbox, MAX_IOV};
 use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
@@ -132,11 +132,14 @@ struct Shared {
     direct_write: bool,
     /// Phase timing totals, when [`ClientConfig::phase_timing`] is on.
     phases: Option<Mutex<PhaseTotals>>,
-    /// Shortest timeout any request used so far, in µs (`u64::MAX`: none
-    /// yet); sets how often the reaper looks for overdue requests.
-    min_timeout_us: AtomicU64,
-    /// Woken when `min_timeout_us` drops.
-    timeouts_changed: Notify,
+    /// What deadlines are counted from.
+    epoch: Instant,
+    /// When the reaper wakes next, in µs from `epoch`: the core's
+    /// [`Requests::next_deadline`] when it last looked (`u64::MAX`: no
+    /// request had a deadline).
+    reaper_at_us: AtomicU64,
+    /// Woken when a request's deadline comes before `reaper_at_us`.
+    deadline_sooner: Notify,
     ids: RequestIds,
     out: Mutex<OutState>,
     /// Shared with the writer task: `try_write` needs only `&self`.
@@ -200,17 +203,12 @@ impl Shared {
         }
     }
 
-    /// How often the reaper runs: [`check_interval`] of the shortest
-    /// timeout in use, at most 250 ms (`None`: no request has used one
-    /// yet).
-    fn reap_interval(&self) -> Option<Duration> {
-        match self.min_timeout_us.load(Ordering::Relaxed) {
-            u64::MAX => None,
-            us => Some(check_interval(
-                Duration::from_micros(us),
-                Duration::from_millis(250),
-            )),
-        }
+    /// `at` in µs from the epoch (`u64::MAX`: never).
+    fn micros(&self, at: Option<Instant>) -> u64 {
+        at.map_or(u64::MAX, |at| {
+            u64::try_from(at.saturating_duration_since(self.epoch).as_micros())
+                .unwrap_or(u64::MAX - 1)
+        })
     }
 
     fn dead(&self) -> Option<ClientError> {
@@ -305,8 +303,9 @@ impl Connection {
             local,
             direct_write: cfg.direct_write,
             phases: cfg.phase_timing.then(Mutex::default),
-            min_timeout_us: AtomicU64::new(u64::MAX),
-            timeouts_changed: Notify::new(),
+            epoch: Instant::now(),
+            reaper_at_us: AtomicU64::new(u64::MAX),
+            deadline_sooner: Notify::new(),
             ids: RequestIds::default(),
             out: Mutex::new(OutState {
                 q: SendQueue::new(cfg),
@@ -369,6 +368,9 @@ impl Connection {
         let what = out.sending();
         let expects_reply = what.expects_reply();
         let id = s.ids.next();
+        let timer = timeout
+            .filter(|_| expects_reply)
+            .map(|t| Timer::started(t, Instant::now()));
         let (rx, alone) = {
             let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
             p.alive()?;
@@ -377,19 +379,21 @@ impl Connection {
             let alone = s.direct_write && p.is_empty();
             if expects_reply {
                 let (tx, rx) = oneshot::channel();
-                p.insert(id, tx, timeout.map(|t| Timer::started(t, Instant::now())));
+                p.insert(id, tx, timer);
                 (Some(rx), alone)
             } else {
                 (None, alone)
             }
         };
-        if let Some(t) = timeout.filter(|_| expects_reply) {
-            let us = u64::try_from(t.as_micros()).unwrap_or(u64::MAX - 1);
-            // A load first: the read-modify-write only when it lowers.
-            if us < s.min_timeout_us.load(Ordering::Relaxed)
-                && s.min_timeout_us.fetch_min(us, Ordering::Relaxed) > us
+        if let Some(t) = timer {
+            // The reaper sleeps until the earliest deadline it saw; wake it
+            // only for a sooner one (with one timeout for every call,
+            // deadlines only grow, and nobody is woken).
+            let us = s.micros(t.deadline());
+            if us < s.reaper_at_us.load(Ordering::Relaxed)
+                && s.reaper_at_us.fetch_min(us, Ordering::Relaxed) > us
             {
-                s.timeouts_changed.notify_one();
+                s.deadline_sooner.notify_one();
             }
         }
         let timed = s.phases.is_some();
@@ -484,15 +488,26 @@ impl Connection {
     }
 }
 
-/// Fails overdue requests, every [`Shared::reap_interval`], while any
-/// request has used a timeout.
+/// Fails overdue requests: sleeps until the core's next deadline (or until
+/// a request with a sooner one arrives), then lets the core expire what is
+/// due.
 async fn reaper_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
-        let interval = shared.reap_interval();
-        let wait = async {
-            match interval {
-                Some(t) => tokio::time::sleep(t).await,
-                None => shared.timeouts_changed.notified().await,
+        let next = {
+            let p = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let next = p.next_deadline();
+            // Published under the lock: a request inserted after this
+            // compares its deadline with it, one inserted before is in
+            // `next` already.
+            shared
+                .reaper_at_us
+                .store(shared.micros(next), Ordering::Relaxed);
+            next
+        };
+        let until = async {
+            match next {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
@@ -502,10 +517,8 @@ async fn reaper_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
                     return;
                 }
             }
-            _ = wait => {}
-        }
-        if interval.is_some() {
-            shared.reap(Instant::now());
+            _ = shared.deadline_sooner.notified() => {}
+            _ = until => shared.reap(Instant::now()),
         }
     }
 }
