@@ -55,6 +55,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         code_sets_in: o.code_sets_in.source(),
         listen: o.listen.clone(),
         skeleton: o.skeleton.skeleton(),
+        model: o.server_model.model(),
         threads: o.server_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())

@@ -455,9 +455,15 @@ pub struct ServeOpts {
     /// Which skeleton decodes arguments: serde types or run-time TypeCodes.
     #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
     pub skeleton: SkeletonArg,
-    /// Server threads (default: all cores).
+    /// Server threads (default: all cores). With `--server-model
+    /// threads`, those that run asynchronous calls (sleep, work).
     #[arg(long, value_name = "N")]
     pub server_threads: Option<usize>,
+    /// How the server waits for requests: tokio tasks on the server
+    /// threads (reactor), or a thread per connection blocking in recv
+    /// (threads, as omniORB's server does).
+    #[arg(long, value_enum, default_value_t = ServerModelArg::Reactor)]
+    pub server_model: ServerModelArg,
     /// Largest GIOP message accepted (declared size of one message; a
     /// larger one gets MessageError before its body is read).
     #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
@@ -531,6 +537,26 @@ impl SkeletonArg {
         match self {
             SkeletonArg::Typed => iiop_servers::reference::Skeleton::Typed,
             SkeletonArg::Dynamic => iiop_servers::reference::Skeleton::Dynamic,
+        }
+    }
+}
+
+/// How our server waits for requests (`--server-model`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ServerModelArg {
+    /// One tokio task per connection on the server's threads.
+    #[default]
+    Reactor,
+    /// One thread per connection, blocking in recv (omniORB's default).
+    Threads,
+}
+
+impl ServerModelArg {
+    /// As the server's type.
+    pub fn model(self) -> iiop_servers::run::ServerModel {
+        match self {
+            ServerModelArg::Reactor => iiop_servers::run::ServerModel::Reactor,
+            ServerModelArg::Threads => iiop_servers::run::ServerModel::Threads,
         }
     }
 }

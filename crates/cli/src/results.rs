@@ -88,6 +88,10 @@ pub struct TargetInfo {
     /// For our server: `typed` or `dynamic` skeleton.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skeleton: Option<String>,
+    /// For our embedded server: `reactor` (tokio tasks) or `threads`
+    /// (thread per connection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_model: Option<String>,
     /// The forwards the client followed from the reference to the object
     /// (LOCATION_FORWARD / OBJECT_FORWARD hops, in order), e.g.
     /// `LOCATION_FORWARD from 127.0.0.1:2809 key "Bench" to 127.0.0.1:2809 key 0x14…`.

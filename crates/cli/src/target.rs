@@ -42,6 +42,10 @@ pub struct TargetOpts {
     /// 1 when pinned to one).
     #[arg(long, value_name = "N")]
     pub server_threads: Option<usize>,
+    /// How the embedded server waits for requests: tokio tasks (reactor)
+    /// or a thread per connection blocking in recv (threads).
+    #[arg(long, value_enum, default_value_t = crate::opts::ServerModelArg::Reactor)]
+    pub server_model: crate::opts::ServerModelArg,
     /// Timeout of every call (and of connecting).
     #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
     pub timeout: Duration,
@@ -225,6 +229,7 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
         let opts = ServerOptions {
             skeleton: t.skeleton.skeleton(),
+            model: t.server_model.model(),
             threads,
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {
@@ -240,15 +245,22 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
             RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
         let ior = srv.refs().ior.clone();
         let mut info = describe(&ior, "embedded", "embedded", t);
+        let model = match t.server_model.model() {
+            iiop_servers::run::ServerModel::Reactor => format!(
+                "own tokio runtime, {threads} thread{}",
+                if threads == 1 { "" } else { "s" }
+            ),
+            iiop_servers::run::ServerModel::Threads => "a thread per connection".to_string(),
+        };
         info.isolation = Some(format!(
-            "embedded in this process: own tokio runtime, {threads} thread{}, CPUs {}",
-            if threads == 1 { "" } else { "s" },
+            "embedded in this process: {model}, CPUs {}",
             cpus.server
                 .as_deref()
                 .map(crate::sysinfo::format_cpu_list)
                 .unwrap_or_else(|| "unpinned".into())
         ));
         info.skeleton = Some(t.skeleton.skeleton().name().into());
+        info.server_model = Some(t.server_model.model().name().into());
         return Ok(Resolved {
             ior,
             info,
@@ -324,6 +336,7 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
         }),
         isolation: None,
         skeleton: None,
+        server_model: None,
         forwards: Vec::new(),
     }
 }

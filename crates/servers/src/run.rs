@@ -8,10 +8,33 @@ use std::thread::JoinHandle;
 
 use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, Handler, ServerConfig};
+use iiop_giop::transport::threads::{serve_threads, ThreadsConfig};
 use tokio::sync::oneshot;
 
 use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
 use crate::reference::{BenchHandler, Forwarding, References, Skeleton};
+
+/// How the server waits for requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerModel {
+    /// One tokio task per connection on the runtime's threads: many
+    /// connections on few threads.
+    #[default]
+    Reactor,
+    /// One thread per connection, blocking in `recv` (omniORB's default
+    /// model): no event loop between a request and its handler.
+    Threads,
+}
+
+impl ServerModel {
+    /// The name users give it (`reactor`, `threads`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerModel::Reactor => "reactor",
+            ServerModel::Threads => "threads",
+        }
+    }
+}
 
 /// How to run the server.
 #[derive(Debug, Clone)]
@@ -28,6 +51,8 @@ pub struct ServerOptions {
     pub forwarding: Option<Forwarding>,
     /// Where the IORs carry TAG_CODE_SETS (default: the IIOP profile).
     pub code_sets_in: CodeSetsSource,
+    /// Task per connection on the runtime, or thread per connection.
+    pub model: ServerModel,
 }
 
 impl Default for ServerOptions {
@@ -42,6 +67,7 @@ impl Default for ServerOptions {
             config: ServerConfig::default(),
             forwarding: None,
             code_sets_in: CodeSetsSource::IiopProfile,
+            model: ServerModel::default(),
         }
     }
 }
@@ -68,6 +94,21 @@ impl ServerThread {
         cpus: Option<Vec<usize>>,
         config: ServerConfig,
     ) -> std::io::Result<ServerThread> {
+        Self::spawn_model(handler, listen, threads, cpus, config, ServerModel::Reactor)
+    }
+
+    /// [`spawn`](Self::spawn) in the given model. With
+    /// [`ServerModel::Threads`] each connection gets a thread of its own
+    /// (named and pinned like the runtime's), and `threads` runtime
+    /// threads run the handler's asynchronous calls.
+    pub fn spawn_model<H: Handler>(
+        handler: Arc<H>,
+        listen: &str,
+        threads: usize,
+        cpus: Option<Vec<usize>>,
+        config: ServerConfig,
+        model: ServerModel,
+    ) -> std::io::Result<ServerThread> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let listen = listen.to_string();
@@ -77,22 +118,49 @@ impl ServerThread {
                 if let Some(c) = &cpus {
                     crate::affinity::pin_current_thread(c)?;
                 }
-                let mut b = if threads <= 1 {
+                // Thread per connection: the runtime runs only the
+                // asynchronous calls, on worker threads of its own.
+                let mut b = if threads <= 1 && model == ServerModel::Reactor {
                     tokio::runtime::Builder::new_current_thread()
                 } else {
                     let mut b = tokio::runtime::Builder::new_multi_thread();
-                    b.worker_threads(threads);
+                    b.worker_threads(threads.max(1));
                     b
                 };
+                let pin = Arc::new(move || {
+                    if let Some(c) = &cpus {
+                        let _ = crate::affinity::pin_current_thread(c);
+                    }
+                });
+                let on_start = pin.clone();
                 let rt = b
                     .enable_all()
                     .thread_name(SERVER_THREAD_PREFIX)
-                    .on_thread_start(move || {
-                        if let Some(c) = &cpus {
-                            let _ = crate::affinity::pin_current_thread(c);
-                        }
-                    })
+                    .on_thread_start(move || on_start())
                     .build()?;
+                if model == ServerModel::Threads {
+                    let listener = match std::net::TcpListener::bind(&listen) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            let msg = format!("cannot listen on {listen}: {e}");
+                            let _ = ready_tx.send(Err(std::io::Error::new(e.kind(), msg)));
+                            return Ok(());
+                        }
+                    };
+                    let _ = ready_tx.send(listener.local_addr());
+                    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let flag = stop.clone();
+                    rt.spawn(async move {
+                        let _ = stop_rx.await;
+                        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                    });
+                    let threads = ThreadsConfig {
+                        thread_name: SERVER_THREAD_PREFIX.into(),
+                        on_thread_start: pin,
+                        runtime: rt.handle().clone(),
+                    };
+                    return serve_threads(listener, handler, config, threads, stop);
+                }
                 rt.block_on(async move {
                     let listener = match tokio::net::TcpListener::bind(&listen).await {
                         Ok(l) => l,
@@ -167,12 +235,13 @@ impl RunningServer {
                 .with_forwarding(opts.forwarding)
                 .with_code_sets_in(opts.code_sets_in),
         );
-        let server = ServerThread::spawn(
+        let server = ServerThread::spawn_model(
             handler.clone(),
             &opts.listen,
             opts.threads,
             opts.cpus,
             opts.config,
+            opts.model,
         )?;
         let refs = References::new(&handler, server.addr());
         Ok(RunningServer {

@@ -76,6 +76,7 @@ pub fn target_info(ior: &Ior, kind: &str, reference: &str) -> TargetInfo {
         }),
         isolation: (kind == "embedded").then(|| "in-process, own runtime".to_string()),
         skeleton: (kind == "embedded").then(|| "typed".to_string()),
+        server_model: (kind == "embedded").then(|| "reactor".to_string()),
         forwards: Vec::new(),
     }
 }

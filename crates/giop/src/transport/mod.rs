@@ -26,6 +26,7 @@ pub mod blocking;
 pub mod client;
 pub mod naming;
 pub mod server;
+pub mod threads;
 
 use std::time::Instant;
 

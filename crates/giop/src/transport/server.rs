@@ -100,7 +100,7 @@ pub async fn serve<H: Handler>(
 }
 
 /// Apply [`ServerConfig::send_buffer`] and [`ServerConfig::recv_buffer`].
-fn set_buffers(s: socket2::SockRef<'_>, cfg: &ServerConfig) -> std::io::Result<()> {
+pub(super) fn set_buffers(s: socket2::SockRef<'_>, cfg: &ServerConfig) -> std::io::Result<()> {
     if let Some(n) = cfg.send_buffer {
         s.set_send_buffer_size(n as usize)?;
     }

@@ -1,0 +1,364 @@
+//! The IIOP server, thread per connection: [`serve_threads`] accepts
+//! connections (at most `max_connections`) and gives each a thread of its
+//! own that blocks in `recv`, as omniORB's default server does.
+//!
+//! A reply costs one `recv` and one `send` on the connection's thread and
+//! no wake-up through an event loop: where the tokio server
+//! ([`serve`](super::server::serve)) wakes from `epoll_wait`, schedules
+//! the connection's task and only then reads, this one returns from `recv`
+//! with the bytes. Requests whose handler must wait
+//! ([`Dispatch::Async`](super::server::Dispatch)) still run concurrently,
+//! on the tokio runtime whose handle is given; their replies come back
+//! through a channel and a wake-up socket, and while any is in flight the
+//! thread waits with `poll` on both.
+//!
+//! The connection's protocol decisions (framing and limits, dispatch,
+//! MessageError, the timeouts, CloseConnection) are the pure
+//! [`ServerConn`]'s, exactly as under the tokio driver: this module only
+//! moves bytes and time. Shutdown is seen within [`STOP_CHECK`]: accepting
+//! and reading stop, in-flight requests finish, CloseConnection is sent,
+//! and [`serve_threads`] returns once every connection's thread has ended.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use crate::conn::server::{
+    AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
+};
+
+/// How often a waiting thread looks at the stop flag.
+pub const STOP_CHECK: Duration = Duration::from_millis(100);
+
+/// What a connection's thread needs besides its socket.
+pub struct ThreadsConfig {
+    /// Name of every thread this server starts (how CPU time is
+    /// attributed to it).
+    pub thread_name: String,
+    /// Run at the start of every connection's thread (e.g. pinning).
+    pub on_thread_start: Arc<dyn Fn() + Send + Sync>,
+    /// Where asynchronous handler calls run.
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for ThreadsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadsConfig")
+            .field("thread_name", &self.thread_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Accept connections on `listener` and serve each on a thread of its own
+/// with `handler` until `stop` is set; then stop accepting, let every
+/// connection finish its in-flight requests and close, and return.
+pub fn serve_threads<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    cfg: ServerConfig,
+    threads: ThreadsConfig,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let cfg = Arc::new(cfg);
+    super::server::set_buffers(socket2::SockRef::from(&listener), &cfg)?;
+    let open = Arc::new(AtomicUsize::new(0));
+    let threads = Arc::new(threads);
+    let mut joins = Vec::new();
+    let mut next_conn = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        joins.retain(|j: &std::thread::JoinHandle<()>| !j.is_finished());
+        if open.load(Ordering::Acquire) >= cfg.max_connections.max(1) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        if !readable(listener.as_raw_fd(), None, STOP_CHECK)?.0 {
+            continue;
+        }
+        let (stream, peer) = match listener.accept() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                // EMFILE and friends: back off instead of spinning.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        next_conn += 1;
+        let _ = stream.set_nodelay(cfg.nodelay);
+        let _ = super::server::set_buffers(socket2::SockRef::from(&stream), &cfg);
+        open.fetch_add(1, Ordering::AcqRel);
+        let (h, c, t, s, o) = (
+            handler.clone(),
+            cfg.clone(),
+            threads.clone(),
+            stop.clone(),
+            open.clone(),
+        );
+        let id = next_conn;
+        let spawned = std::thread::Builder::new()
+            .name(threads.thread_name.clone())
+            .spawn(move || {
+                (t.on_thread_start)();
+                ConnThread::new(h, c, id, Some(peer), t.runtime.clone()).run(stream, &s);
+                o.fetch_sub(1, Ordering::AcqRel);
+            });
+        match spawned {
+            Ok(j) => joins.push(j),
+            // No thread for it: the connection is dropped (closed).
+            Err(_) => {
+                open.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+    for j in joins {
+        let _ = j.join();
+    }
+    Ok(())
+}
+
+/// Whether `fd` (and `wake`, second) became readable within `timeout`.
+fn readable(
+    fd: std::os::fd::RawFd,
+    wake: Option<std::os::fd::RawFd>,
+    timeout: Duration,
+) -> std::io::Result<(bool, bool)> {
+    let mut fds = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.unwrap_or(-1),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = libc::c_int::try_from(timeout.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is a valid array of two pollfd for the call's length
+    // (a negative fd is ignored by poll).
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Ok((false, false));
+        }
+        return Err(e);
+    }
+    let ready = |p: &libc::pollfd| p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0;
+    Ok((ready(&fds[0]), ready(&fds[1])))
+}
+
+/// One connection's thread: moves bytes, asynchronous replies and time
+/// between the socket and the connection's [`ServerConn`].
+struct ConnThread<H> {
+    handler: Arc<H>,
+    conn: ServerConn,
+    runtime: tokio::runtime::Handle,
+    done_tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
+    done_rx: mpsc::Receiver<(AsyncTicket, AsyncReply)>,
+    /// Written to (a byte) when an asynchronous call finished.
+    wake_tx: Arc<UnixStream>,
+    wake_rx: UnixStream,
+    /// Asynchronous calls handed to the runtime and not finished yet.
+    in_flight: usize,
+    phases: Option<Arc<ServerPhases>>,
+    opened: Instant,
+    /// The receive timeout set on the socket (set again only on change).
+    rcvtimeo: Option<Duration>,
+}
+
+impl<H: Handler> ConnThread<H> {
+    fn new(
+        handler: Arc<H>,
+        cfg: Arc<ServerConfig>,
+        id: u64,
+        peer: Option<std::net::SocketAddr>,
+        runtime: tokio::runtime::Handle,
+    ) -> Self {
+        let (done_tx, done_rx) = mpsc::channel();
+        let (wake_tx, wake_rx) = UnixStream::pair().expect("a socket pair");
+        let _ = wake_tx.set_nonblocking(true);
+        let _ = wake_rx.set_nonblocking(true);
+        ConnThread {
+            handler,
+            phases: cfg.phases.clone(),
+            conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
+            runtime,
+            done_tx,
+            done_rx,
+            wake_tx: Arc::new(wake_tx),
+            wake_rx,
+            in_flight: 0,
+            opened: Instant::now(),
+            rcvtimeo: None,
+        }
+    }
+
+    fn run(mut self, stream: TcpStream, stop: &AtomicBool) {
+        self.serve_connection(&stream, stop);
+        let mut summary = self.conn.summary().clone();
+        summary.seconds = self.opened.elapsed().as_secs_f64();
+        self.handler.connection_closed(&summary);
+    }
+
+    fn serve_connection(&mut self, mut stream: &TcpStream, stop: &AtomicBool) {
+        let phases = self.phases.clone();
+        let phases = phases.as_deref();
+        loop {
+            if stop.load(Ordering::Relaxed) && !self.conn.is_closing() {
+                self.conn.shutdown();
+            }
+            // Handle what is buffered (also after async replies freed room).
+            let (handler, rt, tx, wake) =
+                (&*self.handler, &self.runtime, &self.done_tx, &self.wake_tx);
+            let in_flight = &mut self.in_flight;
+            self.conn.process(handler, &mut |call: AsyncCall| {
+                *in_flight += 1;
+                spawn_async(rt, call, tx.clone(), wake.clone());
+            });
+            if !self.conn.output().is_empty() {
+                let t = phases.map(|_| Instant::now());
+                if stream.write_all(self.conn.output()).is_err() {
+                    return;
+                }
+                if let (Some(p), Some(t)) = (phases, t) {
+                    ServerPhases::add(&p.write_ns, t, Instant::now());
+                }
+                self.conn.sent();
+            }
+            if self.conn.is_done() {
+                break;
+            }
+            if self.finish_async() {
+                continue;
+            }
+            let deadline = self.conn.next_deadline(Instant::now);
+            let wait = deadline.map_or(STOP_CHECK, |d| {
+                d.saturating_duration_since(Instant::now()).min(STOP_CHECK)
+            });
+            let can_read = self.conn.can_read();
+            let input = if self.in_flight == 0 && can_read {
+                // Nothing else can happen: block in recv.
+                self.read(stream, wait, phases)
+            } else {
+                match readable(
+                    if can_read { stream.as_raw_fd() } else { -1 },
+                    Some(self.wake_rx.as_raw_fd()),
+                    wait,
+                ) {
+                    Ok((true, _)) => self.read(stream, wait, phases),
+                    Ok((false, _)) => Input::Waited,
+                    Err(_) => Input::Gone,
+                }
+            };
+            match input {
+                Input::Got(n) => self.conn.received(n),
+                Input::Gone => self.conn.on_eof(),
+                Input::Waited => {
+                    if deadline.is_some_and(|d| d <= Instant::now()) {
+                        self.conn.on_timeout(Instant::now());
+                    }
+                }
+            }
+        }
+        match self.conn.ending() {
+            Ending::Abort => {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+            Ending::Close(last) => {
+                let _ = stream.write_all(&last);
+                let _ = stream.shutdown(Shutdown::Write);
+            }
+            Ending::Quiet => {}
+        }
+    }
+
+    /// Give the finished asynchronous calls' replies to the connection;
+    /// whether there were any.
+    fn finish_async(&mut self) -> bool {
+        if self.in_flight == 0 {
+            return false;
+        }
+        let mut any = false;
+        // Drain the wake-ups first: a reply sent after this drain wakes
+        // the next poll.
+        let mut sink = [0u8; 64];
+        while matches!((&self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
+        while let Ok((ticket, reply)) = self.done_rx.try_recv() {
+            self.in_flight -= 1;
+            self.conn.finish_async(ticket, reply);
+            any = true;
+        }
+        any
+    }
+
+    /// One `recv` into the connection's buffer, ended by `wait` at most.
+    fn read(&mut self, stream: &TcpStream, wait: Duration, phases: Option<&ServerPhases>) -> Input {
+        let wait = wait.max(Duration::from_millis(1));
+        if self.rcvtimeo != Some(wait) {
+            if stream.set_read_timeout(Some(wait)).is_err() {
+                return Input::Gone;
+            }
+            self.rcvtimeo = Some(wait);
+        }
+        let t0 = phases.map(|_| Instant::now());
+        let buf = self.conn.read_buf();
+        let spare = buf.spare_capacity_mut();
+        match socket2::SockRef::from(stream).recv(spare) {
+            Ok(0) => Input::Gone,
+            Ok(n) => {
+                // SAFETY: recv initialised the first `n` bytes of the
+                // spare capacity.
+                unsafe { buf.set_len(buf.len() + n) };
+                if let (Some(p), Some(t0)) = (phases, t0) {
+                    ServerPhases::add(&p.read_ns, t0, Instant::now());
+                }
+                Input::Got(n)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                Input::Waited
+            }
+            Err(_) => Input::Gone,
+        }
+    }
+}
+
+/// What one wait for input gave.
+enum Input {
+    Got(usize),
+    /// The peer closed, or the socket failed.
+    Gone,
+    /// Nothing within the wait (or only a wake-up).
+    Waited,
+}
+
+/// Run an asynchronous handler call on the runtime; its reply (INTERNAL
+/// if it panicked) goes back to the connection's thread, which a byte on
+/// `wake` wakes.
+fn spawn_async(
+    rt: &tokio::runtime::Handle,
+    call: AsyncCall,
+    tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
+    wake: Arc<UnixStream>,
+) {
+    let AsyncCall { ticket, future } = call;
+    let task = rt.spawn(future);
+    rt.spawn(async move {
+        let reply = task.await.unwrap_or_else(|_| AsyncReply::handler_failed());
+        let _ = tx.send((ticket, reply));
+        // Full means a wake-up is pending already.
+        let _ = (&*wake).write(&[1]);
+    });
+}
