@@ -1407,7 +1407,9 @@ mod tests {
         // What the child had of a CPU: all of one on a quiet machine,
         // less when others compete.
         let child_cpus = (t1 - t0) as f64 / clock_ticks_per_s() / with.wall_s;
-        assert!(child_cpus > 0.2, "{child_cpus}");
+        // It ran (a tick or more: 1/20 of a CPU over 200 ms), however
+        // much else competes; the rise below is what is checked.
+        assert!(child_cpus >= 0.05, "{child_cpus}");
         let own_rise = with.own_cpus - without.own_cpus;
         assert!(
             (own_rise - child_cpus).abs() < 0.1,

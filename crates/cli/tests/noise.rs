@@ -67,6 +67,61 @@ fn busy_warnings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// CPUs busy machine-wide (user, nice, system, irq, softirq, steal from
+/// /proc/stat) over `window`.
+fn busy_cpus(window: Duration) -> f64 {
+    fn busy_and_total() -> (u64, u64) {
+        let s = std::fs::read_to_string("/proc/stat").unwrap();
+        let f: Vec<u64> = s
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        // user nice system idle iowait irq softirq steal
+        let busy = f[0] + f[1] + f[2] + f[5] + f[6] + f.get(7).copied().unwrap_or(0);
+        (busy, f.iter().take(8).sum())
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let (b0, t0) = busy_and_total();
+    std::thread::sleep(window);
+    let (b1, t1) = busy_and_total();
+    if t1 == t0 {
+        return 0.0;
+    }
+    cpus * (b1 - b0) as f64 / (t1 - t0) as f64
+}
+
+/// Wait (at most `limit`) for a moment when the machine is quiet: less
+/// than a fifth of a CPU busy over 300 ms. Whether one came.
+fn wait_for_quiet(limit: Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if busy_cpus(Duration::from_millis(300)) < 0.2 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Something this test could not show on this machine now: printed, and
+/// listed by scripts/test's summary (`IIOPBENCH_SKIP_LOG`).
+fn note_not_shown(reason: &str) {
+    use std::io::Write;
+    let line =
+        format!("SKIP a_cpu_hog_beside_the_run_is_reported_and_a_quiet_machine_is_not: {reason}");
+    eprintln!("{line}");
+    if let Some(log) = std::env::var_os("IIOPBENCH_SKIP_LOG") {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log);
+        let _ = file.and_then(|mut f| writeln!(f, "{line}"));
+    }
+}
+
 const ARGS: [&str; 9] = [
     "bench", "latency", "--op", "ping", "--count", "4000", "--warmup", "200", "--runs",
 ];
@@ -75,28 +130,55 @@ const ARGS: [&str; 9] = [
 fn a_cpu_hog_beside_the_run_is_reported_and_a_quiet_machine_is_not() {
     let mut args: Vec<&str> = ARGS.to_vec();
     args.push("2");
-    // Quiet: no warning. A shared machine may have a moment of other work;
-    // one clean run out of three shows the warning is not always on.
-    let mut clean = None;
-    let mut seen = Vec::new();
-    for i in 0..3 {
-        let (code, v, _) = run_json(&format!("quiet{i}.json"), &args);
-        assert_eq!(code, 0);
-        let w = busy_warnings(&v);
-        let bg: Vec<f64> = v["quality"]["runs"]
+    // Quiet: no warning. A shared machine (a build beside the tests) has
+    // other work much of the time; each attempt first waits for a quiet
+    // moment, and one clean run out of three shows the warning is not
+    // always on.
+    let background = |v: &Value| -> Vec<f64> {
+        v["quality"]["runs"]
             .as_array()
             .unwrap()
             .iter()
             .map(|n| n["background_cpus"].as_f64().unwrap())
-            .collect();
-        seen.push((bg, w.clone()));
+            .collect()
+    };
+    let mut clean = None;
+    let mut last = None;
+    let mut seen = Vec::new();
+    for i in 0..3 {
+        let quiet = wait_for_quiet(Duration::from_secs(20));
+        let (code, v, _) = run_json(&format!("quiet{i}.json"), &args);
+        assert_eq!(code, 0);
+        let w = busy_warnings(&v);
+        let bg = background(&v);
+        // Whatever the machine did, the warning says what was measured:
+        // none when every run was near idle, one when a run was busy.
+        if bg.iter().all(|b| *b < 0.15) {
+            assert!(w.is_empty(), "a warning at background {bg:?}: {w:?}");
+        }
+        if bg.iter().any(|b| *b > 0.4) {
+            assert!(!w.is_empty(), "no warning at background {bg:?}");
+        }
+        seen.push((quiet, bg, w.clone()));
         if w.is_empty() {
             clean = Some(v);
             break;
         }
-        std::thread::sleep(Duration::from_millis(500));
+        last = Some(v);
     }
-    let v = clean.unwrap_or_else(|| panic!("a warning on every quiet run: {seen:?}"));
+    let v = match clean {
+        Some(v) => v,
+        None => {
+            // Never a quiet moment: the warnings above matched the load
+            // measured, but "no warning on a quiet machine" was not seen.
+            // Said in the suite's summary, not passed off as shown.
+            note_not_shown(&format!(
+                "the quiet half was not shown, the machine was busy on every attempt \
+                 (quiet moment found, background per run, warnings): {seen:?}"
+            ));
+            last.expect("three attempts ran")
+        }
+    };
     assert_eq!(v["placement"]["chosen"], "auto");
     assert_eq!(v["placement"]["relation"], "cross-cpu");
     let observed = &v["placement"]["observed"];

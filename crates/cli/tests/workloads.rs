@@ -139,9 +139,16 @@ fn ci_rule_reports_the_time_cap_when_the_interval_is_out_of_reach() {
     no_errors(&v);
     let e = &cases(&v)[0]["extra"];
     assert_eq!(e["stopped_by"], "time-cap");
-    assert_eq!(e["batches"], 5);
+    // Five 200 ms batches fit the 1 s cap; on a busy machine a batch may
+    // end late and the cap comes after fewer.
+    let batches = e["batches"].as_u64().unwrap();
+    assert!((2..=5).contains(&batches), "{batches}");
     let secs = cases(&v)[0]["seconds"].as_f64().unwrap();
-    assert!((1.0..1.5).contains(&secs), "{secs}");
+    assert!((1.0..2.0).contains(&secs), "{secs}");
+    assert!(
+        secs >= batches as f64 * 0.2,
+        "{batches} batches in {secs} s"
+    );
     assert!(e["littles_law"]["relative_error"].as_f64().unwrap() < 0.05);
 }
 
