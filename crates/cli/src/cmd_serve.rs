@@ -56,6 +56,8 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         listen: o.listen.clone(),
         skeleton: o.skeleton.skeleton(),
         model: o.server_model.model(),
+        // Whether the client has a CPU apart is not known here: block.
+        stream_spin: None,
         threads: o.server_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())

@@ -230,6 +230,9 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
         let opts = ServerOptions {
             skeleton: t.skeleton.skeleton(),
             model: t.server_model.model(),
+            // Thread per connection with a CPU apart: poll while oneways
+            // stream in, as the raw-TCP baseline's server does.
+            stream_spin: cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
             threads,
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {

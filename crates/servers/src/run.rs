@@ -53,6 +53,10 @@ pub struct ServerOptions {
     pub code_sets_in: CodeSetsSource,
     /// Task per connection on the runtime, or thread per connection.
     pub model: ServerModel,
+    /// Thread per connection only: poll this long for the next bytes
+    /// while oneways stream in, before blocking (for a server with a CPU
+    /// of its own; `None`: never).
+    pub stream_spin: Option<std::time::Duration>,
 }
 
 impl Default for ServerOptions {
@@ -68,6 +72,7 @@ impl Default for ServerOptions {
             forwarding: None,
             code_sets_in: CodeSetsSource::IiopProfile,
             model: ServerModel::default(),
+            stream_spin: None,
         }
     }
 }
@@ -94,7 +99,15 @@ impl ServerThread {
         cpus: Option<Vec<usize>>,
         config: ServerConfig,
     ) -> std::io::Result<ServerThread> {
-        Self::spawn_model(handler, listen, threads, cpus, config, ServerModel::Reactor)
+        Self::spawn_model(
+            handler,
+            listen,
+            threads,
+            cpus,
+            config,
+            ServerModel::Reactor,
+            None,
+        )
     }
 
     /// [`spawn`](Self::spawn) in the given model. With
@@ -108,6 +121,7 @@ impl ServerThread {
         cpus: Option<Vec<usize>>,
         config: ServerConfig,
         model: ServerModel,
+        stream_spin: Option<std::time::Duration>,
     ) -> std::io::Result<ServerThread> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -158,6 +172,7 @@ impl ServerThread {
                         thread_name: SERVER_THREAD_PREFIX.into(),
                         on_thread_start: pin,
                         runtime: rt.handle().clone(),
+                        stream_spin,
                     };
                     return serve_threads(listener, handler, config, threads, stop);
                 }
@@ -242,6 +257,7 @@ impl RunningServer {
             opts.cpus,
             opts.config,
             opts.model,
+            opts.stream_spin,
         )?;
         let refs = References::new(&handler, server.addr());
         Ok(RunningServer {

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use super::blocking::{recv_spinning, Spin};
 use crate::conn::server::{
     AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
 };
@@ -43,6 +44,11 @@ pub struct ThreadsConfig {
     pub on_thread_start: Arc<dyn Fn() + Send + Sync>,
     /// Where asynchronous handler calls run.
     pub runtime: tokio::runtime::Handle,
+    /// While oneways stream in (the last input brought oneways and no
+    /// reply), poll for the next bytes this long before blocking: a
+    /// receiver that sleeps in `recv` is woken per segment and paces the
+    /// sender. For a server with a CPU of its own (`None`: never).
+    pub stream_spin: Option<Duration>,
 }
 
 impl std::fmt::Debug for ThreadsConfig {
@@ -103,7 +109,8 @@ pub fn serve_threads<H: Handler>(
             .name(threads.thread_name.clone())
             .spawn(move || {
                 (t.on_thread_start)();
-                ConnThread::new(h, c, id, Some(peer), t.runtime.clone()).run(stream, &s);
+                ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.stream_spin)
+                    .run(stream, &s);
                 o.fetch_sub(1, Ordering::AcqRel);
             });
         match spawned {
@@ -170,6 +177,10 @@ struct ConnThread<H> {
     opened: Instant,
     /// The receive timeout set on the socket (set again only on change).
     rcvtimeo: Option<Duration>,
+    /// [`ThreadsConfig::stream_spin`].
+    stream_spin: Option<Duration>,
+    /// Whether oneways are streaming in: the next read polls first.
+    streaming: bool,
 }
 
 impl<H: Handler> ConnThread<H> {
@@ -179,6 +190,7 @@ impl<H: Handler> ConnThread<H> {
         id: u64,
         peer: Option<std::net::SocketAddr>,
         runtime: tokio::runtime::Handle,
+        stream_spin: Option<Duration>,
     ) -> Self {
         let (done_tx, done_rx) = mpsc::channel();
         let (wake_tx, wake_rx) = UnixStream::pair().expect("a socket pair");
@@ -196,6 +208,8 @@ impl<H: Handler> ConnThread<H> {
             in_flight: 0,
             opened: Instant::now(),
             rcvtimeo: None,
+            stream_spin,
+            streaming: false,
         }
     }
 
@@ -217,10 +231,14 @@ impl<H: Handler> ConnThread<H> {
             let (handler, rt, tx, wake) =
                 (&*self.handler, &self.runtime, &self.done_tx, &self.wake_tx);
             let in_flight = &mut self.in_flight;
+            let oneways = self.conn.summary().oneways;
             self.conn.process(handler, &mut |call: AsyncCall| {
                 *in_flight += 1;
                 spawn_async(rt, call, tx.clone(), wake.clone());
             });
+            self.streaming = self.stream_spin.is_some()
+                && self.conn.output().is_empty()
+                && self.conn.summary().oneways > oneways;
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
                 if stream.write_all(self.conn.output()).is_err() {
@@ -307,9 +325,10 @@ impl<H: Handler> ConnThread<H> {
             self.rcvtimeo = Some(wait);
         }
         let t0 = phases.map(|_| Instant::now());
+        let mut spin = Spin::new(self.stream_spin.filter(|_| self.streaming));
         let buf = self.conn.read_buf();
         let spare = buf.spare_capacity_mut();
-        match socket2::SockRef::from(stream).recv(spare) {
+        match recv_spinning(stream, spare, &mut spin) {
             Ok(0) => Input::Gone,
             Ok(n) => {
                 // SAFETY: recv initialised the first `n` bytes of the
