@@ -21,6 +21,7 @@ pub fn new_results(kind: &str, target: TargetInfo, placement: Placement) -> Resu
         cases: Vec::new(),
         fits: Vec::new(),
         quality: None,
+        agents: None,
         outcome: Outcome {
             complete: false,
             failure: None,

@@ -8,6 +8,7 @@
 //! [`sysinfo`] / [`placement`] (host, CPU time, pinning), [`rawtcp`] (the
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
+pub mod agents;
 pub mod bench;
 pub mod cmd_call;
 pub mod cmd_ior;
@@ -20,6 +21,7 @@ pub mod compare;
 pub mod context;
 pub mod deprecated;
 pub mod dynamic;
+pub mod gate;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
@@ -86,6 +88,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Merge(o) => merge::run(&o),
         Command::Suite(o) => suite::run(&o),
         Command::Lab(o) => lab::run(&o),
+        Command::Agents(c) => agents::run(&c),
         Command::Interop(o) => interop::run(&o),
         Command::Ior(c) => cmd_ior::run(&c),
         Command::Pcap(o) => cmd_pcap::run(&o),

@@ -175,6 +175,28 @@ Examples:
   iiopbench lab suite fixtures/suites/network-2003.toml --quick --json n2003.json
   iiopbench lab suite fixtures/suites/network-2003.toml --server omniorb --ready-timeout 5m --json n2003-omni.json";
 
+    pub const AGENTS: &str = "\
+Examples:
+  iiopbench agents run --agents 4 --local --duration 10s --json all.json -- bench latency --target bench.ior
+  iiopbench agents run --agents 8 --listen 0.0.0.0:7070 -- bench closed --target corbaloc::srv:2809/Bench --clients 4
+  iiopbench agents join --coordinator coord-host:7070";
+
+    pub const AGENTS_RUN: &str = "\
+Examples:
+  iiopbench agents run --agents 4 --local --duration 10s --json all.json -- bench latency --target bench.ior
+  iiopbench agents run --agents 8 --listen 0.0.0.0:7070 --register-timeout 2m -- bench throughput --target bench.ior --size 64KiB
+  iiopbench agents run --agents 2 --local -- bench latency --target bench.ior --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --gen len=100";
+
+    pub const AGENTS_JOIN: &str = "\
+Examples:
+  iiopbench agents join --coordinator coord-host:7070
+  iiopbench agents join --coordinator 10.0.0.1:7070 --id 3 --name rack2-host7";
+
+    pub const AGENTS_K8S: &str = "\
+Examples:
+  iiopbench agents k8s --agents 4 --image registry.example/iiopbench:1 -- bench latency --target corbaloc::bench-server:2809/Bench > run.json
+  iiopbench agents k8s --agents 16 --image registry.example/iiopbench:1 --namespace bench --duration 60s -- bench closed --target corbaname::ns-host:2809#Bench --clients 8";
+
     pub const INTEROP: &str = "\
 Examples:
   iiopbench interop --quick                                 # our own server, in-process
@@ -242,6 +264,10 @@ pub enum Command {
     /// delay, loss and a rate cap; run servers and bench clients across it.
     #[command(after_help = examples::LAB)]
     Lab(Box<crate::lab::LabOpts>),
+    /// One bench command run by N coordinated agents (local processes, lab
+    /// hosts or Kubernetes pods), merged into one result.
+    #[command(subcommand, after_help = examples::AGENTS)]
+    Agents(crate::agents::AgentsCommand),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     #[command(after_help = examples::INTEROP)]
     Interop(crate::interop::InteropOpts),

@@ -19,7 +19,12 @@ use crate::sysinfo::HostInfo;
 /// `runs` and `intervals`), `placement` says how it was chosen and what
 /// was observed, `quality` carries the noise verdict. Version 1 files
 /// still read: every new field is optional.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a results file may be the merge of N agents that ran at once
+/// (`iiopbench agents`): top-level `agents`, per-case `agents`; such a
+/// case's counts are sums over agents, its `seconds` the longest agent's
+/// window and its rates sums of the agents' rates. Version 1 and 2 files
+/// still read.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +50,84 @@ pub struct Results {
     /// Least-squares fits over size sweeps: latency = a + b·bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fits: Vec<Fit>,
+    /// A distributed run (`iiopbench agents`): who ran, clocks, the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<AgentsInfo>,
     pub outcome: Outcome,
+}
+
+/// How a run of N agents went (schema 3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentsInfo {
+    /// Agents asked for.
+    pub requested: u32,
+    /// Agents whose results are merged in.
+    pub ran: u32,
+    /// True when any agent did not run: the figures are those of `ran`
+    /// agents only.
+    pub partial: bool,
+    /// The first case's start on the coordinator's clock, RFC 3339 with
+    /// milliseconds, and as Unix ns.
+    pub start_at: String,
+    pub start_at_unix_ns: i64,
+    /// Every agent measured each case for this long.
+    pub duration_s: f64,
+    /// Case k of every agent started at `start_at + k·case_period_s`.
+    pub case_period_s: f64,
+    /// The bench command every agent ran (after `iiopbench`).
+    pub spec: Vec<String>,
+    /// One per agent id, in id order.
+    pub agents: Vec<AgentEntry>,
+}
+
+/// One agent of a distributed run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    pub id: u32,
+    /// Its host name (Kubernetes: `pod@node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `ran`, `failed` (admitted, no results), `missing` (never
+    /// registered), `rejected` (clock too far off, version mismatch).
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its clock minus the coordinator's (ms), measured over
+    /// `clock_samples` exchanges, exact within ± `clock_rtt_ms` / 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_rtt_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_samples: Option<usize>,
+    /// Per case, how late it started after its slot (ms).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_late_ms: Vec<f64>,
+    /// Its own results' `started_at` (its clock) and outcome line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostInfo>,
+}
+
+/// One agent's share of a merged case.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentCase {
+    pub agent: u32,
+    pub calls: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub calls_per_sec: f64,
+    pub throughput_mbps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<LatencySummary>,
+    /// The agent's own histogram (HdrHistogram V2, base64, ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors: BTreeMap<String, u64>,
 }
 
 /// What measured.
@@ -312,6 +394,9 @@ pub struct Case {
     /// may mix two placements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub moved: Vec<String>,
+    /// A merged agent run: each agent's share, in agent id order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentCase>,
 }
 
 /// Per-case parameters; `type`, `size` and `mode` always present.
@@ -418,6 +503,20 @@ pub fn now_rfc3339() -> String {
     let (y, m, d) = civil_from_days(days as i64);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// RFC 3339 UTC timestamp with milliseconds of `unix_ns`.
+pub fn rfc3339_ms(unix_ns: i64) -> String {
+    let ms = unix_ns.div_euclid(1_000_000);
+    let (secs, milli) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
         rem / 3600,
         (rem % 3600) / 60,
         rem % 60
@@ -568,6 +667,7 @@ mod tests {
             }],
             fits: vec![],
             quality: None,
+            agents: None,
             outcome: Outcome {
                 complete: true,
                 failure: None,
@@ -628,6 +728,10 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_413), (2025, 11, 21));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(
+            rfc3339_ms(1_763_683_200_123_456_789),
+            "2025-11-21T00:00:00.123Z"
+        );
     }
 
     #[test]

@@ -70,7 +70,7 @@ const IDEAS: &[Idea] = &[
         None,
         "listen",
         "HOST:PORT",
-        "serve, orbs start",
+        "serve, orbs start, agents run",
     ),
     idea(
         "A server's IOR, written to a file",
@@ -84,7 +84,7 @@ const IDEAS: &[Idea] = &[
         None,
         "json",
         "FILE",
-        "bench *, soak, suite, merge, lab run, lab suite, interop, ior decode, pcap, replay",
+        "bench *, soak, suite, merge, lab run, lab suite, interop, ior decode, pcap, replay, agents run",
     ),
     idea(
         "One CSV row per case",
@@ -112,7 +112,7 @@ const IDEAS: &[Idea] = &[
         Some('q'),
         "quiet",
         "—",
-        "bench *, soak, suite, lab suite, interop, pcap, replay",
+        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run",
     ),
     idea(
         "CPUs of the client",
@@ -161,7 +161,7 @@ const IDEAS: &[Idea] = &[
         None,
         "duration",
         "DURATION",
-        "bench latency/closed/params/dispatch/packing/balance, soak",
+        "bench latency/closed/params/dispatch/packing/balance, soak, agents run, agents k8s",
     ),
     idea(
         "Shortest measuring time",
@@ -314,6 +314,7 @@ const UNITS: &[(&str, &str)] = &[
     ("REF", "an object reference: `IOR:…`, `corbaloc:…`, `corbaname:…`, a file holding one, `-` for stdin"),
     ("HOST:PORT", "a TCP address: `127.0.0.1:2809`, `[::1]:0`"),
     ("HOST", "a host name or address"),
+    ("IMAGE", "a container image: `registry.example/iiopbench:1`"),
     ("CPUS", "CPUs in taskset syntax: `0`, `2-3`, `0,2`"),
     ("NAME", "a name: an ORB (`omniorb`), an IDL interface (`Bench::Perf`)"),
     ("NAMES", "names, comma-separated"),

@@ -321,6 +321,8 @@ pub(crate) async fn point<I: Invoke>(
             anyhow::bail!("{label}: warm-up call failed: {e}");
         }
     }
+    // In an agent run, every agent starts this case at the same instant.
+    crate::gate::case_start().await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let tally = match o.rate {

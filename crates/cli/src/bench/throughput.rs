@@ -339,14 +339,19 @@ async fn point(
     let payload = out.payload();
     let per_call = payload.counted_bytes(cs);
     let over = overhead(c, elem, mode, payload, per_call).await;
-    c.reset()
-        .await
-        .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
+    // Other agents share the server's counters: leave them alone.
+    let shared = crate::gate::armed();
+    if !shared {
+        c.reset()
+            .await
+            .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
+    }
     let mut breakdown = Breakdown::default();
     c.reset_phase_totals();
     if let Some(sp) = &s.phases {
         sp.reset();
     }
+    crate::gate::case_start().await;
     let watch = s.watch_case();
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
@@ -371,7 +376,7 @@ async fn point(
     let phase_totals = c.phase_totals();
     // get_stats() follows every oneway on this connection: its reply means
     // the server has decoded them all.
-    let stats = if failure.is_none() {
+    let stats = if failure.is_none() && !shared {
         c.stats().await.ok()
     } else {
         None

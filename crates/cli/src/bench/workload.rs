@@ -142,7 +142,8 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     let n = clients.len();
     let shared = Rc::new(RefCell::new(Shared::default()));
     let stop = Rc::new(Cell::new(false));
-    let recording = Rc::new(Cell::new(spec.warmup.is_zero()));
+    // In an agent run, clients record only once the start gate opens.
+    let recording = Rc::new(Cell::new(spec.warmup.is_zero() && !crate::gate::armed()));
     let failed = Rc::new(Cell::new(false));
     // Ctrl-C: calls in flight (and think times) end at once instead of at
     // their timeout.
@@ -220,6 +221,10 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     // The controller: warm-up, then batches until the stop rule fires.
     if !spec.warmup.is_zero() {
         sleep_or_stop(spec.warmup, &stop).await;
+    }
+    // In an agent run, every agent starts measuring at the same instant.
+    crate::gate::case_start().await;
+    if !recording.get() {
         shared.borrow_mut().batch = Sums::default();
         recording.set(true);
     }

@@ -238,6 +238,7 @@ async fn throughput_measure(
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = Progress::new(o.output.quiet).case(&label);
     let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
+    crate::gate::case_start().await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {

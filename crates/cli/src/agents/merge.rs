@@ -1,0 +1,339 @@
+//! Merging the results of N agents that ran at the same time into one
+//! results file (schema 3). Unlike `iiopbench merge`, whose runs were back
+//! to back, agents ran concurrently: per case, calls, bytes, errors and
+//! client CPU are summed; `seconds` is the longest agent's window; rates
+//! (`calls_per_sec`, `throughput_mbps`) are the sums of the agents' rates;
+//! histograms are added, so merged percentiles are those of every call of
+//! every agent. Each agent's share stays in the case's `agents`, and the
+//! file's `agents` says who ran, who did not and why: a run with missing
+//! agents is marked partial, never averaged over agents that did not run.
+
+use std::collections::BTreeMap;
+
+use crate::hist::Latency;
+use crate::merge::case_key;
+use crate::results::{AgentCase, AgentsInfo, Case, CpuFigures, Results};
+
+/// One agent that ran, with the results it sent.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub id: u32,
+    pub results: Results,
+}
+
+/// Merge the agents that ran; `info` lists every agent (ran or not) and
+/// `base` is the skeleton (the coordinator's command line, host, start).
+pub fn merge_agents(base: Results, ran: &[Ran], mut info: AgentsInfo) -> anyhow::Result<Results> {
+    let mut out = base;
+    out.cases.clear();
+    out.fits.clear();
+    if let Some(first) = ran.first() {
+        out.kind = first.results.kind.clone();
+        out.target = first.results.target.clone();
+        out.placement = first.results.placement.clone();
+        out.params = first.results.params.clone();
+        out.params.remove("agent");
+    }
+    // Cases in the first agent's order, then any only later agents have.
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups: Vec<Vec<(u32, &Case)>> = Vec::new();
+    for a in ran {
+        for c in &a.results.cases {
+            let key = case_key(&a.results, c, true);
+            let i = *index.entry(key).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[i].push((a.id, c));
+        }
+    }
+    for g in &groups {
+        out.cases
+            .push(merge_case(g).map_err(|e| anyhow::anyhow!("case {:?}: {e}", g[0].1.name))?);
+    }
+    out.fits = crate::merge::refit(&out);
+    let mut warnings = Vec::new();
+    for a in ran {
+        if let Some(q) = &a.results.quality {
+            warnings.extend(q.warnings.iter().map(|w| format!("agent {}: {w}", a.id)));
+        }
+    }
+    if !warnings.is_empty() {
+        out.quality = Some(crate::results::Quality {
+            warnings,
+            runs: Vec::new(),
+        });
+    }
+    let mut failures = Vec::new();
+    for e in &mut info.agents {
+        if let Some(a) = ran.iter().find(|a| a.id == e.id) {
+            e.started_at = Some(a.results.started_at.clone());
+            e.host = Some(a.results.host.clone());
+            e.failure = a.results.outcome.failure.clone();
+            e.start_late_ms = a
+                .results
+                .params
+                .get("agent")
+                .and_then(|v| v.get("start_late_ms"))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            if !a.results.outcome.complete {
+                failures.push(format!(
+                    "agent {}{}: {}",
+                    e.id,
+                    who(e.name.as_deref()),
+                    a.results.outcome.failure.as_deref().unwrap_or("incomplete")
+                ));
+            }
+        } else {
+            failures.push(format!(
+                "agent {}{} {}: {}",
+                e.id,
+                who(e.name.as_deref()),
+                e.status,
+                e.reason.as_deref().unwrap_or("no results")
+            ));
+        }
+    }
+    info.ran = ran.len() as u32;
+    info.partial = (ran.len() as u32) < info.requested;
+    out.outcome.complete = failures.is_empty();
+    out.outcome.failure = (!failures.is_empty()).then(|| {
+        format!(
+            "{} of {} agents ran{}; {}",
+            info.ran,
+            info.requested,
+            if info.partial {
+                " (partial: figures are those agents' only)"
+            } else {
+                ""
+            },
+            failures.join("; ")
+        )
+    });
+    out.agents = Some(info);
+    Ok(out)
+}
+
+fn who(name: Option<&str>) -> String {
+    name.map(|n| format!(" ({n})")).unwrap_or_default()
+}
+
+/// One case measured by several agents at once.
+fn merge_case(g: &[(u32, &Case)]) -> anyhow::Result<Case> {
+    let (_, first) = g[0];
+    let mut c = Case {
+        name: first.name.clone(),
+        params: first.params.clone(),
+        overhead: first.overhead,
+        ..Default::default()
+    };
+    let mut hist: Option<Latency> = Some(Latency::new());
+    let mut cpu = Some(CpuFigures::default());
+    for &(id, a) in g {
+        c.calls += a.calls;
+        c.bytes += a.bytes;
+        c.seconds = c.seconds.max(a.seconds);
+        c.calls_per_sec += a.calls_per_sec;
+        c.throughput_mbps += a.throughput_mbps;
+        for (k, v) in &a.errors {
+            *c.errors.entry(k.clone()).or_insert(0) += v;
+        }
+        if c.overhead != a.overhead {
+            c.overhead = None;
+        }
+        hist = match (hist, &a.histogram) {
+            (Some(mut h), Some(b64)) => {
+                h.merge(
+                    &Latency::from_base64(b64)
+                        .map_err(|e| anyhow::anyhow!("agent {id}: histogram undecodable: {e}"))?,
+                );
+                Some(h)
+            }
+            // An agent without a histogram: no merged distribution.
+            _ => None,
+        };
+        cpu = match (cpu, a.cpu) {
+            (Some(x), Some(y)) => Some(CpuFigures {
+                client_user_s: x.client_user_s + y.client_user_s,
+                client_sys_s: x.client_sys_s + y.client_sys_s,
+                ..Default::default()
+            }),
+            _ => None,
+        };
+        c.moved
+            .extend(a.moved.iter().map(|m| format!("agent {id}: {m}")));
+        c.agents.push(AgentCase {
+            agent: id,
+            calls: a.calls,
+            bytes: a.bytes,
+            seconds: a.seconds,
+            calls_per_sec: a.calls_per_sec,
+            throughput_mbps: a.throughput_mbps,
+            latency_us: a.latency_us,
+            histogram: a.histogram.clone(),
+            errors: a.errors.clone(),
+        });
+    }
+    if let Some(h) = hist.filter(|h| !h.is_empty()) {
+        c.latency_us = Some(h.summary());
+        c.histogram = Some(h.to_base64());
+    }
+    c.cpu = cpu.map(|mut x| {
+        let mib = c.bytes as f64 / 1048576.0;
+        x.client_s_per_mib = if mib > 0.0 {
+            (x.client_user_s + x.client_sys_s) / mib
+        } else {
+            0.0
+        };
+        x
+    });
+    c.extra
+        .insert("agents_merged".into(), (g.len() as u64).into());
+    Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{AgentEntry, CaseParams};
+
+    /// A deterministic spread of latencies (ns) for agent `id`.
+    fn samples(id: u32, n: usize) -> Vec<u64> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (id as u64 + 1);
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // 20 µs .. ~5 ms, and each agent on its own scale.
+                20_000 + (x % 5_000_000) / (id as u64 + 1)
+            })
+            .collect()
+    }
+
+    fn agent_results(id: u32, lat: &[u64], seconds: f64) -> Results {
+        let mut h = Latency::new();
+        lat.iter().for_each(|&v| h.record_ns(v));
+        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        r.outcome.complete = true;
+        r.params.insert(
+            "agent".into(),
+            serde_json::json!({"id": id, "start_late_ms": [0.25]}),
+        );
+        r.cases.push(Case {
+            name: "ping".into(),
+            params: CaseParams {
+                ty: "void".into(),
+                size: 0,
+                mode: "ping".into(),
+                extra: Default::default(),
+            },
+            calls: lat.len() as u64,
+            bytes: 0,
+            seconds,
+            calls_per_sec: lat.len() as f64 / seconds,
+            latency_us: Some(h.summary()),
+            histogram: Some(h.to_base64()),
+            ..Default::default()
+        });
+        r
+    }
+
+    fn info(n: u32) -> AgentsInfo {
+        AgentsInfo {
+            requested: n,
+            agents: (0..n)
+                .map(|id| AgentEntry {
+                    id,
+                    name: Some(format!("h{id}")),
+                    status: "ran".into(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn base() -> Results {
+        crate::context::new_results("agents", Default::default(), Default::default())
+    }
+
+    #[test]
+    fn merged_histogram_equals_the_histogram_of_all_samples() {
+        let per_agent: Vec<Vec<u64>> = (0..4)
+            .map(|id| samples(id, 5_000 + id as usize * 777))
+            .collect();
+        let ran: Vec<Ran> = per_agent
+            .iter()
+            .enumerate()
+            .map(|(id, s)| Ran {
+                id: id as u32,
+                results: agent_results(id as u32, s, 2.0 + id as f64 * 0.01),
+            })
+            .collect();
+        let m = merge_agents(base(), &ran, info(4)).unwrap();
+        let mut all = Latency::new();
+        per_agent.iter().flatten().for_each(|&v| all.record_ns(v));
+        let c = &m.cases[0];
+        let merged = Latency::from_base64(c.histogram.as_ref().unwrap()).unwrap();
+        let counts = |h: &Latency| -> Vec<(u64, u64)> {
+            h.inner()
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect()
+        };
+        assert_eq!(counts(&merged), counts(&all));
+        assert_eq!(c.latency_us, Some(all.summary()));
+        assert_eq!(c.calls, all.len());
+        // Rates add up; the window is the longest agent's.
+        let sum: f64 = ran.iter().map(|a| a.results.cases[0].calls_per_sec).sum();
+        assert!((c.calls_per_sec - sum).abs() < 1e-9);
+        assert_eq!(c.seconds, 2.03);
+        assert_eq!(c.agents.len(), 4);
+        assert_eq!(c.agents[2].calls, per_agent[2].len() as u64);
+        let info = m.agents.as_ref().unwrap();
+        assert_eq!((info.ran, info.partial), (4, false));
+        assert_eq!(info.agents[1].start_late_ms, vec![0.25]);
+        assert!(m.outcome.complete);
+        assert!(!m.params.contains_key("agent"));
+    }
+
+    #[test]
+    fn missing_agents_make_a_partial_file_that_names_them() {
+        let ran = vec![
+            Ran {
+                id: 0,
+                results: agent_results(0, &samples(0, 100), 1.0),
+            },
+            Ran {
+                id: 2,
+                results: agent_results(2, &samples(2, 100), 1.0),
+            },
+        ];
+        let mut i = info(3);
+        i.agents[1].status = "missing".into();
+        i.agents[1].name = None;
+        i.agents[1].reason = Some("did not register before the start barrier's deadline".into());
+        let m = merge_agents(base(), &ran, i).unwrap();
+        let info = m.agents.as_ref().unwrap();
+        assert_eq!((info.ran, info.requested, info.partial), (2, 3, true));
+        assert!(!m.outcome.complete);
+        assert_eq!(
+            m.outcome.failure.as_deref(),
+            Some(
+                "2 of 3 agents ran (partial: figures are those agents' only); \
+                 agent 1 missing: did not register before the start barrier's deadline"
+            )
+        );
+        assert_eq!(m.cases[0].calls, 200);
+        assert_eq!(
+            m.cases[0]
+                .agents
+                .iter()
+                .map(|a| a.agent)
+                .collect::<Vec<_>>(),
+            [0, 2]
+        );
+    }
+}
