@@ -170,6 +170,11 @@ Examples:
   iiopbench lab run --server omniorb --link client-server:delay=20ms -- bench throughput --size 64KiB --json wan.json
   iiopbench lab run --hosts c,r,s --server-host s --link c-r:delay=5ms --link r-s:rate=10mbit -- bench connect --count 100";
 
+    pub const LAB_AGENTS: &str = "\
+Examples:
+  iiopbench lab agents --agents 4 --duration 5s --json lab4.json -- bench latency --op echo --size 1KiB
+  iiopbench lab agents --agents 2 --server omniorb --link agent1-server:delay=20ms -- bench closed --clients 4";
+
     pub const LAB_SUITE: &str = "\
 Examples:
   iiopbench lab suite fixtures/suites/network-2003.toml --quick --json n2003.json

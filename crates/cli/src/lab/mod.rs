@@ -28,6 +28,7 @@
 //! Sub-modules: [`run`] (one server + client run in a lab) and [`suite`]
 //! (the suite file and its runner).
 
+pub mod agents;
 pub mod run;
 pub mod suite;
 
@@ -61,6 +62,10 @@ pub enum LabCommand {
     /// Build a lab, verify it, run a server and a bench client across it.
     #[command(after_help = crate::opts::examples::LAB_RUN)]
     Run(Box<run::RunOpts>),
+    /// Run one bench command from N agents in N lab hosts against one
+    /// server host; one merged result (docs/agents.md).
+    #[command(after_help = crate::opts::examples::LAB_AGENTS)]
+    Agents(Box<agents::AgentsOpts>),
     /// Run a suite file (conditions × bench cases) in a lab.
     #[command(after_help = crate::opts::examples::LAB_SUITE)]
     Suite(Box<suite::SuiteOpts>),
@@ -73,6 +78,7 @@ pub fn run(o: &LabOpts) -> anyhow::Result<()> {
         LabCommand::Clean { all } => clean(*all),
         LabCommand::Run(r) => run::run(r),
         LabCommand::Suite(s) => suite::run(s),
+        LabCommand::Agents(a) => agents::run(a),
     }
 }
 

@@ -207,14 +207,14 @@ pub struct Plan {
 
 /// A server running in a lab host; killed on drop.
 #[derive(Debug)]
-struct ServerProc {
+pub(crate) struct ServerProc {
     child: Child,
     what: String,
 }
 
 impl ServerProc {
     /// SIGTERM (servers print their stats and exit), then SIGKILL after 3 s.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         if let Ok(pid) = i32::try_from(self.child.id()) {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -238,7 +238,7 @@ impl Drop for ServerProc {
     }
 }
 
-fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<ServerProc> {
+pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<ServerProc> {
     let addr = lab.host(&p.server_host)?.addr();
     let _ = std::fs::remove_file(ior_file);
     let mut cmd = match p.server {
