@@ -122,6 +122,46 @@ fn four_local_agents_load_our_server_and_merge_losslessly() {
     let measured = v["cases"][0]["calls"].as_u64().unwrap();
     assert!(served >= measured, "server {served} < measured {measured}");
     assert_eq!(v["kind"], "latency");
+    // `report` draws each agent and the combined result.
+    let file = tmp("ours-report.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let dir = tmp("ours-report");
+    let code = iiopbench::main_with_args([
+        "iiopbench",
+        "report",
+        file.to_str().unwrap(),
+        "--report",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let rates = svg_named(&dir, "-agents-rates-");
+    let pct = svg_named(&dir, "-agents-latency-percentiles-");
+    for i in 0..4 {
+        assert!(
+            rates.contains(&format!("agent {i} (local-")),
+            "agent {i} missing from the rates figure"
+        );
+        assert!(pct.contains(&format!("agent {i} (local-")));
+    }
+    assert!(rates.contains("total of 4") && pct.contains("all agents"));
+    assert!(md.contains("Agents' rates"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&file);
+}
+
+/// The text of the one SVG figure in `dir` whose file name holds `slug`.
+fn svg_named(dir: &std::path::Path, slug: &str) -> String {
+    let found: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(slug))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert_eq!(found.len(), 1, "figures named *{slug}*");
+    roxmltree::Document::parse(&found[0]).expect("well-formed SVG");
+    found[0].clone()
 }
 
 #[test]

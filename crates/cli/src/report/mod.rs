@@ -622,6 +622,103 @@ fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String,
     ));
 }
 
+/// Agent runs (schema 3, `iiopbench agents`): per merged case, each
+/// agent's rate and the total as bars, and each agent's latency
+/// percentiles with the combined curve.
+fn agent_figures(
+    inputs: &[(String, Results)],
+    figs: &mut Vec<(String, String, String)>,
+) -> anyhow::Result<()> {
+    for (file, r) in inputs {
+        let Some(info) = &r.agents else { continue };
+        let name = |id: u32| {
+            info.agents
+                .iter()
+                .find(|a| a.id == id)
+                .and_then(|a| a.name.clone())
+                .map(|n| format!("agent {id} ({n})"))
+                .unwrap_or_else(|| format!("agent {id}"))
+        };
+        for c in r.cases.iter().filter(|c| !c.agents.is_empty()) {
+            let head = format!("{} · {}", stem(file), c.name);
+            let mut rows: Vec<plot::Bar> = c
+                .agents
+                .iter()
+                .map(|a| plot::Bar {
+                    label: name(a.agent),
+                    segments: vec![("calls/s".into(), a.calls_per_sec)],
+                    interval: None,
+                })
+                .collect();
+            rows.push(plot::Bar {
+                label: format!("total of {}", c.agents.len()),
+                segments: vec![("calls/s".into(), c.calls_per_sec)],
+                interval: None,
+            });
+            let t = format!("Agents' rates: {head}");
+            figs.push((
+                t.clone(),
+                format!(
+                    "Calls per second of each agent and their sum ({} of {} agents ran{}).",
+                    info.ran,
+                    info.requested,
+                    if info.partial { ": partial run" } else { "" }
+                ),
+                plot::bars(&t, "calls/s", &rows)?,
+            ));
+            let mut series = Vec::new();
+            for (i, a) in c.agents.iter().enumerate() {
+                if let Some(h) = a.histogram.as_deref() {
+                    let h = Latency::from_base64(h).map_err(|e| {
+                        anyhow::anyhow!(
+                            "case {:?} agent {}: histogram undecodable: {e}",
+                            c.name,
+                            a.agent
+                        )
+                    })?;
+                    series.push(Series {
+                        label: name(a.agent),
+                        points: h.percentile_curve(),
+                        style: Style::Line,
+                        color: i,
+                        marker: 0,
+                    });
+                }
+            }
+            if let Some(h) = c.histogram.as_deref() {
+                let h = Latency::from_base64(h).map_err(|e| {
+                    anyhow::anyhow!("case {:?}: histogram undecodable: {e}", c.name)
+                })?;
+                series.push(Series {
+                    label: "all agents".into(),
+                    points: h.percentile_curve(),
+                    style: Style::LineMarkers,
+                    color: c.agents.len(),
+                    marker: 0,
+                });
+            }
+            if series.is_empty() {
+                continue;
+            }
+            let t = format!("Agents' latency percentiles: {head}");
+            let svg = plot::chart(&Chart {
+                title: t.clone(),
+                x_desc: "percentile".into(),
+                y_desc: "latency µs".into(),
+                x: XAxis::Percentile,
+                log_y: true,
+                series,
+            })?;
+            figs.push((
+                t,
+                "Each agent's latency at each percentile, and all agents' calls together (the merged histogram).".into(),
+                svg,
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Every figure for these results files (name, contents).
 pub fn figures(inputs: &[(String, Results)]) -> anyhow::Result<Vec<Figure>> {
     let es = entries(inputs);
@@ -632,6 +729,7 @@ pub fn figures(inputs: &[(String, Results)]) -> anyhow::Result<Vec<Figure>> {
     breakdown_figures(&es, &mut raw)?;
     interval_figures(&es, &mut raw)?;
     interop_figures(inputs, &mut raw);
+    agent_figures(inputs, &mut raw)?;
     Ok(raw
         .into_iter()
         .enumerate()
