@@ -38,6 +38,29 @@ fn coordinator(name: &str, args: &[&str]) -> (i32, Value) {
     (code, serde_json::from_str(&text).unwrap())
 }
 
+/// 4 local agents, 1 s of `bench latency` each against `target`.
+fn four_local_agents(name: &str, target: &str) -> (i32, Value) {
+    coordinator(
+        name,
+        &[
+            "--agents",
+            "4",
+            "--local",
+            "--duration",
+            "1s",
+            "--register-timeout",
+            "60s",
+            "--",
+            "bench",
+            "latency",
+            "--target",
+            target,
+            "--warmup",
+            "20",
+        ],
+    )
+}
+
 fn hist(b64: &Value) -> Latency {
     Latency::from_base64(b64.as_str().unwrap()).unwrap()
 }
@@ -95,25 +118,7 @@ fn four_local_agents_load_our_server_and_merge_losslessly() {
     .unwrap();
     let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
     let t0 = Instant::now();
-    let (code, v) = coordinator(
-        "ours.json",
-        &[
-            "--agents",
-            "4",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
-            "latency",
-            "--target",
-            &target,
-            "--warmup",
-            "20",
-        ],
-    );
+    let (code, v) = four_local_agents("ours.json", &target);
     assert_eq!(code, 0, "{}", v["outcome"]);
     assert!(t0.elapsed() < Duration::from_secs(60));
     check_merged(&v, 4);
@@ -287,25 +292,7 @@ fn four_local_agents_load_omniorb() {
     }
     let ior = tmp("omni.ior");
     let _srv = start_vendor("omniorb", &ior);
-    let (code, v) = coordinator(
-        "omni.json",
-        &[
-            "--agents",
-            "4",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
-            "latency",
-            "--target",
-            ior.to_str().unwrap(),
-            "--warmup",
-            "20",
-        ],
-    );
+    let (code, v) = four_local_agents("omni.json", ior.to_str().unwrap());
     let _ = std::fs::remove_file(&ior);
     assert_eq!(code, 0, "{}", v["outcome"]);
     check_merged(&v, 4);

@@ -294,14 +294,7 @@ fn percentile_figures(
             continue;
         }
         let t = format!("Latency percentiles: {title}");
-        let svg = plot::chart(&Chart {
-            title: t.clone(),
-            x_desc: "percentile".into(),
-            y_desc: "latency µs".into(),
-            x: XAxis::Percentile,
-            log_y: true,
-            series,
-        })?;
+        let svg = percentile_chart(&t, series)?;
         figs.push((
             t,
             "HDR percentile distribution: call latency (µs, log scale) at each percentile, the x axis stretched towards the tail (90 %, 99 %, 99.9 %…), one curve per source and type.".into(),
@@ -309,6 +302,18 @@ fn percentile_figures(
         ));
     }
     Ok(())
+}
+
+/// Latency (µs, log scale) against percentiles on the HDR axis.
+fn percentile_chart(title: &str, series: Vec<Series>) -> anyhow::Result<String> {
+    plot::chart(&Chart {
+        title: title.to_string(),
+        x_desc: "percentile".into(),
+        y_desc: "latency µs".into(),
+        x: XAxis::Percentile,
+        log_y: true,
+        series,
+    })
 }
 
 /// Position of `v` in `list`, appended when new (stable colours and
@@ -701,14 +706,7 @@ fn agent_figures(
                 continue;
             }
             let t = format!("Agents' latency percentiles: {head}");
-            let svg = plot::chart(&Chart {
-                title: t.clone(),
-                x_desc: "percentile".into(),
-                y_desc: "latency µs".into(),
-                x: XAxis::Percentile,
-                log_y: true,
-                series,
-            })?;
+            let svg = percentile_chart(&t, series)?;
             figs.push((
                 t,
                 "Each agent's latency at each percentile, and all agents' calls together (the merged histogram).".into(),
