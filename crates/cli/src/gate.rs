@@ -76,13 +76,14 @@ mod tests {
         assert!(armed());
         case_start().await;
         assert!(t0.elapsed() >= Duration::from_millis(30));
-        // Overrun the second slot (t0 + 70 ms) by ~30 ms.
-        std::thread::sleep(Duration::from_millis(100).saturating_sub(t0.elapsed()));
+        // Overrun the second slot (t0 + 70 ms) by at least 80 ms.
+        std::thread::sleep(Duration::from_millis(150).saturating_sub(t0.elapsed()));
         case_start().await;
         let late = disarm();
         assert_eq!(late.len(), 2);
-        assert!(late[0] < 20.0, "{late:?}");
-        assert!(late[1] >= 25.0, "{late:?}");
+        // (Generous for a loaded machine: a sleep may overshoot.)
+        assert!(late[0] < 50.0, "{late:?}");
+        assert!(late[1] >= 80.0, "{late:?}");
         assert!(!armed());
         // Not armed: no wait, nothing counted.
         let t = Instant::now();
