@@ -10,6 +10,9 @@
 //!   bench <kind> <args>` — builds the lab, verifies the impairments by
 //!   measuring them, starts the server, runs the bench client, writes one
 //!   results file with a `params.lab` section, removes everything.
+//! * `lab agents --agents N [--server …] -- bench <kind> <args>` — N agent
+//!   hosts and one server host; one distributed run (`iiopbench agents`,
+//!   docs/agents.md), merged.
 //! * `lab suite FILE [--quick]` — a list of conditions × cases (see
 //!   `fixtures/suites/network-2003.toml`), one results file.
 //!
