@@ -360,6 +360,83 @@ impl SslSecTrans {
     }
 }
 
+/// Security::AssociationOptions bits that mean "only over a protected
+/// transport": Integrity, Confidentiality, EstablishTrustInClient.
+/// (omniORB's TAG_SSL_SEC_TRANS requires EstablishTrustInTarget and
+/// EstablishTrustInClient; TAO's and ours Integrity and Confidentiality.)
+pub const PROTECTION_REQUIRED: u16 = 0x02 | 0x04 | 0x40;
+
+/// A TLS endpoint a profile offers: from TAG_SSL_SEC_TRANS (its port on
+/// the profile's host) or, failing that, from the first TAG_TLS_SEC_TRANS
+/// address of a CSIv2 mechanism in TAG_CSI_SEC_MECH_LIST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsOffer {
+    pub host: String,
+    pub port: u16,
+    pub target_supports: u16,
+    pub target_requires: u16,
+    /// The component it came from.
+    pub via: &'static str,
+}
+
+impl TlsOffer {
+    /// Whether the target refuses unprotected connections.
+    pub fn required(&self) -> bool {
+        self.target_requires & PROTECTION_REQUIRED != 0
+    }
+}
+
+/// The TLS endpoint `p` offers, if any (undecodable components are
+/// passed over, as a client that does not know them would).
+pub fn tls_offer(p: &IiopProfile) -> Option<TlsOffer> {
+    let ssl = p
+        .components
+        .iter()
+        .filter(|c| c.tag == TAG_SSL_SEC_TRANS)
+        .find_map(|c| SslSecTrans::decode(&c.data).ok())
+        .filter(|s| s.port != 0);
+    if let Some(s) = ssl {
+        return Some(TlsOffer {
+            host: p.host.clone(),
+            port: s.port,
+            target_supports: s.target_supports,
+            target_requires: s.target_requires,
+            via: "TAG_SSL_SEC_TRANS",
+        });
+    }
+    p.components
+        .iter()
+        .filter(|c| c.tag == TAG_CSI_SEC_MECH_LIST)
+        .filter_map(|c| CompoundSecMechList::decode(&c.data).ok())
+        .flat_map(|l| l.mechanisms)
+        .filter(|m| m.transport_mech.tag == TAG_TLS_SEC_TRANS)
+        .filter_map(|m| TlsSecTrans::decode(&m.transport_mech.data).ok())
+        .find_map(|t| {
+            let (host, port) = t.addresses.into_iter().find(|(_, port)| *port != 0)?;
+            Some(TlsOffer {
+                host,
+                port,
+                target_supports: t.target_supports,
+                target_requires: t.target_requires,
+                via: "TAG_CSI_SEC_MECH_LIST",
+            })
+        })
+}
+
+/// The TAG_SSL_SEC_TRANS component a TLS server of ours puts in its
+/// profiles: it supports Integrity, Confidentiality and trust in both
+/// directions, and requires Integrity and Confidentiality (plus
+/// EstablishTrustInClient when it asks clients for certificates). What
+/// omniORB's and JacORB's clients read to go to `port` over TLS.
+pub fn ssl_component(port: u16, client_certificates: bool) -> TaggedComponent {
+    SslSecTrans {
+        target_supports: 0x66,
+        target_requires: 0x06 | if client_certificates { 0x40 } else { 0 },
+        port,
+    }
+    .to_component(ByteOrder::Big)
+}
+
 /// The body of CSIv2's TAG_TLS_SEC_TRANS (CSIIOP::TLS_SEC_TRANS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSecTrans {
@@ -586,6 +663,86 @@ mod component_tests {
             ]
         );
         assert!(SslSecTrans::decode(&c.data[..5]).is_err());
+    }
+
+    #[test]
+    fn tls_offers_come_from_ssl_or_csiv2_components() {
+        let mut p = IiopProfile::new("h", 0, &b"K"[..]);
+        assert_eq!(tls_offer(&p), None);
+        p.components.push(ssl_component(2810, false));
+        let o = tls_offer(&p).unwrap();
+        assert_eq!(
+            (o.host.as_str(), o.port, o.via),
+            ("h", 2810, "TAG_SSL_SEC_TRANS")
+        );
+        assert!(o.required());
+        // omniORB's options: EstablishTrustInTarget | EstablishTrustInClient.
+        let omni = SslSecTrans {
+            target_supports: 0x60,
+            target_requires: 0x60,
+            port: 7,
+        };
+        p.components = vec![omni.to_component(ByteOrder::Little)];
+        assert!(tls_offer(&p).unwrap().required());
+        // JacORB without enforcing SSL: supports NoProtection, requires nothing.
+        let lax = SslSecTrans {
+            target_supports: 0x67,
+            target_requires: 0,
+            port: 7,
+        };
+        p.components = vec![lax.to_component(ByteOrder::Big)];
+        assert!(!tls_offer(&p).unwrap().required());
+        // A zero SSL port offers nothing.
+        let zero = SslSecTrans { port: 0, ..lax };
+        p.components = vec![zero.to_component(ByteOrder::Big)];
+        assert_eq!(tls_offer(&p), None);
+    }
+
+    #[test]
+    fn a_csiv2_tls_mechanism_is_an_offer() {
+        // CompoundSecMechList { stateful false, one mechanism: requires
+        // 0x06, TLS_SEC_TRANS {0x66, 0x06, [("tls.host", 443)]}, empty AS
+        // and SAS layers }, big-endian.
+        let mut tls = BytesMut::new();
+        let mut w = Writer::new(&mut tls, ByteOrder::Big);
+        w.write_u8(0);
+        w.write_u16(0x66);
+        w.write_u16(0x06);
+        w.write_u32(1);
+        w.write_string("tls.host").unwrap();
+        w.write_u16(443);
+        let mut list = BytesMut::new();
+        let mut w = Writer::new(&mut list, ByteOrder::Big);
+        w.write_u8(0);
+        w.write_bool(false);
+        w.write_u32(1);
+        w.write_u16(0x06);
+        w.write_u32(TAG_TLS_SEC_TRANS);
+        w.write_octet_seq(&tls).unwrap();
+        w.write_u16(0);
+        w.write_u16(0);
+        w.write_octet_seq(&[]).unwrap();
+        w.write_octet_seq(&[]).unwrap();
+        w.write_u16(0);
+        w.write_u16(0);
+        w.write_u32(0);
+        w.write_u32(0);
+        w.write_u32(0);
+        let mut p = IiopProfile::new("h", 2809, &b"K"[..]);
+        p.components.push(TaggedComponent {
+            tag: TAG_CSI_SEC_MECH_LIST,
+            data: list.freeze(),
+        });
+        assert_eq!(
+            tls_offer(&p),
+            Some(TlsOffer {
+                host: "tls.host".into(),
+                port: 443,
+                target_supports: 0x66,
+                target_requires: 0x06,
+                via: "TAG_CSI_SEC_MECH_LIST",
+            })
+        );
     }
 
     #[test]

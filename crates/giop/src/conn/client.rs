@@ -109,6 +109,13 @@ pub struct ClientConfig {
     ///
     /// [`BlockingConnection`]: crate::transport::BlockingConnection
     pub spin: Option<Duration>,
+    /// TLS settings (CA, client certificate): with them the client goes
+    /// over TLS wherever a profile offers it
+    /// ([`endpoint_for`](super::endpoint::endpoint_for)).
+    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// TLS on every connection, also where the reference does not offer
+    /// it (`--tls`, for `corbaloc:iiop:` references).
+    pub tls_always: bool,
 }
 
 /// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
@@ -134,6 +141,8 @@ impl Default for ClientConfig {
             head_first: Some(DEFAULT_SPLICE_CUTOFF),
             phase_timing: false,
             spin: None,
+            tls: None,
+            tls_always: false,
         }
     }
 }
@@ -148,6 +157,12 @@ pub enum ClientError {
     /// TCP connect did not finish in time.
     #[error("connect to {addr} timed out after {after:?}")]
     ConnectTimeout { addr: String, after: Duration },
+    /// The TLS handshake failed; `reason` says which side refused and why.
+    #[error("TLS handshake with {addr} failed: {reason}")]
+    Tls { addr: String, reason: String },
+    /// The reference asks for TLS and the client has no TLS settings.
+    #[error("{addr} accepts only TLS ({via} in its IOR) and this client has no TLS settings (a CA to verify it: --tls-ca)")]
+    TlsNotConfigured { addr: String, via: &'static str },
     /// Reading or writing the socket failed.
     #[error("I/O error on connection to {addr}: {message}")]
     Io { addr: String, message: String },

@@ -15,10 +15,12 @@
 //!   a [`server::Handler`];
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
-//! - [`deadline`]: timers computed from instants passed in.
+//! - [`deadline`]: timers computed from instants passed in;
+//! - [`endpoint`]: plain TCP or TLS, and on which port, for a profile.
 
 pub mod client;
 pub mod deadline;
+pub mod endpoint;
 pub mod out;
 pub mod server;
 

@@ -60,6 +60,10 @@ pub struct ServerConfig {
     /// whose first fragment has) must be complete within this time, or the
     /// connection is closed (no MessageError: nothing was malformed).
     pub read_timeout: Option<Duration>,
+    /// A TLS server's handshake must be over within this time, or the
+    /// connection is closed and its slot freed (a client that stops
+    /// mid-handshake holds nothing longer).
+    pub handshake_timeout: Duration,
     /// Asynchronous handler calls running at once per connection.
     pub max_in_flight: usize,
     /// Limits on incoming messages (maximum message size).
@@ -139,6 +143,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             idle_timeout: None,
             read_timeout: Some(Duration::from_secs(60)),
+            handshake_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             codec: CodecConfig::default(),
             fragment_size: None,

@@ -22,8 +22,14 @@
 //!   interval: the wait began at least that long before, and the core's
 //!   timers are armed from there (never early, no clock read on the fast
 //!   path).
+//!
+//! Over TLS ([`crate::conn::endpoint`] decides), rustls' connection sits
+//! between the core's bytes and the socket: requests are encrypted into
+//! its buffer and its records sent with the same spinning `send`; records
+//! are read with the same `recv` and decrypted into the core's read
+//! buffer. The plain path is unchanged (one branch per system call).
 
-use std::io::{IoSlice, Write};
+use std::io::{BufRead, IoSlice, Read, Write};
 use std::mem::MaybeUninit;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -31,8 +37,10 @@ use std::time::{Duration, Instant};
 use iiop_cdr::{CdrError, Writer};
 
 use super::client::tcp_socket;
+use super::tls::{handshake_failure, server_name, Side};
 use crate::conn::client::{ClientConfig, ClientConn, ClientError, ClientSetup, Incoming, Outgoing};
 use crate::conn::deadline::{check_interval, Timer};
+use crate::conn::endpoint::Endpoint;
 use crate::conn::out::MAX_IOV;
 use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
@@ -45,6 +53,8 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct BlockingConnection {
     sock: TcpStream,
+    /// The TLS session over `sock`, for TLS endpoints.
+    tls: Option<Box<rustls::ClientConnection>>,
     local: SocketAddr,
     /// The connection's protocol state.
     conn: ClientConn,
@@ -70,7 +80,24 @@ impl BlockingConnection {
         cfg: &ClientConfig,
         code_sets: Option<&CodeSetComponentInfo>,
     ) -> Result<BlockingConnection, ClientError> {
-        let addr = format!("{host}:{port}");
+        let ep = Endpoint {
+            host: host.to_string(),
+            port,
+            tls: cfg.tls_always,
+        };
+        Self::connect_to(&ep, version, cfg, code_sets)
+    }
+
+    /// Connect to `ep` (TLS when it says so, with [`ClientConfig::tls`])
+    /// speaking `version`; code sets as [`connect`](Self::connect).
+    pub fn connect_to(
+        ep: &Endpoint,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Result<BlockingConnection, ClientError> {
+        let (host, port) = (ep.host.as_str(), ep.port);
+        let addr = ep.addr();
         let connect_err = |e: std::io::Error| ClientError::Connect {
             addr: addr.clone(),
             message: e.to_string(),
@@ -96,6 +123,15 @@ impl BlockingConnection {
                 _ => connect_err(e),
             })?;
         let sock: TcpStream = socket.into();
+        let tls = match ep.tls {
+            true => Some(
+                tls_handshake(&sock, ep, cfg).map_err(|reason| ClientError::Tls {
+                    addr: addr.clone(),
+                    reason,
+                })?,
+            ),
+            false => None,
+        };
         let poll = poll_interval(cfg.request_timeout);
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
@@ -103,6 +139,7 @@ impl BlockingConnection {
         let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
         Ok(BlockingConnection {
             sock,
+            tls,
             local,
             conn: ClientConn::new(setup, cfg),
             poll,
@@ -190,18 +227,26 @@ impl BlockingConnection {
         let mut spin = Spin::new(self.spin);
         loop {
             let out = self.conn.outbox();
-            if out.is_empty() {
-                return Ok(());
-            }
-            // Nothing spliced: a plain send from the buffer, as the other
-            // ORBs' clients do; else the pieces with writev.
-            let mut iov = [IoSlice::new(&[]); MAX_IOV];
-            let n = out.slices(limit, &mut iov);
-            let r = send_spinning(&self.sock, &iov[..n], &mut spin);
+            let r = if out.is_empty() {
+                // TLS: the records of what was written must leave too.
+                match flush_tls(self.tls.as_deref_mut(), &self.sock, &mut spin) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => Err(e),
+                }
+            } else {
+                // Nothing spliced: a plain send from the buffer, as the
+                // other ORBs' clients do; else the pieces with writev.
+                let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                let n = out.slices(limit, &mut iov);
+                match self.tls.as_deref_mut() {
+                    None => send_spinning(&self.sock, &iov[..n], &mut spin),
+                    Some(t) => send_tls(t, &self.sock, &iov[..n], &mut spin),
+                }
+            };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),
                 Ok(n) => {
-                    out.consume(n);
+                    self.conn.outbox().consume(n);
                     limit = usize::MAX;
                 }
                 Err(e) if waited(&e) => {
@@ -242,7 +287,10 @@ impl BlockingConnection {
                 }
             }
             let buf = self.conn.read_buf();
-            let got = recv_spinning(&self.sock, buf.spare_capacity_mut(), &mut spin);
+            let got = match self.tls.as_deref_mut() {
+                None => recv_spinning(&self.sock, buf.spare_capacity_mut(), &mut spin),
+                Some(t) => recv_tls(t, &self.sock, buf.spare_capacity_mut(), &mut spin),
+            };
             if let Ok(n @ 1..) = got {
                 let len = buf.len() + n;
                 // SAFETY: `recv` initialised the first `n` bytes of the
@@ -291,7 +339,18 @@ impl BlockingConnection {
         if !self.hung_up {
             self.hung_up = true;
             if let Some(last) = self.conn.outbox().contiguous() {
-                let _ = (&self.sock).write_all(last);
+                match self.tls.as_deref_mut() {
+                    None => {
+                        let _ = (&self.sock).write_all(last);
+                    }
+                    Some(t) => {
+                        let _ = t.writer().write_all(last);
+                    }
+                }
+            }
+            if let Some(t) = self.tls.as_deref_mut() {
+                t.send_close_notify();
+                let _ = flush_tls(Some(t), &self.sock, &mut None);
             }
             let _ = self.sock.shutdown(std::net::Shutdown::Both);
         }
@@ -299,7 +358,7 @@ impl BlockingConnection {
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
-        self.conn.setup().io(&e)
+        super::tls::client_io_error(self.conn.setup(), &e)
     }
 }
 
@@ -392,6 +451,136 @@ pub fn send_spinning(
         }
     }
     send(0)
+}
+
+/// The TLS handshake over a connected socket, bounded by the connect
+/// timeout; the error is [`handshake_failure`]'s line.
+fn tls_handshake(
+    sock: &TcpStream,
+    ep: &Endpoint,
+    cfg: &ClientConfig,
+) -> Result<Box<rustls::ClientConnection>, String> {
+    let config = cfg.tls.clone().ok_or_else(|| {
+        "this client has no TLS settings (a CA to verify the server: --tls-ca)".to_string()
+    })?;
+    let name = server_name(&ep.host)?;
+    let mut t = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
+    let fail = |e: std::io::Error| handshake_failure(&e, Side::Client);
+    sock.set_read_timeout(Some(cfg.connect_timeout))
+        .and_then(|()| sock.set_write_timeout(Some(cfg.connect_timeout)))
+        .map_err(fail)?;
+    let mut io = SpinIo {
+        sock,
+        spin: &mut None,
+    };
+    while t.is_handshaking() {
+        t.complete_io(&mut io).map_err(fail)?;
+    }
+    // TLS 1.3: the client's Finished may still be in the buffer.
+    flush_tls(Some(&mut t), sock, &mut None).map_err(fail)?;
+    Ok(Box::new(t))
+}
+
+/// The socket as rustls reads and writes TLS records: the same spinning
+/// `recv`/`send` as the plain path.
+struct SpinIo<'a> {
+    sock: &'a TcpStream,
+    spin: &'a mut Option<Spin>,
+}
+
+impl Read for SpinIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // SAFETY: initialised bytes are valid `MaybeUninit`s, and `recv`
+        // only writes into the slice.
+        let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        recv_spinning(self.sock, uninit, self.spin)
+    }
+}
+
+impl Write for SpinIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        send_spinning(self.sock, &[IoSlice::new(buf)], self.spin)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        send_spinning(self.sock, bufs, self.spin)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Send every TLS record rustls holds (nothing to do without TLS); a
+/// socket timeout comes back as the plain path's would.
+fn flush_tls(
+    tls: Option<&mut rustls::ClientConnection>,
+    sock: &TcpStream,
+    spin: &mut Option<Spin>,
+) -> std::io::Result<()> {
+    let Some(t) = tls else { return Ok(()) };
+    let mut io = SpinIo { sock, spin };
+    while t.wants_write() {
+        if t.write_tls(&mut io)? == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+    }
+    Ok(())
+}
+
+/// Encrypt what rustls takes of `bufs` and send its records; returns the
+/// plaintext bytes taken. Records left over (the socket was full) go with
+/// the next send or flush.
+fn send_tls(
+    t: &mut rustls::ClientConnection,
+    sock: &TcpStream,
+    bufs: &[IoSlice<'_>],
+    spin: &mut Option<Spin>,
+) -> std::io::Result<usize> {
+    // Records waiting from before first: rustls' buffer is bounded.
+    flush_tls(Some(t), sock, spin)?;
+    let n = t.writer().write_vectored(bufs)?;
+    match flush_tls(Some(t), sock, spin) {
+        Err(e) if waited(&e) => Ok(n),
+        r => r.map(|()| n),
+    }
+}
+
+/// Read decrypted bytes into `buf`: what rustls already holds, else TLS
+/// records from the socket (the same spinning `recv`, which SO_RCVTIMEO
+/// may end with `WouldBlock`). `Ok(0)`: the server closed.
+fn recv_tls(
+    t: &mut rustls::ClientConnection,
+    sock: &TcpStream,
+    buf: &mut [MaybeUninit<u8>],
+    spin: &mut Option<Spin>,
+) -> std::io::Result<usize> {
+    loop {
+        match t.reader().fill_buf() {
+            Ok(plain) => {
+                let n = plain.len().min(buf.len());
+                for (d, s) in buf.iter_mut().zip(&plain[..n]) {
+                    d.write(*s);
+                }
+                t.reader().consume(n);
+                return Ok(n);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            // Closed without close_notify: an end of stream all the same.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(0),
+            Err(e) => return Err(e),
+        }
+        if t.read_tls(&mut SpinIo { sock, spin })? == 0 {
+            return Ok(0);
+        }
+        t.process_new_packets()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        // Alerts, key updates: best effort, the next send flushes too.
+        match flush_tls(Some(t), sock, &mut None) {
+            Err(e) if !waited(&e) => return Err(e),
+            _ => {}
+        }
+    }
 }
 
 /// A socket timeout: the poll interval passed with nothing to do.

@@ -14,6 +14,11 @@
 //! holds a complete message so the same request can be sent again with
 //! only its request id patched.
 //!
+//! Over TLS ([`crate::conn::endpoint`] decides) the stream is tokio-rustls'
+//! over the TCP socket, split into a read half for the reader task and a
+//! write half the writer task alone writes (no direct write from the
+//! calling task: a TLS write needs the session's lock and a flush).
+//!
 //! This module is a driver: the connection's protocol decisions are made
 //! by the pure core's parts ([`crate::conn::client`]), which the tasks hold
 //! where they need them: the pending-request table under one lock, the
@@ -38,11 +43,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{CdrError, Writer};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpSocket;
+use tokio::io::{AsyncRead, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
+use tokio_rustls::client::TlsStream;
 
+use super::tls::{handshake_failure, server_name, Side};
 use crate::codec::CodecConfig;
 pub use crate::conn::client::{
     reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
@@ -51,6 +59,7 @@ use crate::conn::client::{
     ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
 };
 use crate::conn::deadline::Timer;
+use crate::conn::endpoint::{endpoint_for, Endpoint};
 use crate::conn::out::{Outbox, MAX_IOV};
 use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
@@ -124,6 +133,15 @@ struct OutState {
     writing: bool,
 }
 
+/// The connection's write side.
+enum WriteSide {
+    /// The TCP socket's write half: any task writes with `try_write`
+    /// under the output lock.
+    Tcp(OwnedWriteHalf),
+    /// The TLS stream's write half: the writer task writes it.
+    Tls(tokio::sync::Mutex<tokio::io::WriteHalf<TlsStream<TcpStream>>>),
+}
+
 struct Shared {
     /// Address, version, byte order, negotiated options, code sets,
     /// fragmenting, head-first, timeout.
@@ -143,7 +161,7 @@ struct Shared {
     ids: RequestIds,
     out: Mutex<OutState>,
     /// Shared with the writer task: `try_write` needs only `&self`.
-    wr: OwnedWriteHalf,
+    wr: WriteSide,
     out_ready: Notify,
     out_space: Notify,
     /// Who waits for which reply; whether the connection is dead.
@@ -264,7 +282,23 @@ impl Connection {
         cfg: &ClientConfig,
         code_sets: Option<&CodeSetComponentInfo>,
     ) -> Result<Connection, ClientError> {
-        let addr = format!("{host}:{port}");
+        let ep = Endpoint {
+            host: host.to_string(),
+            port,
+            tls: cfg.tls_always,
+        };
+        Self::connect_to(&ep, version, cfg, code_sets).await
+    }
+
+    /// Connect to `ep` (TLS when it says so, with [`ClientConfig::tls`])
+    /// speaking `version`; code sets as [`connect`](Self::connect).
+    pub async fn connect_to(
+        ep: &Endpoint,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Result<Connection, ClientError> {
+        let addr = ep.addr();
         let connect_err = |e: std::io::Error| ClientError::Connect {
             addr: addr.clone(),
             message: e.to_string(),
@@ -295,13 +329,40 @@ impl Connection {
             })?
             .map_err(connect_err)?;
         let local = stream.local_addr().map_err(connect_err)?;
+        if ep.tls {
+            let tls = tls_handshake(stream, ep, cfg).await?;
+            let (rd, wr) = tokio::io::split(tls);
+            let wr = WriteSide::Tls(tokio::sync::Mutex::new(wr));
+            return Ok(Self::start(addr, local, rd, wr, version, cfg, code_sets));
+        }
+        let (rd, wr) = stream.into_split();
+        Ok(Self::start(
+            addr,
+            local,
+            rd,
+            WriteSide::Tcp(wr),
+            version,
+            cfg,
+            code_sets,
+        ))
+    }
+
+    /// The driver's tasks over a connected stream.
+    fn start<R: AsyncRead + Unpin + Send + 'static>(
+        addr: String,
+        local: std::net::SocketAddr,
+        rd: R,
+        wr: WriteSide,
+        version: Version,
+        cfg: &ClientConfig,
+        code_sets: Option<&CodeSetComponentInfo>,
+    ) -> Connection {
         let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let (rd, wr) = stream.into_split();
         let shared = Arc::new(Shared {
             setup,
             local,
-            direct_write: cfg.direct_write,
+            direct_write: cfg.direct_write && matches!(wr, WriteSide::Tcp(_)),
             phases: cfg.phase_timing.then(Mutex::default),
             epoch: Instant::now(),
             reaper_at_us: AtomicU64::new(u64::MAX),
@@ -326,7 +387,7 @@ impl Connection {
         ));
         tokio::spawn(reaper_task(shared.clone(), shutdown_rx.clone()));
         tokio::spawn(writer_task(shared.clone(), shutdown_rx));
-        Ok(Connection { shared })
+        Connection { shared }
     }
 
     /// Our end of the TCP connection.
@@ -418,8 +479,8 @@ impl Connection {
                     if timed {
                         t_encoded = Some(Instant::now());
                     }
-                    if idle {
-                        try_write_now(&s.wr, st.q.outbox(), s.setup.head_first(what));
+                    if let (true, WriteSide::Tcp(wr)) = (idle, &s.wr) {
+                        try_write_now(wr, st.q.outbox(), s.setup.head_first(what));
                     }
                     Ok(!st.q.pending().is_empty())
                 }
@@ -540,10 +601,7 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
                 shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
                 shared.out_space.notify_waiters();
                 if let Err(e) = r {
-                    shared.fail_all(ClientError::Io {
-                        addr: shared.setup.addr.clone(),
-                        message: e.to_string(),
-                    });
+                    shared.fail_all(super::tls::client_io_error(&shared.setup, &e));
                     return;
                 }
             }
@@ -603,7 +661,23 @@ fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head_first: Option<usize
 }
 
 /// Write the whole queued stream, consuming it.
-async fn write_all_spliced(wr: &OwnedWriteHalf, out: &mut Outbox) -> std::io::Result<()> {
+async fn write_all_spliced(wr: &WriteSide, out: &mut Outbox) -> std::io::Result<()> {
+    let wr = match wr {
+        WriteSide::Tcp(wr) => wr,
+        WriteSide::Tls(tls) => {
+            let mut tls = tls.lock().await;
+            while !out.is_empty() {
+                let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                let n = out.slices(usize::MAX, &mut iov);
+                let n = tls.write_vectored(&iov[..n]).await?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                out.consume(n);
+            }
+            return tls.flush().await;
+        }
+    };
     while !out.is_empty() {
         wr.writable().await?;
         match try_write_spliced(wr, out, usize::MAX) {
@@ -616,9 +690,9 @@ async fn write_all_spliced(wr: &OwnedWriteHalf, out: &mut Outbox) -> std::io::Re
     Ok(())
 }
 
-async fn reader_task(
+async fn reader_task<R: AsyncRead + Unpin>(
     shared: Arc<Shared>,
-    mut rd: OwnedReadHalf,
+    mut rd: R,
     codec: CodecConfig,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -651,7 +725,7 @@ async fn reader_task(
         match n {
             Ok(0) => break shared.setup.closed(),
             Ok(_) => {}
-            Err(e) => break shared.setup.io(&e),
+            Err(e) => break super::tls::client_io_error(&shared.setup, &e),
         }
         if let Err(e) = drain_replies(&shared, &mut inbound, clock.as_mut()) {
             break e;
@@ -731,6 +805,32 @@ pub(super) fn tcp_socket(
     Ok(s)
 }
 
+/// The TLS handshake over a connected socket, bounded by the connect
+/// timeout.
+async fn tls_handshake(
+    stream: TcpStream,
+    ep: &Endpoint,
+    cfg: &ClientConfig,
+) -> Result<TlsStream<TcpStream>, ClientError> {
+    let fail = |reason: String| ClientError::Tls {
+        addr: ep.addr(),
+        reason,
+    };
+    let config = cfg.tls.clone().ok_or_else(|| {
+        fail("this client has no TLS settings (a CA to verify the server: --tls-ca)".into())
+    })?;
+    let name = server_name(&ep.host).map_err(fail)?;
+    let connector = tokio_rustls::TlsConnector::from(config);
+    match tokio::time::timeout(cfg.connect_timeout, connector.connect(name, stream)).await {
+        Ok(Ok(tls)) => Ok(tls),
+        Ok(Err(e)) => Err(fail(handshake_failure(&e, Side::Client))),
+        Err(_) => Err(fail(format!(
+            "the server did not finish the handshake in {:?}",
+            cfg.connect_timeout
+        ))),
+    }
+}
+
 /// Connections by endpoint, created on demand.
 #[derive(Debug, Default)]
 struct Pool {
@@ -742,7 +842,7 @@ struct Pool {
 #[derive(Debug)]
 pub struct Client {
     cfg: ClientConfig,
-    pools: Mutex<HashMap<(String, u16, Version), Pool>>,
+    pools: Mutex<HashMap<(Endpoint, Version), Pool>>,
 }
 
 /// Where a call goes: the connection and the address to put in requests.
@@ -791,7 +891,8 @@ impl Client {
         } else {
             p.version
         });
-        let key = (p.host.clone(), p.port, version);
+        let ep = endpoint_for(p, self.cfg.tls.is_some(), self.cfg.tls_always)?;
+        let key = (ep.clone(), version);
         {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
             let pool = pools.entry(key.clone()).or_default();
@@ -801,7 +902,7 @@ impl Client {
                 return Ok(pool.conns[pool.next].clone());
             }
         }
-        let c = Connection::connect(&p.host, p.port, version, &self.cfg, code_sets).await?;
+        let c = Connection::connect_to(&ep, version, &self.cfg, code_sets).await?;
         let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
         let pool = pools.entry(key).or_default();
         pool.conns.push(c.clone());

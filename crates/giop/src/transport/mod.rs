@@ -16,6 +16,9 @@
 //! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
 //!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
+//! - [`tls`]: rustls settings from PEM files, handshake failures in one
+//!   line. Every driver runs over plain TCP or TLS over TCP, as
+//!   [`crate::conn::endpoint`] decides.
 //!
 //! Everything protocol-shaped is delegated to the pure layers
 //! ([`crate::conn`], [`crate::message`], [`crate::codec`]).
@@ -27,6 +30,7 @@ pub mod client;
 pub mod naming;
 pub mod server;
 pub mod threads;
+pub mod tls;
 
 use std::time::Instant;
 
@@ -60,6 +64,6 @@ pub use blocking::BlockingConnection;
 pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared};
 pub use naming::{resolve_name, resolve_target};
 pub use server::{
-    serve, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
-    ServerPhases,
+    serve, serve_tls, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
+    ServerConfig, ServerPhases,
 };

@@ -29,15 +29,22 @@
 //! connection is closed without a word: the defence against slow clients).
 //! Shutdown (the future given to [`serve`]) stops accepting and reading,
 //! lets in-flight requests finish, then sends CloseConnection.
+//!
+//! [`serve_tls`] is the same server over TLS: each accepted connection's
+//! task first runs the handshake, within
+//! [`ServerConfig::handshake_timeout`] (a client that stops mid-handshake
+//! loses its slot then), then serves GIOP over the TLS stream exactly as
+//! over TCP — the same limits, the same answers to malformed input.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 pub use crate::conn::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
@@ -52,6 +59,35 @@ pub async fn serve<H: Handler>(
     listener: TcpListener,
     handler: Arc<H>,
     cfg: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    serve_with(listener, handler, cfg, None, shutdown).await
+}
+
+/// [`serve`] over TLS with these settings
+/// ([`server_config`](super::tls::server_config)).
+pub async fn serve_tls<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    cfg: ServerConfig,
+    tls: Arc<rustls::ServerConfig>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    serve_with(
+        listener,
+        handler,
+        cfg,
+        Some(TlsAcceptor::from(tls)),
+        shutdown,
+    )
+    .await
+}
+
+async fn serve_with<H: Handler>(
+    listener: TcpListener,
+    handler: Arc<H>,
+    cfg: ServerConfig,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let cfg = Arc::new(cfg);
@@ -87,10 +123,26 @@ pub async fn serve<H: Handler>(
         let _ = stream.set_nodelay(cfg.nodelay);
         let _ = set_buffers(socket2::SockRef::from(&stream), &cfg);
         let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
+        let tls = tls.clone();
         tasks.spawn(async move {
-            ConnTask::new(h, c, next_conn, Some(peer))
-                .run(stream, rx)
-                .await;
+            match tls {
+                None => {
+                    ConnTask::new(h, c, next_conn, Some(peer))
+                        .run(stream, rx)
+                        .await
+                }
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(c.handshake_timeout, acceptor.accept(stream));
+                    // A failed or stalled handshake: the connection is
+                    // dropped (closed) and its slot freed.
+                    if let Ok(Ok(stream)) = handshake.await {
+                        ConnTask::new(h, c, next_conn, Some(peer))
+                            .run(stream, rx)
+                            .await
+                    }
+                }
+            }
             drop(permit);
         });
     }
@@ -140,7 +192,11 @@ impl<H: Handler> ConnTask<H> {
         }
     }
 
-    async fn run(mut self, stream: TcpStream, stop: watch::Receiver<bool>) {
+    async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+        mut self,
+        stream: S,
+        stop: watch::Receiver<bool>,
+    ) {
         let phases = self.phases.clone();
         self.serve_connection(stream, stop, phases.as_deref()).await;
         let mut summary = self.conn.summary().clone();
@@ -148,9 +204,9 @@ impl<H: Handler> ConnTask<H> {
         self.handler.connection_closed(&summary);
     }
 
-    async fn serve_connection(
+    async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
-        mut stream: TcpStream,
+        mut stream: S,
         mut stop: watch::Receiver<bool>,
         phases: Option<&ServerPhases>,
     ) {
@@ -175,7 +231,11 @@ impl<H: Handler> ConnTask<H> {
             });
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
-                if stream.write_all(self.conn.output()).await.is_err() {
+                // (A TCP stream's flush does nothing; a TLS stream's sends
+                // the records.)
+                if stream.write_all(self.conn.output()).await.is_err()
+                    || stream.flush().await.is_err()
+                {
                     return;
                 }
                 if let (Some(p), Some(t)) = (phases, t) {
@@ -224,6 +284,7 @@ impl<H: Handler> ConnTask<H> {
             }
             Ending::Close(last) => {
                 let _ = stream.write_all(&last).await;
+                let _ = stream.flush().await;
                 let _ = stream.shutdown().await;
             }
             Ending::Quiet => {}

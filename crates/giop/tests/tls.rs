@@ -1,0 +1,395 @@
+//! IIOP over TLS, our client against our server over loopback: both
+//! clients (tokio and wait-on-read) in every GIOP version, references
+//! that offer TLS (TAG_SSL_SEC_TRANS on a zero plain port, as omniORB's
+//! and ours are), client certificates, every handshake failure as one
+//! line naming who refused, and a client that stalls mid-handshake.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iiop_cdr::{Reader, Writer};
+use iiop_giop::conn::endpoint::Endpoint;
+use iiop_giop::exception::{Completion, SystemException};
+use iiop_giop::ior::{ssl_component, IiopProfile, Ior};
+use iiop_giop::message::{ReplyStatus, ResponseMode, TargetAddress};
+use iiop_giop::transport::tls::test_pki::TestPki;
+use iiop_giop::transport::*;
+use iiop_giop::Version;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const TYPE_ID: &str = "IDL:Test/Echo:1.0";
+
+struct Echo;
+
+impl Handler for Echo {
+    fn handle(
+        &self,
+        req: &RequestContext<'_>,
+        body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        let bad = || Dispatch::Done(Outcome::System(SystemException::marshal(1, Completion::No)));
+        if let Some(d) = server::handle_builtin(req, body, reply, &[TYPE_ID]) {
+            return d;
+        }
+        match req.operation {
+            "echo_long" => match body.read_u32() {
+                Ok(v) => reply.write_u32(v),
+                Err(_) => return bad(),
+            },
+            "echo_octets" => match body.read_octet_seq() {
+                Ok(s) => reply.write_octet_seq(s).unwrap(),
+                Err(_) => return bad(),
+            },
+            _ => return Dispatch::Done(Outcome::System(SystemException::unknown_operation())),
+        }
+        Dispatch::Done(Outcome::Reply)
+    }
+}
+
+fn pki(name: &str) -> TestPki {
+    let dir: PathBuf =
+        std::env::temp_dir().join(format!("iiopbench-tls-{name}-{}", std::process::id()));
+    TestPki::create(&dir)
+}
+
+struct Server {
+    port: u16,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start(tls: Option<Arc<rustls::ServerConfig>>, cfg: ServerConfig) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, rx) = oneshot::channel::<()>();
+        let stopped = async {
+            let _ = rx.await;
+        };
+        let h = Arc::new(Echo);
+        let task = match tls {
+            Some(t) => tokio::spawn(serve_tls(listener, h, cfg, t, stopped)),
+            None => tokio::spawn(serve(listener, h, cfg, stopped)),
+        };
+        Server {
+            port,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// The reference a TLS server of ours publishes: plain port 0, the
+    /// TLS port in TAG_SSL_SEC_TRANS.
+    fn tls_ior(&self) -> Ior {
+        let mut p = IiopProfile::new("127.0.0.1", 0, &b"echo"[..]);
+        p.components.push(ssl_component(self.port, false));
+        Ior::new(TYPE_ID, vec![p.to_tagged()])
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(15), self.task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+fn key() -> TargetAddress {
+    TargetAddress::Key(Bytes::from_static(b"echo"))
+}
+
+/// `_non_existent` on the echo object.
+async fn ne(c: &Connection) -> Result<bool, ClientError> {
+    let r = c
+        .request(&key(), "_non_existent", ResponseMode::Twoway, |_| Ok(()))
+        .await?
+        .expect("a reply");
+    let body = iiop_giop::transport::client::reply_result(r)?;
+    Ok(body.reader(c.options()).read_bool().unwrap())
+}
+
+fn ne_blocking(c: &mut BlockingConnection) -> Result<bool, ClientError> {
+    let r = c
+        .request(&key(), "_non_existent", ResponseMode::Twoway, |_| Ok(()))?
+        .expect("a reply");
+    let body = iiop_giop::transport::client::reply_result(r)?;
+    Ok(body.reader(c.options()).read_bool().unwrap())
+}
+
+fn tls_endpoint(port: u16) -> Endpoint {
+    Endpoint {
+        host: "127.0.0.1".into(),
+        port,
+        tls: true,
+    }
+}
+
+fn client_cfg(tls: Option<Arc<rustls::ClientConfig>>) -> ClientConfig {
+    ClientConfig {
+        tls,
+        connect_timeout: Duration::from_secs(5),
+        request_timeout: Some(Duration::from_secs(10)),
+        ..ClientConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
+    let pki = pki("tokio");
+    let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
+    let client = Client::new(client_cfg(Some(pki.client(false))));
+    let ior = s.tls_ior();
+    let body = client
+        .call(&ior, "echo_long", |w| {
+            w.write_u32(0xC0FFEE);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        body.reader(Default::default()).read_u32().unwrap(),
+        0xC0FFEE
+    );
+    // 1 MiB each way: many TLS records, partial writes.
+    let big: Vec<u8> = (0..1 << 20).map(|i| (i * 7 + 3) as u8).collect();
+    let body = client
+        .call(&ior, "echo_octets", |w| w.write_octet_seq(&big))
+        .await
+        .unwrap();
+    assert_eq!(
+        body.reader(Default::default()).read_octet_seq().unwrap(),
+        &big[..]
+    );
+    // 200 calls in flight on one connection, each reply checked.
+    let route = client.route(&ior).await.unwrap();
+    let calls = (0..200u32).map(|i| {
+        let c = route.connection.clone();
+        async move {
+            let r = c
+                .request(&key(), "echo_long", ResponseMode::Twoway, |w| {
+                    w.write_u32(i);
+                    Ok(())
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            r.body.reader(c.options()).read_u32().unwrap()
+        }
+    });
+    let got = futures_join_all(calls).await;
+    assert_eq!(got, (0..200).collect::<Vec<_>>());
+    // Without TLS settings the same reference is refused up front.
+    let plain = Client::new(client_cfg(None));
+    let e = plain.call(&ior, "echo_long", |w| {
+        w.write_u32(1);
+        Ok(())
+    });
+    assert_eq!(
+        e.await.unwrap_err(),
+        ClientError::TlsNotConfigured {
+            addr: format!("127.0.0.1:{}", s.port),
+            via: "TAG_SSL_SEC_TRANS"
+        }
+    );
+    s.stop().await;
+}
+
+/// `join_all` without the futures crate: spawn each, await in order.
+async fn futures_join_all<F>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = fs.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_client_in_every_version_with_a_client_certificate() {
+    let pki = pki("blocking");
+    let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
+    let port = s.port;
+    let cfg = client_cfg(Some(pki.client(true)));
+    tokio::task::spawn_blocking(move || {
+        for v in [Version::V1_0, Version::V1_1, Version::V1_2] {
+            let mut c = BlockingConnection::connect_to(&tls_endpoint(port), v, &cfg, None).unwrap();
+            for i in 0..50u32 {
+                let r = c
+                    .request(&key(), "echo_long", ResponseMode::Twoway, |w| {
+                        w.write_u32(i);
+                        Ok(())
+                    })
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(r.header.status, ReplyStatus::NoException);
+                assert_eq!(r.body.reader(c.options()).read_u32().unwrap(), i);
+            }
+            let big: Vec<u8> = (0..3 << 19).map(|i| (i * 7 + 3) as u8).collect();
+            let r = c
+                .request(&key(), "echo_octets", ResponseMode::Twoway, |w| {
+                    w.write_octet_seq(&big)
+                })
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                r.body.reader(c.options()).read_octet_seq().unwrap(),
+                &big[..]
+            );
+            // A oneway, then a twoway behind it.
+            c.request(&key(), "echo_long", ResponseMode::Oneway, |w| {
+                w.write_u32(5);
+                Ok(())
+            })
+            .unwrap();
+            assert!(!ne_blocking(&mut c).unwrap());
+        }
+    })
+    .await
+    .unwrap();
+    s.stop().await;
+}
+
+/// Connect with `cfg` to a TLS endpoint and make one call: the error.
+async fn failure(port: u16, cfg: ClientConfig) -> String {
+    let tokio_err =
+        match Connection::connect_to(&tls_endpoint(port), Version::V1_2, &cfg, None).await {
+            Err(e) => e,
+            Ok(c) => ne(&c).await.expect_err("the call fails"),
+        };
+    let blocking_err = tokio::task::spawn_blocking(move || {
+        match BlockingConnection::connect_to(&tls_endpoint(port), Version::V1_2, &cfg, None) {
+            Err(e) => e,
+            Ok(mut c) => ne_blocking(&mut c).expect_err("the call fails"),
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(tokio_err, blocking_err, "both clients say the same");
+    tokio_err.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_handshake_failure_says_who_refused_and_why() {
+    let pki = pki("refusals");
+    let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
+    let addr = format!("127.0.0.1:{}", s.port);
+    // We do not trust the server's CA.
+    let wrong_ca = iiop_giop::transport::tls::client_config(&pki.other_ca, None).unwrap();
+    assert_eq!(
+        failure(s.port, client_cfg(Some(wrong_ca))).await,
+        format!(
+            "TLS handshake with {addr} failed: we refused the server's certificate: \
+             not signed by a CA we trust"
+        )
+    );
+    // The server wants a client certificate and gets none (TLS 1.3: its
+    // refusal arrives with the first read).
+    assert_eq!(
+        failure(s.port, client_cfg(Some(pki.client(false)))).await,
+        format!(
+            "TLS handshake with {addr} failed: the server refused it: it requires a client \
+             certificate (TLS alert CertificateRequired)"
+        )
+    );
+    // The server does not trust our certificate.
+    let stranger = iiop_giop::transport::tls::client_config(
+        &pki.ca,
+        Some((&pki.stranger_cert, &pki.stranger_key)),
+    )
+    .unwrap();
+    let e = failure(s.port, client_cfg(Some(stranger))).await;
+    assert!(
+        e.starts_with(&format!(
+            "TLS handshake with {addr} failed: the server refused it: it does not trust our certificate"
+        )),
+        "{e}"
+    );
+    s.stop().await;
+    // TLS to a plain IIOP server: it answers the ClientHello with a
+    // MessageError, which is not TLS.
+    let plain = Server::start(None, ServerConfig::default()).await;
+    let e = failure(plain.port, client_cfg(Some(pki.client(false)))).await;
+    assert!(
+        e.starts_with(&format!(
+            "TLS handshake with 127.0.0.1:{} failed: the server does not speak TLS on this port",
+            plain.port
+        )),
+        "{e}"
+    );
+    plain.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stalled_mid_handshake_loses_its_slot() {
+    let pki = pki("stall");
+    let cfg = ServerConfig {
+        max_connections: 1,
+        handshake_timeout: Duration::from_millis(300),
+        ..ServerConfig::default()
+    };
+    let s = Server::start(Some(pki.server(false)), cfg).await;
+    // Half a TLS record header, then nothing.
+    let mut stalled = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
+        .await
+        .unwrap();
+    stalled.write_all(&[0x16, 0x03, 0x01]).await.unwrap();
+    let t0 = Instant::now();
+    let c = Connection::connect_to(
+        &tls_endpoint(s.port),
+        Version::V1_2,
+        &client_cfg(Some(pki.client(false))),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(!ne(&c).await.unwrap());
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(5),
+        "the only slot came free after the handshake timeout, not before or much later: {waited:?}"
+    );
+    // And the stalled client was hung up on.
+    let mut b = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(2), stalled.read(&mut b))
+        .await
+        .expect("the server closed the stalled connection")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    drop(c);
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_giop_to_a_tls_port_is_refused_cleanly() {
+    let pki = pki("plain-to-tls");
+    let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
+    let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &client_cfg(None), None)
+        .await
+        .unwrap();
+    let e = ne(&c).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ClientError::Closed { .. } | ClientError::Protocol { .. } | ClientError::Io { .. }
+        ),
+        "{e}"
+    );
+    // The server is still fine for TLS clients.
+    let client = Client::new(client_cfg(Some(pki.client(false))));
+    client
+        .call(&s.tls_ior(), "_non_existent", |_| Ok(()))
+        .await
+        .unwrap();
+    s.stop().await;
+}
