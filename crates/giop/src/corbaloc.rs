@@ -1,5 +1,5 @@
 //! Interoperable Naming Service URLs (CORBA 3 §13.6.10): `corbaloc:` with
-//! `iiop:` and `rir:` addresses and %-escaped keys, `corbaname:` with a
+//! `iiop:`, `ssliop:` (TAO's spelling for IIOP over TLS) and `rir:` addresses and %-escaped keys, `corbaname:` with a
 //! stringified name after `#`, and [`Target`], which accepts any reference
 //! a user can type: `IOR:…`, `corbaloc:…`, `corbaname:…`, a file holding
 //! one of them, or `-` for standard input.
@@ -25,15 +25,22 @@ pub enum ObjAddr {
         version: Option<Version>,
         host: String,
         port: Option<u16>,
+        /// `ssliop:`: the port is a TLS port. Its profile carries
+        /// TAG_SSL_SEC_TRANS, so it is IIOP 1.2 unless a version ≥ 1.1 is
+        /// given (a 1.0 profile has no components).
+        tls: bool,
     },
     /// `rir:` — the ORB's initial references.
     Rir,
 }
 
 impl ObjAddr {
-    /// The version, 1.0 when not given.
+    /// The version, 1.0 when not given (1.2 for `ssliop:`).
     pub fn version(&self) -> Version {
         match self {
+            ObjAddr::Iiop {
+                version, tls: true, ..
+            } => version.unwrap_or(Version::V1_2),
             ObjAddr::Iiop { version, .. } => version.unwrap_or(Version::V1_0),
             ObjAddr::Rir => Version::V1_0,
         }
@@ -112,10 +119,12 @@ fn parse_addr(a: &str, what: &'static str) -> Result<ObjAddr> {
     if a == "rir:" {
         return Ok(ObjAddr::Rir);
     }
-    let rest = if let Some(r) = a.strip_prefix("iiop:") {
-        r
+    let (rest, tls) = if let Some(r) = a.strip_prefix("iiop:") {
+        (r, false)
+    } else if let Some(r) = a.strip_prefix("ssliop:") {
+        (r, true)
     } else if let Some(r) = a.strip_prefix(':') {
-        r
+        (r, false)
     } else {
         return Err(GiopError::reference(
             what,
@@ -174,10 +183,17 @@ fn parse_addr(a: &str, what: &'static str) -> Result<ObjAddr> {
                 .map_err(|_| GiopError::reference(what, format!("bad port {p:?}")))?,
         ),
     };
+    if tls && version.is_some_and(|v| v.minor == 0) {
+        return Err(GiopError::reference(
+            what,
+            "ssliop: needs IIOP 1.1 or later (a 1.0 profile cannot carry the SSL component)",
+        ));
+    }
     Ok(ObjAddr::Iiop {
         version,
         host: host.to_owned(),
         port,
+        tls,
     })
 }
 
@@ -206,8 +222,9 @@ fn fmt_addrs(f: &mut fmt::Formatter<'_>, addrs: &[ObjAddr]) -> fmt::Result {
                 version,
                 host,
                 port,
+                tls,
             } => {
-                f.write_str("iiop:")?;
+                f.write_str(if *tls { "ssliop:" } else { "iiop:" })?;
                 if let Some(v) = version {
                     write!(f, "{v}@")?;
                 }
@@ -236,12 +253,20 @@ impl Corbaloc {
                 version,
                 host,
                 port,
+                tls,
             } = a
             {
-                let mut p =
-                    IiopProfile::new(host.clone(), port.unwrap_or(DEFAULT_PORT), self.key.clone());
-                p.version = version.unwrap_or(Version::V1_0);
+                let port = port.unwrap_or(DEFAULT_PORT);
+                let mut p = IiopProfile::new(host.clone(), port, self.key.clone());
                 p.components.clear();
+                if *tls {
+                    // As TLS-only servers publish it: no plain port.
+                    p.version = version.unwrap_or(Version::V1_2);
+                    p.port = 0;
+                    p.components.push(crate::ior::ssl_component(port, false));
+                } else {
+                    p.version = version.unwrap_or(Version::V1_0);
+                }
                 b = b.profile(&p);
             }
         }
@@ -498,12 +523,14 @@ mod tests {
                 ObjAddr::Iiop {
                     version: Some(Version::V1_2),
                     host: "host.example".into(),
-                    port: Some(1234)
+                    port: Some(1234),
+                    tls: false,
                 },
                 ObjAddr::Iiop {
                     version: None,
                     host: "other".into(),
-                    port: None
+                    port: None,
+                    tls: false,
                 }
             ]
         );
@@ -519,6 +546,19 @@ mod tests {
         assert_eq!((second.port, second.version), (DEFAULT_PORT, Version::V1_0));
         let v6: Corbaloc = "corbaloc:iiop:[::1]:5/k".parse().unwrap();
         assert_eq!(v6.to_string(), "corbaloc:iiop:[::1]:5/k");
+    }
+
+    #[test]
+    fn ssliop_addresses_become_tls_offers() {
+        let c: Corbaloc = "corbaloc:ssliop:127.0.0.1:2810/Bench".parse().unwrap();
+        assert_eq!(c.to_string(), "corbaloc:ssliop:127.0.0.1:2810/Bench");
+        assert_eq!(c.addresses[0].version(), Version::V1_2);
+        let p = c.to_ior("").unwrap().iiop_profile().unwrap();
+        assert_eq!((p.port, p.version), (0, Version::V1_2));
+        let offer = crate::ior::tls_offer(&p).unwrap();
+        assert_eq!((offer.host.as_str(), offer.port), ("127.0.0.1", 2810));
+        let e = "corbaloc:ssliop:1.0@h:1/k".parse::<Corbaloc>().unwrap_err();
+        assert!(e.to_string().contains("needs IIOP 1.1"), "{e}");
     }
 
     #[test]

@@ -93,7 +93,7 @@ proptest! {
         prop_assert_eq!(&back, &ior);
         let p = back.iiop_profile().unwrap();
         prop_assert_eq!(&p.object_key[..], &key[..]);
-        let loc = Corbaloc { addresses: vec![iiop_giop::corbaloc::ObjAddr::Iiop { version: None, host: host.clone(), port: Some(port) }], key: key.clone().into() };
+        let loc = Corbaloc { addresses: vec![iiop_giop::corbaloc::ObjAddr::Iiop { version: None, host: host.clone(), port: Some(port), tls: false }], key: key.clone().into() };
         let back: Corbaloc = loc.to_string().parse().unwrap();
         prop_assert_eq!(back, loc);
     }

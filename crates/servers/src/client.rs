@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use iiop_cdr::{CdrError, Options, Reader, TypeCode, Value, Writer};
 use iiop_giop::conn::client::{Again, Follow, Step};
+use iiop_giop::conn::endpoint::endpoint_for;
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::ior::{IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply};
@@ -71,14 +72,15 @@ impl Link {
             major: 1,
             minor: p.version.minor.min(2),
         });
+        let ep = endpoint_for(p, cfg.tls.is_some(), cfg.tls_always)?;
         Ok(match wait {
             Wait::Reactor => {
-                let c = Connection::connect(&p.host, p.port, version, cfg, code_sets).await?;
+                let c = Connection::connect_to(&ep, version, cfg, code_sets).await?;
                 let opts = c.options();
                 (Link::Reactor(c), opts)
             }
             Wait::Read => {
-                let mut b = BlockingConnection::connect(&p.host, p.port, version, cfg, code_sets)?;
+                let mut b = BlockingConnection::connect_to(&ep, version, cfg, code_sets)?;
                 if let Some(a) = abort {
                     b.set_abort(a);
                 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
-use iiop_giop::ior::{CodeSetsSource, Ior};
+use iiop_giop::ior::{ssl_component, CodeSetsSource, IiopProfile, Ior};
 use iiop_giop::transport::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
     LocateOutcome, Outcome, RequestContext,
@@ -71,6 +71,8 @@ pub struct BenchHandler {
     /// profile, or in a TAG_MULTIPLE_COMPONENTS profile as Combat does:
     /// clients must find them in either place).
     code_sets_in: CodeSetsSource,
+    /// TLS only: `Some(client_certificates)`.
+    tls: Option<bool>,
     /// Per-connection counters of the connections that ended (the most
     /// recent [`MAX_CONNECTION_RECORDS`]), printed at shutdown.
     closed: std::sync::Mutex<std::collections::VecDeque<ConnectionSummary>>,
@@ -151,7 +153,35 @@ impl BenchHandler {
             forwarding: None,
             addr: OnceLock::new(),
             code_sets_in: CodeSetsSource::IiopProfile,
+            tls: None,
             closed: Default::default(),
+        }
+    }
+
+    /// Serving TLS only (`Some(client_certificates)`): every IOR handed
+    /// out says so as omniORB's do — plain port 0, the TLS port in
+    /// TAG_SSL_SEC_TRANS — which omniORB's and JacORB's clients follow.
+    pub fn with_tls(mut self, tls: Option<bool>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// Whether it serves TLS (`Some(client_certificates)`).
+    pub fn tls(&self) -> Option<bool> {
+        self.tls
+    }
+
+    /// An IOR of ours: one IIOP 1.2 profile at `host:port`, or for a TLS
+    /// server at port 0 with the TLS port in TAG_SSL_SEC_TRANS.
+    fn ior_at(&self, type_id: &str, host: &str, port: u16, key: Vec<u8>) -> Ior {
+        let b = Ior::builder(type_id).code_sets_in(self.code_sets_in);
+        match self.tls {
+            None => b.iiop(host, port, key, &[]).build(),
+            Some(certs) => {
+                let mut p = IiopProfile::new(host, 0, key);
+                p.components.push(ssl_component(port, certs));
+                b.profile(&p).build()
+            }
         }
     }
 
@@ -186,9 +216,13 @@ impl BenchHandler {
             Some((h, p)) => (h.clone(), *p),
             None => self.addr.get()?.clone(),
         };
-        let ior = Ior::builder(obj.repo_id())
-            .iiop(&h, p, obj.long_key(), &[])
-            .build();
+        // A forward elsewhere (`--forward-to`) is plain, as given.
+        let ior = match &f.to {
+            Some(_) => Ior::builder(obj.repo_id())
+                .iiop(&h, p, obj.long_key(), &[])
+                .build(),
+            None => self.ior_at(obj.repo_id(), &h, p, obj.long_key()),
+        };
         Some((ior, f.permanent))
     }
 
@@ -226,12 +260,7 @@ impl BenchHandler {
         } else {
             obj.key()
         };
-        Some(
-            Ior::builder(obj.repo_id())
-                .iiop(h, *p, key, &[])
-                .code_sets_in(self.code_sets_in)
-                .build(),
-        )
+        Some(self.ior_at(obj.repo_id(), h, *p, key))
     }
 
     fn payload(
@@ -504,8 +533,13 @@ impl References {
         .iter()
         .map(|o| {
             let key = String::from_utf8(o.key()).expect("ASCII keys");
+            let scheme = if handler.tls().is_some() {
+                "ssliop"
+            } else {
+                "iiop"
+            };
             let url = format!(
-                "corbaloc:iiop:1.2@{}/{key}",
+                "corbaloc:{scheme}:1.2@{}/{key}",
                 fmt_host_port(&host, addr.port())
             );
             (key, url)

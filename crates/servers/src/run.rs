@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use iiop_giop::ior::CodeSetsSource;
-use iiop_giop::transport::server::{serve, Handler, ServerConfig};
+use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
 use iiop_giop::transport::threads::{serve_threads, ThreadsConfig};
 use tokio::sync::oneshot;
 
@@ -57,6 +57,19 @@ pub struct ServerOptions {
     /// while oneways stream in, before blocking (for a server with a CPU
     /// of its own; `None`: never).
     pub stream_spin: Option<std::time::Duration>,
+    /// Serve TLS only (its IORs then say so: TAG_SSL_SEC_TRANS).
+    pub tls: Option<TlsServer>,
+}
+
+/// A TLS server's settings.
+#[derive(Debug, Clone)]
+pub struct TlsServer {
+    /// Certificate, key, client verification
+    /// ([`server_config`](iiop_giop::transport::tls::server_config)).
+    pub config: Arc<rustls::ServerConfig>,
+    /// Whether clients must present a certificate (the IORs then require
+    /// EstablishTrustInClient).
+    pub client_certificates: bool,
 }
 
 impl Default for ServerOptions {
@@ -73,6 +86,7 @@ impl Default for ServerOptions {
             code_sets_in: CodeSetsSource::IiopProfile,
             model: ServerModel::default(),
             stream_spin: None,
+            tls: None,
         }
     }
 }
@@ -107,13 +121,15 @@ impl ServerThread {
             config,
             ServerModel::Reactor,
             None,
+            None,
         )
     }
 
     /// [`spawn`](Self::spawn) in the given model. With
     /// [`ServerModel::Threads`] each connection gets a thread of its own
     /// (named and pinned like the runtime's), and `threads` runtime
-    /// threads run the handler's asynchronous calls.
+    /// threads run the handler's asynchronous calls. With `tls` it serves
+    /// TLS only (the task-per-connection model alone does).
     pub fn spawn_model<H: Handler>(
         handler: Arc<H>,
         listen: &str,
@@ -122,7 +138,13 @@ impl ServerThread {
         config: ServerConfig,
         model: ServerModel,
         stream_spin: Option<std::time::Duration>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> std::io::Result<ServerThread> {
+        if tls.is_some() && model == ServerModel::Threads {
+            return Err(std::io::Error::other(
+                "TLS is served by the task-per-connection model only (not --server-model threads)",
+            ));
+        }
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let listen = listen.to_string();
@@ -186,10 +208,13 @@ impl ServerThread {
                         }
                     };
                     let _ = ready_tx.send(listener.local_addr());
-                    serve(listener, handler, config, async {
+                    let stopped = async {
                         let _ = stop_rx.await;
-                    })
-                    .await
+                    };
+                    match tls {
+                        Some(t) => serve_tls(listener, handler, config, t, stopped).await,
+                        None => serve(listener, handler, config, stopped).await,
+                    }
                 })
             })?;
         match ready_rx.recv() {
@@ -248,7 +273,8 @@ impl RunningServer {
         let handler = Arc::new(
             BenchHandler::new(opts.skeleton)
                 .with_forwarding(opts.forwarding)
-                .with_code_sets_in(opts.code_sets_in),
+                .with_code_sets_in(opts.code_sets_in)
+                .with_tls(opts.tls.as_ref().map(|t| t.client_certificates)),
         );
         let server = ServerThread::spawn_model(
             handler.clone(),
@@ -258,6 +284,7 @@ impl RunningServer {
             opts.config,
             opts.model,
             opts.stream_spin,
+            opts.tls.map(|t| t.config),
         )?;
         let refs = References::new(&handler, server.addr());
         Ok(RunningServer {

@@ -150,7 +150,19 @@ struct Got {
     payload: Bytes,
 }
 
-fn read_msg(s: &mut TcpStream) -> std::io::Result<Option<Got>> {
+/// A byte stream to the server: plain TCP or TLS over TCP.
+trait Wire: Read + Write {
+    /// Half-close our side (TLS: close_notify first).
+    fn half_close(&mut self) -> std::io::Result<()>;
+}
+
+impl Wire for TcpStream {
+    fn half_close(&mut self) -> std::io::Result<()> {
+        self.shutdown(Shutdown::Write)
+    }
+}
+
+fn read_msg<S: Read>(s: &mut S) -> std::io::Result<Option<Got>> {
     let mut h = [0u8; 12];
     let mut n = 0;
     while n < 12 {
@@ -171,11 +183,14 @@ fn read_msg(s: &mut TcpStream) -> std::io::Result<Option<Got>> {
 }
 
 /// EOF (or a reset) with no byte before it.
-fn expect_eof(s: &mut TcpStream) -> Result<(), String> {
+fn expect_eof<S: Read>(s: &mut S) -> Result<(), String> {
     let mut b = [0u8; 64];
     match s.read(&mut b) {
         Ok(0) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::ConnectionReset => Ok(()),
+        // (TLS: closed without close_notify.)
+        Err(e) if matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::UnexpectedEof) => {
+            Ok(())
+        }
         Ok(n) => Err(format!("expected EOF, got {n} bytes {:02x?}", &b[..n])),
         Err(e) => Err(format!("expected EOF, got {e}")),
     }
@@ -191,7 +206,7 @@ fn decode(g: &Got) -> Message {
 }
 
 /// A twoway ping answered with NO_EXCEPTION on `s`.
-fn ping_ok(s: &mut TcpStream, id: u32) -> Result<(), String> {
+fn ping_ok<S: Read + Write>(s: &mut S, id: u32) -> Result<(), String> {
     s.write_all(&ping(id))
         .map_err(|e| format!("writing ping: {e}"))?;
     let g = read_msg(s)
@@ -258,10 +273,11 @@ fn message_error_bytes(minor: u8) -> [u8; 12] {
     b[..].try_into().unwrap()
 }
 
-fn check(s: &mut TcpStream, c: &Case) -> Result<(), String> {
+fn check<S: Wire>(s: &mut S, c: &Case) -> Result<(), String> {
     s.write_all(&c.send).map_err(|e| format!("send: {e}"))?;
+    s.flush().map_err(|e| format!("send: {e}"))?;
     if c.eof {
-        s.shutdown(Shutdown::Write).map_err(|e| e.to_string())?;
+        s.half_close().map_err(|e| e.to_string())?;
     }
     match &c.expect {
         Expect::MessageError(minor) => {
@@ -1128,22 +1144,21 @@ fn oneways_with_bytes_left_over_are_dropped_like_short_ones() {
     assert_eq!((st.oneways, st.bytes), (3, 8), "{st:?}");
 }
 
-#[test]
-fn every_malformed_case_gets_its_exact_reaction_and_the_server_survives() {
-    let srv = server(hostile_config());
-    let addr = srv.addr();
-    let mut keeper = connect(addr);
+/// Every case of [`cases`] on a connection of its own made by
+/// `connect`, then a ping on a new connection and on one open all along.
+fn run_cases<S: Wire>(connect: impl Fn() -> S) {
+    let mut keeper = connect();
     ping_ok(&mut keeper, 1).unwrap();
     let cases = cases();
     assert!(cases.len() >= 40, "{} cases", cases.len());
     let mut failures = Vec::new();
     for (i, c) in cases.iter().enumerate() {
-        let mut s = connect(addr);
+        let mut s = connect();
         if let Err(e) = check(&mut s, c) {
             failures.push(format!("{}: {e}", c.name));
         }
         let id = 100 + 2 * i as u32;
-        if let Err(e) = ping_ok(&mut connect(addr), id) {
+        if let Err(e) = ping_ok(&mut connect(), id) {
             failures.push(format!("{}: new connection afterwards: {e}", c.name));
         }
         if let Err(e) = ping_ok(&mut keeper, id + 1) {
@@ -1151,6 +1166,13 @@ fn every_malformed_case_gets_its_exact_reaction_and_the_server_survives() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_malformed_case_gets_its_exact_reaction_and_the_server_survives() {
+    let srv = server(hostile_config());
+    let addr = srv.addr();
+    run_cases(|| connect(addr));
 }
 
 #[test]
