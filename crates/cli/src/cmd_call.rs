@@ -78,7 +78,7 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let client = Client::new(crate::target::client_config(&o.target, &o.socket));
+        let client = Client::new(crate::target::client_config(&o.target, &o.socket)?);
         let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
         let ior = resolve_target(&client, &parsed)
             .await

@@ -11,7 +11,7 @@ use std::time::Duration;
 use iiop_giop::codec::CodecConfig;
 use iiop_giop::transport::server::ServerConfig;
 use iiop_servers::reference::Forwarding;
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
 
 use crate::opts::ServeOpts;
 use crate::rawtcp::RawServer;
@@ -50,7 +50,19 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
             })
         })
         .transpose()?;
+    let tls = match (&o.tls_cert, &o.tls_key) {
+        (Some(cert), Some(key)) => Some(TlsServer {
+            config: iiop_giop::transport::tls::server_config(
+                cert,
+                key,
+                o.tls_client_ca.as_deref(),
+            )?,
+            client_certificates: o.tls_client_ca.is_some(),
+        }),
+        _ => None,
+    };
     Ok(ServerOptions {
+        tls,
         forwarding,
         code_sets_in: o.code_sets_in.source(),
         listen: o.listen.clone(),
@@ -81,6 +93,9 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     if let Some(file) = &o.idl.idl {
+        if o.tls_cert.is_some() {
+            anyhow::bail!("--tls-cert: the IDL-driven server (--idl) serves plain IIOP only");
+        }
         return crate::dynamic::serve::run(o, &o.idl, file);
     }
     let opts = server_options(o)?;
@@ -100,6 +115,17 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
+    if let Some(t) = &opts.tls {
+        writeln!(
+            out,
+            "config tls=rustls, TLS only{}",
+            if t.client_certificates {
+                ", client certificates required"
+            } else {
+                ""
+            }
+        )?;
+    }
     if opts.code_sets_in != iiop_giop::ior::CodeSetsSource::IiopProfile {
         writeln!(out, "config code_sets_in={}", opts.code_sets_in)?;
     }

@@ -37,7 +37,8 @@ Examples:
     pub const BENCH_CONNECT: &str = "\
 Examples:
   iiopbench bench connect --count 500
-  iiopbench bench connect --target bench.ior --count 200 --pause 10ms --json connect.json";
+  iiopbench bench connect --target bench.ior --count 200 --pause 10ms --json connect.json
+  iiopbench bench connect --target tls.ior --tls-ca ca.pem --count 200   # + the TLS handshake step";
 
     pub const BENCH_TCP: &str = "\
 Examples:
@@ -78,7 +79,7 @@ Examples:
     pub const SERVE: &str = "\
 Examples:
   iiopbench serve --listen 127.0.0.1:2809 --ior-file bench.ior
-  iiopbench serve --listen 0.0.0.0:2809 --raw-tcp 0.0.0.0:5555 --server-cpus 1 --server-threads 1
+  iiopbench serve --tls-cert server.pem --tls-key server.key --tls-client-ca ca.pem --ior-file tls.ior
   iiopbench serve --idl fixtures/idl/bench.idl --interface Bench::Perf --behaviour sink --ior-file sink.ior";
 
     pub const SOAK: &str = "\
@@ -546,6 +547,18 @@ pub struct ServeOpts {
     /// profile (as Combat does), to test that clients look there too.
     #[arg(long, value_enum, default_value_t = CodeSetsInArg::IiopProfile, value_name = "WHERE")]
     pub code_sets_in: CodeSetsInArg,
+    /// Serve IIOP over TLS only, with this certificate chain (PEM); the
+    /// IORs then carry the TLS port in TAG_SSL_SEC_TRANS (plain port 0),
+    /// as omniORB's do, and the corbaloc lines say `ssliop:`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls-cert: clients must present a certificate signed by one
+    /// of these CAs (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
     #[command(flatten)]
     pub socket: SocketArgs,
     /// Pin the server to these CPUs (taskset syntax, e.g. `1` or `2-3`).

@@ -64,6 +64,43 @@ pub struct TargetOpts {
     /// (what `--wait-strategy read` needs). Not a flag of its own.
     #[arg(skip)]
     pub single_caller: bool,
+    /// IIOP over TLS.
+    #[command(flatten)]
+    pub tls: TlsOpts,
+}
+
+/// The client's TLS settings (`--tls`, `--tls-ca`, `--tls-cert`,
+/// `--tls-key`): PEM files.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlsOpts {
+    /// TLS on every connection, also where the reference does not ask for
+    /// it (a corbaloc:iiop: reference cannot; corbaloc:ssliop: and IORs
+    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca.
+    #[arg(long, requires = "tls_ca")]
+    pub tls: bool,
+    /// CA certificates (PEM) that verify servers. With it, every
+    /// connection whose reference offers TLS uses it.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Our certificate chain (PEM), presented when a server asks for one.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+}
+
+impl TlsOpts {
+    /// The rustls client settings, when a CA was given.
+    pub fn client(
+        &self,
+    ) -> anyhow::Result<Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>> {
+        let Some(ca) = &self.tls_ca else {
+            return Ok(None);
+        };
+        let id = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
+        Ok(Some(iiop_giop::transport::tls::client_config(ca, id)?))
+    }
 }
 
 /// How a client waits for replies (`--wait-strategy`, `--spin-limit`).
@@ -194,9 +231,12 @@ fn parse_version(s: &str) -> Result<Version, String> {
     }
 }
 
-/// The client configuration for these options.
-pub fn client_config(t: &TargetOpts, s: &SocketArgs) -> ClientConfig {
-    ClientConfig {
+/// The client configuration for these options (an error when a TLS file
+/// cannot be used).
+pub fn client_config(t: &TargetOpts, s: &SocketArgs) -> anyhow::Result<ClientConfig> {
+    Ok(ClientConfig {
+        tls: t.tls.client()?,
+        tls_always: t.tls.tls,
         version: t.giop,
         order: t.order.order(),
         nodelay: s.nodelay,
@@ -207,7 +247,7 @@ pub fn client_config(t: &TargetOpts, s: &SocketArgs) -> ClientConfig {
         fragment_size: t.fragment_size.map(|v| v as usize),
         phase_timing: t.phases.is_some(),
         ..ClientConfig::default()
-    }
+    })
 }
 
 /// A resolved target.
@@ -224,6 +264,12 @@ pub struct Resolved {
 /// Resolve the target (starting the embedded server if none was given).
 pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Result<Resolved> {
     let Some(reference) = &t.target else {
+        if t.tls.tls {
+            anyhow::bail!(
+                "--tls needs a --target: the embedded server has no certificate (run `iiopbench \
+                 serve --tls-cert FILE --tls-key FILE` and give its IOR)"
+            );
+        }
         let threads = t
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
@@ -278,7 +324,7 @@ pub async fn resolve(t: &TargetOpts, s: &SocketArgs, cpus: &Cpus) -> anyhow::Res
         Target::Corbaname(_) => "corbaname",
     };
     let start = Instant::now();
-    let client = Client::new(client_config(t, s));
+    let client = Client::new(client_config(t, s)?);
     let ior = resolve_target(&client, &parsed)
         .await
         .map_err(|e| anyhow::anyhow!("resolving {kind} target: {e}"))?;

@@ -389,8 +389,15 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
   // Dispatch objects: corbaloc on the target's host/port (from the IOR's
   // first IIOP profile when the target is an IOR).
   std::string base, why;
+  uint16_t tls_port = 0;
+  std::string tls_why;
+  // A TLS-only server (its TLS port in TAG_SSL_SEC_TRANS): the target IOR
+  // with each key, as no corbaloc form that omniORB reads says "TLS".
+  bool tls_ior = !loc && bench::ssl_port(target, &tls_port, &tls_why);
   if (loc) {
     base = target.substr(0, target.rfind('/') + 1);
+  } else if (tls_ior) {
+    base = "(the target IOR with key) ";
   } else {
     std::string host;
     uint16_t port = 0;
@@ -411,6 +418,10 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
         return false;
       }
       std::string ref = base + x.key;
+      if (tls_ior && !bench::with_key(target, x.key, &ref, &why)) {
+        d = "cannot rewrite the target IOR: " + why;
+        return false;
+      }
       CORBA::Object_var obj = orb->string_to_object(ref.c_str());
       d = ref;
       std::string m = x.method;
@@ -478,8 +489,13 @@ int main(int argc, char** argv) {
   Args a;
   std::vector<char*> rest;
   rest.push_back(argv[0]);
+  bench::TlsOptions tls;
   for (int i = 1; i < argc; ++i) {
-    std::string o = argv[i];
+    std::string o = argv[i], err;
+    if (tls.parse(argc, argv, &i, &err)) {
+      if (!err.empty()) die(err);
+      continue;
+    }
     if (o.compare(0, 4, "-ORB") == 0) {
       rest.push_back(argv[i]);
       if (i + 1 < argc) rest.push_back(argv[++i]);
@@ -502,6 +518,7 @@ int main(int argc, char** argv) {
     } else die("unknown option " + o);
   }
   if (a.target.empty()) die("--target is required");
+  if (!tls.incomplete().empty()) die(tls.incomplete());
   if (a.mode == "latency") {
     if (a.op != "ping" && a.op != "send" && a.op != "echo" && a.op != "oneway")
       die("--mode latency wants --op ping|send|echo|oneway");
@@ -518,7 +535,7 @@ int main(int argc, char** argv) {
   int oargc = (int)rest.size() - 1;
   try {
     orbx::Config cfg;
-    CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), cfg);
+    CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), tls, cfg);
     for (size_t i = 0; i < cfg.size(); ++i)
       printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
     CORBA::Object_var obj = orb->string_to_object(ref.c_str());

@@ -112,6 +112,147 @@ inline bool iiop_address(const std::string& ior, std::string* host, uint16_t* po
   }
 }
 
+inline std::vector<uint8_t> ior_bytes(const std::string& ior);
+
+// Sets port from TAG_SSL_SEC_TRANS (20: encapsulated {ushort
+// target_supports, target_requires, port}) of the first IIOP profile:
+// where a TLS-only server listens (its profile's own port is 0).
+inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
+  try {
+    std::vector<uint8_t> bytes = ior_bytes(ior);
+    EncapReader r(bytes.data(), bytes.size());
+    r.str();
+    uint32_t profiles = r.u32();
+    for (uint32_t i = 0; i < profiles; ++i) {
+      uint32_t tag = r.u32(), len = 0;
+      const uint8_t* data = r.octets(&len);
+      if (tag != 0) continue;
+      EncapReader pr(data, len);
+      pr.u8();
+      uint8_t minor = pr.u8();
+      pr.str();
+      pr.u16();
+      uint32_t key_len = 0;
+      pr.octets(&key_len);
+      if (minor == 0) break;
+      uint32_t n = pr.u32();
+      for (uint32_t c = 0; c < n; ++c) {
+        uint32_t ctag = pr.u32(), clen = 0;
+        const uint8_t* cdata = pr.octets(&clen);
+        if (ctag != 20) continue;
+        EncapReader sr(cdata, clen);
+        sr.u16();
+        sr.u16();
+        *port = sr.u16();
+        return true;
+      }
+      break;
+    }
+    throw std::string("no TAG_SSL_SEC_TRANS in the IIOP profile");
+  } catch (const std::string& e) {
+    *why = e;
+    return false;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+// A CDR writer for one encapsulation in a given byte order.
+class EncapWriter {
+ public:
+  explicit EncapWriter(bool little) : little_(little) { b_.push_back(little ? 1 : 0); }
+  void u8(uint8_t v) { b_.push_back(v); }
+  void u16(uint16_t v) {
+    align(2);
+    put(v, 2);
+  }
+  void u32(uint32_t v) {
+    align(4);
+    put(v, 4);
+  }
+  void octets(const uint8_t* p, uint32_t n) {
+    u32(n);
+    b_.insert(b_.end(), p, p + n);
+  }
+  void str(const std::string& s) { octets((const uint8_t*)s.c_str(), (uint32_t)s.size() + 1); }
+  const std::vector<uint8_t>& bytes() const { return b_; }
+
+ private:
+  void align(size_t a) {
+    while (b_.size() % a) b_.push_back(0);
+  }
+  void put(uint32_t v, int n) {
+    for (int i = 0; i < n; ++i) b_.push_back((uint8_t)(v >> (8 * (little_ ? i : n - 1 - i))));
+  }
+  std::vector<uint8_t> b_;
+  bool little_;
+};
+
+inline std::vector<uint8_t> ior_bytes(const std::string& ior) {
+  if (ior.compare(0, 4, "IOR:") != 0 || ior.size() % 2) throw std::string("not IOR:<even hex>");
+  std::vector<uint8_t> bytes;
+  for (size_t i = 4; i + 1 < ior.size(); i += 2) bytes.push_back((uint8_t)std::stoi(ior.substr(i, 2), 0, 16));
+  return bytes;
+}
+
+// The same IOR with the object key of every IIOP profile replaced by
+// `key` (components kept verbatim): how a client reaches the server's
+// other objects when no corbaloc form can say how (TLS).
+inline bool with_key(const std::string& ior, const std::string& key, std::string* out, std::string* why) {
+  try {
+    std::vector<uint8_t> in = ior_bytes(ior);
+    EncapReader r(in.data(), in.size());
+    EncapWriter w(in[0] != 0);
+    w.str(r.str());
+    uint32_t profiles = r.u32();
+    w.u32(profiles);
+    for (uint32_t i = 0; i < profiles; ++i) {
+      uint32_t tag = r.u32(), len = 0;
+      const uint8_t* data = r.octets(&len);
+      w.u32(tag);
+      if (tag != 0) {
+        w.octets(data, len);
+        continue;
+      }
+      EncapReader pr(data, len);
+      EncapWriter pw(data[0] != 0);
+      uint8_t major = pr.u8(), minor = pr.u8();
+      pw.u8(major);
+      pw.u8(minor);
+      pw.str(pr.str());
+      pw.u16(pr.u16());
+      uint32_t old_len = 0;
+      pr.octets(&old_len);
+      pw.octets((const uint8_t*)key.data(), (uint32_t)key.size());
+      if (minor > 0) {
+        uint32_t n = pr.u32();
+        pw.u32(n);
+        for (uint32_t c = 0; c < n; ++c) {
+          uint32_t ctag = pr.u32(), clen = 0;
+          const uint8_t* cdata = pr.octets(&clen);
+          pw.u32(ctag);
+          pw.octets(cdata, clen);
+        }
+      }
+      w.octets(pw.bytes().data(), (uint32_t)pw.bytes().size());
+    }
+    static const char hex[] = "0123456789abcdef";
+    *out = "IOR:";
+    for (uint8_t b : w.bytes()) {
+      out->push_back(hex[b >> 4]);
+      out->push_back(hex[b & 15]);
+    }
+    return true;
+  } catch (const std::string& e) {
+    *why = e;
+    return false;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
 }  // namespace bench
 
 #endif

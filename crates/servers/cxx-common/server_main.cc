@@ -2,7 +2,13 @@
 // by every C++ ORB. The ORB specifics come from BENCH_ORB_HEADER
 // (orb_omniorb.h, orb_tao.h).
 //
-//   bench-server --host HOST --port PORT [--ior-file FILE] [-ORB... options]
+//   bench-server --host HOST --port PORT [--ior-file FILE]
+//                [--tls-cert F --tls-key F --tls-ca F [--tls-require-client]]
+//                [-ORB... options]
+//
+// With the TLS options the server listens for TLS only (its IOR says so as
+// the ORB does it: omniORB puts the port in TAG_SSL_SEC_TRANS and 0 in the
+// IIOP profile) and prints `corbaloc:ssliop:` lines.
 //
 // PORT 0 (the default) takes an ephemeral port; the port actually bound is
 // read back from the IOR of `Bench` and shown in the corbaloc lines.
@@ -28,11 +34,14 @@
 
 #include "ior_addr.h"
 #include "servants.h"
+#include "tls_opts.h"
 
 namespace {
 
 void usage(const char* why) {
-  fprintf(stderr, "bench-server: %s\nusage: bench-server --host HOST [--port PORT] [--ior-file FILE]\n",
+  fprintf(stderr,
+          "bench-server: %s\nusage: bench-server --host HOST [--port PORT] [--ior-file FILE] "
+          "[--tls-cert F --tls-key F --tls-ca F [--tls-require-client]]\n",
           why);
   exit(2);
 }
@@ -45,8 +54,13 @@ int main(int argc, char** argv) {
   // Our options are removed; -ORB options stay for ORB_init.
   std::vector<char*> rest;
   rest.push_back(argv[0]);
+  bench::TlsOptions tls;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+    std::string a = argv[i], err;
+    if (tls.parse(argc, argv, &i, &err)) {
+      if (!err.empty()) usage(err.c_str());
+      continue;
+    }
     if ((a == "--host" || a == "--port" || a == "--ior-file") && i + 1 >= argc)
       usage((a + " needs a value").c_str());
     if (a == "--host") {
@@ -68,6 +82,7 @@ int main(int argc, char** argv) {
   }
   rest.push_back(0);
   int oargc = (int)rest.size() - 1;
+  if (!tls.incomplete().empty()) usage(tls.incomplete().c_str());
 
   // Block the stop signals in every thread (the ORB's threads inherit this
   // mask); one thread takes them with sigwait and shuts the ORB down.
@@ -90,7 +105,7 @@ int main(int argc, char** argv) {
 
   try {
     orbx::Config cfg;
-    CORBA::ORB_var orb = orbx::init_server(oargc, rest.data(), host, port, cfg);
+    CORBA::ORB_var orb = orbx::init_server(oargc, rest.data(), host, port, tls, cfg);
 
     bench::Counters counters;
     std::vector<Bench::Single_var> singles(500);
@@ -116,7 +131,9 @@ int main(int argc, char** argv) {
       // Ephemeral port: the ORB bound one; its IOR's IIOP profile says which.
       std::string ior_host, why;
       uint16_t bound = 0;
-      if (!bench::iiop_address(ior.in(), &ior_host, &bound, &why) || bound == 0) {
+      bool found = tls.on() ? bench::ssl_port(ior.in(), &bound, &why)
+                            : bench::iiop_address(ior.in(), &ior_host, &bound, &why);
+      if (!found || bound == 0) {
         fprintf(stderr, "bench-server: cannot find the listening port in the IOR: %s\n",
                 why.empty() ? "port 0" : why.c_str());
         return 1;
@@ -137,7 +154,10 @@ int main(int argc, char** argv) {
       printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
     printf("%s\n", ior.in());
     const char* keys[] = {"Bench", "Dispatch50", "Dispatch500", "Single0"};
-    for (const char* k : keys) printf("corbaloc %s corbaloc:iiop:%s:%d/%s\n", k, host.c_str(), port, k);
+    // TLS: TAO's spelling; no corbaloc form is portable for it.
+    const char* scheme = tls.on() ? "ssliop:1.2@" : "iiop:";
+    for (const char* k : keys)
+      printf("corbaloc %s corbaloc:%s%s:%d/%s\n", k, scheme, host.c_str(), port, k);
     printf("ready\n");
     fflush(stdout);
 

@@ -96,6 +96,13 @@ impl Link {
             Link::Read(b) => lock(b).addr().to_string(),
         }
     }
+
+    fn tls_handshake(&self) -> Option<std::time::Duration> {
+        match self {
+            Link::Reactor(c) => c.tls_handshake(),
+            Link::Read(b) => lock(b).tls_handshake(),
+        }
+    }
 }
 
 /// One forward a client followed: who answered with what, and where to.
@@ -695,6 +702,12 @@ impl BenchClient {
         f: impl FnOnce(&mut Reader<'_>) -> Result<T, CdrError>,
     ) -> Result<T, BenchError> {
         self.route().decode(op, body, f)
+    }
+
+    /// How long the TLS handshake of the current connection took, after
+    /// its TCP connect (`None`: plain TCP).
+    pub fn tls_handshake(&self) -> Option<std::time::Duration> {
+        self.route().link.tls_handshake()
     }
 
     /// `ping()`.

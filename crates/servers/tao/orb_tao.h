@@ -27,12 +27,14 @@
 // IORs carry no TAG_CODE_SETS and it negotiates nothing).
 #include "tao/Codeset/Codeset.h"
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "benchC.h"
 #include "benchS.h"
+#include "tls_opts.h"
 
 namespace orbx {
 
@@ -63,7 +65,9 @@ inline std::string codesets(CORBA::ORB_ptr orb) {
 // of the caller's -ORB options, which therefore win. PORT 0: TAO binds an
 // ephemeral port (the server reads it back from the IOR).
 inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& host, int port,
-                                  Config& cfg) {
+                                  const bench::TlsOptions& tls, Config& cfg) {
+  // TAO's SSLIOP is a separate library this build does not link.
+  if (tls.on()) throw std::runtime_error("TLS is not supported by the TAO bench programs");
   static std::string endpoint;
   endpoint = "iiop://" + host + ":" + std::to_string(port);
   static std::vector<char*> args;
@@ -111,7 +115,9 @@ inline void activate(CORBA::ORB_ptr) {
   pm->activate();
 }
 
-inline CORBA::ORB_ptr init_client(int& argc, char** argv, Config& cfg) {
+inline CORBA::ORB_ptr init_client(int& argc, char** argv, const bench::TlsOptions& tls,
+                                  Config& cfg) {
+  if (tls.on()) throw std::runtime_error("TLS is not supported by the TAO bench programs");
   CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv);
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("codesets", codesets(orb)));

@@ -3,7 +3,8 @@
 //! fresh connections: TCP connect; LocateRequest; the first request, which
 //! carries the CodeSets context when the IOR has TAG_CODE_SETS
 //! (`_non_existent`); a second request on the now-warm connection (`ping`);
-//! and the whole "have a reference → first reply".
+//! and the whole "have a reference → first reply". Over TLS the handshake
+//! is a step of its own (`tls-handshake`), taken out of `tcp-connect`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -42,8 +43,9 @@ pub struct ConnectOpts {
     pub output: OutputOpts,
 }
 
-const STEPS: [&str; 5] = [
+const STEPS: [&str; 6] = [
     "tcp-connect",
+    "tls-handshake",
     "locate",
     "first-request",
     "warm-request",
@@ -80,7 +82,9 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         match one(s).await {
             Ok(t) => {
                 for (h, d) in hists.iter_mut().zip(t) {
-                    h.record_ns(d.as_nanos() as u64);
+                    if let Some(d) = d {
+                        h.record_ns(d.as_nanos() as u64);
+                    }
                 }
                 ok += 1;
             }
@@ -99,6 +103,9 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     pb.done();
     let secs = start.elapsed().as_secs_f64();
     for (step, h) in STEPS.iter().zip(hists) {
+        if *step == "tls-handshake" && h.is_empty() {
+            continue; // plain TCP
+        }
         r.cases.push(Case {
             name: (*step).to_string(),
             params: CaseParams {
@@ -129,11 +136,12 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
 
 type StepError = (&'static str, iiop_servers::client::BenchError);
 
-/// One fresh connection, every step timed.
-async fn one(s: &Session) -> Result<[Duration; 5], StepError> {
+/// One fresh connection, every step timed (the handshake only over TLS).
+async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     let t0 = Instant::now();
     let c = s.connect().await.map_err(|e| ("tcp-connect", e))?;
     let t1 = Instant::now();
+    let handshake = c.tls_handshake();
     // The first request of the connection carries the CodeSets context.
     let exists = c.non_existent().await.map_err(|e| ("first-request", e))?;
     let t2 = Instant::now();
@@ -161,5 +169,13 @@ async fn one(s: &Session) -> Result<[Duration; 5], StepError> {
     c.ping().await.map_err(|e| ("warm-request", e))?;
     let t4 = Instant::now();
     c.close();
-    Ok([t1 - t0, t3 - t2, t2 - t1, t4 - t3, t2 - t0])
+    let connect = (t1 - t0).saturating_sub(handshake.unwrap_or_default());
+    Ok([
+        Some(connect),
+        handshake,
+        Some(t3 - t2),
+        Some(t2 - t1),
+        Some(t4 - t3),
+        Some(t2 - t0),
+    ])
 }

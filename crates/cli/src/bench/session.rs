@@ -271,7 +271,7 @@ where
     let session = Session {
         cfg: ClientConfig {
             spin: waiting.spin,
-            ..target::client_config(t, socket)
+            ..target::client_config(t, socket)?
         },
         cpus,
         phases: t.phases.clone().filter(|_| resolved.embedded.is_some()),

@@ -55,6 +55,8 @@ pub struct BlockingConnection {
     sock: TcpStream,
     /// The TLS session over `sock`, for TLS endpoints.
     tls: Option<Box<rustls::ClientConnection>>,
+    /// How long the TLS handshake took (after the TCP connect).
+    handshake: Option<Duration>,
     local: SocketAddr,
     /// The connection's protocol state.
     conn: ClientConn,
@@ -123,6 +125,7 @@ impl BlockingConnection {
                 _ => connect_err(e),
             })?;
         let sock: TcpStream = socket.into();
+        let t0 = Instant::now();
         let tls = match ep.tls {
             true => Some(
                 tls_handshake(&sock, ep, cfg).map_err(|reason| ClientError::Tls {
@@ -132,6 +135,7 @@ impl BlockingConnection {
             ),
             false => None,
         };
+        let handshake = tls.is_some().then(|| t0.elapsed());
         let poll = poll_interval(cfg.request_timeout);
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
@@ -140,6 +144,7 @@ impl BlockingConnection {
         Ok(BlockingConnection {
             sock,
             tls,
+            handshake,
             local,
             conn: ClientConn::new(setup, cfg),
             poll,
@@ -162,6 +167,12 @@ impl BlockingConnection {
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// How long the TLS handshake took, after the TCP connect (`None`:
+    /// plain TCP).
+    pub fn tls_handshake(&self) -> Option<Duration> {
+        self.handshake
     }
 
     /// Whether the connection has failed or was closed.

@@ -147,6 +147,8 @@ struct Shared {
     /// fragmenting, head-first, timeout.
     setup: ClientSetup,
     local: std::net::SocketAddr,
+    /// How long the TLS handshake took (`None`: plain TCP).
+    handshake: Option<Duration>,
     direct_write: bool,
     /// Phase timing totals, when [`ClientConfig::phase_timing`] is on.
     phases: Option<Mutex<PhaseTotals>>,
@@ -330,15 +332,18 @@ impl Connection {
             .map_err(connect_err)?;
         let local = stream.local_addr().map_err(connect_err)?;
         if ep.tls {
+            let t0 = Instant::now();
             let tls = tls_handshake(stream, ep, cfg).await?;
+            let handshake = Some(t0.elapsed());
             let (rd, wr) = tokio::io::split(tls);
             let wr = WriteSide::Tls(tokio::sync::Mutex::new(wr));
-            return Ok(Self::start(addr, local, rd, wr, version, cfg, code_sets));
+            let link = (addr, local, handshake);
+            return Ok(Self::start(link, rd, wr, version, cfg, code_sets));
         }
         let (rd, wr) = stream.into_split();
+        let link = (addr, local, None);
         Ok(Self::start(
-            addr,
-            local,
+            link,
             rd,
             WriteSide::Tcp(wr),
             version,
@@ -348,9 +353,9 @@ impl Connection {
     }
 
     /// The driver's tasks over a connected stream.
+    /// `link`: the peer's address, ours, and the TLS handshake's time.
     fn start<R: AsyncRead + Unpin + Send + 'static>(
-        addr: String,
-        local: std::net::SocketAddr,
+        (addr, local, handshake): (String, std::net::SocketAddr, Option<Duration>),
         rd: R,
         wr: WriteSide,
         version: Version,
@@ -362,6 +367,7 @@ impl Connection {
         let shared = Arc::new(Shared {
             setup,
             local,
+            handshake,
             direct_write: cfg.direct_write && matches!(wr, WriteSide::Tcp(_)),
             phases: cfg.phase_timing.then(Mutex::default),
             epoch: Instant::now(),
@@ -393,6 +399,12 @@ impl Connection {
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> std::net::SocketAddr {
         self.shared.local
+    }
+
+    /// How long the TLS handshake took, after the TCP connect (`None`:
+    /// plain TCP).
+    pub fn tls_handshake(&self) -> Option<Duration> {
+        self.shared.handshake
     }
 
     /// Whether the connection has failed or was closed.

@@ -31,6 +31,11 @@ pub enum TlsSetupError {
     Refused(String),
 }
 
+/// rustls' client settings, re-exported for callers that keep them.
+pub use rustls::ClientConfig as RustlsClientConfig;
+/// rustls' server settings.
+pub use rustls::ServerConfig as RustlsServerConfig;
+
 fn ring() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
