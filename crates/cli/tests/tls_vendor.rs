@@ -237,3 +237,13 @@ fn run_vendor_client(orb: &str, ior_file: &Path, pki: &TestPki, args: &[&str]) -
 fn omniorb_client_over_tls_against_ours() {
     vendor_client_against_ours("omniorb");
 }
+
+#[test]
+fn our_client_over_tls_against_jacorb() {
+    our_client_against("jacorb");
+}
+
+#[test]
+fn jacorb_client_over_tls_against_ours() {
+    vendor_client_against_ours("jacorb");
+}

@@ -40,6 +40,7 @@ public final class Client {
     int warmup = -1;
     long total = 64 * MIB;
     double minDuration = 1.0;
+    Tls tls = new Tls();
   }
 
   public static void main(String[] args) {
@@ -47,7 +48,16 @@ public final class Client {
     Orbs.selectJacorb();
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false,
         StandardCharsets.UTF_8);
-    ORB orb = ORB.init(new String[0], Orbs.initProperties(Orbs.common()));
+    Map<String, String> props = Orbs.common();
+    if (o.tls.on()) {
+      try {
+        o.tls.addProperties(props, false, 0);
+      } catch (Exception e) {
+        System.err.println("jacorb client: TLS settings: " + e);
+        System.exit(2);
+      }
+    }
+    ORB orb = ORB.init(new String[0], Orbs.initProperties(props));
     int status;
     try {
       String ref = resolveRef(o.target);
@@ -78,6 +88,11 @@ public final class Client {
     Options o = new Options();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
+      int j = o.tls.parse(args, i);
+      if (j >= 0) {
+        i = j;
+        continue;
+      }
       if (i + 1 >= args.length) {
         usage("missing value after " + a);
       }
@@ -97,6 +112,9 @@ public final class Client {
     }
     if (o.target == null || o.mode == null) {
       usage("--target and --mode are required");
+    }
+    if (o.tls.incomplete() != null) {
+      usage(o.tls.incomplete());
     }
     switch (o.mode) {
       case "latency":

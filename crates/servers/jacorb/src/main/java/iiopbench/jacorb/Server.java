@@ -36,8 +36,14 @@ public final class Server {
     String host = null;
     int port = -1;
     String iorFile = null;
+    Tls tls = new Tls();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
+      int j = tls.parse(args, i);
+      if (j >= 0) {
+        i = j;
+        continue;
+      }
       if (i + 1 >= args.length) {
         usage("missing value after " + a);
       }
@@ -51,6 +57,9 @@ public final class Server {
     if (host == null || port < 0) {
       usage("--host and --port are required");
     }
+    if (tls.incomplete() != null) {
+      usage(tls.incomplete());
+    }
     Orbs.selectJacorb();
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false,
         StandardCharsets.UTF_8);
@@ -59,6 +68,12 @@ public final class Server {
     tuned.put("jacorb.implname", "iiopbench");
     tuned.put("OAIAddr", host);
     tuned.put("OAPort", Integer.toString(port));
+    if (tls.on()) {
+      // TLS on --port; the plain listener takes whatever port is free
+      // and, as TLS is required, refuses unprotected requests.
+      tuned.put("OAPort", "0");
+      tls.addProperties(tuned, true, port);
+    }
     // The POA queue: JacORB's default (100 requests, queue_wait=off) rejects
     // requests beyond it -- oneways are then silently lost and twoways get
     // TRANSIENT. Block the connection's reader instead (TCP back-pressure)
@@ -124,13 +139,19 @@ public final class Server {
         + " via ORB.addObjectKey onto iiopbench/bench/<oid>");
 
     String ior = orb.object_to_string(bench);
-    if (port == 0) {
+    if (port == 0 && !tls.on()) {
       // --port 0: JacORB bound an ephemeral port; the IOR's profile tells which.
       port = listenPort(jorb, ior);
     }
     out.println(ior);
+    if (tls.on()) {
+      out.println("config tls=JSSE via jacorb.security (OASSLPort " + port + ")"
+          + (tls.requireClient ? ", client certificates required" : ""));
+    }
+    // TLS: TAO's spelling; no corbaloc form is portable for it.
+    String scheme = tls.on() ? "ssliop:1.2@" : "iiop:";
     for (String key : new String[] {"Bench", "Dispatch50", "Dispatch500", "Single0"}) {
-      out.println("corbaloc " + key + " corbaloc:iiop:" + host + ":" + port + "/" + key);
+      out.println("corbaloc " + key + " corbaloc:" + scheme + host + ":" + port + "/" + key);
     }
     if (iorFile != null) {
       try {
@@ -180,7 +201,8 @@ public final class Server {
 
   private static void usage(String why) {
     System.err.println("jacorb server: " + why);
-    System.err.println("usage: Server --host HOST --port PORT [--ior-file FILE]");
+    System.err.println("usage: Server --host HOST --port PORT [--ior-file FILE]"
+        + " [--tls-cert F --tls-key F --tls-ca F [--tls-require-client]]");
     System.exit(2);
   }
 }
