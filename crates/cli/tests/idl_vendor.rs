@@ -12,11 +12,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
 use bytes::BytesMut;
 use clap::Parser;
@@ -44,38 +41,7 @@ fn available(orb: &str) -> bool {
     common::vendor_built("idl_vendor", orb, true)
 }
 
-/// A child process killed (by its id) and reaped on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Start a server that prints `ready` and wait for it (at most 120 s).
-fn start(mut cmd: Command) -> Proc {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("server starts");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if line.trim() == "ready" {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let p = Proc(child);
-    rx.recv_timeout(Duration::from_secs(120))
-        .expect("server printed ready within 120 s");
-    p
-}
+use common::{start, Proc};
 
 fn vendor_server(orb: &str, ior_file: &Path) -> Proc {
     // Not every vendor server accepts port 0: take a free port first.

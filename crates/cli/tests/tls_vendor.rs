@@ -14,9 +14,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -39,15 +38,7 @@ fn pki(name: &str) -> TestPki {
     )))
 }
 
-/// A child process killed (by its id) and reaped on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{start, Proc};
 
 /// `scripts/orbs/<orb>/start` serving TLS on a free port; waits (at most
 /// 120 s) for `ready` and returns it with its IOR.
@@ -70,24 +61,7 @@ fn vendor_tls_server(orb: &str, pki: &TestPki, require_client: bool) -> (Proc, S
     if require_client {
         c.arg("--tls-require-client");
     }
-    let mut child = c
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("server starts");
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if line.trim() == "ready" {
-                let _ = tx.send(());
-            }
-        }
-    });
-    let p = Proc(child);
-    rx.recv_timeout(Duration::from_secs(120))
-        .unwrap_or_else(|_| panic!("{orb} TLS server printed ready within 120 s"));
+    let p = start(c);
     let ior = std::fs::read_to_string(&ior_file)
         .unwrap()
         .trim()

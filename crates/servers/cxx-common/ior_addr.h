@@ -74,23 +74,29 @@ class EncapReader {
   bool little_;
 };
 
+// The bytes of a stringified IOR ("IOR:" + hex digits).
+inline std::vector<uint8_t> ior_bytes(const std::string& ior) {
+  if (ior.compare(0, 4, "IOR:") != 0 || ior.size() % 2) throw std::string("not IOR:<even hex>");
+  std::vector<uint8_t> bytes;
+  for (size_t i = 4; i + 1 < ior.size(); i += 2) {
+    int v = 0;
+    for (size_t k = i; k < i + 2; ++k) {
+      char c = ior[k];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) throw "bad hex digit at " + std::to_string(k);
+      v = v * 16 + d;
+    }
+    bytes.push_back((uint8_t)v);
+  }
+  return bytes;
+}
+
 // Sets host/port from the first TAG_INTERNET_IOP profile; returns false
 // with `why` set when the IOR is malformed or has no IIOP profile.
 inline bool iiop_address(const std::string& ior, std::string* host, uint16_t* port, std::string* why) {
   try {
-    if (ior.compare(0, 4, "IOR:") != 0 || ior.size() % 2) throw std::string("not IOR:<even hex>");
-    std::vector<uint8_t> bytes;
-    for (size_t i = 4; i + 1 < ior.size(); i += 2) {
-      int v = 0;
-      for (size_t k = i; k < i + 2; ++k) {
-        char c = ior[k];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (d < 0) throw "bad hex digit at " + std::to_string(k);
-        v = v * 16 + d;
-      }
-      bytes.push_back((uint8_t)v);
-    }
+    std::vector<uint8_t> bytes = ior_bytes(ior);
     EncapReader r(bytes.data(), bytes.size());
     r.str();  // type_id
     uint32_t profiles = r.u32();
@@ -111,8 +117,6 @@ inline bool iiop_address(const std::string& ior, std::string* host, uint16_t* po
     return false;
   }
 }
-
-inline std::vector<uint8_t> ior_bytes(const std::string& ior);
 
 // Sets port from TAG_SSL_SEC_TRANS (20: encapsulated {ushort
 // target_supports, target_requires, port}) of the first IIOP profile:
@@ -188,13 +192,6 @@ class EncapWriter {
   std::vector<uint8_t> b_;
   bool little_;
 };
-
-inline std::vector<uint8_t> ior_bytes(const std::string& ior) {
-  if (ior.compare(0, 4, "IOR:") != 0 || ior.size() % 2) throw std::string("not IOR:<even hex>");
-  std::vector<uint8_t> bytes;
-  for (size_t i = 4; i + 1 < ior.size(); i += 2) bytes.push_back((uint8_t)std::stoi(ior.substr(i, 2), 0, 16));
-  return bytes;
-}
 
 // The same IOR with the object key of every IIOP profile replaced by
 // `key` (components kept verbatim): how a client reaches the server's

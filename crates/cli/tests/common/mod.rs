@@ -48,3 +48,37 @@ pub fn vendor_built(test: &str, orb: &str, required: bool) -> bool {
     }
     false
 }
+
+/// A child process killed (by its id) and reaped on drop.
+pub struct Proc(pub std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start a server that prints `ready` and wait for it (at most 120 s).
+pub fn start(mut cmd: std::process::Command) -> Proc {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("server starts");
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if line.trim() == "ready" {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let p = Proc(child);
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("server printed ready within 120 s");
+    p
+}
