@@ -61,6 +61,17 @@ pub struct ServerOptions {
     pub tls: Option<TlsServer>,
 }
 
+/// How a [`ServerThread`] serves its connections.
+#[derive(Debug, Clone, Default)]
+pub struct Serving {
+    /// Task per connection, or thread per connection.
+    pub model: ServerModel,
+    /// [`ServerOptions::stream_spin`].
+    pub stream_spin: Option<std::time::Duration>,
+    /// TLS only, with this configuration (task per connection only).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
 /// A TLS server's settings.
 #[derive(Debug, Clone)]
 pub struct TlsServer {
@@ -113,19 +124,10 @@ impl ServerThread {
         cpus: Option<Vec<usize>>,
         config: ServerConfig,
     ) -> std::io::Result<ServerThread> {
-        Self::spawn_model(
-            handler,
-            listen,
-            threads,
-            cpus,
-            config,
-            ServerModel::Reactor,
-            None,
-            None,
-        )
+        Self::spawn_model(handler, listen, threads, cpus, config, Serving::default())
     }
 
-    /// [`spawn`](Self::spawn) in the given model. With
+    /// [`spawn`](Self::spawn) served as `how` says. With
     /// [`ServerModel::Threads`] each connection gets a thread of its own
     /// (named and pinned like the runtime's), and `threads` runtime
     /// threads run the handler's asynchronous calls. With `tls` it serves
@@ -136,10 +138,13 @@ impl ServerThread {
         threads: usize,
         cpus: Option<Vec<usize>>,
         config: ServerConfig,
-        model: ServerModel,
-        stream_spin: Option<std::time::Duration>,
-        tls: Option<Arc<rustls::ServerConfig>>,
+        how: Serving,
     ) -> std::io::Result<ServerThread> {
+        let Serving {
+            model,
+            stream_spin,
+            tls,
+        } = how;
         if tls.is_some() && model == ServerModel::Threads {
             return Err(std::io::Error::other(
                 "TLS is served by the task-per-connection model only (not --server-model threads)",
@@ -282,9 +287,11 @@ impl RunningServer {
             opts.threads,
             opts.cpus,
             opts.config,
-            opts.model,
-            opts.stream_spin,
-            opts.tls.map(|t| t.config),
+            Serving {
+                model: opts.model,
+                stream_spin: opts.stream_spin,
+                tls: opts.tls.map(|t| t.config),
+            },
         )?;
         let refs = References::new(&handler, server.addr());
         Ok(RunningServer {
