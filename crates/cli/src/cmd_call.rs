@@ -14,9 +14,9 @@ use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{ReplyStatus, ResponseMode, Target};
 use iiop_servers::run::{RunningServer, ServerOptions};
 
-use crate::dynamic::{self, gen::GenSpec};
-use crate::opts::SocketArgs;
-use crate::target::TargetOpts;
+use iiopbench_engine::dynamic::{self, gen::GenSpec};
+
+use crate::opts::{SocketArgs, TargetArgs};
 
 /// `call` options.
 #[derive(Debug, Clone, Args)]
@@ -42,7 +42,7 @@ pub struct CallOpts {
     #[arg(long)]
     pub compact: bool,
     #[command(flatten)]
-    pub target: TargetOpts,
+    pub target: TargetArgs,
     #[command(flatten)]
     pub socket: SocketArgs,
 }
@@ -51,7 +51,7 @@ pub struct CallOpts {
 pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
     // One call through the runtime client (it follows forwards):
     // `--wait-strategy read` or `spin` is refused rather than ignored.
-    o.target.wait("unknown")?;
+    o.target.waiting.engine().resolve(false, "unknown")?;
     let spec = dynamic::load_spec(&o.idl, &o.include)?;
     let found = dynamic::find_op(&spec, &o.op)?;
     let sig = &found.sig;
@@ -78,7 +78,10 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
         .enable_all()
         .build()?;
     rt.block_on(async {
-        let client = Client::new(crate::target::client_config(&o.target, &o.socket)?);
+        let client = Client::new(iiopbench_engine::target::client_config(
+            &o.target.engine(),
+            &o.socket.engine(),
+        )?);
         let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
         let ior = resolve_target(&client, &parsed)
             .await

@@ -149,7 +149,7 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
                 Some(f) if f.as_os_str() == "-" => print!("{}", render_json(&d)),
                 Some(f) => {
                     print!("{}", render_text(&d));
-                    crate::results::write_atomic(f, &render_json(&d))?;
+                    iiopbench_engine::results::write_atomic(f, &render_json(&d))?;
                 }
                 None => print!("{}", render_text(&d)),
             }
@@ -158,7 +158,7 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
         IorCommand::Make(o) => {
             let ior = make(o)?;
             match &o.ior_file {
-                Some(f) => crate::results::write_atomic(f, &format!("{ior}\n")),
+                Some(f) => iiopbench_engine::results::write_atomic(f, &format!("{ior}\n")),
                 None => {
                     println!("{ior}");
                     Ok(())

@@ -14,10 +14,12 @@ use iiop_capture::analysis::{Analyzer, Observer};
 use iiop_capture::{Config, OpStats, Summary};
 use serde_json::{json, Value};
 
-use crate::hist::Latency;
 use crate::opts::OutputOpts;
-use crate::results::{Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo};
 use crate::table::Table;
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::results::{
+    Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo,
+};
 
 /// Options of `iiopbench pcap`.
 #[derive(Debug, Clone, Args)]
@@ -210,7 +212,8 @@ pub fn to_results(s: &Summary, files: &[PathBuf]) -> anyhow::Result<Results> {
             .join(","),
         ..TargetInfo::default()
     };
-    let mut r = crate::context::new_results("pcap", target, Placement::new(Vec::new(), None));
+    let mut r =
+        iiopbench_engine::context::new_results("pcap", target, Placement::new(Vec::new(), None));
     r.params = params;
     r.cases = cases;
     r.outcome = Outcome {
@@ -367,7 +370,10 @@ pub fn run(o: &PcapOpts) -> anyhow::Result<()> {
             Some(p) if !to_stdout => p.clone(),
             _ => {
                 let p = dir.join("pcap.json");
-                crate::results::write_atomic(&p, &crate::results::to_json(&r))?;
+                iiopbench_engine::results::write_atomic(
+                    &p,
+                    &iiopbench_engine::results::to_json(&r),
+                )?;
                 p
             }
         };

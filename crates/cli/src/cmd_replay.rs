@@ -33,9 +33,9 @@ use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{ReplyStatus, ResponseMode, Target, TargetAddress};
 use serde_json::json;
 
-use crate::hist::Latency;
-use crate::results::{Case, CaseParams, Outcome, Placement, TargetInfo};
 use crate::table::Table;
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::results::{Case, CaseParams, Outcome, Placement, TargetInfo};
 
 /// Options of `iiopbench replay`.
 #[derive(Debug, Clone, Args)]
@@ -65,7 +65,7 @@ pub struct ReplayOpts {
     #[arg(long, default_value = "Bench::Perf", value_name = "NAME")]
     pub interface: String,
     /// Per-request timeout.
-    #[arg(long, default_value = "30s", value_parser = crate::units::parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "30s", value_parser = iiopbench_engine::units::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
     /// Write the results (kind `replay`) as JSON; `-` for stdout.
     #[arg(long, value_name = "FILE")]
@@ -330,10 +330,10 @@ fn compare_bodies(
     new: &iiop_giop::message::Body,
 ) -> Option<Result<(), String>> {
     if let Some(spec) = spec {
-        let found = crate::dynamic::find_op(spec, &format!("{interface}::{op}")).ok()?;
+        let found = iiopbench_engine::dynamic::find_op(spec, &format!("{interface}::{op}")).ok()?;
         let opts = iiop_cdr::Options::default();
-        let a = crate::dynamic::decode_reply(&found.sig, &mut cap.reader(opts));
-        let b = crate::dynamic::decode_reply(&found.sig, &mut new.reader(opts));
+        let a = iiopbench_engine::dynamic::decode_reply(&found.sig, &mut cap.reader(opts));
+        let b = iiopbench_engine::dynamic::decode_reply(&found.sig, &mut new.reader(opts));
         return Some(match (a, b) {
             (Ok(a), Ok(b)) if a == b => Ok(()),
             (Ok(_), Ok(_)) => Err(format!(
@@ -461,7 +461,7 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
     })?;
     // Compare.
     let spec = match &o.idl {
-        Some(f) => Some(crate::dynamic::load_spec(f, &[])?),
+        Some(f) => Some(iiopbench_engine::dynamic::load_spec(f, &[])?),
         None => None,
     };
     let deterministic =
@@ -664,7 +664,11 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
             reference: o.target.clone(),
             ..TargetInfo::default()
         };
-        let mut r = crate::context::new_results("replay", target, Placement::new(Vec::new(), None));
+        let mut r = iiopbench_engine::context::new_results(
+            "replay",
+            target,
+            Placement::new(Vec::new(), None),
+        );
         r.params = params;
         r.cases = cases;
         r.outcome = Outcome {
@@ -672,11 +676,11 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
             failure: (total_diffs > 0)
                 .then(|| format!("{total_diffs} replies differ from the capture")),
         };
-        let text = crate::results::to_json(&r);
+        let text = iiopbench_engine::results::to_json(&r);
         if path.as_os_str() == "-" {
             println!("{text}");
         } else {
-            crate::results::write_atomic(path, &text)?;
+            iiopbench_engine::results::write_atomic(path, &text)?;
         }
     }
     if total_diffs > 0 {

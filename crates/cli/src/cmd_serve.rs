@@ -14,8 +14,8 @@ use iiop_servers::reference::Forwarding;
 use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
 
 use crate::opts::ServeOpts;
-use crate::rawtcp::RawServer;
-use crate::sysinfo::parse_cpu_list;
+use iiopbench_engine::rawtcp::RawServer;
+use iiopbench_engine::sysinfo::parse_cpu_list;
 
 /// The server options a `serve` command line asks for.
 pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
@@ -96,13 +96,13 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         if o.tls_cert.is_some() {
             anyhow::bail!("--tls-cert: the IDL-driven server (--idl) serves plain IIOP only");
         }
-        return crate::dynamic::serve::run(o, &o.idl, file);
+        return crate::cmd::serve_idl::run(o, &o.idl, file);
     }
     let opts = server_options(o)?;
     let raw = match &o.raw_tcp {
         Some(addr) => Some(RawServer::start(
             addr,
-            o.socket.raw(),
+            o.socket.engine().raw(),
             opts.cpus.clone(),
             Some(o.raw_spin_limit).filter(|d| !d.is_zero()),
         )?),
@@ -157,16 +157,20 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
             writeln!(out, "config {name}={v}")?;
         }
     }
-    crate::soak::print_limits(&mut out, &opts.config)?;
+    print_limits(&mut out, &opts.config)?;
     if let Some(c) = &opts.cpus {
-        writeln!(out, "config cpus={}", crate::sysinfo::format_cpu_list(c))?;
+        writeln!(
+            out,
+            "config cpus={}",
+            iiopbench_engine::sysinfo::format_cpu_list(c)
+        )?;
     }
     if let Some(r) = &raw {
         writeln!(out, "config raw_tcp={}", r.addr())?;
     }
     let ior = refs.ior.to_string();
     if let Some(f) = &o.ior_file {
-        crate::results::write_atomic(f, &format!("{ior}\n"))?;
+        iiopbench_engine::results::write_atomic(f, &format!("{ior}\n"))?;
     }
     writeln!(out, "{ior}")?;
     for (key, url) in &refs.corbalocs {
@@ -175,7 +179,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "ready")?;
     out.flush()?;
     drop(out);
-    while !crate::interrupt::requested() {
+    while !iiopbench_engine::interrupt::requested() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let handler = srv.handler().clone();
@@ -211,4 +215,18 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     );
     drop(raw);
     Ok(())
+}
+
+/// Write `serve`'s limits as `config` lines.
+pub fn print_limits(out: &mut impl Write, c: &ServerConfig) -> std::io::Result<()> {
+    let d = |d: Option<Duration>| d.map_or("none".to_string(), |d| format!("{}s", d.as_secs_f64()));
+    writeln!(
+        out,
+        "config max_reassembled_size={}",
+        c.codec.max_reassembled_size
+    )?;
+    writeln!(out, "config max_connections={}", c.max_connections)?;
+    writeln!(out, "config max_in_flight={}", c.max_in_flight)?;
+    writeln!(out, "config idle_timeout={}", d(c.idle_timeout))?;
+    writeln!(out, "config read_timeout={}", d(c.read_timeout))
 }

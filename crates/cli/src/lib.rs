@@ -9,40 +9,22 @@
 //! physical baseline), [`units`] (sizes, sweeps, durations).
 
 pub mod agents;
-pub mod bench;
+pub mod cmd;
 pub mod cmd_call;
 pub mod cmd_ior;
 pub mod cmd_orbs;
 pub mod cmd_pcap;
 pub mod cmd_replay;
 pub mod cmd_serve;
-pub mod cmd_tcp;
-pub mod compare;
-pub mod context;
 pub mod deprecated;
-pub mod dynamic;
-pub mod gate;
-pub mod hist;
 pub mod interop;
-pub mod interrupt;
 pub mod lab;
-pub mod merge;
-pub mod noise;
 pub mod opts;
 pub mod output;
-pub mod placement;
-pub mod procnet;
 pub mod progress;
-pub mod rawtcp;
 pub mod report;
-pub mod results;
-pub mod runs;
-pub mod soak;
 pub mod suite;
-pub mod sysinfo;
 pub mod table;
-pub mod target;
-pub mod units;
 
 use clap::Parser;
 
@@ -52,40 +34,25 @@ use opts::{BenchCommand, Cli, Command, OrbsCommand};
 /// fail half-way still write what they measured, then name the failure
 /// in one line on stderr and return 1.
 pub fn run(cli: Cli) -> i32 {
-    interrupt::install();
+    iiopbench_engine::interrupt::install();
     let outcome = match cli.command {
-        Command::Bench(BenchCommand::Throughput(o)) => {
-            let (r, err) = bench::throughput::run(&o);
-            finish(&r, &o.output, err)
-        }
-        Command::Bench(BenchCommand::Latency(o)) => {
-            let (r, err) = bench::latency::run(&o);
-            finish(&r, &o.output, err)
-        }
-        Command::Bench(BenchCommand::Connect(o)) => {
-            let (r, err) = bench::connect::run(&o);
-            finish(&r, &o.output, err)
-        }
-        Command::Bench(BenchCommand::Tcp(o)) => {
-            let (r, err) = cmd_tcp::run(&o);
-            finish(&r, &o.output, err)
-        }
-        Command::Bench(BenchCommand::Closed(o)) => bench::closed::main(&o),
-        Command::Bench(BenchCommand::Setup(o)) => bench::setup::main(&o),
-        Command::Bench(BenchCommand::Params(o)) => bench::params::main(&o),
-        Command::Bench(BenchCommand::Dispatch(o)) => bench::dispatch::main(&o),
-        Command::Bench(BenchCommand::Packing(o)) => bench::packing::main(&o),
-        Command::Bench(BenchCommand::Balance(o)) => bench::balance::main(&o),
+        Command::Bench(BenchCommand::Throughput(o)) => cmd::bench_throughput::run(&o),
+        Command::Bench(BenchCommand::Latency(o)) => cmd::bench_latency::run(&o),
+        Command::Bench(BenchCommand::Connect(o)) => cmd::bench_connect::run(&o),
+        Command::Bench(BenchCommand::Tcp(o)) => cmd::bench_tcp::run(&o),
+        Command::Bench(BenchCommand::Closed(o)) => cmd::bench_closed::run(&o),
+        Command::Bench(BenchCommand::Setup(o)) => cmd::bench_setup::run(&o),
+        Command::Bench(BenchCommand::Params(o)) => cmd::bench_params::run(&o),
+        Command::Bench(BenchCommand::Dispatch(o)) => cmd::bench_dispatch::run(&o),
+        Command::Bench(BenchCommand::Packing(o)) => cmd::bench_packing::run(&o),
+        Command::Bench(BenchCommand::Balance(o)) => cmd::bench_balance::run(&o),
         Command::Serve(o) => cmd_serve::run(&o),
-        Command::Soak(o) => {
-            let (r, err) = soak::run(&o);
-            finish(&r, &o.output, err)
-        }
+        Command::Soak(o) => cmd::soak::run(&o),
         Command::Call(o) => cmd_call::run(&o),
         Command::Orbs(c) => orbs(c),
         Command::Report(o) => report::run(&o),
-        Command::Compare(o) => compare::run(&o),
-        Command::Merge(o) => merge::run(&o),
+        Command::Compare(o) => cmd::compare::run(&o),
+        Command::Merge(o) => cmd::merge::run(&o),
         Command::Suite(o) => suite::run(&o),
         Command::Lab(o) => lab::run(&o),
         Command::Agents(c) => agents::run(&c),
@@ -128,18 +95,6 @@ fn orbs(c: OrbsCommand) -> anyhow::Result<()> {
             Err(cmd_orbs::exec_script(&name, "start", &args))
         }
         OrbsCommand::Client { name, args } => Err(cmd_orbs::exec_script(&name, "client", &args)),
-    }
-}
-
-fn finish(
-    r: &results::Results,
-    o: &opts::OutputOpts,
-    err: Option<anyhow::Error>,
-) -> anyhow::Result<()> {
-    let written = output::emit(r, o);
-    match (err, written) {
-        (Some(e), _) => Err(e),
-        (None, w) => w,
     }
 }
 

@@ -5,7 +5,17 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::units::{parse_duration, parse_size, parse_sizes};
+use iiop_cdr::ByteOrder;
+use iiop_giop::Version;
+use iiopbench_engine::bench::closed::ServiceKind;
+use iiopbench_engine::bench::stats::Dist;
+use iiopbench_engine::bench::workload::{parse_relative, RunOpts};
+use iiopbench_engine::bench::OnError;
+use iiopbench_engine::dynamic::IdlOpts;
+use iiopbench_engine::options::{Pin, PlacementOpts, Sizes, Sockets};
+use iiopbench_engine::target::{TargetOpts, TlsOpts, WaitOpts, WaitStrategy};
+use iiopbench_engine::tcp::TcpPattern;
+use iiopbench_engine::units::{parse_duration, parse_size, parse_sizes, ParseError};
 
 /// The examples every `--help` ends with (two or three real command lines
 /// each; tests/help.rs parses every one of them).
@@ -245,7 +255,7 @@ pub enum Command {
     /// Bounded endurance run: mixed traffic from many connections, then
     /// errors, server memory and latency drift.
     #[command(after_help = examples::SOAK)]
-    Soak(Box<crate::soak::SoakOpts>),
+    Soak(Box<crate::cmd::soak::SoakArgs>),
     /// Invoke one operation of any server from its IDL; prints the result
     /// as JSON (docs/json-mapping.md).
     #[command(after_help = examples::CALL)]
@@ -259,10 +269,10 @@ pub enum Command {
     Report(Box<crate::report::ReportOpts>),
     /// Compare two results files case by case (ratios and verdicts).
     #[command(after_help = examples::COMPARE)]
-    Compare(Box<crate::compare::CompareOpts>),
+    Compare(Box<crate::cmd::compare::CompareArgs>),
     /// Merge results files; histograms of matching cases merge losslessly.
     #[command(after_help = examples::MERGE)]
-    Merge(Box<crate::merge::MergeOpts>),
+    Merge(Box<crate::cmd::merge::MergeArgs>),
     /// Run a study's suite of cases (fixtures/suites/*.toml).
     #[command(after_help = examples::SUITE)]
     Suite(Box<crate::suite::SuiteOpts>),
@@ -327,52 +337,52 @@ pub enum OrbsCommand {
 pub enum BenchCommand {
     /// Typed throughput, CORBA-TTCP style (oneway / twoway / echo).
     #[command(after_help = examples::BENCH_THROUGHPUT)]
-    Throughput(Box<crate::bench::throughput::ThroughputOpts>),
+    Throughput(Box<crate::cmd::bench_throughput::ThroughputArgs>),
     /// Request/reply latency (closed loop, or open loop at a fixed rate).
     #[command(after_help = examples::BENCH_LATENCY)]
-    Latency(Box<crate::bench::latency::LatencyOpts>),
+    Latency(Box<crate::cmd::bench_latency::LatencyArgs>),
     /// Connection set-up cost, step by step, over fresh connections.
     #[command(after_help = examples::BENCH_CONNECT)]
-    Connect(Box<crate::bench::connect::ConnectOpts>),
+    Connect(Box<crate::cmd::bench_connect::ConnectArgs>),
     /// The physical baseline: the same sizes and patterns over plain TCP
     /// with a 12-byte frame header and no marshalling (E4.3).
     #[command(after_help = examples::BENCH_TCP)]
-    Tcp(Box<TcpOpts>),
+    Tcp(Box<crate::cmd::bench_tcp::TcpArgs>),
     /// Closed system of C clients {invoke; think Z} with service time S:
     /// R, X, Little's law, CIs (seed 001).
     #[command(after_help = examples::BENCH_CLOSED)]
-    Closed(Box<crate::bench::closed::ClosedOpts>),
+    Closed(Box<crate::cmd::bench_closed::ClosedArgs>),
     /// Connection set-up T across server states: running, started on
     /// demand (--spawn), in-process (E1.1).
     #[command(after_help = examples::BENCH_SETUP)]
-    Setup(Box<crate::bench::setup::SetupOpts>),
+    Setup(Box<crate::cmd::bench_setup::SetupArgs>),
     /// Parameter passing: sequence<CD> vs char+double sequences in one or
     /// two calls (E1.2).
     #[command(after_help = examples::BENCH_PARAMS)]
-    Params(Box<crate::bench::params::ParamsOpts>),
+    Params(Box<crate::cmd::bench_params::ParamsArgs>),
     /// Dispatch latency vs method position; one object with 50 methods vs
     /// 50 objects (E1.3).
     #[command(after_help = examples::BENCH_DISPATCH)]
-    Dispatch(Box<crate::bench::dispatch::DispatchOpts>),
+    Dispatch(Box<crate::cmd::bench_dispatch::DispatchArgs>),
     /// Packing N client/method pairs: one object, N objects, N servers (E1.4).
     #[command(after_help = examples::BENCH_PACKING)]
-    Packing(Box<crate::bench::packing::PackingOpts>),
+    Packing(Box<crate::cmd::bench_packing::PackingArgs>),
     /// Load balancing strategies 1-5 over S replicas with C clients (E1.5).
     #[command(after_help = examples::BENCH_BALANCE)]
-    Balance(Box<crate::bench::balance::BalanceOpts>),
+    Balance(Box<crate::cmd::bench_balance::BalanceArgs>),
 }
 
 /// Where the client and an embedded server run.
 #[derive(Debug, Clone, Args)]
-pub struct PlacementOpts {
+pub struct PlacementArgs {
     /// Placement of client and embedded server: `auto` (the default:
     /// when this run starts the server, client and server on two different
     /// CPUs where there are two, else both on one; a client facing a server
     /// it did not start is left where the kernel puts it), `same` (both on
     /// the first available CPU), `cross` (client on the first, server on
     /// the second) or `none` (wherever the kernel puts them).
-    #[arg(long, value_enum, default_value_t = Pin::Auto)]
-    pub pin: Pin,
+    #[arg(long, value_enum, default_value_t = PinArg::Auto)]
+    pub pin: PinArg,
     /// Pin the client to these CPUs (taskset syntax, e.g. `0` or `0-1`);
     /// overrides --pin.
     #[arg(long, value_name = "CPUS")]
@@ -391,7 +401,7 @@ pub struct PlacementOpts {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Pin {
+pub enum PinArg {
     Auto,
     None,
     Same,
@@ -427,53 +437,6 @@ pub struct OutputOpts {
     /// No progress and no table (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TcpPattern {
-    /// One-way stream of frames, confirmed by the server's byte count.
-    Stream,
-    /// Request/reply of the same size (echo).
-    Pingpong,
-    /// Both.
-    Both,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct TcpOpts {
-    /// A raw-TCP server (`iiopbench serve --raw-tcp`) as HOST:PORT; the
-    /// embedded one when absent.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub baseline_target: Option<String>,
-    /// Which pattern to run.
-    #[arg(long, value_enum, default_value_t = TcpPattern::Both)]
-    pub pattern: TcpPattern,
-    /// Payload bytes per message: a size, a list or a doubling range
-    /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB", value_name = "SIZES")]
-    pub size: Sizes,
-    /// Stream: bytes to send per point (at least).
-    #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
-    pub total: u64,
-    /// Stream: minimum duration per point.
-    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
-    pub min_duration: Duration,
-    /// Ping-pong: round trips per point.
-    #[arg(long, default_value_t = 10_000, value_name = "N")]
-    pub count: u64,
-    /// Ping-pong: unrecorded round trips first.
-    #[arg(long, default_value_t = 1_000, value_name = "N")]
-    pub warmup: u64,
-    /// How the client waits for replies and for room to send (`reactor`
-    /// does not apply).
-    #[command(flatten)]
-    pub waiting: crate::target::WaitOpts,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementOpts,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -565,7 +528,7 @@ pub struct ServeOpts {
     #[arg(long, value_name = "CPUS")]
     pub server_cpus: Option<String>,
     #[command(flatten)]
-    pub idl: crate::dynamic::serve::IdlServeOpts,
+    pub idl: crate::cmd::serve_idl::IdlServeOpts,
 }
 
 /// The server skeletons.
@@ -622,21 +585,360 @@ impl CodeSetsInArg {
     }
 }
 
-/// A list of payload sizes (a sweep).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sizes(pub Vec<u64>);
-
-pub fn parse_size_list(s: &str) -> Result<Sizes, crate::units::ParseError> {
+/// A size, a list or a sweep (`1KiB..128KiB`).
+pub fn parse_size_list(s: &str) -> Result<Sizes, ParseError> {
     parse_sizes(s).map(Sizes)
 }
 
+impl PlacementArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> PlacementOpts {
+        PlacementOpts {
+            pin: match self.pin {
+                PinArg::Auto => Pin::Auto,
+                PinArg::None => Pin::None,
+                PinArg::Same => Pin::Same,
+                PinArg::Cross => Pin::Cross,
+            },
+            client_cpus: self.client_cpus.clone(),
+            server_cpus: self.server_cpus.clone(),
+            runs: self.runs,
+        }
+    }
+}
+
 impl SocketArgs {
-    /// As raw-TCP socket options.
-    pub fn raw(&self) -> crate::rawtcp::SocketOpts {
-        crate::rawtcp::SocketOpts {
+    /// As the engine's options.
+    pub fn engine(&self) -> Sockets {
+        Sockets {
             nodelay: self.nodelay,
-            sndbuf: self.sndbuf.map(|v| v as usize),
-            rcvbuf: self.rcvbuf.map(|v| v as usize),
+            sndbuf: self.sndbuf,
+            rcvbuf: self.rcvbuf,
+        }
+    }
+}
+
+/// Target and protocol options shared by the bench commands.
+#[derive(Debug, Clone, Args)]
+pub struct TargetArgs {
+    /// The server: `IOR:…`, `corbaloc:…`, `corbaname:…`, a file holding
+    /// one, or `-` for stdin. Without it, our reference server runs
+    /// embedded in this process (own runtime and threads).
+    #[arg(long, short, value_name = "REF")]
+    pub target: Option<String>,
+    /// GIOP version to speak (default: the reference's; a corbaloc
+    /// without `1.2@` means 1.0, as in every ORB).
+    #[arg(long, value_parser = parse_version, value_name = "1.0|1.1|1.2")]
+    pub giop: Option<Version>,
+    /// Byte order of our requests.
+    #[arg(long, value_enum, default_value_t = OrderArg::Native)]
+    pub order: OrderArg,
+    /// Skeleton of the embedded server.
+    #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
+    pub skeleton: SkeletonArg,
+    /// Threads of the embedded server (default: the number of server CPUs,
+    /// 1 when pinned to one).
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<usize>,
+    /// How the embedded server waits for requests: tokio tasks (reactor)
+    /// or a thread per connection blocking in recv (threads).
+    #[arg(long, value_enum, default_value_t = ServerModelArg::Reactor)]
+    pub server_model: ServerModelArg,
+    /// Timeout of every call (and of connecting).
+    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    pub timeout: Duration,
+    /// Fragment our GIOP 1.2 requests above this size (for ORBs with
+    /// small message limits).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub fragment_size: Option<u64>,
+    /// How the client waits for replies.
+    #[command(flatten)]
+    pub waiting: WaitArgs,
+    /// IIOP over TLS.
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+impl TargetArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> TargetOpts {
+        TargetOpts {
+            target: self.target.clone(),
+            giop: self.giop,
+            order: self.order.order(),
+            skeleton: self.skeleton.skeleton(),
+            server_threads: self.server_threads,
+            server_model: self.server_model.model(),
+            timeout: self.timeout,
+            fragment_size: self.fragment_size,
+            waiting: self.waiting.engine(),
+            tls: self.tls.engine(),
+        }
+    }
+}
+
+/// The client's TLS settings (`--tls`, `--tls-ca`, `--tls-cert`,
+/// `--tls-key`): PEM files.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlsArgs {
+    /// TLS on every connection, also where the reference does not ask for
+    /// it (a corbaloc:iiop: reference cannot; corbaloc:ssliop: and IORs
+    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca.
+    #[arg(long, requires = "tls_ca")]
+    pub tls: bool,
+    /// CA certificates (PEM) that verify servers. With it, every
+    /// connection whose reference offers TLS uses it.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// Our certificate chain (PEM), presented when a server asks for one.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> TlsOpts {
+        TlsOpts {
+            tls: self.tls,
+            tls_ca: self.tls_ca.clone(),
+            tls_cert: self.tls_cert.clone(),
+            tls_key: self.tls_key.clone(),
+        }
+    }
+}
+
+/// How a client waits for replies (`--wait-strategy`, `--spin-limit`).
+#[derive(Debug, Clone, Args)]
+pub struct WaitArgs {
+    /// How the client waits for replies: `read` blocks the calling thread
+    /// in recv, one call at a time (one system call and one wake-up less
+    /// per reply than an event loop, like omniORB's and TAO's wait-on-read
+    /// clients); `spin` is `read` that first polls without blocking for
+    /// up to --spin-limit, for a reply or for room to send (no wake-up at
+    /// all: for a client with a CPU of its own); `reactor` waits on the async runtime (any number of calls
+    /// in flight); `auto` is `spin` where one caller makes one call at a
+    /// time and the placement keeps client and server on different CPUs
+    /// (--pin cross, or --client-cpus and --server-cpus apart), `read`
+    /// where one caller does so otherwise (latency with one connection,
+    /// one call in flight and no --rate; throughput without --breakdown),
+    /// `reactor` elsewhere.
+    #[arg(long, value_enum, default_value_t = WaitArg::Auto, value_name = "WAIT")]
+    pub wait_strategy: WaitArg,
+    /// With `spin`: the longest one wait polls before it blocks in recv
+    /// (at most the 1/16 of --timeout the client looks at deadlines by).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    pub spin_limit: Duration,
+}
+
+impl WaitArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> WaitOpts {
+        WaitOpts {
+            wait_strategy: match self.wait_strategy {
+                WaitArg::Auto => WaitStrategy::Auto,
+                WaitArg::Read => WaitStrategy::Read,
+                WaitArg::Spin => WaitStrategy::Spin,
+                WaitArg::Reactor => WaitStrategy::Reactor,
+            },
+            spin_limit: self.spin_limit,
+        }
+    }
+}
+
+/// `--wait-strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WaitArg {
+    Auto,
+    Read,
+    Spin,
+    Reactor,
+}
+
+/// `--order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OrderArg {
+    Native,
+    Big,
+    Little,
+}
+
+impl OrderArg {
+    /// As a CDR byte order.
+    pub fn order(self) -> ByteOrder {
+        match self {
+            OrderArg::Native => ByteOrder::NATIVE,
+            OrderArg::Big => ByteOrder::Big,
+            OrderArg::Little => ByteOrder::Little,
+        }
+    }
+}
+
+fn parse_version(s: &str) -> Result<Version, String> {
+    match s {
+        "1.0" => Ok(Version::V1_0),
+        "1.1" => Ok(Version::V1_1),
+        "1.2" => Ok(Version::V1_2),
+        _ => Err(format!(
+            "unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2"
+        )),
+    }
+}
+
+/// Options every workload command shares: how long, the CI rule, batches,
+/// seed.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Measure each case for this long (ignored with --until-ci).
+    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
+    pub duration: Duration,
+    /// Run each case in batches until the 95 % CI of mean response time
+    /// is within ±this (e.g. `5%`), or --max-duration.
+    #[arg(long, value_parser = parse_relative, value_name = "PERCENT")]
+    pub until_ci: Option<f64>,
+    /// Time cap per case with --until-ci.
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub max_duration: Duration,
+    /// Batch length for the batch means.
+    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
+    pub batch: Duration,
+    /// Fewest batches before the CI rule may stop a run.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub min_batches: usize,
+    /// Unrecorded time at the start of each case (connections warm).
+    #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
+    pub warmup_duration: Duration,
+    /// Seed of every random draw (think and service times).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub seed: u64,
+}
+
+impl RunArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> RunOpts {
+        RunOpts {
+            duration: self.duration,
+            until_ci: self.until_ci,
+            max_duration: self.max_duration,
+            batch: self.batch,
+            min_batches: self.min_batches,
+            warmup_duration: self.warmup_duration,
+            seed: self.seed,
+        }
+    }
+}
+
+/// The IDL options of `bench latency` / `bench throughput`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct IdlArgs {
+    /// Call an operation of this IDL file instead of bench.idl's typed
+    /// operations; `--op` then names it as `Module::Interface::op`.
+    #[arg(long, value_name = "FILE")]
+    pub idl: Option<PathBuf>,
+    /// Directory searched for `#include`d IDL files (repeatable).
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// Arguments (in/inout) as JSON: an object by parameter name or an
+    /// array in order; `@FILE` reads it from a file. Missing ones are
+    /// generated (see --gen).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// How to generate arguments not given by --args, comma-separated
+    /// `key=value`: `len=N` (sequence length, default 16), `str=N` (string
+    /// length, default 8), `depth=N` (length of nested sequences, default
+    /// 2), `seed=N` (default 1). Contents are deterministic.
+    #[arg(long, value_name = "SPEC", default_value = "")]
+    pub gen: String,
+    /// Decode every reply (result and out parameters) and fail on one that
+    /// does not decode (off: replies are only checked for NO_EXCEPTION).
+    #[arg(long)]
+    pub check_reply: bool,
+}
+
+impl IdlArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> IdlOpts {
+        IdlOpts {
+            idl: self.idl.clone(),
+            include: self.include.clone(),
+            args: self.args.clone(),
+            gen: self.gen.clone(),
+            check_reply: self.check_reply,
+        }
+    }
+}
+
+/// What to do when a call fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnErrorArg {
+    /// End the run at the first failed call (the default).
+    Stop,
+    /// Count the failure by kind and go on.
+    Continue,
+}
+
+impl From<OnErrorArg> for OnError {
+    fn from(a: OnErrorArg) -> OnError {
+        match a {
+            OnErrorArg::Stop => OnError::Stop,
+            OnErrorArg::Continue => OnError::Continue,
+        }
+    }
+}
+
+/// Fixed at the mean, or exponential with that mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DistArg {
+    Fixed,
+    Exp,
+}
+
+impl From<DistArg> for Dist {
+    fn from(a: DistArg) -> Dist {
+        match a {
+            DistArg::Fixed => Dist::Fixed,
+            DistArg::Exp => Dist::Exp,
+        }
+    }
+}
+
+/// How the server spends the service time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServiceKindArg {
+    /// Wait without using CPU (KIND_SLEEP).
+    Sleep,
+    /// Burn CPU (KIND_SPIN), like the study's for loop.
+    Spin,
+}
+
+impl From<ServiceKindArg> for ServiceKind {
+    fn from(a: ServiceKindArg) -> ServiceKind {
+        match a {
+            ServiceKindArg::Sleep => ServiceKind::Sleep,
+            ServiceKindArg::Spin => ServiceKind::Spin,
+        }
+    }
+}
+
+/// `bench tcp --pattern`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PatternArg {
+    /// One-way stream of frames, confirmed by the server's byte count.
+    Stream,
+    /// Request/reply of the same size (echo).
+    Pingpong,
+    /// Both.
+    Both,
+}
+
+impl From<PatternArg> for TcpPattern {
+    fn from(a: PatternArg) -> TcpPattern {
+        match a {
+            PatternArg::Stream => TcpPattern::Stream,
+            PatternArg::Pingpong => TcpPattern::Pingpong,
+            PatternArg::Both => TcpPattern::Both,
         }
     }
 }

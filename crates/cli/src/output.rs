@@ -7,15 +7,15 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::hist::Latency;
 use crate::opts::OutputOpts;
-use crate::results::{self, Results};
 use crate::table::{micros, num, Table};
-use crate::units::format_size;
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::results::{self, Results};
+use iiopbench_engine::units::format_size;
 
 /// The placement lines of the header: as chosen, and as observed.
-pub fn placement_lines(p: &crate::results::Placement) -> String {
-    let list = crate::sysinfo::format_cpu_list;
+pub fn placement_lines(p: &iiopbench_engine::results::Placement) -> String {
+    let list = iiopbench_engine::sysinfo::format_cpu_list;
     let how = match p.chosen.as_str() {
         "auto" => ", chosen by iiopbench; --pin none leaves it to the kernel",
         "none" => ", left to the kernel",
@@ -45,7 +45,11 @@ pub fn placement_lines(p: &crate::results::Placement) -> String {
 }
 
 /// `value` with its 95 % interval across runs when there is one.
-fn with_ci(value: String, iv: Option<&crate::results::Interval>, fmt: fn(f64) -> String) -> String {
+fn with_ci(
+    value: String,
+    iv: Option<&iiopbench_engine::results::Interval>,
+    fmt: fn(f64) -> String,
+) -> String {
     match iv.filter(|i| i.n >= 2) {
         Some(i) => format!("{value} ± {}", fmt(i.ci95)),
         None => value,
@@ -297,4 +301,48 @@ pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
         results::write_atomic(p, &hlog(r)?)?;
     }
     Ok(())
+}
+/// Emit the results and turn the run's error into the command's outcome.
+pub fn finish(r: &Results, o: &OutputOpts, err: Option<anyhow::Error>) -> anyhow::Result<()> {
+    let written = emit(r, o);
+    match (err, written) {
+        (Some(e), _) => Err(e),
+        (None, w) => w,
+    }
+}
+
+/// Emit the results (standard table and files), then, for people, the
+/// experiment's own summary and the target's resolution time; the run's
+/// error becomes the command's outcome.
+pub fn finish_workload(
+    r: &Results,
+    o: &OutputOpts,
+    err: Option<anyhow::Error>,
+    summary: impl Fn(&Results) -> String,
+) -> anyhow::Result<()> {
+    let written = emit(r, o);
+    if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
+        if let Some(s) = r.params.get("resolve_seconds").and_then(|v| v.as_f64()) {
+            println!(
+                "  target resolved ({}) in {}",
+                r.target.kind,
+                crate::table::micros(s * 1e6)
+            );
+        }
+        if !r.cases.is_empty() {
+            print!("{}", summary(r));
+        }
+    }
+    match (err, written) {
+        (Some(e), _) => Err(e),
+        (None, w) => w,
+    }
+}
+
+/// `±x %` of a CI as stored in a case's `extra` (JSON).
+pub fn ci_json(v: &serde_json::Value) -> String {
+    match v["relative"].as_f64() {
+        Some(r) => format!("±{:.1} %", r * 100.0),
+        None => "-".into(),
+    }
 }

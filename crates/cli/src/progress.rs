@@ -1,30 +1,38 @@
 //! Progress on a terminal: one spinner line per case with its elapsed time,
 //! drawn on stderr, and nothing at all when stdout is not a terminal or
-//! with `--quiet` (so piped and JSON output stays clean).
+//! with `--quiet` (so piped and JSON output stays clean). News lines of a
+//! run (a soak's intervals) go to stderr unless `--quiet`. This is the
+//! command line's [`ProgressSink`] for the engine.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
+use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Spinner factory; hidden when not on a terminal.
-#[derive(Debug, Clone, Copy)]
-pub struct Progress {
-    visible: bool,
+use crate::opts::OutputOpts;
+
+/// The engine's progress handle for these output options: nobody hears
+/// anything with `--quiet`.
+pub fn for_output(o: &OutputOpts) -> Progress {
+    if o.quiet {
+        return Progress::none();
+    }
+    Progress::to(Terminal {
+        spinners: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
+    })
 }
 
-impl Progress {
-    /// Visible only on a terminal and when not quiet.
-    pub fn new(quiet: bool) -> Self {
-        Progress {
-            visible: !quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
-        }
-    }
+/// Spinners on a terminal, news lines on stderr.
+#[derive(Debug, Clone, Copy)]
+struct Terminal {
+    spinners: bool,
+}
 
-    /// A spinner for one case; finish it with [`CaseProgress::done`].
-    pub fn case(&self, label: &str) -> CaseProgress {
-        if !self.visible {
-            return CaseProgress(None);
+impl ProgressSink for Terminal {
+    fn case(&self, label: &str) -> Box<dyn CaseSink> {
+        if !self.spinners {
+            return Box::new(Spinner(None));
         }
         let pb = ProgressBar::new_spinner();
         pb.set_style(
@@ -33,17 +41,19 @@ impl Progress {
         );
         pb.set_message(label.to_string());
         pb.enable_steady_tick(Duration::from_millis(100));
-        CaseProgress(Some(pb))
+        Box::new(Spinner(Some(pb)))
+    }
+
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
     }
 }
 
 /// The spinner of one running case.
-#[derive(Debug)]
-pub struct CaseProgress(Option<ProgressBar>);
+struct Spinner(Option<ProgressBar>);
 
-impl CaseProgress {
-    /// Remove the spinner line.
-    pub fn done(self) {
+impl CaseSink for Spinner {
+    fn done(self: Box<Self>) {
         if let Some(pb) = self.0 {
             pb.finish_and_clear();
         }

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, CommandFactory, Parser};
 use serde::Deserialize;
 
-use crate::context::param;
 use crate::opts::Cli;
-use crate::results::{self, Results, TargetInfo};
+use iiopbench_engine::context::param;
+use iiopbench_engine::results::{self, Results, TargetInfo};
 
 /// `suite` options.
 #[derive(Debug, Clone, Args)]
@@ -50,7 +50,7 @@ pub struct SuiteOpts {
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     /// How long a vendor server may take to say `ready` (it may build first).
-    #[arg(long, value_parser = crate::units::parse_duration, default_value = "300s", value_name = "DURATION")]
+    #[arg(long, value_parser = iiopbench_engine::units::parse_duration, default_value = "300s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// No tables from the cases.
     #[arg(long, short)]
@@ -309,7 +309,7 @@ struct SuitePlacement {
 
 impl SuitePlacement {
     fn choose() -> SuitePlacement {
-        let avail = crate::placement::process_cpus();
+        let avail = iiopbench_engine::placement::process_cpus();
         let client = avail.first().copied().unwrap_or(0);
         SuitePlacement {
             client,
@@ -516,10 +516,10 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
     if targets.is_empty() {
         targets.push(Target::Ours);
     }
-    let mut out = crate::context::new_results(
+    let mut out = iiopbench_engine::context::new_results(
         "suite",
         TargetInfo::default(),
-        crate::results::Placement::default(),
+        iiopbench_engine::results::Placement::default(),
     );
     param(&mut out.params, "suite", &suite.name);
     param(&mut out.params, "title", &suite.title);
@@ -537,7 +537,7 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
     let mut first = true;
     let mut ran_once: std::collections::BTreeSet<String> = Default::default();
     for t in &targets {
-        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        anyhow::ensure!(!iiopbench_engine::interrupt::requested(), "interrupted");
         let label = t.label();
         let (server, reference) = match t {
             Target::Ours => (None, None),
@@ -554,7 +554,7 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
             },
         };
         for (case, args) in &plan {
-            if crate::interrupt::requested() {
+            if iiopbench_engine::interrupt::requested() {
                 failures.push("interrupted".into());
                 break;
             }

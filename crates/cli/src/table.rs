@@ -1,5 +1,8 @@
 //! Human output: aligned tables and number formatting, pure functions from
-//! data to strings (tested by comparing strings, as hyperfine does).
+//! data to strings (tested by comparing strings, as hyperfine does). The
+//! number formats are the engine's (case names use them too).
+
+pub use iiopbench_engine::units::{micros, num};
 
 /// A table with a header row; columns after the first are right-aligned.
 #[derive(Debug, Default, Clone)]
@@ -80,34 +83,6 @@ impl Table {
     }
 }
 
-/// A float with a sensible number of significant digits for a table.
-pub fn num(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// Microseconds, switching to ms / s for large values.
-pub fn micros(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{} s", num(us / 1e6))
-    } else if us >= 1e3 {
-        format!("{} ms", num(us / 1e3))
-    } else {
-        format!("{} µs", num(us))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,16 +97,5 @@ mod tests {
                         oneway long   12345    1.5 µs\n\
                         echo              7  12.25 µs\n";
         assert_eq!(t.render(), expected);
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(num(12345.67), "12346");
-        assert_eq!(num(123.456), "123.5");
-        assert_eq!(num(12.345), "12.35");
-        assert_eq!(num(1.23456), "1.235");
-        assert_eq!(micros(52.0), "52.00 µs");
-        assert_eq!(micros(1500.0), "1.500 ms");
-        assert_eq!(micros(2_500_000.0), "2.500 s");
     }
 }

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use iiop_servers::run::{RunningServer, ServerOptions};
-use iiopbench::hist::Latency;
+use iiopbench_engine::hist::Latency;
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {

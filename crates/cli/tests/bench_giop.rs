@@ -105,8 +105,9 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
             if mode == "oneway" {
                 assert!(c.get("latency_us").is_none());
             } else {
-                let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
-                    .unwrap();
+                let h =
+                    iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
+                        .unwrap();
                 assert_eq!(h.len(), calls);
             }
             if path == ["--breakdown"] {
@@ -180,7 +181,7 @@ fn latency_closed_open_and_many_connections() {
     for c in cs {
         assert_eq!(c["calls"], 300);
         assert_eq!(
-            iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
+            iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap())
                 .unwrap()
                 .len(),
             300

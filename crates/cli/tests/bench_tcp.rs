@@ -65,7 +65,8 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     assert_eq!(cases[1]["bytes"], 300 * 1024);
     assert!(cases[1]["latency_us"]["p50"].as_f64().unwrap() > 0.0);
     assert_eq!(cases[2]["calls"], 16);
-    let h = iiopbench::hist::Latency::from_base64(cases[3]["histogram"].as_str().unwrap()).unwrap();
+    let h = iiopbench_engine::hist::Latency::from_base64(cases[3]["histogram"].as_str().unwrap())
+        .unwrap();
     assert_eq!(h.len(), 300);
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 5);
     let log = std::fs::read_to_string(&hlog).unwrap();
@@ -118,7 +119,8 @@ fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
     for (c, size) in cases.iter().zip([1u64, 8192]) {
         assert_eq!(c["calls"], 500);
         assert_eq!(c["bytes"], 500 * size);
-        let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+        let h =
+            iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
         assert_eq!(h.len(), 500);
     }
     let (code, v) = go(&["--pin", "same", "--wait-strategy", "auto"]);

@@ -55,7 +55,7 @@ fn latency_closed_and_open_loop() {
     assert_eq!(c["params"]["size"], 1028);
     assert_eq!(c["params"]["type"], "Bench::Perf::echo_long");
     assert_eq!(c["errors"], serde_json::json!({}));
-    let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+    let h = iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), 300);
     let (code, r) = run(&[
         "latency",
@@ -128,7 +128,7 @@ fn throughput_oneway_and_twoway_as_declared() {
         (c["calls"].as_u64(), c["bytes"].as_u64()),
         (Some(10), Some(8080))
     );
-    let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+    let h = iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
     assert_eq!(h.len(), 10);
 }
 

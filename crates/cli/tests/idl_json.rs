@@ -5,7 +5,9 @@
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{Any, ByteOrder, Reader, TCKind, TypeCode, Value, Writer};
-use iiopbench::dynamic::json::{from_json, to_json, typecode_from_json, typecode_to_json, NoNames};
+use iiopbench_engine::dynamic::json::{
+    from_json, to_json, typecode_from_json, typecode_to_json, NoNames,
+};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -402,8 +404,12 @@ impl G {
             } => {
                 let i = (self.next() % members.len() as u64) as usize;
                 let disc = if i as i32 == *default_index {
-                    iiopbench::dynamic::json::default_disc(discriminator, members, *default_index)
-                        .unwrap()
+                    iiopbench_engine::dynamic::json::default_disc(
+                        discriminator,
+                        members,
+                        *default_index,
+                    )
+                    .unwrap()
                 } else {
                     members[i].label
                 };

@@ -23,8 +23,8 @@ use iiop_servers::bench::types::Payload;
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::BenchClient;
 use iiopbench::cmd_call::{call, CallOpts};
-use iiopbench::dynamic::json::to_json;
 use iiopbench::opts::{Cli, Command as Cmd};
+use iiopbench_engine::dynamic::json::to_json;
 use serde_json::json;
 
 fn root() -> PathBuf {
@@ -87,7 +87,7 @@ fn dyn_call(ior: &str, op: &str, args: serde_json::Value) -> serde_json::Value {
 
 /// A typed payload as bench.idl JSON (through the IDL's TypeCode).
 fn payload_json(spec: &iiop_idl::Spec, op: &str, p: &Payload) -> serde_json::Value {
-    let found = iiopbench::dynamic::find_op(spec, op).unwrap();
+    let found = iiopbench_engine::dynamic::find_op(spec, op).unwrap();
     let tc = &found.sig.params[0].tc;
     let mut b = BytesMut::new();
     p.encode(&mut Writer::new(&mut b, ByteOrder::Big)).unwrap();
@@ -107,7 +107,7 @@ fn same_answers_as_typed_client(orb: &str) {
         .unwrap()
         .trim()
         .to_string();
-    let spec = iiopbench::dynamic::load_spec(&bench_idl(), &[]).unwrap();
+    let spec = iiopbench_engine::dynamic::load_spec(&bench_idl(), &[]).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -98,7 +98,8 @@ fn ctrl_c_mid_run_keeps_what_was_measured_and_exits_1() {
         assert!(c["calls"].as_u64().unwrap() > 0, "{wait}: {c}");
         // The call cut short is not the server's failure.
         assert_eq!(c["errors"], serde_json::json!({}), "{wait}");
-        let h = iiopbench::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+        let h =
+            iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
         assert_eq!(h.len(), c["calls"].as_u64().unwrap());
     }
 }

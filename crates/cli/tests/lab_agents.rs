@@ -6,7 +6,7 @@
 
 mod common;
 
-use iiopbench::hist::Latency;
+use iiopbench_engine::hist::Latency;
 use serde_json::Value;
 
 fn is_root() -> bool {

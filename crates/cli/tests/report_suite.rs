@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use iiopbench::compare::{self, Verdict};
-use iiopbench::hist::Latency;
-use iiopbench::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
+use iiopbench_engine::compare::{self, Verdict};
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("iiopbench-report-{}-{name}", std::process::id()));
@@ -259,7 +259,8 @@ fn lat_case(name: &str, mode: &str, size: u64, values_ns: &[u64], mbps: f64) -> 
 }
 
 fn file(kind: &str, cases: Vec<Case>) -> Results {
-    let mut r = iiopbench::context::new_results(kind, TargetInfo::default(), Placement::default());
+    let mut r =
+        iiopbench_engine::context::new_results(kind, TargetInfo::default(), Placement::default());
     r.cases = cases;
     r.outcome.complete = true;
     r
@@ -418,7 +419,7 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
         .map(|&s| lat_case(&format!("echo octet {s}"), "echo", s, &[50_000 + s; 1], 0.0))
         .collect();
     let mut lat = file("latency", cases);
-    lat.fits = iiopbench::merge::refit(&lat);
+    lat.fits = iiopbench_engine::merge::refit(&lat);
     assert_eq!(lat.fits.len(), 1);
     assert!((lat.fits[0].a_us - 50.0).abs() < 0.1, "{:?}", lat.fits[0]);
     assert!(
@@ -524,7 +525,7 @@ fn case_identity_keeps_suite_cases_apart_and_ignores_the_target() {
         c
     };
     let r = file("suite", vec![]);
-    use iiopbench::merge::case_key;
+    use iiopbench_engine::merge::case_key;
     let (a, b, c) = (
         tagged("oneway-static", "ours"),
         tagged("breakdown", "ours"),
@@ -544,7 +545,7 @@ fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
     // Two runs files folded from three runs each: B's throughput
     // intervals clear of A's on one case, overlapping on the other.
     let fold = |vals: &[(f64, f64)]| {
-        iiopbench::runs::aggregate(
+        iiopbench_engine::runs::aggregate(
             vals.iter()
                 .map(|&(x, y)| {
                     vec![

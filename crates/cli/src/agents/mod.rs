@@ -12,10 +12,8 @@
 //!   manifests for the same run (docs/agents.md).
 //!
 //! Every agent runs the bench command in-process with `--runs 1 --quiet`
-//! and the run's `--duration` per case; the start gate ([`crate::gate`])
+//! and the run's `--duration` per case; the start gate ([`iiopbench_engine::gate`])
 //! holds each case until its common start instant.
-
-pub mod merge;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -26,9 +24,9 @@ use clap::{Args, Parser, Subcommand};
 use iiop_agents::{coordinate, AgentReport, Clock, Config, Order, Status, SystemClock};
 
 use crate::opts::{BenchCommand, Cli, Command as Cmd};
-use crate::results::{AgentEntry, AgentsInfo, Results};
 use crate::table::{micros, num, Table};
-use crate::units::parse_duration;
+use iiopbench_engine::results::{AgentEntry, AgentsInfo, Results};
+use iiopbench_engine::units::parse_duration;
 
 /// From the barrier closing to the first case: for agents to connect and
 /// warm up.
@@ -158,11 +156,8 @@ pub struct K8sOpts {
 
 /// This program's version, which agents must share with the coordinator.
 pub fn version() -> String {
-    format!(
-        "{} {}",
-        env!("CARGO_PKG_VERSION"),
-        env!("IIOPBENCH_GIT_COMMIT")
-    )
+    let t = iiopbench_engine::results::Tool::current();
+    format!("{} {}", t.version, t.git_commit)
 }
 
 /// Run `agents …`.
@@ -274,17 +269,17 @@ fn parse_bench(spec: &[String]) -> Result<BenchCommand, String> {
 /// bench command, the results as JSON with `params.agent`.
 pub fn run_order(order: &Order, clock: &dyn Clock) -> Result<serde_json::Value, String> {
     let b = parse_bench(&order.spec)?;
-    crate::gate::arm(order.start_instant(clock), order.case_period);
+    iiopbench_engine::gate::arm(order.start_instant(clock), order.case_period);
     let (mut r, err) = match b {
-        BenchCommand::Latency(o) => crate::bench::latency::run(&o),
-        BenchCommand::Throughput(o) => crate::bench::throughput::run(&o),
-        BenchCommand::Closed(o) => crate::bench::closed::run(&o),
+        BenchCommand::Latency(o) => iiopbench_engine::bench::latency::run(&o.opts()),
+        BenchCommand::Throughput(o) => iiopbench_engine::bench::throughput::run(&o.opts()),
+        BenchCommand::Closed(o) => iiopbench_engine::bench::closed::run(&o.opts()),
         _ => {
-            crate::gate::disarm();
+            iiopbench_engine::gate::disarm();
             return Err("agents run bench latency, throughput or closed".into());
         }
     };
-    let late = crate::gate::disarm();
+    let late = iiopbench_engine::gate::disarm();
     r.params.insert(
         "agent".into(),
         serde_json::json!({"id": order.id, "start_late_ms": late, "clock_offset_ns": order.offset_ns}),
@@ -300,7 +295,7 @@ fn run_agent(o: &JoinOpts) -> anyhow::Result<()> {
     let name = o
         .name
         .clone()
-        .unwrap_or_else(|| crate::sysinfo::HostInfo::current().hostname);
+        .unwrap_or_else(|| iiopbench_engine::sysinfo::HostInfo::current().hostname);
     let cfg = iiop_agents::JoinConfig {
         coordinator: o.coordinator.clone(),
         id: o.id,
@@ -431,7 +426,7 @@ pub fn coordinate_and_merge(
     let start = outcome.start_at.unwrap_or_else(|| SystemClock.now_ns());
     let mut info = AgentsInfo {
         requested: o.agents,
-        start_at: crate::results::rfc3339_ms(start),
+        start_at: iiopbench_engine::results::rfc3339_ms(start),
         start_at_unix_ns: start,
         duration_s: o.duration.as_secs_f64(),
         case_period_s: cfg.case_period.as_secs_f64(),
@@ -443,7 +438,7 @@ pub fn coordinate_and_merge(
         let mut e = entry(a);
         if let Some(v) = &a.results {
             match serde_json::from_value::<Results>(v.clone()) {
-                Ok(results) => ran.push(merge::Ran { id: a.id, results }),
+                Ok(results) => ran.push(iiopbench_engine::agents::Ran { id: a.id, results }),
                 Err(err) => {
                     e.status = "failed".into();
                     e.reason = Some(format!("its results are not a results file: {err}"));
@@ -452,7 +447,8 @@ pub fn coordinate_and_merge(
         }
         info.agents.push(e);
     }
-    let mut base = crate::context::new_results("agents", Default::default(), Default::default());
+    let mut base =
+        iiopbench_engine::context::new_results("agents", Default::default(), Default::default());
     base.started_at = info.start_at.clone();
     base.params.insert(
         "refused_connections".into(),
@@ -463,7 +459,7 @@ pub fn coordinate_and_merge(
             .collect::<Vec<_>>()
             .into(),
     );
-    match merge::merge_agents(base, &ran, info) {
+    match iiopbench_engine::agents::merge_agents(base, &ran, info) {
         Ok(m) => (Some(m), None),
         Err(e) => (None, Some(e)),
     }

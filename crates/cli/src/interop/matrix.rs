@@ -94,7 +94,7 @@ impl Child {
         loop {
             match self.inner.try_wait() {
                 Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < end && !crate::interrupt::requested() => {
+                Ok(None) if Instant::now() < end && !iiopbench_engine::interrupt::requested() => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
                 _ => return None,
@@ -162,7 +162,7 @@ pub fn start_server(
     let ior_file = dir.join(format!("{orb}.ior"));
     if orb == OURS {
         let s = embedded_server()?;
-        crate::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
+        iiopbench_engine::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
         return Ok((Server::Ours(s), ior_file));
     }
     let script = cmd_orbs::script(orb, "start")?;
@@ -206,7 +206,7 @@ pub fn start_server(
                     tail(&log, 5)
                 );
             }
-            Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
+            Err(mpsc::RecvTimeoutError::Timeout) if iiopbench_engine::interrupt::requested() => {
                 anyhow::bail!("{orb} server: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
@@ -369,7 +369,10 @@ pub fn run_vendor_client(
         if st.is_none() {
             child.stop();
             let _ = reader.join();
-            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
+            anyhow::ensure!(
+                !iiopbench_engine::interrupt::requested(),
+                "{orb} client: interrupted"
+            );
             anyhow::bail!(
                 "{orb} client did not finish within {timeout:?}; stderr: {}",
                 tail(&log, 3)
@@ -457,7 +460,7 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
 
 /// Run the matrix and print it; an error when any cell failed.
 pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
-    let started_at = crate::results::now_rfc3339();
+    let started_at = iiopbench_engine::results::now_rfc3339();
     let mut a = availability(&o.orbs)?;
     if o.corbaloc {
         let extra: Vec<String> = a
@@ -479,7 +482,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     let mut skipped = a.skipped.clone();
     let mut servers_run = Vec::new();
     for server in &a.servers {
-        if crate::interrupt::requested() {
+        if iiopbench_engine::interrupt::requested() {
             break;
         }
         if !o.quiet {
@@ -505,7 +508,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         };
         servers_run.push(server.clone());
         for client in &a.clients {
-            if crate::interrupt::requested() {
+            if iiopbench_engine::interrupt::requested() {
                 break;
             }
             let mut cell = if client == OURS {
@@ -571,11 +574,11 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     }
     if let Some(path) = &o.json {
         let r = report::matrix_results(&cells, &skipped, &started_at);
-        crate::results::write_atomic(path, &crate::results::to_json(&r))?;
+        iiopbench_engine::results::write_atomic(path, &iiopbench_engine::results::to_json(&r))?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     anyhow::ensure!(
-        !crate::interrupt::requested(),
+        !iiopbench_engine::interrupt::requested(),
         "interop matrix: interrupted; {} cell(s) ran",
         cells.len()
     );

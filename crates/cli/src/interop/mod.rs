@@ -15,7 +15,7 @@ use iiop_servers::run::{RunningServer, ServerOptions};
 
 use suite::{Suite, SuiteOptions, Verdict};
 
-use crate::units::parse_duration;
+use iiopbench_engine::units::parse_duration;
 
 /// `iiopbench interop` options.
 #[derive(Debug, Clone, Args)]
@@ -119,7 +119,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
             (Some(s), ior, "embedded", String::new())
         }
     };
-    let started_at = crate::results::now_rfc3339();
+    let started_at = iiopbench_engine::results::now_rfc3339();
     let suite = Suite::new(ior.clone(), o.suite_options())?;
     let rep = rt.block_on(suite.run());
     drop(server);
@@ -137,7 +137,7 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     }
     if let Some(path) = &o.json {
         let r = report::suite_results(&rep, &ior, kind, &reference, &started_at, o.quick);
-        crate::results::write_atomic(path, &crate::results::to_json(&r))?;
+        iiopbench_engine::results::write_atomic(path, &iiopbench_engine::results::to_json(&r))?;
     }
     let failed = rep.count(Verdict::Fail);
     anyhow::ensure!(failed == 0, "interop: {failed} check(s) failed");

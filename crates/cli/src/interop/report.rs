@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::matrix::Cell;
 use super::suite::{Check, SuiteReport, Verdict};
-use crate::results::{Case, CaseParams, Placement, Results, TargetInfo};
 use crate::table::Table;
+use iiopbench_engine::results::{Case, CaseParams, Placement, Results, TargetInfo};
 
 fn order_key(v: Verdict) -> u8 {
     match v {
@@ -115,7 +115,8 @@ pub fn check_case(c: &Check) -> Case {
 }
 
 fn base(kind: &str, target: TargetInfo, started_at: &str) -> Results {
-    let mut r = crate::context::new_results(kind, target, Placement::new(Vec::new(), None));
+    let mut r =
+        iiopbench_engine::context::new_results(kind, target, Placement::new(Vec::new(), None));
     r.started_at = started_at.into();
     r.outcome.complete = true;
     r

@@ -957,7 +957,7 @@ impl Suite {
                 format!(
                     "echo {} {} (above 2 MiB)",
                     e.token(),
-                    crate::units::format_size(bytes)
+                    iiopbench_engine::units::format_size(bytes)
                 ),
                 "echo",
             );
@@ -1171,7 +1171,7 @@ impl SuitePlan {
         let sizes = self
             .large
             .iter()
-            .map(|&(e, b)| format!("{} {}", e.token(), crate::units::format_size(b)))
+            .map(|&(e, b)| format!("{} {}", e.token(), iiopbench_engine::units::format_size(b)))
             .collect::<Vec<_>>()
             .join(", ");
         format!(

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::run::{self, ServerKind};
 use crate::agents::{self as ag, CoordOpts};
-use crate::units::parse_duration;
+use iiopbench_engine::units::parse_duration;
 
 /// `lab agents` options.
 #[derive(Debug, Clone, Args)]

@@ -23,7 +23,7 @@
 //! (`iiopbench bench latency --target F …`).
 //!
 //! Signals: `run()` installs the CLI's SIGINT/SIGTERM flag
-//! ([`crate::interrupt`]); every wait here polls it, kills the children and
+//! ([`iiopbench_engine::interrupt`]); every wait here polls it, kills the children and
 //! drops the lab (which removes the namespaces). SIGHUP goes to the lab
 //! crate's handler (removes every lab, then dies). A watchdog removes the
 //! labs and exits if an interrupted run has not ended within 15 s.
@@ -102,13 +102,13 @@ pub fn require_root() -> anyhow::Result<()> {
 /// again for SIGINT/SIGTERM, and a watchdog for interrupted runs.
 pub fn install_signals() -> anyhow::Result<()> {
     iiop_lab::install_cleanup_handler()?;
-    crate::interrupt::install();
+    iiopbench_engine::interrupt::install();
     static WATCHDOG: std::sync::Once = std::sync::Once::new();
     WATCHDOG.call_once(|| {
         let _ = std::thread::Builder::new()
             .name("lab-watchdog".into())
             .spawn(|| {
-                while !crate::interrupt::requested() {
+                while !iiopbench_engine::interrupt::requested() {
                     std::thread::sleep(Duration::from_millis(100));
                 }
                 std::thread::sleep(Duration::from_secs(15));

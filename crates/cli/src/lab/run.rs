@@ -19,9 +19,9 @@ use clap::{Args, ValueEnum};
 use iiop_lab::{Impairment, Lab, LabSpec, LinkReport, LinkSpec, MeasureOptions};
 use serde_json::{json, Value};
 
-use crate::interrupt;
-use crate::results::{self, Results};
-use crate::units::parse_duration;
+use iiopbench_engine::interrupt;
+use iiopbench_engine::results::{self, Results};
+use iiopbench_engine::units::parse_duration;
 
 /// Which server runs in the server host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -533,7 +533,11 @@ pub fn run(o: &RunOpts) -> anyhow::Result<()> {
     let failed = |e: anyhow::Error, section: Option<Value>| -> anyhow::Error {
         if let Some(f) = &out_file {
             let kind = plan.bench.first().map_or("lab-run", String::as_str);
-            let mut r = crate::context::new_results(kind, Default::default(), Default::default());
+            let mut r = iiopbench_engine::context::new_results(
+                kind,
+                Default::default(),
+                Default::default(),
+            );
             r.command = std::env::args().collect();
             r.outcome.complete = false;
             r.outcome.failure = Some(format!("{e:#}"));

@@ -39,9 +39,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::run::{self, Plan, ServerKind};
-use crate::interrupt;
-use crate::results::{self, Outcome, Results};
-use crate::units::parse_duration;
+use iiopbench_engine::interrupt;
+use iiopbench_engine::results::{self, Outcome, Results};
+use iiopbench_engine::units::parse_duration;
 
 /// `lab suite` options.
 #[derive(Debug, Clone, Args)]
@@ -453,7 +453,7 @@ pub fn summary(r: &Results) -> String {
             get("condition"),
             get("suite_case"),
             c.params.mode.clone(),
-            crate::units::format_size(c.params.size),
+            iiopbench_engine::units::format_size(c.params.size),
             c.calls.to_string(),
             format!("{:.2}", l.mean / 1000.0),
             format!("{:.2}", l.p50 / 1000.0),

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::hist::Latency;
-use crate::merge::{case_command, case_placement, fit_label, tag};
-use crate::results::{self, Case, Fit, Results};
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::merge::{case_command, case_placement, fit_label, tag};
+use iiopbench_engine::results::{self, Case, Fit, Results};
 use plot::{Bar, Chart, Series, Style, XAxis};
 
 /// `report` options.
@@ -265,7 +265,7 @@ fn percentile_figures(
         for e in g {
             let t = match e.c.params.size {
                 0 => title.clone(),
-                n => format!("{title} · {}", crate::units::format_size(n)),
+                n => format!("{title} · {}", iiopbench_engine::units::format_size(n)),
             };
             match gs.iter_mut().find(|(k, _)| *k == t) {
                 Some((_, v)) => v.push(e),
@@ -416,7 +416,7 @@ fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, String)>) -> 
     for (title, g) in gs {
         let mut rows: Vec<Bar> = Vec::new();
         for e in &g {
-            let size = crate::units::format_size(e.c.params.size);
+            let size = iiopbench_engine::units::format_size(e.c.params.size);
             let label = join_label(&[&e.origin, &e.c.params.ty, &size]);
             let b = e.c.breakdown.as_ref().expect("grouped by breakdown");
             // The client's phases add up to a call; the server's run during

@@ -166,7 +166,7 @@ fn percent_label(v: f64) -> String {
 }
 
 fn format_size(v: f64) -> String {
-    crate::units::format_size(v.exp2().round() as u64)
+    iiopbench_engine::units::format_size(v.exp2().round() as u64)
 }
 
 /// Draw an x/y chart.

@@ -1,0 +1,99 @@
+//! `iiopbench bench latency`: its flags, turned into the engine's [`LatencyOpts`];
+//! the measuring is [`iiopbench_engine::bench::latency`]'s.
+
+use std::time::Duration;
+
+use clap::Args;
+use iiopbench_engine::bench::latency::LatOp;
+use iiopbench_engine::bench::latency::{self, LatencyOpts};
+use iiopbench_engine::options::Sizes;
+use iiopbench_engine::units::parse_duration;
+
+use crate::opts::{
+    parse_size_list, IdlArgs, OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs,
+};
+
+/// `bench latency` flags.
+#[derive(Debug, Clone, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The operation: ping, echo, send, or with --idl an operation of
+    /// that file as `Module::Interface::op`.
+    #[arg(long, default_value = "ping", value_parser = iiopbench_engine::dynamic::parse_lat_op, value_name = "OP")]
+    pub op: LatOp,
+    /// Element types for echo/send (bench.idl tokens), comma-separated.
+    #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
+    pub types: String,
+    /// Payload bytes per call for echo/send: a size, list or sweep.
+    #[arg(long, value_parser = parse_size_list, default_value = "0", value_name = "SIZES")]
+    pub size: Sizes,
+    /// Measured calls per point.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub count: u64,
+    /// Measure for this long per point instead of --count calls.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub duration: Option<Duration>,
+    /// Unmeasured calls first (per point).
+    #[arg(long, default_value_t = 1_000, value_name = "N")]
+    pub warmup: u64,
+    /// Connections (closed loop: each with --in-flight callers).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub connections: usize,
+    /// Calls in flight per connection (closed loop).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub in_flight: usize,
+    /// Open loop at this many calls per second (latency from the intended
+    /// send time).
+    #[arg(long, value_name = "N")]
+    pub rate: Option<f64>,
+    /// Also measure raw-TCP ping-pong at the same sizes and print ratios.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Raw-TCP server for --baseline with a remote target.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub baseline_target: Option<String>,
+    /// Stop at the first failed call, or count failures and go on.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
+    pub on_error: OnErrorArg,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+    #[command(flatten)]
+    pub idl: IdlArgs,
+}
+
+impl LatencyArgs {
+    /// The engine's options for these flags.
+    pub fn opts(&self) -> LatencyOpts {
+        LatencyOpts {
+            target: self.target.engine(),
+            op: self.op,
+            types: self.types.clone(),
+            size: self.size.clone(),
+            count: self.count,
+            duration: self.duration,
+            warmup: self.warmup,
+            connections: self.connections,
+            in_flight: self.in_flight,
+            rate: self.rate,
+            baseline: self.baseline,
+            baseline_target: self.baseline_target.clone(),
+            on_error: self.on_error.into(),
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+            idl: self.idl.engine(),
+        }
+    }
+}
+
+/// Run `bench latency` from the command line: measure, then emit what was
+/// measured (also when the run failed half-way).
+pub fn run(a: &LatencyArgs) -> anyhow::Result<()> {
+    let (r, err) = latency::run(&a.opts());
+    crate::output::finish(&r, &a.output, err)
+}

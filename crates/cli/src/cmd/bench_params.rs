@@ -1,0 +1,82 @@
+//! `iiopbench bench params`: its flags, turned into the engine's [`ParamsOpts`];
+//! the measuring is [`iiopbench_engine::bench::params`]'s.
+
+use clap::Args;
+use iiopbench_engine::bench::params::{self, ParamsOpts};
+use iiopbench_engine::results::Results;
+
+use crate::opts::{OutputOpts, PlacementArgs, RunArgs, SocketArgs, TargetArgs};
+use crate::output::ci_json;
+use crate::table::{micros, num, Table};
+
+/// `bench params` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ParamsArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Array sizes (elements), comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,10,100,1000,10000",
+        value_name = "N"
+    )]
+    pub elements: Vec<u32>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+impl ParamsArgs {
+    /// The engine's options for these flags.
+    pub fn opts(&self) -> ParamsOpts {
+        ParamsOpts {
+            target: self.target.engine(),
+            elements: self.elements.clone(),
+            run: self.run.engine(),
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+        }
+    }
+}
+
+/// Run `bench params` from the command line: measure, emit, print the summary.
+pub fn run(a: &ParamsArgs) -> anyhow::Result<()> {
+    let (r, err) = params::run(&a.opts());
+    crate::output::finish_workload(&r, &a.output, err, summary)
+}
+
+/// Per size: mean R of each option, its CI, ratio to option I, wire bytes.
+pub fn summary(r: &Results) -> String {
+    let mut t = Table::new([
+        "elements",
+        "option",
+        "R mean",
+        "R ci",
+        "R / R(I)",
+        "arg bytes",
+        "padding",
+    ]);
+    for c in &r.cases {
+        let e = &c.extra;
+        t.row([
+            c.params.extra["elements"].to_string(),
+            c.params.mode.clone(),
+            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+            ci_json(&e["r_ci95"]),
+            format!("{:.3}", e["ratio_to_option_i"].as_f64().unwrap_or(f64::NAN)),
+            num(e["wire_arg_bytes"].as_f64().unwrap_or(0.0)),
+            num(e["padding_bytes"].as_f64().unwrap_or(0.0)),
+        ]);
+    }
+    format!(
+        "parameter passing (R normalised to option I):\n{}",
+        t.render()
+    )
+}

@@ -1,0 +1,74 @@
+//! `iiopbench bench tcp`: its flags, turned into the engine's [`TcpOpts`];
+//! the measuring is [`iiopbench_engine::tcp`]'s.
+
+use std::time::Duration;
+
+use clap::Args;
+use iiopbench_engine::options::Sizes;
+use iiopbench_engine::tcp::{self, TcpOpts};
+use iiopbench_engine::units::{parse_duration, parse_size};
+
+use crate::opts::{parse_size_list, OutputOpts, PatternArg, PlacementArgs, SocketArgs, WaitArgs};
+
+#[derive(Debug, Clone, Args)]
+pub struct TcpArgs {
+    /// A raw-TCP server (`iiopbench serve --raw-tcp`) as HOST:PORT; the
+    /// embedded one when absent.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub baseline_target: Option<String>,
+    /// Which pattern to run.
+    #[arg(long, value_enum, default_value_t = PatternArg::Both)]
+    pub pattern: PatternArg,
+    /// Payload bytes per message: a size, a list or a doubling range
+    /// (`1KiB..128KiB`).
+    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB", value_name = "SIZES")]
+    pub size: Sizes,
+    /// Stream: bytes to send per point (at least).
+    #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
+    pub total: u64,
+    /// Stream: minimum duration per point.
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    pub min_duration: Duration,
+    /// Ping-pong: round trips per point.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub count: u64,
+    /// Ping-pong: unrecorded round trips first.
+    #[arg(long, default_value_t = 1_000, value_name = "N")]
+    pub warmup: u64,
+    /// How the client waits for replies and for room to send (`reactor`
+    /// does not apply).
+    #[command(flatten)]
+    pub waiting: WaitArgs,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+impl TcpArgs {
+    /// The engine's options for these flags.
+    pub fn opts(&self) -> TcpOpts {
+        TcpOpts {
+            baseline_target: self.baseline_target.clone(),
+            pattern: self.pattern.into(),
+            size: self.size.clone(),
+            total: self.total,
+            min_duration: self.min_duration,
+            count: self.count,
+            warmup: self.warmup,
+            waiting: self.waiting.engine(),
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+        }
+    }
+}
+
+/// Run `bench tcp` from the command line: measure, then emit what was
+/// measured (also when the run failed half-way).
+pub fn run(a: &TcpArgs) -> anyhow::Result<()> {
+    let (r, err) = tcp::run(&a.opts());
+    crate::output::finish(&r, &a.output, err)
+}

@@ -1,0 +1,110 @@
+//! `iiopbench bench throughput`: its flags, turned into the engine's [`ThroughputOpts`];
+//! the measuring is [`iiopbench_engine::bench::throughput`]'s.
+
+use std::time::Duration;
+
+use clap::Args;
+use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
+use iiopbench_engine::options::Sizes;
+use iiopbench_engine::units::{parse_duration, parse_size};
+
+use crate::opts::{
+    parse_size_list, IdlArgs, OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs,
+};
+
+/// `bench throughput` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ThroughputArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Element types (bench.idl tokens), comma-separated, or `all`.
+    #[arg(
+        long = "type",
+        default_value = "octet,double,perfstruct",
+        value_name = "TYPES"
+    )]
+    pub types: String,
+    /// Payload bytes per call: a size, a list, or a doubling range
+    /// (`1KiB..128KiB`).
+    #[arg(long, value_parser = parse_size_list, default_value = "1KiB,64KiB", value_name = "SIZES")]
+    pub size: Sizes,
+    /// Return styles, comma-separated: oneway, twoway (void), echo.
+    #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
+    pub mode: String,
+    /// Payload bytes to send per point in each run (at least).
+    #[arg(long, value_parser = parse_size, default_value = "16MiB", value_name = "SIZE")]
+    pub total: u64,
+    /// Minimum duration of each point in each run (16 MiB crosses loopback
+    /// in ~10 ms).
+    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
+    pub min_duration: Duration,
+    /// Maximum duration of each point, whatever was sent.
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub max_duration: Duration,
+    /// Marshal each request once and resend it with only the request id
+    /// patched (seed 000's request reuse, E0.4).
+    #[arg(long)]
+    pub reuse_request: bool,
+    /// Build requests from run-time TypeCodes (Values) instead of compiled
+    /// serde types (the DII analogue, E0.3).
+    #[arg(long)]
+    pub dynamic: bool,
+    /// Measure marshal / transport / demarshal time per call (E0.5); costs
+    /// one extra copy per call, so off by default.
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Also measure raw TCP at the same sizes in this run and print ratios.
+    #[arg(long)]
+    pub baseline: bool,
+    /// Raw-TCP server for --baseline with a remote target
+    /// (`iiopbench serve --raw-tcp` on the target host).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub baseline_target: Option<String>,
+    /// Stop at the first failed call, or count failures and go on.
+    #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
+    pub on_error: OnErrorArg,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+    #[command(flatten)]
+    pub idl: IdlArgs,
+    /// With --idl: the operation, `Module::Interface::op`.
+    #[arg(long, value_name = "INTERFACE::OP", requires = "idl")]
+    pub op: Option<String>,
+}
+
+impl ThroughputArgs {
+    /// The engine's options for these flags.
+    pub fn opts(&self) -> ThroughputOpts {
+        ThroughputOpts {
+            target: self.target.engine(),
+            types: self.types.clone(),
+            size: self.size.clone(),
+            mode: self.mode.clone(),
+            total: self.total,
+            min_duration: self.min_duration,
+            max_duration: self.max_duration,
+            reuse_request: self.reuse_request,
+            dynamic: self.dynamic,
+            breakdown: self.breakdown,
+            baseline: self.baseline,
+            baseline_target: self.baseline_target.clone(),
+            on_error: self.on_error.into(),
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+            idl: self.idl.engine(),
+            op: self.op.clone(),
+        }
+    }
+}
+
+/// Run `bench throughput` from the command line: measure, then emit what was
+/// measured (also when the run failed half-way).
+pub fn run(a: &ThroughputArgs) -> anyhow::Result<()> {
+    let (r, err) = throughput::run(&a.opts());
+    crate::output::finish(&r, &a.output, err)
+}

@@ -1,0 +1,117 @@
+//! `iiopbench compare A.json B.json`: the flags, the table and the
+//! placement check; the verdicts are [`iiopbench_engine::compare`]'s.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use iiopbench_engine::compare::{compare, noise_from_runs, Row};
+use iiopbench_engine::results;
+use iiopbench_engine::units::parse_percent;
+
+use crate::table::Table;
+
+/// `compare` flags.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The reference results.
+    #[arg(value_name = "A.json")]
+    pub a: PathBuf,
+    /// The results judged against A.
+    #[arg(value_name = "B.json")]
+    pub b: PathBuf,
+    /// Results files of repeated runs of one configuration (any number):
+    /// the per-case spread of their throughput sets the noise threshold.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub noise_from: Vec<PathBuf>,
+    /// Throughput noise threshold when no --noise-from is given.
+    #[arg(long, value_parser = parse_percent, default_value = "10%", value_name = "PERCENT")]
+    pub noise: f64,
+    /// Smallest latency difference ever called a change.
+    #[arg(long, value_parser = parse_percent, default_value = "5%", value_name = "PERCENT")]
+    pub min_effect: f64,
+    /// Use only A's cases of this target (suite files with several).
+    #[arg(long, value_name = "LABEL")]
+    pub a_target: Option<String>,
+    /// Use only B's cases of this target.
+    #[arg(long, value_name = "LABEL")]
+    pub b_target: Option<String>,
+    /// Compare even when A and B ran with different placements (the
+    /// table then says so).
+    #[arg(long)]
+    pub mixed_placement: bool,
+}
+
+/// The comparison as a text table.
+pub fn render(rows: &[Row]) -> String {
+    let mut t = Table::new([
+        "case",
+        "throughput B/A",
+        "verdict",
+        "p50 B/A",
+        "verdict",
+        "p99 B/A",
+        "verdict",
+    ])
+    .left_align(&[0, 2, 4, 6]);
+    let r = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+    for row in rows {
+        t.row([
+            row.case.clone(),
+            r(row.throughput_ratio),
+            row.throughput.name().into(),
+            r(row.p50_ratio),
+            row.p50.name().into(),
+            r(row.p99_ratio),
+            row.p99.name().into(),
+        ]);
+    }
+    t.render()
+}
+
+/// Run `compare`.
+pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
+    let a = results::read(&o.a)?;
+    let b = results::read(&o.b)?;
+    let runs = o
+        .noise_from
+        .iter()
+        .map(|p| results::read(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let noise = noise_from_runs(&runs);
+    let (an, bn) = (o.a.display().to_string(), o.b.display().to_string());
+    let rows = compare(
+        (&an, &a, o.a_target.as_deref()),
+        (&bn, &b, o.b_target.as_deref()),
+        &noise,
+        o.noise / 100.0,
+        o.min_effect / 100.0,
+    )?;
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "{an} and {bn} have no case in common (same command, mode, type, size and parameters)"
+    );
+    let mixed: Vec<&(String, String)> = rows.iter().filter_map(|r| r.placements.as_ref()).collect();
+    if let Some((pa, pb)) = mixed.first() {
+        anyhow::ensure!(
+            o.mixed_placement,
+            "{an} ran with placement {pa:?} and {bn} with {pb:?}{}: placement moves a loopback \
+             round trip more than any ORB does, so this would compare placements, not ORBs; \
+             rerun one pinned like the other (--client-cpus/--server-cpus), or pass \
+             --mixed-placement to compare anyway",
+            if mixed.len() > 1 {
+                format!(" (and {} more cases differ)", mixed.len() - 1)
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!("B = {bn} against A = {an}; verdicts say what B is");
+    print!("{}", render(&rows));
+    if let Some((pa, pb)) = mixed.first() {
+        println!(
+            "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
+            mixed.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! The GIOP benchmarks: `bench throughput` (CORBA-TTCP, E0/E4.1),
+//! `bench latency` (ping-pong, closed or open loop, E3.1/E2.1) and
+//! `bench connect` (set-up cost, E1.1), and the application-level
+//! workloads of seed 001 on the [`workload`] engine: `bench closed`,
+//! `setup` (E1.1 across server states), `params` (E1.2), `dispatch`
+//! (E1.3), `packing` (E1.4), `balance` (E1.5).
+//!
+//! Every command runs the same way: resolve the target (or start the
+//! embedded server, before pinning the client so it does not inherit the
+//! client's CPUs), pin the client thread, run a current-thread tokio
+//! runtime on it (so `RUSAGE_THREAD` is exactly the client's CPU), measure
+//! case after case, and always hand back the results measured so far with
+//! the error that stopped the run, if any.
+
+pub mod balance;
+pub mod closed;
+pub mod connect;
+pub mod dispatch;
+pub mod latency;
+pub mod packing;
+pub mod params;
+pub mod replicas;
+pub mod session;
+pub mod setup;
+pub mod stats;
+pub mod throughput;
+pub mod workload;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What to do when a call fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// End the run at the first failed call (the default).
+    #[default]
+    Stop,
+    /// Count the failure by kind and go on.
+    Continue,
+}
+
+/// A short stable name for an error, used as the key of `errors`.
+pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
+    use iiop_giop::transport::client::ClientError as C;
+    use iiop_servers::client::BenchError as B;
+    match e {
+        B::Call(C::System(s)) => s.repo_id.to_string(),
+        B::Call(C::User { repo_id, .. }) => repo_id.clone(),
+        B::Call(C::Timeout { .. }) => "timeout".into(),
+        B::Call(C::Closed { .. }) => "connection-closed".into(),
+        B::Call(C::Io { .. }) => "io-error".into(),
+        B::Call(C::Connect { .. }) | B::Call(C::ConnectTimeout { .. }) => "connect-failed".into(),
+        B::Call(C::PeerMessageError { .. }) => "peer-message-error".into(),
+        B::Call(C::Protocol { .. }) => "malformed-reply".into(),
+        B::Call(C::TooManyForwards { .. }) => "too-many-forwards".into(),
+        B::Call(_) => "call-failed".into(),
+        B::Decode { .. } => "undecodable-reply".into(),
+        B::Reference(_) => "bad-reference".into(),
+    }
+}
+
+/// Count one error of `kind`.
+pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: String) {
+    *errors.entry(kind).or_insert(0) += 1;
+}
+
+/// While alive, runs `close` once Ctrl-C (or SIGTERM) is seen, looking
+/// every 100 ms: calls that wait on the runtime for a server that does not
+/// answer then end at once instead of at their timeout. (A connection that
+/// waits on read checks the flag itself.)
+#[derive(Debug)]
+pub(crate) struct CloseOnInterrupt(tokio::task::JoinHandle<()>);
+
+impl CloseOnInterrupt {
+    pub(crate) fn new(close: impl FnOnce() + Send + 'static) -> CloseOnInterrupt {
+        CloseOnInterrupt(tokio::spawn(async move {
+            while !crate::interrupt::requested() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            close();
+        }))
+    }
+
+    /// Close `c`'s connection on Ctrl-C.
+    pub(crate) fn closing(c: &iiop_servers::client::BenchClient) -> CloseOnInterrupt {
+        let c = c.clone();
+        CloseOnInterrupt::new(move || c.close())
+    }
+}
+
+impl Drop for CloseOnInterrupt {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

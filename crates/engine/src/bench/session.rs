@@ -1,0 +1,405 @@
+//! The frame every GIOP benchmark runs in: placement, target, runtime,
+//! results skeleton, and the raw-TCP baseline measured in the same run.
+
+use std::time::Duration;
+
+use iiop_giop::transport::client::ClientConfig;
+use iiop_servers::client::BenchClient;
+
+use crate::noise::{NoiseMeter, Observed, ThreadWatch, WatchMark};
+use crate::options::{PlacementOpts, Sockets};
+use crate::placement::Cpus;
+use crate::rawtcp::{RawClient, RawRun, RawServer};
+use crate::results::{Baseline, Case, ObservedPlacement, Quality, Results, TargetInfo};
+use crate::target::{self, Resolved, TargetOpts, Waiting};
+
+/// Everything a benchmark needs once set up.
+#[derive(Debug)]
+pub struct Session {
+    pub cpus: Cpus,
+    pub resolved: Resolved,
+    pub cfg: ClientConfig,
+    pub socket: Sockets,
+    /// The embedded server's phase totals under `--breakdown` (E0.5).
+    pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
+    /// How connections wait for replies (`--wait-strategy`).
+    pub waiting: Waiting,
+    /// The forwards the first connection followed to reach the object.
+    pub forwards: std::sync::Mutex<Vec<String>>,
+    /// Where the threads of client and server run, and who serves.
+    pub watching: Watching,
+}
+
+/// What a run watches besides its own figures: where every thread runs
+/// (sampled from /proc), and which local processes serve the target.
+#[derive(Debug)]
+pub struct Watching {
+    pub threads: ThreadWatch,
+    /// Local processes serving a target this run did not start (a vendor
+    /// server on this machine, found by its listening port): their CPU
+    /// time is the server's, not background noise.
+    pub server_pids: Vec<u32>,
+}
+
+impl Watching {
+    /// Start before the client is pinned, so the sampler does not share
+    /// the client's CPU. `external`: the host and port of a server this
+    /// run did not start.
+    pub fn start(external: Option<(&str, u16)>) -> Watching {
+        let server_pids = match external {
+            Some((host, port)) if is_loopback(host) => crate::procnet::listening_pids(port),
+            _ => Vec::new(),
+        };
+        Watching {
+            threads: ThreadWatch::start(&server_pids, Duration::from_millis(20)),
+            server_pids,
+        }
+    }
+
+    /// Watch the machine while one case runs.
+    pub fn case(&self) -> CaseWatch<'_> {
+        CaseWatch {
+            mark: self.threads.mark(),
+            threads: &self.threads,
+            meter: NoiseMeter::start(&self.server_pids),
+        }
+    }
+}
+
+/// The machine's noise and the threads' moves while one case runs.
+#[derive(Debug)]
+pub struct CaseWatch<'a> {
+    meter: NoiseMeter,
+    threads: &'a ThreadWatch,
+    mark: WatchMark,
+}
+
+impl CaseWatch<'_> {
+    /// Record what was seen into the case: `noise`, and `moved` when a
+    /// thread changed CPUs.
+    pub fn finish(self, c: &mut Case) {
+        c.noise = Some(self.meter.finish());
+        c.moved = self.threads.since(&self.mark).moved;
+    }
+}
+
+impl Session {
+    /// A new connection to the target's main object; one that waits on
+    /// read gives up its call on Ctrl-C.
+    ///
+    /// The object's location is resolved before the connection is handed
+    /// out (following any LOCATION_FORWARD, as TAO's IORTable and Yoko's
+    /// BootManager send for short keys), so no measured call pays for a
+    /// forward and no oneway is lost to one; the hops are recorded in the
+    /// results' target.
+    pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.waiting.wait).await?;
+        c.set_abort(crate::interrupt::requested);
+        {
+            // Ctrl-C ends a resolution the server never answers.
+            let _closing = super::CloseOnInterrupt::closing(&c);
+            c.resolve().await?;
+        }
+        let hops = c.forwards();
+        if !hops.is_empty() {
+            let mut f = self.forwards.lock().unwrap_or_else(|e| e.into_inner());
+            if f.is_empty() {
+                *f = hops.iter().map(|h| h.to_string()).collect();
+            }
+        }
+        Ok(c)
+    }
+
+    /// Whether the server runs inside this process.
+    pub fn embedded(&self) -> bool {
+        self.resolved.embedded.is_some()
+    }
+
+    /// Watch the machine while one case runs.
+    pub fn watch_case(&self) -> CaseWatch<'_> {
+        self.watching.case()
+    }
+}
+
+/// How many runs a command makes without `--runs`: the benchmarks whose
+/// cases are short repeat three times; the studies of seed 001, which
+/// have their own stopping rules, once.
+pub fn default_runs(kind: &str) -> u32 {
+    match kind {
+        "throughput" | "latency" | "tcp" => 7,
+        _ => 1,
+    }
+}
+
+/// The thread's kernel id, as /proc/self/task names it.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Observed placement from what the watch saw: the client's thread by its
+/// id, every other busy thread (an embedded server's, a local vendor
+/// server's) as the server's.
+pub fn observed_placement(o: &Observed, client_tid: i32) -> ObservedPlacement {
+    let me = format!("({client_tid})");
+    let mut p = ObservedPlacement {
+        threads: o.threads.clone(),
+        ..Default::default()
+    };
+    for (name, cpus) in &o.threads {
+        let side = if name.ends_with(&me) {
+            &mut p.client_cpus
+        } else {
+            &mut p.server_cpus
+        };
+        side.extend(cpus);
+    }
+    for v in [&mut p.client_cpus, &mut p.server_cpus] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    p
+}
+
+/// Run `runs` times, interleaving the cases, and fold the runs into one
+/// results value: noise per run, observed placement, warnings. Stops at
+/// the first failed run, keeping what it measured.
+pub fn repeat(
+    runs: u32,
+    results: &mut Results,
+    watching: &Watching,
+    client_tid: i32,
+    mut one: impl FnMut(&mut Results) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    crate::context::param(&mut results.params, "runs", runs);
+    let start = watching.threads.mark();
+    let mut per_run = Vec::new();
+    let mut noise = Vec::new();
+    let mut res = Ok(());
+    for _ in 0..runs {
+        let mut rr = results.clone();
+        rr.cases.clear();
+        rr.fits.clear();
+        let meter = NoiseMeter::start(&watching.server_pids);
+        res = one(&mut rr);
+        noise.push(meter.finish());
+        results.params = rr.params;
+        results.fits = rr.fits;
+        results.target = rr.target;
+        per_run.push(rr.cases);
+        if res.is_err() || crate::interrupt::requested() {
+            break;
+        }
+    }
+    results.cases = crate::runs::aggregate(per_run);
+    results.placement.observed = Some(observed_placement(
+        &watching.threads.since(&start),
+        client_tid,
+    ));
+    results.quality = Some(Quality {
+        warnings: Vec::new(),
+        runs: noise,
+    });
+    let w = crate::runs::warnings(results);
+    if let Some(q) = &mut results.quality {
+        q.warnings = w;
+    }
+    res
+}
+
+/// What a benchmark's own logic (not its user) decides about its run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// One caller making one call at a time (what
+    /// [`WaitStrategy::Read`](crate::target::WaitStrategy::Read) needs).
+    pub single_caller: bool,
+    /// Time the phases of every call (E0.5, `--breakdown`): the client
+    /// times its calls, and an embedded server adds its phases to
+    /// [`Session::phases`].
+    pub phase_timing: bool,
+}
+
+/// Run `body` as a benchmark: resolve placement and target, pin the
+/// client, run on a current-thread runtime. Returns the results (possibly
+/// partial) and the error that ended the run.
+pub fn run<F>(
+    kind: &str,
+    t: &TargetOpts,
+    socket: &Sockets,
+    placement: &PlacementOpts,
+    shape: Shape,
+    fill_params: impl FnOnce(&mut Results),
+    body: F,
+) -> (Results, Option<anyhow::Error>)
+where
+    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
+{
+    let mut results = crate::context::new_results(kind, TargetInfo::default(), Default::default());
+    fill_params(&mut results);
+    let runs = placement.runs.unwrap_or_else(|| default_runs(kind));
+    let err = setup_and_run(t, socket, placement, shape, runs, &mut results, body).err();
+    results.outcome.complete = err.is_none();
+    results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    (results, err)
+}
+
+fn setup_and_run<F>(
+    t: &TargetOpts,
+    socket: &Sockets,
+    placement: &PlacementOpts,
+    shape: Shape,
+    runs: u32,
+    results: &mut Results,
+    mut body: F,
+) -> anyhow::Result<()>
+where
+    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
+{
+    let cpus = Cpus::resolve(placement, t.target.is_none())?;
+    // Without --target the server is embedded, placed as the options say.
+    results.placement = cpus.record(t.target.is_none());
+    let waiting = t
+        .waiting
+        .resolve(shape.single_caller, &results.placement.relation)?;
+    waiting.record(&mut results.params);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // The embedded server starts (on its own threads and CPUs) before the
+    // client thread is pinned.
+    let phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>> =
+        shape.phase_timing.then(Default::default);
+    let resolved = rt.block_on(target::resolve(t, socket, &cpus, phases.clone()))?;
+    results.target = resolved.info.clone();
+    if resolved.resolve_seconds > 0.0 {
+        crate::context::param(
+            &mut results.params,
+            "resolve_seconds",
+            resolved.resolve_seconds,
+        );
+    }
+    let watching = Watching::start(
+        resolved
+            .embedded
+            .is_none()
+            .then_some((resolved.info.host.as_str(), resolved.info.port)),
+    );
+    let _pinned = cpus.pin_client()?;
+    let client_tid = gettid();
+    let session = Session {
+        cfg: ClientConfig {
+            spin: waiting.spin,
+            phase_timing: shape.phase_timing,
+            ..target::client_config(t, socket)?
+        },
+        cpus,
+        phases: phases.filter(|_| resolved.embedded.is_some()),
+        waiting,
+        resolved,
+        socket: *socket,
+        forwards: Default::default(),
+        watching,
+    };
+    let r = repeat(runs, results, &session.watching, client_tid, |rr| {
+        rt.block_on(body(&session, rr))
+    });
+    results.target.forwards =
+        std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
+    // Stop the embedded server (graceful) before returning.
+    drop(session);
+    // A run cut short by Ctrl-C is not complete, even when the loop that
+    // saw it ended cleanly; and what a call it cut short said is not the
+    // reason.
+    anyhow::ensure!(
+        !crate::interrupt::requested(),
+        "interrupted: the results hold what was measured until then"
+    );
+    r
+}
+
+/// Whether `host` names this machine's loopback.
+pub fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The raw-TCP server a baseline runs against: a local one pinned like an
+/// embedded server (loopback targets only: a remote target needs
+/// `iiopbench serve --raw-tcp` there and `--baseline-target`).
+pub fn baseline_server(
+    s: &Session,
+    remote: Option<&str>,
+) -> anyhow::Result<(Option<RawServer>, std::net::SocketAddr)> {
+    if let Some(r) = remote {
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(r)?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("--baseline-target {r} resolves to nothing"))?;
+        return Ok((None, addr));
+    }
+    let host = &s.resolved.info.host;
+    let loopback = s.embedded() || is_loopback(host);
+    anyhow::ensure!(
+        loopback,
+        "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
+    );
+    let spin = s.cpus.apart().then_some(crate::rawtcp::STREAM_SPIN);
+    let srv = RawServer::start(
+        "127.0.0.1:0",
+        s.socket.raw(),
+        Some(s.cpus.server_or_all()),
+        spin,
+    )?;
+    let addr = srv.addr();
+    Ok((Some(srv), addr))
+}
+
+/// A raw-TCP client of the baseline server, waiting as the GIOP client
+/// of this run does. One per run, like the GIOP connection, so both sides
+/// of a ratio run on a warmed-up connection.
+pub fn raw_client(addr: std::net::SocketAddr, s: &Session) -> anyhow::Result<RawClient> {
+    Ok(RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin))
+}
+
+/// Raw-TCP stream of `size`-byte frames, the baseline of oneway throughput.
+pub fn raw_stream(
+    c: &mut RawClient,
+    size: u64,
+    total: u64,
+    min: Duration,
+    max: Duration,
+) -> anyhow::Result<RawRun> {
+    c.stream(size as usize, total, min, max)
+}
+
+/// Raw-TCP ping-pong (`echo`: the frame comes back; else an empty ack),
+/// the baseline of twoway calls.
+pub fn raw_pingpong(
+    c: &mut RawClient,
+    size: u64,
+    echo: bool,
+    duration: Duration,
+) -> anyhow::Result<RawRun> {
+    c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
+}
+
+/// Attach a throughput ratio to a case.
+pub fn throughput_baseline(c: &mut Case, raw_mbps: f64) {
+    c.baseline = Some(Baseline {
+        metric: "throughput".into(),
+        baseline_value: raw_mbps,
+        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+    });
+}
+
+/// Attach a p50 latency ratio to a case.
+pub fn latency_baseline(c: &mut Case, raw_p50_us: f64) {
+    if let Some(l) = &c.latency_us {
+        c.baseline = Some(Baseline {
+            metric: "p50".into(),
+            baseline_value: raw_p50_us,
+            ratio: l.p50 / raw_p50_us.max(1e-9),
+        });
+    }
+}

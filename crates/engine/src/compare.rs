@@ -1,0 +1,259 @@
+//! `iiopbench compare A.json B.json`: B against A, case by case (matched by
+//! [`crate::merge::case_key`]: command, mode, type, size and parameters),
+//! with ratios for throughput and p50/p99 latency and a verdict only where
+//! the difference is larger than the noise:
+//!
+//! - latency: each quantile gets a distribution-free 95 % confidence
+//!   interval from its own histogram (the order statistics at ranks
+//!   n·q ± 1.96·√(n·q·(1−q))); B is `faster`/`slower` only when the two
+//!   intervals do not overlap *and* the medians differ by at least
+//!   `--min-effect` (default 5 %): consecutive round trips are not
+//!   independent (caches, scheduler), so the intervals alone are too
+//!   optimistic on a busy loopback host;
+//! - throughput, one sample per case: the difference must exceed a
+//!   threshold: 3 × the case's relative standard deviation over repeated
+//!   runs given with `--noise-from` (at least 1 %), else `--noise` (default
+//!   10 %, the spread of repeated loopback runs on a shared 2-core host);
+//! - a case measured as several runs (`bench … --runs N`, schema 2) has a
+//!   95 % interval across runs for throughput and each percentile: then
+//!   B is `faster`/`slower` only when the two intervals do not overlap
+//!   (and, for latency, the means differ by at least `--min-effect`).
+//!
+//! Results whose placements differ (client and server CPUs) are not
+//! compared unless `--mixed-placement` is given: placement moves a
+//! loopback round trip by 4x, more than any ORB does.
+
+use std::collections::BTreeMap;
+
+use crate::hist::Latency;
+use crate::merge::{case_key, tag};
+use crate::results::{Case, Results};
+
+/// How B compares with A on one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Faster,
+    Slower,
+    Same,
+    /// Not enough data to judge (no histogram, no calls).
+    Unknown,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::Same => "same",
+            Verdict::Unknown => "-",
+        }
+    }
+}
+
+/// One row of the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub case: String,
+    /// B / A throughput (None when either is zero).
+    pub throughput_ratio: Option<f64>,
+    pub throughput: Verdict,
+    /// B / A median latency.
+    pub p50_ratio: Option<f64>,
+    pub p50: Verdict,
+    /// B / A 99th percentile latency.
+    pub p99_ratio: Option<f64>,
+    pub p99: Verdict,
+    /// A's and B's placement when they differ.
+    pub placements: Option<(String, String)>,
+}
+
+/// Verdict from two intervals across runs (higher is better when
+/// `higher_better`): a change only when they do not overlap and the means
+/// differ by at least `min_effect`.
+pub fn interval_verdict(
+    a: &crate::results::Interval,
+    b: &crate::results::Interval,
+    higher_better: bool,
+    min_effect: f64,
+) -> Verdict {
+    if a.n < 2 || b.n < 2 || a.mean <= 0.0 || b.mean <= 0.0 {
+        return Verdict::Unknown;
+    }
+    if a.overlaps(b) || (b.mean - a.mean).abs() / a.mean < min_effect {
+        return Verdict::Same;
+    }
+    if (b.mean > a.mean) == higher_better {
+        Verdict::Faster
+    } else {
+        Verdict::Slower
+    }
+}
+
+/// 95 % confidence interval (ns) of quantile `q` of a histogram, from the
+/// order statistics around rank n·q. None when empty.
+pub fn quantile_ci(h: &Latency, q: f64) -> Option<(u64, u64)> {
+    let n = h.len() as f64;
+    if n < 1.0 {
+        return None;
+    }
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let lo = ((n * q - half).floor() / n).clamp(0.0, 1.0);
+    let hi = ((n * q + half).ceil() / n).clamp(0.0, 1.0);
+    let h = h.inner();
+    Some((h.value_at_quantile(lo), h.value_at_quantile(hi)))
+}
+
+/// Verdict on latency quantile `q` of B against A (lower is faster).
+pub fn latency_verdict(a: &Latency, b: &Latency, q: f64, min_effect: f64) -> Verdict {
+    let (Some((alo, ahi)), Some((blo, bhi))) = (quantile_ci(a, q), quantile_ci(b, q)) else {
+        return Verdict::Unknown;
+    };
+    let (va, vb) = (
+        a.inner().value_at_quantile(q) as f64,
+        b.inner().value_at_quantile(q) as f64,
+    );
+    let effect = (vb - va).abs() / va.max(1.0);
+    if effect < min_effect {
+        return Verdict::Same;
+    }
+    if bhi < alo {
+        Verdict::Faster
+    } else if blo > ahi {
+        Verdict::Slower
+    } else {
+        Verdict::Same
+    }
+}
+
+/// Verdict on throughput (higher is faster) with relative threshold `thr`.
+pub fn throughput_verdict(a: f64, b: f64, thr: f64) -> Verdict {
+    if a <= 0.0 || b <= 0.0 {
+        return Verdict::Unknown;
+    }
+    let rel = (b - a) / a;
+    if rel > thr {
+        Verdict::Faster
+    } else if rel < -thr {
+        Verdict::Slower
+    } else {
+        Verdict::Same
+    }
+}
+
+/// Per-case relative threshold from repeated runs: 3 × relative standard
+/// deviation (sample), at least 1 %; cases seen fewer than twice absent.
+pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<String, f64> {
+    let mut vals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in runs {
+        for c in &r.cases {
+            if c.throughput_mbps > 0.0 {
+                vals.entry(case_key(r, c, false))
+                    .or_default()
+                    .push(c.throughput_mbps);
+            }
+        }
+    }
+    vals.into_iter()
+        .filter(|(_, v)| v.len() >= 2)
+        .map(|(k, v)| {
+            let n = v.len() as f64;
+            let m = v.iter().sum::<f64>() / n;
+            let sd = (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            (k, (3.0 * sd / m).max(0.01))
+        })
+        .collect()
+}
+
+fn index<'a>(
+    name: &str,
+    r: &'a Results,
+    target: Option<&str>,
+) -> anyhow::Result<BTreeMap<String, &'a Case>> {
+    let mut m: BTreeMap<String, &'a Case> = BTreeMap::new();
+    for c in &r.cases {
+        if let Some(t) = target {
+            if tag(c, "target") != Some(t) {
+                continue;
+            }
+        }
+        let k = case_key(r, c, false);
+        if let Some(prev) = m.insert(k, c) {
+            anyhow::bail!(
+                "{name} has several cases measuring the same thing ({:?} on target {}, {:?} on target {}): \
+                 choose one target with --a-target/--b-target",
+                prev.name,
+                tag(prev, "target").unwrap_or("?"),
+                c.name,
+                tag(c, "target").unwrap_or("?")
+            );
+        }
+    }
+    Ok(m)
+}
+
+fn hist(c: &Case) -> Option<Latency> {
+    c.histogram
+        .as_deref()
+        .and_then(|h| Latency::from_base64(h).ok())
+}
+
+/// Compare B with A. `noise` maps case keys to relative thresholds
+/// (from [`noise_from_runs`]); `default_noise` and `min_effect` are
+/// fractions (0.10 = 10 %).
+pub fn compare(
+    a: (&str, &Results, Option<&str>),
+    b: (&str, &Results, Option<&str>),
+    noise: &BTreeMap<String, f64>,
+    default_noise: f64,
+    min_effect: f64,
+) -> anyhow::Result<Vec<Row>> {
+    let ia = index(a.0, a.1, a.2)?;
+    let ib = index(b.0, b.1, b.2)?;
+    let mut rows = Vec::new();
+    // In A's run order.
+    for ca in &a.1.cases {
+        let k = case_key(a.1, ca, false);
+        let (Some(_), Some(cb)) = (ia.get(&k), ib.get(&k)) else {
+            continue;
+        };
+        if a.2.is_some_and(|t| tag(ca, "target") != Some(t)) {
+            continue;
+        }
+        let ratio = |x: f64, y: f64| (x > 0.0 && y > 0.0).then(|| y / x);
+        let thr = noise.get(&k).copied().unwrap_or(default_noise);
+        let (ha, hb) = (hist(ca), hist(cb));
+        let lat = |q: f64| match (&ha, &hb) {
+            (Some(x), Some(y)) => latency_verdict(x, y, q, min_effect),
+            _ => Verdict::Unknown,
+        };
+        let (la, lb) = (ca.latency_us, cb.latency_us);
+        // Runs' intervals when both sides have them, else one histogram's.
+        let iv = |k: &str| ca.intervals.get(k).zip(cb.intervals.get(k));
+        let lat_or_runs = |q: f64, k: &str| match iv(k) {
+            Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, false, min_effect),
+            _ => lat(q),
+        };
+        let throughput = match iv("throughput_mbps") {
+            Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, true, 0.0),
+            _ => throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
+        };
+        let (pa, pb) = (
+            crate::merge::case_placement(a.1, ca),
+            crate::merge::case_placement(b.1, cb),
+        );
+        rows.push(Row {
+            case: match tag(ca, "suite_case") {
+                Some(s) => format!("{} [{s}]", ca.name),
+                None => ca.name.clone(),
+            },
+            throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
+            throughput,
+            p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),
+            p50: lat_or_runs(0.5, "p50"),
+            p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),
+            p99: lat_or_runs(0.99, "p99"),
+            placements: (pa != pb).then_some((pa, pb)),
+        });
+    }
+    Ok(rows)
+}

@@ -1,0 +1,132 @@
+//! Black-box: the engine driven the way a user's harness drives it —
+//! plain option structs, no clap, our reference server embedded in the
+//! process on 127.0.0.1 port 0 — with exact counts and bytes asserted on
+//! the returned `Results`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use iiopbench_engine::bench::latency::{self, LatOp, LatencyOpts};
+use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
+use iiopbench_engine::hist::Latency;
+use iiopbench_engine::options::{Pin, PlacementOpts, Sizes};
+use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::results::{self, Results};
+
+/// Records each case's start and end.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+struct End(Log, String);
+
+impl ProgressSink for Log {
+    fn case(&self, label: &str) -> Box<dyn CaseSink> {
+        self.0.lock().unwrap().push(format!("start {label}"));
+        Box::new(End(self.clone(), label.to_string()))
+    }
+}
+
+impl CaseSink for End {
+    fn done(self: Box<Self>) {
+        self.0 .0.lock().unwrap().push(format!("done {}", self.1));
+    }
+}
+
+/// One run, unpinned: the test shares its machine.
+fn once() -> PlacementOpts {
+    PlacementOpts {
+        pin: Pin::None,
+        runs: Some(1),
+        ..PlacementOpts::default()
+    }
+}
+
+fn histogram(r: &Results, case: usize) -> Latency {
+    let b64 = r.cases[case].histogram.as_deref().expect("a histogram");
+    Latency::from_base64(b64).expect("a valid histogram")
+}
+
+#[test]
+fn a_throughput_case_counts_every_call_and_byte() {
+    let log = Log::default();
+    let opts = ThroughputOpts {
+        types: "octet".into(),
+        mode: "oneway,twoway".into(),
+        size: Sizes(vec![1024]),
+        total: 64 * 1024,
+        min_duration: Duration::ZERO,
+        max_duration: Duration::from_secs(20),
+        placement: once(),
+        progress: Progress::to(log.clone()),
+        ..ThroughputOpts::default()
+    };
+    let (r, err) = throughput::run(&opts);
+    assert!(err.is_none(), "{err:?}");
+    assert!(r.outcome.complete);
+    assert_eq!(r.kind, "throughput");
+    assert_eq!(r.target.kind, "embedded");
+    assert_eq!(r.target.host, "127.0.0.1");
+    let names: Vec<&str> = r.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["oneway octet 1KiB", "twoway octet 1KiB"]);
+    for c in &r.cases {
+        // 64 KiB of 1 KiB calls: exactly 64 calls, every byte counted by
+        // the client and decoded by the server.
+        assert_eq!(c.calls, 64, "{}", c.name);
+        assert_eq!(c.bytes, 64 * 1024, "{}", c.name);
+        assert_eq!(c.extra["server_bytes"], 64 * 1024, "{}", c.name);
+        assert!(c.errors.is_empty(), "{}: {:?}", c.name, c.errors);
+    }
+    // Twoway calls are timed one by one: a sample per call.
+    assert!(r.cases[0].histogram.is_none());
+    assert_eq!(histogram(&r, 1).len(), 64);
+    assert_eq!(
+        *log.0.lock().unwrap(),
+        [
+            "start oneway octet 1KiB",
+            "done oneway octet 1KiB",
+            "start twoway octet 1KiB",
+            "done twoway octet 1KiB"
+        ]
+    );
+    // The value is what a results file holds, byte for byte.
+    let back: Results = serde_json::from_str(&results::to_json(&r)).unwrap();
+    assert_eq!(results::to_json(&back), results::to_json(&r));
+}
+
+#[test]
+fn a_latency_case_has_a_sample_per_measured_call() {
+    let opts = LatencyOpts {
+        op: LatOp::Echo,
+        types: "long".into(),
+        size: Sizes(vec![64]),
+        count: 300,
+        warmup: 20,
+        placement: once(),
+        ..LatencyOpts::default()
+    };
+    let (r, err) = latency::run(&opts);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(r.cases.len(), 1);
+    let c = &r.cases[0];
+    assert_eq!(c.name, "echo long 64B");
+    assert_eq!(c.calls, 300);
+    let h = histogram(&r, 0);
+    assert_eq!(h.len(), 300);
+    let l = c.latency_us.as_ref().expect("a latency summary");
+    assert!(l.p50 > 0.0 && l.p50 <= l.p99, "{l:?}");
+}
+
+#[test]
+fn a_bad_option_is_an_error_with_the_results_so_far() {
+    let opts = ThroughputOpts {
+        types: "quaternion".into(),
+        placement: once(),
+        ..ThroughputOpts::default()
+    };
+    let (r, err) = throughput::run(&opts);
+    let err = err.expect("an unknown type fails the run").to_string();
+    assert!(err.contains("quaternion"), "{err}");
+    assert!(!r.outcome.complete);
+    assert!(r.cases.is_empty());
+    assert_eq!(r.outcome.failure.as_deref(), Some(err.as_str()));
+}
