@@ -251,7 +251,7 @@ pub enum Command {
     Bench(BenchCommand),
     /// Serve the benchmark interface (or the raw-TCP baseline).
     #[command(after_help = examples::SERVE)]
-    Serve(Box<ServeOpts>),
+    Serve(Box<crate::cmd::serve::ServeOpts>),
     /// Bounded endurance run: mixed traffic from many connections, then
     /// errors, server memory and latency drift.
     #[command(after_help = examples::SOAK)]
@@ -259,14 +259,14 @@ pub enum Command {
     /// Invoke one operation of any server from its IDL; prints the result
     /// as JSON (docs/json-mapping.md).
     #[command(after_help = examples::CALL)]
-    Call(Box<crate::cmd_call::CallOpts>),
+    Call(Box<crate::cmd::call::CallOpts>),
     /// Vendor ORBs (omniORB, JacORB, omniORBpy, TAO): list, install, build,
     /// start their bench.idl server, run their client.
     #[command(subcommand, after_help = examples::ORBS)]
     Orbs(OrbsCommand),
     /// Draw results files as an HTML + Markdown report with SVG figures.
     #[command(after_help = examples::REPORT)]
-    Report(Box<crate::report::ReportOpts>),
+    Report(Box<crate::cmd::report::ReportOpts>),
     /// Compare two results files case by case (ratios and verdicts).
     #[command(after_help = examples::COMPARE)]
     Compare(Box<crate::cmd::compare::CompareArgs>),
@@ -275,30 +275,30 @@ pub enum Command {
     Merge(Box<crate::cmd::merge::MergeArgs>),
     /// Run a study's suite of cases (fixtures/suites/*.toml).
     #[command(after_help = examples::SUITE)]
-    Suite(Box<crate::suite::SuiteOpts>),
+    Suite(Box<crate::cmd::suite::SuiteOpts>),
     /// Network lab (root): hosts as network namespaces joined by links with
     /// delay, loss and a rate cap; run servers and bench clients across it.
     #[command(after_help = examples::LAB)]
-    Lab(Box<crate::lab::LabOpts>),
+    Lab(Box<crate::cmd::lab::LabOpts>),
     /// One bench command run by N coordinated agents (local processes, lab
     /// hosts or Kubernetes pods), merged into one result.
     #[command(subcommand, after_help = examples::AGENTS)]
-    Agents(crate::agents::AgentsCommand),
+    Agents(crate::cmd::agents::AgentsCommand),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     #[command(after_help = examples::INTEROP)]
-    Interop(crate::interop::InteropOpts),
+    Interop(crate::cmd::interop::InteropOpts),
     /// Look inside an object reference (like catior) or write one (like
     /// genior).
-    #[command(subcommand, after_help = crate::cmd_ior::EXAMPLES)]
-    Ior(crate::cmd_ior::IorCommand),
+    #[command(subcommand, after_help = crate::cmd::ior::EXAMPLES)]
+    Ior(crate::cmd::ior::IorCommand),
     /// Measure captured GIOP traffic (pcap/pcapng): per-operation counts,
     /// sizes, statuses, response times, conformance findings.
     #[command(after_help = examples::PCAP)]
-    Pcap(Box<crate::cmd_pcap::PcapOpts>),
+    Pcap(Box<crate::cmd::pcap::PcapOpts>),
     /// Re-send a capture's requests to another server; compare replies
     /// and response times with the captured ones.
     #[command(after_help = examples::REPLAY)]
-    Replay(Box<crate::cmd_replay::ReplayOpts>),
+    Replay(Box<crate::cmd::replay::ReplayOpts>),
 }
 
 #[derive(Debug, Subcommand)]
@@ -439,98 +439,6 @@ pub struct OutputOpts {
     pub quiet: bool,
 }
 
-#[derive(Debug, Clone, Args)]
-pub struct ServeOpts {
-    /// Address to listen on for GIOP (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
-    pub listen: String,
-    /// Also write the main object's IOR to this file.
-    #[arg(long, value_name = "FILE")]
-    pub ior_file: Option<PathBuf>,
-    /// Which skeleton decodes arguments: serde types or run-time TypeCodes.
-    #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
-    pub skeleton: SkeletonArg,
-    /// Server threads (default: all cores). With `--server-model
-    /// threads`, those that run asynchronous calls (sleep, work).
-    #[arg(long, value_name = "N")]
-    pub server_threads: Option<usize>,
-    /// How the server waits for requests: tokio tasks on the server
-    /// threads (reactor), or a thread per connection blocking in recv
-    /// (threads, as omniORB's server does).
-    #[arg(long, value_enum, default_value_t = ServerModelArg::Reactor)]
-    pub server_model: ServerModelArg,
-    /// Largest GIOP message accepted (declared size of one message; a
-    /// larger one gets MessageError before its body is read).
-    #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
-    pub max_message_size: u64,
-    /// Largest fragmented message after reassembly, and bytes held in all
-    /// partial messages of a connection (default: --max-message-size).
-    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
-    pub max_reassembled_size: Option<u64>,
-    /// Connections served at once; further clients wait in the backlog.
-    #[arg(long, default_value_t = 1024, value_name = "N")]
-    pub max_connections: usize,
-    /// Asynchronous requests (e.g. work with KIND_SLEEP) in flight per
-    /// connection; reading from the connection pauses at the limit.
-    #[arg(long, default_value_t = 64, value_name = "N")]
-    pub max_in_flight: usize,
-    /// Close a connection with nothing in flight after this long without a
-    /// message (default: never).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub idle_timeout: Option<Duration>,
-    /// A message that has started must be complete within this time, else
-    /// the connection is closed (0 = no limit).
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
-    pub read_timeout: Duration,
-    /// Also serve the raw-TCP baseline (sink/echo) on this address
-    /// (`bench tcp --baseline-target` talks to it).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub raw_tcp: Option<String>,
-    /// Raw-TCP baseline: while a stream arrives, poll for the next bytes
-    /// this long before a read blocks — the fastest receiver, for a server
-    /// with a CPU of its own (0 = always block in recv).
-    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
-    pub raw_spin_limit: Duration,
-    /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
-    /// LocateRequests on the short keys (`Bench`, `Dispatch50`, `Single0`
-    /// …) with LOCATION_FORWARD / OBJECT_FORWARD to a long, POA-style key
-    /// (a oneway to a short key is lost); the IOR carries the long key.
-    #[arg(long)]
-    pub forward_keys: bool,
-    /// With --forward-keys: LOCATION_FORWARD_PERM / OBJECT_FORWARD_PERM
-    /// (GIOP 1.2 peers; plain forwards to 1.0/1.1 peers).
-    #[arg(long, requires = "forward_keys")]
-    pub forward_perm: bool,
-    /// With --forward-keys: forward to the long keys at this address
-    /// (another `iiopbench serve`) instead of our own.
-    #[arg(long, requires = "forward_keys", value_name = "HOST:PORT")]
-    pub forward_to: Option<String>,
-    /// Where the IORs carry TAG_CODE_SETS: in the IIOP profile (as
-    /// omniORB, JacORB and TAO do) or in a TAG_MULTIPLE_COMPONENTS
-    /// profile (as Combat does), to test that clients look there too.
-    #[arg(long, value_enum, default_value_t = CodeSetsInArg::IiopProfile, value_name = "WHERE")]
-    pub code_sets_in: CodeSetsInArg,
-    /// Serve IIOP over TLS only, with this certificate chain (PEM); the
-    /// IORs then carry the TLS port in TAG_SSL_SEC_TRANS (plain port 0),
-    /// as omniORB's do, and the corbaloc lines say `ssliop:`.
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The private key (PEM) of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
-    /// With --tls-cert: clients must present a certificate signed by one
-    /// of these CAs (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_client_ca: Option<PathBuf>,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    /// Pin the server to these CPUs (taskset syntax, e.g. `1` or `2-3`).
-    #[arg(long, value_name = "CPUS")]
-    pub server_cpus: Option<String>,
-    #[command(flatten)]
-    pub idl: crate::cmd::serve_idl::IdlServeOpts,
-}
-
 /// The server skeletons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SkeletonArg {
@@ -564,23 +472,6 @@ impl ServerModelArg {
         match self {
             ServerModelArg::Reactor => iiop_servers::run::ServerModel::Reactor,
             ServerModelArg::Threads => iiop_servers::run::ServerModel::Threads,
-        }
-    }
-}
-
-/// `serve --code-sets-in`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CodeSetsInArg {
-    IiopProfile,
-    MultipleComponents,
-}
-
-impl CodeSetsInArg {
-    /// As the IOR builder's type.
-    pub fn source(self) -> iiop_giop::ior::CodeSetsSource {
-        match self {
-            CodeSetsInArg::IiopProfile => iiop_giop::ior::CodeSetsSource::IiopProfile,
-            CodeSetsInArg::MultipleComponents => iiop_giop::ior::CodeSetsSource::MultipleComponents,
         }
     }
 }

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use iiop_giop::transport::server::ServerConfig;
 use iiop_servers::idl_server::IdlServer;
-use iiopbench::cmd::serve_idl::{start, IdlServeOpts};
-use iiopbench::cmd_call::{call, CallOpts};
+use iiopbench::cmd::call::{call, CallOpts};
+use iiopbench::cmd::serve::idl::{start, IdlServeOpts};
 use iiopbench::opts::{Cli, Command};
 use serde_json::json;
 

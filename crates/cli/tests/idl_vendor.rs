@@ -22,7 +22,7 @@ use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::BenchClient;
-use iiopbench::cmd_call::{call, CallOpts};
+use iiopbench::cmd::call::{call, CallOpts};
 use iiopbench::opts::{Cli, Command as Cmd};
 use iiopbench_engine::dynamic::json::to_json;
 use serde_json::json;

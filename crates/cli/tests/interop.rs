@@ -301,7 +301,7 @@ fn code_sets_in_a_multiple_components_profile_are_used() {
         Command::Serve(o) => o,
         _ => unreachable!("serve command"),
     };
-    let opts = iiopbench::cmd_serve::server_options(&o).unwrap();
+    let opts = iiopbench::cmd::serve::server_options(&o).unwrap();
     assert_eq!(opts.code_sets_in, CodeSetsSource::MultipleComponents);
     let srv = iiop_servers::run::RunningServer::start(opts).unwrap();
     let ior = srv.refs().ior.clone();
@@ -386,7 +386,7 @@ fn code_sets_in_a_multiple_components_profile_are_used() {
         Command::Call(o) => o,
         _ => unreachable!("call command"),
     };
-    let (out, fine) = iiopbench::cmd_call::call(&call_opts).unwrap();
+    let (out, fine) = iiopbench::cmd::call::call(&call_opts).unwrap();
     assert!(fine, "{out}");
     assert_eq!(out, serde_json::json!({"return": ["héllo", "Ж€"]}));
     std::fs::remove_file(&ior_file).unwrap();

@@ -171,7 +171,7 @@ fn suite_refuses_missing_commands_before_running() {
          [[case]]\nid = \"b\"\ncommand = \"nosuch\"\n",
     )
     .unwrap();
-    let o = iiopbench::suite::SuiteOpts {
+    let o = iiopbench::cmd::suite::SuiteOpts {
         file: f.clone(),
         target: vec![],
         all_orbs: false,
@@ -181,7 +181,9 @@ fn suite_refuses_missing_commands_before_running() {
         ready_timeout: std::time::Duration::from_secs(1),
         quiet: true,
     };
-    let e = iiopbench::suite::run_suite(&o).unwrap_err().to_string();
+    let e = iiopbench::cmd::suite::run_suite(&o)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("case \"b\" needs `iiopbench bench nosuch`")
             && e.contains("throughput, latency"),
@@ -191,9 +193,10 @@ fn suite_refuses_missing_commands_before_running() {
     assert!(!dir.join("out.json").exists());
     // Every case of the seed-001 suite names a command this iiopbench has,
     // with arguments that parse.
-    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
-        .unwrap();
-    iiopbench::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
+    let s =
+        iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
+            .unwrap();
+    iiopbench::cmd::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
     let cmds: Vec<&str> = s.cases.iter().map(|c| c.command.as_str()).collect();
     for c in ["closed", "params", "dispatch"] {
         assert!(cmds.contains(&c), "{c}");
@@ -210,8 +213,9 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
         "network-2003-loopback",
         "babar-1998",
     ] {
-        let s = iiopbench::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
-            .unwrap();
+        let s =
+            iiopbench::cmd::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
+                .unwrap();
         assert_eq!(s.name, f);
         let (full, quick) = (s.plan(false), s.plan(true));
         assert!(!quick.is_empty() && quick.len() <= full.len(), "{f}");
@@ -221,11 +225,12 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
             "{f}: quick is a reduction"
         );
     }
-    let lab = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
+    let lab = iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
         .unwrap_err()
         .to_string();
     assert!(lab.contains("iiopbench lab suite"), "{lab}");
-    let s = iiopbench::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
+    let s =
+        iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
     let q = s.plan(true);
     let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
     let at = |f: &str| a[a.iter().position(|x| x == f).unwrap() + 1].clone();
@@ -466,7 +471,7 @@ fn report_draws_fits_intervals_and_the_interop_matrix() {
         ("wl.json".to_string(), wl),
         ("matrix.json".to_string(), im),
     ];
-    let figs = iiopbench::report::write(&inputs, &dir.join("r")).unwrap();
+    let figs = iiopbench::cmd::report::write(&inputs, &dir.join("r")).unwrap();
     let titles: Vec<&str> = figs.iter().map(|f| f.title.as_str()).collect();
     assert_eq!(
         titles,

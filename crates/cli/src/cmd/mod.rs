@@ -1,7 +1,11 @@
 //! One module per command: its clap flags, their conversion into the
-//! engine's plain options, the run, and what is printed. Every module has
-//! `pub fn run(args: &…Args) -> anyhow::Result<()>`.
+//! engine's plain options, the run, and what is printed. Every command's
+//! entry point is `pub fn run(args: &…) -> anyhow::Result<()>`, taking the
+//! command's parsed flags (`main_with_args` maps the result to the exit
+//! status). Commands with more to them are directories (`interop/`,
+//! `lab/`, `report/`, `serve/`).
 
+pub mod agents;
 pub mod bench_balance;
 pub mod bench_closed;
 pub mod bench_connect;
@@ -12,7 +16,16 @@ pub mod bench_params;
 pub mod bench_setup;
 pub mod bench_tcp;
 pub mod bench_throughput;
+pub mod call;
 pub mod compare;
+pub mod interop;
+pub mod ior;
+pub mod lab;
 pub mod merge;
-pub mod serve_idl;
+pub mod orbs;
+pub mod pcap;
+pub mod replay;
+pub mod report;
+pub mod serve;
 pub mod soak;
+pub mod suite;

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use super::suite::{self, Suite, Verdict};
 use super::{embedded_server, report, runtime, InteropOpts};
-use crate::cmd_orbs;
+use crate::cmd::orbs;
 
 /// The name of our own ORB in the matrix.
 pub const OURS: &str = "ours";
@@ -165,7 +165,7 @@ pub fn start_server(
         iiopbench_engine::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
         return Ok((Server::Ours(s), ior_file));
     }
-    let script = cmd_orbs::script(orb, "start")?;
+    let script = orbs::script(orb, "start")?;
     let port = free_port()?;
     let log = dir.join(format!("{orb}-server.log"));
     let mut cmd = Command::new(&script);
@@ -347,7 +347,7 @@ pub fn run_vendor_client(
         ..Cell::default()
     };
     let r = (|| -> anyhow::Result<(String, Option<std::process::ExitStatus>)> {
-        let script = cmd_orbs::script(orb, "client")?;
+        let script = orbs::script(orb, "client")?;
         let log = dir.join(format!("{orb}-client-vs-{server}.log"));
         let mut cmd = Command::new(&script);
         cmd.arg("--target")
@@ -423,7 +423,7 @@ pub struct Availability {
     pub skipped: Vec<String>,
 }
 
-/// Decide from `cmd_orbs::status` (the `orbs list` logic).
+/// Decide from `orbs::status` (the `orbs list` logic).
 pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
     let mut a = Availability::default();
     for orb in orbs {
@@ -433,11 +433,11 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
             continue;
         }
         anyhow::ensure!(
-            cmd_orbs::ORBS.iter().any(|(n, _)| n == orb),
+            orbs::ORBS.iter().any(|(n, _)| n == orb),
             "unknown ORB {orb:?}; known: ours, {}",
-            cmd_orbs::ORBS.map(|o| o.0).join(", ")
+            orbs::ORBS.map(|o| o.0).join(", ")
         );
-        let st = cmd_orbs::status(orb);
+        let st = orbs::status(orb);
         if !st.installed || !st.built {
             a.skipped.push(format!(
                 "{orb}: skipped (installed={}, built={}): {}",

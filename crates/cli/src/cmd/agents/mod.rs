@@ -340,7 +340,7 @@ impl Drop for Children {
 
 /// The command that starts one agent of this binary.
 pub fn agent_command(coordinator: &str, name: &str, quiet: bool) -> anyhow::Result<Command> {
-    let mut cmd = Command::new(crate::lab::run::own_exe()?);
+    let mut cmd = Command::new(crate::cmd::lab::run::own_exe()?);
     cmd.args([
         "agents",
         "join",

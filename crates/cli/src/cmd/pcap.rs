@@ -377,7 +377,7 @@ pub fn run(o: &PcapOpts) -> anyhow::Result<()> {
                 p
             }
         };
-        crate::report::run(&crate::report::ReportOpts {
+        crate::cmd::report::run(&crate::cmd::report::ReportOpts {
             inputs: vec![json],
             report: dir.clone(),
         })?;

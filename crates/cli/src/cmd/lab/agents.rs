@@ -14,7 +14,7 @@ use iiop_lab::{Impairment, Lab, LabSpec, LinkSpec};
 use serde_json::json;
 
 use super::run::{self, ServerKind};
-use crate::agents::{self as ag, CoordOpts};
+use crate::cmd::agents::{self as ag, CoordOpts};
 use iiopbench_engine::units::parse_duration;
 
 /// `lab agents` options.

@@ -387,7 +387,7 @@ struct OpReport {
 /// Run `iiopbench replay`.
 pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
     let mut a = Analyzer::with_observer(Config::default(), Collect::default());
-    crate::cmd_pcap::feed_files(std::slice::from_ref(&o.file), &mut a)?;
+    crate::cmd::pcap::feed_files(std::slice::from_ref(&o.file), &mut a)?;
     let (_, collected) = a.finish();
     let reqs = collected.reqs;
     if reqs.is_empty() {

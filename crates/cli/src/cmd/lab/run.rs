@@ -250,7 +250,7 @@ pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Resu
             c
         }
         vendor => {
-            let mut c = Command::new(crate::cmd_orbs::script(vendor.name(), "start")?);
+            let mut c = Command::new(crate::cmd::orbs::script(vendor.name(), "start")?);
             c.args([
                 "--host",
                 &addr.to_string(),

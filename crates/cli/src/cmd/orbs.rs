@@ -4,6 +4,7 @@
 //! (`status`, `install`, `build`, `start`, `client`), which follow
 //! docs/vendor-protocol.md; this module only finds and runs them.
 
+use crate::opts::OrbsCommand;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -160,6 +161,35 @@ pub fn exec_script(orb: &str, action: &str, args: &[String]) -> anyhow::Error {
             anyhow::anyhow!("cannot run {}: {e}", s.display())
         }
         Err(e) => e,
+    }
+}
+
+/// Run `orbs …`.
+pub fn run(c: &OrbsCommand) -> anyhow::Result<()> {
+    match c {
+        OrbsCommand::List => list(),
+        OrbsCommand::Install { name } => run_script(name, "install", &[]),
+        OrbsCommand::Build { name } => run_script(name, "build", &[]),
+        OrbsCommand::Start {
+            name,
+            listen,
+            ior_file,
+        } => {
+            let (host, port) = split_listen(listen)?;
+            // The start scripts take host and port apart
+            // (docs/vendor-protocol.md).
+            let mut args = vec![
+                "--host".to_string(),
+                host,
+                "--port".into(),
+                port.to_string(),
+            ];
+            if let Some(f) = ior_file {
+                args.extend(["--ior-file".into(), f.display().to_string()]);
+            }
+            Err(exec_script(name, "start", &args))
+        }
+        OrbsCommand::Client { name, args } => Err(exec_script(name, "client", args)),
     }
 }
 

@@ -171,12 +171,8 @@ pub fn start(
 }
 
 /// `serve --idl`: run until interrupted.
-pub fn run(
-    o: &crate::opts::ServeOpts,
-    idl: &IdlServeOpts,
-    file: &std::path::Path,
-) -> anyhow::Result<()> {
-    let base = crate::cmd_serve::server_options(o)?;
+pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
+    let base = crate::cmd::serve::server_options(o)?;
     let (srv, name) = start(
         idl,
         file,

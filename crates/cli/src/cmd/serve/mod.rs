@@ -5,6 +5,8 @@
 //! same way. On shutdown it lets in-flight requests finish and prints the
 //! counters.
 
+pub mod idl;
+
 use std::io::Write;
 use std::time::Duration;
 
@@ -13,9 +15,124 @@ use iiop_giop::transport::server::ServerConfig;
 use iiop_servers::reference::Forwarding;
 use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
 
-use crate::opts::ServeOpts;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::opts::{ServerModelArg, SkeletonArg, SocketArgs};
 use iiopbench_engine::rawtcp::RawServer;
 use iiopbench_engine::sysinfo::parse_cpu_list;
+use iiopbench_engine::units::{parse_duration, parse_size};
+
+/// `serve` flags.
+#[derive(Debug, Clone, Args)]
+pub struct ServeOpts {
+    /// Address to listen on for GIOP (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+    pub listen: String,
+    /// Also write the main object's IOR to this file.
+    #[arg(long, value_name = "FILE")]
+    pub ior_file: Option<PathBuf>,
+    /// Which skeleton decodes arguments: serde types or run-time TypeCodes.
+    #[arg(long, value_enum, default_value_t = SkeletonArg::Typed)]
+    pub skeleton: SkeletonArg,
+    /// Server threads (default: all cores). With `--server-model
+    /// threads`, those that run asynchronous calls (sleep, work).
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<usize>,
+    /// How the server waits for requests: tokio tasks on the server
+    /// threads (reactor), or a thread per connection blocking in recv
+    /// (threads, as omniORB's server does).
+    #[arg(long, value_enum, default_value_t = ServerModelArg::Reactor)]
+    pub server_model: ServerModelArg,
+    /// Largest GIOP message accepted (declared size of one message; a
+    /// larger one gets MessageError before its body is read).
+    #[arg(long, value_parser = parse_size, default_value = "512MiB", value_name = "SIZE")]
+    pub max_message_size: u64,
+    /// Largest fragmented message after reassembly, and bytes held in all
+    /// partial messages of a connection (default: --max-message-size).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub max_reassembled_size: Option<u64>,
+    /// Connections served at once; further clients wait in the backlog.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// Asynchronous requests (e.g. work with KIND_SLEEP) in flight per
+    /// connection; reading from the connection pauses at the limit.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_in_flight: usize,
+    /// Close a connection with nothing in flight after this long without a
+    /// message (default: never).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub idle_timeout: Option<Duration>,
+    /// A message that has started must be complete within this time, else
+    /// the connection is closed (0 = no limit).
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub read_timeout: Duration,
+    /// Also serve the raw-TCP baseline (sink/echo) on this address
+    /// (`bench tcp --baseline-target` talks to it).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub raw_tcp: Option<String>,
+    /// Raw-TCP baseline: while a stream arrives, poll for the next bytes
+    /// this long before a read blocks — the fastest receiver, for a server
+    /// with a CPU of its own (0 = always block in recv).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    pub raw_spin_limit: Duration,
+    /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
+    /// LocateRequests on the short keys (`Bench`, `Dispatch50`, `Single0`
+    /// …) with LOCATION_FORWARD / OBJECT_FORWARD to a long, POA-style key
+    /// (a oneway to a short key is lost); the IOR carries the long key.
+    #[arg(long)]
+    pub forward_keys: bool,
+    /// With --forward-keys: LOCATION_FORWARD_PERM / OBJECT_FORWARD_PERM
+    /// (GIOP 1.2 peers; plain forwards to 1.0/1.1 peers).
+    #[arg(long, requires = "forward_keys")]
+    pub forward_perm: bool,
+    /// With --forward-keys: forward to the long keys at this address
+    /// (another `iiopbench serve`) instead of our own.
+    #[arg(long, requires = "forward_keys", value_name = "HOST:PORT")]
+    pub forward_to: Option<String>,
+    /// Where the IORs carry TAG_CODE_SETS: in the IIOP profile (as
+    /// omniORB, JacORB and TAO do) or in a TAG_MULTIPLE_COMPONENTS
+    /// profile (as Combat does), to test that clients look there too.
+    #[arg(long, value_enum, default_value_t = CodeSetsInArg::IiopProfile, value_name = "WHERE")]
+    pub code_sets_in: CodeSetsInArg,
+    /// Serve IIOP over TLS only, with this certificate chain (PEM); the
+    /// IORs then carry the TLS port in TAG_SSL_SEC_TRANS (plain port 0),
+    /// as omniORB's do, and the corbaloc lines say `ssliop:`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With --tls-cert: clients must present a certificate signed by one
+    /// of these CAs (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    /// Pin the server to these CPUs (taskset syntax, e.g. `1` or `2-3`).
+    #[arg(long, value_name = "CPUS")]
+    pub server_cpus: Option<String>,
+    #[command(flatten)]
+    pub idl: crate::cmd::serve::idl::IdlServeOpts,
+}
+
+/// `serve --code-sets-in`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CodeSetsInArg {
+    IiopProfile,
+    MultipleComponents,
+}
+
+impl CodeSetsInArg {
+    /// As the IOR builder's type.
+    pub fn source(self) -> iiop_giop::ior::CodeSetsSource {
+        match self {
+            CodeSetsInArg::IiopProfile => iiop_giop::ior::CodeSetsSource::IiopProfile,
+            CodeSetsInArg::MultipleComponents => iiop_giop::ior::CodeSetsSource::MultipleComponents,
+        }
+    }
+}
 
 /// The server options a `serve` command line asks for.
 pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
@@ -96,7 +213,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         if o.tls_cert.is_some() {
             anyhow::bail!("--tls-cert: the IDL-driven server (--idl) serves plain IIOP only");
         }
-        return crate::cmd::serve_idl::run(o, &o.idl, file);
+        return crate::cmd::serve::idl::run(o, &o.idl, file);
     }
     let opts = server_options(o)?;
     let raw = match &o.raw_tcp {
