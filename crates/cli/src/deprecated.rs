@@ -144,8 +144,118 @@ fn command_path(args: &[OsString]) -> (String, usize) {
     }
 }
 
-/// Rewrite the old spellings in `args` (program name first).
+/// Rewrite the old spellings in `args` (program name first): the
+/// [`RULES`], then bare numbers given to options that take a duration or
+/// a size ([`bare_units`]).
 pub fn rewrite(args: Vec<OsString>) -> Rewritten {
+    let mut r = rewrite_rules(args);
+    let (command, start) = command_path(&r.args);
+    r.args = bare_units(&command, start, r.args, &mut r.warnings);
+    r
+}
+
+/// The value names of the options whose bare numbers are deprecated:
+/// a duration (`--duration 10` is `10s`) and a size (`--total 1024` is
+/// `1KiB`). A sweep (`SIZES`) counts when it is one bare number.
+const UNIT_VALUES: [&str; 3] = ["DURATION", "SIZE", "SIZES"];
+
+/// Bare numbers given to `command`'s duration and size options (the
+/// tokens from `start` to a `--`) get their unit — seconds, bytes — with
+/// one warning each. Zero, the same in every unit, passes as it is.
+pub fn bare_units(
+    command: &str,
+    start: usize,
+    args: Vec<OsString>,
+    warnings: &mut Vec<String>,
+) -> Vec<OsString> {
+    let units = unit_options(command);
+    if units.is_empty() {
+        return args;
+    }
+    let end = args[start.min(args.len())..]
+        .iter()
+        .position(|a| a == "--")
+        .map_or(args.len(), |i| start + i);
+    let mut out = args;
+    let mut i = start;
+    while i < end {
+        let Some(t) = out[i].to_str().map(str::to_string) else {
+            i += 1;
+            continue;
+        };
+        let (name, inline) = match t.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (t.clone(), None),
+        };
+        let Some((_, value_name)) = units.iter().find(|(l, _)| *l == name) else {
+            i += 1;
+            continue;
+        };
+        let (value, at) = match inline {
+            Some(v) => (v, None),
+            None => match out.get(i + 1).and_then(|v| v.to_str()) {
+                Some(v) if i + 1 < end => (v.to_string(), Some(i + 1)),
+                _ => break,
+            },
+        };
+        if is_bare_number(&value) && value.parse::<f64>().is_ok_and(|v| v != 0.0) {
+            let fixed = if value_name == "DURATION" {
+                Some(format!("{value}s"))
+            } else {
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .map(iiopbench_engine::units::format_size)
+            };
+            if let Some(fixed) = fixed {
+                let what = if value_name == "DURATION" {
+                    "seconds"
+                } else {
+                    "bytes"
+                };
+                warnings.push(format!(
+                    "warning: `{name} {value}` ({what}, no unit) is deprecated for `{command}`; use `{name} {fixed}`"
+                ));
+                match at {
+                    Some(j) => out[j] = fixed.into(),
+                    None => out[i] = format!("{name}={fixed}").into(),
+                }
+            }
+        }
+        i += if at.is_some() { 2 } else { 1 };
+    }
+    out
+}
+
+/// `command`'s long options that take a duration or a size, with the
+/// value name (`DURATION`, `SIZE`, `SIZES`), from the command tree itself.
+fn unit_options(command: &str) -> Vec<(String, String)> {
+    use clap::CommandFactory;
+    let root = crate::opts::Cli::command();
+    let mut cmd = &root;
+    for word in command.split_whitespace() {
+        match cmd.find_subcommand(word) {
+            Some(c) => cmd = c,
+            None => return Vec::new(),
+        }
+    }
+    if command.is_empty() {
+        return Vec::new();
+    }
+    cmd.get_arguments()
+        .filter_map(|a| {
+            let long = a.get_long()?;
+            let names = a.get_value_names()?;
+            let v = names.first()?.as_str();
+            UNIT_VALUES
+                .contains(&v)
+                .then(|| (format!("--{long}"), v.to_string()))
+        })
+        .collect()
+}
+
+/// The [`RULES`] applied to `args`.
+fn rewrite_rules(args: Vec<OsString>) -> Rewritten {
     let (command, start) = command_path(&args);
     let rules: Vec<&Rule> = RULES.iter().filter(|r| r.command == command).collect();
     if rules.is_empty() || args.len() <= start {
@@ -353,6 +463,51 @@ mod tests {
             .collect::<Vec<_>>()
             .join(" ");
         (s, r.warnings)
+    }
+
+    #[test]
+    fn bare_durations_and_sizes_get_their_unit_and_a_warning() {
+        let (a, w) = rw("bench latency --duration 10 --size 1024 --count 5 --timeout 2.5");
+        assert_eq!(
+            a,
+            "bench latency --duration 10s --size 1KiB --count 5 --timeout 2.5s"
+        );
+        assert_eq!(
+            w,
+            [
+                "warning: `--duration 10` (seconds, no unit) is deprecated for `bench latency`; use `--duration 10s`",
+                "warning: `--size 1024` (bytes, no unit) is deprecated for `bench latency`; use `--size 1KiB`",
+                "warning: `--timeout 2.5` (seconds, no unit) is deprecated for `bench latency`; use `--timeout 2.5s`",
+            ]
+        );
+        assert_eq!(
+            rw("bench throughput --total=1000").0,
+            "bench throughput --total=1000B"
+        );
+        assert_eq!(rw("serve --idle-timeout 30").0, "serve --idle-timeout 30s");
+        // A rule's rewrite comes first: interop's bare --timeout is the
+        // ready timeout and the run's cap, once.
+        let (a, w) = rw("interop --timeout 60");
+        assert_eq!(a, "interop --ready-timeout 60s --max-duration 60s");
+        assert_eq!(w.len(), 1, "{w:?}");
+        // Zero, units, lists and sweeps, counts: today's spellings.
+        for line in [
+            "bench connect --pause 0 --count 10",
+            "bench latency --size 1,1KiB --duration 2s",
+            "bench tcp --size 1..64KiB*4 --total 64MiB",
+            "bench closed --think 5ms --clients 8",
+        ] {
+            let (a, w) = rw(line);
+            assert_eq!(a, line);
+            assert!(w.is_empty(), "{line}: {w:?}");
+        }
+        // After `--` the arguments are another command's (lab run's bench).
+        let (a, w) = rw("lab run --ready-timeout 30 -- bench latency --duration 2");
+        assert_eq!(
+            a,
+            "lab run --ready-timeout 30s -- bench latency --duration 2"
+        );
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]
