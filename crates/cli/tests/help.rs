@@ -968,6 +968,28 @@ fn old_spellings_still_work_and_warn() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["profiles"][0]["iiop"]["host"], "h");
 
+    // A bare number of seconds still runs, with one warning.
+    let (code, _, err) = iiopbench(&[
+        "bench",
+        "connect",
+        "--count",
+        "3",
+        "--runs",
+        "1",
+        "--pin",
+        "none",
+        "--timeout",
+        "5",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(
+        lines,
+        ["warning: `--timeout 5` (seconds, no unit) is deprecated for `bench connect`; use `--timeout 5s`"],
+        "{err}"
+    );
+
     // Today's spellings: no warning.
     let (code, _, err) = iiopbench(&["compare", &a, &b, "--noise", "10%", "--noise-from", &a, &b]);
     assert_eq!(code, 0, "{err}");
