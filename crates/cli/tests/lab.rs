@@ -153,6 +153,68 @@ fn lab_run_moves_ping_pong_by_the_added_round_trip() {
 }
 
 #[test]
+fn lab_run_points_tcp_and_baselines_at_the_servers_raw_tcp_port() {
+    if !root_or_skip("lab_run_points_tcp_and_baselines_at_the_servers_raw_tcp_port") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
+    let dir = std::env::temp_dir().join(format!("iiopbench-labtcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |json: &Path, bench: &[&str]| {
+        let mut a = vec![
+            "iiopbench",
+            "lab",
+            "run",
+            "--link",
+            "client-server:none",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "bench",
+        ];
+        a.extend(bench);
+        a.extend(["--runs", "1", "--quiet"]);
+        iiopbench::main_with_args(a)
+    };
+    // `bench tcp` in the client host measures the raw-TCP server that
+    // runs beside our GIOP server in the server host.
+    let tcp_f = dir.join("tcp.json");
+    let tcp_args = ["tcp", "--pattern", "pingpong", "--size", "1KiB"];
+    let code = run(
+        &tcp_f,
+        &[&tcp_args[..], &["--count", "100", "--warmup", "10"]].concat(),
+    );
+    assert_eq!(code, 0);
+    let tcp = read(&tcp_f);
+    assert_eq!(tcp["kind"], "tcp");
+    assert_eq!(tcp["outcome"]["complete"], true);
+    assert_eq!(tcp["target"]["kind"], "raw-tcp");
+    assert_eq!(tcp["target"]["host"], "10.201.0.2");
+    assert_eq!(tcp["cases"][0]["name"], "tcp pingpong 1KiB");
+    assert_eq!(tcp["cases"][0]["calls"], 100);
+    // A GIOP bench with --baseline gets the same raw-TCP server.
+    let lat_f = dir.join("lat.json");
+    let code = run(
+        &lat_f,
+        &["latency", "--baseline", "--count", "100", "--warmup", "10"],
+    );
+    assert_eq!(code, 0);
+    let lat = read(&lat_f);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(lat["target"]["host"], "10.201.0.2");
+    let names: Vec<&str> = lat["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ping", "tcp ack 1B"], "{lat}");
+    assert!(lat["cases"][0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    assert_eq!(our_namespaces(), Vec::<String>::new());
+}
+
+#[test]
 fn lab_run_refuses_a_target_and_cleans_up_after_a_failed_server() {
     if !root_or_skip("lab_run_refuses_a_target_and_cleans_up_after_a_failed_server") {
         return;

@@ -83,7 +83,8 @@ pub struct RunOpts {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// The bench command run in the client host, after `--`:
-    /// `bench latency --count 1000 …` (`--target` and `--json` are added).
+    /// `bench latency --count 1000 …` (`--target` and `--json` are added;
+    /// `--baseline-target` for `bench tcp` and `--baseline`).
     #[arg(last = true, required = true, value_name = "BENCH ARGS")]
     pub bench: Vec<String>,
 }
@@ -210,6 +211,44 @@ pub struct Plan {
 pub(crate) struct ServerProc {
     child: Child,
     what: String,
+    /// The raw-TCP baseline server it also runs (`config raw_tcp=…`).
+    raw_tcp: Option<String>,
+}
+
+/// Whether the bench in `bench` (its kind first) talks to a raw-TCP
+/// server: `bench tcp`, or a GIOP bench with `--baseline`, unless the user
+/// named one with `--baseline-target`.
+pub fn wants_raw_tcp(bench: &[String]) -> bool {
+    let has = |flag: &str| {
+        bench
+            .iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    let kind = bench.first().map(String::as_str);
+    (kind == Some("tcp") || has("--baseline")) && !has("--baseline-target")
+}
+
+/// The bench client's command line after the user's arguments: the
+/// server it measures and the results file. `bench tcp` measures the raw-TCP
+/// server (`--baseline-target HOST:PORT`; it has no `--target`), the GIOP
+/// benches the server's IOR (`--target FILE`), plus `--baseline-target`
+/// when they measure a baseline.
+pub fn client_args(
+    bench: &[String],
+    ior_file: &Path,
+    raw_tcp: Option<&str>,
+    json_file: &Path,
+) -> Vec<std::ffi::OsString> {
+    let mut a: Vec<std::ffi::OsString> = vec!["bench".into()];
+    a.extend(bench.iter().map(Into::into));
+    if bench.first().map(String::as_str) != Some("tcp") {
+        a.extend(["--target".into(), ior_file.as_os_str().to_owned()]);
+    }
+    if let Some(r) = raw_tcp {
+        a.extend(["--baseline-target".into(), r.into()]);
+    }
+    a.extend(["--json".into(), json_file.as_os_str().to_owned()]);
+    a
 }
 
 impl ServerProc {
@@ -241,14 +280,25 @@ impl Drop for ServerProc {
 pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<ServerProc> {
     let addr = lab.host(&p.server_host)?.addr();
     let _ = std::fs::remove_file(ior_file);
+    let raw = wants_raw_tcp(&p.bench);
     let mut cmd = match p.server {
         ServerKind::Ours => {
             let mut c = Command::new(own_exe()?);
             c.args(["serve", "--listen", &format!("{addr}:0"), "--ior-file"])
                 .arg(ior_file)
                 .args(["--nodelay", if p.server_nodelay { "true" } else { "false" }]);
+            if raw {
+                c.args(["--raw-tcp", &format!("{addr}:0")]);
+            }
             c
         }
+        vendor if raw => anyhow::bail!(
+            "the raw-TCP baseline in the lab is served by our server next to the {} one: \
+             measure it in a run with --server ours, or give --baseline-target HOST:PORT \
+             of an `iiopbench serve --raw-tcp` you started in host {}",
+            vendor.name(),
+            p.server_host
+        ),
         vendor => {
             let mut c = Command::new(crate::cmd::orbs::script(vendor.name(), "start")?);
             c.args([
@@ -268,7 +318,11 @@ pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Resu
         .spawn(&p.server_host, cmd)
         .with_context(|| format!("starting the {what}"))?;
     let stdout = child.stdout.take().expect("piped stdout");
-    let mut srv = ServerProc { child, what };
+    let mut srv = ServerProc {
+        child,
+        what,
+        raw_tcp: None,
+    };
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -289,6 +343,9 @@ pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Resu
         );
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) if line.trim() == "ready" => break,
+            Ok(line) if line.starts_with("config raw_tcp=") => {
+                srv.raw_tcp = Some(line.trim()["config raw_tcp=".len()..].to_string());
+            }
             Ok(line) => {
                 last.push(line);
                 if last.len() > 5 {
@@ -318,6 +375,11 @@ pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Resu
         "the {} said `ready` but wrote no IOR to {}",
         srv.what,
         ior_file.display()
+    );
+    anyhow::ensure!(
+        !raw || srv.raw_tcp.is_some(),
+        "the {} said `ready` without a `config raw_tcp=` line",
+        srv.what
     );
     Ok(srv)
 }
@@ -370,13 +432,13 @@ fn run_bench_inner(lab: &Lab, p: &Plan) -> anyhow::Result<(Results, Option<anyho
     let _ = std::fs::remove_file(&json_file);
     let server = start_server(lab, p, &ior_file)?;
     let mut cmd = Command::new(own_exe()?);
-    cmd.arg("bench")
-        .args(&p.bench)
-        .arg("--target")
-        .arg(&ior_file)
-        .arg("--json")
-        .arg(&json_file)
-        .stdin(Stdio::null());
+    cmd.args(client_args(
+        &p.bench,
+        &ior_file,
+        server.raw_tcp.as_deref(),
+        &json_file,
+    ))
+    .stdin(Stdio::null());
     let mut child = lab
         .spawn(&p.client_host, cmd)
         .with_context(|| format!("starting the bench client in host {}", p.client_host))?;
@@ -660,5 +722,62 @@ mod tests {
         assert!(bench_nagle(&s(&["latency", "--nodelay", "false"])));
         assert!(!bench_nagle(&s(&["latency", "--nodelay", "true"])));
         assert!(!bench_nagle(&s(&["latency"])));
+    }
+
+    #[test]
+    fn the_client_gets_todays_spellings_of_its_server() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (ior, json) = (Path::new("srv.ior"), Path::new("c.json"));
+        let line = |bench: &[&str], raw: Option<&str>| {
+            client_args(&s(bench), ior, raw, json)
+                .into_iter()
+                .map(|a| a.into_string().unwrap())
+                .collect::<Vec<_>>()
+        };
+        // bench tcp has no --target: the raw-TCP server is its target.
+        assert!(wants_raw_tcp(&s(&["tcp", "--count", "5"])));
+        let tcp = line(&["tcp", "--count", "5"], Some("10.0.0.2:4321"));
+        assert_eq!(
+            tcp,
+            s(&[
+                "bench",
+                "tcp",
+                "--count",
+                "5",
+                "--baseline-target",
+                "10.0.0.2:4321",
+                "--json",
+                "c.json"
+            ])
+        );
+        // A GIOP bench: the IOR, and the raw server only with --baseline.
+        assert!(!wants_raw_tcp(&s(&["latency"])));
+        assert!(wants_raw_tcp(&s(&["throughput", "--baseline"])));
+        assert!(!wants_raw_tcp(&s(&[
+            "throughput",
+            "--baseline",
+            "--baseline-target",
+            "h:1"
+        ])));
+        assert_eq!(
+            line(&["latency"], None),
+            s(&["bench", "latency", "--target", "srv.ior", "--json", "c.json"])
+        );
+        let with_baseline = line(&["throughput", "--baseline"], Some("10.0.0.2:9"));
+        assert!(with_baseline.ends_with(&s(&[
+            "--target",
+            "srv.ior",
+            "--baseline-target",
+            "10.0.0.2:9",
+            "--json",
+            "c.json"
+        ])));
+        // None of them is an old spelling the client would warn about.
+        for args in [tcp, with_baseline] {
+            let mut full = vec!["iiopbench".to_string()];
+            full.extend(args);
+            let rw = crate::deprecated::rewrite(full.into_iter().map(Into::into).collect());
+            assert!(rw.warnings.is_empty(), "{:?}", rw.warnings);
+        }
     }
 }
