@@ -481,6 +481,12 @@ impl ServerConn {
         self.closing
     }
 
+    /// Whether a message has started to arrive and is not complete yet
+    /// (bytes of it buffered, or fragments of it reassembled).
+    pub fn mid_message(&self) -> bool {
+        !self.input.is_empty() || self.decoder.in_progress()
+    }
+
     /// Whether more input is wanted now: not closing, and fewer
     /// asynchronous calls in flight than `max_in_flight` (reading pauses
     /// at the limit).
@@ -529,7 +535,7 @@ impl ServerConn {
         let mut now = Some(now);
         let mut at = None::<Instant>;
         let mut now = move || *at.get_or_insert_with(|| (now.take().expect("called once"))());
-        let reading = self.can_read() && (!self.input.is_empty() || self.decoder.in_progress());
+        let reading = self.can_read() && self.mid_message();
         if !reading {
             self.started = None;
         } else if self.started.is_none() && self.cfg.read_timeout.is_some() {

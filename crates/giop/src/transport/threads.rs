@@ -45,9 +45,10 @@ pub struct ThreadsConfig {
     /// Where asynchronous handler calls run.
     pub runtime: tokio::runtime::Handle,
     /// While oneways stream in (the last input brought oneways and no
-    /// reply), poll for the next bytes this long before blocking: a
-    /// receiver that sleeps in `recv` is woken per segment and paces the
-    /// sender. For a server with a CPU of its own (`None`: never).
+    /// reply), and while the rest of a message that has begun is on its
+    /// way, poll for the next bytes this long before blocking: a receiver
+    /// that sleeps in `recv` is woken per segment and paces the sender.
+    /// For a server with a CPU of its own (`None`: never).
     pub stream_spin: Option<Duration>,
 }
 
@@ -236,9 +237,11 @@ impl<H: Handler> ConnThread<H> {
                 *in_flight += 1;
                 spawn_async(rt, call, tx.clone(), wake.clone());
             });
+            // Poll for the next bytes while oneways stream in, and while
+            // the rest of a message that has begun is on its way.
             self.streaming = self.stream_spin.is_some()
-                && self.conn.output().is_empty()
-                && self.conn.summary().oneways > oneways;
+                && ((self.conn.output().is_empty() && self.conn.summary().oneways > oneways)
+                    || self.conn.mid_message());
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
                 if stream.write_all(self.conn.output()).is_err() {
