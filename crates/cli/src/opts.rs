@@ -186,6 +186,12 @@ Examples:
   iiopbench lab agents --agents 4 --duration 5s --json lab4.json -- bench latency --op echo --size 1KiB
   iiopbench lab agents --agents 2 --server omniorb --link agent1-server:delay=20ms -- bench closed --clients 4";
 
+    pub const LAB_MATRIX: &str = "\
+Examples:
+  iiopbench lab matrix --client-hosts 2 --server-hosts 2 --agents 1 --duration 5s --json aton.json -- bench latency --op echo --size 1KiB
+  iiopbench lab matrix --client-hosts 3 --server-hosts 2 --agents 2 --link client2-server1:delay=20ms -- bench throughput --op send --sizes 64KiB
+  iiopbench lab matrix --client-hosts 2 --server-hosts 2 --agents 1 --server omniorb -- bench latency";
+
     pub const LAB_SUITE: &str = "\
 Examples:
   iiopbench lab suite fixtures/suites/network-2003.toml --quick --json n2003.json

@@ -84,7 +84,7 @@ const IDEAS: &[Idea] = &[
         None,
         "json",
         "FILE",
-        "bench *, soak, suite, merge, lab run, lab suite, interop, ior decode, pcap, replay, agents run, lab agents",
+        "bench *, soak, suite, merge, lab run, lab suite, interop, ior decode, pcap, replay, agents run, lab agents, lab matrix",
     ),
     idea(
         "One CSV row per case",
@@ -112,7 +112,7 @@ const IDEAS: &[Idea] = &[
         Some('q'),
         "quiet",
         "—",
-        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, lab agents",
+        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, lab agents, lab matrix",
     ),
     idea(
         "CPUs of the client",
@@ -154,14 +154,14 @@ const IDEAS: &[Idea] = &[
         None,
         "ready-timeout",
         "DURATION",
-        "suite, lab run, lab suite, interop, lab agents",
+        "suite, lab run, lab suite, interop, lab agents, lab matrix",
     ),
     idea(
         "Measuring time",
         None,
         "duration",
         "DURATION",
-        "bench latency/closed/params/dispatch/packing/balance, soak, agents run, agents k8s, lab agents",
+        "bench latency/closed/params/dispatch/packing/balance, soak, agents run, agents k8s, lab agents, lab matrix",
     ),
     idea(
         "Shortest measuring time",

@@ -83,3 +83,82 @@ fn four_lab_host_agents_against_one_server_host() {
         v["target"]
     );
 }
+
+/// The ATON host-pair matrix (E2.1) from one command: 2 client hosts x 2
+/// server hosts, one agent per cell; one link slowed by 10 ms each way, so
+/// the cells must differ where the lab says they do.
+#[test]
+fn every_client_host_against_every_server_host() {
+    if !is_root() {
+        common::skip_or_fail(
+            "every_client_host_against_every_server_host",
+            "not root (the lab needs CAP_NET_ADMIN; run the tests as root, as scripts/test does)",
+        );
+        return;
+    }
+    std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
+    let json =
+        std::env::temp_dir().join(format!("iiopbench-lab-matrix-{}.json", std::process::id()));
+    let code = iiopbench::main_with_args([
+        "iiopbench",
+        "lab",
+        "matrix",
+        "--client-hosts",
+        "2",
+        "--server-hosts",
+        "2",
+        "--agents",
+        "1",
+        "--duration",
+        "1s",
+        "--register-timeout",
+        "60s",
+        "--link",
+        "client1-server0:delay=10ms",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--",
+        "bench",
+        "latency",
+        "--warmup",
+        "5",
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    assert_eq!(code, 0, "{}", v["outcome"]);
+    let cells = v["params"]["matrix"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    for c in cells {
+        assert_eq!(c["agents"], 1, "{c}");
+        assert!(c["failure"].is_null(), "{c}");
+    }
+    let p50 = |client: &str, server: &str| {
+        let c = v["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["params"]["client_host"] == client && c["params"]["server_host"] == server)
+            .unwrap_or_else(|| panic!("no cell {client}->{server}"));
+        assert!(c["calls"].as_u64().unwrap() > 0);
+        assert!(c["name"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{client}->{server} ")));
+        c["latency_us"]["p50"].as_f64().unwrap()
+    };
+    // 10 ms each way on client1-server0 only: 20 ms more round trip.
+    let slow = p50("client1", "server0");
+    for (c, s) in [
+        ("client0", "server0"),
+        ("client0", "server1"),
+        ("client1", "server1"),
+    ] {
+        let fast = p50(c, s);
+        assert!(fast < 10_000.0, "{c}->{s} p50 {fast} µs");
+        assert!(
+            slow - fast > 15_000.0,
+            "client1->server0 {slow} µs vs {c}->{s} {fast} µs"
+        );
+    }
+}

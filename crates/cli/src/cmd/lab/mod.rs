@@ -13,6 +13,9 @@
 //! * `lab agents --agents N [--server …] -- bench <kind> <args>` — N agent
 //!   hosts and one server host; one distributed run (`iiopbench agents`,
 //!   docs/agents.md), merged.
+//! * `lab matrix --client-hosts N --server-hosts M --agents K -- bench
+//!   <kind> <args>` — the ATON host-pair matrix (E2.1): every client host
+//!   against every server host, each cell a merged agent run.
 //! * `lab suite FILE [--quick]` — a list of conditions × cases (see
 //!   `fixtures/suites/network-2003.toml`), one results file.
 //!
@@ -32,6 +35,7 @@
 //! (the suite file and its runner).
 
 pub mod agents;
+pub mod matrix;
 pub mod run;
 pub mod suite;
 
@@ -69,6 +73,10 @@ pub enum LabCommand {
     /// server host; one merged result (docs/agents.md).
     #[command(after_help = crate::opts::examples::LAB_AGENTS)]
     Agents(Box<agents::AgentsOpts>),
+    /// Every client host against every server host (the ATON host-pair
+    /// matrix, E2.1): each cell one merged agent run.
+    #[command(after_help = crate::opts::examples::LAB_MATRIX)]
+    Matrix(Box<matrix::MatrixOpts>),
     /// Run a suite file (conditions × bench cases) in a lab.
     #[command(after_help = crate::opts::examples::LAB_SUITE)]
     Suite(Box<suite::SuiteOpts>),
@@ -82,6 +90,7 @@ pub fn run(o: &LabOpts) -> anyhow::Result<()> {
         LabCommand::Run(r) => run::run(r),
         LabCommand::Suite(s) => suite::run(s),
         LabCommand::Agents(a) => agents::run(a),
+        LabCommand::Matrix(m) => matrix::run(m),
     }
 }
 

@@ -1,0 +1,360 @@
+//! `iiopbench lab matrix`: the ATON host-pair matrix (seed 002, E2.1) from
+//! one command. Client hosts `client0` … and server hosts `server0` …, each
+//! client host linked to each server host; a server runs in every server
+//! host, and for every pair (client host, server host) the bench command
+//! runs as `--agents` coordinated agents in that client host against that
+//! server host (`iiopbench agents`, docs/agents.md). One results file: the
+//! merged cases of every cell, tagged with their hosts, and a table per
+//! case with client hosts as rows and server hosts as columns.
+//!
+//! Cells run one after another, so no cell shares the server's CPUs with
+//! another; a cell that fails is named, the others are kept, and the run
+//! is marked incomplete.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use iiop_lab::{Impairment, Lab, LabSpec, LinkSpec};
+use iiopbench_engine::results::Results;
+use iiopbench_engine::units::parse_duration;
+use serde_json::json;
+
+use super::run::{self, ServerKind};
+use crate::cmd::agents::{self as ag, CoordOpts};
+use crate::table::Table;
+
+/// `lab matrix` options.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixOpts {
+    /// Client hosts (`client0` …).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub client_hosts: u32,
+    /// Server hosts (`server0` …), each running its own server.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub server_hosts: u32,
+    /// `--agents` is the number of agents per cell, all in the cell's
+    /// client host.
+    #[command(flatten)]
+    pub coord: CoordOpts,
+    /// A link and its impairment in both directions, as in `lab run`:
+    /// `client1-server0:delay=20ms` (others stay unimpaired). Repeatable.
+    #[arg(long = "link", value_name = "A-B:IMPAIRMENT")]
+    pub links: Vec<String>,
+    /// Which server runs in every server host.
+    #[arg(long, value_enum, default_value_t = ServerKind::Ours)]
+    pub server: ServerKind,
+    /// Port of a vendor server (ours picks a free one).
+    #[arg(long, default_value_t = 2809, value_name = "PORT")]
+    pub port: u16,
+    /// How long to wait for each server's `ready` line.
+    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    pub ready_timeout: Duration,
+    /// Write the results (every cell's merged cases) as JSON
+    /// (docs/results-schema.md).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress lines and no tables.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// The bench command every cell runs, after `--` (`--target` is added:
+    /// the cell's server host).
+    #[arg(last = true, required = true, value_name = "BENCH ARGS")]
+    pub bench: Vec<String>,
+}
+
+fn clients(o: &MatrixOpts) -> Vec<String> {
+    (0..o.client_hosts).map(|i| format!("client{i}")).collect()
+}
+
+fn servers(o: &MatrixOpts) -> Vec<String> {
+    (0..o.server_hosts).map(|i| format!("server{i}")).collect()
+}
+
+/// The lab: every client host linked to every server host.
+pub fn spec_of(o: &MatrixOpts) -> anyhow::Result<LabSpec> {
+    anyhow::ensure!(
+        o.client_hosts >= 1 && o.server_hosts >= 1,
+        "lab matrix: at least one client host and one server host"
+    );
+    let (cs, ss) = (clients(o), servers(o));
+    let hosts: Vec<String> = cs.iter().chain(&ss).cloned().collect();
+    anyhow::ensure!(
+        hosts.len() <= iiop_lab::spec::MAX_HOSTS,
+        "lab matrix: at most {} hosts in all",
+        iiop_lab::spec::MAX_HOSTS
+    );
+    let given = o
+        .links
+        .iter()
+        .map(|l| run::parse_link(l, &hosts, 1500))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut links = Vec::new();
+    for c in &cs {
+        for s in &ss {
+            let mine = given
+                .iter()
+                .find(|l| (l.a == *c && l.b == *s) || (l.a == *s && l.b == *c));
+            links.push(
+                mine.cloned()
+                    .unwrap_or_else(|| LinkSpec::symmetric(c, s, Impairment::NONE)),
+            );
+        }
+    }
+    if let Some(l) = given.iter().find(|l| !links.contains(l)) {
+        anyhow::bail!(
+            "--link {}-{}: lab matrix links client hosts to server hosts only",
+            l.a,
+            l.b
+        );
+    }
+    let spec = LabSpec {
+        hosts,
+        links,
+        ..LabSpec::pair("a", "b", Impairment::NONE)
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// One cell's merged result, or why there is none.
+struct Cell {
+    client: String,
+    server: String,
+    merged: Option<Results>,
+    failure: Option<String>,
+}
+
+/// Run `lab matrix`.
+pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
+    run::require_root_and_signals()?;
+    let (bench, json_in) = run::bench_args(&o.bench)?;
+    let json_out = o.json.clone().or(json_in);
+    let spec = spec_of(o)?;
+    let scratch = run::Scratch::new()?;
+    let lab = Lab::create(spec.clone())?;
+    let (cs, ss) = (clients(o), servers(o));
+    // A server in every server host, started once for all its cells.
+    let mut running = Vec::new();
+    for s in &ss {
+        let plan = run::Plan {
+            server: o.server,
+            server_host: s.clone(),
+            client_host: cs[0].clone(),
+            port: o.port,
+            server_nodelay: true,
+            ready_timeout: o.ready_timeout,
+            bench: bench.clone(),
+            dir: scratch.0.clone(),
+        };
+        let ior = scratch.0.join(format!("{s}.ior"));
+        let srv = run::start_server(&lab, &plan, &ior)?;
+        running.push((s.clone(), ior, srv));
+    }
+    let mut cells = Vec::new();
+    for c in &cs {
+        for (s, ior, _) in &running {
+            if iiopbench_engine::interrupt::requested() {
+                break;
+            }
+            if !o.quiet {
+                eprintln!("lab matrix: cell {c} -> {s}");
+            }
+            cells.push(run_cell(&lab, o, &bench, c, s, ior));
+        }
+    }
+    for (_, _, srv) in running {
+        srv.stop();
+    }
+    let hosts: Vec<_> = lab
+        .hosts()
+        .iter()
+        .map(|h| json!({"name": h.name(), "addr": h.addr().to_string()}))
+        .collect();
+    drop(lab);
+    let results = combine(o, &spec, hosts, &cells);
+    let out = crate::opts::OutputOpts {
+        json: json_out,
+        csv: None,
+        hlog: None,
+        quiet: o.quiet,
+    };
+    let Some(r) = results else {
+        anyhow::bail!(
+            "lab matrix: no cell ran: {}",
+            cells
+                .iter()
+                .filter_map(|c| c.failure.as_deref())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    };
+    crate::output::emit(&r, &out)?;
+    if !o.quiet {
+        print!("{}", matrix_table(&r, &cs, &ss));
+    }
+    if !r.outcome.complete {
+        anyhow::bail!("{}", r.outcome.failure.clone().unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// One cell: `--agents` agents in client host `c` against the server of
+/// host `s`, the coordinator in `s`.
+fn run_cell(
+    lab: &Lab,
+    o: &MatrixOpts,
+    bench: &[String],
+    c: &str,
+    s: &str,
+    ior: &std::path::Path,
+) -> Cell {
+    let cell = |merged, failure| Cell {
+        client: c.to_string(),
+        server: s.to_string(),
+        merged,
+        failure,
+    };
+    let go = || -> anyhow::Result<(Option<Results>, Option<anyhow::Error>)> {
+        let mut user = vec!["bench".to_string()];
+        user.extend(bench.iter().cloned());
+        user.extend(["--target".to_string(), ior.display().to_string()]);
+        let agent_spec = ag::prepare_spec(&user, o.coord.duration)?;
+        let listener = lab.tcp_listener(s, 0)?;
+        let coord_addr = format!("{}:{}", lab.host(s)?.addr(), listener.local_addr()?.port());
+        let mut children = ag::Children::default();
+        for i in 0..o.coord.agents {
+            let cmd = ag::agent_command(&coord_addr, &format!("{c}-{i}"), o.quiet)?;
+            children.0.push(lab.spawn(c, cmd)?);
+        }
+        let r = ag::coordinate_and_merge(&listener, &o.coord, &agent_spec, o.quiet);
+        drop(children);
+        Ok(r)
+    };
+    match go() {
+        Ok((Some(m), err)) => {
+            let failure = err.map(|e| e.to_string()).or_else(|| {
+                (!m.outcome.complete).then(|| m.outcome.failure.clone().unwrap_or_default())
+            });
+            cell(Some(m), failure)
+        }
+        Ok((None, err)) => cell(
+            None,
+            Some(err.map_or_else(|| "no result".to_string(), |e| e.to_string())),
+        ),
+        Err(e) => cell(None, Some(e.to_string())),
+    }
+}
+
+/// Every cell's merged cases in one results value (the first cell's as
+/// the frame), each case named and tagged with its hosts.
+fn combine(
+    o: &MatrixOpts,
+    spec: &LabSpec,
+    hosts: Vec<serde_json::Value>,
+    cells: &[Cell],
+) -> Option<Results> {
+    let mut out = cells.iter().find_map(|c| c.merged.clone())?;
+    out.cases.clear();
+    for cell in cells {
+        let Some(m) = &cell.merged else { continue };
+        for case in &m.cases {
+            let mut case = case.clone();
+            case.name = format!("{}->{} {}", cell.client, cell.server, case.name);
+            case.params
+                .extra
+                .insert("client_host".into(), json!(cell.client));
+            case.params
+                .extra
+                .insert("server_host".into(), json!(cell.server));
+            out.cases.push(case);
+        }
+    }
+    let failures: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            c.failure
+                .as_ref()
+                .map(|f| format!("cell {}->{}: {f}", c.client, c.server))
+        })
+        .collect();
+    let planned = (o.client_hosts * o.server_hosts) as usize;
+    if cells.len() < planned {
+        out.outcome.complete = false;
+        out.outcome.failure = Some(format!(
+            "interrupted after {} of {planned} cells",
+            cells.len()
+        ));
+    } else if !failures.is_empty() {
+        out.outcome.complete = false;
+        out.outcome.failure = Some(failures.join("; "));
+    }
+    out.params.insert(
+        "lab".into(),
+        json!({
+            "hosts": hosts,
+            "server": o.server.name(),
+            "client_hosts": clients(o),
+            "server_hosts": servers(o),
+            "links": spec.links.iter().map(|l| format!("{}-{}:{}", l.a, l.b, l.a_to_b)).collect::<Vec<_>>(),
+        }),
+    );
+    out.params.insert(
+        "matrix".into(),
+        json!(cells
+            .iter()
+            .map(|c| json!({
+                "client_host": c.client,
+                "server_host": c.server,
+                "agents": c.merged.as_ref().and_then(|m| m.agents.as_ref()).map(|a| a.ran),
+                "failure": c.failure,
+            }))
+            .collect::<Vec<_>>()),
+    );
+    out.target.isolation = Some(format!(
+        "lab: {} client hosts x {} server hosts, {} agent{} per cell",
+        o.client_hosts,
+        o.server_hosts,
+        o.coord.agents,
+        if o.coord.agents == 1 { "" } else { "s" }
+    ));
+    Some(out)
+}
+
+/// Per bench case, a grid: client hosts down, server hosts across, each
+/// cell `calls/s, p50`.
+fn matrix_table(r: &Results, cs: &[String], ss: &[String]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for c in &r.cases {
+        let base = c.name.split_once(' ').map_or("", |(_, n)| n).to_string();
+        if !names.contains(&base) {
+            names.push(base);
+        }
+    }
+    let mut out = String::new();
+    for name in names {
+        out.push_str(&format!("{name}: calls/s, p50\n"));
+        let mut head = vec!["client \\ server".to_string()];
+        head.extend(ss.iter().cloned());
+        let mut t = Table::new(head).left_align(&[0]);
+        for c in cs {
+            let mut row = vec![c.clone()];
+            for s in ss {
+                let found = r
+                    .cases
+                    .iter()
+                    .find(|k| k.name == format!("{c}->{s} {name}"));
+                row.push(found.map_or_else(
+                    || "-".to_string(),
+                    |k| {
+                        let p50 = k.latency_us.map(|l| l.p50).unwrap_or(0.0);
+                        format!("{:.0}, {p50:.1} µs", k.calls_per_sec)
+                    },
+                ));
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+    }
+    out
+}
