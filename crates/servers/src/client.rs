@@ -379,11 +379,6 @@ impl BenchClient {
         Ok(())
     }
 
-    /// The rules of one call, starting from where requests go now.
-    fn follow_from(&self, route: &Route) -> Follow {
-        Follow::new(route.reference.clone(), self.shared.cfg.max_forwards)
-    }
-
     /// Have a [`Wait::Read`] connection fail its call (and close) when
     /// `abort` returns true while it waits; no effect on the runtime's.
     /// Connections opened later to follow a forward get it too.
@@ -519,11 +514,13 @@ impl BenchClient {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let mut follow = None;
+        // The call's rules start from where requests go now; `route` moves
+        // when they say so.
+        let start = self.route();
+        let mut f = Follow::new(&start.reference, self.shared.cfg.max_forwards);
+        let mut route = start.clone();
         loop {
-            let route = self.route();
-            let f = follow.get_or_insert_with(|| self.follow_from(&route));
-            let target = f.address(route.target.clone())?;
+            let target = f.address(&route.target)?;
             let probe =
                 response != ResponseMode::Twoway && !route.confirmed.load(Ordering::Relaxed);
             let r = if probe {
@@ -542,7 +539,10 @@ impl BenchClient {
                     }
                 }
                 Step::Done(None) => return Ok((route, None)),
-                Step::Again(why) => self.again(&route, why, f.target()).await?,
+                Step::Again(why) => {
+                    self.again(&route, why, f.target()).await?;
+                    route = self.route();
+                }
             }
         }
     }
@@ -550,10 +550,10 @@ impl BenchClient {
     /// A LocateRequest for the target, following OBJECT_FORWARD(_PERM):
     /// the final reply ([`forwards`](Self::forwards) tells the chain).
     pub async fn locate(&self) -> Result<LocateReply, BenchError> {
-        let mut follow = None;
+        let start = self.route();
+        let mut f = Follow::new(&start.reference, self.shared.cfg.max_forwards);
+        let mut route = start.clone();
         loop {
-            let route = self.route();
-            let f = follow.get_or_insert_with(|| self.follow_from(&route));
             let l = match &route.link {
                 Link::Reactor(c) => c.locate(&route.target).await,
                 Link::Read(b) => lock(b).locate(&route.target),
@@ -566,7 +566,10 @@ impl BenchClient {
                     }
                     return Ok(LocateReply { request_id, status });
                 }
-                Step::Again(why) => self.again(&route, why, f.target()).await?,
+                Step::Again(why) => {
+                    self.again(&route, why, f.target()).await?;
+                    route = self.route();
+                }
             }
         }
     }
@@ -625,7 +628,7 @@ impl BenchClient {
             Link::Reactor(c) => c.send_prepared(p).await,
             Link::Read(b) => lock(b).send_prepared(p),
         }?;
-        let mut f = self.follow_from(&route);
+        let mut f = Follow::new(&route.reference, self.shared.cfg.max_forwards);
         match f.on_reply(Ok(r), &route.addr)? {
             Step::Done(reply) => Ok((route, reply)),
             Step::Again(why @ Again::Forward(_)) => {

@@ -1229,9 +1229,12 @@ pub enum Again {
 /// retry after the server closed the connection with CloseConnection,
 /// and one resend in the addressing disposition a GIOP 1.2 server asks for
 /// with NEEDS_ADDRESSING_MODE.
+///
+/// It borrows the reference the call starts from and owns a reference only
+/// once a forward named one: a call that is not forwarded copies nothing.
 #[derive(Debug)]
-pub struct Follow {
-    target: Ior,
+pub struct Follow<'a> {
+    target: Cow<'a, Ior>,
     max_forwards: u32,
     hops: u32,
     retried: bool,
@@ -1239,11 +1242,11 @@ pub struct Follow {
     disposition: Option<i16>,
 }
 
-impl Follow {
+impl<'a> Follow<'a> {
     /// A call to `target`.
-    pub fn new(target: Ior, max_forwards: u32) -> Follow {
+    pub fn new(target: &'a Ior, max_forwards: u32) -> Follow<'a> {
         Follow {
-            target,
+            target: Cow::Borrowed(target),
             max_forwards,
             hops: 0,
             retried: false,
@@ -1258,10 +1261,13 @@ impl Follow {
 
     /// The target address of the next attempt: `key_addr` (the route's
     /// KeyAddr), or the disposition a server asked for.
-    pub fn address(&self, key_addr: TargetAddress) -> Result<TargetAddress, ClientError> {
+    pub fn address<'k>(
+        &self,
+        key_addr: &'k TargetAddress,
+    ) -> Result<Cow<'k, TargetAddress>, ClientError> {
         match self.disposition {
-            Some(d) => addressed(&self.target, d),
-            None => Ok(key_addr),
+            Some(d) => addressed(&self.target, d).map(Cow::Owned),
+            None => Ok(Cow::Borrowed(key_addr)),
         }
     }
 
@@ -1285,10 +1291,11 @@ impl Follow {
         match reply.header.status {
             ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
                 self.hop(addr)?;
-                self.target = reply.forward_ior().map_err(|error| ClientError::Protocol {
-                    addr: addr.to_owned(),
-                    error,
-                })?;
+                self.target =
+                    Cow::Owned(reply.forward_ior().map_err(|error| ClientError::Protocol {
+                        addr: addr.to_owned(),
+                        error,
+                    })?);
                 Ok(Step::Again(Again::Forward(
                     if reply.header.status == ReplyStatus::LocationForwardPerm {
                         "LOCATION_FORWARD_PERM"
@@ -1321,10 +1328,10 @@ impl Follow {
         let (name, next) = match l.status {
             LocateStatus::ObjectForward(next) => ("OBJECT_FORWARD", next),
             LocateStatus::ObjectForwardPerm(next) => ("OBJECT_FORWARD_PERM", next),
-            status => return Ok(Step::Done((status, self.target.clone()))),
+            status => return Ok(Step::Done((status, self.target.as_ref().clone()))),
         };
         self.hop(addr)?;
-        self.target = next;
+        self.target = Cow::Owned(next);
         Ok(Step::Again(Again::Forward(name)))
     }
 

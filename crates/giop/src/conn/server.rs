@@ -481,6 +481,11 @@ impl ServerConn {
         self.closing
     }
 
+    /// Asynchronous handler calls handed out and not finished yet.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
     /// Whether a message has started to arrive and is not complete yet
     /// (bytes of it buffered, or fragments of it reassembled).
     pub fn mid_message(&self) -> bool {

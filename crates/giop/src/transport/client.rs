@@ -939,10 +939,10 @@ impl Client {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let mut follow = Follow::new(ior.clone(), self.cfg.max_forwards);
+        let mut follow = Follow::new(ior, self.cfg.max_forwards);
         loop {
             let route = self.route(follow.target()).await?;
-            let target = follow.address(route.target)?;
+            let target = follow.address(&route.target)?;
             let r = route
                 .connection
                 .request(&target, operation, response, &body)
@@ -969,7 +969,7 @@ impl Client {
     /// LocateRequest, following OBJECT_FORWARD(_PERM). Returns the final
     /// status and the IOR it applies to.
     pub async fn locate(&self, ior: &Ior) -> Result<(LocateStatus, Ior), ClientError> {
-        let mut follow = Follow::new(ior.clone(), self.cfg.max_forwards);
+        let mut follow = Follow::new(ior, self.cfg.max_forwards);
         loop {
             let route = self.route(follow.target()).await?;
             let l = route.connection.locate(&route.target).await?;

@@ -161,19 +161,39 @@ fn readable(
     Ok((ready(&fds[0]), ready(&fds[1])))
 }
 
+/// The way back from the runtime to a connection's thread: replies on a
+/// channel, and a byte on a socket pair so that `poll` wakes.
+struct Wake {
+    done_tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
+    done_rx: mpsc::Receiver<(AsyncTicket, AsyncReply)>,
+    tx: Arc<UnixStream>,
+    rx: UnixStream,
+}
+
+impl Wake {
+    fn new() -> Wake {
+        let (done_tx, done_rx) = mpsc::channel();
+        let (tx, rx) = UnixStream::pair().expect("a socket pair");
+        let _ = tx.set_nonblocking(true);
+        let _ = rx.set_nonblocking(true);
+        Wake {
+            done_tx,
+            done_rx,
+            tx: Arc::new(tx),
+            rx,
+        }
+    }
+}
+
 /// One connection's thread: moves bytes, asynchronous replies and time
 /// between the socket and the connection's [`ServerConn`].
 struct ConnThread<H> {
     handler: Arc<H>,
     conn: ServerConn,
     runtime: tokio::runtime::Handle,
-    done_tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
-    done_rx: mpsc::Receiver<(AsyncTicket, AsyncReply)>,
-    /// Written to (a byte) when an asynchronous call finished.
-    wake_tx: Arc<UnixStream>,
-    wake_rx: UnixStream,
-    /// Asynchronous calls handed to the runtime and not finished yet.
-    in_flight: usize,
+    /// How asynchronous replies come back; made with the first such call
+    /// (a connection that never has one costs no socket pair).
+    wake: Option<Wake>,
     phases: Option<Arc<ServerPhases>>,
     opened: Instant,
     /// The receive timeout set on the socket (set again only on change).
@@ -193,20 +213,12 @@ impl<H: Handler> ConnThread<H> {
         runtime: tokio::runtime::Handle,
         stream_spin: Option<Duration>,
     ) -> Self {
-        let (done_tx, done_rx) = mpsc::channel();
-        let (wake_tx, wake_rx) = UnixStream::pair().expect("a socket pair");
-        let _ = wake_tx.set_nonblocking(true);
-        let _ = wake_rx.set_nonblocking(true);
         ConnThread {
             handler,
             phases: cfg.phases.clone(),
             conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
             runtime,
-            done_tx,
-            done_rx,
-            wake_tx: Arc::new(wake_tx),
-            wake_rx,
-            in_flight: 0,
+            wake: None,
             opened: Instant::now(),
             rcvtimeo: None,
             stream_spin,
@@ -229,13 +241,10 @@ impl<H: Handler> ConnThread<H> {
                 self.conn.shutdown();
             }
             // Handle what is buffered (also after async replies freed room).
-            let (handler, rt, tx, wake) =
-                (&*self.handler, &self.runtime, &self.done_tx, &self.wake_tx);
-            let in_flight = &mut self.in_flight;
+            let (handler, rt, wake) = (&*self.handler, &self.runtime, &mut self.wake);
             let oneways = self.conn.summary().oneways;
             self.conn.process(handler, &mut |call: AsyncCall| {
-                *in_flight += 1;
-                spawn_async(rt, call, tx.clone(), wake.clone());
+                spawn_async(rt, call, wake.get_or_insert_with(Wake::new));
             });
             // Poll for the next bytes while oneways stream in, and while
             // the rest of a message that has begun is on its way.
@@ -263,13 +272,13 @@ impl<H: Handler> ConnThread<H> {
                 d.saturating_duration_since(Instant::now()).min(STOP_CHECK)
             });
             let can_read = self.conn.can_read();
-            let input = if self.in_flight == 0 && can_read {
+            let input = if self.conn.in_flight() == 0 && can_read {
                 // Nothing else can happen: block in recv.
                 self.read(stream, wait, phases)
             } else {
                 match readable(
                     if can_read { stream.as_raw_fd() } else { -1 },
-                    Some(self.wake_rx.as_raw_fd()),
+                    self.wake.as_ref().map(|w| w.rx.as_raw_fd()),
                     wait,
                 ) {
                     Ok((true, _)) => self.read(stream, wait, phases),
@@ -302,16 +311,15 @@ impl<H: Handler> ConnThread<H> {
     /// Give the finished asynchronous calls' replies to the connection;
     /// whether there were any.
     fn finish_async(&mut self) -> bool {
-        if self.in_flight == 0 {
+        let Some(w) = self.wake.as_ref().filter(|_| self.conn.in_flight() > 0) else {
             return false;
-        }
+        };
         let mut any = false;
         // Drain the wake-ups first: a reply sent after this drain wakes
         // the next poll.
         let mut sink = [0u8; 64];
-        while matches!((&self.wake_rx).read(&mut sink), Ok(n) if n > 0) {}
-        while let Ok((ticket, reply)) = self.done_rx.try_recv() {
-            self.in_flight -= 1;
+        while matches!((&w.rx).read(&mut sink), Ok(n) if n > 0) {}
+        while let Ok((ticket, reply)) = w.done_rx.try_recv() {
             self.conn.finish_async(ticket, reply);
             any = true;
         }
@@ -367,14 +375,10 @@ enum Input {
 }
 
 /// Run an asynchronous handler call on the runtime; its reply (INTERNAL
-/// if it panicked) goes back to the connection's thread, which a byte on
-/// `wake` wakes.
-fn spawn_async(
-    rt: &tokio::runtime::Handle,
-    call: AsyncCall,
-    tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
-    wake: Arc<UnixStream>,
-) {
+/// if it panicked) goes back to the connection's thread through `w`, whose socket
+/// pair wakes it.
+fn spawn_async(rt: &tokio::runtime::Handle, call: AsyncCall, w: &Wake) {
+    let (tx, wake) = (w.done_tx.clone(), w.tx.clone());
     let AsyncCall { ticket, future } = call;
     let task = rt.spawn(future);
     rt.spawn(async move {

@@ -2,6 +2,7 @@
 //! "server" written with the message encoders, time from one base instant
 //! plus offsets. No socket, no sleep.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -481,7 +482,8 @@ fn forward_reply(port: u16) -> Reply {
 
 #[test]
 fn forwards_are_followed_to_their_reference_and_bounded() {
-    let mut f = Follow::new(ior(1), 2);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 2);
     assert!(matches!(
         f.on_reply(Ok(Some(forward_reply(2))), "a:1"),
         Ok(Step::Again(Again::Forward("LOCATION_FORWARD")))
@@ -499,7 +501,8 @@ fn forwards_are_followed_to_their_reference_and_bounded() {
         }
     );
     let done = decoded_reply(&reply(Version::V1_2, 1, 5));
-    let mut f = Follow::new(ior(1), 2);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 2);
     assert!(matches!(
         f.on_reply(Ok(Some(done)), "a:1"),
         Ok(Step::Done(Some(_)))
@@ -510,7 +513,8 @@ fn forwards_are_followed_to_their_reference_and_bounded() {
 fn a_permanent_forward_is_named_so() {
     let mut b = BytesMut::new();
     encode_location_forward(&mut b, Version::V1_2, ByteOrder::Big, 1, &ior(2), true).unwrap();
-    let mut f = Follow::new(ior(1), 8);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 8);
     assert!(matches!(
         f.on_reply(Ok(Some(decoded_reply(&b))), "a:1"),
         Ok(Step::Again(Again::Forward("LOCATION_FORWARD_PERM")))
@@ -526,13 +530,15 @@ fn close_connection_is_retried_once() {
             retryable: true,
         })
     };
-    let mut f = Follow::new(ior(1), 8);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 8);
     assert!(matches!(
         f.on_reply(closed(), "a:1"),
         Ok(Step::Again(Again::Retry))
     ));
     assert!(f.on_reply(closed(), "a:1").unwrap_err().is_retryable());
-    let mut f = Follow::new(ior(1), 8);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 8);
     let not = Err(ClientError::Closed {
         addr: "a:1".into(),
         retryable: false,
@@ -558,13 +564,20 @@ fn needs_addressing_mode_is_answered_once_in_the_disposition_asked() {
     )
     .unwrap();
     let needs = decoded_reply(&b);
-    let mut f = Follow::new(ior(1), 8);
-    assert!(matches!(f.address(key()), Ok(TargetAddress::Key(_))));
+    let start = ior(1);
+    let mut f = Follow::new(&start, 8);
+    assert!(matches!(
+        f.address(&key()).map(Cow::into_owned),
+        Ok(TargetAddress::Key(_))
+    ));
     assert!(matches!(
         f.on_reply(Ok(Some(needs.clone())), "a:1"),
         Ok(Step::Again(Again::Readdress))
     ));
-    assert!(matches!(f.address(key()), Ok(TargetAddress::Profile(_))));
+    assert!(matches!(
+        f.address(&key()).map(Cow::into_owned),
+        Ok(TargetAddress::Profile(_))
+    ));
     assert_eq!(
         f.on_reply(Ok(Some(needs)), "a:1").unwrap_err(),
         ClientError::NeedsAddressingMode(1)
@@ -573,7 +586,8 @@ fn needs_addressing_mode_is_answered_once_in_the_disposition_asked() {
 
 #[test]
 fn locate_follows_object_forward_and_answers_with_the_final_reference() {
-    let mut f = Follow::new(ior(1), 1);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 1);
     let fwd = |p| LocateReply {
         request_id: 1,
         status: LocateStatus::ObjectForward(ior(p)),
@@ -590,7 +604,8 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
         Ok(Step::Done((LocateStatus::ObjectHere, at))) => assert_eq!(at, ior(2)),
         r => panic!("{r:?}"),
     }
-    let mut f = Follow::new(ior(1), 0);
+    let start = ior(1);
+    let mut f = Follow::new(&start, 0);
     assert_eq!(
         f.on_locate(fwd(2), "a:1").unwrap_err(),
         ClientError::TooManyForwards {
