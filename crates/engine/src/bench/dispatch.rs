@@ -150,7 +150,9 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
             };
             let name = format!("{model} {label}");
             let pb = progress.case(&name);
-            let op2 = op.clone();
+            // Shared, not cloned: the call below runs inside the timed
+            // interval, and a String per call would be an allocation each.
+            let op2: std::sync::Arc<str> = op.as_str().into();
             let res = workload::run(
                 spec,
                 vec![ClientSpec {
