@@ -230,9 +230,12 @@ pub struct Resolved {
 }
 
 /// Resolve the target (starting the embedded server if none was given;
-/// `phases`: where that server adds up its phase timings, E0.5).
+/// `phases`: where that server adds up its phase timings, E0.5). `cfg`
+/// ([`client_config`]) is the client configuration of the run: naming
+/// lookups use the same TLS settings as the benchmark.
 pub async fn resolve(
     t: &TargetOpts,
+    cfg: &ClientConfig,
     s: &Sockets,
     cpus: &Cpus,
     phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
@@ -298,7 +301,7 @@ pub async fn resolve(
         Target::Corbaname(_) => "corbaname",
     };
     let start = Instant::now();
-    let client = Client::new(client_config(t, s)?);
+    let client = Client::new(cfg.clone());
     let ior = resolve_target(&client, &parsed)
         .await
         .map_err(|e| anyhow::anyhow!("resolving {kind} target: {e}"))?;

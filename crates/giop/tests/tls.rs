@@ -330,6 +330,60 @@ async fn every_handshake_failure_says_who_refused_and_why() {
     plain.stop().await;
 }
 
+/// One handshake between `client` and `server` settings in memory, the
+/// tickets a TLS 1.3 server sends after it delivered too: how the
+/// client's went.
+fn handshake_in_memory(
+    client: &Arc<rustls::ClientConfig>,
+    server: &Arc<rustls::ServerConfig>,
+) -> rustls::HandshakeKind {
+    let name = iiop_giop::transport::tls::server_name("localhost").unwrap();
+    let mut c = rustls::ClientConnection::new(client.clone(), name).unwrap();
+    let mut s = rustls::ServerConnection::new(server.clone()).unwrap();
+    let mut wire = Vec::new();
+    for _ in 0..10 {
+        while c.wants_write() {
+            c.write_tls(&mut wire).unwrap();
+        }
+        s.read_tls(&mut &wire[..]).unwrap();
+        s.process_new_packets().unwrap();
+        wire.clear();
+        while s.wants_write() {
+            s.write_tls(&mut wire).unwrap();
+        }
+        c.read_tls(&mut &wire[..]).unwrap();
+        c.process_new_packets().unwrap();
+        wire.clear();
+        if !c.is_handshaking() && !s.is_handshaking() && !c.wants_write() && !s.wants_write() {
+            return c.handshake_kind().unwrap();
+        }
+    }
+    panic!("the handshake did not finish in 10 flights")
+}
+
+#[test]
+fn every_connection_does_a_full_handshake() {
+    let pki = pki("full-handshakes");
+    let server = pki.server(false);
+    let ours = pki.client(false);
+    let kinds: Vec<_> = (0..3)
+        .map(|_| handshake_in_memory(&ours, &server))
+        .collect();
+    assert_eq!(kinds, vec![rustls::HandshakeKind::Full; 3]);
+    // What the test would see with rustls' default (resumption from a
+    // cache the settings share).
+    let mut resuming = (*ours).clone();
+    resuming.resumption = rustls::client::Resumption::default();
+    let resuming = Arc::new(resuming);
+    let kinds: Vec<_> = (0..2)
+        .map(|_| handshake_in_memory(&resuming, &server))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![rustls::HandshakeKind::Full, rustls::HandshakeKind::Resumed]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_mid_handshake_loses_its_slot() {
     let pki = pki("stall");

@@ -269,7 +269,10 @@ where
     // client thread is pinned.
     let phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>> =
         shape.phase_timing.then(Default::default);
-    let resolved = rt.block_on(target::resolve(t, socket, &cpus, phases.clone()))?;
+    // Built once (the TLS files read once): resolving and every
+    // connection of the run share it.
+    let cfg = target::client_config(t, socket)?;
+    let resolved = rt.block_on(target::resolve(t, &cfg, socket, &cpus, phases.clone()))?;
     results.target = resolved.info.clone();
     if resolved.resolve_seconds > 0.0 {
         crate::context::param(
@@ -290,7 +293,7 @@ where
         cfg: ClientConfig {
             spin: waiting.spin,
             phase_timing: shape.phase_timing,
-            ..target::client_config(t, socket)?
+            ..cfg
         },
         cpus,
         phases: phases.filter(|_| resolved.embedded.is_some()),

@@ -90,6 +90,11 @@ fn roots(path: &Path) -> Result<rustls::RootCertStore, TlsSetupError> {
 /// Client settings: `ca` verifies servers; `identity` (certificate chain
 /// and key files) is presented when a server asks for a client
 /// certificate.
+///
+/// Session resumption is off: every connection does a full handshake, as
+/// a fresh client process does. (rustls resumes by default, from a
+/// session cache shared by every connection made with these settings: a
+/// benchmark's connections would then mostly time resumed handshakes.)
 pub fn client_config(
     ca: &Path,
     identity: Option<(&Path, &Path)>,
@@ -98,7 +103,7 @@ pub fn client_config(
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsSetupError::Refused(e.to_string()))?
         .with_root_certificates(roots(ca)?);
-    let cfg = match identity {
+    let mut cfg = match identity {
         Some((cert, key)) => b
             .with_client_auth_cert(
                 load_certificates("certificate", cert)?,
@@ -107,6 +112,7 @@ pub fn client_config(
             .map_err(|e| TlsSetupError::Refused(format!("certificate {}: {e}", cert.display())))?,
         None => b.with_no_client_auth(),
     };
+    cfg.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(cfg))
 }
 
