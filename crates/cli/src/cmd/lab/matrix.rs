@@ -246,30 +246,26 @@ fn run_cell(
     }
 }
 
-/// Every cell's merged cases in one results value (the first cell's as
-/// the frame), each case named and tagged with its hosts.
+/// Every cell's merged cases and fits in one results value (the first
+/// cell's as the frame), each case and fit named after its cell and each
+/// case tagged with its hosts.
 fn combine(
     o: &MatrixOpts,
     spec: &LabSpec,
     hosts: Vec<serde_json::Value>,
     cells: &[Cell],
 ) -> Option<Results> {
-    let mut out = cells.iter().find_map(|c| c.merged.clone())?;
-    out.cases.clear();
+    let mut out = None;
     for cell in cells {
         let Some(m) = &cell.merged else { continue };
-        for case in &m.cases {
-            let mut case = case.clone();
-            case.name = format!("{}->{} {}", cell.client, cell.server, case.name);
-            case.params
-                .extra
-                .insert("client_host".into(), json!(cell.client));
-            case.params
-                .extra
-                .insert("server_host".into(), json!(cell.server));
-            out.cases.push(case);
-        }
+        let tags = [
+            ("client_host", json!(cell.client)),
+            ("server_host", json!(cell.server)),
+        ];
+        let prefix = format!("{}->{}", cell.client, cell.server);
+        super::add_tagged(&mut out, m.clone(), &prefix, &tags);
     }
+    let mut out = out?;
     let failures: Vec<String> = cells
         .iter()
         .filter_map(|c| {
@@ -357,4 +353,77 @@ fn matrix_table(r: &Results, cs: &[String], ss: &[String]) -> String {
         out.push_str(&t.render());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::opts::{Cli, Command};
+    use clap::Parser;
+    use iiopbench_engine::results::{Case, Fit};
+
+    fn opts() -> MatrixOpts {
+        let cli = Cli::try_parse_from(
+            "iiopbench lab matrix --client-hosts 1 --server-hosts 2 --agents 1 -- bench latency"
+                .split(' '),
+        )
+        .unwrap();
+        let Command::Lab(l) = cli.command else {
+            panic!("not lab")
+        };
+        let super::super::LabCommand::Matrix(m) = l.command else {
+            panic!("not lab matrix")
+        };
+        *m
+    }
+
+    fn merged(a_us: f64) -> Results {
+        let mut r = iiopbench_engine::context::new_results(
+            "latency",
+            Default::default(),
+            Default::default(),
+        );
+        r.outcome.complete = true;
+        r.cases.push(Case {
+            name: "echo long 8B".into(),
+            ..Default::default()
+        });
+        r.fits.push(Fit {
+            label: "echo long".into(),
+            a_us,
+            b_us_per_byte: 0.01,
+            inv_b_mbytes_per_s: Some(100.0),
+            r2: 1.0,
+            points: 2,
+        });
+        r
+    }
+
+    #[test]
+    fn every_cell_keeps_its_own_fit() {
+        let o = opts();
+        let spec = spec_of(&o).unwrap();
+        let cell = |s: &str, a_us| Cell {
+            client: "client0".into(),
+            server: s.into(),
+            merged: Some(merged(a_us)),
+            failure: None,
+        };
+        let cells = [cell("server0", 10.0), cell("server1", 20.0)];
+        let r = combine(&o, &spec, Vec::new(), &cells).unwrap();
+        let fits: Vec<(&str, f64)> = r.fits.iter().map(|f| (f.label.as_str(), f.a_us)).collect();
+        assert_eq!(
+            fits,
+            [
+                ("client0->server0 echo long", 10.0),
+                ("client0->server1 echo long", 20.0)
+            ]
+        );
+        assert_eq!(r.cases[1].name, "client0->server1 echo long 8B");
+        assert_eq!(
+            r.cases[1].params.extra.get("server_host"),
+            Some(&json!("server1"))
+        );
+        assert!(r.outcome.complete);
+    }
 }

@@ -42,6 +42,8 @@ pub mod suite;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use iiopbench_engine::results::Results;
+use serde_json::Value;
 
 use crate::table::Table;
 
@@ -129,6 +131,43 @@ pub fn install_signals() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Appends one run's cases and fits to `merged`, which then holds the
+/// runs of a whole lab command (`lab suite`'s cases under every condition,
+/// `lab matrix`'s cells): each case name and fit label is prefixed with
+/// `prefix` (so the runs' cases and fits stay apart), each case gets the
+/// `tags` among its parameters, and the first run gives the file its frame
+/// (kind, target, host, params). A run that is incomplete makes the whole
+/// incomplete; the first failure is kept.
+pub fn add_tagged(
+    merged: &mut Option<Results>,
+    mut r: Results,
+    prefix: &str,
+    tags: &[(&str, Value)],
+) {
+    for case in &mut r.cases {
+        case.name = format!("{prefix} {}", case.name);
+        for (k, v) in tags {
+            case.params.extra.insert((*k).to_string(), v.clone());
+        }
+    }
+    for f in &mut r.fits {
+        f.label = format!("{prefix} {}", f.label);
+    }
+    match merged {
+        None => *merged = Some(r),
+        Some(m) => {
+            m.cases.append(&mut r.cases);
+            m.fits.append(&mut r.fits);
+            if !r.outcome.complete {
+                m.outcome.complete = false;
+                if m.outcome.failure.is_none() {
+                    m.outcome.failure = r.outcome.failure;
+                }
+            }
+        }
+    }
+}
+
 fn check() -> anyhow::Result<()> {
     require_root()?;
     let f = iiop_lab::probe_features()?;
@@ -176,4 +215,79 @@ fn clean(all: bool) -> anyhow::Result<()> {
         println!("removed {n}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iiopbench_engine::results::{Case, Fit};
+    use serde_json::json;
+
+    fn run(kind: &str, complete: bool, failure: Option<&str>) -> Results {
+        let mut r =
+            iiopbench_engine::context::new_results(kind, Default::default(), Default::default());
+        r.params.insert("op".into(), json!(kind));
+        r.cases.push(Case {
+            name: "echo long 8B".into(),
+            ..Default::default()
+        });
+        r.fits.push(Fit {
+            label: "echo long".into(),
+            a_us: 10.0,
+            b_us_per_byte: 0.01,
+            inv_b_mbytes_per_s: Some(100.0),
+            r2: 1.0,
+            points: 2,
+        });
+        r.outcome.complete = complete;
+        r.outcome.failure = failure.map(String::from);
+        r
+    }
+
+    #[test]
+    fn tagged_runs_keep_their_cases_and_fits_apart_in_the_first_runs_frame() {
+        let mut merged = None;
+        add_tagged(
+            &mut merged,
+            run("latency", true, None),
+            "c0->s0",
+            &[("client_host", json!("c0"))],
+        );
+        add_tagged(
+            &mut merged,
+            run("closed", false, Some("cell broke")),
+            "c1->s0",
+            &[("client_host", json!("c1"))],
+        );
+        add_tagged(
+            &mut merged,
+            run("closed", false, Some("later")),
+            "c1->s1",
+            &[],
+        );
+        let m = merged.unwrap();
+        assert_eq!(
+            m.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            [
+                "c0->s0 echo long 8B",
+                "c1->s0 echo long 8B",
+                "c1->s1 echo long 8B"
+            ]
+        );
+        assert_eq!(
+            m.fits.iter().map(|f| f.label.as_str()).collect::<Vec<_>>(),
+            ["c0->s0 echo long", "c1->s0 echo long", "c1->s1 echo long"]
+        );
+        assert_eq!(
+            m.cases[1].params.extra.get("client_host"),
+            Some(&json!("c1"))
+        );
+        assert_eq!(m.cases[2].params.extra.get("client_host"), None);
+        assert_eq!(
+            (m.kind.as_str(), m.params.get("op")),
+            ("latency", Some(&json!("latency")))
+        );
+        assert!(!m.outcome.complete);
+        assert_eq!(m.outcome.failure.as_deref(), Some("cell broke"));
+    }
 }

@@ -331,7 +331,18 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
                 failure.get_or_insert(format!("{cname} / {case_name}: {e:#}"));
             }
             if let Some(r) = r {
-                add_results(&mut merged, r, cname, imp, case_name, *nagle);
+                let tags = [
+                    ("condition", json!(cname)),
+                    ("suite_case", json!(case_name)),
+                    ("delay_ms", json!(imp.delay.as_secs_f64() * 1000.0)),
+                    ("jitter_ms", json!(imp.jitter.as_secs_f64() * 1000.0)),
+                    ("loss", json!(imp.loss)),
+                    ("rate_bps", json!(imp.rate_bps)),
+                    ("nagle", json!(nagle)),
+                    ("kind", json!(r.kind)),
+                    ("bench_params", json!(r.params)),
+                ];
+                super::add_tagged(&mut merged, r, &format!("{cname} {case_name}"), &tags);
             }
         }
     }
@@ -345,6 +356,8 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
     };
     r.kind = "lab-suite".into();
     r.command = std::env::args().collect();
+    // Per-run parameters live in each case's `bench_params`.
+    r.params.clear();
     r.target.isolation = Some(format!("lab: client in netns {c}, server in netns {s}"));
     r.params.insert(
         "lab".into(),
@@ -376,51 +389,6 @@ pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
 fn merge_obj(into: &mut Value, from: Value) {
     if let (Some(a), Value::Object(b)) = (into.as_object_mut(), from) {
         a.extend(b);
-    }
-}
-
-/// Appends one run's cases (tagged with the condition) and fits to the
-/// merged results; the first run gives the file its frame.
-fn add_results(
-    merged: &mut Option<Results>,
-    mut r: Results,
-    cname: &str,
-    imp: &Impairment,
-    case_name: &str,
-    nagle: bool,
-) {
-    for case in &mut r.cases {
-        case.name = format!("{cname} {case_name} {}", case.name);
-        let e = &mut case.params.extra;
-        e.insert("condition".into(), json!(cname));
-        e.insert("suite_case".into(), json!(case_name));
-        e.insert("delay_ms".into(), json!(imp.delay.as_secs_f64() * 1000.0));
-        e.insert("jitter_ms".into(), json!(imp.jitter.as_secs_f64() * 1000.0));
-        e.insert("loss".into(), json!(imp.loss));
-        e.insert("rate_bps".into(), json!(imp.rate_bps));
-        e.insert("nagle".into(), json!(nagle));
-        e.insert("kind".into(), json!(r.kind));
-        e.insert("bench_params".into(), json!(r.params));
-    }
-    for f in &mut r.fits {
-        f.label = format!("{cname} {case_name} {}", f.label);
-    }
-    match merged {
-        None => {
-            // Per-run parameters live in each case's `bench_params`.
-            r.params.clear();
-            *merged = Some(r);
-        }
-        Some(m) => {
-            m.cases.append(&mut r.cases);
-            m.fits.append(&mut r.fits);
-            if !r.outcome.complete {
-                m.outcome.complete = false;
-                if m.outcome.failure.is_none() {
-                    m.outcome.failure = r.outcome.failure;
-                }
-            }
-        }
     }
 }
 
