@@ -580,8 +580,10 @@ impl TargetArgs {
 pub struct TlsArgs {
     /// TLS on every connection, also where the reference does not ask for
     /// it (a corbaloc:iiop: reference cannot; corbaloc:ssliop: and IORs
-    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca.
-    #[arg(long, requires = "tls_ca")]
+    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca
+    /// with --target; without, the embedded server serves TLS with a
+    /// certificate made for the run.
+    #[arg(long)]
     pub tls: bool,
     /// CA certificates (PEM) that verify servers. With it, every
     /// connection whose reference offers TLS uses it.

@@ -203,6 +203,11 @@ impl WaitOpts {
 /// The client configuration for these options (an error when a TLS file
 /// cannot be used).
 pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
+    anyhow::ensure!(
+        !t.tls.tls || t.tls.tls_ca.is_some() || t.target.is_none(),
+        "--tls with a --target needs --tls-ca (the CA that signed the server's certificate); \
+         without --target the embedded server makes its own"
+    );
     Ok(ClientConfig {
         tls: t.tls.client()?,
         tls_always: t.tls.tls,
@@ -227,6 +232,9 @@ pub struct Resolved {
     pub embedded: Option<RunningServer>,
     /// Time spent turning the reference into an IOR (naming lookups).
     pub resolve_seconds: f64,
+    /// The client settings that trust the embedded server's certificate,
+    /// made in memory with it (`--tls` and no `--target`).
+    pub tls_client: Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>,
 }
 
 /// Resolve the target (starting the embedded server if none was given;
@@ -241,12 +249,15 @@ pub async fn resolve(
     phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
 ) -> anyhow::Result<Resolved> {
     let Some(reference) = &t.target else {
-        if t.tls.tls {
-            anyhow::bail!(
-                "--tls needs a --target: the embedded server has no certificate (run `iiopbench \
-                 serve --tls-cert FILE --tls-key FILE` and give its IOR)"
-            );
-        }
+        // `--tls`: the embedded server serves TLS only, with a CA and a
+        // certificate made for this run; the client trusts that CA.
+        let pki = match t.tls.tls {
+            true => Some(
+                iiop_giop::transport::tls::EphemeralPki::new()
+                    .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
+            ),
+            false => None,
+        };
         let threads = t
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
@@ -265,6 +276,10 @@ pub async fn resolve(
                 phases,
                 ..Default::default()
             },
+            tls: pki.as_ref().map(|p| iiop_servers::run::TlsServer {
+                config: p.server.clone(),
+                client_certificates: false,
+            }),
             ..ServerOptions::default()
         };
         let srv =
@@ -279,7 +294,12 @@ pub async fn resolve(
             ServerModel::Threads => "a thread per connection".to_string(),
         };
         info.isolation = Some(format!(
-            "embedded in this process: {model}, CPUs {}",
+            "embedded in this process: {model}{}, CPUs {}",
+            if pki.is_some() {
+                ", TLS only (a certificate made for this run)"
+            } else {
+                ""
+            },
             cpus.server
                 .as_deref()
                 .map(crate::sysinfo::format_cpu_list)
@@ -292,6 +312,7 @@ pub async fn resolve(
             info,
             embedded: Some(srv),
             resolve_seconds: 0.0,
+            tls_client: pki.map(|p| p.client),
         });
     };
     let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
@@ -311,6 +332,7 @@ pub async fn resolve(
         ior,
         embedded: None,
         resolve_seconds,
+        tls_client: None,
     })
 }
 
@@ -386,4 +408,14 @@ fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
         ));
     }
     s
+}
+
+/// Whether the client reaches `ior`'s object over TLS with `cfg` (the
+/// decision of [`endpoint_for`](iiop_giop::conn::endpoint::endpoint_for)
+/// on its IIOP profile).
+pub fn over_tls(ior: &Ior, cfg: &ClientConfig) -> bool {
+    ior.iiop_profile().is_some_and(|p| {
+        iiop_giop::conn::endpoint::endpoint_for(&p, cfg.tls.is_some(), cfg.tls_always)
+            .is_ok_and(|e| e.tls)
+    })
 }

@@ -271,9 +271,17 @@ where
         shape.phase_timing.then(Default::default);
     // Built once (the TLS files read once): resolving and every
     // connection of the run share it.
-    let cfg = target::client_config(t, socket)?;
+    let mut cfg = target::client_config(t, socket)?;
     let resolved = rt.block_on(target::resolve(t, &cfg, socket, &cpus, phases.clone()))?;
+    if let Some(c) = &resolved.tls_client {
+        cfg.tls = Some(c.clone());
+    }
     results.target = resolved.info.clone();
+    // Whether the connections to the target go over TLS: the cases are
+    // then IIOP over TLS, and `--baseline` measures raw TLS-over-TCP too.
+    if target::over_tls(&resolved.ior, &cfg) {
+        crate::context::param(&mut results.params, "tls", true);
+    }
     if resolved.resolve_seconds > 0.0 {
         crate::context::param(
             &mut results.params,
