@@ -35,13 +35,13 @@ Examples:
     pub const BENCH_THROUGHPUT: &str = "\
 Examples:
   iiopbench bench throughput --type octet,double --size 1KiB..64KiB --mode oneway,twoway
-  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json
+  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json   # + --tls: over TLS, vs raw TCP and raw TLS
   iiopbench bench throughput --target bench.ior --total 64MiB --min-duration 500ms --timeout 10s";
 
     pub const BENCH_LATENCY: &str = "\
 Examples:
   iiopbench bench latency --op echo --type long --size 64..64KiB*4 --warmup 1000
-  iiopbench bench latency --rate 20000 --duration 10s --connections 4
+  iiopbench bench latency --tls --baseline --op echo --size 64,4KiB --pin cross   # IIOP over TLS vs raw TCP and raw TLS
   iiopbench bench latency --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --gen len=1000";
 
     pub const BENCH_CONNECT: &str = "\

@@ -67,3 +67,160 @@ fn tls_with_a_target_still_needs_a_ca() {
         "{v}"
     );
 }
+
+/// The cases of `v` whose mode is `mode`.
+fn by_mode<'a>(v: &'a serde_json::Value, mode: &str) -> Vec<&'a serde_json::Value> {
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["params"]["mode"] == mode)
+        .collect()
+}
+
+#[test]
+fn throughput_baseline_over_tls_measures_raw_tcp_and_raw_tls() {
+    let started = std::time::Instant::now();
+    let (code, v) = run_json(
+        "tp.json",
+        &[
+            "bench",
+            "throughput",
+            "--tls",
+            "--baseline",
+            "--runs",
+            "1",
+            "--pin",
+            "none",
+            "--type",
+            "octet",
+            "--size",
+            "1KiB",
+            "--total",
+            "64KiB",
+            "--min-duration",
+            "50ms",
+            "--mode",
+            "oneway,twoway",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["params"]["tls"], true);
+    for mode in ["oneway", "twoway"] {
+        let giop = by_mode(&v, mode);
+        assert_eq!(giop.len(), 1, "{mode}");
+        let c = giop[0];
+        let calls = c["calls"].as_u64().unwrap();
+        assert!(calls >= 64, "{mode}: {calls} calls");
+        assert_eq!(c["bytes"].as_u64().unwrap(), calls * 1024);
+        for b in ["baseline", "tls_baseline"] {
+            assert_eq!(c[b]["metric"], "throughput", "{mode} {b}");
+            assert!(c[b]["baseline_value"].as_f64().unwrap() > 0.0, "{mode} {b}");
+            assert!(c[b]["ratio"].as_f64().unwrap() > 0.0, "{mode} {b}");
+        }
+    }
+    for (mode, name) in [
+        ("tcp-stream", "tcp stream 1KiB"),
+        ("tls-tcp-stream", "tls-tcp stream 1KiB"),
+    ] {
+        let raw = by_mode(&v, mode);
+        assert_eq!(raw.len(), 1, "{mode}");
+        assert_eq!(raw[0]["name"], name);
+        let calls = raw[0]["calls"].as_u64().unwrap();
+        assert!(calls >= 64, "{mode}");
+        assert_eq!(raw[0]["bytes"].as_u64().unwrap(), calls * 1024, "{mode}");
+        // The server counted every byte that was sent.
+        let sent = raw[0]["throughput_mbps"].as_f64().unwrap();
+        assert!(raw[0]["receiver_throughput_mbps"].as_f64().unwrap() > 0.0);
+        assert!(sent > 0.0);
+    }
+    for mode in ["tcp-pingpong-ack", "tls-tcp-pingpong-ack"] {
+        let raw = by_mode(&v, mode);
+        assert_eq!(raw.len(), 1, "{mode}");
+        assert!(raw[0]["calls"].as_u64().unwrap() > 0, "{mode}");
+        assert!(
+            raw[0]["latency_us"]["p50"].as_f64().unwrap() > 0.0,
+            "{mode}"
+        );
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn latency_baseline_over_tls_folds_runs_into_both_ratios() {
+    let (code, v) = run_json(
+        "lat-base.json",
+        &[
+            "bench",
+            "latency",
+            "--tls",
+            "--baseline",
+            "--runs",
+            "2",
+            "--pin",
+            "none",
+            "--op",
+            "echo",
+            "--type",
+            "octet",
+            "--size",
+            "1KiB",
+            "--count",
+            "100",
+            "--warmup",
+            "5",
+            "--duration",
+            "200ms",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    let giop = by_mode(&v, "echo");
+    assert_eq!(giop.len(), 1);
+    let c = giop[0];
+    assert_eq!(c["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(c["intervals"]["vs_tls_tcp"]["n"], 2);
+    assert_eq!(c["intervals"]["vs_tcp"]["n"], 2);
+    for b in ["baseline", "tls_baseline"] {
+        assert_eq!(c[b]["metric"], "p50", "{b}");
+        assert!(c[b]["ratio"].as_f64().unwrap() > 0.0, "{b}");
+    }
+    for r in c["runs"].as_array().unwrap() {
+        assert!(r["tls_baseline_ratio"].as_f64().unwrap() > 0.0);
+    }
+    let raw = by_mode(&v, "tls-tcp-pingpong-echo");
+    assert_eq!(raw.len(), 1);
+    assert_eq!(raw[0]["name"], "tls-tcp echo 1KiB");
+    assert!(raw[0]["calls"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_plain_run_has_no_tls_baseline() {
+    let (code, v) = run_json(
+        "plain.json",
+        &[
+            "bench",
+            "latency",
+            "--baseline",
+            "--runs",
+            "1",
+            "--pin",
+            "none",
+            "--op",
+            "echo",
+            "--type",
+            "octet",
+            "--size",
+            "64",
+            "--count",
+            "50",
+            "--duration",
+            "100ms",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert!(v["params"].get("tls").is_none());
+    assert!(by_mode(&v, "tls-tcp-pingpong-echo").is_empty());
+    let c = by_mode(&v, "echo")[0];
+    assert!(c.get("tls_baseline").is_none());
+    assert!(c["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+}

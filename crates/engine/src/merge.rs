@@ -206,6 +206,7 @@ fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
     };
     // A ratio to one run's baseline does not survive summing runs.
     a.baseline = None;
+    a.tls_baseline = None;
     Ok(())
 }
 

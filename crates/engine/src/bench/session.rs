@@ -366,6 +366,35 @@ pub fn baseline_server(
     Ok((Some(srv), addr))
 }
 
+/// The raw TLS-over-TCP baseline of a run over TLS: the raw-TCP frames
+/// through rustls, served locally (pinned as [`baseline_server`]'s) with a
+/// certificate made for the run, and a client of it with the settings of
+/// the run's TLS client but that CA. `None` when the run is not over TLS.
+/// A remote target's TLS baseline would need a raw TLS server there: not
+/// measured (`--baseline-target` gives raw TCP only).
+pub fn tls_baseline(
+    s: &Session,
+    remote: Option<&str>,
+) -> anyhow::Result<Option<(RawServer, RawClient)>> {
+    if !crate::target::over_tls(&s.resolved.ior, &s.cfg) || remote.is_some() {
+        return Ok(None);
+    }
+    let pki = iiop_giop::transport::tls::EphemeralPki::new()?;
+    let srv = RawServer::start_tls(
+        "127.0.0.1:0",
+        s.socket.raw(),
+        Some(s.cpus.server_or_all()),
+        pki.server,
+    )?;
+    let c = RawClient::connect_tls(
+        srv.addr(),
+        s.socket.raw(),
+        Duration::from_secs(10),
+        pki.client,
+    )?;
+    Ok(Some((srv, c)))
+}
+
 /// A raw-TCP client of the baseline server, waiting as the GIOP client
 /// of this run does. One per run, like the GIOP connection, so both sides
 /// of a ratio run on a warmed-up connection.
@@ -406,11 +435,27 @@ pub fn throughput_baseline(c: &mut Case, raw_mbps: f64) {
 
 /// Attach a p50 latency ratio to a case.
 pub fn latency_baseline(c: &mut Case, raw_p50_us: f64) {
-    if let Some(l) = &c.latency_us {
-        c.baseline = Some(Baseline {
-            metric: "p50".into(),
-            baseline_value: raw_p50_us,
-            ratio: l.p50 / raw_p50_us.max(1e-9),
-        });
-    }
+    c.baseline = p50_ratio(c, raw_p50_us);
+}
+
+/// Attach a throughput ratio to the raw TLS-over-TCP baseline.
+pub fn tls_throughput_baseline(c: &mut Case, raw_mbps: f64) {
+    c.tls_baseline = Some(Baseline {
+        metric: "throughput".into(),
+        baseline_value: raw_mbps,
+        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+    });
+}
+
+/// Attach a p50 latency ratio to the raw TLS-over-TCP baseline.
+pub fn tls_latency_baseline(c: &mut Case, raw_p50_us: f64) {
+    c.tls_baseline = p50_ratio(c, raw_p50_us);
+}
+
+fn p50_ratio(c: &Case, raw_p50_us: f64) -> Option<Baseline> {
+    c.latency_us.as_ref().map(|l| Baseline {
+        metric: "p50".into(),
+        baseline_value: raw_p50_us,
+        ratio: l.p50 / raw_p50_us.max(1e-9),
+    })
 }

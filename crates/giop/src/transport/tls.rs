@@ -158,8 +158,15 @@ impl EphemeralPki {
         let ca_key = KeyPair::generate().map_err(refused)?;
         let mut p = CertificateParams::new(Vec::<String>::new()).map_err(refused)?;
         p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        p.distinguished_name
-            .push(DnType::CommonName, "iiopbench run CA");
+        // A name of its own: a verifier looks issuers up by name, and
+        // another run's CA must be a stranger, not a bad signature.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        p.distinguished_name.push(
+            DnType::CommonName,
+            format!("iiopbench run CA {}-{nanos}", std::process::id()),
+        );
         let ca = p.self_signed(&ca_key).map_err(refused)?;
         let key = KeyPair::generate().map_err(refused)?;
         let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
