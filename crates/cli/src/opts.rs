@@ -35,13 +35,13 @@ Examples:
     pub const BENCH_THROUGHPUT: &str = "\
 Examples:
   iiopbench bench throughput --type octet,double --size 1KiB..64KiB --mode oneway,twoway
-  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json   # + --tls: over TLS, vs raw TCP and raw TLS
+  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json   # + --tls-vs-plain: also over TLS
   iiopbench bench throughput --target bench.ior --total 64MiB --min-duration 500ms --timeout 10s";
 
     pub const BENCH_LATENCY: &str = "\
 Examples:
   iiopbench bench latency --op echo --type long --size 64..64KiB*4 --warmup 1000
-  iiopbench bench latency --tls --baseline --op echo --size 64,4KiB --pin cross   # IIOP over TLS vs raw TCP and raw TLS
+  iiopbench bench latency --tls-vs-plain --baseline --op echo --size 64B,4KiB --pin cross   # plain and TLS side by side
   iiopbench bench latency --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --gen len=1000";
 
     pub const BENCH_CONNECT: &str = "\
@@ -595,6 +595,11 @@ pub struct TlsArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Every case twice, over plain TCP and over TLS, interleaved across
+    /// --runs, with a TLS/plain column: the embedded server serves both
+    /// (implies --tls; no --target).
+    #[arg(long)]
+    pub tls_vs_plain: bool,
 }
 
 impl TlsArgs {
@@ -605,6 +610,7 @@ impl TlsArgs {
             tls_ca: self.tls_ca.clone(),
             tls_cert: self.tls_cert.clone(),
             tls_key: self.tls_key.clone(),
+            vs_plain: self.tls_vs_plain,
         }
     }
 }

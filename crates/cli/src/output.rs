@@ -114,6 +114,7 @@ pub fn human(r: &Results) -> String {
     let has_recv = r.cases.iter().any(|c| c.receiver_throughput_mbps.is_some());
     let has_base = r.cases.iter().any(|c| c.baseline.is_some());
     let has_tls_base = r.cases.iter().any(|c| c.tls_baseline.is_some());
+    let has_vs_plain = r.cases.iter().any(|c| c.vs_plain.is_some());
     let mut header = vec!["case", "size", "calls", "time", "calls/s", "Mbit/s"];
     if has_recv {
         header.push("recv Mbit/s");
@@ -126,6 +127,9 @@ pub fn human(r: &Results) -> String {
     }
     if has_tls_base {
         header.push("vs tls-tcp");
+    }
+    if has_vs_plain {
+        header.push("tls/plain");
     }
     header.push("errors");
     let mut tab = Table::new(header);
@@ -174,6 +178,12 @@ pub fn human(r: &Results) -> String {
             row.push(ratio_cell(
                 c.tls_baseline.as_ref(),
                 c.intervals.get("vs_tls_tcp"),
+            ));
+        }
+        if has_vs_plain {
+            row.push(ratio_cell(
+                c.vs_plain.as_ref(),
+                c.intervals.get("tls_vs_plain"),
             ));
         }
         let errors: u64 = c.errors.values().sum();

@@ -210,7 +210,7 @@ fn a_plain_run_has_no_tls_baseline() {
             "--type",
             "octet",
             "--size",
-            "64",
+            "64B",
             "--count",
             "50",
             "--duration",
@@ -223,4 +223,135 @@ fn a_plain_run_has_no_tls_baseline() {
     let c = by_mode(&v, "echo")[0];
     assert!(c.get("tls_baseline").is_none());
     assert!(c["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn tls_vs_plain_runs_every_case_both_ways_with_their_ratio() {
+    let started = std::time::Instant::now();
+    let (code, v) = run_json(
+        "vs.json",
+        &[
+            "bench",
+            "throughput",
+            "--tls-vs-plain",
+            "--runs",
+            "2",
+            "--pin",
+            "none",
+            "--type",
+            "octet",
+            "--size",
+            "1KiB",
+            "--total",
+            "64KiB",
+            "--min-duration",
+            "0s",
+            "--mode",
+            "oneway,echo",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["params"]["tls_vs_plain"], true);
+    let cases = v["cases"].as_array().unwrap();
+    let names: Vec<&str> = cases.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "oneway octet 1KiB",
+            "oneway octet 1KiB tls",
+            "echo octet 1KiB",
+            "echo octet 1KiB tls"
+        ]
+    );
+    for (i, c) in cases.iter().enumerate() {
+        let tls = i % 2 == 1;
+        assert_eq!(c["extra"]["transport"], if tls { "tls" } else { "plain" });
+        // Two runs, each exactly --total: 64 calls of 1 KiB per run.
+        assert_eq!(c["calls"], 128, "{}", c["name"]);
+        assert_eq!(c["bytes"], 128 * 1024, "{}", c["name"]);
+        assert_eq!(c["runs"].as_array().unwrap().len(), 2);
+        assert!(c["errors"].as_object().unwrap().is_empty(), "{c}");
+        if tls {
+            assert_eq!(c["vs_plain"]["metric"], "throughput");
+            assert_eq!(c["intervals"]["tls_vs_plain"]["n"], 2);
+            let ratio = c["vs_plain"]["ratio"].as_f64().unwrap();
+            assert!(ratio > 0.0 && ratio.is_finite(), "{ratio}");
+            assert_eq!(
+                c["vs_plain"]["baseline_value"],
+                cases[i - 1]["throughput_mbps"]
+            );
+        } else {
+            assert!(c.get("vs_plain").is_none());
+        }
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn tls_vs_plain_latency_compares_p50s_and_keeps_both_baselines() {
+    let (code, v) = run_json(
+        "vs-lat.json",
+        &[
+            "bench",
+            "latency",
+            "--tls-vs-plain",
+            "--baseline",
+            "--runs",
+            "1",
+            "--pin",
+            "none",
+            "--op",
+            "echo",
+            "--type",
+            "octet",
+            "--size",
+            "64B",
+            "--count",
+            "100",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    let names: Vec<&str> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "echo octet 64B",
+            "echo octet 64B tls",
+            "tcp echo 64B",
+            "tls-tcp echo 64B"
+        ]
+    );
+    let tls = &v["cases"][1];
+    assert_eq!(tls["calls"], 100);
+    assert_eq!(tls["vs_plain"]["metric"], "p50");
+    assert!(tls["vs_plain"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(tls["tls_baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(tls["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    assert!(v["cases"][0].get("tls_baseline").is_none());
+}
+
+#[test]
+fn tls_vs_plain_against_a_target_says_how_instead() {
+    let (code, v) = run_json(
+        "vs-target.json",
+        &[
+            "bench",
+            "latency",
+            "--tls-vs-plain",
+            "--target",
+            "corbaloc:iiop:1.2@127.0.0.1:1/Bench",
+            "--runs",
+            "1",
+            "--count",
+            "1",
+        ],
+    );
+    assert_ne!(code, 0);
+    let failure = v["outcome"]["failure"].as_str().unwrap_or_default();
+    assert!(failure.contains("two runs"), "{v}");
 }

@@ -79,4 +79,5 @@ pub mod soak;
 pub mod sysinfo;
 pub mod target;
 pub mod tcp;
+pub mod tls_vs_plain;
 pub mod units;

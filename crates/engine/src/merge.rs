@@ -207,6 +207,7 @@ fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
     // A ratio to one run's baseline does not survive summing runs.
     a.baseline = None;
     a.tls_baseline = None;
+    a.vs_plain = None;
     Ok(())
 }
 

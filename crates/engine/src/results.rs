@@ -383,6 +383,11 @@ pub struct Case {
     /// baseline's (the same frames through rustls), same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_baseline: Option<Baseline>,
+    /// `--tls-vs-plain`, a case over TLS: its figure divided by the same
+    /// case's over plain TCP, same runs (metric `throughput`, `p50` or
+    /// `calls_per_sec`; `baseline_value` is the plain figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_plain: Option<Baseline>,
     /// Experiment-specific figures (e.g. `littles_law`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,

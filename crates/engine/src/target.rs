@@ -64,6 +64,10 @@ pub struct TlsOpts {
     pub tls_cert: Option<std::path::PathBuf>,
     /// The private key (PEM) of `tls_cert`.
     pub tls_key: Option<std::path::PathBuf>,
+    /// Every case both over TLS and over plain TCP, interleaved, with the
+    /// TLS/plain ratio: the embedded server serves a TLS port and a plain
+    /// one (implies `tls`; no `--target`).
+    pub vs_plain: bool,
 }
 
 impl TlsOpts {
@@ -204,13 +208,20 @@ impl WaitOpts {
 /// cannot be used).
 pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
     anyhow::ensure!(
+        !t.tls.vs_plain || t.target.is_none(),
+        "--tls-vs-plain runs the embedded server twice (TLS and plain); against a --target, \
+         run its plain and its TLS reference as two runs (docs/tls.md)"
+    );
+    anyhow::ensure!(
         !t.tls.tls || t.tls.tls_ca.is_some() || t.target.is_none(),
         "--tls with a --target needs --tls-ca (the CA that signed the server's certificate); \
          without --target the embedded server makes its own"
     );
     Ok(ClientConfig {
         tls: t.tls.client()?,
-        tls_always: t.tls.tls,
+        // (--tls-vs-plain: the TLS server's IOR asks for TLS; its plain
+        // twin's must stay plain.)
+        tls_always: t.tls.tls && !t.tls.vs_plain,
         version: t.giop,
         order: t.order,
         nodelay: s.nodelay,
@@ -235,6 +246,9 @@ pub struct Resolved {
     /// The client settings that trust the embedded server's certificate,
     /// made in memory with it (`--tls` and no `--target`).
     pub tls_client: Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>,
+    /// `--tls-vs-plain`: the same server on a plain port (its IOR), for
+    /// the plain half of every case.
+    pub plain: Option<(Ior, RunningServer)>,
 }
 
 /// Resolve the target (starting the embedded server if none was given;
@@ -251,7 +265,7 @@ pub async fn resolve(
     let Some(reference) = &t.target else {
         // `--tls`: the embedded server serves TLS only, with a CA and a
         // certificate made for this run; the client trusts that CA.
-        let pki = match t.tls.tls {
+        let pki = match t.tls.tls || t.tls.vs_plain {
             true => Some(
                 iiop_giop::transport::tls::EphemeralPki::new()
                     .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
@@ -282,6 +296,17 @@ pub async fn resolve(
             }),
             ..ServerOptions::default()
         };
+        let plain = match t.tls.vs_plain {
+            true => {
+                let srv = RunningServer::start(ServerOptions {
+                    tls: None,
+                    ..opts.clone()
+                })
+                .map_err(|e| anyhow::anyhow!("embedded plain server: {e}"))?;
+                Some((srv.refs().ior.clone(), srv))
+            }
+            false => None,
+        };
         let srv =
             RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
         let ior = srv.refs().ior.clone();
@@ -295,10 +320,12 @@ pub async fn resolve(
         };
         info.isolation = Some(format!(
             "embedded in this process: {model}{}, CPUs {}",
-            if pki.is_some() {
-                ", TLS only (a certificate made for this run)"
-            } else {
-                ""
+            match (&pki, &plain) {
+                (Some(_), None) => ", TLS only (a certificate made for this run)",
+                (Some(_), Some(_)) => {
+                    ", TLS (a certificate made for this run) and, for the plain half of each case, the same server on a plain port"
+                }
+                _ => "",
             },
             cpus.server
                 .as_deref()
@@ -313,6 +340,7 @@ pub async fn resolve(
             embedded: Some(srv),
             resolve_seconds: 0.0,
             tls_client: pki.map(|p| p.client),
+            plain,
         });
     };
     let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
@@ -333,6 +361,7 @@ pub async fn resolve(
         embedded: None,
         resolve_seconds,
         tls_client: None,
+        plain: None,
     })
 }
 

@@ -28,6 +28,9 @@ pub struct Session {
     pub forwards: std::sync::Mutex<Vec<String>>,
     /// Where the threads of client and server run, and who serves.
     pub watching: Watching,
+    /// `--tls-vs-plain`: the cases now run against the plain twin of the
+    /// embedded server ([`Resolved::plain`](crate::target::Resolved)).
+    pub on_plain: std::sync::atomic::AtomicBool,
 }
 
 /// What a run watches besides its own figures: where every thread runs
@@ -93,7 +96,7 @@ impl Session {
     /// forward and no oneway is lost to one; the hops are recorded in the
     /// results' target.
     pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
-        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.waiting.wait).await?;
+        let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
         {
             // Ctrl-C ends a resolution the server never answers.
@@ -108,6 +111,15 @@ impl Session {
             }
         }
         Ok(c)
+    }
+
+    /// The object the cases call: the target's, or under
+    /// `--tls-vs-plain` in a plain half its plain twin's.
+    pub fn ior(&self) -> &iiop_giop::ior::Ior {
+        match &self.resolved.plain {
+            Some((ior, _)) if self.on_plain.load(std::sync::atomic::Ordering::Relaxed) => ior,
+            _ => &self.resolved.ior,
+        }
     }
 
     /// Whether the server runs inside this process.
@@ -310,10 +322,48 @@ where
         socket: *socket,
         forwards: Default::default(),
         watching,
+        on_plain: Default::default(),
     };
+    let vs_plain = session.resolved.plain.is_some();
+    if vs_plain {
+        crate::context::param(&mut results.params, "tls_vs_plain", true);
+    }
+    let mut run_no = 0u32;
     let r = repeat(runs, results, &session.watching, client_tid, |rr| {
-        rt.block_on(body(&session, rr))
+        if !vs_plain {
+            return rt.block_on(body(&session, rr));
+        }
+        // Both halves of every run; which goes first alternates, so a
+        // machine that slows down or speeds up over the runs does not
+        // favour one.
+        run_no += 1;
+        let mut halves = [true, false];
+        if run_no.is_multiple_of(2) {
+            halves.reverse();
+        }
+        let mut cases = Vec::new();
+        for plain in halves {
+            session
+                .on_plain
+                .store(plain, std::sync::atomic::Ordering::Relaxed);
+            let mut half = rr.clone();
+            half.cases.clear();
+            half.fits.clear();
+            let res = rt.block_on(body(&session, &mut half));
+            rr.params = half.params;
+            rr.fits.extend(half.fits.into_iter().map(|mut f| {
+                f.label = crate::tls_vs_plain::label(&f.label, plain);
+                f
+            }));
+            cases.push((plain, half.cases));
+            res?;
+        }
+        rr.cases = crate::tls_vs_plain::merge_halves(cases);
+        Ok(())
     });
+    if vs_plain {
+        crate::tls_vs_plain::attach_ratios(results);
+    }
     results.target.forwards =
         std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
     // Stop the embedded server (graceful) before returning.
@@ -376,7 +426,7 @@ pub fn tls_baseline(
     s: &Session,
     remote: Option<&str>,
 ) -> anyhow::Result<Option<(RawServer, RawClient)>> {
-    if !crate::target::over_tls(&s.resolved.ior, &s.cfg) || remote.is_some() {
+    if !crate::target::over_tls(s.ior(), &s.cfg) || remote.is_some() {
         return Ok(None);
     }
     let pki = iiop_giop::transport::tls::EphemeralPki::new()?;
