@@ -355,3 +355,36 @@ fn tls_vs_plain_against_a_target_says_how_instead() {
     let failure = v["outcome"]["failure"].as_str().unwrap_or_default();
     assert!(failure.contains("two runs"), "{v}");
 }
+
+#[test]
+fn the_thread_per_connection_server_serves_tls_too() {
+    let (code, v) = run_json(
+        "threads.json",
+        &[
+            "bench",
+            "latency",
+            "--tls",
+            "--server-model",
+            "threads",
+            "--runs",
+            "1",
+            "--pin",
+            "none",
+            "--op",
+            "echo",
+            "--type",
+            "octet",
+            "--size",
+            "64KiB",
+            "--count",
+            "50",
+            "--warmup",
+            "5",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["params"]["tls"], true);
+    assert_eq!(v["target"]["server_model"], "threads");
+    assert_eq!(v["cases"][0]["calls"], 50);
+    assert_eq!(v["cases"][0]["bytes"], 50 * 65536);
+}

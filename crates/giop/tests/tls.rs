@@ -83,6 +83,35 @@ impl Server {
         }
     }
 
+    /// [`start`](Self::start) on the thread-per-connection server.
+    fn start_threads(tls: Option<Arc<rustls::ServerConfig>>, cfg: ServerConfig) -> Server {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, rx) = oneshot::channel::<()>();
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = flag.clone();
+        tokio::spawn(async move {
+            let _ = rx.await;
+            set.store(true, Ordering::Relaxed);
+        });
+        let threads = threads::ThreadsConfig {
+            thread_name: "tls-test-conn".into(),
+            on_thread_start: Arc::new(|| {}),
+            runtime: tokio::runtime::Handle::current(),
+            stream_spin: None,
+            tls,
+        };
+        let task = tokio::task::spawn_blocking(move || {
+            threads::serve_threads(listener, Arc::new(Echo), cfg, threads, flag)
+        });
+        Server {
+            port,
+            stop: Some(stop),
+            task,
+        }
+    }
+
     /// The reference a TLS server of ours publishes: plain port 0, the
     /// TLS port in TAG_SSL_SEC_TRANS.
     fn tls_ior(&self) -> Ior {
@@ -386,13 +415,28 @@ fn every_connection_does_a_full_handshake() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_mid_handshake_loses_its_slot() {
-    let pki = pki("stall");
+    stalled_client_loses_its_slot(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stalled_mid_handshake_loses_its_thread_too() {
+    stalled_client_loses_its_slot(true).await;
+}
+
+/// One slot, taken by a client that stops mid-handshake: the next client
+/// gets it after the handshake timeout (`threads`: on the
+/// thread-per-connection server).
+async fn stalled_client_loses_its_slot(threads: bool) {
+    let pki = pki(if threads { "stall-threads" } else { "stall" });
     let cfg = ServerConfig {
         max_connections: 1,
         handshake_timeout: Duration::from_millis(300),
         ..ServerConfig::default()
     };
-    let s = Server::start(Some(pki.server(false)), cfg).await;
+    let s = match threads {
+        true => Server::start_threads(Some(pki.server(false)), cfg),
+        false => Server::start(Some(pki.server(false)), cfg).await,
+    };
     // Half a TLS record header, then nothing.
     let mut stalled = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
         .await

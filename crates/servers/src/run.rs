@@ -68,7 +68,7 @@ pub struct Serving {
     pub model: ServerModel,
     /// [`ServerOptions::stream_spin`].
     pub stream_spin: Option<std::time::Duration>,
-    /// TLS only, with this configuration (task per connection only).
+    /// TLS only, with this configuration.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
@@ -131,7 +131,7 @@ impl ServerThread {
     /// [`ServerModel::Threads`] each connection gets a thread of its own
     /// (named and pinned like the runtime's), and `threads` runtime
     /// threads run the handler's asynchronous calls. With `tls` it serves
-    /// TLS only (the task-per-connection model alone does).
+    /// TLS only.
     pub fn spawn_model<H: Handler>(
         handler: Arc<H>,
         listen: &str,
@@ -145,11 +145,6 @@ impl ServerThread {
             stream_spin,
             tls,
         } = how;
-        if tls.is_some() && model == ServerModel::Threads {
-            return Err(std::io::Error::other(
-                "TLS is served by the task-per-connection model only (not --server-model threads)",
-            ));
-        }
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let listen = listen.to_string();
@@ -200,6 +195,7 @@ impl ServerThread {
                         on_thread_start: pin,
                         runtime: rt.handle().clone(),
                         stream_spin,
+                        tls,
                     };
                     return serve_threads(listener, handler, config, threads, stop);
                 }

@@ -1365,3 +1365,46 @@ fn typecode_indirections_are_not_reachable_through_bench_idl() {
     );
     check(&mut s, &c).unwrap();
 }
+
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+impl Wire for TlsStream {
+    fn half_close(&mut self) -> std::io::Result<()> {
+        self.conn.send_close_notify();
+        self.flush()?;
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut self.sock)?;
+        }
+        self.sock.shutdown(Shutdown::Write)
+    }
+}
+
+#[test]
+fn every_malformed_case_gets_the_same_reaction_over_tls() {
+    use iiop_giop::transport::tls::test_pki::TestPki;
+    let dir = std::env::temp_dir().join(format!("iiopbench-malformed-tls-{}", std::process::id()));
+    let pki = TestPki::create(&dir);
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        config: hostile_config(),
+        model: MODEL,
+        tls: Some(iiop_servers::run::TlsServer {
+            config: pki.server(false),
+            client_certificates: false,
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = srv.addr();
+    let client = pki.client(false);
+    run_cases(|| {
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let conn = rustls::ClientConnection::new(client.clone(), name).unwrap();
+        let mut s = rustls::StreamOwned::new(conn, connect(addr));
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock).expect("TLS handshake");
+        }
+        s
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
