@@ -25,8 +25,9 @@
 //! [`RawClient::connect_tls`]): the raw TLS-over-TCP baseline, what TLS
 //! itself costs these bytes on this machine. Its client has the settings
 //! of the benchmark's TLS client (no session resumption: every connection
-//! a full handshake) and writes and reads the same sizes; reads through
-//! rustls block at once (no spinning) on both sides.
+//! a full handshake) and writes and reads the same sizes; it waits for
+//! replies as the TCP client does (spinning first or not), while the
+//! server's reads through rustls block at once.
 
 use std::io::{IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -466,6 +467,53 @@ impl Write for Wire {
     }
 }
 
+/// Read exactly `buf.len()` decrypted bytes: what rustls holds, else TLS
+/// records from the socket, received as the TCP client receives (polling
+/// first for up to `spin` per reply), so both baselines wait alike.
+fn tls_read_exact(
+    t: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    buf: &mut [u8],
+    spin: Option<Duration>,
+) -> std::io::Result<()> {
+    /// The socket as rustls reads it: spinning `recv`.
+    struct SpinRead<'a> {
+        sock: &'a TcpStream,
+        spin: &'a mut Option<Spin>,
+    }
+    impl Read for SpinRead<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            recv_spinning(self.sock, as_uninit(buf), self.spin)
+        }
+    }
+    let mut spin = Spin::new(spin);
+    let mut at = 0;
+    while at < buf.len() {
+        match t.conn.reader().read(&mut buf[at..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                at += n;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        let mut io = SpinRead {
+            sock: &t.sock,
+            spin: &mut spin,
+        };
+        match t.conn.read_tls(&mut io) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        t.conn
+            .process_new_packets()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    }
+    Ok(())
+}
+
 /// A connected raw-TCP (or raw TLS-over-TCP) client.
 #[derive(Debug)]
 pub struct RawClient {
@@ -493,7 +541,8 @@ impl RawClient {
 
     /// [`connect`](Self::connect), then a full TLS handshake with `tls`
     /// (the server's certificate must name `addr`'s IP address), within
-    /// `timeout`; this client then never spins.
+    /// `timeout`. Replies are read as [`spinning`](Self::spinning) says;
+    /// frames are written through rustls with blocking sends.
     pub fn connect_tls(
         addr: SocketAddr,
         opts: SocketOpts,
@@ -530,7 +579,7 @@ impl RawClient {
     /// does: poll without blocking for up to `spin` first (`None`: block
     /// at once).
     pub fn spinning(mut self, spin: Option<Duration>) -> RawClient {
-        self.spin = spin.filter(|d| !d.is_zero() && matches!(self.s, Wire::Tcp(_)));
+        self.spin = spin.filter(|d| !d.is_zero());
         self
     }
 
@@ -541,8 +590,9 @@ impl RawClient {
 
     /// Read exactly `buf.len()` bytes of a reply, waiting as configured.
     fn read_reply(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
-        let Wire::Tcp(sock) = &self.s else {
-            return self.s.read_exact(buf);
+        let sock = match &mut self.s {
+            Wire::Tcp(sock) => sock,
+            Wire::Tls(t) => return tls_read_exact(t, buf, self.spin),
         };
         let mut spin = Spin::new(self.spin);
         let mut at = 0;
@@ -753,6 +803,11 @@ mod tests {
         assert_eq!(r.calls, 20);
         let r = c.pingpong(8, false, 0, 30, None).unwrap();
         assert_eq!(r.latency.len(), 30);
+        // Waiting for replies by spinning first, as a spinning GIOP
+        // client does.
+        let mut c = c.spinning(Some(Duration::from_millis(1)));
+        let r = c.pingpong(20_000, true, 0, 30, None).unwrap();
+        assert_eq!(r.calls, 30);
     }
 
     #[test]

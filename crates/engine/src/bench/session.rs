@@ -419,7 +419,7 @@ pub fn baseline_server(
 /// The raw TLS-over-TCP baseline of a run over TLS: the raw-TCP frames
 /// through rustls, served locally (pinned as [`baseline_server`]'s) with a
 /// certificate made for the run, and a client of it with the settings of
-/// the run's TLS client but that CA. `None` when the run is not over TLS.
+/// the run's TLS client but that CA, waiting as the run's GIOP client. `None` when the run is not over TLS.
 /// A remote target's TLS baseline would need a raw TLS server there: not
 /// measured (`--baseline-target` gives raw TCP only).
 pub fn tls_baseline(
@@ -441,7 +441,8 @@ pub fn tls_baseline(
         s.socket.raw(),
         Duration::from_secs(10),
         pki.client,
-    )?;
+    )?
+    .spinning(s.waiting.spin);
     Ok(Some((srv, c)))
 }
 
