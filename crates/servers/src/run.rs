@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
 use iiop_giop::transport::threads::{serve_threads, ThreadsConfig};
+use iiop_giop::transport::tls::RustlsServerConfig;
 use tokio::sync::oneshot;
 
 use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
@@ -69,7 +70,7 @@ pub struct Serving {
     /// [`ServerOptions::stream_spin`].
     pub stream_spin: Option<std::time::Duration>,
     /// TLS only, with this configuration.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<RustlsServerConfig>>,
 }
 
 /// A TLS server's settings.
@@ -77,7 +78,7 @@ pub struct Serving {
 pub struct TlsServer {
     /// Certificate, key, client verification
     /// ([`server_config`](iiop_giop::transport::tls::server_config)).
-    pub config: Arc<rustls::ServerConfig>,
+    pub config: Arc<RustlsServerConfig>,
     /// Whether clients must present a certificate (the IORs then require
     /// EstablishTrustInClient).
     pub client_certificates: bool,

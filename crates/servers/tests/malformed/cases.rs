@@ -16,6 +16,7 @@ use iiop_giop::message::{
     encode_system_exception, LocateStatus, Message, ReplyStatus, RequestHead, ResponseMode,
 };
 use iiop_giop::transport::server::ServerConfig;
+use iiop_giop::transport::tls::rustls;
 use iiop_giop::{TargetAddress, Version};
 use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
 
