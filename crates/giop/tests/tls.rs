@@ -491,3 +491,79 @@ async fn plain_giop_to_a_tls_port_is_refused_cleanly() {
         .unwrap();
     s.stop().await;
 }
+
+/// Counts the connections its server says are over.
+#[derive(Default)]
+struct Closed(std::sync::atomic::AtomicUsize);
+
+impl Handler for Closed {
+    fn handle(
+        &self,
+        _req: &RequestContext<'_>,
+        _body: &mut Reader<'_>,
+        _reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        Dispatch::Done(Outcome::System(SystemException::unknown_operation()))
+    }
+
+    fn connection_closed(&self, _summary: &server::ConnectionSummary) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pki = pki("closed");
+    for threads in [false, true] {
+        let h = Arc::new(Closed::default());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tls, cfg) = (pki.server(false), ServerConfig::default());
+        let (h2, stop2) = (h.clone(), stop.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = match threads {
+            true => {
+                let t = threads::ThreadsConfig {
+                    thread_name: "tls-test-conn".into(),
+                    on_thread_start: Arc::new(|| {}),
+                    runtime: tokio::runtime::Handle::current(),
+                    stream_spin: None,
+                    tls: Some(tls),
+                };
+                tokio::task::spawn_blocking(move || {
+                    threads::serve_threads(listener, h2, cfg, t, stop2)
+                })
+            }
+            false => {
+                listener.set_nonblocking(true).unwrap();
+                let l = TcpListener::from_std(listener).unwrap();
+                tokio::spawn(serve_tls(l, h2, cfg, tls, async {
+                    let _ = rx.await;
+                }))
+            }
+        };
+        // Plain GIOP bytes where a ClientHello belongs.
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(b"GIOP\x01\x02\x01\x00\x00\x00\x00\x00")
+            .await
+            .unwrap();
+        let mut b = [0u8; 64];
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await;
+        let t0 = Instant::now();
+        while h.0.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(h.0.load(Ordering::SeqCst), 1, "threads: {threads}");
+        stop.store(true, Ordering::Relaxed);
+        let _ = tx.send(());
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
+    }
+}
