@@ -567,3 +567,39 @@ async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
             .unwrap();
     }
 }
+
+#[test]
+fn a_server_that_trickles_its_handshake_meets_the_blocking_clients_deadline() {
+    let pki = pki("trickle");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut s, _) = listener.accept().unwrap();
+        // A handshake record of 16 KiB announced, then a byte every
+        // 50 ms: each read gets something well within the timeout.
+        let _ = s.write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(50));
+            if s.write_all(&[0]).is_err() {
+                break;
+            }
+        }
+    });
+    let cfg = ClientConfig {
+        connect_timeout: Duration::from_millis(400),
+        ..client_cfg(Some(pki.client(false)))
+    };
+    let t0 = Instant::now();
+    let e =
+        BlockingConnection::connect_to(&tls_endpoint(port), Version::V1_2, &cfg, None).unwrap_err();
+    let took = t0.elapsed();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "TLS handshake with 127.0.0.1:{port} failed: the server did not finish the handshake in 400ms"
+        )
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    drop(server);
+}
