@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use iiop_giop::transport::tls::test_pki::TestPki;
 use iiop_giop::transport::tls::RustlsClientConfig;
-use iiop_giop::transport::{ClientConfig, ClientError};
+use iiop_giop::transport::{ClientConfig, ClientError, TlsMode};
 use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
 use iiop_servers::client::{BenchClient, BenchError, Wait};
@@ -71,7 +71,7 @@ fn vendor_tls_server(orb: &str, pki: &TestPki, require_client: bool) -> (Proc, S
 
 fn cfg(tls: Option<std::sync::Arc<RustlsClientConfig>>) -> ClientConfig {
     ClientConfig {
-        tls,
+        tls: tls.map_or(TlsMode::Off, TlsMode::Offered),
         request_timeout: Some(Duration::from_secs(30)),
         connect_timeout: Duration::from_secs(10),
         ..ClientConfig::default()

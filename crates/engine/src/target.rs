@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::ByteOrder;
 use iiop_giop::ior::{orb_type_name, Ior};
-use iiop_giop::transport::client::{Client, ClientConfig};
+use iiop_giop::transport::client::{Client, ClientConfig, TlsMode};
 use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Target, Version};
 use iiop_servers::client::Wait;
@@ -218,10 +218,13 @@ pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig
          without --target the embedded server makes its own"
     );
     Ok(ClientConfig {
-        tls: t.tls.client()?,
         // (--tls-vs-plain: the TLS server's IOR asks for TLS; its plain
         // twin's must stay plain.)
-        tls_always: t.tls.tls && !t.tls.vs_plain,
+        tls: match t.tls.client()? {
+            Some(c) if t.tls.tls && !t.tls.vs_plain => TlsMode::Always(c),
+            Some(c) => TlsMode::Offered(c),
+            None => TlsMode::Off,
+        },
         version: t.giop,
         order: t.order,
         nodelay: s.nodelay,
@@ -444,7 +447,6 @@ fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
 /// on its IIOP profile).
 pub fn over_tls(ior: &Ior, cfg: &ClientConfig) -> bool {
     ior.iiop_profile().is_some_and(|p| {
-        iiop_giop::conn::endpoint::endpoint_for(&p, cfg.tls.is_some(), cfg.tls_always)
-            .is_ok_and(|e| e.tls)
+        iiop_giop::conn::endpoint::endpoint_for(&p, cfg.tls.wanted()).is_ok_and(|e| e.tls)
     })
 }

@@ -162,7 +162,7 @@ fn tls_endpoint(port: u16) -> Endpoint {
 
 fn client_cfg(tls: Option<Arc<rustls::ClientConfig>>) -> ClientConfig {
     ClientConfig {
-        tls,
+        tls: tls.map_or(TlsMode::Off, TlsMode::Offered),
         connect_timeout: Duration::from_secs(5),
         request_timeout: Some(Duration::from_secs(10)),
         ..ClientConfig::default()

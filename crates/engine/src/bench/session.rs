@@ -286,7 +286,8 @@ where
     let mut cfg = target::client_config(t, socket)?;
     let resolved = rt.block_on(target::resolve(t, &cfg, socket, &cpus, phases.clone()))?;
     if let Some(c) = &resolved.tls_client {
-        cfg.tls = Some(c.clone());
+        // (The embedded server's IOR offers TLS.)
+        cfg.tls = iiop_giop::transport::TlsMode::Offered(c.clone());
     }
     results.target = resolved.info.clone();
     // Whether the connections to the target go over TLS: the cases are

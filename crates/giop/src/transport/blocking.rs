@@ -85,7 +85,7 @@ impl BlockingConnection {
         let ep = Endpoint {
             host: host.to_string(),
             port,
-            tls: cfg.tls_always,
+            tls: cfg.tls.always(),
         };
         Self::connect_to(&ep, version, cfg, code_sets)
     }
@@ -471,9 +471,7 @@ fn tls_handshake(
     ep: &Endpoint,
     cfg: &ClientConfig,
 ) -> Result<Box<rustls::ClientConnection>, String> {
-    let config = cfg.tls.clone().ok_or_else(|| {
-        "this client has no TLS settings (a CA to verify the server: --tls-ca)".to_string()
-    })?;
+    let config = cfg.tls.for_connection()?;
     let name = server_name(&ep.host)?;
     let mut t = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
     let fail = |e: std::io::Error| handshake_failure(&e, Side::Client);

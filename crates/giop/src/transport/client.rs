@@ -53,7 +53,8 @@ use tokio_rustls::client::TlsStream;
 use super::tls::{handshake_failure, server_name, Side};
 use crate::codec::CodecConfig;
 pub use crate::conn::client::{
-    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
+    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, TlsMode,
+    DEFAULT_SPLICE_CUTOFF,
 };
 use crate::conn::client::{
     ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
@@ -287,7 +288,7 @@ impl Connection {
         let ep = Endpoint {
             host: host.to_string(),
             port,
-            tls: cfg.tls_always,
+            tls: cfg.tls.always(),
         };
         Self::connect_to(&ep, version, cfg, code_sets).await
     }
@@ -828,9 +829,7 @@ async fn tls_handshake(
         addr: ep.addr(),
         reason,
     };
-    let config = cfg.tls.clone().ok_or_else(|| {
-        fail("this client has no TLS settings (a CA to verify the server: --tls-ca)".into())
-    })?;
+    let config = cfg.tls.for_connection().map_err(fail)?;
     let name = server_name(&ep.host).map_err(fail)?;
     let connector = tokio_rustls::TlsConnector::from(config);
     match tokio::time::timeout(cfg.connect_timeout, connector.connect(name, stream)).await {
@@ -903,7 +902,7 @@ impl Client {
         } else {
             p.version
         });
-        let ep = endpoint_for(p, self.cfg.tls.is_some(), self.cfg.tls_always)?;
+        let ep = endpoint_for(p, self.cfg.tls.wanted())?;
         let key = (ep.clone(), version);
         {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
