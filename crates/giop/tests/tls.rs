@@ -12,7 +12,7 @@ use bytes::Bytes;
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::exception::{Completion, SystemException};
-use iiop_giop::ior::{ssl_component, IiopProfile, Ior};
+use iiop_giop::ior::{tls_only_profile, IiopProfile, Ior};
 use iiop_giop::message::{ReplyStatus, ResponseMode, TargetAddress};
 use iiop_giop::transport::tls::test_pki::TestPki;
 use iiop_giop::transport::*;
@@ -115,8 +115,10 @@ impl Server {
     /// The reference a TLS server of ours publishes: plain port 0, the
     /// TLS port in TAG_SSL_SEC_TRANS.
     fn tls_ior(&self) -> Ior {
-        let mut p = IiopProfile::new("127.0.0.1", 0, &b"echo"[..]);
-        p.components.push(ssl_component(self.port, false));
+        let p = tls_only_profile(
+            IiopProfile::new("127.0.0.1", self.port, &b"echo"[..]),
+            false,
+        );
         Ior::new(TYPE_ID, vec![p.to_tagged()])
     }
 
