@@ -31,13 +31,6 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn pki(name: &str) -> TestPki {
-    TestPki::create(&std::env::temp_dir().join(format!(
-        "iiopbench-tls-vendor-{name}-{}",
-        std::process::id()
-    )))
-}
-
 use common::{start, Proc};
 
 /// `scripts/orbs/<orb>/start` serving TLS on a free port; waits (at most
@@ -103,7 +96,7 @@ fn our_client_against(orb: &str) {
     if !common::vendor_built("tls_vendor", orb, true) {
         return;
     }
-    let pki = pki(&format!("ours-to-{orb}"));
+    let pki = TestPki::new(&format!("ours-to-{orb}"));
     let rt = rt();
     let (_srv, ior) = vendor_tls_server(orb, &pki, false);
     let ior: iiop_giop::Ior = ior.parse().unwrap();
@@ -152,7 +145,7 @@ fn vendor_client_against_ours(orb: &str) {
     if !common::vendor_built("tls_vendor", orb, true) {
         return;
     }
-    let pki = pki(&format!("{orb}-to-ours"));
+    let pki = TestPki::new(&format!("{orb}-to-ours"));
     let srv = RunningServer::start(ServerOptions {
         threads: 2,
         tls: Some(TlsServer {

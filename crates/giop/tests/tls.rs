@@ -4,7 +4,6 @@
 //! and ours are), client certificates, every handshake failure as one
 //! line naming who refused, and a client that stalls mid-handshake.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,12 +48,6 @@ impl Handler for Echo {
         }
         Dispatch::Done(Outcome::Reply)
     }
-}
-
-fn pki(name: &str) -> TestPki {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("iiopbench-tls-{name}-{}", std::process::id()));
-    TestPki::create(&dir)
 }
 
 struct Server {
@@ -173,7 +166,7 @@ fn client_cfg(tls: Option<Arc<rustls::ClientConfig>>) -> ClientConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
-    let pki = pki("tokio");
+    let pki = TestPki::new("tokio");
     let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
     let client = Client::new(client_cfg(Some(pki.client(false))));
     let ior = s.tls_ior();
@@ -248,7 +241,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_client_in_every_version_with_a_client_certificate() {
-    let pki = pki("blocking");
+    let pki = TestPki::new("blocking");
     let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
     let port = s.port;
     let cfg = client_cfg(Some(pki.client(true)));
@@ -312,7 +305,7 @@ async fn failure(port: u16, cfg: ClientConfig) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_handshake_failure_says_who_refused_and_why() {
-    let pki = pki("refusals");
+    let pki = TestPki::new("refusals");
     let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
     let addr = format!("127.0.0.1:{}", s.port);
     // We do not trust the server's CA.
@@ -394,7 +387,7 @@ fn handshake_in_memory(
 
 #[test]
 fn every_connection_does_a_full_handshake() {
-    let pki = pki("full-handshakes");
+    let pki = TestPki::new("full-handshakes");
     let server = pki.server(false);
     let ours = pki.client(false);
     let kinds: Vec<_> = (0..3)
@@ -429,7 +422,7 @@ async fn a_client_stalled_mid_handshake_loses_its_thread_too() {
 /// gets it after the handshake timeout (`threads`: on the
 /// thread-per-connection server).
 async fn stalled_client_loses_its_slot(threads: bool) {
-    let pki = pki(if threads { "stall-threads" } else { "stall" });
+    let pki = TestPki::new(if threads { "stall-threads" } else { "stall" });
     let cfg = ServerConfig {
         max_connections: 1,
         handshake_timeout: Duration::from_millis(300),
@@ -472,7 +465,7 @@ async fn stalled_client_loses_its_slot(threads: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_giop_to_a_tls_port_is_refused_cleanly() {
-    let pki = pki("plain-to-tls");
+    let pki = TestPki::new("plain-to-tls");
     let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
     let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &client_cfg(None), None)
         .await
@@ -516,7 +509,7 @@ impl Handler for Closed {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let pki = pki("closed");
+    let pki = TestPki::new("closed");
     for threads in [false, true] {
         let h = Arc::new(Closed::default());
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -572,7 +565,7 @@ async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
 
 #[test]
 fn a_server_that_trickles_its_handshake_meets_the_blocking_clients_deadline() {
-    let pki = pki("trickle");
+    let pki = TestPki::new("trickle");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {

@@ -424,8 +424,9 @@ mod tests {
 
 /// A throw-away PKI for tests: a CA, a server certificate for
 /// `localhost` and 127.0.0.1, a client certificate, and a second CA that
-/// signed neither, written as PEM files into a directory. Made fresh by
-/// each test: nothing secret is committed.
+/// signed neither, written as PEM files into a temporary directory that
+/// is removed when the last clone of the [`TestPki`] is dropped. Made
+/// fresh by each test: nothing secret is committed or left behind.
 #[cfg(feature = "test-pki")]
 pub mod test_pki {
     use std::path::{Path, PathBuf};
@@ -438,7 +439,11 @@ pub mod test_pki {
     /// The files of a test PKI.
     #[derive(Debug, Clone)]
     pub struct TestPki {
+        /// Where the files are (other files a test writes may go there
+        /// too: all are removed with it).
         pub dir: PathBuf,
+        /// Removes `dir` when the last clone goes.
+        _cleanup: std::sync::Arc<tempfile::TempDir>,
         /// The CA that signed both certificates.
         pub ca: PathBuf,
         pub server_cert: PathBuf,
@@ -496,9 +501,14 @@ pub mod test_pki {
     }
 
     impl TestPki {
-        /// Make a PKI in `dir` (created if missing).
-        pub fn create(dir: &Path) -> TestPki {
-            std::fs::create_dir_all(dir).expect("PKI directory");
+        /// Make a PKI in a fresh temporary directory whose name has
+        /// `label` in it.
+        pub fn new(label: &str) -> TestPki {
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!("iiopbench-pki-{label}-"))
+                .tempdir()
+                .expect("PKI directory");
+            let dir = tmp.path();
             let root = ca("iiopbench test CA");
             let other = ca("iiopbench other CA");
             let (ca_path, other_path) = (dir.join("ca.pem"), dir.join("other-ca.pem"));
@@ -509,6 +519,7 @@ pub mod test_pki {
             let (stranger_cert, stranger_key) = leaf("stranger", &other, dir, "stranger");
             TestPki {
                 dir: dir.to_path_buf(),
+                _cleanup: std::sync::Arc::new(tmp),
                 ca: ca_path,
                 server_cert,
                 server_key,

@@ -1383,8 +1383,7 @@ impl Wire for TlsStream {
 #[test]
 fn every_malformed_case_gets_the_same_reaction_over_tls() {
     use iiop_giop::transport::tls::test_pki::TestPki;
-    let dir = std::env::temp_dir().join(format!("iiopbench-malformed-tls-{}", std::process::id()));
-    let pki = TestPki::create(&dir);
+    let pki = TestPki::new("malformed");
     let srv = RunningServer::start(ServerOptions {
         threads: 2,
         config: hostile_config(),
@@ -1407,5 +1406,4 @@ fn every_malformed_case_gets_the_same_reaction_over_tls() {
         }
         s
     });
-    let _ = std::fs::remove_dir_all(&dir);
 }
