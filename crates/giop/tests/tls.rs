@@ -193,9 +193,10 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
     );
     // 200 calls in flight on one connection, each reply checked.
     let route = client.route(&ior).await.unwrap();
-    let calls = (0..200u32).map(|i| {
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..200u32 {
         let c = route.connection.clone();
-        async move {
+        calls.spawn(async move {
             let r = c
                 .request(&key(), "echo_long", ResponseMode::Twoway, |w| {
                     w.write_u32(i);
@@ -204,11 +205,13 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
                 .await
                 .unwrap()
                 .unwrap();
-            r.body.reader(c.options()).read_u32().unwrap()
-        }
-    });
-    let got = futures_join_all(calls).await;
-    assert_eq!(got, (0..200).collect::<Vec<_>>());
+            (i, r.body.reader(c.options()).read_u32().unwrap())
+        });
+    }
+    // Each reply is the echo of its own call; all 200 came back.
+    let mut got = calls.join_all().await;
+    got.sort_unstable();
+    assert_eq!(got, (0..200).map(|i| (i, i)).collect::<Vec<_>>());
     // Without TLS settings the same reference is refused up front.
     let plain = Client::new(client_cfg(None));
     let e = plain.call(&ior, "echo_long", |w| {
@@ -223,20 +226,6 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
         }
     );
     s.stop().await;
-}
-
-/// `join_all` without the futures crate: spawn each, await in order.
-async fn futures_join_all<F>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = fs.map(tokio::spawn).collect();
-    let mut out = Vec::new();
-    for h in handles {
-        out.push(h.await.unwrap());
-    }
-    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
