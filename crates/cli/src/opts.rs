@@ -445,6 +445,25 @@ pub struct OutputOpts {
     pub quiet: bool,
 }
 
+impl OutputOpts {
+    /// Only a JSON file (commands whose results have no CSV or interval
+    /// log of their own: agents, lab agents, lab matrix).
+    pub fn json_only(json: Option<PathBuf>, quiet: bool) -> Self {
+        OutputOpts {
+            json,
+            csv: None,
+            hlog: None,
+            quiet,
+        }
+    }
+
+    /// Whether tables for people go to stdout: not when quiet, nor when
+    /// the JSON goes there (`--json -`), which must stay parseable.
+    pub fn shows_tables(&self) -> bool {
+        !self.quiet && self.json.as_deref() != Some(std::path::Path::new("-"))
+    }
+}
+
 /// The server skeletons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SkeletonArg {

@@ -383,15 +383,10 @@ fn run_coordinator(o: &RunOpts) -> anyhow::Result<()> {
     }
     let (merged, err) = coordinate_and_merge(&listener, &o.coord, &spec, o.quiet);
     drop(children);
-    let out = crate::opts::OutputOpts {
-        json: o.json.clone(),
-        csv: None,
-        hlog: None,
-        quiet: o.quiet,
-    };
+    let out = crate::opts::OutputOpts::json_only(o.json.clone(), o.quiet);
     if let Some(m) = &merged {
         crate::output::emit(m, &out)?;
-        if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
+        if out.shows_tables() {
             print!("{}", agents_table(m));
         }
     }

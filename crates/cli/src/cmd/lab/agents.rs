@@ -132,12 +132,7 @@ pub fn run(o: &AgentsOpts) -> anyhow::Result<()> {
         .map(|h| json!({"name": h.name(), "addr": h.addr().to_string()}))
         .collect();
     drop(lab);
-    let out = crate::opts::OutputOpts {
-        json: json_out,
-        csv: None,
-        hlog: None,
-        quiet: o.quiet,
-    };
+    let out = crate::opts::OutputOpts::json_only(json_out, o.quiet);
     if let Some(mut m) = merged {
         m.params.insert(
             "lab".into(),
@@ -154,7 +149,7 @@ pub fn run(o: &AgentsOpts) -> anyhow::Result<()> {
             o.coord.agents
         ));
         crate::output::emit(&m, &out)?;
-        if !o.quiet {
+        if out.shows_tables() {
             print!("{}", ag::agents_table(&m));
         }
         if err.is_none() && !m.outcome.complete {

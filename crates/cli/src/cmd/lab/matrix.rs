@@ -173,12 +173,7 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
         .collect();
     drop(lab);
     let results = combine(o, &spec, hosts, &cells);
-    let out = crate::opts::OutputOpts {
-        json: json_out,
-        csv: None,
-        hlog: None,
-        quiet: o.quiet,
-    };
+    let out = crate::opts::OutputOpts::json_only(json_out, o.quiet);
     let Some(r) = results else {
         anyhow::bail!(
             "lab matrix: no cell ran: {}",
@@ -190,7 +185,7 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
         );
     };
     crate::output::emit(&r, &out)?;
-    if !o.quiet {
+    if out.shows_tables() {
         print!("{}", matrix_table(&r, &cs, &ss));
     }
     if !r.outcome.complete {
