@@ -41,7 +41,9 @@
 //! - the benchmarks: [`bench`](mod@bench) (GIOP throughput, latency, connect, and the
 //!   closed-system workloads of seed 001 on [`bench::workload`]), [`tcp`]
 //!   (the raw-TCP baseline, E4.3), [`soak`] (endurance), [`dynamic`]
-//!   (any operation of any IDL, values as JSON);
+//!   (any operation of any IDL, values as JSON), [`interop`] (the
+//!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
+//!   ORBs' scripts);
 //! - what every benchmark shares: [`options`] (placement, sockets, sizes),
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
@@ -65,10 +67,12 @@ pub mod context;
 pub mod dynamic;
 pub mod gate;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
 pub mod merge;
 pub mod noise;
 pub mod options;
+pub mod orbs;
 pub mod placement;
 pub mod procnet;
 pub mod progress;

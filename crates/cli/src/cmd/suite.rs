@@ -356,7 +356,7 @@ impl OrbServer {
     /// Start `orb`'s server, on `cpu` when given (the affinity is set
     /// before exec, so every thread the server makes inherits it).
     fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> anyhow::Result<OrbServer> {
-        let script = crate::cmd::orbs::script(orb, "start")?;
+        let script = iiopbench_engine::orbs::script(orb, "start")?;
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);
@@ -504,8 +504,8 @@ pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
         .collect();
     if o.all_orbs {
         targets = vec![Target::Ours];
-        for (name, _) in crate::cmd::orbs::ORBS {
-            let s = crate::cmd::orbs::status(name);
+        for (name, _) in iiopbench_engine::orbs::ORBS {
+            let s = iiopbench_engine::orbs::status(name);
             if s.installed && s.built {
                 targets.push(Target::Orb(name.into()));
             } else if !o.quiet {

@@ -10,6 +10,7 @@
 //! for a stated reason).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
@@ -17,6 +18,7 @@ use iiop_giop::exception::MinorVendor;
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::transport::client::{ClientConfig, ClientError};
+use iiop_giop::transport::tls::RustlsClientConfig;
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_servers::bench::ops::PERF_ID;
 use iiop_servers::bench::types::{Payload, StatsWire};
@@ -24,6 +26,8 @@ use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::bench::{CallMode, Elem};
 use iiop_servers::client::{BenchClient, BenchError};
 use serde::Serialize;
+
+use crate::target::TlsOpts;
 
 /// How a check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,6 +108,8 @@ pub struct SuiteOptions {
     /// The whole suite: checks not started by then are not run, and one
     /// failed check says so.
     pub time_limit: Duration,
+    /// The client's TLS settings, for a server that offers or demands TLS.
+    pub tls: TlsOpts,
 }
 
 impl Default for SuiteOptions {
@@ -112,6 +118,7 @@ impl Default for SuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(300),
+            tls: TlsOpts::default(),
         }
     }
 }
@@ -294,6 +301,8 @@ pub struct Suite {
     ior: Ior,
     profile: IiopProfile,
     opts: SuiteOptions,
+    /// `opts.tls` as rustls settings, built once for every connection.
+    tls: Option<Arc<RustlsClientConfig>>,
     /// The large-payload checks' sizes, possibly scaled down for a slow
     /// peer by [`calibrate`](Self::calibrate).
     large: Vec<(Elem, u64)>,
@@ -308,6 +317,7 @@ impl Suite {
     /// A suite for the server behind `ior`.
     pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
         let profile = profile(&ior)?;
+        let tls = opts.tls.client()?;
         let large = if opts.quick {
             vec![(Elem::Octet, 3 << 20)]
         } else {
@@ -318,6 +328,7 @@ impl Suite {
             profile,
             large,
             unreachable: false,
+            tls,
             opts,
             checks: Vec::new(),
             deadline: None,
@@ -332,6 +343,8 @@ impl Suite {
             fragment_size: fragment,
             request_timeout: Some(self.opts.request_timeout),
             connect_timeout: Duration::from_secs(5),
+            tls: self.tls.clone(),
+            tls_always: self.opts.tls.tls,
             ..ClientConfig::default()
         }
     }
@@ -957,7 +970,7 @@ impl Suite {
                 format!(
                     "echo {} {} (above 2 MiB)",
                     e.token(),
-                    iiopbench_engine::units::format_size(bytes)
+                    crate::units::format_size(bytes)
                 ),
                 "echo",
             );
@@ -1171,7 +1184,7 @@ impl SuitePlan {
         let sizes = self
             .large
             .iter()
-            .map(|&(e, b)| format!("{} {}", e.token(), iiopbench_engine::units::format_size(b)))
+            .map(|&(e, b)| format!("{} {}", e.token(), crate::units::format_size(b)))
             .collect::<Vec<_>>()
             .join(", ");
         format!(
@@ -1461,6 +1474,7 @@ mod tests {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(120),
+            tls: TlsOpts::default(),
         };
         let large = [(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)];
         // A fast peer: nothing changes.
