@@ -336,6 +336,20 @@ impl Suite {
         })
     }
 
+    /// `corbaloc:iiop:1.2@HOST:PORT` of the server's main profile, or
+    /// `corbaloc:ssliop:1.2@HOST:TLSPORT` where the profile's TLS offer is
+    /// required or its plain port is 0 (a TLS-only server), so the
+    /// corbaloc checks reach the server the way the reference does.
+    fn corbaloc_base(&self) -> String {
+        let p = &self.profile;
+        match iiop_giop::ior::tls_offer(p) {
+            Some(t) if t.required() || p.port == 0 => {
+                format!("corbaloc:ssliop:1.2@{}:{}", t.host, t.port)
+            }
+            _ => format!("corbaloc:iiop:1.2@{}:{}", p.host, p.port),
+        }
+    }
+
     fn cfg(&self, version: Version, order: ByteOrder, fragment: Option<usize>) -> ClientConfig {
         ClientConfig {
             version: Some(version),
@@ -909,11 +923,10 @@ impl Suite {
             Ok(d) => k.set(Verdict::Pass, d),
             Err(e) => k.set(Verdict::Fail, e),
         });
-        let (host, port) = (self.profile.host.clone(), self.profile.port);
+        let base = self.corbaloc_base();
         let k = Check::new("LocateRequest(corbaloc key Bench)", "locate");
         let r = async {
-            let ior = load_target(&format!("corbaloc:iiop:1.2@{host}:{port}/Bench"))
-                .map_err(|e| e.to_string())?;
+            let ior = load_target(&format!("{base}/Bench")).map_err(|e| e.to_string())?;
             let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect: {}", describe(&e)))?;
@@ -940,7 +953,7 @@ impl Suite {
             ("Dispatch500", ["m000", "m499"]),
             ("Single0", ["op", "op"]),
         ] {
-            let url = format!("corbaloc:iiop:1.2@{host}:{port}/{key}");
+            let url = format!("{base}/{key}");
             let k = Check::new(format!("corbaloc {key}: {}", ops.join(", ")), "twoway");
             let r = async {
                 let ior = load_target(&url).map_err(|e| e.to_string())?;

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use clap::Args;
 
+use crate::opts::TlsArgs;
+
 use iiopbench_engine::interop::{self, matrix};
 use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
 use iiopbench_engine::results;
-use iiopbench_engine::target::TlsOpts;
 use iiopbench_engine::units::parse_duration;
 
 /// `iiopbench interop` options.
@@ -61,6 +62,8 @@ pub struct InteropOpts {
     /// Only the summary line (and failures) on stdout.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl InteropOpts {
@@ -71,7 +74,7 @@ impl InteropOpts {
             quick: self.quick,
             timeout: self.timeout,
             max_duration: self.max_duration,
-            tls: TlsOpts::default(),
+            tls: self.tls.engine(),
             progress: if self.quiet {
                 Progress::none()
             } else {
