@@ -80,6 +80,7 @@ pub mod rawtcp;
 pub mod results;
 pub mod runs;
 pub mod soak;
+pub mod suite;
 pub mod sysinfo;
 pub mod target;
 pub mod tcp;
