@@ -43,7 +43,8 @@
 //!   (the raw-TCP baseline, E4.3), [`soak`] (endurance), [`dynamic`]
 //!   (any operation of any IDL, values as JSON), [`interop`] (the
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
-//!   ORBs' scripts);
+//!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
+//!   [`replay`] (captured traffic measured, and sent again);
 //! - what every benchmark shares: [`options`] (placement, sockets, sizes),
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
@@ -62,6 +63,7 @@
 
 pub mod agents;
 pub mod bench;
+pub mod capture;
 pub mod compare;
 pub mod context;
 pub mod dynamic;
@@ -77,6 +79,7 @@ pub mod placement;
 pub mod procnet;
 pub mod progress;
 pub mod rawtcp;
+pub mod replay;
 pub mod results;
 pub mod runs;
 pub mod soak;
