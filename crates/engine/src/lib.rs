@@ -54,8 +54,8 @@
 //!   read and written), [`hist`] (HDR histograms), [`runs`] (repeated runs
 //!   folded into intervals), [`noise`] / [`procnet`] / [`sysinfo`] (the
 //!   machine around the run), [`context`] (a results skeleton);
-//! - what is done with results afterwards: [`merge`] and [`compare`]
-//!   (data; printing is the command line's);
+//! - what is done with results afterwards: [`merge`], [`compare`] and
+//!   [`report`] (data; printing and drawing are the command line's);
 //! - [`rawtcp`] (the raw-TCP client and server) and [`units`] (sizes,
 //!   sweeps, durations, percentages as users type them).
 //!
@@ -80,6 +80,7 @@ pub mod procnet;
 pub mod progress;
 pub mod rawtcp;
 pub mod replay;
+pub mod report;
 pub mod results;
 pub mod runs;
 pub mod soak;
