@@ -13,6 +13,7 @@ use iiopbench_engine::bench::workload::{parse_relative, RunOpts};
 use iiopbench_engine::bench::OnError;
 use iiopbench_engine::dynamic::IdlOpts;
 use iiopbench_engine::options::{Pin, PlacementOpts, Sizes, Sockets};
+use iiopbench_engine::results::Results;
 use iiopbench_engine::target::{TargetOpts, TlsOpts, WaitOpts, WaitStrategy};
 use iiopbench_engine::tcp::TcpPattern;
 use iiopbench_engine::units::{parse_duration, parse_size, parse_sizes, ParseError};
@@ -701,6 +702,67 @@ fn parse_version(s: &str) -> Result<Version, String> {
             "unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2"
         )),
     }
+}
+
+/// The flag block every bench command shares, flattened into each:
+/// sockets, placement and output.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+/// [`BenchArgs`] as the engine's option values, for a bench's options
+/// struct.
+#[derive(Debug, Clone)]
+pub struct BenchParts {
+    pub socket: Sockets,
+    pub placement: PlacementOpts,
+    pub progress: iiopbench_engine::progress::Progress,
+}
+
+impl BenchArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> BenchParts {
+        BenchParts {
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+        }
+    }
+
+    /// Emit what a run measured (also when it failed half-way) and make
+    /// its error the command's outcome.
+    pub fn finish(&self, (r, err): (Results, Option<anyhow::Error>)) -> anyhow::Result<()> {
+        crate::output::finish(&r, &self.output, err)
+    }
+
+    /// [`finish`](Self::finish), then for people the experiment's own
+    /// summary and the target's resolution time.
+    pub fn finish_with(
+        &self,
+        (r, err): (Results, Option<anyhow::Error>),
+        summary: impl Fn(&Results) -> String,
+    ) -> anyhow::Result<()> {
+        crate::output::finish_workload(&r, &self.output, err, summary)
+    }
+}
+
+/// The flag block the workload benches (`closed`, `params`, `dispatch`,
+/// `packing`, `balance`) share beyond [`BenchArgs`]: the target and the
+/// run rule.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub bench: BenchArgs,
 }
 
 /// Options every workload command shares: how long, the CI rule, batches,

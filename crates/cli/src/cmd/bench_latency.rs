@@ -9,9 +9,7 @@ use iiopbench_engine::bench::latency::{self, LatencyOpts};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{
-    parse_size_list, IdlArgs, OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs,
-};
+use crate::opts::{parse_size_list, BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
 
 /// `bench latency` flags.
 #[derive(Debug, Clone, Args)]
@@ -57,11 +55,7 @@ pub struct LatencyArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
     pub on_error: OnErrorArg,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
     #[command(flatten)]
     pub idl: IdlArgs,
 }
@@ -69,6 +63,7 @@ pub struct LatencyArgs {
 impl LatencyArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> LatencyOpts {
+        let b = self.bench.engine();
         LatencyOpts {
             target: self.target.engine(),
             op: self.op,
@@ -83,9 +78,9 @@ impl LatencyArgs {
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
             on_error: self.on_error.into(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
             idl: self.idl.engine(),
         }
     }
@@ -94,6 +89,5 @@ impl LatencyArgs {
 /// Run `bench latency` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &LatencyArgs) -> anyhow::Result<()> {
-    let (r, err) = latency::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(latency::run(&a.opts()))
 }

@@ -8,7 +8,7 @@ use iiopbench_engine::options::Sizes;
 use iiopbench_engine::tcp::{self, TcpOpts};
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{parse_size_list, OutputOpts, PatternArg, PlacementArgs, SocketArgs, WaitArgs};
+use crate::opts::{parse_size_list, BenchArgs, PatternArg, WaitArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct TcpArgs {
@@ -40,16 +40,13 @@ pub struct TcpArgs {
     #[command(flatten)]
     pub waiting: WaitArgs,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
 }
 
 impl TcpArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> TcpOpts {
+        let b = self.bench.engine();
         TcpOpts {
             baseline_target: self.baseline_target.clone(),
             pattern: self.pattern.into(),
@@ -59,9 +56,9 @@ impl TcpArgs {
             count: self.count,
             warmup: self.warmup,
             waiting: self.waiting.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
@@ -69,6 +66,5 @@ impl TcpArgs {
 /// Run `bench tcp` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &TcpArgs) -> anyhow::Result<()> {
-    let (r, err) = tcp::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(tcp::run(&a.opts()))
 }
