@@ -590,6 +590,7 @@ impl TargetArgs {
             fragment_size: self.fragment_size,
             waiting: self.waiting.engine(),
             tls: self.tls.engine(),
+            gate: None,
         }
     }
 }

@@ -48,6 +48,10 @@ pub struct TargetOpts {
     pub waiting: WaitOpts,
     /// IIOP over TLS.
     pub tls: TlsOpts,
+    /// An agent run's start gate: cases start at their agent-wide slots,
+    /// and the target is shared (its counters are left alone). `None`
+    /// outside an agent run.
+    pub gate: Option<crate::gate::Gate>,
 }
 
 /// The client's TLS settings: PEM files.
@@ -93,6 +97,7 @@ impl Default for TargetOpts {
             fragment_size: None,
             waiting: WaitOpts::default(),
             tls: TlsOpts::default(),
+            gate: None,
         }
     }
 }
