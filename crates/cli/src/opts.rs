@@ -12,11 +12,11 @@ use iiopbench_engine::bench::stats::Dist;
 use iiopbench_engine::bench::workload::{parse_relative, RunOpts};
 use iiopbench_engine::bench::OnError;
 use iiopbench_engine::dynamic::IdlOpts;
-use iiopbench_engine::options::{Pin, PlacementOpts, Sizes, Sockets};
+use iiopbench_engine::options::{Pin, PlacementOpts, Sockets};
 use iiopbench_engine::results::Results;
 use iiopbench_engine::target::{TargetOpts, TlsOpts, WaitOpts, WaitStrategy};
 use iiopbench_engine::tcp::TcpPattern;
-use iiopbench_engine::units::{parse_duration, parse_size, parse_sizes, ParseError};
+use iiopbench_engine::units::{parse_duration, parse_size};
 
 /// The examples every `--help` ends with (two or three real command lines
 /// each; tests/help.rs parses every one of them).
@@ -500,11 +500,6 @@ impl ServerModelArg {
             ServerModelArg::Threads => iiop_servers::run::ServerModel::Threads,
         }
     }
-}
-
-/// A size, a list or a sweep (`1KiB..128KiB`).
-pub fn parse_size_list(s: &str) -> Result<Sizes, ParseError> {
-    parse_sizes(s).map(Sizes)
 }
 
 impl PlacementArgs {

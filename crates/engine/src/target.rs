@@ -208,14 +208,15 @@ impl WaitOpts {
 /// The client configuration for these options (an error when a TLS file
 /// cannot be used).
 pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
+    let (send_buffer, recv_buffer) = s.buffers_u32();
     Ok(ClientConfig {
         tls: t.tls.client()?,
         tls_always: t.tls.tls,
         version: t.giop,
         order: t.order,
         nodelay: s.nodelay,
-        send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
-        recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+        send_buffer,
+        recv_buffer,
         connect_timeout: t.timeout,
         request_timeout: Some(t.timeout),
         fragment_size: t.fragment_size.map(|v| v as usize),
@@ -265,8 +266,8 @@ pub async fn resolve(
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {
                 nodelay: s.nodelay,
-                send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
-                recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+                send_buffer: s.buffers_u32().0,
+                recv_buffer: s.buffers_u32().1,
                 phases,
                 ..Default::default()
             },

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::bench::latency::LatOp;
 use iiopbench_engine::bench::latency::{self, LatencyOpts};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{parse_size_list, BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
+use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
 
 /// `bench latency` flags.
 #[derive(Debug, Clone, Args)]
@@ -24,7 +26,7 @@ pub struct LatencyArgs {
     #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
     pub types: String,
     /// Payload bytes per call for echo/send: a size, list or sweep.
-    #[arg(long, value_parser = parse_size_list, default_value = "0", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "0", value_name = "SIZES")]
     pub size: Sizes,
     /// Measured calls per point.
     #[arg(long, default_value_t = 10_000, value_name = "N")]

@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::tcp::{self, TcpOpts};
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{parse_size_list, BenchArgs, PatternArg, WaitArgs};
+use crate::opts::{BenchArgs, PatternArg, WaitArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct TcpArgs {
@@ -21,7 +23,7 @@ pub struct TcpArgs {
     pub pattern: PatternArg,
     /// Payload bytes per message: a size, a list or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "1KiB..128KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Stream: bytes to send per point (at least).
     #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]

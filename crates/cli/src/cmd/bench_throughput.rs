@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{parse_size_list, BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
+use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
 
 /// `bench throughput` flags.
 #[derive(Debug, Clone, Args)]
@@ -24,7 +26,7 @@ pub struct ThroughputArgs {
     pub types: String,
     /// Payload bytes per call: a size, a list, or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB,64KiB", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "1KiB,64KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Return styles, comma-separated: oneway, twoway (void), echo.
     #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
