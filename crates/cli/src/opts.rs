@@ -700,8 +700,8 @@ fn parse_version(s: &str) -> Result<Version, String> {
     }
 }
 
-/// The flag block every bench command shares, flattened into each:
-/// sockets, placement and output.
+/// The flag block every measuring command (the ten benches and `soak`)
+/// shares, flattened into each: sockets, placement and output.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     #[command(flatten)]

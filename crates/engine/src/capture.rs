@@ -185,12 +185,31 @@ pub fn to_results(s: &Summary, files: &[PathBuf]) -> anyhow::Result<Results> {
             .join(","),
         ..TargetInfo::default()
     };
-    let mut r = crate::context::new_results("pcap", target, Placement::new(Vec::new(), None));
+    Ok(complete_results(
+        "pcap",
+        target,
+        params,
+        cases,
+        (total_findings > 0).then(|| format!("{total_findings} conformance finding(s)")),
+    ))
+}
+
+/// A complete results document of a capture's `kind` (`pcap`, `replay`):
+/// no placement (nothing was pinned), and `failure` what the traffic
+/// showed wrong, if anything.
+pub fn complete_results(
+    kind: &str,
+    target: TargetInfo,
+    params: BTreeMap<String, Value>,
+    cases: Vec<Case>,
+    failure: Option<String>,
+) -> Results {
+    let mut r = crate::context::new_results(kind, target, Placement::new(Vec::new(), None));
     r.params = params;
     r.cases = cases;
     r.outcome = Outcome {
         complete: true,
-        failure: (total_findings > 0).then(|| format!("{total_findings} conformance finding(s)")),
+        failure,
     };
-    Ok(r)
+    r
 }

@@ -78,6 +78,30 @@ pub fn script(orb: &str, action: &str) -> anyhow::Result<PathBuf> {
     Ok(p)
 }
 
+/// `orb`'s `start` script as a command serving on 127.0.0.1 at a free
+/// port (not every vendor server accepts port 0, so one is picked here)
+/// and writing its IOR to `ior_file`; stdin closed, stdout piped (where
+/// it says `ready`). The caller sets stderr and spawns it.
+pub fn start_command(orb: &str, ior_file: &Path) -> anyhow::Result<Command> {
+    let script = script(orb, "start")?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| anyhow::anyhow!("finding a free port for {orb}: {e}"))?
+        .port();
+    let mut cmd = Command::new(&script);
+    cmd.args([
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--ior-file",
+    ])
+    .arg(ior_file)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped());
+    Ok(cmd)
+}
+
 /// What `status` says of one ORB.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {

@@ -39,7 +39,7 @@ use serde_json::json;
 
 use crate::hist::Latency;
 use crate::progress::Progress;
-use crate::results::{Case, CaseParams, Outcome, Placement, Results, TargetInfo};
+use crate::results::{Case, CaseParams, Results, TargetInfo};
 use crate::target::TlsOpts;
 
 /// What to replay, against what and how.
@@ -671,14 +671,13 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         reference: o.target.clone(),
         ..TargetInfo::default()
     };
-    let mut r = crate::context::new_results("replay", target, Placement::new(Vec::new(), None));
-    r.params = params;
-    r.cases = cases;
-    r.outcome = Outcome {
-        complete: true,
-        failure: (total_diffs > 0)
-            .then(|| format!("{total_diffs} replies differ from the capture")),
-    };
+    let r = crate::capture::complete_results(
+        "replay",
+        target,
+        params,
+        cases,
+        (total_diffs > 0).then(|| format!("{total_diffs} replies differ from the capture")),
+    );
     Ok(ReplayRun {
         requests: reqs.len(),
         connections: reqs

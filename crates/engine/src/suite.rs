@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -341,16 +341,10 @@ impl OrbServer {
     /// Start `orb`'s server, on `cpu` when given (the affinity is set
     /// before exec, so every thread the server makes inherits it).
     fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> anyhow::Result<OrbServer> {
-        let script = crate::orbs::script(orb, "start")?;
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);
-        // Not every vendor server accepts port 0: pick a free port here.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| anyhow::anyhow!("finding a free port for {orb}: {e}"))?
-            .port();
-        let mut cmd = Command::new(&script);
+        let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
         if let Some(cpu) = cpu {
             use std::os::unix::process::CommandExt;
             let set = iiop_servers::affinity::cpu_set(&[cpu])?;
@@ -360,17 +354,8 @@ impl OrbServer {
                 cmd.pre_exec(move || iiop_servers::affinity::set_current_affinity(&set));
             }
         }
+        let script = Path::new(cmd.get_program()).to_path_buf();
         let mut child = cmd
-            .args([
-                "--host",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--ior-file",
-            ])
-            .arg(&ior_file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| anyhow::anyhow!("starting {orb} ({}): {e}", script.display()))?;

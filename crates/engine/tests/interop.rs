@@ -3,34 +3,15 @@
 //! server embedded in the process, the quick suite, exact counts asserted
 //! on the report and on the results document built from it.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::{Duration, Instant};
 
 use iiop_servers::bench::Elem;
 use iiopbench_engine::interop::{self, suite::Verdict, InteropOpts};
-use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::progress::Progress;
 
-/// Records what the run says.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-struct End(Log, String);
-
-impl ProgressSink for Log {
-    fn case(&self, label: &str) -> Box<dyn CaseSink> {
-        self.0.lock().unwrap().push(format!("start {label}"));
-        Box::new(End(self.clone(), label.to_string()))
-    }
-    fn note(&self, line: &str) {
-        self.0.lock().unwrap().push(format!("note {line}"));
-    }
-}
-
-impl CaseSink for End {
-    fn done(self: Box<Self>) {
-        self.0 .0.lock().unwrap().push(format!("done {}", self.1));
-    }
-}
+use common::Log;
 
 #[test]
 fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {

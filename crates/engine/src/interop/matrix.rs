@@ -142,11 +142,6 @@ pub enum Server {
     Vendor(Child),
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
 fn tail(path: &Path, lines: usize) -> String {
     let s = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = s.lines().collect();
@@ -167,21 +162,9 @@ pub fn start_server(
         crate::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
         return Ok((Server::Ours(s), ior_file));
     }
-    let script = orbs::script(orb, "start")?;
-    let port = free_port()?;
     let log = dir.join(format!("{orb}-server.log"));
-    let mut cmd = Command::new(&script);
-    cmd.args([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--ior-file",
-    ])
-    .arg(&ior_file)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(std::fs::File::create(&log)?);
+    let mut cmd = orbs::start_command(orb, &ior_file)?;
+    cmd.stderr(std::fs::File::create(&log)?);
     let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
     let out = child
         .take_stdout()
