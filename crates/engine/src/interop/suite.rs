@@ -199,6 +199,23 @@ pub fn describe(e: &BenchError) -> String {
     }
 }
 
+/// A LocateRequest's answer for a key the server should know: OBJECT_HERE
+/// passes (with the forwards that led there, `hops`), a forward is a note
+/// (`allowed` says why it is), anything else fails for `key`.
+fn located(k: Check, status: LocateStatus, hops: &str, allowed: &str, key: &str) -> Check {
+    match status {
+        LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
+        LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
+            Verdict::Note,
+            format!(
+                "OBJECT_FORWARD ({allowed}) to {}",
+                summary(&i).replace('\n', "; ")
+            ),
+        ),
+        other => k.set(Verdict::Fail, format!("{other:?} for {key}")),
+    }
+}
+
 fn order_name(o: ByteOrder) -> &'static str {
     if o == ByteOrder::Big {
         "big"
@@ -665,20 +682,14 @@ impl Suite {
         let k = Check::new("LocateRequest(own key)", "locate");
         let before = c.forwards().len();
         self.push(match c.locate().await {
-            Ok(l) => match l.status {
-                LocateStatus::ObjectHere if c.forwards().len() > before => {
-                    k.set(Verdict::Pass, format!("OBJECT_HERE{}", hops_text(c)))
-                }
-                LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
-                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-                    Verdict::Note,
-                    format!(
-                        "OBJECT_FORWARD (allowed) to {}",
-                        summary(&i).replace('\n', "; ")
-                    ),
-                ),
-                other => k.set(Verdict::Fail, format!("{other:?} for the object's own key")),
-            },
+            Ok(l) => {
+                let hops = if c.forwards().len() > before {
+                    hops_text(c)
+                } else {
+                    String::new()
+                };
+                located(k, l.status, &hops, "allowed", "the object's own key")
+            }
             Err(e) => k.set(Verdict::Fail, e.to_string()),
         });
         let bogus = c.with_key(b"NoSuchObjectKey");
@@ -935,17 +946,13 @@ impl Suite {
         }
         .await;
         self.push(match r {
-            Ok((l, hops)) => match l.status {
-                LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
-                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-                    Verdict::Note,
-                    format!(
-                        "OBJECT_FORWARD (allowed for a short key) to {}",
-                        summary(&i).replace('\n', "; ")
-                    ),
-                ),
-                other => k.set(Verdict::Fail, format!("{other:?} for the corbaloc key")),
-            },
+            Ok((l, hops)) => located(
+                k,
+                l.status,
+                &hops,
+                "allowed for a short key",
+                "the corbaloc key",
+            ),
             Err(e) => k.set(Verdict::Fail, e),
         });
         for (key, ops) in [
