@@ -199,6 +199,23 @@ pub fn describe(e: &BenchError) -> String {
     }
 }
 
+/// A check of the server's counters: the first error of the run fails it,
+/// else `judge` says whether the counters are right and what they show.
+fn judge_stats(
+    k: Check,
+    err: Option<String>,
+    got: Result<StatsWire, String>,
+    judge: impl FnOnce(&StatsWire) -> (bool, String),
+) -> Check {
+    match (err, got) {
+        (Some(e), _) | (None, Err(e)) => k.set(Verdict::Fail, e),
+        (None, Ok(s)) => {
+            let (right, detail) = judge(&s);
+            k.set(if right { Verdict::Pass } else { Verdict::Fail }, detail)
+        }
+    }
+}
+
 /// A LocateRequest's answer for a key the server should know: OBJECT_HERE
 /// passes (with the forwards that led there, `hops`), a forward is a note
 /// (`allowed` says why it is), anything else fails for `key`.
@@ -808,21 +825,13 @@ impl Suite {
         k.size = expect.2;
         let got = stats(c).await;
         k.seconds = t.elapsed().as_secs_f64();
-        self.push(match (err, got) {
-            (Some(e), _) => k.set(Verdict::Fail, e),
-            (None, Err(e)) => k.set(Verdict::Fail, e),
-            (None, Ok(s)) => {
-                let d = format!(
-                    "calls {} oneways {} bytes {} (expected {} {} {})",
-                    s.calls, s.oneways, s.bytes, expect.0, expect.1, expect.2
-                );
-                if (s.calls, s.oneways, s.bytes) == expect {
-                    k.set(Verdict::Pass, d)
-                } else {
-                    k.set(Verdict::Fail, d)
-                }
-            }
-        });
+        self.push(judge_stats(k, err, got, |s| {
+            let d = format!(
+                "calls {} oneways {} bytes {} (expected {} {} {})",
+                s.calls, s.oneways, s.bytes, expect.0, expect.1, expect.2
+            );
+            ((s.calls, s.oneways, s.bytes) == expect, d)
+        }));
     }
 
     async fn order(&mut self, c: &BenchClient) {
@@ -848,21 +857,16 @@ impl Suite {
         }
         let got = stats(c).await;
         k.seconds = t.elapsed().as_secs_f64();
-        self.push(match (err, got) {
-            (Some(e), _) => k.set(Verdict::Fail, e),
-            (None, Err(e)) => k.set(Verdict::Fail, e),
-            (None, Ok(s)) => {
-                let d = format!(
-                    "oneways {} last_mark {} mark_disorder {} (expected {n} {n} 0)",
-                    s.oneways, s.last_mark, s.mark_disorder
-                );
-                if s.oneways == n && s.last_mark == n && s.mark_disorder == 0 {
-                    k.set(Verdict::Pass, d)
-                } else {
-                    k.set(Verdict::Fail, d)
-                }
-            }
-        });
+        self.push(judge_stats(k, err, got, |s| {
+            let d = format!(
+                "oneways {} last_mark {} mark_disorder {} (expected {n} {n} 0)",
+                s.oneways, s.last_mark, s.mark_disorder
+            );
+            (
+                s.oneways == n && s.last_mark == n && s.mark_disorder == 0,
+                d,
+            )
+        }));
     }
 
     async fn in_flight(&mut self, c: &BenchClient) {
