@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
-use iiop_giop::exception::MinorVendor;
+use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::transport::client::{ClientConfig, ClientError};
@@ -188,13 +188,7 @@ pub fn hex(bytes: &[u8], max: usize) -> String {
 /// A call error in one line, naming the exception, minor code and vendor.
 pub fn describe(e: &BenchError) -> String {
     match e {
-        BenchError::Call(ClientError::System(x)) => format!(
-            "{} minor 0x{:08x} ({:?}) completed {}",
-            x.name(),
-            x.minor,
-            x.vendor(),
-            x.completed
-        ),
+        BenchError::Call(ClientError::System(x)) => system_text(x),
         other => other.to_string(),
     }
 }
@@ -231,6 +225,18 @@ fn located(k: Check, status: LocateStatus, hops: &str, allowed: &str, key: &str)
         ),
         other => k.set(Verdict::Fail, format!("{other:?} for {key}")),
     }
+}
+
+/// A system exception in one line: name, minor code and its vendor,
+/// completion status.
+fn system_text(x: &SystemException) -> String {
+    format!(
+        "{} minor 0x{:08x} ({:?}) completed {}",
+        x.name(),
+        x.minor,
+        x.vendor(),
+        x.completed
+    )
 }
 
 fn order_name(o: ByteOrder) -> &'static str {
@@ -1273,13 +1279,7 @@ async fn stats(c: &BenchClient) -> Result<StatsWire, String> {
 fn expect_system(k: Check, r: Result<Body, BenchError>, want: &[&str], noted: &[&str]) -> Check {
     match r {
         Err(BenchError::Call(ClientError::System(x))) => {
-            let d = format!(
-                "{} minor 0x{:08x} ({:?}) completed {}",
-                x.name(),
-                x.minor,
-                x.vendor(),
-                x.completed
-            );
+            let d = system_text(&x);
             if want.contains(&x.name()) && x.vendor() != MinorVendor::Omg {
                 k.set(Verdict::Note, format!("{d}: a vendor minor code (allowed)"))
             } else if want.contains(&x.name()) {
@@ -1318,13 +1318,7 @@ fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, Bench
     let body = hex(&reply.body.bytes, 32);
     match iiop_giop::transport::client::reply_result(reply) {
         Err(ClientError::System(x)) => {
-            let d = format!(
-                "{} minor 0x{:08x} ({:?}) completed {}",
-                x.name(),
-                x.minor,
-                x.vendor(),
-                x.completed
-            );
+            let d = system_text(&x);
             if x.name() == "MARSHAL" {
                 k.set(Verdict::Pass, d)
             } else {
