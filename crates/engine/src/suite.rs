@@ -27,7 +27,7 @@ use crate::progress::Progress;
 use crate::results::{self, Results, TargetInfo};
 
 /// What to run and against what.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SuiteOpts {
     /// The suite file (fixtures/suites/*.toml).
     pub file: PathBuf,
@@ -47,6 +47,22 @@ pub struct SuiteOpts {
     pub quiet: bool,
     /// Hears which case runs on which target, and vendor ORBs skipped.
     pub progress: Progress,
+}
+
+impl Default for SuiteOpts {
+    /// The command line's defaults: no file yet, our server embedded, the
+    /// whole suite, 300 s for a vendor server to say `ready`.
+    fn default() -> Self {
+        SuiteOpts {
+            file: PathBuf::new(),
+            targets: Vec::new(),
+            all_orbs: false,
+            quick: false,
+            ready_timeout: Duration::from_secs(300),
+            quiet: false,
+            progress: Progress::none(),
+        }
+    }
 }
 
 /// Runs one case's command line.
