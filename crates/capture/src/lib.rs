@@ -2,9 +2,10 @@
 //! as a stream ([`source`]), frames parsed down to TCP ([`net`]), each
 //! direction of each connection reassembled ([`tcp`]) and framed into GIOP
 //! messages ([`stream`]), which the pure GIOP layers decode; [`analysis`]
-//! pairs requests with replies and counts everything. No sockets here:
-//! replay drives a client from the CLI with what an [`analysis::Observer`]
-//! is told.
+//! pairs requests with replies and counts everything. No sockets and no
+//! results schema here: the engine (`iiopbench_engine::capture`) turns a
+//! [`Summary`] into a results document, and its replay drives a client
+//! with what an [`analysis::Observer`] is told.
 //!
 //! ```no_run
 //! let file = std::fs::File::open("capture.pcapng")?;

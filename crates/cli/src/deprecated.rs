@@ -156,7 +156,8 @@ pub fn rewrite(args: Vec<OsString>) -> Rewritten {
 
 /// The value names of the options whose bare numbers are deprecated:
 /// a duration (`--duration 10` is `10s`) and a size (`--total 1024` is
-/// `1KiB`). A sweep (`SIZES`) counts when it is one bare number.
+/// `1KiB`). A list of sizes (`SIZES`) counts when every element is a bare
+/// number (`1024,65536`); a sweep never does.
 const UNIT_VALUES: [&str; 3] = ["DURATION", "SIZE", "SIZES"];
 
 /// Bare numbers given to `command`'s duration and size options (the
@@ -198,28 +199,23 @@ pub fn bare_units(
                 _ => break,
             },
         };
-        if is_bare_number(&value) && value.parse::<f64>().is_ok_and(|v| v != 0.0) {
-            let fixed = if value_name == "DURATION" {
-                Some(format!("{value}s"))
+        let fixed = if value_name == "DURATION" {
+            is_bare_nonzero(&value).then(|| format!("{value}s"))
+        } else {
+            bare_sizes(&value)
+        };
+        if let Some(fixed) = fixed {
+            let what = if value_name == "DURATION" {
+                "seconds"
             } else {
-                value
-                    .parse::<u64>()
-                    .ok()
-                    .map(iiopbench_engine::units::format_size)
+                "bytes"
             };
-            if let Some(fixed) = fixed {
-                let what = if value_name == "DURATION" {
-                    "seconds"
-                } else {
-                    "bytes"
-                };
-                warnings.push(format!(
-                    "warning: `{name} {value}` ({what}, no unit) is deprecated for `{command}`; use `{name} {fixed}`"
-                ));
-                match at {
-                    Some(j) => out[j] = fixed.into(),
-                    None => out[i] = format!("{name}={fixed}").into(),
-                }
+            warnings.push(format!(
+                "warning: `{name} {value}` ({what}, no unit) is deprecated for `{command}`; use `{name} {fixed}`"
+            ));
+            match at {
+                Some(j) => out[j] = fixed.into(),
+                None => out[i] = format!("{name}={fixed}").into(),
             }
         }
         i += if at.is_some() { 2 } else { 1 };
@@ -425,6 +421,30 @@ fn matches<'a>(old: &str, t: &'a str) -> Option<Option<&'a str>> {
     (!old.starts_with("--") && !rest.is_empty()).then_some(Some(rest))
 }
 
+/// A plain number other than zero (zero is the same in every unit).
+fn is_bare_nonzero(v: &str) -> bool {
+    is_bare_number(v) && v.parse::<f64>().is_ok_and(|v| v != 0.0)
+}
+
+/// A size, or a comma list of sizes, given as bare numbers of bytes
+/// (`1024`, `1024,65536`), with each element's unit (`1KiB,64KiB`); `None`
+/// when there is nothing to convert: zero alone, a sweep, or a list where
+/// some element already has its unit (today's spelling).
+fn bare_sizes(value: &str) -> Option<String> {
+    let parts: Vec<&str> = value.split(',').collect();
+    if !parts.iter().all(|p| is_bare_number(p)) || !parts.iter().any(|p| is_bare_nonzero(p)) {
+        return None;
+    }
+    parts
+        .iter()
+        .map(|p| match p.parse::<u64>().ok()? {
+            0 => Some("0".to_string()),
+            n => Some(iiopbench_engine::units::format_size(n)),
+        })
+        .collect::<Option<Vec<_>>>()
+        .map(|v| v.join(","))
+}
+
 /// A plain number (`120`, `0.05`), no unit.
 fn is_bare_number(v: &str) -> bool {
     !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.') && v.parse::<f64>().is_ok()
@@ -490,7 +510,19 @@ mod tests {
         let (a, w) = rw("interop --timeout 60");
         assert_eq!(a, "interop --ready-timeout 60s --max-duration 60s");
         assert_eq!(w.len(), 1, "{w:?}");
-        // Zero, units, lists and sweeps, counts: today's spellings.
+        // A list of bare sizes: each element gets its unit, one warning.
+        let (a, w) = rw("bench throughput --size 1024,65536,0 --total 1MiB");
+        assert_eq!(a, "bench throughput --size 1KiB,64KiB,0 --total 1MiB");
+        assert_eq!(
+            w,
+            ["warning: `--size 1024,65536,0` (bytes, no unit) is deprecated for `bench throughput`; use `--size 1KiB,64KiB,0`"]
+        );
+        assert_eq!(
+            rw("bench tcp --size=100,2048").0,
+            "bench tcp --size=100B,2KiB"
+        );
+        // Zero, units, lists with units and sweeps, counts: today's
+        // spellings.
         for line in [
             "bench connect --pause 0 --count 10",
             "bench latency --size 1,1KiB --duration 2s",

@@ -12,10 +12,11 @@ use iiopbench_engine::bench::stats::Dist;
 use iiopbench_engine::bench::workload::{parse_relative, RunOpts};
 use iiopbench_engine::bench::OnError;
 use iiopbench_engine::dynamic::IdlOpts;
-use iiopbench_engine::options::{Pin, PlacementOpts, Sizes, Sockets};
+use iiopbench_engine::options::{Pin, PlacementOpts, Sockets};
+use iiopbench_engine::results::Results;
 use iiopbench_engine::target::{TargetOpts, TlsOpts, WaitOpts, WaitStrategy};
 use iiopbench_engine::tcp::TcpPattern;
-use iiopbench_engine::units::{parse_duration, parse_size, parse_sizes, ParseError};
+use iiopbench_engine::units::{parse_duration, parse_size};
 
 /// The examples every `--help` ends with (two or three real command lines
 /// each; tests/help.rs parses every one of them).
@@ -445,6 +446,25 @@ pub struct OutputOpts {
     pub quiet: bool,
 }
 
+impl OutputOpts {
+    /// Only a JSON file (commands whose results have no CSV or interval
+    /// log of their own: agents, lab agents, lab matrix).
+    pub fn json_only(json: Option<PathBuf>, quiet: bool) -> Self {
+        OutputOpts {
+            json,
+            csv: None,
+            hlog: None,
+            quiet,
+        }
+    }
+
+    /// Whether tables for people go to stdout: not when quiet, nor when
+    /// the JSON goes there (`--json -`), which must stay parseable.
+    pub fn shows_tables(&self) -> bool {
+        !self.quiet && self.json.as_deref() != Some(std::path::Path::new("-"))
+    }
+}
+
 /// The server skeletons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SkeletonArg {
@@ -480,11 +500,6 @@ impl ServerModelArg {
             ServerModelArg::Threads => iiop_servers::run::ServerModel::Threads,
         }
     }
-}
-
-/// A size, a list or a sweep (`1KiB..128KiB`).
-pub fn parse_size_list(s: &str) -> Result<Sizes, ParseError> {
-    parse_sizes(s).map(Sizes)
 }
 
 impl PlacementArgs {
@@ -554,6 +569,11 @@ pub struct TargetArgs {
     /// IIOP over TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Every case twice, over plain TCP and over TLS, interleaved across
+    /// --runs, with a TLS/plain column: the embedded server serves both
+    /// (implies --tls; no --target).
+    #[arg(long)]
+    pub tls_vs_plain: bool,
 }
 
 impl TargetArgs {
@@ -570,6 +590,8 @@ impl TargetArgs {
             fragment_size: self.fragment_size,
             waiting: self.waiting.engine(),
             tls: self.tls.engine(),
+            tls_vs_plain: self.tls_vs_plain,
+            gate: None,
         }
     }
 }
@@ -595,11 +617,6 @@ pub struct TlsArgs {
     /// The private key (PEM) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Every case twice, over plain TCP and over TLS, interleaved across
-    /// --runs, with a TLS/plain column: the embedded server serves both
-    /// (implies --tls; no --target).
-    #[arg(long)]
-    pub tls_vs_plain: bool,
 }
 
 impl TlsArgs {
@@ -610,7 +627,6 @@ impl TlsArgs {
             tls_ca: self.tls_ca.clone(),
             tls_cert: self.tls_cert.clone(),
             tls_key: self.tls_key.clone(),
-            vs_plain: self.tls_vs_plain,
         }
     }
 }
@@ -690,6 +706,67 @@ fn parse_version(s: &str) -> Result<Version, String> {
             "unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2"
         )),
     }
+}
+
+/// The flag block every measuring command (the ten benches and `soak`)
+/// shares, flattened into each: sockets, placement and output.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub socket: SocketArgs,
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    #[command(flatten)]
+    pub output: OutputOpts,
+}
+
+/// [`BenchArgs`] as the engine's option values, for a bench's options
+/// struct.
+#[derive(Debug, Clone)]
+pub struct BenchParts {
+    pub socket: Sockets,
+    pub placement: PlacementOpts,
+    pub progress: iiopbench_engine::progress::Progress,
+}
+
+impl BenchArgs {
+    /// As the engine's options.
+    pub fn engine(&self) -> BenchParts {
+        BenchParts {
+            socket: self.socket.engine(),
+            placement: self.placement.engine(),
+            progress: crate::progress::for_output(&self.output),
+        }
+    }
+
+    /// Emit what a run measured (also when it failed half-way) and make
+    /// its error the command's outcome.
+    pub fn finish(&self, (r, err): (Results, Option<anyhow::Error>)) -> anyhow::Result<()> {
+        crate::output::finish(&r, &self.output, err)
+    }
+
+    /// [`finish`](Self::finish), then for people the experiment's own
+    /// summary and the target's resolution time.
+    pub fn finish_with(
+        &self,
+        (r, err): (Results, Option<anyhow::Error>),
+        summary: impl Fn(&Results) -> String,
+    ) -> anyhow::Result<()> {
+        crate::output::finish_workload(&r, &self.output, err, summary)
+    }
+}
+
+/// The flag block the workload benches (`closed`, `params`, `dispatch`,
+/// `packing`, `balance`) share beyond [`BenchArgs`]: the target and the
+/// run rule.
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub bench: BenchArgs,
 }
 
 /// Options every workload command shares: how long, the CI rule, batches,

@@ -323,10 +323,15 @@ pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
 }
 /// Emit the results and turn the run's error into the command's outcome.
 pub fn finish(r: &Results, o: &OutputOpts, err: Option<anyhow::Error>) -> anyhow::Result<()> {
-    let written = emit(r, o);
-    match (err, written) {
-        (Some(e), _) => Err(e),
-        (None, w) => w,
+    outcome(err, emit(r, o))
+}
+
+/// The command's outcome: the run's error first, else whether the results
+/// were written.
+fn outcome(err: Option<anyhow::Error>, written: anyhow::Result<()>) -> anyhow::Result<()> {
+    match err {
+        Some(e) => Err(e),
+        None => written,
     }
 }
 
@@ -352,10 +357,7 @@ pub fn finish_workload(
             print!("{}", summary(r));
         }
     }
-    match (err, written) {
-        (Some(e), _) => Err(e),
-        (None, w) => w,
-    }
+    outcome(err, written)
 }
 
 /// `±x %` of a CI as stored in a case's `extra` (JSON).

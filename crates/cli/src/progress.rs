@@ -15,7 +15,12 @@ use crate::opts::OutputOpts;
 /// The engine's progress handle for these output options: nobody hears
 /// anything with `--quiet`.
 pub fn for_output(o: &OutputOpts) -> Progress {
-    if o.quiet {
+    unless_quiet(o.quiet)
+}
+
+/// Spinners on a terminal and news on stderr, or nothing when `quiet`.
+pub fn unless_quiet(quiet: bool) -> Progress {
+    if quiet {
         return Progress::none();
     }
     Progress::to(Terminal {

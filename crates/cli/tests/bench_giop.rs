@@ -374,6 +374,21 @@ fn flaky_server(
     std::thread::JoinHandle<()>,
     tokio::sync::oneshot::Sender<()>,
 ) {
+    handler_server(Arc::new(Flaky {
+        ok,
+        seen: AtomicU64::new(0),
+    }))
+}
+
+/// `h` served on 127.0.0.1 (port 0) in a thread of its own: the reference
+/// to its object `Bench`, the thread, and what stops it.
+fn handler_server<H: Handler + 'static>(
+    h: Arc<H>,
+) -> (
+    String,
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (atx, arx) = std::sync::mpsc::channel();
     let h = std::thread::spawn(move || {
@@ -384,10 +399,6 @@ fn flaky_server(
         rt.block_on(async move {
             let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             atx.send(l.local_addr().unwrap()).unwrap();
-            let h = Arc::new(Flaky {
-                ok,
-                seen: AtomicU64::new(0),
-            });
             serve(l, h, ServerConfig::default(), async {
                 let _ = rx.await;
             })
@@ -400,6 +411,58 @@ fn flaky_server(
         .iiop("127.0.0.1", addr.port(), &b"Bench"[..], &[])
         .build();
     (ior.to_string(), h, tx)
+}
+
+/// Answers `_non_existent` (false) and `ping`, and keeps each
+/// connection's operations in the order they came.
+#[derive(Default)]
+struct Recorder {
+    ops: std::sync::Mutex<std::collections::BTreeMap<u64, Vec<String>>>,
+}
+
+impl Handler for Recorder {
+    fn handle(
+        &self,
+        ctx: &RequestContext<'_>,
+        _body: &mut Reader<'_>,
+        reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        self.ops
+            .lock()
+            .unwrap()
+            .entry(ctx.connection)
+            .or_default()
+            .push(ctx.operation.to_string());
+        if ctx.operation == "_non_existent" {
+            reply.write_bool(false);
+        }
+        Dispatch::Done(Outcome::Reply)
+    }
+}
+
+/// `first-request` times the first request of each fresh connection, not
+/// a second one after the connection was resolved: every timed connection
+/// carries exactly the measured `_non_existent` and then `ping`.
+#[test]
+fn connects_first_request_is_the_connections_first() {
+    let rec = Arc::new(Recorder::default());
+    let (ior, h, stop) = handler_server(rec.clone());
+    let (code, v) = run_json(
+        "conn-first.json",
+        &["bench", "connect", "--count", "5", "--target", &ior],
+    );
+    stop.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!(code, 0, "{}", v["outcome"]);
+    let ops = rec.ops.lock().unwrap();
+    let timed: Vec<&Vec<String>> = ops
+        .values()
+        .filter(|o| o.iter().any(|op| op == "ping"))
+        .collect();
+    assert_eq!(timed.len(), 5, "{ops:?}");
+    for o in timed {
+        assert_eq!(o, &["_non_existent", "ping"], "{ops:?}");
+    }
 }
 
 #[test]

@@ -588,3 +588,54 @@ fn a_server_that_swaps_utf16_in_giop_1_1_le_is_named_not_failed() {
         assert_eq!(c["extra"]["result"], "pass", "{name}");
     }
 }
+
+/// Our `serve --tls-cert … --tls-client-ca …` (TLS only, client certificates
+/// required) through `interop --tls-ca --tls-cert --tls-key`: the quick
+/// suite passes over TLS; without the TLS flags it cannot connect.
+#[test]
+fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
+    use clap::Parser;
+    use iiop_giop::transport::tls::test_pki::TestPki;
+    use iiopbench::opts::{Cli, Command};
+    let pki = TestPki::new("interop");
+    let path = |p: &PathBuf| p.to_str().unwrap().to_string();
+    let (ca, cert, key) = (path(&pki.ca), path(&pki.client_cert), path(&pki.client_key));
+    let o = match Cli::try_parse_from([
+        "iiopbench",
+        "serve",
+        "--server-threads",
+        "2",
+        "--tls-cert",
+        &path(&pki.server_cert),
+        "--tls-key",
+        &path(&pki.server_key),
+        "--tls-client-ca",
+        &ca,
+    ])
+    .unwrap()
+    .command
+    {
+        Command::Serve(o) => o,
+        _ => unreachable!("serve command"),
+    };
+    let srv =
+        iiop_servers::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
+            .unwrap();
+    let ior_file = tmp("tls.ior");
+    std::fs::write(&ior_file, format!("{}\n", srv.refs().ior)).unwrap();
+    let target = path(&ior_file);
+    let json = tmp("tls.json");
+    let j = path(&json);
+    let quick = ["interop", "--quick", "--target", &target, "--json", &j];
+    let tls = ["--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &key];
+    assert_eq!(run(&[&quick[..], &tls[..]].concat()), 0);
+    let r = load(&json);
+    assert_eq!(r["params"]["failed"], 0);
+    assert_eq!(r["params"]["passed"], 151);
+    // Plain IIOP to the same server: every connection is refused.
+    assert_eq!(run(&quick), 1);
+    let r = load(&json);
+    assert_ne!(r["params"]["failed"], 0);
+    assert_eq!(r["params"]["passed"], 0);
+    let _ = std::fs::remove_dir_all(&pki.dir);
+}

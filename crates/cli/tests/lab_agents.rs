@@ -97,35 +97,42 @@ fn every_client_host_against_every_server_host() {
         return;
     }
     std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
-    let json =
-        std::env::temp_dir().join(format!("iiopbench-lab-matrix-{}.json", std::process::id()));
-    let code = iiopbench::main_with_args([
-        "iiopbench",
-        "lab",
-        "matrix",
-        "--client-hosts",
-        "2",
-        "--server-hosts",
-        "2",
-        "--agents",
-        "1",
-        "--duration",
-        "1s",
-        "--register-timeout",
-        "60s",
-        "--link",
-        "client1-server0:delay=10ms",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-        "--",
-        "bench",
-        "latency",
-        "--warmup",
-        "5",
-    ]);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
+    // Not quiet and `--json -`: the JSON alone goes to stdout (the
+    // tables people read would make it unparseable), progress to stderr.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args([
+            "lab",
+            "matrix",
+            "--client-hosts",
+            "2",
+            "--server-hosts",
+            "2",
+            "--agents",
+            "1",
+            "--duration",
+            "1s",
+            "--register-timeout",
+            "60s",
+            "--link",
+            "client1-server0:delay=10ms",
+            "--json",
+            "-",
+            "--",
+            "bench",
+            "latency",
+            "--warmup",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not the results JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let code = out.status.code().unwrap_or(-1);
     assert_eq!(code, 0, "{}", v["outcome"]);
     let cells = v["params"]["matrix"].as_array().unwrap();
     assert_eq!(cells.len(), 4);

@@ -194,7 +194,7 @@ fn suite_refuses_missing_commands_before_running() {
     // Every case of the seed-001 suite names a command this iiopbench has,
     // with arguments that parse.
     let s =
-        iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
+        iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
             .unwrap();
     iiopbench::cmd::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
     let cmds: Vec<&str> = s.cases.iter().map(|c| c.command.as_str()).collect();
@@ -214,7 +214,7 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
         "babar-1998",
     ] {
         let s =
-            iiopbench::cmd::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
+            iiopbench_engine::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
                 .unwrap();
         assert_eq!(s.name, f);
         let (full, quick) = (s.plan(false), s.plan(true));
@@ -225,12 +225,13 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
             "{f}: quick is a reduction"
         );
     }
-    let lab = iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
-        .unwrap_err()
-        .to_string();
+    let lab =
+        iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
+            .unwrap_err()
+            .to_string();
     assert!(lab.contains("iiopbench lab suite"), "{lab}");
-    let s =
-        iiopbench::cmd::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml")).unwrap();
+    let s = iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml"))
+        .unwrap();
     let q = s.plan(true);
     let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
     let at = |f: &str| a[a.iter().position(|x| x == f).unwrap() + 1].clone();

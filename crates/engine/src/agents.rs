@@ -10,9 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::hist::Latency;
 use crate::merge::case_key;
-use crate::results::{AgentCase, AgentsInfo, Case, CpuFigures, Results};
+use crate::results::{AgentCase, AgentsInfo, Case, Results};
 
 /// One agent that ran, with the results it sent.
 #[derive(Debug, Clone)]
@@ -121,73 +120,48 @@ fn who(name: Option<&str>) -> String {
 
 /// One case measured by several agents at once.
 fn merge_case(g: &[(u32, &Case)]) -> anyhow::Result<Case> {
-    let (_, first) = g[0];
+    let share = |id: u32, a: &Case| AgentCase {
+        agent: id,
+        calls: a.calls,
+        bytes: a.bytes,
+        seconds: a.seconds,
+        calls_per_sec: a.calls_per_sec,
+        throughput_mbps: a.throughput_mbps,
+        latency_us: a.latency_us,
+        histogram: a.histogram.clone(),
+        errors: a.errors.clone(),
+    };
+    let moved = |id: u32, a: &Case| -> Vec<String> {
+        a.moved.iter().map(|m| format!("agent {id}: {m}")).collect()
+    };
+    let (first_id, first) = g[0];
+    // The first agent's measurement, without what only describes one
+    // agent's run (its baseline ratio, its runs and noise).
     let mut c = Case {
         name: first.name.clone(),
         params: first.params.clone(),
+        calls: first.calls,
+        bytes: first.bytes,
+        seconds: first.seconds,
+        calls_per_sec: first.calls_per_sec,
+        throughput_mbps: first.throughput_mbps,
+        receiver_throughput_mbps: first.receiver_throughput_mbps,
+        latency_us: first.latency_us,
+        histogram: first.histogram.clone(),
+        errors: first.errors.clone(),
+        cpu: first.cpu,
         overhead: first.overhead,
+        breakdown: first.breakdown.clone(),
+        moved: moved(first_id, first),
+        agents: vec![share(first_id, first)],
         ..Default::default()
     };
-    let mut hist: Option<Latency> = Some(Latency::new());
-    let mut cpu = Some(CpuFigures::default());
-    for &(id, a) in g {
-        c.calls += a.calls;
-        c.bytes += a.bytes;
-        c.seconds = c.seconds.max(a.seconds);
-        c.calls_per_sec += a.calls_per_sec;
-        c.throughput_mbps += a.throughput_mbps;
-        for (k, v) in &a.errors {
-            *c.errors.entry(k.clone()).or_insert(0) += v;
-        }
-        if c.overhead != a.overhead {
-            c.overhead = None;
-        }
-        hist = match (hist, &a.histogram) {
-            (Some(mut h), Some(b64)) => {
-                h.merge(
-                    &Latency::from_base64(b64)
-                        .map_err(|e| anyhow::anyhow!("agent {id}: histogram undecodable: {e}"))?,
-                );
-                Some(h)
-            }
-            // An agent without a histogram: no merged distribution.
-            _ => None,
-        };
-        cpu = match (cpu, a.cpu) {
-            (Some(x), Some(y)) => Some(CpuFigures {
-                client_user_s: x.client_user_s + y.client_user_s,
-                client_sys_s: x.client_sys_s + y.client_sys_s,
-                ..Default::default()
-            }),
-            _ => None,
-        };
-        c.moved
-            .extend(a.moved.iter().map(|m| format!("agent {id}: {m}")));
-        c.agents.push(AgentCase {
-            agent: id,
-            calls: a.calls,
-            bytes: a.bytes,
-            seconds: a.seconds,
-            calls_per_sec: a.calls_per_sec,
-            throughput_mbps: a.throughput_mbps,
-            latency_us: a.latency_us,
-            histogram: a.histogram.clone(),
-            errors: a.errors.clone(),
-        });
+    for &(id, a) in &g[1..] {
+        crate::merge::fold_case(&mut c, a, crate::merge::Overlap::Concurrent)
+            .map_err(|e| anyhow::anyhow!("agent {id}: {e}"))?;
+        c.moved.extend(moved(id, a));
+        c.agents.push(share(id, a));
     }
-    if let Some(h) = hist.filter(|h| !h.is_empty()) {
-        c.latency_us = Some(h.summary());
-        c.histogram = Some(h.to_base64());
-    }
-    c.cpu = cpu.map(|mut x| {
-        let mib = c.bytes as f64 / 1048576.0;
-        x.client_s_per_mib = if mib > 0.0 {
-            (x.client_user_s + x.client_sys_s) / mib
-        } else {
-            0.0
-        };
-        x
-    });
     c.extra
         .insert("agents_merged".into(), (g.len() as u64).into());
     Ok(c)
@@ -196,6 +170,7 @@ fn merge_case(g: &[(u32, &Case)]) -> anyhow::Result<Case> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hist::Latency;
     use crate::results::{AgentEntry, CaseParams};
 
     /// A deterministic spread of latencies (ns) for agent `id`.
@@ -257,6 +232,43 @@ mod tests {
 
     fn base() -> Results {
         crate::context::new_results("agents", Default::default(), Default::default())
+    }
+
+    /// What a case measures besides latency (the server's own count of
+    /// bytes, CPU on both sides, the phase breakdown) adds up over agents
+    /// that ran at the same time, as in `merge`.
+    #[test]
+    fn receiver_throughput_cpu_and_breakdown_add_up_over_agents() {
+        let ran: Vec<Ran> = (0..3)
+            .map(|id| {
+                let mut r = agent_results(id, &samples(id, 100), 1.0 + id as f64);
+                let c = &mut r.cases[0];
+                c.bytes = 1 << 20;
+                c.throughput_mbps = 8.0 * (id + 1) as f64;
+                c.receiver_throughput_mbps = Some(7.0 * (id + 1) as f64);
+                c.cpu = Some(crate::results::CpuFigures {
+                    client_user_s: 0.5,
+                    client_sys_s: 0.25,
+                    client_s_per_mib: 0.75,
+                    server_s: Some(0.125),
+                });
+                c.breakdown = Some([("write".to_string(), 0.5)].into());
+                Ran { id, results: r }
+            })
+            .collect();
+        let m = merge_agents(base(), &ran, info(3)).unwrap();
+        let c = &m.cases[0];
+        assert_eq!(c.seconds, 3.0);
+        assert_eq!(c.throughput_mbps, 48.0);
+        assert_eq!(c.receiver_throughput_mbps, Some(42.0));
+        let cpu = c.cpu.unwrap();
+        assert_eq!(
+            (cpu.client_user_s, cpu.client_sys_s, cpu.server_s),
+            (1.5, 0.75, Some(0.375))
+        );
+        assert_eq!(cpu.client_s_per_mib, 2.25 / 3.0);
+        assert_eq!(c.breakdown.as_ref().unwrap()["write"], 1.5);
+        assert_eq!(c.agents.len(), 3);
     }
 
     #[test]

@@ -41,7 +41,10 @@
 //! - the benchmarks: [`bench`](mod@bench) (GIOP throughput, latency, connect, and the
 //!   closed-system workloads of seed 001 on [`bench::workload`]), [`tcp`]
 //!   (the raw-TCP baseline, E4.3), [`soak`] (endurance), [`dynamic`]
-//!   (any operation of any IDL, values as JSON);
+//!   (any operation of any IDL, values as JSON), [`interop`] (the
+//!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
+//!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
+//!   [`replay`] (captured traffic measured, and sent again);
 //! - what every benchmark shares: [`options`] (placement, sockets, sizes),
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
@@ -51,8 +54,8 @@
 //!   read and written), [`hist`] (HDR histograms), [`runs`] (repeated runs
 //!   folded into intervals), [`noise`] / [`procnet`] / [`sysinfo`] (the
 //!   machine around the run), [`context`] (a results skeleton);
-//! - what is done with results afterwards: [`merge`] and [`compare`]
-//!   (data; printing is the command line's);
+//! - what is done with results afterwards: [`merge`], [`compare`] and
+//!   [`report`] (data; printing and drawing are the command line's);
 //! - [`rawtcp`] (the raw-TCP client and server) and [`units`] (sizes,
 //!   sweeps, durations, percentages as users type them).
 //!
@@ -60,22 +63,28 @@
 
 pub mod agents;
 pub mod bench;
+pub mod capture;
 pub mod compare;
 pub mod context;
 pub mod dynamic;
 pub mod gate;
 pub mod hist;
+pub mod interop;
 pub mod interrupt;
 pub mod merge;
 pub mod noise;
 pub mod options;
+pub mod orbs;
 pub mod placement;
 pub mod procnet;
 pub mod progress;
 pub mod rawtcp;
+pub mod replay;
+pub mod report;
 pub mod results;
 pub mod runs;
 pub mod soak;
+pub mod suite;
 pub mod sysinfo;
 pub mod target;
 pub mod tcp;

@@ -141,23 +141,54 @@ pub fn merge(inputs: &[(String, Results)]) -> anyhow::Result<Results> {
     Ok(out)
 }
 
+/// How the two measurements folded into one case were placed in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// One after the other (`merge` of separate runs): seconds add up and
+    /// rates are the totals over the summed seconds.
+    Sequential,
+    /// At the same time (the agents of one distributed run): the longest
+    /// one's seconds, and rates add up.
+    Concurrent,
+}
+
 /// Fold `b` into `a` (same key).
 fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
-    let recv_bits = |c: &Case| c.receiver_throughput_mbps.map(|m| m * c.seconds);
-    let recv = match (recv_bits(a), recv_bits(b)) {
-        (Some(x), Some(y)) => Some((x + y) / (a.seconds + b.seconds).max(1e-12)),
-        _ => None,
-    };
+    fold_case(a, b, Overlap::Sequential)
+}
+
+/// Fold measurement `b` of a case into `a`: counts, errors, the latency
+/// histogram, CPU and phase breakdown add up; times and rates combine as
+/// `overlap` says. A figure only one side has is dropped, since it would
+/// describe part of the calls only.
+pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> anyhow::Result<()> {
+    match overlap {
+        Overlap::Sequential => {
+            let recv_bits = |c: &Case| c.receiver_throughput_mbps.map(|m| m * c.seconds);
+            a.receiver_throughput_mbps = match (recv_bits(a), recv_bits(b)) {
+                (Some(x), Some(y)) => Some((x + y) / (a.seconds + b.seconds).max(1e-12)),
+                _ => None,
+            };
+            a.seconds += b.seconds;
+            a.calls_per_sec = (a.calls + b.calls) as f64 / a.seconds.max(1e-12);
+            a.throughput_mbps = (a.bytes + b.bytes) as f64 * 8.0 / a.seconds.max(1e-12) / 1e6;
+        }
+        Overlap::Concurrent => {
+            a.receiver_throughput_mbps = a
+                .receiver_throughput_mbps
+                .zip(b.receiver_throughput_mbps)
+                .map(|(x, y)| x + y);
+            a.seconds = a.seconds.max(b.seconds);
+            a.calls_per_sec += b.calls_per_sec;
+            a.throughput_mbps += b.throughput_mbps;
+        }
+    }
     a.overhead = match (a.overhead, b.overhead) {
         (Some(x), Some(y)) if x == y => Some(x),
         _ => None,
     };
     a.calls += b.calls;
     a.bytes += b.bytes;
-    a.seconds += b.seconds;
-    a.calls_per_sec = a.calls as f64 / a.seconds.max(1e-12);
-    a.throughput_mbps = a.bytes as f64 * 8.0 / a.seconds.max(1e-12) / 1e6;
-    a.receiver_throughput_mbps = recv;
     for (k, v) in &b.errors {
         *a.errors.entry(k.clone()).or_insert(0) += v;
     }

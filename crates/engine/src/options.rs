@@ -60,6 +60,13 @@ impl Default for Sockets {
 }
 
 impl Sockets {
+    /// SO_SNDBUF and SO_RCVBUF as GIOP client and server settings take
+    /// them (u32, larger values clamped: the kernel caps them far lower).
+    pub fn buffers_u32(&self) -> (Option<u32>, Option<u32>) {
+        let clamp = |v: u64| v.min(u32::MAX as u64) as u32;
+        (self.sndbuf.map(clamp), self.rcvbuf.map(clamp))
+    }
+
     /// As raw-TCP socket options.
     pub fn raw(&self) -> crate::rawtcp::SocketOpts {
         crate::rawtcp::SocketOpts {

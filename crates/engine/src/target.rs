@@ -48,6 +48,14 @@ pub struct TargetOpts {
     pub waiting: WaitOpts,
     /// IIOP over TLS.
     pub tls: TlsOpts,
+    /// Every case both over TLS and over plain TCP, interleaved, with the
+    /// TLS/plain ratio: the embedded server serves a TLS port and a plain
+    /// one (implies `tls.tls`; no `target`).
+    pub tls_vs_plain: bool,
+    /// An agent run's start gate: cases start at their agent-wide slots,
+    /// and the target is shared (its counters are left alone). `None`
+    /// outside an agent run.
+    pub gate: Option<crate::gate::Gate>,
 }
 
 /// The client's TLS settings: PEM files.
@@ -64,10 +72,6 @@ pub struct TlsOpts {
     pub tls_cert: Option<std::path::PathBuf>,
     /// The private key (PEM) of `tls_cert`.
     pub tls_key: Option<std::path::PathBuf>,
-    /// Every case both over TLS and over plain TCP, interleaved, with the
-    /// TLS/plain ratio: the embedded server serves a TLS port and a plain
-    /// one (implies `tls`; no `--target`).
-    pub vs_plain: bool,
 }
 
 impl TlsOpts {
@@ -80,6 +84,24 @@ impl TlsOpts {
         };
         let id = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
         Ok(Some(iiop_giop::transport::tls::client_config(ca, id)?))
+    }
+
+    /// Which connections use TLS, with the settings read from the files:
+    /// `--tls` without `--tls-ca` is an error here (the embedded server,
+    /// which brings its own CA, is the caller's exception).
+    pub fn mode(&self) -> anyhow::Result<TlsMode> {
+        Ok(match self.client()? {
+            Some(c) if self.tls => TlsMode::Always(c),
+            Some(c) => TlsMode::Offered(c),
+            None => {
+                anyhow::ensure!(
+                    !self.tls,
+                    "--tls with a --target needs --tls-ca (the CA that signed the server's \
+                     certificate); without --target the embedded server makes its own"
+                );
+                TlsMode::Off
+            }
+        })
     }
 }
 
@@ -97,6 +119,8 @@ impl Default for TargetOpts {
             fragment_size: None,
             waiting: WaitOpts::default(),
             tls: TlsOpts::default(),
+            tls_vs_plain: false,
+            gate: None,
         }
     }
 }
@@ -207,29 +231,25 @@ impl WaitOpts {
 /// The client configuration for these options (an error when a TLS file
 /// cannot be used).
 pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
+    let (send_buffer, recv_buffer) = s.buffers_u32();
     anyhow::ensure!(
-        !t.tls.vs_plain || t.target.is_none(),
+        !t.tls_vs_plain || t.target.is_none(),
         "--tls-vs-plain runs the embedded server twice (TLS and plain); against a --target, \
          run its plain and its TLS reference as two runs (docs/tls.md)"
     );
-    anyhow::ensure!(
-        !t.tls.tls || t.tls.tls_ca.is_some() || t.target.is_none(),
-        "--tls with a --target needs --tls-ca (the CA that signed the server's certificate); \
-         without --target the embedded server makes its own"
-    );
+    // Without --target the embedded server comes with settings of its own
+    // (a CA made for the run), given to the session with it.
+    let tls = match t.target {
+        None if t.tls.tls_ca.is_none() || t.tls_vs_plain => TlsMode::Off,
+        _ => t.tls.mode()?,
+    };
     Ok(ClientConfig {
-        // (--tls-vs-plain: the TLS server's IOR asks for TLS; its plain
-        // twin's must stay plain.)
-        tls: match t.tls.client()? {
-            Some(c) if t.tls.tls && !t.tls.vs_plain => TlsMode::Always(c),
-            Some(c) => TlsMode::Offered(c),
-            None => TlsMode::Off,
-        },
+        tls,
         version: t.giop,
         order: t.order,
         nodelay: s.nodelay,
-        send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
-        recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+        send_buffer,
+        recv_buffer,
         connect_timeout: t.timeout,
         request_timeout: Some(t.timeout),
         fragment_size: t.fragment_size.map(|v| v as usize),
@@ -268,7 +288,7 @@ pub async fn resolve(
     let Some(reference) = &t.target else {
         // `--tls`: the embedded server serves TLS only, with a CA and a
         // certificate made for this run; the client trusts that CA.
-        let pki = match t.tls.tls || t.tls.vs_plain {
+        let pki = match t.tls.tls || t.tls_vs_plain {
             true => Some(
                 iiop_giop::transport::tls::EphemeralPki::new()
                     .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
@@ -288,8 +308,8 @@ pub async fn resolve(
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {
                 nodelay: s.nodelay,
-                send_buffer: s.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
-                recv_buffer: s.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+                send_buffer: s.buffers_u32().0,
+                recv_buffer: s.buffers_u32().1,
                 phases,
                 ..Default::default()
             },
@@ -299,7 +319,7 @@ pub async fn resolve(
             }),
             ..ServerOptions::default()
         };
-        let plain = match t.tls.vs_plain {
+        let plain = match t.tls_vs_plain {
             true => {
                 let srv = RunningServer::start(ServerOptions {
                     tls: None,

@@ -3,34 +3,18 @@
 //! process on 127.0.0.1 port 0 — with exact counts and bytes asserted on
 //! the returned `Results`.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
 use iiopbench_engine::bench::latency::{self, LatOp, LatencyOpts};
 use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
 use iiopbench_engine::hist::Latency;
 use iiopbench_engine::options::{Pin, PlacementOpts, Sizes};
-use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::progress::Progress;
 use iiopbench_engine::results::{self, Results};
 
-/// Records each case's start and end.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<String>>>);
-
-struct End(Log, String);
-
-impl ProgressSink for Log {
-    fn case(&self, label: &str) -> Box<dyn CaseSink> {
-        self.0.lock().unwrap().push(format!("start {label}"));
-        Box::new(End(self.clone(), label.to_string()))
-    }
-}
-
-impl CaseSink for End {
-    fn done(self: Box<Self>) {
-        self.0 .0.lock().unwrap().push(format!("done {}", self.1));
-    }
-}
+use common::Log;
 
 /// One run, unpinned: the test shares its machine.
 fn once() -> PlacementOpts {

@@ -10,9 +10,7 @@ use iiopbench_engine::bench::replicas::ServerKind;
 use iiopbench_engine::results::Results;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{
-    DistArg, OutputOpts, PlacementArgs, RunArgs, ServiceKindArg, SocketArgs, TargetArgs,
-};
+use crate::opts::{DistArg, ServiceKindArg, WorkloadArgs};
 use crate::output::ci_json;
 use crate::table::{micros, num, Table};
 
@@ -20,7 +18,7 @@ use crate::table::{micros, num, Table};
 #[derive(Debug, Clone, Args)]
 pub struct BalanceArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub workload: WorkloadArgs,
     /// Systems as CLIENTSxSERVERS, comma-separated (even client counts).
     #[arg(long, value_delimiter = ',', value_parser = iiopbench_engine::bench::balance::parse_system, default_value = "4x2,8x4", value_name = "CxS")]
     pub systems: Vec<(usize, usize)>,
@@ -54,21 +52,14 @@ pub struct BalanceArgs {
     /// Our binary for `--servers child` (default: this executable).
     #[arg(long, value_name = "FILE")]
     pub server_exe: Option<PathBuf>,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 impl BalanceArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> BalanceOpts {
+        let (w, b) = (&self.workload, self.workload.bench.engine());
         BalanceOpts {
-            target: self.target.engine(),
+            target: w.target.engine(),
             systems: self.systems.clone(),
             service: self.service.clone(),
             service_dist: self.service_dist.into(),
@@ -78,18 +69,19 @@ impl BalanceArgs {
             strategies: self.strategies.clone(),
             servers: self.servers.clone(),
             server_exe: self.server_exe.clone(),
-            run: self.run.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            run: w.run.engine(),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench balance` from the command line: measure, emit, print the summary.
 pub fn run(a: &BalanceArgs) -> anyhow::Result<()> {
-    let (r, err) = balance::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.workload
+        .bench
+        .finish_with(balance::run(&a.opts()), summary)
 }
 
 /// X per strategy and relative to strategy 1.

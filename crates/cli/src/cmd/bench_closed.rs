@@ -8,9 +8,7 @@ use iiopbench_engine::bench::closed::{self, ClosedOpts};
 use iiopbench_engine::results::Results;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{
-    DistArg, OutputOpts, PlacementArgs, RunArgs, ServiceKindArg, SocketArgs, TargetArgs,
-};
+use crate::opts::{DistArg, ServiceKindArg, WorkloadArgs};
 use crate::output::ci_json;
 use crate::table::{micros, num, Table};
 
@@ -18,7 +16,7 @@ use crate::table::{micros, num, Table};
 #[derive(Debug, Clone, Args)]
 pub struct ClosedArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub workload: WorkloadArgs,
     /// Client tasks C (each on its own connection).
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: usize,
@@ -37,39 +35,33 @@ pub struct ClosedArgs {
     /// How the server spends S.
     #[arg(long, value_enum, default_value_t = ServiceKindArg::Sleep)]
     pub service_kind: ServiceKindArg,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 impl ClosedArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> ClosedOpts {
+        let (w, b) = (&self.workload, self.workload.bench.engine());
         ClosedOpts {
-            target: self.target.engine(),
+            target: w.target.engine(),
             clients: self.clients,
             think: self.think,
             think_dist: self.think_dist.into(),
             service: self.service,
             service_dist: self.service_dist.into(),
             service_kind: self.service_kind.into(),
-            run: self.run.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            run: w.run.engine(),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench closed` from the command line: measure, emit, print the summary.
 pub fn run(a: &ClosedArgs) -> anyhow::Result<()> {
-    let (r, err) = closed::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.workload
+        .bench
+        .finish_with(closed::run(&a.opts()), summary)
 }
 
 /// The closed-system summary: X, R, Z with their CIs and Little's law.

@@ -7,7 +7,7 @@ use clap::Args;
 use iiopbench_engine::bench::connect::{self, ConnectOpts};
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs};
+use crate::opts::{BenchArgs, OnErrorArg, TargetArgs};
 
 /// `bench connect` flags.
 #[derive(Debug, Clone, Args)]
@@ -24,24 +24,21 @@ pub struct ConnectArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
     pub on_error: OnErrorArg,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
 }
 
 impl ConnectArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> ConnectOpts {
+        let b = self.bench.engine();
         ConnectOpts {
             target: self.target.engine(),
             count: self.count,
             pause: self.pause,
             on_error: self.on_error.into(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
@@ -49,6 +46,5 @@ impl ConnectArgs {
 /// Run `bench connect` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &ConnectArgs) -> anyhow::Result<()> {
-    let (r, err) = connect::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(connect::run(&a.opts()))
 }

@@ -5,7 +5,7 @@ use clap::Args;
 use iiopbench_engine::bench::dispatch::{self, DispatchOpts};
 use iiopbench_engine::results::Results;
 
-use crate::opts::{OutputOpts, PlacementArgs, RunArgs, SocketArgs, TargetArgs};
+use crate::opts::WorkloadArgs;
 use crate::output::ci_json;
 use crate::table::{micros, Table};
 
@@ -13,7 +13,7 @@ use crate::table::{micros, Table};
 #[derive(Debug, Clone, Args)]
 pub struct DispatchArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub workload: WorkloadArgs,
     /// Positions measured per model, evenly spaced from the first method
     /// to the last (at least 2).
     #[arg(long, default_value_t = 6, value_name = "N")]
@@ -21,35 +21,29 @@ pub struct DispatchArgs {
     /// Leave out the 500-method interface.
     #[arg(long)]
     pub no_500: bool,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 impl DispatchArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> DispatchOpts {
+        let (w, b) = (&self.workload, self.workload.bench.engine());
         DispatchOpts {
-            target: self.target.engine(),
+            target: w.target.engine(),
             points: self.points,
             no_500: self.no_500,
-            run: self.run.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            run: w.run.engine(),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench dispatch` from the command line: measure, emit, print the summary.
 pub fn run(a: &DispatchArgs) -> anyhow::Result<()> {
-    let (r, err) = dispatch::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.workload
+        .bench
+        .finish_with(dispatch::run(&a.opts()), summary)
 }
 
 /// Mean R per model and position, and each model's slope.

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::bench::latency::LatOp;
 use iiopbench_engine::bench::latency::{self, LatencyOpts};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{
-    parse_size_list, IdlArgs, OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs,
-};
+use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
 
 /// `bench latency` flags.
 #[derive(Debug, Clone, Args)]
@@ -26,7 +26,7 @@ pub struct LatencyArgs {
     #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
     pub types: String,
     /// Payload bytes per call for echo/send: a size, list or sweep.
-    #[arg(long, value_parser = parse_size_list, default_value = "0", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "0", value_name = "SIZES")]
     pub size: Sizes,
     /// Measured calls per point.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
@@ -57,11 +57,7 @@ pub struct LatencyArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
     pub on_error: OnErrorArg,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
     #[command(flatten)]
     pub idl: IdlArgs,
 }
@@ -69,6 +65,7 @@ pub struct LatencyArgs {
 impl LatencyArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> LatencyOpts {
+        let b = self.bench.engine();
         LatencyOpts {
             target: self.target.engine(),
             op: self.op,
@@ -83,9 +80,9 @@ impl LatencyArgs {
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
             on_error: self.on_error.into(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
             idl: self.idl.engine(),
         }
     }
@@ -94,6 +91,5 @@ impl LatencyArgs {
 /// Run `bench latency` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &LatencyArgs) -> anyhow::Result<()> {
-    let (r, err) = latency::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(latency::run(&a.opts()))
 }

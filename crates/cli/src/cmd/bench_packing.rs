@@ -10,7 +10,7 @@ use iiopbench_engine::bench::replicas::ServerKind;
 use iiopbench_engine::results::Results;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{OutputOpts, PlacementArgs, RunArgs, ServiceKindArg, SocketArgs, TargetArgs};
+use crate::opts::{ServiceKindArg, WorkloadArgs};
 use crate::output::ci_json;
 use crate::table::{micros, num, Table};
 
@@ -18,7 +18,7 @@ use crate::table::{micros, num, Table};
 #[derive(Debug, Clone, Args)]
 pub struct PackingArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub workload: WorkloadArgs,
     /// Numbers N of client/method pairs (at most 50), comma-separated.
     #[arg(
         long,
@@ -43,39 +43,33 @@ pub struct PackingArgs {
     /// Leave out modes (comma-separated: one-object, objects, servers).
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub skip: Vec<String>,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 impl PackingArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> PackingOpts {
+        let (w, b) = (&self.workload, self.workload.bench.engine());
         PackingOpts {
-            target: self.target.engine(),
+            target: w.target.engine(),
             pairs: self.pairs.clone(),
             servers: self.servers.clone(),
             server_exe: self.server_exe.clone(),
             service: self.service,
             service_kind: self.service_kind.into(),
             skip: self.skip.clone(),
-            run: self.run.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            run: w.run.engine(),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench packing` from the command line: measure, emit, print the summary.
 pub fn run(a: &PackingArgs) -> anyhow::Result<()> {
-    let (r, err) = packing::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.workload
+        .bench
+        .finish_with(packing::run(&a.opts()), summary)
 }
 
 /// Mean R per N and mode.

@@ -5,7 +5,7 @@ use clap::Args;
 use iiopbench_engine::bench::params::{self, ParamsOpts};
 use iiopbench_engine::results::Results;
 
-use crate::opts::{OutputOpts, PlacementArgs, RunArgs, SocketArgs, TargetArgs};
+use crate::opts::WorkloadArgs;
 use crate::output::ci_json;
 use crate::table::{micros, num, Table};
 
@@ -13,7 +13,7 @@ use crate::table::{micros, num, Table};
 #[derive(Debug, Clone, Args)]
 pub struct ParamsArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
+    pub workload: WorkloadArgs,
     /// Array sizes (elements), comma-separated.
     #[arg(
         long,
@@ -22,34 +22,28 @@ pub struct ParamsArgs {
         value_name = "N"
     )]
     pub elements: Vec<u32>,
-    #[command(flatten)]
-    pub run: RunArgs,
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
 }
 
 impl ParamsArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> ParamsOpts {
+        let (w, b) = (&self.workload, self.workload.bench.engine());
         ParamsOpts {
-            target: self.target.engine(),
+            target: w.target.engine(),
             elements: self.elements.clone(),
-            run: self.run.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            run: w.run.engine(),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench params` from the command line: measure, emit, print the summary.
 pub fn run(a: &ParamsArgs) -> anyhow::Result<()> {
-    let (r, err) = params::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.workload
+        .bench
+        .finish_with(params::run(&a.opts()), summary)
 }
 
 /// Per size: mean R of each option, its CI, ratio to option I, wire bytes.

@@ -8,7 +8,7 @@ use iiopbench_engine::bench::setup::{self, SetupOpts};
 use iiopbench_engine::results::Results;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{OutputOpts, PlacementArgs, SocketArgs, TargetArgs};
+use crate::opts::{BenchArgs, TargetArgs};
 use crate::output::ci_json;
 use crate::table::{micros, Table};
 
@@ -35,16 +35,13 @@ pub struct SetupArgs {
     #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub spawn_timeout: Duration,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
 }
 
 impl SetupArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> SetupOpts {
+        let b = self.bench.engine();
         SetupOpts {
             target: self.target.engine(),
             count: self.count,
@@ -52,17 +49,16 @@ impl SetupArgs {
             spawn_ref: self.spawn_ref.clone(),
             spawn_count: self.spawn_count,
             spawn_timeout: self.spawn_timeout,
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
 
 /// Run `bench setup` from the command line: measure, emit, print the summary.
 pub fn run(a: &SetupArgs) -> anyhow::Result<()> {
-    let (r, err) = setup::run(&a.opts());
-    crate::output::finish_workload(&r, &a.output, err, summary)
+    a.bench.finish_with(setup::run(&a.opts()), summary)
 }
 
 /// T per server state, and relative to the running server in-process.

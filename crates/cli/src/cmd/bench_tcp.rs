@@ -3,12 +3,14 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::tcp::{self, TcpOpts};
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{parse_size_list, OutputOpts, PatternArg, PlacementArgs, SocketArgs, WaitArgs};
+use crate::opts::{BenchArgs, PatternArg, WaitArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct TcpArgs {
@@ -21,7 +23,7 @@ pub struct TcpArgs {
     pub pattern: PatternArg,
     /// Payload bytes per message: a size, a list or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB..128KiB", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "1KiB..128KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Stream: bytes to send per point (at least).
     #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
@@ -40,16 +42,13 @@ pub struct TcpArgs {
     #[command(flatten)]
     pub waiting: WaitArgs,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
 }
 
 impl TcpArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> TcpOpts {
+        let b = self.bench.engine();
         TcpOpts {
             baseline_target: self.baseline_target.clone(),
             pattern: self.pattern.into(),
@@ -59,9 +58,9 @@ impl TcpArgs {
             count: self.count,
             warmup: self.warmup,
             waiting: self.waiting.engine(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
@@ -69,6 +68,5 @@ impl TcpArgs {
 /// Run `bench tcp` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &TcpArgs) -> anyhow::Result<()> {
-    let (r, err) = tcp::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(tcp::run(&a.opts()))
 }

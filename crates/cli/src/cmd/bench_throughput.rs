@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
+use std::str::FromStr;
+
 use clap::Args;
 use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{
-    parse_size_list, IdlArgs, OnErrorArg, OutputOpts, PlacementArgs, SocketArgs, TargetArgs,
-};
+use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
 
 /// `bench throughput` flags.
 #[derive(Debug, Clone, Args)]
@@ -26,7 +26,7 @@ pub struct ThroughputArgs {
     pub types: String,
     /// Payload bytes per call: a size, a list, or a doubling range
     /// (`1KiB..128KiB`).
-    #[arg(long, value_parser = parse_size_list, default_value = "1KiB,64KiB", value_name = "SIZES")]
+    #[arg(long, value_parser = Sizes::from_str, default_value = "1KiB,64KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Return styles, comma-separated: oneway, twoway (void), echo.
     #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
@@ -64,11 +64,7 @@ pub struct ThroughputArgs {
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
     pub on_error: OnErrorArg,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
     #[command(flatten)]
     pub idl: IdlArgs,
     /// With --idl: the operation, `Module::Interface::op`.
@@ -79,6 +75,7 @@ pub struct ThroughputArgs {
 impl ThroughputArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> ThroughputOpts {
+        let b = self.bench.engine();
         ThroughputOpts {
             target: self.target.engine(),
             types: self.types.clone(),
@@ -93,9 +90,9 @@ impl ThroughputArgs {
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
             on_error: self.on_error.into(),
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
             idl: self.idl.engine(),
             op: self.op.clone(),
         }
@@ -105,6 +102,5 @@ impl ThroughputArgs {
 /// Run `bench throughput` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &ThroughputArgs) -> anyhow::Result<()> {
-    let (r, err) = throughput::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(throughput::run(&a.opts()))
 }

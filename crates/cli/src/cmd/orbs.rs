@@ -5,127 +5,11 @@
 //! docs/vendor-protocol.md; this module only finds and runs them.
 
 use crate::opts::OrbsCommand;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::table::Table;
 
-/// The vendor ORBs we know about, in display order.
-pub const ORBS: [(&str, &str); 4] = [
-    ("omniorb", "omniORB 4.2 (C++), from Debian"),
-    ("jacorb", "JacORB 3.9 (Java), from Maven Central"),
-    ("omniorbpy", "omniORBpy (Python), from PyPI"),
-    ("tao", "TAO (C++), needs ACE_ROOT/TAO_ROOT"),
-];
-
-/// `HOST:PORT` (`[::1]:0` for IPv6) as the host and port a start script
-/// takes.
-pub fn split_listen(addr: &str) -> anyhow::Result<(String, u16)> {
-    let (host, port) = addr
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow::anyhow!("--listen {addr:?}: expected HOST:PORT"))?;
-    let port = port
-        .parse()
-        .map_err(|_| anyhow::anyhow!("--listen {addr:?}: bad port {port:?}"))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    anyhow::ensure!(!host.is_empty(), "--listen {addr:?}: no host");
-    Ok((host.to_string(), port))
-}
-
-/// The source tree holding `scripts/orbs`: `$IIOPBENCH_ROOT`, else the
-/// nearest ancestor of the working directory that has it, else the tree
-/// this binary was built from.
-pub fn repo_root() -> anyhow::Result<PathBuf> {
-    if let Some(r) = std::env::var_os("IIOPBENCH_ROOT") {
-        return Ok(PathBuf::from(r));
-    }
-    let has = |p: &Path| p.join("scripts/orbs").is_dir();
-    if let Ok(mut d) = std::env::current_dir() {
-        loop {
-            if has(&d) {
-                return Ok(d);
-            }
-            if !d.pop() {
-                break;
-            }
-        }
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    if has(&built) {
-        return Ok(built.canonicalize()?);
-    }
-    anyhow::bail!(
-        "cannot find iiopbench's scripts/orbs: run from the source tree or set IIOPBENCH_ROOT"
-    )
-}
-
-fn check_name(name: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        ORBS.iter().any(|(n, _)| *n == name),
-        "unknown ORB {name:?}; known: {}",
-        ORBS.map(|o| o.0).join(", ")
-    );
-    Ok(())
-}
-
-/// The script `scripts/orbs/<orb>/<action>`, which must exist.
-pub fn script(orb: &str, action: &str) -> anyhow::Result<PathBuf> {
-    check_name(orb)?;
-    let p = repo_root()?.join("scripts/orbs").join(orb).join(action);
-    anyhow::ensure!(
-        p.is_file(),
-        "{orb} has no {action} script ({} is missing)",
-        p.display()
-    );
-    Ok(p)
-}
-
-/// What `status` says of one ORB.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    pub name: String,
-    pub installed: bool,
-    pub built: bool,
-    pub detail: String,
-}
-
-/// Parse a status script's `key=value` lines.
-pub fn parse_status(name: &str, out: &str) -> Status {
-    let get = |k: &str| {
-        out.lines()
-            .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
-            .unwrap_or("")
-            .trim()
-            .to_string()
-    };
-    Status {
-        name: name.to_string(),
-        installed: get("installed") == "yes",
-        built: get("built") == "yes",
-        detail: get("detail"),
-    }
-}
-
-/// Status of one ORB (a missing status script means "not available").
-pub fn status(orb: &str) -> Status {
-    match script(orb, "status") {
-        Ok(s) => match Command::new(s).output() {
-            Ok(o) => parse_status(orb, &String::from_utf8_lossy(&o.stdout)),
-            Err(e) => Status {
-                name: orb.into(),
-                installed: false,
-                built: false,
-                detail: format!("status script failed: {e}"),
-            },
-        },
-        Err(e) => Status {
-            name: orb.into(),
-            installed: false,
-            built: false,
-            detail: e.to_string(),
-        },
-    }
-}
+use iiopbench_engine::orbs::{script, split_listen, status, ORBS};
 
 /// `orbs list`.
 pub fn list() -> anyhow::Result<()> {
@@ -190,41 +74,5 @@ pub fn run(c: &OrbsCommand) -> anyhow::Result<()> {
             Err(exec_script(name, "start", &args))
         }
         OrbsCommand::Client { name, args } => Err(exec_script(name, "client", args)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_lines() {
-        let s = parse_status(
-            "jacorb",
-            "installed=yes\nbuilt=no\ndetail=JacORB 3.9, java 17\n",
-        );
-        assert_eq!(
-            s,
-            Status {
-                name: "jacorb".into(),
-                installed: true,
-                built: false,
-                detail: "JacORB 3.9, java 17".into()
-            }
-        );
-        assert!(!parse_status("x", "").installed);
-    }
-
-    #[test]
-    fn unknown_orb_is_named() {
-        let e = script("orbix", "start").unwrap_err().to_string();
-        assert!(e.contains("orbix") && e.contains("jacorb"), "{e}");
-    }
-
-    #[test]
-    fn finds_jacorb_scripts_in_this_tree() {
-        assert!(script("jacorb", "start")
-            .unwrap()
-            .ends_with("scripts/orbs/jacorb/start"));
     }
 }

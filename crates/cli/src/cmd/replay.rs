@@ -1,41 +1,18 @@
 //! `iiopbench replay FILE --target REF`: re-send the requests of a capture
-//! to another server — same operations, same body bytes, one connection
-//! per captured connection, requests sent after the replies they waited
-//! for in the capture — at the captured pacing scaled by `--speed`, or as
-//! fast as possible. Reports per operation the new response times beside
-//! the captured ones, and every reply that differs from the captured one
-//! (status, exception, and body bytes for deterministic operations).
-//!
-//! Bodies are copied byte for byte, so they must start at the same offset
-//! modulo 8 as in the capture (CDR aligns from the message start). GIOP 1.2
-//! bodies always start 8-aligned. For 1.0/1.1, where the body follows the
-//! header directly, a request whose header would end at a different offset
-//! is sent with one extra service context (id 0x49425000, "IBP\0", ignored
-//! by servers as every unknown context must be) whose length moves the
-//! body to the captured alignment. Captured requests are held in memory
-//! (unlike `pcap`, which streams).
+//! to another server and report per operation the new response times
+//! beside the captured ones, and every reply that differs from the
+//! captured one. The replay is the engine's (`iiopbench_engine::replay`);
+//! here are the flags and the table.
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::Bytes;
 use clap::Args;
-use iiop_capture::analysis::{new_histogram, Observer, ReplyEvent, RequestEvent};
-use iiop_capture::{Analyzer, Config};
-use iiop_cdr::{ByteOrder, CdrError};
-use iiop_giop::context::ServiceContext;
-use iiop_giop::header::Version;
-use iiop_giop::message::Reply;
-use iiop_giop::transport::client::{Client, ClientConfig, ClientError, Connection};
-use iiop_giop::transport::naming::resolve_target;
-use iiop_giop::{ReplyStatus, ResponseMode, Target, TargetAddress};
-use serde_json::json;
+use iiopbench_engine::replay::{self, parse_speed, Speed};
+use iiopbench_engine::results;
 
+use crate::opts::TlsArgs;
 use crate::table::Table;
-use iiopbench_engine::hist::Latency;
-use iiopbench_engine::results::{Case, CaseParams, Outcome, Placement, TargetInfo};
 
 /// Options of `iiopbench replay`.
 #[derive(Debug, Clone, Args)]
@@ -73,618 +50,107 @@ pub struct ReplayOpts {
     /// No table.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
-/// `--speed`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Speed {
-    /// Captured inter-request times divided by this factor.
-    Factor(f64),
-    Max,
-}
-
-fn parse_speed(s: &str) -> Result<Speed, String> {
-    if s == "max" {
-        return Ok(Speed::Max);
-    }
-    let f: f64 = s
-        .strip_suffix('x')
-        .unwrap_or(s)
-        .parse()
-        .map_err(|_| format!("`{s}`: expected 1x, 2x, 0.5x … or max"))?;
-    if f > 0.0 && f.is_finite() {
-        Ok(Speed::Factor(f))
-    } else {
-        Err(format!("`{s}`: the factor must be positive"))
-    }
-}
-
-/// A captured reply, as far as comparing needs it.
-#[derive(Debug, Clone)]
-struct CapReply {
-    status: ReplyStatus,
-    exception: Option<String>,
-    body: iiop_giop::message::Body,
-    latency_ns: Option<u64>,
-}
-
-/// A captured request to re-send.
-#[derive(Debug, Clone)]
-struct CapRequest {
-    conn: u64,
-    frame: u64,
-    ts_ns: u64,
-    version: Version,
-    order: ByteOrder,
-    operation: String,
-    key: Bytes,
-    response: ResponseMode,
-    body: Bytes,
-    body_offset: usize,
-    /// Service contexts other than CodeSets (which our connection sends).
-    contexts: Vec<ServiceContext>,
-    /// No call was in flight on its connection when it was sent: wait for
-    /// every earlier reply before sending it.
-    after_replies: bool,
-    /// Reassembled GIOP 1.1 fragments realign mid-body: not re-sendable
-    /// as one message.
-    segmented: bool,
-    reply: Option<CapReply>,
-}
-
-#[derive(Debug, Default)]
-struct Collect {
-    reqs: Vec<CapRequest>,
-    by_id: HashMap<(u64, u32), usize>,
-    in_flight: HashMap<u64, usize>,
-}
-
-impl Observer for Collect {
-    fn request(&mut self, ev: &RequestEvent<'_>) {
-        let r = ev.request;
-        let h = &r.header;
-        let inflight = self.in_flight.entry(ev.connection).or_default();
-        let after_replies = *inflight == 0;
-        if h.response.expects_reply() {
-            *inflight += 1;
-            self.by_id
-                .insert((ev.connection, h.request_id), self.reqs.len());
-        }
-        self.reqs.push(CapRequest {
-            conn: ev.connection,
-            frame: ev.frame,
-            ts_ns: ev.ts_ns,
-            version: r.version,
-            order: r.body.order,
-            operation: h.operation().to_string(),
-            key: h.target.object_key().unwrap_or_default(),
-            response: h.response,
-            body: r.body.bytes.clone(),
-            body_offset: r.body.offset,
-            contexts: h.contexts.0.iter().filter(|c| c.id != 1).cloned().collect(),
-            after_replies,
-            segmented: r.body.segments.is_some(),
-            reply: None,
-        });
-    }
-
-    fn reply(&mut self, ev: &ReplyEvent<'_>) {
-        let r = ev.reply;
-        if let Some(i) = self.by_id.remove(&(ev.connection, r.header.request_id)) {
-            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
-                *n = n.saturating_sub(1);
-            }
-            self.reqs[i].reply = Some(CapReply {
-                status: r.header.status,
-                exception: iiop_capture::analysis::exception_name(r),
-                body: r.body.clone(),
-                latency_ns: ev.latency_ns,
-            });
+impl ReplayOpts {
+    /// As the engine's options.
+    pub fn engine(&self) -> replay::ReplayOpts {
+        replay::ReplayOpts {
+            file: self.file.clone(),
+            target: self.target.clone(),
+            speed: self.speed,
+            deterministic: self.deterministic.clone(),
+            idl: self.idl.clone(),
+            interface: self.interface.clone(),
+            timeout: self.timeout,
+            tls: self.tls.engine(),
+            progress: crate::progress::unless_quiet(self.quiet),
         }
     }
 }
 
-/// The context that moves a 1.0/1.1 body to the captured alignment.
-const PAD_CONTEXT_ID: u32 = 0x4942_5000;
-
-/// What happened to one replayed request.
-#[derive(Debug)]
-struct Outcome1 {
-    idx: usize,
-    result: Result<Option<Reply>, ClientError>,
-    ns: u64,
-}
-
-async fn send_one(
-    conn: &Connection,
-    target: &TargetAddress,
-    r: &CapRequest,
-    timeout: Duration,
-) -> Result<Option<Reply>, ClientError> {
-    let want = r.body_offset % 8;
-    let mut pad: Option<usize> = None;
-    loop {
-        let mut ctxs = r.contexts.clone();
-        if let Some(n) = pad {
-            ctxs.push(ServiceContext {
-                id: PAD_CONTEXT_ID,
-                data: Bytes::from(vec![0u8; n]),
-            });
-        }
-        let body = &r.body;
-        let res = conn
-            .request_with(
-                target,
-                &r.operation,
-                r.response,
-                &ctxs,
-                Some(timeout),
-                |w| {
-                    if !body.is_empty() && w.position() % 8 != want {
-                        return Err(CdrError::Message("replay: body misaligned".into()));
-                    }
-                    w.write_bytes(body);
-                    Ok(())
-                },
-            )
-            .await;
-        match res {
-            Err(ClientError::Encode(e)) if e.to_string().contains("replay: body misaligned") => {
-                let next = pad.map_or(0, |n| n + 1);
-                if next > 8 {
-                    return Err(ClientError::Encode(e));
-                }
-                pad = Some(next);
-            }
-            other => return other,
-        }
-    }
-}
-
-/// What every connection's replay task shares.
-struct ReplayPlan {
-    host: String,
-    port: u16,
-    code_sets: Option<iiop_giop::context::CodeSetComponentInfo>,
-    reqs: Arc<Vec<CapRequest>>,
-    /// The object key a captured request is sent to.
-    target_of: Box<dyn Fn(&CapRequest) -> TargetAddress + Send + Sync>,
-    speed: Speed,
-    /// When the replay started, and the capture time of its first request.
-    t0: (Instant, u64),
-    timeout: Duration,
-}
-
-/// Replay one captured connection's requests (`idxs`, in capture order)
-/// over one new connection.
-async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outcome1> {
-    let p = &*plan;
-    let reqs = &p.reqs;
-    let mut out = Vec::new();
-    let first = &reqs[idxs[0]];
-    let cfg = ClientConfig {
-        order: first.order,
-        ..ClientConfig::default()
-    };
-    let conn = match Connection::connect(&p.host, p.port, first.version, &cfg, p.code_sets.as_ref())
-        .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            return idxs
-                .into_iter()
-                .map(|idx| Outcome1 {
-                    idx,
-                    result: Err(e.clone()),
-                    ns: 0,
-                })
-                .collect()
-        }
-    };
-    let mut running: Vec<tokio::task::JoinHandle<Outcome1>> = Vec::new();
-    for idx in idxs {
-        let r = &reqs[idx];
-        if let Speed::Factor(f) = p.speed {
-            let due =
-                p.t0.0 + Duration::from_nanos((r.ts_ns.saturating_sub(p.t0.1) as f64 / f) as u64);
-            tokio::time::sleep_until(due.into()).await;
-        }
-        if r.after_replies {
-            for h in running.drain(..) {
-                if let Ok(o) = h.await {
-                    out.push(o);
-                }
-            }
-        }
-        let conn = conn.clone();
-        let reqs = reqs.clone();
-        let target = (p.target_of)(r);
-        let timeout = p.timeout;
-        running.push(tokio::spawn(async move {
-            let r = &reqs[idx];
-            let t = Instant::now();
-            let result = send_one(&conn, &target, r, timeout).await;
-            Outcome1 {
-                idx,
-                result,
-                ns: t.elapsed().as_nanos() as u64,
-            }
-        }));
-    }
-    for h in running {
-        if let Ok(o) = h.await {
-            out.push(o);
-        }
-    }
-    out
-}
-
-/// Compare a replayed reply body with the captured one: typed through the
-/// IDL when there is one, else byte for byte when byte order and alignment
-/// agree; `None` when they cannot be compared.
-fn compare_bodies(
-    spec: Option<&iiop_idl::Spec>,
-    interface: &str,
-    op: &str,
-    cap: &iiop_giop::message::Body,
-    new: &iiop_giop::message::Body,
-) -> Option<Result<(), String>> {
-    if let Some(spec) = spec {
-        let found = iiopbench_engine::dynamic::find_op(spec, &format!("{interface}::{op}")).ok()?;
-        let opts = iiop_cdr::Options::default();
-        let a = iiopbench_engine::dynamic::decode_reply(&found.sig, &mut cap.reader(opts));
-        let b = iiopbench_engine::dynamic::decode_reply(&found.sig, &mut new.reader(opts));
-        return Some(match (a, b) {
-            (Ok(a), Ok(b)) if a == b => Ok(()),
-            (Ok(_), Ok(_)) => Err(format!(
-                "reply value differs ({} body bytes, captured {})",
-                new.bytes.len(),
-                cap.bytes.len()
-            )),
-            (_, Err(e)) => Err(format!("reply does not decode: {e}")),
-            (Err(e), _) => Err(format!("captured reply does not decode: {e}")),
-        });
-    }
-    if cap.order != new.order
-        || (cap.offset % 8 != new.offset % 8 && !cap.bytes.is_empty())
-        || cap.segments.is_some()
-        || new.segments.is_some()
-    {
-        return None;
-    }
-    if cap.bytes == new.bytes {
-        return Some(Ok(()));
-    }
-    let at = cap
-        .bytes
-        .iter()
-        .zip(new.bytes.iter())
-        .position(|(a, b)| a != b)
-        .unwrap_or(cap.bytes.len().min(new.bytes.len()));
-    Some(Err(format!(
-        "reply body differs at byte {at} ({} bytes, captured {})",
-        new.bytes.len(),
-        cap.bytes.len()
-    )))
-}
-
-#[derive(Debug, Default)]
-struct OpReport {
-    operation: String,
-    key: String,
-    captured: u64,
-    replayed: u64,
-    failed: u64,
-    compared_bodies: u64,
-    differing: u64,
-    not_comparable: u64,
-    captured_lat: Option<hdrhistogram::Histogram<u64>>,
-    replay_lat: Option<hdrhistogram::Histogram<u64>>,
-    request_body_bytes: u64,
-    twoway: bool,
-}
-
-/// Run `iiopbench replay`.
+/// Run `iiopbench replay`: the table unless quiet (or the JSON owns
+/// stdout), the results if asked; an error when any reply differs.
 pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
-    let mut a = Analyzer::with_observer(Config::default(), Collect::default());
-    crate::cmd::pcap::feed_files(std::slice::from_ref(&o.file), &mut a)?;
-    let (_, collected) = a.finish();
-    let reqs = collected.reqs;
-    if reqs.is_empty() {
-        anyhow::bail!("{}: no GIOP requests in the capture", o.file.display());
-    }
-    let target = Target::load(&o.target).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    // The most used captured key is the object the replay targets.
-    let mut key_counts: HashMap<Bytes, usize> = HashMap::new();
-    for r in &reqs {
-        *key_counts.entry(r.key.clone()).or_default() += 1;
-    }
-    let main_key = key_counts
-        .into_iter()
-        .max_by_key(|(_, n)| *n)
-        .map(|(k, _)| k)
-        .unwrap_or_default();
-    let reqs = Arc::new(reqs);
-    let speed = o.speed;
-    let timeout = o.timeout;
-    let outcomes: Vec<Outcome1> = rt.block_on(async {
-        let client = Client::new(ClientConfig::default());
-        let ior = resolve_target(&client, &target)
-            .await
-            .map_err(|e| anyhow::anyhow!("--target: {e}"))?;
-        let p = ior
-            .iiop_profile()
-            .ok_or_else(|| anyhow::anyhow!("--target has no IIOP profile"))?;
-        let code_sets = ior.code_sets().map(|(c, _)| c);
-        let new_key = p.object_key.clone();
-        let mk = main_key.clone();
-        let target_of: Box<dyn Fn(&CapRequest) -> TargetAddress + Send + Sync> =
-            Box::new(move |r: &CapRequest| {
-                TargetAddress::Key(if r.key == mk {
-                    new_key.clone()
-                } else {
-                    r.key.clone()
-                })
-            });
-        let mut per_conn: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-        for (i, r) in reqs.iter().enumerate() {
-            if !r.segmented {
-                per_conn.entry(r.conn).or_default().push(i);
-            }
-        }
-        let plan = Arc::new(ReplayPlan {
-            host: p.host.clone(),
-            port: p.port,
-            code_sets,
-            reqs: reqs.clone(),
-            target_of,
-            speed,
-            t0: (
-                Instant::now(),
-                reqs.iter().map(|r| r.ts_ns).min().unwrap_or(0),
-            ),
-            timeout,
-        });
-        let mut tasks = Vec::new();
-        for (_, idxs) in per_conn {
-            tasks.push(tokio::spawn(replay_connection(plan.clone(), idxs)));
-        }
-        let mut all = Vec::new();
-        for t in tasks {
-            all.extend(t.await?);
-        }
-        Ok::<_, anyhow::Error>(all)
-    })?;
-    // Compare.
-    let spec = match &o.idl {
-        Some(f) => Some(iiopbench_engine::dynamic::load_spec(f, &[])?),
-        None => None,
-    };
-    let deterministic =
-        |op: &str| op.starts_with("echo_") || o.deterministic.iter().any(|d| d == op);
-    let mut ops: BTreeMap<(String, Bytes), OpReport> = BTreeMap::new();
-    let mut diffs: Vec<String> = Vec::new();
-    let mut total_diffs = 0u64;
-    for r in reqs.iter() {
-        let e = ops
-            .entry((r.operation.clone(), r.key.clone()))
-            .or_insert_with(|| OpReport {
-                operation: r.operation.clone(),
-                key: String::from_utf8_lossy(&r.key).into_owned(),
-                ..OpReport::default()
-            });
-        e.captured += 1;
-        e.request_body_bytes += r.body.len() as u64;
-        e.twoway |= r.response.expects_reply();
-        if let Some(ns) = r.reply.as_ref().and_then(|c| c.latency_ns) {
-            e.captured_lat
-                .get_or_insert_with(new_histogram)
-                .saturating_record(ns.max(1));
-        }
-        if r.segmented {
-            e.failed += 1;
-            diffs.push(format!(
-                "frame {}: {} not replayed: GIOP 1.1 fragments realign mid-body",
-                r.frame, r.operation
-            ));
-        }
-    }
-    for oc in &outcomes {
-        let r = &reqs[oc.idx];
-        let e = ops
-            .get_mut(&(r.operation.clone(), r.key.clone()))
-            .expect("every request has an entry");
-        let mut diff = |what: String, e: &mut OpReport| {
-            e.differing += 1;
-            total_diffs += 1;
-            if diffs.len() < 200 {
-                diffs.push(format!("frame {} {}: {what}", r.frame, r.operation));
-            }
-        };
-        match &oc.result {
-            Err(err) => {
-                e.failed += 1;
-                diff(format!("replay failed: {err}"), e);
-            }
-            Ok(None) => e.replayed += 1,
-            Ok(Some(rep)) => {
-                e.replayed += 1;
-                e.replay_lat
-                    .get_or_insert_with(new_histogram)
-                    .saturating_record(oc.ns.max(1));
-                let Some(cap) = &r.reply else { continue };
-                if cap.status != rep.header.status {
-                    diff(
-                        format!("status {:?}, captured {:?}", rep.header.status, cap.status),
-                        e,
-                    );
-                } else if cap.exception != iiop_capture::analysis::exception_name(rep) {
-                    diff(
-                        format!(
-                            "exception {:?}, captured {:?}",
-                            iiop_capture::analysis::exception_name(rep),
-                            cap.exception
-                        ),
-                        e,
-                    );
-                } else if deterministic(&r.operation) && cap.status == ReplyStatus::NoException {
-                    match compare_bodies(
-                        spec.as_ref(),
-                        &o.interface,
-                        &r.operation,
-                        &cap.body,
-                        &rep.body,
-                    ) {
-                        None => e.not_comparable += 1,
-                        Some(Ok(())) => e.compared_bodies += 1,
-                        Some(Err(why)) => {
-                            e.compared_bodies += 1;
-                            diff(why, e);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let q = |h: &Option<hdrhistogram::Histogram<u64>>, p: f64| {
-        h.as_ref().map(|h| h.value_at_quantile(p) as f64 / 1e3)
-    };
-    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let run = replay::run(&o.engine())?;
     if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
-        println!(
-            "replay of {} ({} requests, {} connections) against {} at speed {}",
-            o.file.display(),
-            reqs.len(),
-            reqs.iter()
-                .map(|r| r.conn)
-                .collect::<std::collections::BTreeSet<_>>()
-                .len(),
-            o.target,
-            match speed {
-                Speed::Max => "max".to_string(),
-                Speed::Factor(f) => format!("{f}x"),
-            }
-        );
-        let mut t = Table::new([
-            "operation",
-            "object key",
-            "captured",
-            "replayed",
-            "failed",
-            "cap p50 µs",
-            "new p50 µs",
-            "cap p99 µs",
-            "new p99 µs",
-            "bodies compared",
-            "differing",
-        ]);
-        for e in ops.values() {
-            t.row([
-                e.operation.clone(),
-                e.key.clone(),
-                e.captured.to_string(),
-                e.replayed.to_string(),
-                e.failed.to_string(),
-                f(q(&e.captured_lat, 0.5)),
-                f(q(&e.replay_lat, 0.5)),
-                f(q(&e.captured_lat, 0.99)),
-                f(q(&e.replay_lat, 0.99)),
-                format!(
-                    "{}{}",
-                    e.compared_bodies,
-                    if e.not_comparable > 0 {
-                        format!(" ({} not comparable)", e.not_comparable)
-                    } else {
-                        String::new()
-                    }
-                ),
-                e.differing.to_string(),
-            ]);
-        }
-        print!("{}", t.render());
-        if diffs.is_empty() {
-            println!("replies: all as captured");
-        } else {
-            println!("differences ({total_diffs}):");
-            for d in diffs.iter().take(50) {
-                println!("  {d}");
-            }
-        }
+        print!("{}", human(o, &run));
     }
     if let Some(path) = &o.json {
-        let mut cases = Vec::new();
-        for e in ops.values() {
-            let mut lat = Latency::new();
-            if let Some(h) = &e.replay_lat {
-                for v in h.iter_recorded() {
-                    for _ in 0..v.count_at_value() {
-                        lat.record_ns(v.value_iterated_to());
-                    }
-                }
-            }
-            let n = e.captured.max(1);
-            let mut extra = BTreeMap::new();
-            extra.insert("captured".into(), json!(e.captured));
-            extra.insert("failed".into(), json!(e.failed));
-            extra.insert("compared_bodies".into(), json!(e.compared_bodies));
-            extra.insert("not_comparable".into(), json!(e.not_comparable));
-            extra.insert("differing".into(), json!(e.differing));
-            extra.insert("captured_p50_us".into(), json!(q(&e.captured_lat, 0.5)));
-            extra.insert("captured_p99_us".into(), json!(q(&e.captured_lat, 0.99)));
-            let mut pe = BTreeMap::new();
-            pe.insert("command".into(), json!("pcap"));
-            pe.insert("operation".into(), json!(e.operation));
-            pe.insert("object_key".into(), json!(e.key));
-            cases.push(Case {
-                name: format!("{} {}", e.operation, e.key),
-                params: CaseParams {
-                    ty: String::new(),
-                    size: e.request_body_bytes / n,
-                    mode: if e.twoway { "twoway" } else { "oneway" }.into(),
-                    extra: pe,
-                },
-                calls: e.replayed,
-                bytes: e.request_body_bytes,
-                latency_us: (!lat.is_empty()).then(|| lat.summary()),
-                histogram: (!lat.is_empty()).then(|| lat.to_base64()),
-                extra,
-                ..Case::default()
-            });
-        }
-        let mut params = BTreeMap::new();
-        params.insert("capture".into(), json!(o.file.display().to_string()));
-        params.insert("differences".into(), json!(diffs));
-        params.insert("speed".into(), json!(format!("{:?}", speed)));
-        let target = TargetInfo {
-            kind: "replay".into(),
-            reference: o.target.clone(),
-            ..TargetInfo::default()
-        };
-        let mut r = iiopbench_engine::context::new_results(
-            "replay",
-            target,
-            Placement::new(Vec::new(), None),
-        );
-        r.params = params;
-        r.cases = cases;
-        r.outcome = Outcome {
-            complete: true,
-            failure: (total_diffs > 0)
-                .then(|| format!("{total_diffs} replies differ from the capture")),
-        };
-        let text = iiopbench_engine::results::to_json(&r);
+        let text = results::to_json(&run.results);
         if path.as_os_str() == "-" {
             println!("{text}");
         } else {
-            iiopbench_engine::results::write_atomic(path, &text)?;
+            results::write_atomic(path, &text)?;
         }
     }
+    let total_diffs = run.total_diffs;
     if total_diffs > 0 {
         anyhow::bail!("{total_diffs} replayed request(s) differ from the capture");
     }
     Ok(())
+}
+
+/// The heading line, the table per operation and the differences.
+fn human(o: &ReplayOpts, run: &replay::ReplayRun) -> String {
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let mut out = format!(
+        "replay of {} ({} requests, {} connections) against {} at speed {}\n",
+        o.file.display(),
+        run.requests,
+        run.connections,
+        o.target,
+        match o.speed {
+            Speed::Max => "max".to_string(),
+            Speed::Factor(f) => format!("{f}x"),
+        }
+    );
+    let mut t = Table::new([
+        "operation",
+        "object key",
+        "captured",
+        "replayed",
+        "failed",
+        "cap p50 µs",
+        "new p50 µs",
+        "cap p99 µs",
+        "new p99 µs",
+        "bodies compared",
+        "differing",
+    ]);
+    for e in &run.ops {
+        t.row([
+            e.operation.clone(),
+            e.key.clone(),
+            e.captured.to_string(),
+            e.replayed.to_string(),
+            e.failed.to_string(),
+            f(e.captured_us(0.5)),
+            f(e.replay_us(0.5)),
+            f(e.captured_us(0.99)),
+            f(e.replay_us(0.99)),
+            format!(
+                "{}{}",
+                e.compared_bodies,
+                if e.not_comparable > 0 {
+                    format!(" ({} not comparable)", e.not_comparable)
+                } else {
+                    String::new()
+                }
+            ),
+            e.differing.to_string(),
+        ]);
+    }
+    out.push_str(&t.render());
+    if run.diffs.is_empty() {
+        out.push_str("replies: all as captured\n");
+    } else {
+        out.push_str(&format!("differences ({}):\n", run.total_diffs));
+        for d in run.diffs.iter().take(50) {
+            out.push_str(&format!("  {d}\n"));
+        }
+    }
+    out
 }

@@ -7,7 +7,7 @@ use clap::Args;
 use iiopbench_engine::soak::{self, SoakOpts};
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{OutputOpts, PlacementArgs, SocketArgs, TargetArgs};
+use crate::opts::{BenchArgs, TargetArgs};
 
 /// `soak` flags.
 #[derive(Debug, Clone, Args)]
@@ -28,25 +28,22 @@ pub struct SoakArgs {
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
     #[command(flatten)]
-    pub socket: SocketArgs,
-    #[command(flatten)]
-    pub placement: PlacementArgs,
-    #[command(flatten)]
-    pub output: OutputOpts,
+    pub bench: BenchArgs,
 }
 
 impl SoakArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> SoakOpts {
+        let b = self.bench.engine();
         SoakOpts {
             target: self.target.engine(),
             duration: self.duration,
             connections: self.connections,
             interval: self.interval,
             server_pid: self.server_pid,
-            socket: self.socket.engine(),
-            placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            socket: b.socket,
+            placement: b.placement,
+            progress: b.progress,
         }
     }
 }
@@ -54,6 +51,5 @@ impl SoakArgs {
 /// Run `soak` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
 pub fn run(a: &SoakArgs) -> anyhow::Result<()> {
-    let (r, err) = soak::run(&a.opts());
-    crate::output::finish(&r, &a.output, err)
+    a.bench.finish(soak::run(&a.opts()))
 }

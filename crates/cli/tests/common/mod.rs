@@ -33,7 +33,7 @@ pub fn skip(test: &str, reason: &str) {
 /// Whether `orb`'s programs are installed and built here; when not,
 /// [`skip_or_fail`] (`required`) or [`skip`].
 pub fn vendor_built(test: &str, orb: &str, required: bool) -> bool {
-    let s = iiopbench::cmd::orbs::status(orb);
+    let s = iiopbench_engine::orbs::status(orb);
     if s.installed && s.built {
         return true;
     }

@@ -214,7 +214,7 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         anyhow::ensure!((1..=5).contains(&k), "--strategies: {k} is not 1..5");
     }
     anyhow::ensure!(!o.service.is_empty(), "--service is empty");
-    let spec = o.run.spec()?;
+    let spec = o.run.spec(o.target.gate.as_ref())?;
     let progress = o.progress.clone();
     for &(nc, ns) in &o.systems {
         let servers = replicas::start(&o.servers, ns, o.server_exe.as_ref())?;
@@ -295,7 +295,7 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                     micros(service.as_secs_f64() * 1e6)
                 );
                 let pb = progress.case(&name);
-                let res = workload::run(spec, clients).await;
+                let res = workload::run(spec.clone(), clients).await;
                 pb.done();
                 let params = workload::case_params(
                     "void",

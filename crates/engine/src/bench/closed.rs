@@ -116,7 +116,7 @@ pub fn run(o: &ClosedOpts) -> (Results, Option<anyhow::Error>) {
 
 async fn measure(o: &ClosedOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
     anyhow::ensure!(o.clients >= 1, "--clients must be at least 1");
-    let spec = o.run.spec()?;
+    let spec = o.run.spec(o.target.gate.as_ref())?;
     let mut clients = Vec::with_capacity(o.clients);
     for i in 0..o.clients {
         let c = s

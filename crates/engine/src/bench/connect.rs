@@ -146,12 +146,17 @@ type StepError = (&'static str, iiop_servers::client::BenchError);
 /// One fresh connection, every step timed (the handshake only over TLS).
 async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     let t0 = Instant::now();
-    let c = s.connect().await.map_err(|e| ("tcp-connect", e))?;
+    let c = s.open().await.map_err(|e| ("tcp-connect", e))?;
     let t1 = Instant::now();
     let handshake = c.tls_handshake();
-    // The first request of the connection carries the CodeSets context.
-    let exists = c.non_existent().await.map_err(|e| ("first-request", e))?;
+    // The first request of the connection: it carries the CodeSets
+    // context, and it follows any forward the reference leads to.
+    let exists = {
+        let _closing = super::CloseOnInterrupt::closing(&c);
+        c.non_existent().await.map_err(|e| ("first-request", e))?
+    };
     let t2 = Instant::now();
+    s.note_forwards(&c);
     if exists {
         return Err((
             "first-request",

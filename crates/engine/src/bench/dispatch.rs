@@ -107,7 +107,7 @@ pub async fn client_for(
 
 async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
     anyhow::ensure!(o.points >= 2, "--points must be at least 2");
-    let spec = o.run.spec()?;
+    let spec = o.run.spec(o.target.gate.as_ref())?;
     let main = s
         .connect()
         .await
@@ -151,7 +151,7 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
             // interval, and a String per call would be an allocation each.
             let op2: std::sync::Arc<str> = op.as_str().into();
             let res = workload::run(
-                spec,
+                spec.clone(),
                 vec![ClientSpec {
                     think: Duration::ZERO,
                     think_dist: Dist::Fixed,

@@ -331,7 +331,7 @@ pub(crate) async fn point<I: Invoke>(
         }
     }
     // In an agent run, every agent starts this case at the same instant.
-    crate::gate::case_start().await;
+    crate::gate::case_start(o.target.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let tally = match o.rate {

@@ -126,7 +126,7 @@ async fn measure(o: &PackingOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         !o.pairs.is_empty() && o.pairs.iter().all(|&n| (1..=50).contains(&n)),
         "--pairs must be between 1 and 50"
     );
-    let spec = o.run.spec()?;
+    let spec = o.run.spec(o.target.gate.as_ref())?;
     let service =
         (!o.service.is_zero()).then(|| (o.service.as_secs_f64() * 1e6, o.service_kind.wire()));
     let progress = o.progress.clone();
@@ -165,7 +165,7 @@ async fn measure(o: &PackingOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             }
             let name = format!("N={n} {mode}");
             let pb = progress.case(&name);
-            let res = workload::run(spec, clients).await;
+            let res = workload::run(spec.clone(), clients).await;
             pb.done();
             drop(started);
             let params = workload::case_params(

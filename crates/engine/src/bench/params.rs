@@ -120,7 +120,7 @@ pub fn run(o: &ParamsOpts) -> (Results, Option<anyhow::Error>) {
 
 async fn measure(o: &ParamsOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
     anyhow::ensure!(!o.elements.is_empty(), "--elements is empty");
-    let spec = o.run.spec()?;
+    let spec = o.run.spec(o.target.gate.as_ref())?;
     let c = s
         .connect()
         .await
@@ -135,7 +135,7 @@ async fn measure(o: &ParamsOpts, s: &Session, r: &mut Results) -> anyhow::Result
             let pb = progress.case(&name);
             let call = option_call(k, c.clone(), a.clone());
             let res = workload::run(
-                spec,
+                spec.clone(),
                 vec![ClientSpec {
                     think: std::time::Duration::ZERO,
                     think_dist: super::stats::Dist::Fixed,

@@ -96,13 +96,29 @@ impl Session {
     /// forward and no oneway is lost to one; the hops are recorded in the
     /// results' target.
     pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
-        let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
-        c.set_abort(crate::interrupt::requested);
+        let c = self.open().await?;
         {
             // Ctrl-C ends a resolution the server never answers.
             let _closing = super::CloseOnInterrupt::closing(&c);
             c.resolve().await?;
         }
+        self.note_forwards(&c);
+        Ok(c)
+    }
+
+    /// A fresh connection to the target with nothing sent on it yet (the
+    /// object's location unresolved): for timing the first request of a
+    /// connection. Call [`note_forwards`](Self::note_forwards) once a
+    /// request has been answered.
+    pub async fn open(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+        let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
+        c.set_abort(crate::interrupt::requested);
+        Ok(c)
+    }
+
+    /// Records the forwards `c` followed, for the results' target (the
+    /// first connection that followed any).
+    pub fn note_forwards(&self, c: &BenchClient) {
         let hops = c.forwards();
         if !hops.is_empty() {
             let mut f = self.forwards.lock().unwrap_or_else(|e| e.into_inner());
@@ -110,7 +126,6 @@ impl Session {
                 *f = hops.iter().map(|h| h.to_string()).collect();
             }
         }
-        Ok(c)
     }
 
     /// The object the cases call: the target's, or under

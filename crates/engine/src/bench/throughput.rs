@@ -356,7 +356,7 @@ async fn point(
     let per_call = payload.counted_bytes(cs);
     let over = overhead(c, elem, mode, payload, per_call).await;
     // Other agents share the server's counters: leave them alone.
-    let shared = crate::gate::armed();
+    let shared = o.target.gate.is_some();
     if !shared {
         c.reset()
             .await
@@ -367,7 +367,7 @@ async fn point(
     if let Some(sp) = &s.phases {
         sp.reset();
     }
-    crate::gate::case_start().await;
+    crate::gate::case_start(o.target.gate.as_ref()).await;
     let watch = s.watch_case();
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();

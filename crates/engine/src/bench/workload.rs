@@ -65,7 +65,7 @@ pub enum Stop {
 }
 
 /// How the engine runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct EngineSpec {
     pub stop: Stop,
     /// Batch length for batch means.
@@ -75,6 +75,8 @@ pub struct EngineSpec {
     pub seed: u64,
     /// End the run at the first failed call.
     pub stop_on_error: bool,
+    /// An agent run's start gate (from `TargetOpts::gate`).
+    pub gate: Option<crate::gate::Gate>,
 }
 
 /// What ended a run.
@@ -143,7 +145,7 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
     let shared = Rc::new(RefCell::new(Shared::default()));
     let stop = Rc::new(Cell::new(false));
     // In an agent run, clients record only once the start gate opens.
-    let recording = Rc::new(Cell::new(spec.warmup.is_zero() && !crate::gate::armed()));
+    let recording = Rc::new(Cell::new(spec.warmup.is_zero() && spec.gate.is_none()));
     let failed = Rc::new(Cell::new(false));
     // Ctrl-C: calls in flight (and think times) end at once instead of at
     // their timeout.
@@ -223,7 +225,7 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
         sleep_or_stop(spec.warmup, &stop).await;
     }
     // In an agent run, every agent starts measuring at the same instant.
-    crate::gate::case_start().await;
+    crate::gate::case_start(spec.gate.as_ref()).await;
     if !recording.get() {
         shared.borrow_mut().batch = Sums::default();
         recording.set(true);
@@ -499,8 +501,9 @@ impl Default for RunOpts {
 }
 
 impl RunOpts {
-    /// The engine spec these options describe.
-    pub fn spec(&self) -> anyhow::Result<EngineSpec> {
+    /// The engine spec these options describe, with an agent run's start
+    /// gate when there is one.
+    pub fn spec(&self, gate: Option<&crate::gate::Gate>) -> anyhow::Result<EngineSpec> {
         anyhow::ensure!(!self.batch.is_zero(), "--batch must be positive");
         Ok(EngineSpec {
             stop: match self.until_ci {
@@ -515,6 +518,7 @@ impl RunOpts {
             warmup: self.warmup_duration,
             seed: self.seed,
             stop_on_error: true,
+            gate: gate.cloned(),
         })
     }
 
@@ -550,10 +554,6 @@ mod tests {
 
     /// Clients whose "call" only records the draws it was given.
     fn run_recording(seed: u64) -> Vec<Vec<u64>> {
-        // The loop passes through the process's start gate.
-        let _serial = crate::gate::TEST_SERIAL
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
         let seen: Vec<Rc<RefCell<Vec<u64>>>> =
             (0..2).map(|_| Rc::new(RefCell::new(Vec::new()))).collect();
         let clients = seen
@@ -577,6 +577,7 @@ mod tests {
             warmup: Duration::ZERO,
             seed,
             stop_on_error: true,
+            gate: None,
         };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

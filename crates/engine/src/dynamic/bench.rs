@@ -239,7 +239,7 @@ async fn throughput_measure(
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = o.progress.case(&label);
     let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
-    crate::gate::case_start().await;
+    crate::gate::case_start(o.target.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {

@@ -25,6 +25,8 @@ use iiop_agents::{coordinate, AgentReport, Clock, Config, Order, Status, SystemC
 
 use crate::opts::{BenchCommand, Cli, Command as Cmd};
 use crate::table::{micros, num, Table};
+use iiopbench_engine::bench::{closed, latency, throughput};
+use iiopbench_engine::gate::Gate;
 use iiopbench_engine::results::{AgentEntry, AgentsInfo, Results};
 use iiopbench_engine::units::parse_duration;
 
@@ -269,17 +271,27 @@ fn parse_bench(spec: &[String]) -> Result<BenchCommand, String> {
 /// bench command, the results as JSON with `params.agent`.
 pub fn run_order(order: &Order, clock: &dyn Clock) -> Result<serde_json::Value, String> {
     let b = parse_bench(&order.spec)?;
-    iiopbench_engine::gate::arm(order.start_instant(clock), order.case_period);
+    let gate = Gate::new(order.start_instant(clock), order.case_period);
+    let gated = Some(gate.clone());
     let (mut r, err) = match b {
-        BenchCommand::Latency(o) => iiopbench_engine::bench::latency::run(&o.opts()),
-        BenchCommand::Throughput(o) => iiopbench_engine::bench::throughput::run(&o.opts()),
-        BenchCommand::Closed(o) => iiopbench_engine::bench::closed::run(&o.opts()),
-        _ => {
-            iiopbench_engine::gate::disarm();
-            return Err("agents run bench latency, throughput or closed".into());
+        BenchCommand::Latency(o) => {
+            let mut x = o.opts();
+            x.target.gate = gated;
+            latency::run(&x)
         }
+        BenchCommand::Throughput(o) => {
+            let mut x = o.opts();
+            x.target.gate = gated;
+            throughput::run(&x)
+        }
+        BenchCommand::Closed(o) => {
+            let mut x = o.opts();
+            x.target.gate = gated;
+            closed::run(&x)
+        }
+        _ => return Err("agents run bench latency, throughput or closed".into()),
     };
-    let late = iiopbench_engine::gate::disarm();
+    let late = gate.late_ms();
     r.params.insert(
         "agent".into(),
         serde_json::json!({"id": order.id, "start_late_ms": late, "clock_offset_ns": order.offset_ns}),
@@ -383,15 +395,10 @@ fn run_coordinator(o: &RunOpts) -> anyhow::Result<()> {
     }
     let (merged, err) = coordinate_and_merge(&listener, &o.coord, &spec, o.quiet);
     drop(children);
-    let out = crate::opts::OutputOpts {
-        json: o.json.clone(),
-        csv: None,
-        hlog: None,
-        quiet: o.quiet,
-    };
+    let out = crate::opts::OutputOpts::json_only(o.json.clone(), o.quiet);
     if let Some(m) = &merged {
         crate::output::emit(m, &out)?;
-        if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
+        if out.shows_tables() {
             print!("{}", agents_table(m));
         }
     }

@@ -1,20 +1,21 @@
-//! `iiopbench interop`: conformance of one server ([`suite`]) and the
-//! ORB × ORB matrix ([`matrix`]) — every available client against every
-//! available server — with their human tables and the JSON they write
-//! ([`report`]; `docs/results-schema.md`, section "interop").
+//! `iiopbench interop`: conformance of one server and the ORB × ORB
+//! matrix — every available client against every available server. The
+//! suite, the matrix and the JSON they write are the engine's
+//! (`iiopbench_engine::interop`); here are the flags and the tables
+//! ([`report`]).
 
-pub mod matrix;
 pub mod report;
-pub mod suite;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use iiop_servers::run::{RunningServer, ServerOptions};
 
-use suite::{Suite, SuiteOptions, Verdict};
+use crate::opts::TlsArgs;
 
+use iiopbench_engine::interop::{self, matrix};
+use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::results;
 use iiopbench_engine::units::parse_duration;
 
 /// `iiopbench interop` options.
@@ -61,68 +62,75 @@ pub struct InteropOpts {
     /// Only the summary line (and failures) on stdout.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl InteropOpts {
-    fn suite_options(&self) -> SuiteOptions {
-        SuiteOptions {
+    /// The suite's options in the engine.
+    fn engine(&self) -> interop::InteropOpts {
+        interop::InteropOpts {
+            target: self.target.clone(),
             quick: self.quick,
-            request_timeout: self.timeout.max(Duration::from_millis(1)),
-            time_limit: self.max_duration.max(Duration::from_secs(1)),
+            timeout: self.timeout,
+            max_duration: self.max_duration,
+            tls: self.tls.engine(),
+            progress: if self.quiet {
+                Progress::none()
+            } else {
+                Progress::to(Lines {
+                    stdout: self.matrix,
+                })
+            },
+        }
+    }
+
+    /// The matrix's options in the engine.
+    fn matrix(&self) -> matrix::MatrixOpts {
+        matrix::MatrixOpts {
+            suite: self.engine(),
+            orbs: self.orbs.clone(),
+            corbaloc: self.corbaloc,
+            ready_timeout: self.ready_timeout,
         }
     }
 }
 
-/// A current-thread runtime for the client side.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?)
+/// News of a run, one line each: on stdout in the matrix (it is the
+/// matrix's running commentary), else on stderr (stdout is the table's).
+#[derive(Debug, Clone, Copy)]
+struct Lines {
+    stdout: bool,
 }
 
-/// Our server in-process, on 127.0.0.1 and a free port, two threads.
-pub fn embedded_server() -> anyhow::Result<RunningServer> {
-    RunningServer::start(ServerOptions {
-        listen: "127.0.0.1:0".into(),
-        threads: 2,
-        ..ServerOptions::default()
-    })
-    .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
+impl ProgressSink for Lines {
+    fn case(&self, _label: &str) -> Box<dyn CaseSink> {
+        Box::new(NoSpinner)
+    }
+
+    fn note(&self, line: &str) {
+        if self.stdout {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// Cases of an interop run are not drawn: their news lines say enough.
+struct NoSpinner;
+
+impl CaseSink for NoSpinner {
+    fn done(self: Box<Self>) {}
 }
 
 /// Run the command; an error when any check (or cell) failed.
 pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
     if o.matrix {
-        return matrix::run(o);
+        return run_matrix(o);
     }
-    let rt = runtime()?;
-    let (server, ior, kind, reference) = match &o.target {
-        Some(t) => {
-            let ior = suite::load_target(t)?;
-            let kind = if t.starts_with("corbaloc:") {
-                "corbaloc"
-            } else {
-                "ior"
-            };
-            (None, ior, kind, t.clone())
-        }
-        None => {
-            let s = embedded_server()?;
-            let ior = s.refs().ior.clone();
-            if !o.quiet {
-                eprintln!(
-                    "no --target: testing our own server, started in-process on {}",
-                    s.addr()
-                );
-            }
-            (Some(s), ior, "embedded", String::new())
-        }
-    };
-    let started_at = iiopbench_engine::results::now_rfc3339();
-    let suite = Suite::new(ior.clone(), o.suite_options())?;
-    let rep = rt.block_on(suite.run());
-    drop(server);
+    let run = interop::run(&o.engine())?;
+    let rep = &run.report;
     // With `--json -` the JSON owns stdout; the human output goes to stderr.
     let human = if !o.quiet {
         report::suite_table(&rep.checks)
@@ -136,10 +144,65 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         print!("{human}");
     }
     if let Some(path) = &o.json {
-        let r = report::suite_results(&rep, &ior, kind, &reference, &started_at, o.quick);
-        iiopbench_engine::results::write_atomic(path, &iiopbench_engine::results::to_json(&r))?;
+        results::write_atomic(path, &results::to_json(&run.results))?;
     }
-    let failed = rep.count(Verdict::Fail);
+    let failed = run.failed();
     anyhow::ensure!(failed == 0, "interop: {failed} check(s) failed");
+    Ok(())
+}
+
+/// Run the matrix and print it; an error when any cell failed.
+fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
+    let m = matrix::run(&o.matrix())?;
+    if o.quiet {
+        // Said as they happened when not quiet.
+        for s in &m.skipped {
+            println!("{s}");
+        }
+    }
+    for u in &m.unreaped {
+        println!("{u}");
+    }
+    println!();
+    print!("{}", report::matrix_table(&m.clients, &m.servers, &m.cells));
+    for c in &m.cells {
+        let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
+        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
+            continue;
+        }
+        println!("\n{} client x {} server: {}", c.client, c.server, c.label());
+        if let Some(e) = &c.error {
+            println!("  ERROR {e}");
+        }
+        for f in &c.failures {
+            println!("  FAIL {f}");
+        }
+        if !o.quiet {
+            for n in &c.notes {
+                println!("  note {n}");
+            }
+        }
+        if !c.skipped.is_empty() {
+            println!(
+                "  skipped {} check(s): {}",
+                c.skipped.len(),
+                matrix::skip_summary(&c.skipped)
+            );
+        }
+    }
+    if let Some(path) = &o.json {
+        results::write_atomic(path, &results::to_json(&m.results))?;
+    }
+    anyhow::ensure!(
+        !m.interrupted,
+        "interop matrix: interrupted; {} cell(s) ran",
+        m.cells.len()
+    );
+    let bad = m.bad();
+    anyhow::ensure!(
+        bad == 0,
+        "interop matrix: {bad} of {} cell(s) failed",
+        m.cells.len()
+    );
     Ok(())
 }

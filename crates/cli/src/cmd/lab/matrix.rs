@@ -11,17 +11,13 @@
 //! another; a cell that fails is named, the others are kept, and the run
 //! is marked incomplete.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use clap::Args;
-use iiop_lab::{Impairment, Lab, LabSpec, LinkSpec};
+use iiop_lab::{Lab, LabSpec};
 use iiopbench_engine::results::Results;
-use iiopbench_engine::units::parse_duration;
 use serde_json::json;
 
-use super::run::{self, ServerKind};
-use crate::cmd::agents::{self as ag, CoordOpts};
+use super::fleet::{self, FleetOpts};
+use super::run as lab_run;
 use crate::table::Table;
 
 /// `lab matrix` options.
@@ -33,34 +29,8 @@ pub struct MatrixOpts {
     /// Server hosts (`server0` …), each running its own server.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub server_hosts: u32,
-    /// `--agents` is the number of agents per cell, all in the cell's
-    /// client host.
     #[command(flatten)]
-    pub coord: CoordOpts,
-    /// A link and its impairment in both directions, as in `lab run`:
-    /// `client1-server0:delay=20ms` (others stay unimpaired). Repeatable.
-    #[arg(long = "link", value_name = "A-B:IMPAIRMENT")]
-    pub links: Vec<String>,
-    /// Which server runs in every server host.
-    #[arg(long, value_enum, default_value_t = ServerKind::Ours)]
-    pub server: ServerKind,
-    /// Port of a vendor server (ours picks a free one).
-    #[arg(long, default_value_t = 2809, value_name = "PORT")]
-    pub port: u16,
-    /// How long to wait for each server's `ready` line.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
-    pub ready_timeout: Duration,
-    /// Write the results (every cell's merged cases) as JSON
-    /// (docs/results-schema.md).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// No progress lines and no tables.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// The bench command every cell runs, after `--` (`--target` is added:
-    /// the cell's server host).
-    #[arg(last = true, required = true, value_name = "BENCH ARGS")]
-    pub bench: Vec<String>,
+    pub fleet: FleetOpts,
 }
 
 fn clients(o: &MatrixOpts) -> Vec<String> {
@@ -78,43 +48,18 @@ pub fn spec_of(o: &MatrixOpts) -> anyhow::Result<LabSpec> {
         "lab matrix: at least one client host and one server host"
     );
     let (cs, ss) = (clients(o), servers(o));
-    let hosts: Vec<String> = cs.iter().chain(&ss).cloned().collect();
     anyhow::ensure!(
-        hosts.len() <= iiop_lab::spec::MAX_HOSTS,
+        cs.len() + ss.len() <= iiop_lab::spec::MAX_HOSTS,
         "lab matrix: at most {} hosts in all",
         iiop_lab::spec::MAX_HOSTS
     );
-    let given = o
-        .links
-        .iter()
-        .map(|l| run::parse_link(l, &hosts, 1500))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let mut links = Vec::new();
-    for c in &cs {
-        for s in &ss {
-            let mine = given
-                .iter()
-                .find(|l| (l.a == *c && l.b == *s) || (l.a == *s && l.b == *c));
-            links.push(
-                mine.cloned()
-                    .unwrap_or_else(|| LinkSpec::symmetric(c, s, Impairment::NONE)),
-            );
-        }
-    }
-    if let Some(l) = given.iter().find(|l| !links.contains(l)) {
-        anyhow::bail!(
-            "--link {}-{}: lab matrix links client hosts to server hosts only",
-            l.a,
-            l.b
-        );
-    }
-    let spec = LabSpec {
-        hosts,
-        links,
-        ..LabSpec::pair("a", "b", Impairment::NONE)
-    };
-    spec.validate()?;
-    Ok(spec)
+    fleet::bipartite_spec(
+        &cs,
+        &ss,
+        &o.fleet.links,
+        "lab matrix",
+        "client hosts to server hosts",
+    )
 }
 
 /// One cell's merged result, or why there is none.
@@ -127,28 +72,19 @@ struct Cell {
 
 /// Run `lab matrix`.
 pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
-    run::require_root_and_signals()?;
-    let (bench, json_in) = run::bench_args(&o.bench)?;
-    let json_out = o.json.clone().or(json_in);
+    lab_run::require_root_and_signals()?;
+    let f = &o.fleet;
+    let (bench, json_in) = lab_run::bench_args(&f.bench)?;
+    let json_out = f.json.clone().or(json_in);
     let spec = spec_of(o)?;
-    let scratch = run::Scratch::new()?;
+    let scratch = lab_run::Scratch::new()?;
     let lab = Lab::create(spec.clone())?;
     let (cs, ss) = (clients(o), servers(o));
     // A server in every server host, started once for all its cells.
     let mut running = Vec::new();
     for s in &ss {
-        let plan = run::Plan {
-            server: o.server,
-            server_host: s.clone(),
-            client_host: cs[0].clone(),
-            port: o.port,
-            server_nodelay: true,
-            ready_timeout: o.ready_timeout,
-            bench: bench.clone(),
-            dir: scratch.0.clone(),
-        };
         let ior = scratch.0.join(format!("{s}.ior"));
-        let srv = run::start_server(&lab, &plan, &ior)?;
+        let srv = fleet::start_server(&lab, f, &bench, s, &cs[0], &scratch.0, &ior)?;
         running.push((s.clone(), ior, srv));
     }
     let mut cells = Vec::new();
@@ -157,28 +93,19 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
             if iiopbench_engine::interrupt::requested() {
                 break;
             }
-            if !o.quiet {
+            if !f.quiet {
                 eprintln!("lab matrix: cell {c} -> {s}");
             }
-            cells.push(run_cell(&lab, o, &bench, c, s, ior));
+            cells.push(run_cell(&lab, f, &bench, c, s, ior));
         }
     }
     for (_, _, srv) in running {
         srv.stop();
     }
-    let hosts: Vec<_> = lab
-        .hosts()
-        .iter()
-        .map(|h| json!({"name": h.name(), "addr": h.addr().to_string()}))
-        .collect();
+    let hosts = fleet::hosts_json(&lab);
     drop(lab);
     let results = combine(o, &spec, hosts, &cells);
-    let out = crate::opts::OutputOpts {
-        json: json_out,
-        csv: None,
-        hlog: None,
-        quiet: o.quiet,
-    };
+    let out = crate::opts::OutputOpts::json_only(json_out, f.quiet);
     let Some(r) = results else {
         anyhow::bail!(
             "lab matrix: no cell ran: {}",
@@ -190,7 +117,7 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
         );
     };
     crate::output::emit(&r, &out)?;
-    if !o.quiet {
+    if out.shows_tables() {
         print!("{}", matrix_table(&r, &cs, &ss));
     }
     if !r.outcome.complete {
@@ -203,7 +130,7 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
 /// host `s`, the coordinator in `s`.
 fn run_cell(
     lab: &Lab,
-    o: &MatrixOpts,
+    f: &FleetOpts,
     bench: &[String],
     c: &str,
     s: &str,
@@ -215,23 +142,10 @@ fn run_cell(
         merged,
         failure,
     };
-    let go = || -> anyhow::Result<(Option<Results>, Option<anyhow::Error>)> {
-        let mut user = vec!["bench".to_string()];
-        user.extend(bench.iter().cloned());
-        user.extend(["--target".to_string(), ior.display().to_string()]);
-        let agent_spec = ag::prepare_spec(&user, o.coord.duration)?;
-        let listener = lab.tcp_listener(s, 0)?;
-        let coord_addr = format!("{}:{}", lab.host(s)?.addr(), listener.local_addr()?.port());
-        let mut children = ag::Children::default();
-        for i in 0..o.coord.agents {
-            let cmd = ag::agent_command(&coord_addr, &format!("{c}-{i}"), o.quiet)?;
-            children.0.push(lab.spawn(c, cmd)?);
-        }
-        let r = ag::coordinate_and_merge(&listener, &o.coord, &agent_spec, o.quiet);
-        drop(children);
-        Ok(r)
-    };
-    match go() {
+    let agents: Vec<(String, String)> = (0..f.coord.agents)
+        .map(|i| (c.to_string(), format!("{c}-{i}")))
+        .collect();
+    match fleet::run_agents(lab, f, bench, ior, s, &agents) {
         Ok((Some(m), err)) => {
             let failure = err.map(|e| e.to_string()).or_else(|| {
                 (!m.outcome.complete).then(|| m.outcome.failure.clone().unwrap_or_default())
@@ -289,7 +203,7 @@ fn combine(
         "lab".into(),
         json!({
             "hosts": hosts,
-            "server": o.server.name(),
+            "server": o.fleet.server.name(),
             "client_hosts": clients(o),
             "server_hosts": servers(o),
             "links": spec.links.iter().map(|l| format!("{}-{}:{}", l.a, l.b, l.a_to_b)).collect::<Vec<_>>(),
@@ -311,8 +225,8 @@ fn combine(
         "lab: {} client hosts x {} server hosts, {} agent{} per cell",
         o.client_hosts,
         o.server_hosts,
-        o.coord.agents,
-        if o.coord.agents == 1 { "" } else { "s" }
+        o.fleet.coord.agents,
+        if o.fleet.coord.agents == 1 { "" } else { "s" }
     ));
     Some(out)
 }

@@ -35,6 +35,7 @@
 //! (the suite file and its runner).
 
 pub mod agents;
+pub mod fleet;
 pub mod matrix;
 pub mod run;
 pub mod suite;

@@ -300,7 +300,7 @@ pub(crate) fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Resu
             p.server_host
         ),
         vendor => {
-            let mut c = Command::new(crate::cmd::orbs::script(vendor.name(), "start")?);
+            let mut c = Command::new(iiopbench_engine::orbs::script(vendor.name(), "start")?);
             c.args([
                 "--host",
                 &addr.to_string(),

@@ -8,60 +8,13 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+pub use iiopbench_engine::report::{Bar, Chart, Series, Style, XAxis};
+
 /// Width and height of every chart, pixels.
 const W: u32 = 900;
 const H: u32 = 480;
 /// Width of the legend column.
 const LEGEND_W: u32 = 260;
-
-/// How a series is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
-    /// Points joined by a line.
-    LineMarkers,
-    /// Points only.
-    Markers,
-    /// A dashed-looking thin line (fits), no markers.
-    Line,
-}
-
-/// One series of an x/y chart.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub label: String,
-    pub points: Vec<(f64, f64)>,
-    pub style: Style,
-    /// Series sharing a colour index get the same colour (one element
-    /// type across sources; a fit and its points).
-    pub color: usize,
-    /// Marker shape index (one per source): circle, triangle, square,
-    /// cross, then again.
-    pub marker: usize,
-}
-
-/// The x axis of a chart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum XAxis {
-    /// Payload sizes in bytes on a log2 scale, labelled 1KiB, 2KiB…
-    Log2Size,
-    /// Linear.
-    Linear,
-    /// Percentiles on the HDR scale: x = log10(1/(1−p)), labelled 90%,
-    /// 99%, 99.9%…; points are given as percentiles (0–100).
-    Percentile,
-}
-
-/// An x/y chart.
-#[derive(Debug, Clone)]
-pub struct Chart {
-    pub title: String,
-    pub x_desc: String,
-    pub y_desc: String,
-    pub x: XAxis,
-    /// Logarithmic (base 10) y axis, for long-tailed values.
-    pub log_y: bool,
-    pub series: Vec<Series>,
-}
 
 fn err<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("drawing {what}: {e}")
@@ -273,15 +226,6 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
         root.present().map_err(&e)?;
     }
     Ok(svg)
-}
-
-/// One bar of a horizontal bar chart: a label and stacked segments
-/// (segment name, value, and optionally an interval drawn over the bar).
-#[derive(Debug, Clone)]
-pub struct Bar {
-    pub label: String,
-    pub segments: Vec<(String, f64)>,
-    pub interval: Option<(f64, f64)>,
 }
 
 /// Horizontal (stacked) bars, one row per bar; segment colours by name.

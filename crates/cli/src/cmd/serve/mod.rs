@@ -196,8 +196,8 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         config: ServerConfig {
             codec,
             nodelay: o.socket.nodelay,
-            send_buffer: o.socket.sndbuf.map(|v| v.min(u32::MAX as u64) as u32),
-            recv_buffer: o.socket.rcvbuf.map(|v| v.min(u32::MAX as u64) as u32),
+            send_buffer: o.socket.engine().buffers_u32().0,
+            recv_buffer: o.socket.engine().buffers_u32().1,
             max_connections: o.max_connections.max(1),
             max_in_flight: o.max_in_flight.max(1),
             idle_timeout: o.idle_timeout.filter(|d| !d.is_zero()),

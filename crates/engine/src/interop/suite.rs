@@ -13,10 +13,10 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
-use iiop_giop::exception::MinorVendor;
+use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
-use iiop_giop::transport::client::{ClientConfig, ClientError};
+use iiop_giop::transport::client::{ClientConfig, ClientError, TlsMode};
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_servers::bench::ops::PERF_ID;
 use iiop_servers::bench::types::{Payload, StatsWire};
@@ -24,6 +24,8 @@ use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::bench::{CallMode, Elem};
 use iiop_servers::client::{BenchClient, BenchError};
 use serde::Serialize;
+
+use crate::target::TlsOpts;
 
 /// How a check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,6 +106,8 @@ pub struct SuiteOptions {
     /// The whole suite: checks not started by then are not run, and one
     /// failed check says so.
     pub time_limit: Duration,
+    /// The client's TLS settings, for a server that offers or demands TLS.
+    pub tls: TlsOpts,
 }
 
 impl Default for SuiteOptions {
@@ -112,6 +116,7 @@ impl Default for SuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(300),
+            tls: TlsOpts::default(),
         }
     }
 }
@@ -181,15 +186,55 @@ pub fn hex(bytes: &[u8], max: usize) -> String {
 /// A call error in one line, naming the exception, minor code and vendor.
 pub fn describe(e: &BenchError) -> String {
     match e {
-        BenchError::Call(ClientError::System(x)) => format!(
-            "{} minor 0x{:08x} ({:?}) completed {}",
-            x.name(),
-            x.minor,
-            x.vendor(),
-            x.completed
-        ),
+        BenchError::Call(ClientError::System(x)) => system_text(x),
         other => other.to_string(),
     }
+}
+
+/// A check of the server's counters: the first error of the run fails it,
+/// else `judge` says whether the counters are right and what they show.
+fn judge_stats(
+    k: Check,
+    err: Option<String>,
+    got: Result<StatsWire, String>,
+    judge: impl FnOnce(&StatsWire) -> (bool, String),
+) -> Check {
+    match (err, got) {
+        (Some(e), _) | (None, Err(e)) => k.set(Verdict::Fail, e),
+        (None, Ok(s)) => {
+            let (right, detail) = judge(&s);
+            k.set(if right { Verdict::Pass } else { Verdict::Fail }, detail)
+        }
+    }
+}
+
+/// A LocateRequest's answer for a key the server should know: OBJECT_HERE
+/// passes (with the forwards that led there, `hops`), a forward is a note
+/// (`allowed` says why it is), anything else fails for `key`.
+fn located(k: Check, status: LocateStatus, hops: &str, allowed: &str, key: &str) -> Check {
+    match status {
+        LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
+        LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
+            Verdict::Note,
+            format!(
+                "OBJECT_FORWARD ({allowed}) to {}",
+                summary(&i).replace('\n', "; ")
+            ),
+        ),
+        other => k.set(Verdict::Fail, format!("{other:?} for {key}")),
+    }
+}
+
+/// A system exception in one line: name, minor code and its vendor,
+/// completion status.
+fn system_text(x: &SystemException) -> String {
+    format!(
+        "{} minor 0x{:08x} ({:?}) completed {}",
+        x.name(),
+        x.minor,
+        x.vendor(),
+        x.completed
+    )
 }
 
 fn order_name(o: ByteOrder) -> &'static str {
@@ -294,6 +339,9 @@ pub struct Suite {
     ior: Ior,
     profile: IiopProfile,
     opts: SuiteOptions,
+    /// `opts.tls` as the client's TLS settings, the files read once for
+    /// every connection.
+    tls: TlsMode,
     /// The large-payload checks' sizes, possibly scaled down for a slow
     /// peer by [`calibrate`](Self::calibrate).
     large: Vec<(Elem, u64)>,
@@ -308,6 +356,7 @@ impl Suite {
     /// A suite for the server behind `ior`.
     pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
         let profile = profile(&ior)?;
+        let tls = opts.tls.mode()?;
         let large = if opts.quick {
             vec![(Elem::Octet, 3 << 20)]
         } else {
@@ -318,11 +367,26 @@ impl Suite {
             profile,
             large,
             unreachable: false,
+            tls,
             opts,
             checks: Vec::new(),
             deadline: None,
             expired: false,
         })
+    }
+
+    /// `corbaloc:iiop:1.2@HOST:PORT` of the server's main profile, or
+    /// `corbaloc:ssliop:1.2@HOST:TLSPORT` where the profile's TLS offer is
+    /// required or its plain port is 0 (a TLS-only server), so the
+    /// corbaloc checks reach the server the way the reference does.
+    fn corbaloc_base(&self) -> String {
+        let p = &self.profile;
+        match iiop_giop::ior::tls_offer(p) {
+            Some(t) if t.required() || p.port == 0 => {
+                format!("corbaloc:ssliop:1.2@{}:{}", t.host, t.port)
+            }
+            _ => format!("corbaloc:iiop:1.2@{}:{}", p.host, p.port),
+        }
     }
 
     fn cfg(&self, version: Version, order: ByteOrder, fragment: Option<usize>) -> ClientConfig {
@@ -332,6 +396,7 @@ impl Suite {
             fragment_size: fragment,
             request_timeout: Some(self.opts.request_timeout),
             connect_timeout: Duration::from_secs(5),
+            tls: self.tls.clone(),
             ..ClientConfig::default()
         }
     }
@@ -638,20 +703,14 @@ impl Suite {
         let k = Check::new("LocateRequest(own key)", "locate");
         let before = c.forwards().len();
         self.push(match c.locate().await {
-            Ok(l) => match l.status {
-                LocateStatus::ObjectHere if c.forwards().len() > before => {
-                    k.set(Verdict::Pass, format!("OBJECT_HERE{}", hops_text(c)))
-                }
-                LocateStatus::ObjectHere => k.set(Verdict::Pass, "OBJECT_HERE"),
-                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-                    Verdict::Note,
-                    format!(
-                        "OBJECT_FORWARD (allowed) to {}",
-                        summary(&i).replace('\n', "; ")
-                    ),
-                ),
-                other => k.set(Verdict::Fail, format!("{other:?} for the object's own key")),
-            },
+            Ok(l) => {
+                let hops = if c.forwards().len() > before {
+                    hops_text(c)
+                } else {
+                    String::new()
+                };
+                located(k, l.status, &hops, "allowed", "the object's own key")
+            }
             Err(e) => k.set(Verdict::Fail, e.to_string()),
         });
         let bogus = c.with_key(b"NoSuchObjectKey");
@@ -770,21 +829,13 @@ impl Suite {
         k.size = expect.2;
         let got = stats(c).await;
         k.seconds = t.elapsed().as_secs_f64();
-        self.push(match (err, got) {
-            (Some(e), _) => k.set(Verdict::Fail, e),
-            (None, Err(e)) => k.set(Verdict::Fail, e),
-            (None, Ok(s)) => {
-                let d = format!(
-                    "calls {} oneways {} bytes {} (expected {} {} {})",
-                    s.calls, s.oneways, s.bytes, expect.0, expect.1, expect.2
-                );
-                if (s.calls, s.oneways, s.bytes) == expect {
-                    k.set(Verdict::Pass, d)
-                } else {
-                    k.set(Verdict::Fail, d)
-                }
-            }
-        });
+        self.push(judge_stats(k, err, got, |s| {
+            let d = format!(
+                "calls {} oneways {} bytes {} (expected {} {} {})",
+                s.calls, s.oneways, s.bytes, expect.0, expect.1, expect.2
+            );
+            ((s.calls, s.oneways, s.bytes) == expect, d)
+        }));
     }
 
     async fn order(&mut self, c: &BenchClient) {
@@ -810,21 +861,16 @@ impl Suite {
         }
         let got = stats(c).await;
         k.seconds = t.elapsed().as_secs_f64();
-        self.push(match (err, got) {
-            (Some(e), _) => k.set(Verdict::Fail, e),
-            (None, Err(e)) => k.set(Verdict::Fail, e),
-            (None, Ok(s)) => {
-                let d = format!(
-                    "oneways {} last_mark {} mark_disorder {} (expected {n} {n} 0)",
-                    s.oneways, s.last_mark, s.mark_disorder
-                );
-                if s.oneways == n && s.last_mark == n && s.mark_disorder == 0 {
-                    k.set(Verdict::Pass, d)
-                } else {
-                    k.set(Verdict::Fail, d)
-                }
-            }
-        });
+        self.push(judge_stats(k, err, got, |s| {
+            let d = format!(
+                "oneways {} last_mark {} mark_disorder {} (expected {n} {n} 0)",
+                s.oneways, s.last_mark, s.mark_disorder
+            );
+            (
+                s.oneways == n && s.last_mark == n && s.mark_disorder == 0,
+                d,
+            )
+        }));
     }
 
     async fn in_flight(&mut self, c: &BenchClient) {
@@ -896,11 +942,10 @@ impl Suite {
             Ok(d) => k.set(Verdict::Pass, d),
             Err(e) => k.set(Verdict::Fail, e),
         });
-        let (host, port) = (self.profile.host.clone(), self.profile.port);
+        let base = self.corbaloc_base();
         let k = Check::new("LocateRequest(corbaloc key Bench)", "locate");
         let r = async {
-            let ior = load_target(&format!("corbaloc:iiop:1.2@{host}:{port}/Bench"))
-                .map_err(|e| e.to_string())?;
+            let ior = load_target(&format!("{base}/Bench")).map_err(|e| e.to_string())?;
             let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect: {}", describe(&e)))?;
@@ -909,17 +954,13 @@ impl Suite {
         }
         .await;
         self.push(match r {
-            Ok((l, hops)) => match l.status {
-                LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
-                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-                    Verdict::Note,
-                    format!(
-                        "OBJECT_FORWARD (allowed for a short key) to {}",
-                        summary(&i).replace('\n', "; ")
-                    ),
-                ),
-                other => k.set(Verdict::Fail, format!("{other:?} for the corbaloc key")),
-            },
+            Ok((l, hops)) => located(
+                k,
+                l.status,
+                &hops,
+                "allowed for a short key",
+                "the corbaloc key",
+            ),
             Err(e) => k.set(Verdict::Fail, e),
         });
         for (key, ops) in [
@@ -927,7 +968,7 @@ impl Suite {
             ("Dispatch500", ["m000", "m499"]),
             ("Single0", ["op", "op"]),
         ] {
-            let url = format!("corbaloc:iiop:1.2@{host}:{port}/{key}");
+            let url = format!("{base}/{key}");
             let k = Check::new(format!("corbaloc {key}: {}", ops.join(", ")), "twoway");
             let r = async {
                 let ior = load_target(&url).map_err(|e| e.to_string())?;
@@ -957,7 +998,7 @@ impl Suite {
                 format!(
                     "echo {} {} (above 2 MiB)",
                     e.token(),
-                    iiopbench_engine::units::format_size(bytes)
+                    crate::units::format_size(bytes)
                 ),
                 "echo",
             );
@@ -1171,7 +1212,7 @@ impl SuitePlan {
         let sizes = self
             .large
             .iter()
-            .map(|&(e, b)| format!("{} {}", e.token(), iiopbench_engine::units::format_size(b)))
+            .map(|&(e, b)| format!("{} {}", e.token(), crate::units::format_size(b)))
             .collect::<Vec<_>>()
             .join(", ");
         format!(
@@ -1236,13 +1277,7 @@ async fn stats(c: &BenchClient) -> Result<StatsWire, String> {
 fn expect_system(k: Check, r: Result<Body, BenchError>, want: &[&str], noted: &[&str]) -> Check {
     match r {
         Err(BenchError::Call(ClientError::System(x))) => {
-            let d = format!(
-                "{} minor 0x{:08x} ({:?}) completed {}",
-                x.name(),
-                x.minor,
-                x.vendor(),
-                x.completed
-            );
+            let d = system_text(&x);
             if want.contains(&x.name()) && x.vendor() != MinorVendor::Omg {
                 k.set(Verdict::Note, format!("{d}: a vendor minor code (allowed)"))
             } else if want.contains(&x.name()) {
@@ -1281,13 +1316,7 @@ fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, Bench
     let body = hex(&reply.body.bytes, 32);
     match iiop_giop::transport::client::reply_result(reply) {
         Err(ClientError::System(x)) => {
-            let d = format!(
-                "{} minor 0x{:08x} ({:?}) completed {}",
-                x.name(),
-                x.minor,
-                x.vendor(),
-                x.completed
-            );
+            let d = system_text(&x);
             if x.name() == "MARSHAL" {
                 k.set(Verdict::Pass, d)
             } else {
@@ -1461,6 +1490,7 @@ mod tests {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(120),
+            tls: TlsOpts::default(),
         };
         let large = [(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)];
         // A fast peer: nothing changes.

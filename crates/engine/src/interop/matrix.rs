@@ -1,4 +1,4 @@
-//! `iiopbench interop --matrix`: every available server (ours in-process,
+//! The ORB × ORB interop matrix (`iiopbench interop --matrix`): every available server (ours in-process,
 //! vendors through `scripts/orbs/<orb>/start`) against every available
 //! client (our suite in-process, vendors through `scripts/orbs/<orb>/client
 //! --mode conformance`). Vendor processes run in their own process group,
@@ -16,7 +16,9 @@ use serde::Serialize;
 
 use super::suite::{self, Suite, Verdict};
 use super::{embedded_server, report, runtime, InteropOpts};
-use crate::cmd::orbs;
+use crate::orbs;
+use crate::progress::Progress;
+use crate::results::Results;
 
 /// The name of our own ORB in the matrix.
 pub const OURS: &str = "ours";
@@ -94,7 +96,7 @@ impl Child {
         loop {
             match self.inner.try_wait() {
                 Ok(Some(s)) => return Some(s),
-                Ok(None) if Instant::now() < end && !iiopbench_engine::interrupt::requested() => {
+                Ok(None) if Instant::now() < end && !crate::interrupt::requested() => {
                     std::thread::sleep(Duration::from_millis(20))
                 }
                 _ => return None,
@@ -140,11 +142,6 @@ pub enum Server {
     Vendor(Child),
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
 fn tail(path: &Path, lines: usize) -> String {
     let s = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = s.lines().collect();
@@ -152,34 +149,22 @@ fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Start `orb`'s server; returns it and the file holding its IOR.
-/// Prints the server's `config` lines unless `quiet`.
+/// The server's `config` lines go to `progress` as notes.
 pub fn start_server(
     orb: &str,
     dir: &Path,
     timeout: Duration,
-    quiet: bool,
+    progress: &Progress,
 ) -> anyhow::Result<(Server, PathBuf)> {
     let ior_file = dir.join(format!("{orb}.ior"));
     if orb == OURS {
         let s = embedded_server()?;
-        iiopbench_engine::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
+        crate::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
         return Ok((Server::Ours(s), ior_file));
     }
-    let script = orbs::script(orb, "start")?;
-    let port = free_port()?;
     let log = dir.join(format!("{orb}-server.log"));
-    let mut cmd = Command::new(&script);
-    cmd.args([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &port.to_string(),
-        "--ior-file",
-    ])
-    .arg(&ior_file)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(std::fs::File::create(&log)?);
+    let mut cmd = orbs::start_command(orb, &ior_file)?;
+    cmd.stderr(std::fs::File::create(&log)?);
     let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
     let out = child
         .take_stdout()
@@ -197,7 +182,7 @@ pub fn start_server(
         let left = end.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left.min(Duration::from_millis(200))) {
             Ok(l) if l.trim() == "ready" => break,
-            Ok(l) if l.starts_with("config ") && !quiet => println!("  {l}"),
+            Ok(l) if l.starts_with("config ") => progress.note(&format!("  {l}")),
             Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let st = child.stop();
@@ -206,7 +191,7 @@ pub fn start_server(
                     tail(&log, 5)
                 );
             }
-            Err(mpsc::RecvTimeoutError::Timeout) if iiopbench_engine::interrupt::requested() => {
+            Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
                 anyhow::bail!("{orb} server: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
@@ -227,7 +212,7 @@ pub fn start_server(
 }
 
 /// `N: reason; M: reason` from `name: reason` lines.
-fn skip_summary(lines: &[String]) -> String {
+pub fn skip_summary(lines: &[String]) -> String {
     let mut by: Vec<(usize, &str)> = Vec::new();
     for l in lines {
         let reason = l.split_once(": ").map_or(l.as_str(), |(_, r)| r);
@@ -369,10 +354,7 @@ pub fn run_vendor_client(
         if st.is_none() {
             child.stop();
             let _ = reader.join();
-            anyhow::ensure!(
-                !iiopbench_engine::interrupt::requested(),
-                "{orb} client: interrupted"
-            );
+            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
             anyhow::bail!(
                 "{orb} client did not finish within {timeout:?}; stderr: {}",
                 tail(&log, 3)
@@ -458,9 +440,65 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
     Ok(a)
 }
 
-/// Run the matrix and print it; an error when any cell failed.
-pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
-    let started_at = iiopbench_engine::results::now_rfc3339();
+/// What to run in the matrix.
+#[derive(Debug, Clone)]
+pub struct MatrixOpts {
+    /// Our suite's settings (its `target` is not used: every server of
+    /// the matrix is started here); `max_duration` also caps each vendor
+    /// client's whole conformance run.
+    pub suite: InteropOpts,
+    /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`).
+    pub orbs: Vec<String>,
+    /// Also run each vendor client through a plain
+    /// `corbaloc:iiop:HOST:PORT/Bench`, as extra rows `<orb>@corbaloc`.
+    pub corbaloc: bool,
+    /// How long a vendor server may take to print `ready`.
+    pub ready_timeout: Duration,
+}
+
+impl Default for MatrixOpts {
+    fn default() -> Self {
+        MatrixOpts {
+            suite: InteropOpts::default(),
+            orbs: ["ours", "omniorb", "jacorb", "omniorbpy"]
+                .map(String::from)
+                .to_vec(),
+            corbaloc: false,
+            ready_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What a matrix run found.
+#[derive(Debug, Clone)]
+pub struct MatrixRun {
+    /// The rows, in order.
+    pub clients: Vec<String>,
+    /// The columns that were tried, in order.
+    pub servers: Vec<String>,
+    pub cells: Vec<Cell>,
+    /// Roles skipped, and servers that did not start, one line each.
+    pub skipped: Vec<String>,
+    /// Vendor processes that could not be reaped, one line each.
+    pub unreaped: Vec<String>,
+    /// Ctrl-C stopped the run before every cell ran.
+    pub interrupted: bool,
+    /// The matrix as a results document (`kind: "interop-matrix"`).
+    pub results: Results,
+}
+
+impl MatrixRun {
+    /// Cells that failed or did not run to the end.
+    pub fn bad(&self) -> usize {
+        self.cells.iter().filter(|c| !c.ok()).count()
+    }
+}
+
+/// Run the matrix. News (skipped roles, servers starting, each cell's
+/// label as it ends) goes to `o.suite.progress` as notes.
+pub fn run(o: &MatrixOpts) -> anyhow::Result<MatrixRun> {
+    let started_at = crate::results::now_rfc3339();
+    let progress = &o.suite.progress;
     let mut a = availability(&o.orbs)?;
     if o.corbaloc {
         let extra: Vec<String> = a
@@ -472,27 +510,26 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         a.clients.extend(extra);
     }
     for s in &a.skipped {
-        println!("{s}");
+        progress.note(s);
     }
     let dir = std::env::temp_dir().join(format!("iiopbench-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let rt = runtime()?;
-    let (ready, timeout) = (o.ready_timeout, o.max_duration);
+    let (ready, timeout) = (o.ready_timeout, o.suite.max_duration);
     let mut cells = Vec::new();
     let mut skipped = a.skipped.clone();
+    let mut unreaped = Vec::new();
     let mut servers_run = Vec::new();
     for server in &a.servers {
-        if iiopbench_engine::interrupt::requested() {
+        if crate::interrupt::requested() {
             break;
         }
-        if !o.quiet {
-            println!("starting {server} server …");
-        }
-        let (srv, ior_file) = match start_server(server, &dir, ready, o.quiet) {
+        progress.note(&format!("starting {server} server …"));
+        let (srv, ior_file) = match start_server(server, &dir, ready, progress) {
             Ok(x) => x,
             Err(e) => {
                 let line = format!("{server} server: not started: {e:#}");
-                println!("{line}");
+                progress.note(&line);
                 skipped.push(line);
                 for client in &a.clients {
                     cells.push(Cell {
@@ -508,11 +545,12 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         };
         servers_run.push(server.clone());
         for client in &a.clients {
-            if iiopbench_engine::interrupt::requested() {
+            if crate::interrupt::requested() {
                 break;
             }
+            let case = progress.case(&format!("{client} client x {server} server"));
             let mut cell = if client == OURS {
-                run_ours(&rt, o, &ior_file)
+                run_ours(&rt, &o.suite, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
                 match corbaloc_of(&ior_file) {
                     Ok(url) => run_vendor_client(orb, client, server, &url, &dir, timeout),
@@ -526,69 +564,35 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
                 let target = ior_file.display().to_string();
                 run_vendor_client(client, client, server, &target, &dir, timeout)
             };
+            case.done();
             cell.server = server.clone();
-            if !o.quiet {
-                println!(
-                    "  {client} client x {server} server: {} ({:.1} s)",
-                    cell.label(),
-                    cell.seconds
-                );
-            }
+            progress.note(&format!(
+                "  {client} client x {server} server: {} ({:.1} s)",
+                cell.label(),
+                cell.seconds
+            ));
             cells.push(cell);
         }
         match srv {
             Server::Ours(s) => drop(s),
             Server::Vendor(mut c) => {
                 if c.stop().is_none() {
-                    println!("{}: could not be reaped", c.what());
+                    unreaped.push(format!("{}: could not be reaped", c.what()));
                 }
             }
         }
     }
-    println!();
-    print!("{}", report::matrix_table(&a.clients, &servers_run, &cells));
-    for c in &cells {
-        let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
-        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
-            continue;
-        }
-        println!("\n{} client x {} server: {}", c.client, c.server, c.label());
-        if let Some(e) = &c.error {
-            println!("  ERROR {e}");
-        }
-        for f in &c.failures {
-            println!("  FAIL {f}");
-        }
-        if !o.quiet {
-            for n in &c.notes {
-                println!("  note {n}");
-            }
-        }
-        if !c.skipped.is_empty() {
-            println!(
-                "  skipped {} check(s): {}",
-                c.skipped.len(),
-                skip_summary(&c.skipped)
-            );
-        }
-    }
-    if let Some(path) = &o.json {
-        let r = report::matrix_results(&cells, &skipped, &started_at);
-        iiopbench_engine::results::write_atomic(path, &iiopbench_engine::results::to_json(&r))?;
-    }
     let _ = std::fs::remove_dir_all(&dir);
-    anyhow::ensure!(
-        !iiopbench_engine::interrupt::requested(),
-        "interop matrix: interrupted; {} cell(s) ran",
-        cells.len()
-    );
-    let bad = cells.iter().filter(|c| !c.ok()).count();
-    anyhow::ensure!(
-        bad == 0,
-        "interop matrix: {bad} of {} cell(s) failed",
-        cells.len()
-    );
-    Ok(())
+    let results = report::matrix_results(&cells, &skipped, &started_at);
+    Ok(MatrixRun {
+        clients: a.clients,
+        servers: servers_run,
+        cells,
+        skipped,
+        unreaped,
+        interrupted: crate::interrupt::requested(),
+        results,
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,141 @@
+//! Interop conformance: our client's suite against one bench.idl server
+//! ([`suite`]), the ORB × ORB matrix of every available client against
+//! every available server ([`matrix`]), and both as results documents
+//! ([`report`]; docs/results-schema.md, section "interop"). The tables a
+//! person reads are the command line's (`iiopbench interop`).
+
+pub mod matrix;
+pub mod report;
+pub mod suite;
+
+use std::time::Duration;
+
+use iiop_giop::ior::Ior;
+use iiop_servers::run::{RunningServer, ServerOptions};
+
+use crate::progress::Progress;
+use crate::results::Results;
+use crate::target::TlsOpts;
+use suite::{Suite, SuiteOptions, SuiteReport, Verdict};
+
+/// What the suite runs against and how (`iiopbench interop` without
+/// `--matrix`).
+#[derive(Debug, Clone)]
+pub struct InteropOpts {
+    /// The server to test: `IOR:…`, `corbaloc:…`, a file holding one, or
+    /// `-` for standard input. `None`: our own server, started in this
+    /// process on 127.0.0.1.
+    pub target: Option<String>,
+    /// Fewer sizes and versions (a smoke test).
+    pub quick: bool,
+    /// Timeout of every request our client makes.
+    pub timeout: Duration,
+    /// Time cap of our whole suite (in the matrix also of each vendor
+    /// client's whole conformance run).
+    pub max_duration: Duration,
+    /// The client's TLS settings, to reach a server that offers or demands
+    /// TLS.
+    pub tls: TlsOpts,
+    /// Hears the news of the run (which server is tested, the matrix's
+    /// cells as they end).
+    pub progress: Progress,
+}
+
+impl Default for InteropOpts {
+    /// The command line's defaults: 20 s per request, 120 s in all.
+    fn default() -> Self {
+        InteropOpts {
+            target: None,
+            quick: false,
+            timeout: Duration::from_secs(20),
+            max_duration: Duration::from_secs(120),
+            tls: TlsOpts::default(),
+            progress: Progress::none(),
+        }
+    }
+}
+
+impl InteropOpts {
+    /// The suite's own settings (at least 1 ms per request and 1 s in all).
+    pub fn suite_options(&self) -> SuiteOptions {
+        SuiteOptions {
+            quick: self.quick,
+            request_timeout: self.timeout.max(Duration::from_millis(1)),
+            time_limit: self.max_duration.max(Duration::from_secs(1)),
+            tls: self.tls.clone(),
+        }
+    }
+}
+
+/// A multi-thread runtime (two workers) for the client side.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+/// Our server in-process, on 127.0.0.1 and a free port, two threads.
+pub fn embedded_server() -> anyhow::Result<RunningServer> {
+    RunningServer::start(ServerOptions {
+        listen: "127.0.0.1:0".into(),
+        threads: 2,
+        ..ServerOptions::default()
+    })
+    .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
+}
+
+/// What one suite run found.
+#[derive(Debug, Clone)]
+pub struct SuiteRun {
+    /// Every check with its verdict.
+    pub report: SuiteReport,
+    /// The server's reference as resolved.
+    pub ior: Ior,
+    /// The suite as a results document (`kind: "interop"`).
+    pub results: Results,
+}
+
+impl SuiteRun {
+    /// Checks that failed.
+    pub fn failed(&self) -> usize {
+        self.report.count(Verdict::Fail)
+    }
+}
+
+/// Run the suite against `o.target` (or our embedded server).
+pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
+    let rt = runtime()?;
+    let (server, ior, kind, reference) = match &o.target {
+        Some(t) => {
+            let ior = suite::load_target(t)?;
+            let kind = if t.starts_with("corbaloc:") {
+                "corbaloc"
+            } else {
+                "ior"
+            };
+            (None, ior, kind, t.clone())
+        }
+        None => {
+            let s = embedded_server()?;
+            let ior = s.refs().ior.clone();
+            o.progress.note(&format!(
+                "no target: testing our own server, started in-process on {}",
+                s.addr()
+            ));
+            (Some(s), ior, "embedded", String::new())
+        }
+    };
+    let started_at = crate::results::now_rfc3339();
+    let suite = Suite::new(ior.clone(), o.suite_options())?;
+    let case = o.progress.case("interop suite");
+    let report = rt.block_on(suite.run());
+    case.done();
+    drop(server);
+    let results = report::suite_results(&report, &ior, kind, &reference, &started_at, o.quick);
+    Ok(SuiteRun {
+        report,
+        ior,
+        results,
+    })
+}

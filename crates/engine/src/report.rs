@@ -1,0 +1,931 @@
+//! What a report shows (`iiopbench report`): the figures computed from
+//! results files, as data — x/y charts, stacked or interval bars and
+//! pass/fail matrices with their titles, one-sentence captions and file
+//! names — and the summary rows of every case. Drawing them (SVG) and
+//! laying out the pages are the command line's.
+//!
+//! - throughput against payload size (log2 axis), one figure per command,
+//!   mode and path (seed 000's Figures 2–7), one series per type and file;
+//! - HDR percentile distribution curves of every histogram;
+//! - mean latency against bytes per call with the a + b·bytes fit line;
+//! - time breakdown per phase (µs per call), stacked bars;
+//! - figures with confidence intervals (`extra` keys `K` with `K_ci95`
+//!   half-widths or `K_ci` = [lo, hi]: workload R and X);
+//! - the interop pass/fail matrix;
+//! - agent runs: each agent's rate and percentiles beside the total.
+//!
+//! Several files go on the same figures; their series are labelled by
+//! target (suite files) and file name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::hist::Latency;
+use crate::merge::{case_command, case_placement, fit_label, tag};
+use crate::results::{Case, Fit, Results};
+
+/// One figure of a report.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// File name within the report directory (`fig-01-….svg`).
+    pub file: String,
+    pub title: String,
+    /// One sentence: what the figure shows.
+    pub what: String,
+    /// What to draw.
+    pub plot: Plot,
+}
+
+/// The kinds of figure.
+#[derive(Debug, Clone)]
+pub enum Plot {
+    /// An x/y chart.
+    Chart(Chart),
+    /// Horizontal (stacked) bars, one row per bar, against `x_desc`.
+    Bars { x_desc: String, rows: Vec<Bar> },
+    /// A grid of labelled cells (`cells[row][col]`: `pass 3/3`, `FAIL`…).
+    Matrix {
+        rows: Vec<String>,
+        cols: Vec<String>,
+        cells: Vec<Vec<String>>,
+    },
+}
+
+impl Plot {
+    fn bars(x_desc: &str, rows: Vec<Bar>) -> Plot {
+        Plot::Bars {
+            x_desc: x_desc.to_string(),
+            rows,
+        }
+    }
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Points joined by a line.
+    LineMarkers,
+    /// Points only.
+    Markers,
+    /// A dashed-looking thin line (fits), no markers.
+    Line,
+}
+
+/// One series of an x/y chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub style: Style,
+    /// Series sharing a colour index get the same colour (one element
+    /// type across sources; a fit and its points).
+    pub color: usize,
+    /// Marker shape index (one per source): circle, triangle, square,
+    /// cross, then again.
+    pub marker: usize,
+}
+
+/// The x axis of a chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XAxis {
+    /// Payload sizes in bytes on a log2 scale, labelled 1KiB, 2KiB…
+    Log2Size,
+    /// Linear.
+    Linear,
+    /// Percentiles on the HDR scale: x = log10(1/(1−p)), labelled 90%,
+    /// 99%, 99.9%…; points are given as percentiles (0–100).
+    Percentile,
+}
+
+/// An x/y chart.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    pub title: String,
+    pub x_desc: String,
+    pub y_desc: String,
+    pub x: XAxis,
+    /// Logarithmic (base 10) y axis, for long-tailed values.
+    pub log_y: bool,
+    pub series: Vec<Series>,
+}
+
+/// One bar of a horizontal bar chart: a label and stacked segments
+/// (segment name, value, and optionally an interval drawn over the bar).
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub label: String,
+    pub segments: Vec<(String, f64)>,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Parameters that never split figures (they are series or labels).
+const NOT_GROUPING: [&str; 7] = [
+    "placement",
+    "type",
+    "elements",
+    "target",
+    "command",
+    "suite_case",
+    "size",
+];
+
+/// One case with where it came from.
+struct Entry<'a> {
+    file: usize,
+    r: &'a Results,
+    c: &'a Case,
+    /// Series prefix: target and/or file name (empty with one plain file).
+    origin: String,
+    /// Where it ran, when the inputs hold more than one placement: then
+    /// figures are split by placement, so none compares placements.
+    placement: Option<String>,
+}
+
+/// The distinct placements of the inputs' cases, in first-seen order.
+pub fn placements(inputs: &[(String, Results)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (_, r) in inputs {
+        for c in &r.cases {
+            let p = case_placement(r, c);
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A file name without directory and extension.
+pub fn stem(name: &str) -> String {
+    Path::new(name)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn entries(inputs: &[(String, Results)]) -> Vec<Entry<'_>> {
+    // Several files: series are named by target alone when every target
+    // label belongs to one file (ours.json + omniorb.json), else by file
+    // name (and target).
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut shared = false;
+    for (i, (_, r)) in inputs.iter().enumerate() {
+        for c in &r.cases {
+            match tag(c, "target") {
+                Some(t) => shared |= *owner.entry(t).or_insert(i) != i,
+                None => shared = true,
+            }
+        }
+    }
+    let many = inputs.len() > 1 && shared;
+    let mixed = placements(inputs).len() > 1;
+    inputs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (name, r))| {
+            r.cases.iter().map(move |c| {
+                let origin = match (many, tag(c, "target")) {
+                    (true, Some(t)) => format!("{}/{t}", stem(name)),
+                    (true, None) => stem(name),
+                    (false, Some(t)) => t.to_string(),
+                    (false, None) => String::new(),
+                };
+                Entry {
+                    file: i,
+                    r,
+                    c,
+                    origin,
+                    placement: mixed.then(|| case_placement(r, c)),
+                }
+            })
+        })
+        .collect()
+}
+
+/// The figure a case belongs to: command, mode, suite case and every
+/// parameter that is not a series label.
+fn group_title(e: &Entry) -> String {
+    let mut parts = vec![case_command(e.r, e.c).to_string(), e.c.params.mode.clone()];
+    for (k, v) in &e.c.params.extra {
+        if NOT_GROUPING.contains(&k.as_str()) {
+            continue;
+        }
+        let v = v
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| v.to_string());
+        parts.push(format!("{k}={v}"));
+    }
+    if let Some(s) = tag(e.c, "suite_case") {
+        parts.push(format!("[{s}]"));
+    }
+    if let Some(p) = &e.placement {
+        parts.push(format!("placed {p}"));
+    }
+    parts.join(" · ")
+}
+
+fn join_label(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').chars().take(100).collect()
+}
+
+/// Group entries by figure title, keeping first-seen order.
+fn groups<'a, 'b>(
+    es: &'b [Entry<'a>],
+    keep: impl Fn(&Entry) -> bool,
+) -> Vec<(String, Vec<&'b Entry<'a>>)> {
+    let mut out: Vec<(String, Vec<&'b Entry<'a>>)> = Vec::new();
+    for e in es.iter().filter(|e| keep(e)) {
+        let t = group_title(e);
+        match out.iter_mut().find(|(k, _)| *k == t) {
+            Some((_, v)) => v.push(e),
+            None => out.push((t, vec![e])),
+        }
+    }
+    out
+}
+
+/// Series in first-seen order, keyed by label.
+fn series_of<'a, 'b>(
+    es: &[&'b Entry<'a>],
+    label: impl Fn(&Entry) -> String,
+) -> Vec<(String, Vec<&'b Entry<'a>>)> {
+    let mut out: Vec<(String, Vec<&'b Entry<'a>>)> = Vec::new();
+    for e in es {
+        let l = label(e);
+        match out.iter_mut().find(|(k, _)| *k == l) {
+            Some((_, v)) => v.push(e),
+            None => out.push((l, vec![*e])),
+        }
+    }
+    out
+}
+
+fn throughput_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+    let gs = groups(es, |e| {
+        matches!(case_command(e.r, e.c), "throughput" | "tcp")
+            && e.c.calls > 0
+            && e.c.throughput_mbps > 0.0
+    });
+    for (title, g) in gs {
+        let ss = series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]));
+        let (mut types, mut origins) = (Vec::new(), Vec::new());
+        let series = ss
+            .into_iter()
+            .map(|(label, v)| {
+                let mut pts: Vec<(f64, f64)> = v
+                    .iter()
+                    .map(|e| (e.c.params.size as f64, e.c.throughput_mbps))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    label,
+                    points: pts,
+                    style: Style::LineMarkers,
+                    color: index_of(&mut types, &v[0].c.params.ty),
+                    marker: index_of(&mut origins, &v[0].origin),
+                }
+            })
+            .collect();
+        let t = format!("Throughput: {title}");
+        let svg = Plot::Chart(Chart {
+            title: t.clone(),
+            x_desc: "payload bytes per call (log2)".into(),
+            y_desc: "sender Mbit/s".into(),
+            x: XAxis::Log2Size,
+            log_y: false,
+            series,
+        });
+        figs.push((
+            t,
+            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source, as in seed 000's Figures 2–7.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+fn percentile_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+    let mut gs: Vec<(String, Vec<&Entry>)> = Vec::new();
+    // One figure per group and size, one curve per source and type.
+    for (title, g) in groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0) {
+        for e in g {
+            let t = match e.c.params.size {
+                0 => title.clone(),
+                n => format!("{title} · {}", crate::units::format_size(n)),
+            };
+            match gs.iter_mut().find(|(k, _)| *k == t) {
+                Some((_, v)) => v.push(e),
+                None => gs.push((t, vec![e])),
+            }
+        }
+    }
+    for (title, g) in gs {
+        let mut series = Vec::new();
+        for (i, e) in g.iter().enumerate() {
+            let h = Latency::from_base64(e.c.histogram.as_deref().unwrap_or_default()).map_err(
+                |err| anyhow::anyhow!("case {:?}: histogram undecodable: {err}", e.c.name),
+            )?;
+            if h.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                label: join_label(&[&e.origin, &e.c.params.ty]),
+                points: h.percentile_curve(),
+                style: Style::Line,
+                color: i,
+                marker: 0,
+            });
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let t = format!("Latency percentiles: {title}");
+        let svg = percentile_chart(&t, series);
+        figs.push((
+            t,
+            "HDR percentile distribution: call latency (µs, log scale) at each percentile, the x axis stretched towards the tail (90 %, 99 %, 99.9 %…), one curve per source and type.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+/// Latency (µs, log scale) against percentiles on the HDR axis.
+fn percentile_chart(title: &str, series: Vec<Series>) -> Plot {
+    Plot::Chart(Chart {
+        title: title.to_string(),
+        x_desc: "percentile".into(),
+        y_desc: "latency µs".into(),
+        x: XAxis::Percentile,
+        log_y: true,
+        series,
+    })
+}
+
+/// Position of `v` in `list`, appended when new (stable colours and
+/// markers per type and per source within a figure).
+fn index_of(list: &mut Vec<String>, v: &str) -> usize {
+    match list.iter().position(|x| x == v) {
+        Some(i) => i,
+        None => {
+            list.push(v.to_string());
+            list.len() - 1
+        }
+    }
+}
+
+fn fit_for<'a>(r: &'a Results, c: &Case) -> Option<&'a Fit> {
+    let l = fit_label(c);
+    r.fits.iter().find(|f| f.label == l)
+}
+
+fn latency_size_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> anyhow::Result<()> {
+    let gs = groups(es, |e| {
+        matches!(case_command(e.r, e.c), "latency" | "tcp")
+            && matches!(e.c.params.mode.as_str(), "echo" | "send" | "pingpong")
+            && e.c.latency_us.is_some()
+            && e.c.calls > 0
+    });
+    for (title, g) in gs {
+        let mut sizes: Vec<u64> = g.iter().map(|e| e.c.params.size).collect();
+        sizes.sort();
+        sizes.dedup();
+        if sizes.len() < 2 {
+            continue;
+        }
+        let mut series = Vec::new();
+        let mut origins = Vec::new();
+        for (i, (label, v)) in series_of(&g, |e| join_label(&[&e.origin, &e.c.params.ty]))
+            .into_iter()
+            .enumerate()
+        {
+            let mut pts: Vec<(f64, f64)> = v
+                .iter()
+                .filter_map(|e| {
+                    e.c.latency_us
+                        .map(|l| (e.c.bytes as f64 / e.c.calls as f64, l.mean))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let xmax = pts.last().map(|p| p.0).unwrap_or(0.0);
+            let (fit, computed) = match fit_for(v[0].r, v[0].c) {
+                Some(f) => (Some(f.clone()), false),
+                None => (Fit::from_points(&label, &pts), true),
+            };
+            let marker = index_of(&mut origins, &v[0].origin);
+            series.push(Series {
+                label: label.clone(),
+                points: pts,
+                style: Style::Markers,
+                color: i,
+                marker,
+            });
+            if let Some(f) = fit {
+                series.push(Series {
+                    label: format!(
+                        "{} fit{}: {:.1} µs + {:.3} ns/B",
+                        label,
+                        if computed { " (computed)" } else { "" },
+                        f.a_us,
+                        f.b_us_per_byte * 1e3
+                    ),
+                    points: vec![(0.0, f.a_us), (xmax, f.a_us + f.b_us_per_byte * xmax)],
+                    style: Style::Line,
+                    color: i,
+                    marker,
+                });
+            }
+        }
+        let t = format!("Latency vs size: {title}");
+        let svg = Plot::Chart(Chart {
+            title: t.clone(),
+            x_desc: "payload bytes per call".into(),
+            y_desc: "mean latency µs".into(),
+            x: XAxis::Linear,
+            log_y: false,
+            series,
+        });
+        figs.push((
+            t,
+            "Mean round-trip latency (µs) against payload bytes per call (points) with the least-squares line a + b·bytes (from the results' fits): a is the fixed cost per call, 1/b the marginal transfer rate.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+    let gs = groups(es, |e| e.c.breakdown.is_some() && e.c.calls > 0);
+    for (title, g) in gs {
+        let mut rows: Vec<Bar> = Vec::new();
+        for e in &g {
+            let size = crate::units::format_size(e.c.params.size);
+            let label = join_label(&[&e.origin, &e.c.params.ty, &size]);
+            let b = e.c.breakdown.as_ref().expect("grouped by breakdown");
+            // The client's phases add up to a call; the server's run during
+            // the client's `wait`, so they get a bar of their own.
+            rows.push(Bar {
+                label: label.clone(),
+                segments: b
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with("server_"))
+                    .map(|(k, v)| (k.clone(), v / e.c.calls as f64 * 1e6))
+                    .collect(),
+                interval: None,
+            });
+            if let Some(&n) = b.get("server_requests").filter(|n| **n > 0.0) {
+                rows.push(Bar {
+                    label: format!("{label} · server"),
+                    segments: b
+                        .iter()
+                        .filter_map(|(k, v)| {
+                            let phase = k.strip_prefix("server_")?;
+                            (phase != "requests").then(|| (format!("server {phase}"), v / n * 1e6))
+                        })
+                        .collect(),
+                    interval: None,
+                });
+            }
+        }
+        let t = format!("Time breakdown: {title}");
+        let svg = Plot::bars("µs per call", rows);
+        figs.push((
+            t,
+            "Where the time of one call goes, per phase (µs per call, stacked), seed 000's Tables 1–2 as bars.".into(),
+            svg,
+        ));
+    }
+    Ok(())
+}
+
+/// Every interval figure of a case as `(name, value, lo, hi)`: an
+/// `extra` entry `K_ci95` that is `{mean, half_width, …}` (the workload
+/// engine's form, docs/workloads.md), or a number `K` with a half-width
+/// `K_ci95` or a `K_ci` of `[lo, hi]` / `{lo, hi}` beside it.
+fn intervals(c: &Case) -> Vec<(String, f64, f64, f64)> {
+    let mut out = Vec::new();
+    for (k, val) in &c.extra {
+        let num = |key: &str| c.extra.get(key).and_then(|v| v.as_f64());
+        if let Some(base) = k.strip_suffix("_ci95") {
+            if let (Some(m), Some(h)) = (
+                val.get("mean").and_then(|v| v.as_f64()),
+                val.get("half_width").and_then(|v| v.as_f64()),
+            ) {
+                out.push((interval_name(base), m, m - h, m + h));
+            } else if let (Some(v), Some(h)) = (num(base), val.as_f64()) {
+                out.push((interval_name(base), v, v - h, v + h));
+            }
+        } else if let Some(base) = k.strip_suffix("_ci") {
+            let lohi = match val {
+                serde_json::Value::Array(a) if a.len() == 2 => a[0].as_f64().zip(a[1].as_f64()),
+                serde_json::Value::Object(o) => o
+                    .get("lo")
+                    .and_then(|v| v.as_f64())
+                    .zip(o.get("hi").and_then(|v| v.as_f64())),
+                _ => None,
+            };
+            if let (Some(v), Some((lo, hi))) = (num(base), lohi) {
+                out.push((interval_name(base), v, lo, hi));
+            }
+        }
+    }
+    out
+}
+
+/// Display name of an interval key: the workload engine's `r`, `x`, `z`
+/// with their units, others as they are.
+fn interval_name(base: &str) -> String {
+    match base {
+        "r" => "R (response time, µs)".into(),
+        "x" => "X (throughput, calls/s)".into(),
+        "z" => "Z (think time, µs)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+    let gs = groups(es, |e| !intervals(e.c).is_empty());
+    for (title, g) in gs {
+        let mut keys: Vec<String> = g
+            .iter()
+            .flat_map(|e| intervals(e.c).into_iter().map(|i| i.0))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let rows: Vec<Bar> = g
+                .iter()
+                .filter_map(|e| {
+                    let (_, v, lo, hi) = intervals(e.c).into_iter().find(|i| i.0 == k)?;
+                    Some(Bar {
+                        label: join_label(&[&e.origin, &e.c.name]),
+                        segments: vec![(k.clone(), v)],
+                        interval: Some((lo, hi)),
+                    })
+                })
+                .collect();
+            let t = format!("{k} with 95% interval: {title}");
+            let svg = Plot::bars(&k, rows);
+            figs.push((
+                t,
+                format!("{k} per case (bar: mean) with its 95 % confidence interval (whiskers)."),
+                svg,
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn result_text(c: &Case) -> String {
+    c.extra
+        .get("result")
+        .map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        })
+        .unwrap_or_default()
+}
+
+fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
+    // The vendor matrix: client × server.
+    for (name, r) in inputs.iter().filter(|(_, r)| r.kind == "interop-matrix") {
+        let mut clients: Vec<String> = Vec::new();
+        let mut servers: Vec<String> = Vec::new();
+        let get = |c: &Case, k: &str| {
+            c.extra
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("?")
+                .to_string()
+        };
+        for c in &r.cases {
+            let (cl, sv) = (get(c, "client"), get(c, "server"));
+            if !clients.contains(&cl) {
+                clients.push(cl);
+            }
+            if !servers.contains(&sv) {
+                servers.push(sv);
+            }
+        }
+        let mut cells = vec![vec![String::new(); servers.len()]; clients.len()];
+        for c in &r.cases {
+            let i = clients
+                .iter()
+                .position(|x| *x == get(c, "client"))
+                .unwrap_or(0);
+            let j = servers
+                .iter()
+                .position(|x| *x == get(c, "server"))
+                .unwrap_or(0);
+            cells[i][j] = result_text(c);
+        }
+        let t = format!(
+            "Interop matrix: {} (rows: clients, columns: servers)",
+            stem(name)
+        );
+        let svg = Plot::Matrix {
+            rows: clients,
+            cols: servers,
+            cells,
+        };
+        figs.push((
+            t,
+            "Each vendor client against each server: checks passed / counted.".into(),
+            svg,
+        ));
+    }
+    // Conformance checks: check × file.
+    let files: Vec<&(String, Results)> =
+        inputs.iter().filter(|(_, r)| r.kind == "interop").collect();
+    if files.is_empty() {
+        return;
+    }
+    let cols: Vec<String> = files.iter().map(|(n, _)| stem(n)).collect();
+    let mut rows: Vec<String> = Vec::new();
+    for (_, r) in &files {
+        for c in &r.cases {
+            if !rows.contains(&c.name) {
+                rows.push(c.name.clone());
+            }
+        }
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            files
+                .iter()
+                .map(|(_, r)| {
+                    r.cases
+                        .iter()
+                        .find(|c| &c.name == row)
+                        .map(result_text)
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .collect();
+    let t = "Interop checks: pass / fail / note per check and file".to_string();
+    let svg = Plot::Matrix { rows, cols, cells };
+    figs.push((
+        t,
+        "Every conformance check against each target (one column per results file).".into(),
+        svg,
+    ));
+}
+
+/// Agent runs (schema 3, `iiopbench agents`): per merged case, each
+/// agent's rate and the total as bars, and each agent's latency
+/// percentiles with the combined curve.
+fn agent_figures(
+    inputs: &[(String, Results)],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> anyhow::Result<()> {
+    for (file, r) in inputs {
+        let Some(info) = &r.agents else { continue };
+        let name = |id: u32| {
+            info.agents
+                .iter()
+                .find(|a| a.id == id)
+                .and_then(|a| a.name.clone())
+                .map(|n| format!("agent {id} ({n})"))
+                .unwrap_or_else(|| format!("agent {id}"))
+        };
+        for c in r.cases.iter().filter(|c| !c.agents.is_empty()) {
+            let head = format!("{} · {}", stem(file), c.name);
+            let mut rows: Vec<Bar> = c
+                .agents
+                .iter()
+                .map(|a| Bar {
+                    label: name(a.agent),
+                    segments: vec![("calls/s".into(), a.calls_per_sec)],
+                    interval: None,
+                })
+                .collect();
+            rows.push(Bar {
+                label: format!("total of {}", c.agents.len()),
+                segments: vec![("calls/s".into(), c.calls_per_sec)],
+                interval: None,
+            });
+            let t = format!("Agents' rates: {head}");
+            figs.push((
+                t.clone(),
+                format!(
+                    "Calls per second of each agent and their sum ({} of {} agents ran{}).",
+                    info.ran,
+                    info.requested,
+                    if info.partial { ": partial run" } else { "" }
+                ),
+                Plot::bars("calls/s", rows),
+            ));
+            let mut series = Vec::new();
+            for (i, a) in c.agents.iter().enumerate() {
+                if let Some(h) = a.histogram.as_deref() {
+                    let h = Latency::from_base64(h).map_err(|e| {
+                        anyhow::anyhow!(
+                            "case {:?} agent {}: histogram undecodable: {e}",
+                            c.name,
+                            a.agent
+                        )
+                    })?;
+                    series.push(Series {
+                        label: name(a.agent),
+                        points: h.percentile_curve(),
+                        style: Style::Line,
+                        color: i,
+                        marker: 0,
+                    });
+                }
+            }
+            if let Some(h) = c.histogram.as_deref() {
+                let h = Latency::from_base64(h).map_err(|e| {
+                    anyhow::anyhow!("case {:?}: histogram undecodable: {e}", c.name)
+                })?;
+                series.push(Series {
+                    label: "all agents".into(),
+                    points: h.percentile_curve(),
+                    style: Style::LineMarkers,
+                    color: c.agents.len(),
+                    marker: 0,
+                });
+            }
+            if series.is_empty() {
+                continue;
+            }
+            let t = format!("Agents' latency percentiles: {head}");
+            let svg = percentile_chart(&t, series);
+            figs.push((
+                t,
+                "Each agent's latency at each percentile, and all agents' calls together (the merged histogram).".into(),
+                svg,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every figure for these results files, as data to draw.
+pub fn figures(inputs: &[(String, Results)]) -> anyhow::Result<Vec<Figure>> {
+    let es = entries(inputs);
+    let mut raw = Vec::new();
+    throughput_figures(&es, &mut raw)?;
+    latency_size_figures(&es, &mut raw)?;
+    percentile_figures(&es, &mut raw)?;
+    breakdown_figures(&es, &mut raw)?;
+    interval_figures(&es, &mut raw)?;
+    interop_figures(inputs, &mut raw);
+    agent_figures(inputs, &mut raw)?;
+    Ok(raw
+        .into_iter()
+        .enumerate()
+        .map(|(i, (title, what, plot))| Figure {
+            file: format!("fig-{:02}-{}.svg", i + 1, slug(&title)),
+            title,
+            what,
+            plot,
+        })
+        .collect())
+}
+
+/// One row per case of every input, under [`SUMMARY_HEAD`].
+pub fn summary_rows(inputs: &[(String, Results)]) -> Vec<[String; 9]> {
+    let es = entries(inputs);
+    es.iter()
+        .map(|e| {
+            let l = e.c.latency_us;
+            let errors: u64 = e.c.errors.values().sum();
+            [
+                stem(&inputs[e.file].0),
+                tag(e.c, "target").unwrap_or(&e.r.target.kind).to_string(),
+                e.c.name.clone(),
+                e.c.calls.to_string(),
+                format!("{:.1}", e.c.throughput_mbps),
+                l.map(|l| format!("{:.1}", l.p50)).unwrap_or_default(),
+                l.map(|l| format!("{:.1}", l.p99)).unwrap_or_default(),
+                errors.to_string(),
+                case_placement(e.r, e.c),
+            ]
+        })
+        .collect()
+}
+
+/// The columns of [`summary_rows`].
+pub const SUMMARY_HEAD: [&str; 9] = [
+    "file",
+    "target",
+    "case",
+    "calls",
+    "Mbit/s",
+    "p50 µs",
+    "p99 µs",
+    "errors",
+    "placement",
+];
+
+/// The warning a report carries when its inputs ran placed differently.
+pub fn placement_warning(inputs: &[(String, Results)]) -> Option<String> {
+    let p = placements(inputs);
+    (p.len() > 1).then(|| {
+        format!(
+            "These results ran with {} different placements ({}): placement moves a loopback round trip more than any ORB does, so each figure holds one placement only and cases placed differently are not compared.",
+            p.len(),
+            p.join("; ")
+        )
+    })
+}
+
+/// One line about an input: kind, title, target, start, host, cases,
+/// and whether it is incomplete.
+pub fn describe(name: &str, r: &Results) -> String {
+    let t = &r.target;
+    let mut s = format!(
+        "{}: {} ({}), target {} {}, started {}, host {} ({} cores), {} cases",
+        stem(name),
+        r.kind,
+        r.params
+            .get("title")
+            .and_then(|v| v.as_str())
+            .unwrap_or("-"),
+        t.kind,
+        t.orb_type.as_deref().unwrap_or(""),
+        r.started_at,
+        r.host.hostname,
+        r.host.cores,
+        r.cases.len()
+    );
+    if let Some(f) = &r.outcome.failure {
+        s.push_str(&format!("; INCOMPLETE: {f}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interop::matrix::Cell;
+    use crate::interop::report::matrix_results;
+
+    #[test]
+    fn an_interop_matrix_becomes_a_grid_of_its_cells() {
+        let cell = |client: &str, server: &str, passed, failed| Cell {
+            client: client.into(),
+            server: server.into(),
+            passed,
+            failed,
+            ..Cell::default()
+        };
+        let r = matrix_results(
+            &[
+                cell("ours", "ours", 4, 0),
+                cell("ours", "jacorb", 3, 1),
+                cell("omniorb", "ours", 2, 0),
+            ],
+            &[],
+            "2026-01-01T00:00:00Z",
+        );
+        let figs = figures(&[("runs/m.json".into(), r)]).unwrap();
+        assert_eq!(figs.len(), 1);
+        let f = &figs[0];
+        assert_eq!(
+            f.title,
+            "Interop matrix: m (rows: clients, columns: servers)"
+        );
+        assert_eq!(
+            f.file,
+            "fig-01-interop-matrix-m-rows-clients-columns-servers.svg"
+        );
+        let Plot::Matrix { rows, cols, cells } = &f.plot else {
+            panic!("{:?}", f.plot)
+        };
+        assert_eq!(rows, &["ours", "omniorb"]);
+        assert_eq!(cols, &["ours", "jacorb"]);
+        assert_eq!(
+            cells,
+            &[
+                vec!["pass 4/4".to_string(), "FAIL 3/4".into()],
+                vec!["pass 2/2".into(), String::new()],
+            ]
+        );
+    }
+}
