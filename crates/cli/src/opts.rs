@@ -36,13 +36,13 @@ Examples:
     pub const BENCH_THROUGHPUT: &str = "\
 Examples:
   iiopbench bench throughput --type octet,double --size 1KiB..64KiB --mode oneway,twoway
-  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json
+  iiopbench bench throughput --size 64KiB --baseline --pin cross --json tp.json   # + --tls-vs-plain: also over TLS
   iiopbench bench throughput --target bench.ior --total 64MiB --min-duration 500ms --timeout 10s";
 
     pub const BENCH_LATENCY: &str = "\
 Examples:
   iiopbench bench latency --op echo --type long --size 64..64KiB*4 --warmup 1000
-  iiopbench bench latency --rate 20000 --duration 10s --connections 4
+  iiopbench bench latency --tls-vs-plain --baseline --op echo --size 64B,4KiB --pin cross   # plain and TLS side by side
   iiopbench bench latency --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --gen len=1000";
 
     pub const BENCH_CONNECT: &str = "\
@@ -569,6 +569,11 @@ pub struct TargetArgs {
     /// IIOP over TLS.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Every case twice, over plain TCP and over TLS, interleaved across
+    /// --runs, with a TLS/plain column: the embedded server serves both
+    /// (implies --tls; no --target).
+    #[arg(long)]
+    pub tls_vs_plain: bool,
 }
 
 impl TargetArgs {
@@ -585,6 +590,7 @@ impl TargetArgs {
             fragment_size: self.fragment_size,
             waiting: self.waiting.engine(),
             tls: self.tls.engine(),
+            tls_vs_plain: self.tls_vs_plain,
             gate: None,
         }
     }
@@ -596,8 +602,10 @@ impl TargetArgs {
 pub struct TlsArgs {
     /// TLS on every connection, also where the reference does not ask for
     /// it (a corbaloc:iiop: reference cannot; corbaloc:ssliop: and IORs
-    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca.
-    #[arg(long, requires = "tls_ca")]
+    /// with TAG_SSL_SEC_TRANS or a CSIv2 TLS mechanism do). Needs --tls-ca
+    /// with --target; without, the embedded server serves TLS with a
+    /// certificate made for the run.
+    #[arg(long)]
     pub tls: bool,
     /// CA certificates (PEM) that verify servers. With it, every
     /// connection whose reference offers TLS uses it.

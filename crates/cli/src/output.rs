@@ -10,7 +10,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use crate::opts::OutputOpts;
 use crate::table::{micros, num, Table};
 use iiopbench_engine::hist::Latency;
-use iiopbench_engine::results::{self, Results};
+use iiopbench_engine::results::{self, Baseline, Interval, Results};
 use iiopbench_engine::units::format_size;
 
 /// The placement lines of the header: as chosen, and as observed.
@@ -113,6 +113,8 @@ pub fn human(r: &Results) -> String {
     let has_lat = r.cases.iter().any(|c| c.latency_us.is_some());
     let has_recv = r.cases.iter().any(|c| c.receiver_throughput_mbps.is_some());
     let has_base = r.cases.iter().any(|c| c.baseline.is_some());
+    let has_tls_base = r.cases.iter().any(|c| c.tls_baseline.is_some());
+    let has_vs_plain = r.cases.iter().any(|c| c.vs_plain.is_some());
     let mut header = vec!["case", "size", "calls", "time", "calls/s", "Mbit/s"];
     if has_recv {
         header.push("recv Mbit/s");
@@ -122,6 +124,12 @@ pub fn human(r: &Results) -> String {
     }
     if has_base {
         header.push("vs tcp");
+    }
+    if has_tls_base {
+        header.push("vs tls-tcp");
+    }
+    if has_vs_plain {
+        header.push("tls/plain");
     }
     header.push("errors");
     let mut tab = Table::new(header);
@@ -164,18 +172,19 @@ pub fn human(r: &Results) -> String {
             }
         }
         if has_base {
-            row.push(
-                c.baseline
-                    .as_ref()
-                    .map(|b| match c.intervals.get("vs_tcp").filter(|i| i.n >= 2) {
-                        // The median run's ratio, and the range of the runs.
-                        Some(i) => {
-                            format!("{:.2}x [{:.2}–{:.2}] {}", b.ratio, i.min, i.max, b.metric)
-                        }
-                        None => format!("{:.2}x {}", b.ratio, b.metric),
-                    })
-                    .unwrap_or_else(|| "-".into()),
-            );
+            row.push(ratio_cell(c.baseline.as_ref(), c.intervals.get("vs_tcp")));
+        }
+        if has_tls_base {
+            row.push(ratio_cell(
+                c.tls_baseline.as_ref(),
+                c.intervals.get("vs_tls_tcp"),
+            ));
+        }
+        if has_vs_plain {
+            row.push(ratio_cell(
+                c.vs_plain.as_ref(),
+                c.intervals.get("tls_vs_plain"),
+            ));
         }
         let errors: u64 = c.errors.values().sum();
         row.push(errors.to_string());
@@ -213,6 +222,16 @@ pub fn human(r: &Results) -> String {
 /// E0.5: µs per call in each phase, client then server, for the cases
 /// that have a breakdown; the last column is the client's phases as a share
 /// of the measured time.
+/// A ratio to a baseline: with runs, the median run's ratio and the range
+/// of the runs.
+fn ratio_cell(b: Option<&Baseline>, runs: Option<&Interval>) -> String {
+    b.map(|b| match runs.filter(|i| i.n >= 2) {
+        Some(i) => format!("{:.2}x [{:.2}–{:.2}] {}", b.ratio, i.min, i.max, b.metric),
+        None => format!("{:.2}x {}", b.ratio, b.metric),
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
 fn breakdown_table(r: &Results, out: &mut String) {
     const CLIENT: [&str; 5] = ["marshal", "write", "wait", "read", "demarshal"];
     const SERVER: [&str; 5] = ["read", "decode", "upcall", "marshal", "write"];

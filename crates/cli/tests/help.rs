@@ -262,6 +262,13 @@ const IDEAS: &[Idea] = &[
         "bench * but tcp, soak, call, interop, replay, serve",
     ),
     idea(
+        "Every case over plain TCP and over TLS, with their ratio",
+        None,
+        "tls-vs-plain",
+        "—",
+        "bench * but tcp, soak, call",
+    ),
+    idea(
         "CA certificates that verify clients (PEM)",
         None,
         "tls-client-ca",

@@ -597,7 +597,7 @@ fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
     use clap::Parser;
     use iiop_giop::transport::tls::test_pki::TestPki;
     use iiopbench::opts::{Cli, Command};
-    let pki = TestPki::create(&tmp("pki"));
+    let pki = TestPki::new("interop");
     let path = |p: &PathBuf| p.to_str().unwrap().to_string();
     let (ca, cert, key) = (path(&pki.ca), path(&pki.client_cert), path(&pki.client_key));
     let o = match Cli::try_parse_from([

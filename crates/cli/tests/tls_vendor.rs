@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use iiop_giop::transport::tls::test_pki::TestPki;
 use iiop_giop::transport::tls::RustlsClientConfig;
-use iiop_giop::transport::{ClientConfig, ClientError};
+use iiop_giop::transport::{ClientConfig, ClientError, TlsMode};
 use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
 use iiop_servers::client::{BenchClient, BenchError, Wait};
@@ -29,13 +29,6 @@ use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn pki(name: &str) -> TestPki {
-    TestPki::create(&std::env::temp_dir().join(format!(
-        "iiopbench-tls-vendor-{name}-{}",
-        std::process::id()
-    )))
 }
 
 use common::{start, Proc};
@@ -71,7 +64,7 @@ fn vendor_tls_server(orb: &str, pki: &TestPki, require_client: bool) -> (Proc, S
 
 fn cfg(tls: Option<std::sync::Arc<RustlsClientConfig>>) -> ClientConfig {
     ClientConfig {
-        tls,
+        tls: tls.map_or(TlsMode::Off, TlsMode::Offered),
         request_timeout: Some(Duration::from_secs(30)),
         connect_timeout: Duration::from_secs(10),
         ..ClientConfig::default()
@@ -103,7 +96,7 @@ fn our_client_against(orb: &str) {
     if !common::vendor_built("tls_vendor", orb, true) {
         return;
     }
-    let pki = pki(&format!("ours-to-{orb}"));
+    let pki = TestPki::new(&format!("ours-to-{orb}"));
     let rt = rt();
     let (_srv, ior) = vendor_tls_server(orb, &pki, false);
     let ior: iiop_giop::Ior = ior.parse().unwrap();
@@ -152,7 +145,7 @@ fn vendor_client_against_ours(orb: &str) {
     if !common::vendor_built("tls_vendor", orb, true) {
         return;
     }
-    let pki = pki(&format!("{orb}-to-ours"));
+    let pki = TestPki::new(&format!("{orb}-to-ours"));
     let srv = RunningServer::start(ServerOptions {
         threads: 2,
         tls: Some(TlsServer {

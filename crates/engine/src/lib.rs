@@ -88,4 +88,5 @@ pub mod suite;
 pub mod sysinfo;
 pub mod target;
 pub mod tcp;
+pub mod tls_vs_plain;
 pub mod units;

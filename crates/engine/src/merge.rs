@@ -237,6 +237,8 @@ pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> anyhow::Result<()>
     };
     // A ratio to one run's baseline does not survive summing runs.
     a.baseline = None;
+    a.tls_baseline = None;
+    a.vs_plain = None;
     Ok(())
 }
 

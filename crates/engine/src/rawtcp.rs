@@ -20,6 +20,14 @@
 //! with Nagle on (TCP_NODELAY off until the closing stats request), as
 //! TTCP and iperf3 send by default: the kernel coalesces them into full
 //! segments.
+//!
+//! The same frames also go through TLS ([`RawServer::start_tls`],
+//! [`RawClient::connect_tls`]): the raw TLS-over-TCP baseline, what TLS
+//! itself costs these bytes on this machine. Its client has the settings
+//! of the benchmark's TLS client (no session resumption: every connection
+//! a full handshake) and writes and reads the same sizes; it waits for
+//! replies as the TCP client does (spinning first or not), while the
+//! server's reads through rustls block at once.
 
 use std::io::{IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -30,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use crate::hist::Latency;
 use iiop_giop::transport::blocking::{recv_spinning, send_spinning, Spin};
+use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
 /// Header size, equal to GIOP's.
 pub const HEADER: usize = 12;
@@ -141,6 +150,27 @@ impl RawServer {
         cpus: Option<Vec<usize>>,
         stream_spin: Option<Duration>,
     ) -> anyhow::Result<RawServer> {
+        Self::start_with(addr, opts, cpus, stream_spin, None)
+    }
+
+    /// [`start`](Self::start) serving the frames over TLS with `tls`
+    /// (the raw TLS-over-TCP baseline); its reads do not spin.
+    pub fn start_tls(
+        addr: &str,
+        opts: SocketOpts,
+        cpus: Option<Vec<usize>>,
+        tls: Arc<RustlsServerConfig>,
+    ) -> anyhow::Result<RawServer> {
+        Self::start_with(addr, opts, cpus, None, Some(tls))
+    }
+
+    fn start_with(
+        addr: &str,
+        opts: SocketOpts,
+        cpus: Option<Vec<usize>>,
+        stream_spin: Option<Duration>,
+        tls: Option<Arc<RustlsServerConfig>>,
+    ) -> anyhow::Result<RawServer> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| anyhow::anyhow!("raw-tcp server cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr()?;
@@ -157,7 +187,7 @@ impl RawServer {
                         break;
                     }
                     let Ok(conn) = conn else { continue };
-                    let cpus = cpus.clone();
+                    let (cpus, tls) = (cpus.clone(), tls.clone());
                     let _ = std::thread::Builder::new()
                         .name("raw-tcp-conn".into())
                         .spawn(move || {
@@ -165,7 +195,10 @@ impl RawServer {
                                 let _ = crate::sysinfo::pin_current_thread(c);
                             }
                             let _ = opts.apply(&conn);
-                            let _ = serve_conn(conn, stream_spin);
+                            let _ = match tls {
+                                None => serve_conn(&conn, stream_spin),
+                                Some(t) => accept_tls(t, conn).and_then(|s| serve_conn(s, None)),
+                            };
                         });
                 }
             })?;
@@ -186,14 +219,56 @@ impl Drop for RawServer {
     }
 }
 
+/// How long either side of the TLS baseline waits for the other's part
+/// of the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A TLS session over an accepted connection, handshake done.
+fn accept_tls(
+    tls: Arc<RustlsServerConfig>,
+    mut sock: TcpStream,
+) -> std::io::Result<rustls::StreamOwned<rustls::ServerConnection, TcpStream>> {
+    let mut conn = rustls::ServerConnection::new(tls).map_err(std::io::Error::other)?;
+    sock.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    while conn.is_handshaking() {
+        conn.complete_io(&mut sock)?;
+    }
+    sock.set_read_timeout(None)?;
+    Ok(rustls::StreamOwned::new(conn, sock))
+}
+
+/// A raw connection's bytes: the TCP socket itself, or a TLS session
+/// over it.
+trait RawIo: Read + Write {
+    /// One receive, retried when a signal interrupts it; a TCP socket
+    /// polls first for up to `spin`.
+    fn recv(&mut self, buf: &mut [u8], spin: Option<Duration>) -> std::io::Result<usize>;
+}
+
+impl RawIo for &TcpStream {
+    fn recv(&mut self, buf: &mut [u8], spin: Option<Duration>) -> std::io::Result<usize> {
+        recv_into(self, buf, spin)
+    }
+}
+
+impl RawIo for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
+    fn recv(&mut self, buf: &mut [u8], _spin: Option<Duration>) -> std::io::Result<usize> {
+        loop {
+            match self.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+}
+
 /// Serve one connection until the peer closes it.
-fn serve_conn(s: TcpStream, stream_spin: Option<Duration>) -> std::io::Result<()> {
+fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Result<()> {
     // Reads go into one large buffer, as an ORB's do, and a sink frame's
     // body is only counted there, never copied again: a stream of small
     // frames costs one recv per buffer rather than two per frame, and a
     // stream of large ones one copy out of the kernel, so the baseline
     // measures the transport rather than our read pattern.
-    let mut s = &s;
     let mut buf = vec![0u8; READ_BUFFER];
     let (mut lo, mut hi) = (0usize, 0usize);
     let mut body = Vec::new();
@@ -209,7 +284,7 @@ fn serve_conn(s: TcpStream, stream_spin: Option<Duration>) -> std::io::Result<()
                 buf.copy_within(lo..hi, 0);
                 (lo, hi) = (0, hi - lo);
             }
-            match recv_into(s, &mut buf[hi..], spin)? {
+            match s.recv(&mut buf[hi..], spin)? {
                 0 if hi == lo => return Ok(()),
                 0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                 n => hi += n,
@@ -227,7 +302,7 @@ fn serve_conn(s: TcpStream, stream_spin: Option<Duration>) -> std::io::Result<()
             left -= here;
             spin = if kind == 0 { stream_spin } else { None };
             while left > 0 {
-                let n = match recv_into(s, &mut buf, spin)? {
+                let n = match s.recv(&mut buf, spin)? {
                     0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                     n => n,
                 };
@@ -241,6 +316,7 @@ fn serve_conn(s: TcpStream, stream_spin: Option<Duration>) -> std::io::Result<()
             }
             if kind == 2 {
                 s.write_all(&header(Kind::Ack, 0))?;
+                s.flush()?;
             }
             continue;
         }
@@ -264,11 +340,13 @@ fn serve_conn(s: TcpStream, stream_spin: Option<Duration>) -> std::io::Result<()
                 out.extend_from_slice(&h);
                 out.extend_from_slice(&body);
                 s.write_all(&out)?;
+                s.flush()?;
             }
             3 => {
                 let mut out = header(Kind::Stats, 8).to_vec();
                 out.extend_from_slice(&received.to_le_bytes());
                 s.write_all(&out)?;
+                s.flush()?;
             }
             k => {
                 return Err(std::io::Error::new(
@@ -340,10 +418,106 @@ pub struct RawRun {
     pub latency: Latency,
 }
 
-/// A connected raw-TCP client.
+/// A raw client's connection: the socket, or a TLS session over it.
+#[derive(Debug)]
+enum Wire {
+    Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Wire {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Wire::Tcp(s) => s,
+            Wire::Tls(t) => &t.sock,
+        }
+    }
+
+    fn nodelay(&self) -> std::io::Result<bool> {
+        self.sock().nodelay()
+    }
+
+    fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
+        self.sock().set_nodelay(on)
+    }
+}
+
+impl Read for Wire {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Wire::Tcp(s) => s.read(buf),
+            Wire::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Wire {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Wire::Tcp(s) => s.write(buf),
+            Wire::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Wire::Tcp(s) => s.flush(),
+            Wire::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// Read exactly `buf.len()` decrypted bytes: what rustls holds, else TLS
+/// records from the socket, received as the TCP client receives (polling
+/// first for up to `spin` per reply), so both baselines wait alike.
+fn tls_read_exact(
+    t: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    buf: &mut [u8],
+    spin: Option<Duration>,
+) -> std::io::Result<()> {
+    /// The socket as rustls reads it: spinning `recv`.
+    struct SpinRead<'a> {
+        sock: &'a TcpStream,
+        spin: &'a mut Option<Spin>,
+    }
+    impl Read for SpinRead<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            recv_spinning(self.sock, as_uninit(buf), self.spin)
+        }
+    }
+    let mut spin = Spin::new(spin);
+    let mut at = 0;
+    while at < buf.len() {
+        match t.conn.reader().read(&mut buf[at..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                at += n;
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+        let mut io = SpinRead {
+            sock: &t.sock,
+            spin: &mut spin,
+        };
+        match t.conn.read_tls(&mut io) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        t.conn
+            .process_new_packets()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    }
+    Ok(())
+}
+
+/// A connected raw-TCP (or raw TLS-over-TCP) client.
 #[derive(Debug)]
 pub struct RawClient {
-    s: TcpStream,
+    s: Wire,
     /// Spin this long before a reply read blocks (`--wait-strategy spin`).
     spin: Option<Duration>,
 }
@@ -359,7 +533,46 @@ impl RawClient {
             .map_err(|e| anyhow::anyhow!("raw-tcp connect to {addr}: {e}"))?;
         opts.apply(&s)?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        Ok(RawClient { s, spin: None })
+        Ok(RawClient {
+            s: Wire::Tcp(s),
+            spin: None,
+        })
+    }
+
+    /// [`connect`](Self::connect), then a full TLS handshake with `tls`
+    /// (the server's certificate must name `addr`'s IP address), within
+    /// `timeout`. Replies are read as [`spinning`](Self::spinning) says;
+    /// frames are written through rustls with blocking sends.
+    pub fn connect_tls(
+        addr: SocketAddr,
+        opts: SocketOpts,
+        timeout: Duration,
+        tls: Arc<RustlsClientConfig>,
+    ) -> anyhow::Result<RawClient> {
+        let Wire::Tcp(mut sock) = Self::connect(addr, opts, timeout)?.s else {
+            unreachable!("connect makes a TCP client")
+        };
+        let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+        let mut conn = rustls::ClientConnection::new(tls, name)?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        while conn.is_handshaking() {
+            conn.complete_io(&mut sock).map_err(|e| {
+                anyhow::anyhow!(
+                    "raw TLS handshake with {addr}: {}",
+                    iiop_giop::transport::tls::handshake_failure(
+                        &e,
+                        iiop_giop::transport::tls::Side::Client
+                    )
+                )
+            })?;
+        }
+        sock.set_read_timeout(Some(Duration::from_secs(30)))?;
+        sock.set_write_timeout(None)?;
+        Ok(RawClient {
+            s: Wire::Tls(Box::new(rustls::StreamOwned::new(conn, sock))),
+            spin: None,
+        })
     }
 
     /// Wait for replies and for room to send as a spinning GIOP client
@@ -370,12 +583,21 @@ impl RawClient {
         self
     }
 
+    /// Whether this client goes through TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self.s, Wire::Tls(_))
+    }
+
     /// Read exactly `buf.len()` bytes of a reply, waiting as configured.
     fn read_reply(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+        let sock = match &mut self.s {
+            Wire::Tcp(sock) => sock,
+            Wire::Tls(t) => return tls_read_exact(t, buf, self.spin),
+        };
         let mut spin = Spin::new(self.spin);
         let mut at = 0;
         while at < buf.len() {
-            match recv_spinning(&self.s, as_uninit(&mut buf[at..]), &mut spin) {
+            match recv_spinning(sock, as_uninit(&mut buf[at..]), &mut spin) {
                 Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                 Ok(n) => at += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -387,10 +609,14 @@ impl RawClient {
 
     /// Write all of `frame`, waiting for room as configured.
     fn send_frame(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        let Wire::Tcp(sock) = &self.s else {
+            self.s.write_all(frame)?;
+            return self.s.flush();
+        };
         let mut spin = Spin::new(self.spin);
         let mut at = 0;
         while at < frame.len() {
-            match send_spinning(&self.s, &[IoSlice::new(&frame[at..])], &mut spin) {
+            match send_spinning(sock, &[IoSlice::new(&frame[at..])], &mut spin) {
                 Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
                 Ok(n) => at += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -421,7 +647,7 @@ impl RawClient {
         // ~15 % slower), so it goes out at once. Turning TCP_NODELAY back
         // on before the stats request pushes what is left.
         let nodelay = self.s.nodelay()?;
-        let coalesce = frame.len() < segment_size(&self.s).unwrap_or(1460);
+        let coalesce = frame.len() < segment_size(self.s.sock()).unwrap_or(1460);
         self.s.set_nodelay(!coalesce)?;
         // The clock is read as the GIOP stream reads it (bench/throughput.rs
         // `send_loop`): every 16th small frame, and when the total is
@@ -454,6 +680,7 @@ impl RawClient {
     /// Ask the server for its received-bytes counter on this connection.
     pub fn stats(&mut self) -> anyhow::Result<u64> {
         self.s.write_all(&header(Kind::Stats, 0))?;
+        self.s.flush()?;
         let mut h = [0u8; HEADER];
         self.s.read_exact(&mut h)?;
         let (_, len) = parse_header(&h)?;
@@ -548,6 +775,63 @@ mod tests {
         assert_eq!(r.latency.len(), 200);
         let r = c.pingpong(1, false, 0, 50, None).unwrap();
         assert_eq!(r.latency.len(), 50);
+    }
+
+    #[test]
+    fn tls_frames_count_every_byte_and_echo_back() {
+        let pki = iiop_giop::transport::tls::EphemeralPki::new().unwrap();
+        let srv =
+            RawServer::start_tls("127.0.0.1:0", SocketOpts::default(), None, pki.server).unwrap();
+        let mut c = RawClient::connect_tls(
+            srv.addr(),
+            SocketOpts::default(),
+            Duration::from_secs(5),
+            pki.client,
+        )
+        .unwrap();
+        assert!(c.is_tls());
+        // Frames smaller than a record, larger than the server's read
+        // buffer and than rustls' plaintext buffer.
+        for (size, total) in [(1000, 100_000), (300_000, 900_000)] {
+            let r = c
+                .stream(size, total, Duration::ZERO, Duration::from_secs(10))
+                .unwrap();
+            assert_eq!(r.server_bytes, Some(r.bytes), "frames of {size}");
+            assert_eq!(r.bytes, total);
+        }
+        let r = c.pingpong(70_000, true, 2, 20, None).unwrap();
+        assert_eq!(r.calls, 20);
+        let r = c.pingpong(8, false, 0, 30, None).unwrap();
+        assert_eq!(r.latency.len(), 30);
+        // Waiting for replies by spinning first, as a spinning GIOP
+        // client does.
+        let mut c = c.spinning(Some(Duration::from_millis(1)));
+        let r = c.pingpong(20_000, true, 0, 30, None).unwrap();
+        assert_eq!(r.calls, 30);
+    }
+
+    #[test]
+    fn a_tls_client_refuses_a_server_its_ca_did_not_sign() {
+        let (a, b) = (
+            iiop_giop::transport::tls::EphemeralPki::new().unwrap(),
+            iiop_giop::transport::tls::EphemeralPki::new().unwrap(),
+        );
+        let srv =
+            RawServer::start_tls("127.0.0.1:0", SocketOpts::default(), None, a.server).unwrap();
+        let e = RawClient::connect_tls(
+            srv.addr(),
+            SocketOpts::default(),
+            Duration::from_secs(5),
+            b.client,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "raw TLS handshake with {}: we refused the server's certificate: not signed by a CA we trust",
+                srv.addr()
+            )
+        );
     }
 
     #[test]

@@ -478,8 +478,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
     let speed = o.speed;
     let timeout = o.timeout;
     let cfg = ClientConfig {
-        tls: o.tls.client()?,
-        tls_always: o.tls.tls,
+        tls: o.tls.mode()?,
         ..ClientConfig::default()
     };
     let outcomes: Vec<Outcome1> = rt.block_on(async {
@@ -507,8 +506,8 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                 per_conn.entry(r.conn).or_default().push(i);
             }
         }
-        let ep = endpoint_for(&p, cfg.tls.is_some(), cfg.tls_always)
-            .map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+        let ep =
+            endpoint_for(&p, cfg.tls.wanted()).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
         let plan = Arc::new(ReplayPlan {
             ep,
             cfg,

@@ -252,6 +252,9 @@ pub struct RunFigures {
     /// This run's ratio to the raw-TCP baseline of the same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline_ratio: Option<f64>,
+    /// This run's ratio to the raw TLS-over-TCP baseline of the same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_baseline_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<crate::noise::Noise>,
 }
@@ -376,6 +379,15 @@ pub struct Case {
     /// This case's figure divided by the raw-TCP baseline's, same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    /// A case over TLS: its figure divided by the raw TLS-over-TCP
+    /// baseline's (the same frames through rustls), same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_baseline: Option<Baseline>,
+    /// `--tls-vs-plain`, a case over TLS: its figure divided by the same
+    /// case's over plain TCP, same runs (metric `throughput`, `p50` or
+    /// `calls_per_sec`; `baseline_value` is the plain figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_plain: Option<Baseline>,
     /// Experiment-specific figures (e.g. `littles_law`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
@@ -384,7 +396,8 @@ pub struct Case {
     pub runs: Vec<RunFigures>,
     /// With `--runs` > 1: mean ± 95 % interval across runs, keyed by
     /// figure: `throughput_mbps`, `receiver_throughput_mbps`,
-    /// `calls_per_sec`, `p50`, `p90`, `p99`, `p999`, `vs_tcp`.
+    /// `calls_per_sec`, `p50`, `p90`, `p99`, `p999`, `vs_tcp`,
+    /// `vs_tls_tcp`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub intervals: BTreeMap<String, Interval>,
     /// The machine while this case ran (all its runs).

@@ -15,6 +15,24 @@ use crate::results::{Baseline, Case, CpuFigures, Interval, Results, RunFigures};
 /// which a case is called unstable.
 pub const SPREAD_LIMIT: f64 = 0.10;
 
+/// The runs' baselines of one case as one: the mean baseline value, and
+/// the median of the runs' ratios. Each run's ratio pairs a case with the
+/// baseline measured next to it, so a slow moment of the machine cancels
+/// out; the median, so one run that met a stall does not move it.
+fn fold_baseline<'a>(
+    runs: impl Iterator<Item = Option<&'a Baseline>>,
+    ratios: Option<&Interval>,
+) -> Option<Baseline> {
+    let runs: Vec<&Baseline> = runs.flatten().collect();
+    let first = runs.first()?;
+    let base = runs.iter().map(|b| b.baseline_value).sum::<f64>() / runs.len() as f64;
+    Some(Baseline {
+        metric: first.metric.clone(),
+        baseline_value: base,
+        ratio: ratios.map(|i| i.median).unwrap_or(first.ratio),
+    })
+}
+
 /// One run's figures of a case.
 pub fn figures(c: &Case) -> RunFigures {
     RunFigures {
@@ -24,6 +42,7 @@ pub fn figures(c: &Case) -> RunFigures {
         receiver_throughput_mbps: c.receiver_throughput_mbps,
         latency_us: c.latency_us,
         baseline_ratio: c.baseline.as_ref().map(|b| b.ratio),
+        tls_baseline_ratio: c.tls_baseline.as_ref().map(|b| b.ratio),
         noise: c.noise.clone(),
     }
 }
@@ -135,21 +154,18 @@ fn fold(mut cases: Vec<Case>) -> Case {
             .filter_map(|c| c.baseline.as_ref().map(|b| b.ratio))
             .collect(),
     );
-    if let Some(b) = &cases[0].baseline {
-        let bases: Vec<f64> = cases
+    put(
+        "vs_tls_tcp",
+        cases
             .iter()
-            .filter_map(|c| c.baseline.as_ref().map(|b| b.baseline_value))
-            .collect();
-        let base = bases.iter().sum::<f64>() / bases.len().max(1) as f64;
-        // Each run's ratio pairs a case with the baseline measured next
-        // to it, so a slow moment of the machine cancels out; the median
-        // of those ratios, so one run that met a stall does not move it.
-        out.baseline = Some(Baseline {
-            metric: b.metric.clone(),
-            baseline_value: base,
-            ratio: iv.get("vs_tcp").map(|i| i.median).unwrap_or(b.ratio),
-        });
-    }
+            .filter_map(|c| c.tls_baseline.as_ref().map(|b| b.ratio))
+            .collect(),
+    );
+    out.baseline = fold_baseline(cases.iter().map(|c| c.baseline.as_ref()), iv.get("vs_tcp"));
+    out.tls_baseline = fold_baseline(
+        cases.iter().map(|c| c.tls_baseline.as_ref()),
+        iv.get("vs_tls_tcp"),
+    );
     out.intervals = iv;
     let noises: Vec<Noise> = cases.iter().filter_map(|c| c.noise.clone()).collect();
     out.noise = (!noises.is_empty()).then(|| Noise::merge(&noises));

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::ByteOrder;
 use iiop_giop::ior::{orb_type_name, Ior};
-use iiop_giop::transport::client::{Client, ClientConfig};
+use iiop_giop::transport::client::{Client, ClientConfig, TlsMode};
 use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Target, Version};
 use iiop_servers::client::Wait;
@@ -48,6 +48,10 @@ pub struct TargetOpts {
     pub waiting: WaitOpts,
     /// IIOP over TLS.
     pub tls: TlsOpts,
+    /// Every case both over TLS and over plain TCP, interleaved, with the
+    /// TLS/plain ratio: the embedded server serves a TLS port and a plain
+    /// one (implies `tls.tls`; no `target`).
+    pub tls_vs_plain: bool,
     /// An agent run's start gate: cases start at their agent-wide slots,
     /// and the target is shared (its counters are left alone). `None`
     /// outside an agent run.
@@ -81,6 +85,24 @@ impl TlsOpts {
         let id = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
         Ok(Some(iiop_giop::transport::tls::client_config(ca, id)?))
     }
+
+    /// Which connections use TLS, with the settings read from the files:
+    /// `--tls` without `--tls-ca` is an error here (the embedded server,
+    /// which brings its own CA, is the caller's exception).
+    pub fn mode(&self) -> anyhow::Result<TlsMode> {
+        Ok(match self.client()? {
+            Some(c) if self.tls => TlsMode::Always(c),
+            Some(c) => TlsMode::Offered(c),
+            None => {
+                anyhow::ensure!(
+                    !self.tls,
+                    "--tls with a --target needs --tls-ca (the CA that signed the server's \
+                     certificate); without --target the embedded server makes its own"
+                );
+                TlsMode::Off
+            }
+        })
+    }
 }
 
 impl Default for TargetOpts {
@@ -97,6 +119,7 @@ impl Default for TargetOpts {
             fragment_size: None,
             waiting: WaitOpts::default(),
             tls: TlsOpts::default(),
+            tls_vs_plain: false,
             gate: None,
         }
     }
@@ -209,9 +232,19 @@ impl WaitOpts {
 /// cannot be used).
 pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
     let (send_buffer, recv_buffer) = s.buffers_u32();
+    anyhow::ensure!(
+        !t.tls_vs_plain || t.target.is_none(),
+        "--tls-vs-plain runs the embedded server twice (TLS and plain); against a --target, \
+         run its plain and its TLS reference as two runs (docs/tls.md)"
+    );
+    // Without --target the embedded server comes with settings of its own
+    // (a CA made for the run), given to the session with it.
+    let tls = match t.target {
+        None if t.tls.tls_ca.is_none() || t.tls_vs_plain => TlsMode::Off,
+        _ => t.tls.mode()?,
+    };
     Ok(ClientConfig {
-        tls: t.tls.client()?,
-        tls_always: t.tls.tls,
+        tls,
         version: t.giop,
         order: t.order,
         nodelay: s.nodelay,
@@ -233,6 +266,12 @@ pub struct Resolved {
     pub embedded: Option<RunningServer>,
     /// Time spent turning the reference into an IOR (naming lookups).
     pub resolve_seconds: f64,
+    /// The client settings that trust the embedded server's certificate,
+    /// made in memory with it (`--tls` and no `--target`).
+    pub tls_client: Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>,
+    /// `--tls-vs-plain`: the same server on a plain port (its IOR), for
+    /// the plain half of every case.
+    pub plain: Option<(Ior, RunningServer)>,
 }
 
 /// Resolve the target (starting the embedded server if none was given;
@@ -247,12 +286,15 @@ pub async fn resolve(
     phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
 ) -> anyhow::Result<Resolved> {
     let Some(reference) = &t.target else {
-        if t.tls.tls {
-            anyhow::bail!(
-                "--tls needs a --target: the embedded server has no certificate (run `iiopbench \
-                 serve --tls-cert FILE --tls-key FILE` and give its IOR)"
-            );
-        }
+        // `--tls`: the embedded server serves TLS only, with a CA and a
+        // certificate made for this run; the client trusts that CA.
+        let pki = match t.tls.tls || t.tls_vs_plain {
+            true => Some(
+                iiop_giop::transport::tls::EphemeralPki::new()
+                    .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
+            ),
+            false => None,
+        };
         let threads = t
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
@@ -271,7 +313,22 @@ pub async fn resolve(
                 phases,
                 ..Default::default()
             },
+            tls: pki.as_ref().map(|p| iiop_servers::run::TlsServer {
+                config: p.server.clone(),
+                client_certificates: false,
+            }),
             ..ServerOptions::default()
+        };
+        let plain = match t.tls_vs_plain {
+            true => {
+                let srv = RunningServer::start(ServerOptions {
+                    tls: None,
+                    ..opts.clone()
+                })
+                .map_err(|e| anyhow::anyhow!("embedded plain server: {e}"))?;
+                Some((srv.refs().ior.clone(), srv))
+            }
+            false => None,
         };
         let srv =
             RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
@@ -285,7 +342,14 @@ pub async fn resolve(
             ServerModel::Threads => "a thread per connection".to_string(),
         };
         info.isolation = Some(format!(
-            "embedded in this process: {model}, CPUs {}",
+            "embedded in this process: {model}{}, CPUs {}",
+            match (&pki, &plain) {
+                (Some(_), None) => ", TLS only (a certificate made for this run)",
+                (Some(_), Some(_)) => {
+                    ", TLS (a certificate made for this run) and, for the plain half of each case, the same server on a plain port"
+                }
+                _ => "",
+            },
             cpus.server
                 .as_deref()
                 .map(crate::sysinfo::format_cpu_list)
@@ -298,6 +362,8 @@ pub async fn resolve(
             info,
             embedded: Some(srv),
             resolve_seconds: 0.0,
+            tls_client: pki.map(|p| p.client),
+            plain,
         });
     };
     let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
@@ -317,6 +383,8 @@ pub async fn resolve(
         ior,
         embedded: None,
         resolve_seconds,
+        tls_client: None,
+        plain: None,
     })
 }
 
@@ -392,4 +460,13 @@ fn code_set_list(c: &iiop_giop::context::CodeSetComponent) -> String {
         ));
     }
     s
+}
+
+/// Whether the client reaches `ior`'s object over TLS with `cfg` (the
+/// decision of [`endpoint_for`](iiop_giop::conn::endpoint::endpoint_for)
+/// on its IIOP profile).
+pub fn over_tls(ior: &Ior, cfg: &ClientConfig) -> bool {
+    ior.iiop_profile().is_some_and(|p| {
+        iiop_giop::conn::endpoint::endpoint_for(&p, cfg.tls.wanted()).is_ok_and(|e| e.tls)
+    })
 }

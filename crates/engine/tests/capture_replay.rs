@@ -103,7 +103,7 @@ fn a_capture_is_analysed_and_replayed_over_tls() {
     assert_eq!(r.cases[0].params.mode, "twoway");
     assert!(r.outcome.failure.is_none(), "{:?}", r.outcome);
 
-    let pki = TestPki::create(&d.join("pki"));
+    let pki = TestPki::new("capture-replay");
     let srv = RunningServer::start(ServerOptions {
         threads: 1,
         tls: Some(TlsServer {

@@ -260,10 +260,8 @@ impl Corbaloc {
                 let mut p = IiopProfile::new(host.clone(), port, self.key.clone());
                 p.components.clear();
                 if *tls {
-                    // As TLS-only servers publish it: no plain port.
                     p.version = version.unwrap_or(Version::V1_2);
-                    p.port = 0;
-                    p.components.push(crate::ior::ssl_component(port, false));
+                    p = crate::ior::tls_only_profile(p, false);
                 } else {
                     p.version = version.unwrap_or(Version::V1_0);
                 }

@@ -437,6 +437,18 @@ pub fn ssl_component(port: u16, client_certificates: bool) -> TaggedComponent {
     .to_component(ByteOrder::Big)
 }
 
+/// `p`, a profile at a TLS port, as a TLS-only server publishes it
+/// (omniORB 4.2's `giop:ssl:` endpoints, our `serve --tls-cert`,
+/// `corbaloc:ssliop:`): the port moves into TAG_SSL_SEC_TRANS
+/// ([`ssl_component`]) and the profile's own port becomes 0, so that no
+/// client tries plain TCP.
+pub fn tls_only_profile(mut p: IiopProfile, client_certificates: bool) -> IiopProfile {
+    p.components
+        .push(ssl_component(p.port, client_certificates));
+    p.port = 0;
+    p
+}
+
 /// The body of CSIv2's TAG_TLS_SEC_TRANS (CSIIOP::TLS_SEC_TRANS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsSecTrans {
@@ -642,6 +654,21 @@ pub fn oid_to_string(der: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod component_tests {
     use super::*;
+
+    #[test]
+    fn a_tls_only_profile_moves_its_port_into_the_ssl_component() {
+        let p = tls_only_profile(IiopProfile::new("h", 2810, &b"K"[..]), true);
+        assert_eq!(p.port, 0);
+        let o = tls_offer(&p).unwrap();
+        assert_eq!((o.host.as_str(), o.port), ("h", 2810));
+        assert!(o.required());
+        let ssl = p
+            .components
+            .iter()
+            .find(|c| c.tag == TAG_SSL_SEC_TRANS)
+            .and_then(|c| SslSecTrans::decode(&c.data).ok());
+        assert_eq!(ssl.map(|s| s.target_requires), Some(0x46));
+    }
 
     #[test]
     fn ssl_component_round_trips_and_names_its_options() {

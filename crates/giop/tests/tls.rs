@@ -4,7 +4,6 @@
 //! and ours are), client certificates, every handshake failure as one
 //! line naming who refused, and a client that stalls mid-handshake.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use bytes::Bytes;
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::exception::{Completion, SystemException};
-use iiop_giop::ior::{ssl_component, IiopProfile, Ior};
+use iiop_giop::ior::{tls_only_profile, IiopProfile, Ior};
 use iiop_giop::message::{ReplyStatus, ResponseMode, TargetAddress};
 use iiop_giop::transport::tls::test_pki::TestPki;
 use iiop_giop::transport::*;
@@ -51,12 +50,6 @@ impl Handler for Echo {
     }
 }
 
-fn pki(name: &str) -> TestPki {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("iiopbench-tls-{name}-{}", std::process::id()));
-    TestPki::create(&dir)
-}
-
 struct Server {
     port: u16,
     stop: Option<oneshot::Sender<()>>,
@@ -83,11 +76,42 @@ impl Server {
         }
     }
 
+    /// [`start`](Self::start) on the thread-per-connection server.
+    fn start_threads(tls: Option<Arc<rustls::ServerConfig>>, cfg: ServerConfig) -> Server {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, rx) = oneshot::channel::<()>();
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = flag.clone();
+        tokio::spawn(async move {
+            let _ = rx.await;
+            set.store(true, Ordering::Relaxed);
+        });
+        let threads = threads::ThreadsConfig {
+            thread_name: "tls-test-conn".into(),
+            on_thread_start: Arc::new(|| {}),
+            runtime: tokio::runtime::Handle::current(),
+            stream_spin: None,
+            tls,
+        };
+        let task = tokio::task::spawn_blocking(move || {
+            threads::serve_threads(listener, Arc::new(Echo), cfg, threads, flag)
+        });
+        Server {
+            port,
+            stop: Some(stop),
+            task,
+        }
+    }
+
     /// The reference a TLS server of ours publishes: plain port 0, the
     /// TLS port in TAG_SSL_SEC_TRANS.
     fn tls_ior(&self) -> Ior {
-        let mut p = IiopProfile::new("127.0.0.1", 0, &b"echo"[..]);
-        p.components.push(ssl_component(self.port, false));
+        let p = tls_only_profile(
+            IiopProfile::new("127.0.0.1", self.port, &b"echo"[..]),
+            false,
+        );
         Ior::new(TYPE_ID, vec![p.to_tagged()])
     }
 
@@ -133,7 +157,7 @@ fn tls_endpoint(port: u16) -> Endpoint {
 
 fn client_cfg(tls: Option<Arc<rustls::ClientConfig>>) -> ClientConfig {
     ClientConfig {
-        tls,
+        tls: tls.map_or(TlsMode::Off, TlsMode::Offered),
         connect_timeout: Duration::from_secs(5),
         request_timeout: Some(Duration::from_secs(10)),
         ..ClientConfig::default()
@@ -142,7 +166,7 @@ fn client_cfg(tls: Option<Arc<rustls::ClientConfig>>) -> ClientConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
-    let pki = pki("tokio");
+    let pki = TestPki::new("tokio");
     let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
     let client = Client::new(client_cfg(Some(pki.client(false))));
     let ior = s.tls_ior();
@@ -169,9 +193,10 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
     );
     // 200 calls in flight on one connection, each reply checked.
     let route = client.route(&ior).await.unwrap();
-    let calls = (0..200u32).map(|i| {
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..200u32 {
         let c = route.connection.clone();
-        async move {
+        calls.spawn(async move {
             let r = c
                 .request(&key(), "echo_long", ResponseMode::Twoway, |w| {
                     w.write_u32(i);
@@ -180,11 +205,13 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
                 .await
                 .unwrap()
                 .unwrap();
-            r.body.reader(c.options()).read_u32().unwrap()
-        }
-    });
-    let got = futures_join_all(calls).await;
-    assert_eq!(got, (0..200).collect::<Vec<_>>());
+            (i, r.body.reader(c.options()).read_u32().unwrap())
+        });
+    }
+    // Each reply is the echo of its own call; all 200 came back.
+    let mut got = calls.join_all().await;
+    got.sort_unstable();
+    assert_eq!(got, (0..200).map(|i| (i, i)).collect::<Vec<_>>());
     // Without TLS settings the same reference is refused up front.
     let plain = Client::new(client_cfg(None));
     let e = plain.call(&ior, "echo_long", |w| {
@@ -201,23 +228,9 @@ async fn tokio_client_follows_the_ssl_component_and_moves_large_messages() {
     s.stop().await;
 }
 
-/// `join_all` without the futures crate: spawn each, await in order.
-async fn futures_join_all<F>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = fs.map(tokio::spawn).collect();
-    let mut out = Vec::new();
-    for h in handles {
-        out.push(h.await.unwrap());
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocking_client_in_every_version_with_a_client_certificate() {
-    let pki = pki("blocking");
+    let pki = TestPki::new("blocking");
     let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
     let port = s.port;
     let cfg = client_cfg(Some(pki.client(true)));
@@ -281,7 +294,7 @@ async fn failure(port: u16, cfg: ClientConfig) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_handshake_failure_says_who_refused_and_why() {
-    let pki = pki("refusals");
+    let pki = TestPki::new("refusals");
     let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
     let addr = format!("127.0.0.1:{}", s.port);
     // We do not trust the server's CA.
@@ -363,7 +376,7 @@ fn handshake_in_memory(
 
 #[test]
 fn every_connection_does_a_full_handshake() {
-    let pki = pki("full-handshakes");
+    let pki = TestPki::new("full-handshakes");
     let server = pki.server(false);
     let ours = pki.client(false);
     let kinds: Vec<_> = (0..3)
@@ -386,13 +399,28 @@ fn every_connection_does_a_full_handshake() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stalled_mid_handshake_loses_its_slot() {
-    let pki = pki("stall");
+    stalled_client_loses_its_slot(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stalled_mid_handshake_loses_its_thread_too() {
+    stalled_client_loses_its_slot(true).await;
+}
+
+/// One slot, taken by a client that stops mid-handshake: the next client
+/// gets it after the handshake timeout (`threads`: on the
+/// thread-per-connection server).
+async fn stalled_client_loses_its_slot(threads: bool) {
+    let pki = TestPki::new(if threads { "stall-threads" } else { "stall" });
     let cfg = ServerConfig {
         max_connections: 1,
         handshake_timeout: Duration::from_millis(300),
         ..ServerConfig::default()
     };
-    let s = Server::start(Some(pki.server(false)), cfg).await;
+    let s = match threads {
+        true => Server::start_threads(Some(pki.server(false)), cfg),
+        false => Server::start(Some(pki.server(false)), cfg).await,
+    };
     // Half a TLS record header, then nothing.
     let mut stalled = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
         .await
@@ -426,7 +454,7 @@ async fn a_client_stalled_mid_handshake_loses_its_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_giop_to_a_tls_port_is_refused_cleanly() {
-    let pki = pki("plain-to-tls");
+    let pki = TestPki::new("plain-to-tls");
     let s = Server::start(Some(pki.server(false)), ServerConfig::default()).await;
     let c = Connection::connect("127.0.0.1", s.port, Version::V1_2, &client_cfg(None), None)
         .await
@@ -446,4 +474,116 @@ async fn plain_giop_to_a_tls_port_is_refused_cleanly() {
         .await
         .unwrap();
     s.stop().await;
+}
+
+/// Counts the connections its server says are over.
+#[derive(Default)]
+struct Closed(std::sync::atomic::AtomicUsize);
+
+impl Handler for Closed {
+    fn handle(
+        &self,
+        _req: &RequestContext<'_>,
+        _body: &mut Reader<'_>,
+        _reply: &mut Writer<'_>,
+    ) -> Dispatch {
+        Dispatch::Done(Outcome::System(SystemException::unknown_operation()))
+    }
+
+    fn connection_closed(&self, _summary: &server::ConnectionSummary) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let pki = TestPki::new("closed");
+    for threads in [false, true] {
+        let h = Arc::new(Closed::default());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tls, cfg) = (pki.server(false), ServerConfig::default());
+        let (h2, stop2) = (h.clone(), stop.clone());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = match threads {
+            true => {
+                let t = threads::ThreadsConfig {
+                    thread_name: "tls-test-conn".into(),
+                    on_thread_start: Arc::new(|| {}),
+                    runtime: tokio::runtime::Handle::current(),
+                    stream_spin: None,
+                    tls: Some(tls),
+                };
+                tokio::task::spawn_blocking(move || {
+                    threads::serve_threads(listener, h2, cfg, t, stop2)
+                })
+            }
+            false => {
+                listener.set_nonblocking(true).unwrap();
+                let l = TcpListener::from_std(listener).unwrap();
+                tokio::spawn(serve_tls(l, h2, cfg, tls, async {
+                    let _ = rx.await;
+                }))
+            }
+        };
+        // Plain GIOP bytes where a ClientHello belongs.
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(b"GIOP\x01\x02\x01\x00\x00\x00\x00\x00")
+            .await
+            .unwrap();
+        let mut b = [0u8; 64];
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await;
+        let t0 = Instant::now();
+        while h.0.load(Ordering::SeqCst) == 0 && t0.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(h.0.load(Ordering::SeqCst), 1, "threads: {threads}");
+        stop.store(true, Ordering::Relaxed);
+        let _ = tx.send(());
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_server_that_trickles_its_handshake_meets_the_blocking_clients_deadline() {
+    let pki = TestPki::new("trickle");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut s, _) = listener.accept().unwrap();
+        // A handshake record of 16 KiB announced, then a byte every
+        // 50 ms: each read gets something well within the timeout.
+        let _ = s.write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(50));
+            if s.write_all(&[0]).is_err() {
+                break;
+            }
+        }
+    });
+    let cfg = ClientConfig {
+        connect_timeout: Duration::from_millis(400),
+        ..client_cfg(Some(pki.client(false)))
+    };
+    let t0 = Instant::now();
+    let e =
+        BlockingConnection::connect_to(&tls_endpoint(port), Version::V1_2, &cfg, None).unwrap_err();
+    let took = t0.elapsed();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "TLS handshake with 127.0.0.1:{port} failed: the server did not finish the handshake in 400ms"
+        )
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    drop(server);
 }

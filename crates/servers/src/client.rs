@@ -72,7 +72,7 @@ impl Link {
             major: 1,
             minor: p.version.minor.min(2),
         });
-        let ep = endpoint_for(p, cfg.tls.is_some(), cfg.tls_always)?;
+        let ep = endpoint_for(p, cfg.tls.wanted())?;
         Ok(match wait {
             Wait::Reactor => {
                 let c = Connection::connect_to(&ep, version, cfg, code_sets).await?;

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
-use iiop_giop::ior::{ssl_component, CodeSetsSource, IiopProfile, Ior};
+use iiop_giop::ior::{tls_only_profile, CodeSetsSource, IiopProfile, Ior};
 use iiop_giop::transport::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
     LocateOutcome, Outcome, RequestContext,
@@ -177,11 +177,9 @@ impl BenchHandler {
         let b = Ior::builder(type_id).code_sets_in(self.code_sets_in);
         match self.tls {
             None => b.iiop(host, port, key, &[]).build(),
-            Some(certs) => {
-                let mut p = IiopProfile::new(host, 0, key);
-                p.components.push(ssl_component(port, certs));
-                b.profile(&p).build()
-            }
+            Some(certs) => b
+                .profile(&tls_only_profile(IiopProfile::new(host, port, key), certs))
+                .build(),
         }
     }
 

@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
 use iiop_giop::transport::threads::{serve_threads, ThreadsConfig};
+use iiop_giop::transport::tls::RustlsServerConfig;
 use tokio::sync::oneshot;
 
 use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
@@ -68,8 +69,8 @@ pub struct Serving {
     pub model: ServerModel,
     /// [`ServerOptions::stream_spin`].
     pub stream_spin: Option<std::time::Duration>,
-    /// TLS only, with this configuration (task per connection only).
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// TLS only, with this configuration.
+    pub tls: Option<Arc<RustlsServerConfig>>,
 }
 
 /// A TLS server's settings.
@@ -77,7 +78,7 @@ pub struct Serving {
 pub struct TlsServer {
     /// Certificate, key, client verification
     /// ([`server_config`](iiop_giop::transport::tls::server_config)).
-    pub config: Arc<rustls::ServerConfig>,
+    pub config: Arc<RustlsServerConfig>,
     /// Whether clients must present a certificate (the IORs then require
     /// EstablishTrustInClient).
     pub client_certificates: bool,
@@ -131,7 +132,7 @@ impl ServerThread {
     /// [`ServerModel::Threads`] each connection gets a thread of its own
     /// (named and pinned like the runtime's), and `threads` runtime
     /// threads run the handler's asynchronous calls. With `tls` it serves
-    /// TLS only (the task-per-connection model alone does).
+    /// TLS only.
     pub fn spawn_model<H: Handler>(
         handler: Arc<H>,
         listen: &str,
@@ -145,11 +146,6 @@ impl ServerThread {
             stream_spin,
             tls,
         } = how;
-        if tls.is_some() && model == ServerModel::Threads {
-            return Err(std::io::Error::other(
-                "TLS is served by the task-per-connection model only (not --server-model threads)",
-            ));
-        }
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let listen = listen.to_string();
@@ -200,6 +196,7 @@ impl ServerThread {
                         on_thread_start: pin,
                         runtime: rt.handle().clone(),
                         stream_spin,
+                        tls,
                     };
                     return serve_threads(listener, handler, config, threads, stop);
                 }

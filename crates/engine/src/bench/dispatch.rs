@@ -130,10 +130,7 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
                         .get_single(p)
                         .await
                         .map_err(|e| anyhow::anyhow!("get_single({p}): {e}"))?;
-                    (
-                        client_for(&main, &s.resolved.ior, &ior, s).await?,
-                        "op".to_string(),
-                    )
+                    (client_for(&main, s.ior(), &ior, s).await?, "op".to_string())
                 }
             };
             let label = if model == "objects-50" {

@@ -495,42 +495,43 @@ fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()>
     } else {
         o.size.0.clone()
     };
-    let mut raw = BTreeMap::new();
     let dur = o.duration.unwrap_or(Duration::from_secs(1));
-    let mut rc = session::raw_client(addr, s)?;
+    let rc = session::raw_client(addr, s)?;
+    // Over TLS, raw TLS-over-TCP too, each size right after raw TCP's.
+    let (_tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
+    let mut clients: Vec<_> = std::iter::once(rc).chain(tls_client).collect();
+    let mut raw = BTreeMap::new();
     for size in sizes {
-        let watch = s.watch_case();
-        let run = session::raw_pingpong(&mut rc, size, echo, dur)?;
-        let mut c = crate::tcp::pingpong_case(&run, size);
-        watch.finish(&mut c);
-        c.params.mode = if echo {
-            "tcp-pingpong-echo"
-        } else {
-            "tcp-pingpong-ack"
+        for rc in clients.iter_mut() {
+            let watch = s.watch_case();
+            let run = session::raw_pingpong(rc, size, echo, dur)?;
+            let mut c = crate::tcp::pingpong_case(&run, size);
+            watch.finish(&mut c);
+            let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
+            let pattern = if echo { "echo" } else { "ack" };
+            c.params.mode = format!("{wire}-pingpong-{pattern}");
+            c.name = format!("{wire} {pattern} {}", format_size(size));
+            if let Some(l) = &c.latency_us {
+                raw.insert((rc.is_tls(), size), l.p50);
+            }
+            r.cases.push(c);
         }
-        .into();
-        c.name = format!(
-            "tcp {} {}",
-            if echo { "echo" } else { "ack" },
-            format_size(size)
-        );
-        if let Some(l) = &c.latency_us {
-            raw.insert(size, l.p50);
-        }
-        r.cases.push(c);
     }
     for c in r
         .cases
         .iter_mut()
-        .filter(|c| !c.params.mode.starts_with("tcp"))
+        .filter(|c| !c.params.mode.starts_with("tcp") && !c.params.mode.starts_with("tls-tcp"))
     {
         let key = if c.params.mode == "ping" {
             1
         } else {
             c.params.size
         };
-        if let Some(&p50) = raw.get(&key) {
+        if let Some(&p50) = raw.get(&(false, key)) {
             session::latency_baseline(c, p50);
+        }
+        if let Some(&p50) = raw.get(&(true, key)) {
+            session::tls_latency_baseline(c, p50);
         }
     }
     Ok(())

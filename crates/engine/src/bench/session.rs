@@ -28,6 +28,9 @@ pub struct Session {
     pub forwards: std::sync::Mutex<Vec<String>>,
     /// Where the threads of client and server run, and who serves.
     pub watching: Watching,
+    /// `--tls-vs-plain`: the cases now run against the plain twin of the
+    /// embedded server ([`Resolved::plain`](crate::target::Resolved)).
+    pub on_plain: std::sync::atomic::AtomicBool,
 }
 
 /// What a run watches besides its own figures: where every thread runs
@@ -108,7 +111,7 @@ impl Session {
     /// connection. Call [`note_forwards`](Self::note_forwards) once a
     /// request has been answered.
     pub async fn open(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
-        let c = BenchClient::connect_with(&self.resolved.ior, &self.cfg, self.waiting.wait).await?;
+        let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
         Ok(c)
     }
@@ -122,6 +125,15 @@ impl Session {
             if f.is_empty() {
                 *f = hops.iter().map(|h| h.to_string()).collect();
             }
+        }
+    }
+
+    /// The object the cases call: the target's, or under
+    /// `--tls-vs-plain` in a plain half its plain twin's.
+    pub fn ior(&self) -> &iiop_giop::ior::Ior {
+        match &self.resolved.plain {
+            Some((ior, _)) if self.on_plain.load(std::sync::atomic::Ordering::Relaxed) => ior,
+            _ => &self.resolved.ior,
         }
     }
 
@@ -286,9 +298,18 @@ where
         shape.phase_timing.then(Default::default);
     // Built once (the TLS files read once): resolving and every
     // connection of the run share it.
-    let cfg = target::client_config(t, socket)?;
+    let mut cfg = target::client_config(t, socket)?;
     let resolved = rt.block_on(target::resolve(t, &cfg, socket, &cpus, phases.clone()))?;
+    if let Some(c) = &resolved.tls_client {
+        // (The embedded server's IOR offers TLS.)
+        cfg.tls = iiop_giop::transport::TlsMode::Offered(c.clone());
+    }
     results.target = resolved.info.clone();
+    // Whether the connections to the target go over TLS: the cases are
+    // then IIOP over TLS, and `--baseline` measures raw TLS-over-TCP too.
+    if target::over_tls(&resolved.ior, &cfg) {
+        crate::context::param(&mut results.params, "tls", true);
+    }
     if resolved.resolve_seconds > 0.0 {
         crate::context::param(
             &mut results.params,
@@ -317,10 +338,48 @@ where
         socket: *socket,
         forwards: Default::default(),
         watching,
+        on_plain: Default::default(),
     };
+    let vs_plain = session.resolved.plain.is_some();
+    if vs_plain {
+        crate::context::param(&mut results.params, "tls_vs_plain", true);
+    }
+    let mut run_no = 0u32;
     let r = repeat(runs, results, &session.watching, client_tid, |rr| {
-        rt.block_on(body(&session, rr))
+        if !vs_plain {
+            return rt.block_on(body(&session, rr));
+        }
+        // Both halves of every run; which goes first alternates, so a
+        // machine that slows down or speeds up over the runs does not
+        // favour one.
+        run_no += 1;
+        let mut halves = [true, false];
+        if run_no.is_multiple_of(2) {
+            halves.reverse();
+        }
+        let mut cases = Vec::new();
+        for plain in halves {
+            session
+                .on_plain
+                .store(plain, std::sync::atomic::Ordering::Relaxed);
+            let mut half = rr.clone();
+            half.cases.clear();
+            half.fits.clear();
+            let res = rt.block_on(body(&session, &mut half));
+            rr.params = half.params;
+            rr.fits.extend(half.fits.into_iter().map(|mut f| {
+                f.label = crate::tls_vs_plain::label(&f.label, plain);
+                f
+            }));
+            cases.push((plain, half.cases));
+            res?;
+        }
+        rr.cases = crate::tls_vs_plain::merge_halves(cases);
+        Ok(())
     });
+    if vs_plain {
+        crate::tls_vs_plain::attach_ratios(results);
+    }
     results.target.forwards =
         std::mem::take(&mut *session.forwards.lock().unwrap_or_else(|e| e.into_inner()));
     // Stop the embedded server (graceful) before returning.
@@ -373,6 +432,36 @@ pub fn baseline_server(
     Ok((Some(srv), addr))
 }
 
+/// The raw TLS-over-TCP baseline of a run over TLS: the raw-TCP frames
+/// through rustls, served locally (pinned as [`baseline_server`]'s) with a
+/// certificate made for the run, and a client of it with the settings of
+/// the run's TLS client but that CA, waiting as the run's GIOP client. `None` when the run is not over TLS.
+/// A remote target's TLS baseline would need a raw TLS server there: not
+/// measured (`--baseline-target` gives raw TCP only).
+pub fn tls_baseline(
+    s: &Session,
+    remote: Option<&str>,
+) -> anyhow::Result<Option<(RawServer, RawClient)>> {
+    if !crate::target::over_tls(s.ior(), &s.cfg) || remote.is_some() {
+        return Ok(None);
+    }
+    let pki = iiop_giop::transport::tls::EphemeralPki::new()?;
+    let srv = RawServer::start_tls(
+        "127.0.0.1:0",
+        s.socket.raw(),
+        Some(s.cpus.server_or_all()),
+        pki.server,
+    )?;
+    let c = RawClient::connect_tls(
+        srv.addr(),
+        s.socket.raw(),
+        Duration::from_secs(10),
+        pki.client,
+    )?
+    .spinning(s.waiting.spin);
+    Ok(Some((srv, c)))
+}
+
 /// A raw-TCP client of the baseline server, waiting as the GIOP client
 /// of this run does. One per run, like the GIOP connection, so both sides
 /// of a ratio run on a warmed-up connection.
@@ -413,11 +502,27 @@ pub fn throughput_baseline(c: &mut Case, raw_mbps: f64) {
 
 /// Attach a p50 latency ratio to a case.
 pub fn latency_baseline(c: &mut Case, raw_p50_us: f64) {
-    if let Some(l) = &c.latency_us {
-        c.baseline = Some(Baseline {
-            metric: "p50".into(),
-            baseline_value: raw_p50_us,
-            ratio: l.p50 / raw_p50_us.max(1e-9),
-        });
-    }
+    c.baseline = p50_ratio(c, raw_p50_us);
+}
+
+/// Attach a throughput ratio to the raw TLS-over-TCP baseline.
+pub fn tls_throughput_baseline(c: &mut Case, raw_mbps: f64) {
+    c.tls_baseline = Some(Baseline {
+        metric: "throughput".into(),
+        baseline_value: raw_mbps,
+        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+    });
+}
+
+/// Attach a p50 latency ratio to the raw TLS-over-TCP baseline.
+pub fn tls_latency_baseline(c: &mut Case, raw_p50_us: f64) {
+    c.tls_baseline = p50_ratio(c, raw_p50_us);
+}
+
+fn p50_ratio(c: &Case, raw_p50_us: f64) -> Option<Baseline> {
+    c.latency_us.as_ref().map(|l| Baseline {
+        metric: "p50".into(),
+        baseline_value: raw_p50_us,
+        ratio: l.p50 / raw_p50_us.max(1e-9),
+    })
 }

@@ -133,7 +133,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
     if !s.embedded() {
         running.push((
             "running-target",
-            s.resolved.ior.clone(),
+            s.ior().clone(),
             s.resolved.info.reference.clone(),
         ));
         local = Some(
@@ -152,7 +152,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
     } else {
         running.push((
             "in-process-running",
-            s.resolved.ior.clone(),
+            s.ior().clone(),
             "ours, in this process".into(),
         ));
     }

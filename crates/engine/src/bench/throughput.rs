@@ -268,6 +268,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     // is the baseline of (same mode and size), so a slow moment of a
     // shared machine moves both sides of a ratio; the table keeps the
     // usual order (mode, type, size), the raw points last.
+    // Over TLS, a raw TLS-over-TCP point follows each raw-TCP one.
     let (_srv, mut raw_client) = match o.baseline {
         true => {
             let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
@@ -275,9 +276,14 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
         }
         false => (None, None),
     };
+    let (_tls_srv, mut tls_client) = match o.baseline {
+        true => session::tls_baseline(s, o.baseline_target.as_deref())?.unzip(),
+        false => (None, None),
+    };
     let mut measured: Vec<(usize, Case)> = Vec::new();
     let mut raw_cases: Vec<Case> = Vec::new();
     let mut raw: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let mut raw_tls: BTreeMap<(String, u64), f64> = BTreeMap::new();
     let slot =
         |mode: usize, elem: usize, size: usize| (mode * types.len() + elem) * o.size.0.len() + size;
     let mut res = Ok(());
@@ -286,6 +292,11 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
             if let Some(rc) = &mut raw_client {
                 let c = raw_point(o, s, rc, mode, size)?;
                 raw.insert((mode.name().to_string(), size), c.throughput_mbps);
+                raw_cases.push(c);
+            }
+            if let Some(rc) = &mut tls_client {
+                let c = raw_point(o, s, rc, mode, size)?;
+                raw_tls.insert((mode.name().to_string(), size), c.throughput_mbps);
                 raw_cases.push(c);
             }
             for (ei, &elem) in types.iter().enumerate() {
@@ -311,8 +322,12 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     r.cases.extend(measured.into_iter().map(|(_, c)| c));
     r.cases.extend(raw_cases);
     for c in r.cases.iter_mut() {
-        if let Some(&v) = raw.get(&(c.params.mode.clone(), c.params.size)) {
+        let key = (c.params.mode.clone(), c.params.size);
+        if let Some(&v) = raw.get(&key) {
             session::throughput_baseline(c, v);
+        }
+        if let Some(&v) = raw_tls.get(&key) {
+            session::tls_throughput_baseline(c, v);
         }
     }
     res
@@ -459,8 +474,9 @@ async fn point(
     }
 }
 
-/// The raw-TCP point that is the baseline of `mode` at `size`: a stream
-/// for oneways, a ping-pong for twoways (an empty ack) and echoes.
+/// The raw-TCP (or, with a TLS client, raw TLS-over-TCP) point that is
+/// the baseline of `mode` at `size`: a stream for oneways, a ping-pong
+/// for twoways (an empty ack) and echoes.
 fn raw_point(
     o: &ThroughputOpts,
     s: &Session,
@@ -488,8 +504,9 @@ fn raw_point(
     } else {
         crate::tcp::pingpong_case(&run, size)
     };
-    c.name = format!("tcp {pattern} {}", format_size(size));
-    c.params.mode = format!("tcp-{pattern}");
+    let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
+    c.name = format!("{wire} {pattern} {}", format_size(size));
+    c.params.mode = format!("{wire}-{pattern}");
     watch.finish(&mut c);
     Ok(c)
 }

@@ -10,15 +10,13 @@
 //! for a stated reason).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
-use iiop_giop::transport::client::{ClientConfig, ClientError};
-use iiop_giop::transport::tls::RustlsClientConfig;
+use iiop_giop::transport::client::{ClientConfig, ClientError, TlsMode};
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_servers::bench::ops::PERF_ID;
 use iiop_servers::bench::types::{Payload, StatsWire};
@@ -341,8 +339,9 @@ pub struct Suite {
     ior: Ior,
     profile: IiopProfile,
     opts: SuiteOptions,
-    /// `opts.tls` as rustls settings, built once for every connection.
-    tls: Option<Arc<RustlsClientConfig>>,
+    /// `opts.tls` as the client's TLS settings, the files read once for
+    /// every connection.
+    tls: TlsMode,
     /// The large-payload checks' sizes, possibly scaled down for a slow
     /// peer by [`calibrate`](Self::calibrate).
     large: Vec<(Elem, u64)>,
@@ -357,7 +356,7 @@ impl Suite {
     /// A suite for the server behind `ior`.
     pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
         let profile = profile(&ior)?;
-        let tls = opts.tls.client()?;
+        let tls = opts.tls.mode()?;
         let large = if opts.quick {
             vec![(Elem::Octet, 3 << 20)]
         } else {
@@ -398,7 +397,6 @@ impl Suite {
             request_timeout: Some(self.opts.request_timeout),
             connect_timeout: Duration::from_secs(5),
             tls: self.tls.clone(),
-            tls_always: self.opts.tls.tls,
             ..ClientConfig::default()
         }
     }

@@ -109,13 +109,58 @@ pub struct ClientConfig {
     ///
     /// [`BlockingConnection`]: crate::transport::BlockingConnection
     pub spin: Option<Duration>,
-    /// TLS settings (CA, client certificate): with them the client goes
-    /// over TLS wherever a profile offers it
-    /// ([`endpoint_for`](super::endpoint::endpoint_for)).
-    pub tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// Which connections go over TLS, with which settings
+    /// ([`endpoint_for`](super::endpoint::endpoint_for) decides).
+    pub tls: TlsMode,
+}
+
+/// Whether and where a client uses TLS: no settings, settings used where
+/// a reference offers TLS, or settings used on every connection. (`--tls`
+/// without settings cannot be said.)
+#[derive(Debug, Clone, Default)]
+pub enum TlsMode {
+    /// No TLS settings: plain TCP, and a reference that accepts only TLS
+    /// is an error before connecting.
+    #[default]
+    Off,
+    /// TLS (CA, client certificate) wherever a profile offers it.
+    Offered(std::sync::Arc<rustls::ClientConfig>),
     /// TLS on every connection, also where the reference does not offer
     /// it (`--tls`, for `corbaloc:iiop:` references).
-    pub tls_always: bool,
+    Always(std::sync::Arc<rustls::ClientConfig>),
+}
+
+impl TlsMode {
+    /// The settings, if any.
+    pub fn config(&self) -> Option<&std::sync::Arc<rustls::ClientConfig>> {
+        match self {
+            TlsMode::Off => None,
+            TlsMode::Offered(c) | TlsMode::Always(c) => Some(c),
+        }
+    }
+
+    /// Whether every connection uses TLS.
+    pub fn always(&self) -> bool {
+        matches!(self, TlsMode::Always(_))
+    }
+
+    /// What the endpoint decision needs to know.
+    pub fn wanted(&self) -> super::endpoint::TlsWanted {
+        use super::endpoint::TlsWanted;
+        match self {
+            TlsMode::Off => TlsWanted::Off,
+            TlsMode::Offered(_) => TlsWanted::Offered,
+            TlsMode::Always(_) => TlsWanted::Always,
+        }
+    }
+
+    /// The settings for a connection that must be TLS; without any, the
+    /// reason both drivers give.
+    pub fn for_connection(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+        self.config().cloned().ok_or_else(|| {
+            "this client has no TLS settings (a CA to verify the server: --tls-ca)".to_string()
+        })
+    }
 }
 
 /// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
@@ -141,8 +186,7 @@ impl Default for ClientConfig {
             head_first: Some(DEFAULT_SPLICE_CUTOFF),
             phase_timing: false,
             spin: None,
-            tls: None,
-            tls_always: false,
+            tls: TlsMode::Off,
         }
     }
 }

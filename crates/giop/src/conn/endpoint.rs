@@ -4,7 +4,7 @@
 //! driver and every client path; the drivers only carry it out.
 //!
 //! The rules, in order:
-//! 1. `tls_always` (the user said `--tls`, e.g. for a `corbaloc:iiop:`
+//! 1. TLS always ([`TlsMode::Always`](super::client::TlsMode): the user said `--tls`, e.g. for a `corbaloc:iiop:`
 //!    reference, which cannot say so): TLS, on the offered port if the
 //!    profile offers one, else on the profile's own port.
 //! 2. The profile offers TLS and the client has TLS settings: TLS on the
@@ -43,21 +43,29 @@ impl Endpoint {
     }
 }
 
-/// The endpoint for `p` given whether the client has TLS settings and
-/// whether it must use TLS (the module's rules).
-pub fn endpoint_for(
-    p: &IiopProfile,
-    tls_configured: bool,
-    tls_always: bool,
-) -> Result<Endpoint, ClientError> {
+/// What the client's TLS settings allow, as the decision needs it
+/// ([`TlsMode::wanted`](super::client::TlsMode::wanted)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsWanted {
+    /// No TLS settings.
+    Off,
+    /// TLS where a profile offers it.
+    Offered,
+    /// TLS on every connection.
+    Always,
+}
+
+/// The endpoint for `p` given the client's TLS settings (the module's
+/// rules).
+pub fn endpoint_for(p: &IiopProfile, tls: TlsWanted) -> Result<Endpoint, ClientError> {
     let offer = tls_offer(p);
     match offer {
-        Some(o) if tls_configured || tls_always => Ok(Endpoint {
+        Some(o) if tls != TlsWanted::Off => Ok(Endpoint {
             host: o.host,
             port: o.port,
             tls: true,
         }),
-        None if tls_always => Ok(Endpoint {
+        None if tls == TlsWanted::Always => Ok(Endpoint {
             host: p.host.clone(),
             port: p.port,
             tls: true,
@@ -72,6 +80,7 @@ pub fn endpoint_for(
 
 #[cfg(test)]
 mod tests {
+    use super::TlsWanted::{Always, Off, Offered};
     use super::*;
     use crate::ior::{ssl_component, SslSecTrans};
     use iiop_cdr::ByteOrder;
@@ -86,9 +95,9 @@ mod tests {
     #[test]
     fn plain_profiles_stay_plain_unless_told() {
         let p = profile(2809, None);
-        assert_eq!(endpoint_for(&p, false, false), Ok(Endpoint::tcp("h", 2809)));
-        assert_eq!(endpoint_for(&p, true, false), Ok(Endpoint::tcp("h", 2809)));
-        let forced = endpoint_for(&p, true, true).unwrap();
+        assert_eq!(endpoint_for(&p, Off), Ok(Endpoint::tcp("h", 2809)));
+        assert_eq!(endpoint_for(&p, Offered), Ok(Endpoint::tcp("h", 2809)));
+        let forced = endpoint_for(&p, Always).unwrap();
         assert_eq!((forced.port, forced.tls), (2809, true));
     }
 
@@ -96,16 +105,16 @@ mod tests {
     fn an_offer_is_taken_when_the_client_can() {
         let mut p = profile(0, None);
         p.components.push(ssl_component(2810, false));
-        let e = endpoint_for(&p, true, false).unwrap();
+        let e = endpoint_for(&p, Offered).unwrap();
         assert_eq!((e.host.as_str(), e.port, e.tls), ("h", 2810, true));
-        assert_eq!(endpoint_for(&p, false, true).unwrap(), e);
+        assert_eq!(endpoint_for(&p, Always).unwrap(), e);
     }
 
     #[test]
     fn a_required_offer_without_settings_is_an_error_that_says_so() {
         let mut p = profile(2809, None);
         p.components.push(ssl_component(2810, false));
-        let e = endpoint_for(&p, false, false).unwrap_err();
+        let e = endpoint_for(&p, Off).unwrap_err();
         assert_eq!(
             e,
             ClientError::TlsNotConfigured {
@@ -128,11 +137,11 @@ mod tests {
             port: 2810,
         };
         let p = profile(2809, Some(lax));
-        assert_eq!(endpoint_for(&p, false, false), Ok(Endpoint::tcp("h", 2809)));
+        assert_eq!(endpoint_for(&p, Off), Ok(Endpoint::tcp("h", 2809)));
         // … unless there is no plain port to go to.
         let p = profile(0, Some(lax));
         assert!(matches!(
-            endpoint_for(&p, false, false),
+            endpoint_for(&p, Off),
             Err(ClientError::TlsNotConfigured { .. })
         ));
     }

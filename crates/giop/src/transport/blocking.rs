@@ -85,7 +85,7 @@ impl BlockingConnection {
         let ep = Endpoint {
             host: host.to_string(),
             port,
-            tls: cfg.tls_always,
+            tls: cfg.tls.always(),
         };
         Self::connect_to(&ep, version, cfg, code_sets)
     }
@@ -471,21 +471,50 @@ fn tls_handshake(
     ep: &Endpoint,
     cfg: &ClientConfig,
 ) -> Result<Box<rustls::ClientConnection>, String> {
-    let config = cfg.tls.clone().ok_or_else(|| {
-        "this client has no TLS settings (a CA to verify the server: --tls-ca)".to_string()
-    })?;
+    let config = cfg.tls.for_connection()?;
     let name = server_name(&ep.host)?;
     let mut t = rustls::ClientConnection::new(config, name).map_err(|e| e.to_string())?;
     let fail = |e: std::io::Error| handshake_failure(&e, Side::Client);
-    sock.set_read_timeout(Some(cfg.connect_timeout))
-        .and_then(|()| sock.set_write_timeout(Some(cfg.connect_timeout)))
-        .map_err(fail)?;
+    // One deadline for the whole handshake, as the tokio client has:
+    // every read and write waits only for what is left of it, however
+    // the server paces its bytes.
+    let limit = cfg.connect_timeout;
+    let deadline = Instant::now() + limit;
+    let late = || format!("the server did not finish the handshake in {limit:?}");
     let mut io = SpinIo {
         sock,
         spin: &mut None,
     };
     while t.is_handshaking() {
-        t.complete_io(&mut io).map_err(fail)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        sock.set_read_timeout(Some(left))
+            .and_then(|()| sock.set_write_timeout(Some(left)))
+            .map_err(fail)?;
+        let step = if t.wants_write() {
+            t.write_tls(&mut io)
+        } else {
+            match t.read_tls(&mut io) {
+                Ok(0) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => t
+                    .process_new_packets()
+                    .map(|_| n)
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+                Err(e) => Err(e),
+            }
+        };
+        match step {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if waited(&e) => return Err(late()),
+            Err(e) => {
+                // Tell the server why (the alert rustls queued).
+                while t.wants_write() && t.write_tls(&mut io).is_ok() {}
+                return Err(fail(e));
+            }
+        }
     }
     // TLS 1.3: the client's Finished may still be in the buffer.
     flush_tls(Some(&mut t), sock, &mut None).map_err(fail)?;

@@ -53,7 +53,8 @@ use tokio_rustls::client::TlsStream;
 use super::tls::{handshake_failure, server_name, Side};
 use crate::codec::CodecConfig;
 pub use crate::conn::client::{
-    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
+    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, TlsMode,
+    DEFAULT_SPLICE_CUTOFF,
 };
 use crate::conn::client::{
     ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
@@ -133,13 +134,17 @@ struct OutState {
     writing: bool,
 }
 
-/// The connection's write side.
+/// The write half of a TLS stream.
+type TlsWriteHalf = tokio::io::WriteHalf<TlsStream<TcpStream>>;
+
+/// The connection's write side, as the driver is started with it.
 enum WriteSide {
-    /// The TCP socket's write half: any task writes with `try_write`
-    /// under the output lock.
+    /// The TCP socket's write half: shared ([`Shared::wr`]), any task
+    /// writes with `try_write` under the output lock.
     Tcp(OwnedWriteHalf),
-    /// The TLS stream's write half: the writer task writes it.
-    Tls(tokio::sync::Mutex<tokio::io::WriteHalf<TlsStream<TcpStream>>>),
+    /// The TLS stream's write half: the writer task owns it, and no one
+    /// else writes (rustls' session cannot be written from two tasks).
+    Tls(TlsWriteHalf),
 }
 
 struct Shared {
@@ -162,8 +167,10 @@ struct Shared {
     deadline_sooner: Notify,
     ids: RequestIds,
     out: Mutex<OutState>,
-    /// Shared with the writer task: `try_write` needs only `&self`.
-    wr: WriteSide,
+    /// A TCP connection's write half, shared with the writer task:
+    /// `try_write` needs only `&self`. `None` over TLS (the writer task
+    /// owns that write half).
+    wr: Option<OwnedWriteHalf>,
     out_ready: Notify,
     out_space: Notify,
     /// Who waits for which reply; whether the connection is dead.
@@ -287,7 +294,7 @@ impl Connection {
         let ep = Endpoint {
             host: host.to_string(),
             port,
-            tls: cfg.tls_always,
+            tls: cfg.tls.always(),
         };
         Self::connect_to(&ep, version, cfg, code_sets).await
     }
@@ -336,7 +343,7 @@ impl Connection {
             let tls = tls_handshake(stream, ep, cfg).await?;
             let handshake = Some(t0.elapsed());
             let (rd, wr) = tokio::io::split(tls);
-            let wr = WriteSide::Tls(tokio::sync::Mutex::new(wr));
+            let wr = WriteSide::Tls(wr);
             let link = (addr, local, handshake);
             return Ok(Self::start(link, rd, wr, version, cfg, code_sets));
         }
@@ -364,11 +371,15 @@ impl Connection {
     ) -> Connection {
         let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let (wr, tls_wr) = match wr {
+            WriteSide::Tcp(w) => (Some(w), None),
+            WriteSide::Tls(w) => (None, Some(w)),
+        };
         let shared = Arc::new(Shared {
             setup,
             local,
             handshake,
-            direct_write: cfg.direct_write && matches!(wr, WriteSide::Tcp(_)),
+            direct_write: cfg.direct_write && wr.is_some(),
             phases: cfg.phase_timing.then(Mutex::default),
             epoch: Instant::now(),
             reaper_at_us: AtomicU64::new(u64::MAX),
@@ -392,7 +403,7 @@ impl Connection {
             shutdown_rx.clone(),
         ));
         tokio::spawn(reaper_task(shared.clone(), shutdown_rx.clone()));
-        tokio::spawn(writer_task(shared.clone(), shutdown_rx));
+        tokio::spawn(writer_task(shared.clone(), tls_wr, shutdown_rx));
         Connection { shared }
     }
 
@@ -491,7 +502,7 @@ impl Connection {
                     if timed {
                         t_encoded = Some(Instant::now());
                     }
-                    if let (true, WriteSide::Tcp(wr)) = (idle, &s.wr) {
+                    if let (true, Some(wr)) = (idle, &s.wr) {
                         try_write_now(wr, st.q.outbox(), s.setup.head_first(what));
                     }
                     Ok(!st.q.pending().is_empty())
@@ -596,7 +607,13 @@ async fn reaper_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
+/// Write what callers queue. Over TLS it owns the write half (`tls`);
+/// over TCP it writes the shared one.
+async fn writer_task(
+    shared: Arc<Shared>,
+    mut tls: Option<TlsWriteHalf>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         let data = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
@@ -609,7 +626,7 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
         };
         match data {
             Some(mut data) => {
-                let r = write_all_spliced(&shared.wr, &mut data).await;
+                let r = write_all_spliced(&shared, tls.as_mut(), &mut data).await;
                 shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
                 shared.out_space.notify_waiters();
                 if let Err(e) = r {
@@ -635,9 +652,10 @@ async fn writer_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
             st.q.farewell(&shared.setup, &ClientError::LocallyClosed);
             st.q.outbox().take()
         };
-        let _ = write_all_spliced(&shared.wr, &mut last).await;
+        let _ = write_all_spliced(&shared, tls.as_mut(), &mut last).await;
     }
-    // The write half shuts down when the last reference to it goes.
+    // The write half shuts down when the last reference to it goes (over
+    // TLS: when the read half goes too, as before).
 }
 
 /// One non-blocking write of the queued stream's first `limit` bytes:
@@ -672,12 +690,17 @@ fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head_first: Option<usize
     }
 }
 
-/// Write the whole queued stream, consuming it.
-async fn write_all_spliced(wr: &WriteSide, out: &mut Outbox) -> std::io::Result<()> {
-    let wr = match wr {
-        WriteSide::Tcp(wr) => wr,
-        WriteSide::Tls(tls) => {
-            let mut tls = tls.lock().await;
+/// Write the whole queued stream, consuming it: through `tls` when the
+/// connection is TLS, else on the shared TCP write half.
+async fn write_all_spliced(
+    shared: &Shared,
+    tls: Option<&mut TlsWriteHalf>,
+    out: &mut Outbox,
+) -> std::io::Result<()> {
+    let wr = match (tls, &shared.wr) {
+        (None, Some(wr)) => wr,
+        (None, None) => return Err(std::io::Error::other("connection without a write half")),
+        (Some(tls), _) => {
             while !out.is_empty() {
                 let mut iov = [IoSlice::new(&[]); MAX_IOV];
                 let n = out.slices(usize::MAX, &mut iov);
@@ -828,9 +851,7 @@ async fn tls_handshake(
         addr: ep.addr(),
         reason,
     };
-    let config = cfg.tls.clone().ok_or_else(|| {
-        fail("this client has no TLS settings (a CA to verify the server: --tls-ca)".into())
-    })?;
+    let config = cfg.tls.for_connection().map_err(fail)?;
     let name = server_name(&ep.host).map_err(fail)?;
     let connector = tokio_rustls::TlsConnector::from(config);
     match tokio::time::timeout(cfg.connect_timeout, connector.connect(name, stream)).await {
@@ -903,7 +924,7 @@ impl Client {
         } else {
             p.version
         });
-        let ep = endpoint_for(p, self.cfg.tls.is_some(), self.cfg.tls_always)?;
+        let ep = endpoint_for(p, self.cfg.tls.wanted())?;
         let key = (ep.clone(), version);
         {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());

@@ -61,7 +61,7 @@ pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
 }
 
 pub use blocking::BlockingConnection;
-pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared};
+pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared, TlsMode};
 pub use naming::{resolve_name, resolve_target};
 pub use server::{
     serve, serve_tls, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,

@@ -123,28 +123,26 @@ async fn serve_with<H: Handler>(
         let _ = stream.set_nodelay(cfg.nodelay);
         let _ = set_buffers(socket2::SockRef::from(&stream), &cfg);
         let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
-        let tls = tls.clone();
-        tasks.spawn(async move {
-            match tls {
-                None => {
-                    ConnTask::new(h, c, next_conn, Some(peer))
-                        .run(stream, rx)
-                        .await
-                }
-                Some(acceptor) => {
-                    let handshake =
-                        tokio::time::timeout(c.handshake_timeout, acceptor.accept(stream));
+        let conn = ConnTask::new(h, c, next_conn, Some(peer));
+        // The handshake runs in the connection's own task, never in this
+        // accept loop: a slow or stalled client delays no other accept.
+        match tls.clone() {
+            None => tasks.spawn(async move {
+                conn.run(stream, rx).await;
+                drop(permit);
+            }),
+            Some(acceptor) => tasks.spawn(async move {
+                let limit = conn.handshake_timeout;
+                match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => conn.run(stream, rx).await,
                     // A failed or stalled handshake: the connection is
-                    // dropped (closed) and its slot freed.
-                    if let Ok(Ok(stream)) = handshake.await {
-                        ConnTask::new(h, c, next_conn, Some(peer))
-                            .run(stream, rx)
-                            .await
-                    }
+                    // dropped (closed), the handler hears of it as of any
+                    // other, and its slot is freed.
+                    _ => conn.closed(),
                 }
-            }
-            drop(permit);
-        });
+                drop(permit);
+            }),
+        };
     }
     let _ = stop_tx.send(true);
     while tasks.join_next().await.is_some() {}
@@ -172,6 +170,8 @@ struct ConnTask<H> {
     /// Phase totals, when timed (the driver times reads and writes).
     phases: Option<Arc<ServerPhases>>,
     opened: Instant,
+    /// [`ServerConfig::handshake_timeout`].
+    handshake_timeout: Duration,
 }
 
 impl<H: Handler> ConnTask<H> {
@@ -184,6 +184,7 @@ impl<H: Handler> ConnTask<H> {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         ConnTask {
             handler,
+            handshake_timeout: cfg.handshake_timeout,
             phases: cfg.phases.clone(),
             conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
             done_tx,
@@ -199,6 +200,11 @@ impl<H: Handler> ConnTask<H> {
     ) {
         let phases = self.phases.clone();
         self.serve_connection(stream, stop, phases.as_deref()).await;
+        self.closed();
+    }
+
+    /// Tell the handler the connection is over.
+    fn closed(&self) {
         let mut summary = self.conn.summary().clone();
         summary.seconds = self.opened.elapsed().as_secs_f64();
         self.handler.connection_closed(&summary);

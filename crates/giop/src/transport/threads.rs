@@ -18,6 +18,14 @@
 //! moves bytes and time. Shutdown is seen within [`STOP_CHECK`]: accepting
 //! and reading stop, in-flight requests finish, CloseConnection is sent,
 //! and [`serve_threads`] returns once every connection's thread has ended.
+//!
+//! With [`ThreadsConfig::tls`] every connection is TLS: its thread first
+//! runs the handshake, over within [`ServerConfig::handshake_timeout`]
+//! (each read waits only for what is left of it, so a client that stalls
+//! or trickles mid-handshake gives its thread and slot back then), then
+//! serves GIOP through rustls' session exactly as over TCP. Reads through
+//! rustls block at once (`stream_spin` applies to plain TCP only), and
+//! plaintext rustls already holds counts as input waiting.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -31,6 +39,9 @@ use super::blocking::{recv_spinning, Spin};
 use crate::conn::server::{
     AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
 };
+
+/// The most plaintext one read takes from rustls (the room zeroed for it).
+const TLS_READ: usize = 64 * 1024;
 
 /// How often a waiting thread looks at the stop flag.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -50,12 +61,16 @@ pub struct ThreadsConfig {
     /// that sleeps in `recv` is woken per segment and paces the sender.
     /// For a server with a CPU of its own (`None`: never).
     pub stream_spin: Option<Duration>,
+    /// Serve TLS only, with these settings
+    /// ([`server_config`](super::tls::server_config)).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl std::fmt::Debug for ThreadsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ThreadsConfig")
             .field("thread_name", &self.thread_name)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -110,8 +125,11 @@ pub fn serve_threads<H: Handler>(
             .name(threads.thread_name.clone())
             .spawn(move || {
                 (t.on_thread_start)();
-                ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.stream_spin)
-                    .run(stream, &s);
+                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.stream_spin);
+                match &t.tls {
+                    None => conn.run(Io::Tcp(stream), &s),
+                    Some(tls) => conn.run_tls(tls.clone(), stream, &s),
+                }
                 o.fetch_sub(1, Ordering::AcqRel);
             });
         match spawned {
@@ -185,6 +203,89 @@ impl Wake {
     }
 }
 
+/// A connection's bytes: the TCP socket, or a TLS session over it.
+enum Io {
+    Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
+}
+
+impl Io {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Io::Tcp(s) => s,
+            Io::Tls(t) => &t.sock,
+        }
+    }
+
+    /// Whether rustls holds plaintext not read yet (a poll on the socket
+    /// would not see it).
+    fn buffered(&mut self) -> bool {
+        match self {
+            Io::Tcp(_) => false,
+            Io::Tls(t) => t
+                .conn
+                .process_new_packets()
+                .is_ok_and(|s| s.plaintext_bytes_to_read() > 0),
+        }
+    }
+
+    /// Write all of `buf` (over TLS: and send its records).
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Io::Tcp(s) => (&*s).write_all(buf),
+            Io::Tls(t) => {
+                t.write_all(buf)?;
+                t.flush()
+            }
+        }
+    }
+
+    /// The end of the connection: `how` for TCP; over TLS a close_notify
+    /// goes first.
+    fn shutdown(&mut self, how: Shutdown) {
+        if let Io::Tls(t) = self {
+            t.conn.send_close_notify();
+            let _ = t.flush();
+        }
+        let _ = self.sock().shutdown(how);
+    }
+}
+
+/// Run the server's side of a TLS handshake on `sock`, over within
+/// `timeout` however the client paces its bytes.
+fn handshake(
+    tls: Arc<rustls::ServerConfig>,
+    mut sock: TcpStream,
+    timeout: Duration,
+) -> std::io::Result<rustls::StreamOwned<rustls::ServerConnection, TcpStream>> {
+    let mut conn = rustls::ServerConnection::new(tls).map_err(std::io::Error::other)?;
+    let deadline = Instant::now() + timeout;
+    while conn.is_handshaking() {
+        if conn.wants_write() {
+            conn.write_tls(&mut sock)?;
+            continue;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        sock.set_read_timeout(Some(left))?;
+        if conn.read_tls(&mut sock)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        if let Err(e) = conn.process_new_packets() {
+            // Tell the client why (the alert rustls queued), then fail.
+            while conn.wants_write() && conn.write_tls(&mut sock).is_ok() {}
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+        }
+    }
+    while conn.wants_write() {
+        conn.write_tls(&mut sock)?;
+    }
+    sock.set_read_timeout(None)?;
+    Ok(rustls::StreamOwned::new(conn, sock))
+}
+
 /// One connection's thread: moves bytes, asynchronous replies and time
 /// between the socket and the connection's [`ServerConn`].
 struct ConnThread<H> {
@@ -202,6 +303,8 @@ struct ConnThread<H> {
     stream_spin: Option<Duration>,
     /// Whether oneways are streaming in: the next read polls first.
     streaming: bool,
+    /// [`ServerConfig::handshake_timeout`].
+    handshake_timeout: Duration,
 }
 
 impl<H: Handler> ConnThread<H> {
@@ -215,6 +318,7 @@ impl<H: Handler> ConnThread<H> {
     ) -> Self {
         ConnThread {
             handler,
+            handshake_timeout: cfg.handshake_timeout,
             phases: cfg.phases.clone(),
             conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
             runtime,
@@ -226,14 +330,28 @@ impl<H: Handler> ConnThread<H> {
         }
     }
 
-    fn run(mut self, stream: TcpStream, stop: &AtomicBool) {
-        self.serve_connection(&stream, stop);
+    fn run(mut self, mut stream: Io, stop: &AtomicBool) {
+        self.serve_connection(&mut stream, stop);
+        self.closed();
+    }
+
+    /// [`run`](Self::run) after a TLS handshake; a failed or stalled one
+    /// closes the connection, and the handler hears of it as of any other.
+    fn run_tls(self, tls: Arc<rustls::ServerConfig>, sock: TcpStream, stop: &AtomicBool) {
+        match handshake(tls, sock, self.handshake_timeout) {
+            Ok(s) => self.run(Io::Tls(Box::new(s)), stop),
+            Err(_) => self.closed(),
+        }
+    }
+
+    /// Tell the handler the connection is over.
+    fn closed(&self) {
         let mut summary = self.conn.summary().clone();
         summary.seconds = self.opened.elapsed().as_secs_f64();
         self.handler.connection_closed(&summary);
     }
 
-    fn serve_connection(&mut self, mut stream: &TcpStream, stop: &AtomicBool) {
+    fn serve_connection(&mut self, stream: &mut Io, stop: &AtomicBool) {
         let phases = self.phases.clone();
         let phases = phases.as_deref();
         loop {
@@ -272,12 +390,17 @@ impl<H: Handler> ConnThread<H> {
                 d.saturating_duration_since(Instant::now()).min(STOP_CHECK)
             });
             let can_read = self.conn.can_read();
-            let input = if self.conn.in_flight() == 0 && can_read {
-                // Nothing else can happen: block in recv.
+            let input = if can_read && (self.conn.in_flight() == 0 || stream.buffered()) {
+                // Nothing else can happen (or the input is here already):
+                // block in recv.
                 self.read(stream, wait, phases)
             } else {
                 match readable(
-                    if can_read { stream.as_raw_fd() } else { -1 },
+                    if can_read {
+                        stream.sock().as_raw_fd()
+                    } else {
+                        -1
+                    },
                     self.wake.as_ref().map(|w| w.rx.as_raw_fd()),
                     wait,
                 ) {
@@ -297,12 +420,10 @@ impl<H: Handler> ConnThread<H> {
             }
         }
         match self.conn.ending() {
-            Ending::Abort => {
-                let _ = stream.shutdown(Shutdown::Both);
-            }
+            Ending::Abort => stream.shutdown(Shutdown::Both),
             Ending::Close(last) => {
                 let _ = stream.write_all(&last);
-                let _ = stream.shutdown(Shutdown::Write);
+                stream.shutdown(Shutdown::Write);
             }
             Ending::Quiet => {}
         }
@@ -327,10 +448,10 @@ impl<H: Handler> ConnThread<H> {
     }
 
     /// One `recv` into the connection's buffer, ended by `wait` at most.
-    fn read(&mut self, stream: &TcpStream, wait: Duration, phases: Option<&ServerPhases>) -> Input {
+    fn read(&mut self, stream: &mut Io, wait: Duration, phases: Option<&ServerPhases>) -> Input {
         let wait = wait.max(Duration::from_millis(1));
         if self.rcvtimeo != Some(wait) {
-            if stream.set_read_timeout(Some(wait)).is_err() {
+            if stream.sock().set_read_timeout(Some(wait)).is_err() {
                 return Input::Gone;
             }
             self.rcvtimeo = Some(wait);
@@ -338,13 +459,26 @@ impl<H: Handler> ConnThread<H> {
         let t0 = phases.map(|_| Instant::now());
         let mut spin = Spin::new(self.stream_spin.filter(|_| self.streaming));
         let buf = self.conn.read_buf();
-        let spare = buf.spare_capacity_mut();
-        match recv_spinning(stream, spare, &mut spin) {
-            Ok(0) => Input::Gone,
-            Ok(n) => {
+        let got = match stream {
+            Io::Tcp(s) => recv_spinning(s, buf.spare_capacity_mut(), &mut spin).inspect(|&n| {
                 // SAFETY: recv initialised the first `n` bytes of the
                 // spare capacity.
                 unsafe { buf.set_len(buf.len() + n) };
+            }),
+            Io::Tls(t) => {
+                // rustls reads into initialised bytes: the spare room,
+                // zeroed (up to what one read takes at most).
+                let at = buf.len();
+                let room = (buf.capacity() - at).clamp(1, TLS_READ);
+                buf.resize(at + room, 0);
+                let r = t.read(&mut buf[at..]);
+                buf.truncate(at + *r.as_ref().unwrap_or(&0));
+                r
+            }
+        };
+        match got {
+            Ok(0) => Input::Gone,
+            Ok(n) => {
                 if let (Some(p), Some(t0)) = (phases, t0) {
                     ServerPhases::add(&p.read_ns, t0, Instant::now());
                 }

@@ -31,6 +31,10 @@ pub enum TlsSetupError {
     Refused(String),
 }
 
+/// The TLS stack itself, for crates that drive a session of their own
+/// (the raw TLS-over-TCP baseline) or keep settings: one rustls, with
+/// this crate's features, for the whole workspace.
+pub use rustls;
 /// rustls' client settings, re-exported for callers that keep them.
 pub use rustls::ClientConfig as RustlsClientConfig;
 /// rustls' server settings.
@@ -99,21 +103,92 @@ pub fn client_config(
     ca: &Path,
     identity: Option<(&Path, &Path)>,
 ) -> Result<Arc<rustls::ClientConfig>, TlsSetupError> {
+    let identity = match identity {
+        Some((cert, key)) => Some((
+            cert,
+            load_certificates("certificate", cert)?,
+            load_private_key(key)?,
+        )),
+        None => None,
+    };
+    client_config_with(roots(ca)?, identity)
+}
+
+/// [`client_config`] from certificates already in memory: the one place
+/// the client's TLS settings are made, so a baseline client
+/// ([`EphemeralPki`]) has exactly the settings of the benchmark's.
+fn client_config_with(
+    roots: rustls::RootCertStore,
+    identity: Option<(&Path, Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+) -> Result<Arc<rustls::ClientConfig>, TlsSetupError> {
     let b = rustls::ClientConfig::builder_with_provider(ring())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsSetupError::Refused(e.to_string()))?
-        .with_root_certificates(roots(ca)?);
+        .with_root_certificates(roots);
     let mut cfg = match identity {
-        Some((cert, key)) => b
-            .with_client_auth_cert(
-                load_certificates("certificate", cert)?,
-                load_private_key(key)?,
-            )
-            .map_err(|e| TlsSetupError::Refused(format!("certificate {}: {e}", cert.display())))?,
+        Some((path, chain, key)) => b
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| TlsSetupError::Refused(format!("certificate {}: {e}", path.display())))?,
         None => b.with_no_client_auth(),
     };
     cfg.resumption = rustls::client::Resumption::disabled();
     Ok(Arc::new(cfg))
+}
+
+/// A certificate authority and a server certificate made in memory for
+/// one run, never written anywhere: what lets a server this process
+/// starts (the embedded benchmark server, the raw TLS-over-TCP baseline)
+/// serve TLS without files, and a client verify it with the settings
+/// [`client_config`] makes for a CA file.
+#[derive(Debug, Clone)]
+pub struct EphemeralPki {
+    /// Server settings: the certificate names `localhost`, 127.0.0.1 and
+    /// ::1; no client certificates asked for.
+    pub server: Arc<rustls::ServerConfig>,
+    /// Client settings trusting only this CA, no client certificate,
+    /// no session resumption (as [`client_config`]).
+    pub client: Arc<rustls::ClientConfig>,
+}
+
+impl EphemeralPki {
+    /// A fresh CA (ECDSA P-256) and a server certificate it signed.
+    pub fn new() -> Result<EphemeralPki, TlsSetupError> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let refused = |e: rcgen::Error| TlsSetupError::Refused(format!("in-memory CA: {e}"));
+        let ca_key = KeyPair::generate().map_err(refused)?;
+        let mut p = CertificateParams::new(Vec::<String>::new()).map_err(refused)?;
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        // A name of its own: a verifier looks issuers up by name, and
+        // another run's CA must be a stranger, not a bad signature.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        p.distinguished_name.push(
+            DnType::CommonName,
+            format!("iiopbench run CA {}-{nanos}", std::process::id()),
+        );
+        let ca = p.self_signed(&ca_key).map_err(refused)?;
+        let key = KeyPair::generate().map_err(refused)?;
+        let names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
+        let mut p = CertificateParams::new(names).map_err(refused)?;
+        p.distinguished_name
+            .push(DnType::CommonName, "iiopbench run server");
+        let cert = p.signed_by(&key, &ca, &ca_key).map_err(refused)?;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(ca.der().clone())
+            .map_err(|e| TlsSetupError::Refused(format!("in-memory CA: {e}")))?;
+        let key = PrivateKeyDer::Pkcs8(key.serialize_der().into());
+        Ok(EphemeralPki {
+            server: server_config_with(
+                vec![cert.der().clone()],
+                key,
+                Path::new("(in memory)"),
+                None,
+            )?,
+            client: client_config_with(roots, None)?,
+        })
+    }
 }
 
 /// Server settings: our certificate chain and key; with `client_ca`,
@@ -123,27 +198,44 @@ pub fn server_config(
     key: &Path,
     client_ca: Option<&Path>,
 ) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
+    let client_ca = match client_ca {
+        Some(ca) => Some((ca, roots(ca)?)),
+        None => None,
+    };
+    server_config_with(
+        load_certificates("certificate", cert)?,
+        load_private_key(key)?,
+        cert,
+        client_ca,
+    )
+}
+
+/// [`server_config`] from certificates in memory (`origin` names them
+/// in errors).
+fn server_config_with(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    origin: &Path,
+    client_ca: Option<(&Path, rustls::RootCertStore)>,
+) -> Result<Arc<rustls::ServerConfig>, TlsSetupError> {
     let b = rustls::ServerConfig::builder_with_provider(ring())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsSetupError::Refused(e.to_string()))?;
     let b = match client_ca {
-        Some(ca) => {
+        Some((path, roots)) => {
             let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots(ca)?),
+                Arc::new(roots),
                 ring(),
             )
             .build()
-            .map_err(|e| TlsSetupError::Refused(format!("client CA {}: {e}", ca.display())))?;
+            .map_err(|e| TlsSetupError::Refused(format!("client CA {}: {e}", path.display())))?;
             b.with_client_cert_verifier(v)
         }
         None => b.with_no_client_auth(),
     };
     let cfg = b
-        .with_single_cert(
-            load_certificates("certificate", cert)?,
-            load_private_key(key)?,
-        )
-        .map_err(|e| TlsSetupError::Refused(format!("certificate {}: {e}", cert.display())))?;
+        .with_single_cert(chain, key)
+        .map_err(|e| TlsSetupError::Refused(format!("certificate {}: {e}", origin.display())))?;
     Ok(Arc::new(cfg))
 }
 
@@ -332,8 +424,9 @@ mod tests {
 
 /// A throw-away PKI for tests: a CA, a server certificate for
 /// `localhost` and 127.0.0.1, a client certificate, and a second CA that
-/// signed neither, written as PEM files into a directory. Made fresh by
-/// each test: nothing secret is committed.
+/// signed neither, written as PEM files into a temporary directory that
+/// is removed when the last clone of the [`TestPki`] is dropped. Made
+/// fresh by each test: nothing secret is committed or left behind.
 #[cfg(feature = "test-pki")]
 pub mod test_pki {
     use std::path::{Path, PathBuf};
@@ -346,7 +439,11 @@ pub mod test_pki {
     /// The files of a test PKI.
     #[derive(Debug, Clone)]
     pub struct TestPki {
+        /// Where the files are (other files a test writes may go there
+        /// too: all are removed with it).
         pub dir: PathBuf,
+        /// Removes `dir` when the last clone goes.
+        _cleanup: std::sync::Arc<tempfile::TempDir>,
         /// The CA that signed both certificates.
         pub ca: PathBuf,
         pub server_cert: PathBuf,
@@ -404,9 +501,14 @@ pub mod test_pki {
     }
 
     impl TestPki {
-        /// Make a PKI in `dir` (created if missing).
-        pub fn create(dir: &Path) -> TestPki {
-            std::fs::create_dir_all(dir).expect("PKI directory");
+        /// Make a PKI in a fresh temporary directory whose name has
+        /// `label` in it.
+        pub fn new(label: &str) -> TestPki {
+            let tmp = tempfile::Builder::new()
+                .prefix(&format!("iiopbench-pki-{label}-"))
+                .tempdir()
+                .expect("PKI directory");
+            let dir = tmp.path();
             let root = ca("iiopbench test CA");
             let other = ca("iiopbench other CA");
             let (ca_path, other_path) = (dir.join("ca.pem"), dir.join("other-ca.pem"));
@@ -417,6 +519,7 @@ pub mod test_pki {
             let (stranger_cert, stranger_key) = leaf("stranger", &other, dir, "stranger");
             TestPki {
                 dir: dir.to_path_buf(),
+                _cleanup: std::sync::Arc::new(tmp),
                 ca: ca_path,
                 server_cert,
                 server_key,

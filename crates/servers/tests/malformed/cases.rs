@@ -16,6 +16,7 @@ use iiop_giop::message::{
     encode_system_exception, LocateStatus, Message, ReplyStatus, RequestHead, ResponseMode,
 };
 use iiop_giop::transport::server::ServerConfig;
+use iiop_giop::transport::tls::rustls;
 use iiop_giop::{TargetAddress, Version};
 use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
 
@@ -1364,4 +1365,45 @@ fn typecode_indirections_are_not_reachable_through_bench_idl() {
         ),
     );
     check(&mut s, &c).unwrap();
+}
+
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+impl Wire for TlsStream {
+    fn half_close(&mut self) -> std::io::Result<()> {
+        self.conn.send_close_notify();
+        self.flush()?;
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut self.sock)?;
+        }
+        self.sock.shutdown(Shutdown::Write)
+    }
+}
+
+#[test]
+fn every_malformed_case_gets_the_same_reaction_over_tls() {
+    use iiop_giop::transport::tls::test_pki::TestPki;
+    let pki = TestPki::new("malformed");
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        config: hostile_config(),
+        model: MODEL,
+        tls: Some(iiop_servers::run::TlsServer {
+            config: pki.server(false),
+            client_certificates: false,
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = srv.addr();
+    let client = pki.client(false);
+    run_cases(|| {
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let conn = rustls::ClientConnection::new(client.clone(), name).unwrap();
+        let mut s = rustls::StreamOwned::new(conn, connect(addr));
+        while s.conn.is_handshaking() {
+            s.conn.complete_io(&mut s.sock).expect("TLS handshake");
+        }
+        s
+    });
 }
