@@ -271,7 +271,6 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
     // measures the transport rather than our read pattern.
     let mut buf = vec![0u8; READ_BUFFER];
     let (mut lo, mut hi) = (0usize, 0usize);
-    let mut body = Vec::new();
     let mut received: u64 = 0;
     // Spin only while a stream is arriving: after a sink frame.
     let mut spin = None;
@@ -323,25 +322,42 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
         // A request answered at once: one frame in flight, so what follows
         // its body in the buffer (nothing, normally) stays there.
         spin = None;
-        body.clear();
+        if kind == 1 {
+            // The echo goes back from the read buffer itself, header and
+            // body in one write (a single segment train, as a GIOP reply
+            // is) and with no copy of its own: the whole frame is read
+            // into the buffer, made room for first.
+            let start = lo - HEADER;
+            let frame = HEADER + len;
+            if buf.len() < frame {
+                buf.resize(frame, 0);
+            }
+            let start = if start + frame > buf.len() {
+                buf.copy_within(start..hi, 0);
+                hi -= start;
+                0
+            } else {
+                start
+            };
+            while hi < start + frame {
+                match s.recv(&mut buf[hi..start + frame], None)? {
+                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    n => hi += n,
+                }
+            }
+            s.write_all(&buf[start..start + frame])?;
+            s.flush()?;
+            lo = start + frame;
+            continue;
+        }
         let here = len.min(hi - lo);
-        body.extend_from_slice(&buf[lo..lo + here]);
         lo += here;
-        if body.len() < len {
-            let have = body.len();
-            body.resize(len, 0);
-            s.read_exact(&mut body[have..])?;
+        if here < len {
+            // Only the stats request is left here, and it has no body.
+            let mut rest = vec![0u8; len - here];
+            s.read_exact(&mut rest)?;
         }
         match kind {
-            1 => {
-                // One write for header+body keeps the echo a single segment
-                // train, as a GIOP reply would be.
-                let mut out = Vec::with_capacity(HEADER + len);
-                out.extend_from_slice(&h);
-                out.extend_from_slice(&body);
-                s.write_all(&out)?;
-                s.flush()?;
-            }
             3 => {
                 let mut out = header(Kind::Stats, 8).to_vec();
                 out.extend_from_slice(&received.to_le_bytes());
