@@ -41,6 +41,13 @@ pub struct ThroughputArgs {
     /// Maximum duration of each point, whatever was sent.
     #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
+    /// Measure each point of a run as N slices, taken in turn with the
+    /// other types of the same mode and size and with their raw-TCP
+    /// baseline (every other round in reverse order), so that a change of
+    /// the machine's speed during a run moves them all alike; 1 measures
+    /// each point in one go.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub slices: u32,
     /// Marshal each request once and resend it with only the request id
     /// patched (seed 000's request reuse, E0.4).
     #[arg(long)]
@@ -84,6 +91,7 @@ impl ThroughputArgs {
             total: self.total,
             min_duration: self.min_duration,
             max_duration: self.max_duration,
+            slices: self.slices,
             reuse_request: self.reuse_request,
             dynamic: self.dynamic,
             breakdown: self.breakdown,

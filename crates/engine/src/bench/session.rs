@@ -491,13 +491,45 @@ pub fn raw_pingpong(
     c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
 }
 
-/// Attach a throughput ratio to a case.
-pub fn throughput_baseline(c: &mut Case, raw_mbps: f64) {
+/// Attach a throughput ratio to a case: `ratio` (from
+/// [`slice_ratio`]) to a raw baseline that moved `raw_mbps` over the run.
+pub fn throughput_baseline(c: &mut Case, raw_mbps: f64, ratio: f64) {
     c.baseline = Some(Baseline {
         metric: "throughput".into(),
         baseline_value: raw_mbps,
-        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+        ratio,
     });
+}
+
+/// A case's throughput as its receiver confirmed it, else the sender's.
+/// The raw baseline's figure is what its server confirmed per second, so a
+/// case's is taken the same way where the server reports counters (what
+/// it decoded by the time `get_stats` answered): the sender's own figure
+/// runs ahead of the receiver by up to a socket buffer's worth of bytes.
+fn confirmed_mbps(c: &Case) -> f64 {
+    c.receiver_throughput_mbps.unwrap_or(c.throughput_mbps)
+}
+
+/// The ratio of a point measured in slices to its baseline measured in
+/// slices alongside (slice k of each in the same round): the median of
+/// the per-round ratios. `None` when no round has both.
+pub fn slice_ratio(slices: &[Case], baseline_mbps: &[f64]) -> Option<f64> {
+    let mut q: Vec<f64> = slices
+        .iter()
+        .zip(baseline_mbps)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(c, b)| confirmed_mbps(c) / b)
+        .collect();
+    if q.is_empty() {
+        return None;
+    }
+    q.sort_by(f64::total_cmp);
+    let n = q.len();
+    Some(if n % 2 == 1 {
+        q[n / 2]
+    } else {
+        (q[n / 2 - 1] + q[n / 2]) / 2.0
+    })
 }
 
 /// Attach a p50 latency ratio to a case.
@@ -505,12 +537,13 @@ pub fn latency_baseline(c: &mut Case, raw_p50_us: f64) {
     c.baseline = p50_ratio(c, raw_p50_us);
 }
 
-/// Attach a throughput ratio to the raw TLS-over-TCP baseline.
-pub fn tls_throughput_baseline(c: &mut Case, raw_mbps: f64) {
+/// Attach a throughput ratio to the raw TLS-over-TCP baseline (as
+/// [`throughput_baseline`]).
+pub fn tls_throughput_baseline(c: &mut Case, raw_mbps: f64, ratio: f64) {
     c.tls_baseline = Some(Baseline {
         metric: "throughput".into(),
         baseline_value: raw_mbps,
-        ratio: c.throughput_mbps / raw_mbps.max(1e-9),
+        ratio,
     });
 }
 
@@ -525,4 +558,36 @@ fn p50_ratio(c: &Case, raw_p50_us: f64) -> Option<Baseline> {
         baseline_value: raw_p50_us,
         ratio: l.p50 / raw_p50_us.max(1e-9),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(sent: f64, confirmed: Option<f64>) -> Case {
+        Case {
+            throughput_mbps: sent,
+            receiver_throughput_mbps: confirmed,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_slice_ratio_is_the_median_of_the_rounds_confirmed_ratios() {
+        // Confirmed figures where there are some (the sender's 900 of the
+        // first round is not what the ratio uses), the sender's otherwise.
+        let slices = [
+            slice(900.0, Some(500.0)),
+            slice(600.0, None),
+            slice(100.0, Some(100.0)),
+        ];
+        // Rounds: 500/1000, 600/1000, 100/50 (a burst on the baseline).
+        assert_eq!(slice_ratio(&slices, &[1000.0, 1000.0, 50.0]), Some(0.6));
+        // An even count: the mean of the middle two; a round without a
+        // baseline slice (the run cut short) is left out.
+        assert_eq!(slice_ratio(&slices[..2], &[1000.0, 1000.0]), Some(0.55));
+        assert_eq!(slice_ratio(&slices, &[1000.0]), Some(0.5));
+        assert_eq!(slice_ratio(&slices, &[]), None);
+        assert_eq!(slice_ratio(&slices, &[0.0, 0.0, 0.0]), None);
+    }
 }

@@ -42,6 +42,11 @@ pub struct ThroughputOpts {
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
     pub max_duration: Duration,
+    /// Each point of a run is measured as this many slices (each with its
+    /// share of `total`, `min_duration` and `max_duration`), taken in turn
+    /// with the other points of the same mode and size and with their
+    /// raw baselines; 1 measures each point in one go.
+    pub slices: u32,
     /// Marshal each request once and resend it with only the request id
     /// patched (seed 000's request reuse, E0.4).
     pub reuse_request: bool,
@@ -76,6 +81,7 @@ impl Default for ThroughputOpts {
             total: 16 << 20,
             min_duration: Duration::from_millis(200),
             max_duration: Duration::from_secs(60),
+            slices: 16,
             reuse_request: false,
             dynamic: false,
             breakdown: false,
@@ -244,6 +250,15 @@ pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
             param(p, "total", o.total);
             param(p, "min_duration_s", o.min_duration.as_secs_f64());
             param(p, "max_duration_s", o.max_duration.as_secs_f64());
+            param(
+                p,
+                "slices",
+                if o.target.gate.is_some() {
+                    1
+                } else {
+                    o.slices.max(1)
+                },
+            );
             param(p, "reuse_request", o.reuse_request);
             param(p, "dynamic", o.dynamic);
             param(p, "nodelay", o.socket.nodelay);
@@ -280,57 +295,213 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
         true => session::tls_baseline(s, o.baseline_target.as_deref())?.unzip(),
         false => (None, None),
     };
+    // An agent's cases start at their gate's slots, one slot a case: its
+    // points go in one piece.
+    let slices = match o.target.gate {
+        Some(_) => 1,
+        None => o.slices.max(1),
+    };
+    // Each slice carries its share of the point's budget.
+    // Slice k of a point sends until the point's bytes reach
+    // (k+1)/slices of the total and lasts its share of the durations, so a
+    // point bound by its total sends what it would in one go.
+    let slice_opts = |k: u32, sent: u64| {
+        let target = (u128::from(o.total) * u128::from(k + 1)).div_ceil(u128::from(slices));
+        let budget = (target as u64).saturating_sub(sent);
+        let so = ThroughputOpts {
+            total: budget,
+            min_duration: o.min_duration / slices,
+            max_duration: o.max_duration / slices,
+            ..o.clone()
+        };
+        // A slice with nothing left to send and no time to fill is
+        // skipped (a call would be sent all the same).
+        (budget > 0 || !o.min_duration.is_zero()).then_some(so)
+    };
     let mut measured: Vec<(usize, Case)> = Vec::new();
     let mut raw_cases: Vec<Case> = Vec::new();
-    let mut raw: BTreeMap<(String, u64), f64> = BTreeMap::new();
-    let mut raw_tls: BTreeMap<(String, u64), f64> = BTreeMap::new();
     let slot =
         |mode: usize, elem: usize, size: usize| (mode * types.len() + elem) * o.size.0.len() + size;
+    // The points of one mode and size: their raw baselines, then the types.
+    #[derive(Clone, Copy)]
+    enum Point {
+        Raw,
+        RawTls,
+        Type(usize),
+    }
+    let mut group: Vec<Point> = Vec::new();
+    if raw_client.is_some() {
+        group.push(Point::Raw);
+    }
+    if tls_client.is_some() {
+        group.push(Point::RawTls);
+    }
+    group.extend((0..types.len()).map(Point::Type));
     let mut res = Ok(());
     'all: for (mi, &mode) in modes.iter().enumerate() {
         for (si, &size) in o.size.0.iter().enumerate() {
-            if let Some(rc) = &mut raw_client {
-                let c = raw_point(o, s, rc, mode, size)?;
-                raw.insert((mode.name().to_string(), size), c.throughput_mbps);
-                raw_cases.push(c);
-            }
-            if let Some(rc) = &mut tls_client {
-                let c = raw_point(o, s, rc, mode, size)?;
-                raw_tls.insert((mode.name().to_string(), size), c.throughput_mbps);
-                raw_cases.push(c);
-            }
-            for (ei, &elem) in types.iter().enumerate() {
-                if crate::interrupt::requested() {
-                    res = Err(anyhow::anyhow!("interrupted"));
-                    break 'all;
+            let names: Vec<&str> = types.iter().map(|e| e.token()).collect();
+            let label = format!("{} {} {}", mode.name(), names.join(","), format_size(size));
+            let pb = progress.case(&label);
+            // Every point of the group is measured in `slices` slices taken
+            // in turn, every other round in reverse order (ABBA): a change
+            // of the machine's speed during the group (the VM's CPUs
+            // moving on the host can halve loopback throughput for a
+            // second) lands on the raw baseline and on every type alike,
+            // so their ratios hold.
+            let mut acc: Vec<Vec<Case>> = vec![Vec::new(); group.len()];
+            for k in 0..slices {
+                let order: Vec<usize> = if k % 2 == 0 {
+                    (0..group.len()).collect()
+                } else {
+                    (0..group.len()).rev().collect()
+                };
+                for gi in order {
+                    if crate::interrupt::requested() {
+                        res = Err(anyhow::anyhow!("interrupted"));
+                        break;
+                    }
+                    let sent = acc[gi].iter().map(|c| c.bytes).sum();
+                    let Some(so) = slice_opts(k, sent) else {
+                        continue;
+                    };
+                    let out = match group[gi] {
+                        Point::Raw => match &mut raw_client {
+                            Some(rc) => raw_point(&so, s, rc, mode, size).map(Some),
+                            None => Ok(None),
+                        },
+                        Point::RawTls => match &mut tls_client {
+                            Some(rc) => raw_point(&so, s, rc, mode, size).map(Some),
+                            None => Ok(None),
+                        },
+                        Point::Type(ei) => {
+                            let elem = types[ei];
+                            let label = format!("{} {elem} {}", mode.name(), format_size(size));
+                            let before = r.cases.len();
+                            let out = point(&so, s, &c, elem, mode, size, cs, &label, r).await;
+                            acc[gi].extend(r.cases.drain(before..));
+                            out.map(|()| None)
+                        }
+                    };
+                    match out {
+                        Ok(Some(case)) => acc[gi].push(case),
+                        Ok(None) => {}
+                        Err(e) => res = Err(e),
+                    }
+                    if res.is_err() {
+                        break;
+                    }
                 }
-                let label = format!("{} {elem} {}", mode.name(), format_size(size));
-                let pb = progress.case(&label);
-                let before = r.cases.len();
-                let out = point(o, s, &c, elem, mode, size, cs, &label, r).await;
-                pb.done();
-                let slot = slot(mi, ei, si);
-                measured.extend(r.cases.drain(before..).map(|c| (slot, c)));
-                if out.is_err() {
-                    res = out;
-                    break 'all;
+                if res.is_err() {
+                    break;
                 }
+            }
+            pb.done();
+            // What was measured is kept, also of a group cut short. A
+            // type's ratio to a baseline is the median over the rounds of
+            // its slice's figure over the baseline slice's of the same
+            // round: a burst of the host's steal that hits one slice does
+            // not move it, as it would move a ratio of sums.
+            let slice_mbps = |want: fn(&Point) -> bool| {
+                group.iter().position(want).map(|i| {
+                    acc[i]
+                        .iter()
+                        .map(|c| c.throughput_mbps)
+                        .collect::<Vec<f64>>()
+                })
+            };
+            let tcp_slices = slice_mbps(|p| matches!(p, Point::Raw));
+            let tls_slices = slice_mbps(|p| matches!(p, Point::RawTls));
+            let mut tcp_base = None;
+            let mut tls_base = None;
+            let mut typed = Vec::new();
+            for (gi, slices) in acc.into_iter().enumerate() {
+                let ratio = |base: &Option<Vec<f64>>| {
+                    base.as_ref().and_then(|b| session::slice_ratio(&slices, b))
+                };
+                let (to_tcp, to_tls) = (ratio(&tcp_slices), ratio(&tls_slices));
+                let Some(case) = join_slices(slices)? else {
+                    continue;
+                };
+                match group[gi] {
+                    Point::Raw => {
+                        tcp_base = Some(case.throughput_mbps);
+                        raw_cases.push(case);
+                    }
+                    Point::RawTls => {
+                        tls_base = Some(case.throughput_mbps);
+                        raw_cases.push(case);
+                    }
+                    Point::Type(ei) => typed.push((slot(mi, ei, si), case, to_tcp, to_tls)),
+                }
+            }
+            for (slot, mut case, to_tcp, to_tls) in typed {
+                if let (Some(v), Some(q)) = (tcp_base, to_tcp) {
+                    session::throughput_baseline(&mut case, v, q);
+                }
+                if let (Some(v), Some(q)) = (tls_base, to_tls) {
+                    session::tls_throughput_baseline(&mut case, v, q);
+                }
+                measured.push((slot, case));
+            }
+            if res.is_err() {
+                break 'all;
             }
         }
     }
     measured.sort_by_key(|(k, _)| *k);
     r.cases.extend(measured.into_iter().map(|(_, c)| c));
     r.cases.extend(raw_cases);
-    for c in r.cases.iter_mut() {
-        let key = (c.params.mode.clone(), c.params.size);
-        if let Some(&v) = raw.get(&key) {
-            session::throughput_baseline(c, v);
+    res
+}
+
+/// The slices of one point as one case, as if measured in one go: counts,
+/// bytes, seconds, errors, histograms, CPU and phases add up; the
+/// receiver's figure is the server's bytes over the receiver's seconds of
+/// all slices. `None` for no slices.
+fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
+    let mut it = slices.into_iter();
+    let Some(mut a) = it.next() else {
+        return Ok(None);
+    };
+    let mut noises: Vec<crate::noise::Noise> = a.noise.iter().cloned().collect();
+    for b in it {
+        crate::merge::fold_case(&mut a, &b, crate::merge::Overlap::Sequential)?;
+        for key in ["server_bytes", "receiver_seconds", "lost_bytes"] {
+            let sum = |c: &Case| c.extra.get(key).and_then(|v| v.as_f64());
+            match (sum(&a), sum(&b)) {
+                (Some(x), Some(y)) => {
+                    let v = if key == "receiver_seconds" {
+                        serde_json::json!(x + y)
+                    } else {
+                        serde_json::json!((x + y).round() as i64)
+                    };
+                    a.extra.insert(key.to_string(), v);
+                }
+                (None, Some(y)) if key == "lost_bytes" => {
+                    a.extra.insert(key.to_string(), serde_json::json!(y as i64));
+                }
+                _ => {}
+            }
         }
-        if let Some(&v) = raw_tls.get(&key) {
-            session::tls_throughput_baseline(c, v);
+        noises.extend(b.noise.iter().cloned());
+        for m in b.moved {
+            if !a.moved.contains(&m) {
+                a.moved.push(m);
+            }
         }
     }
-    res
+    // A raw stream's seconds are the receiver's already.
+    if let (Some(bytes), Some(secs)) = (
+        a.extra.get("server_bytes").and_then(|v| v.as_f64()),
+        a.extra.get("receiver_seconds").and_then(|v| v.as_f64()),
+    ) {
+        a.receiver_throughput_mbps = Some(bytes * 8.0 / secs.max(1e-9) / 1e6);
+    }
+    if !noises.is_empty() {
+        a.noise = Some(crate::noise::Noise::merge(&noises));
+    }
+    Ok(Some(a))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -649,5 +820,56 @@ impl Breakdown {
             }
         }
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noise::Noise;
+
+    fn slice(calls: u64, seconds: f64, server_bytes: u64, receiver_seconds: f64) -> Case {
+        let bytes = calls * 1024;
+        Case {
+            name: "oneway octet 1KiB".into(),
+            calls,
+            bytes,
+            seconds,
+            throughput_mbps: bytes as f64 * 8.0 / seconds / 1e6,
+            receiver_throughput_mbps: Some(server_bytes as f64 * 8.0 / receiver_seconds / 1e6),
+            extra: BTreeMap::from([
+                ("server_bytes".to_string(), serde_json::json!(server_bytes)),
+                (
+                    "receiver_seconds".to_string(),
+                    serde_json::json!(receiver_seconds),
+                ),
+            ]),
+            noise: Some(Noise {
+                wall_s: seconds,
+                steal_fraction: if calls > 1500 { 0.3 } else { 0.0 },
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn slices_join_into_the_case_measured_in_one_go() {
+        let a = slice(1000, 0.010, 1000 * 1024, 0.0125);
+        let b = slice(3000, 0.030, 3000 * 1024, 0.0375);
+        let j = join_slices(vec![a, b]).unwrap().unwrap();
+        assert_eq!((j.calls, j.bytes), (4000, 4000 * 1024));
+        assert!((j.seconds - 0.040).abs() < 1e-12);
+        assert_eq!(j.extra["server_bytes"], 4000 * 1024);
+        assert!((j.extra["receiver_seconds"].as_f64().unwrap() - 0.05).abs() < 1e-12);
+        // The server's bytes over the receiver's seconds of both slices.
+        let want = 4000.0 * 1024.0 * 8.0 / 0.05 / 1e6;
+        assert!((j.receiver_throughput_mbps.unwrap() - want).abs() < 1e-9);
+        assert!((j.throughput_mbps - 4000.0 * 1024.0 * 8.0 / 0.04 / 1e6).abs() < 1e-9);
+        // The machine over both: steal weighted by each slice's wall time.
+        let n = j.noise.unwrap();
+        assert!((n.wall_s - 0.04).abs() < 1e-12);
+        assert!((n.steal_fraction - 0.3 * 0.75).abs() < 1e-12);
+        assert!(join_slices(Vec::new()).unwrap().is_none());
     }
 }
