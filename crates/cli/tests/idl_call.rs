@@ -26,8 +26,16 @@ fn server(interface: &str, behaviour: &str) -> IdlServer {
         interface: Some(interface.into()),
         behaviour: behaviour.into(),
     };
-    let (srv, name) =
-        start(&o, &idl(), "127.0.0.1:0", 1, None, ServerConfig::default()).expect("server starts");
+    let (srv, name) = start(
+        &o,
+        &idl(),
+        "127.0.0.1:0",
+        1,
+        None,
+        ServerConfig::default(),
+        None,
+    )
+    .expect("server starts");
     assert_eq!(name, interface);
     srv
 }
@@ -337,7 +345,16 @@ fn cos_naming_from_omniorb_idl() {
         interface: Some("CosNaming::NamingContextExt".into()),
         behaviour: fixed.into(),
     };
-    let (srv, _) = start(&o, &cos, "127.0.0.1:0", 1, None, ServerConfig::default()).unwrap();
+    let (srv, _) = start(
+        &o,
+        &cos,
+        "127.0.0.1:0",
+        1,
+        None,
+        ServerConfig::default(),
+        None,
+    )
+    .unwrap();
     let ior = srv.ior().to_string();
     let path = cos.display().to_string();
     let run = |op: &str, args: serde_json::Value| {
@@ -430,4 +447,81 @@ fn call_without_target_uses_the_embedded_reference_server() {
     assert!(!ok);
     assert_eq!(j["system_exception"], "BAD_PARAM");
     assert_eq!(j["completed"], "COMPLETED_NO");
+}
+
+#[test]
+fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
+    use iiop_giop::ior::Ior;
+    use iiop_giop::transport::tls::{server_config, test_pki::TestPki};
+    use iiop_servers::run::TlsServer;
+
+    let pki = TestPki::new("idl-serve");
+    let o = IdlServeOpts {
+        idl: Some(idl()),
+        include: vec![],
+        interface: Some("Shapes::Drawing".into()),
+        behaviour: "echo".into(),
+    };
+    let tls = TlsServer {
+        config: server_config(&pki.server_cert, &pki.server_key, None).expect("TLS config"),
+        client_certificates: false,
+    };
+    let (srv, _) = start(
+        &o,
+        &idl(),
+        "127.0.0.1:0",
+        1,
+        None,
+        ServerConfig::default(),
+        Some(tls),
+    )
+    .expect("server starts");
+    // As our reference server's TLS IORs: plain port 0, the listening port
+    // in TAG_SSL_SEC_TRANS.
+    let ior: Ior = srv.ior().to_string().parse().unwrap();
+    let p = ior.iiop_profile().expect("an IIOP profile");
+    assert_eq!(p.port, 0);
+    let decoded = iiopbench::cmd::ior::render_text(
+        &iiopbench::cmd::ior::decode_str(&srv.ior().to_string()).unwrap(),
+    );
+    let ssl = decoded
+        .lines()
+        .find(|l| l.contains("TAG_SSL_SEC_TRANS"))
+        .unwrap_or_else(|| panic!("no TAG_SSL_SEC_TRANS in\n{decoded}"));
+    assert!(ssl.contains(&srv.addr().port().to_string()), "{ssl}");
+    // A call with the CA goes through over TLS …
+    let ior_s = srv.ior().to_string();
+    let idl_s = idl().display().to_string();
+    let ca = pki.ca.display().to_string();
+    let argv = |with_ca: bool| {
+        let mut a = vec![
+            "iiopbench",
+            "call",
+            "--idl",
+            &idl_s,
+            "--target",
+            &ior_s,
+            "--op",
+            "Shapes::Drawing::transform",
+            "--timeout",
+            "10s",
+            "--args",
+            r#"[{"_d": "TRIANGLE", "label": "tri"}, {"x": 0, "y": 0}]"#,
+        ];
+        if with_ca {
+            a.extend(["--tls-ca", &ca]);
+        }
+        match Cli::try_parse_from(a).expect("parses").command {
+            Command::Call(o) => *o,
+            _ => unreachable!("call command"),
+        }
+    };
+    let (j, fine) = call(&argv(true)).expect("call over TLS works");
+    assert!(fine, "{j}");
+    assert_eq!(j["return"], json!({"_d": "TRIANGLE", "label": "tri"}));
+    // … and one without a CA to verify the server is refused up front, in
+    // one line that says what is missing.
+    let e = format!("{:#}", call(&argv(false)).expect_err("no CA, no TLS"));
+    assert!(e.contains("--tls-ca") && !e.contains('\n'), "{e}");
+    assert_eq!(srv.handler().counters().snapshot().calls, 1);
 }

@@ -24,7 +24,8 @@ use iiop_giop::SystemException;
 use iiop_idl::{DefId, Direction, Spec};
 
 use crate::bench::counters::Counters;
-use crate::run::ServerThread;
+use crate::reference::served_ior;
+use crate::run::{ServerThread, Serving, TlsServer};
 
 /// What the server answers.
 #[derive(Debug, Clone, Default)]
@@ -404,6 +405,9 @@ pub struct IdlServerOptions {
     /// Pin the server threads to these CPUs.
     pub cpus: Option<Vec<usize>>,
     pub config: ServerConfig,
+    /// Serve TLS only (the IOR then says so, as our reference server's
+    /// does: TAG_SSL_SEC_TRANS with the port, the profile's port 0).
+    pub tls: Option<TlsServer>,
 }
 
 /// An [`IdlHandler`] serving on threads of its own until stopped/dropped.
@@ -422,17 +426,26 @@ impl IdlServer {
         opts: IdlServerOptions,
     ) -> std::io::Result<IdlServer> {
         let handler = Arc::new(handler);
-        let server = ServerThread::spawn(
+        let certificates = opts.tls.as_ref().map(|t| t.client_certificates);
+        let server = ServerThread::spawn_model(
             handler.clone(),
             &opts.listen,
             opts.threads,
             opts.cpus,
             opts.config,
+            Serving {
+                tls: opts.tls.map(|t| t.config),
+                ..Serving::default()
+            },
         )?;
         let addr = server.addr();
-        let ior = Ior::builder(handler.repo_id())
-            .iiop(&addr.ip().to_string(), addr.port(), key.to_vec(), &[])
-            .build();
+        let ior = served_ior(
+            Ior::builder(handler.repo_id()),
+            &addr.ip().to_string(),
+            addr.port(),
+            key.to_vec(),
+            certificates,
+        );
         Ok(IdlServer {
             ior,
             handler,

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
-use iiop_giop::ior::{tls_only_profile, CodeSetsSource, IiopProfile, Ior};
+use iiop_giop::ior::{tls_only_profile, CodeSetsSource, IiopProfile, Ior, IorBuilder};
 use iiop_giop::transport::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
     LocateOutcome, Outcome, RequestContext,
@@ -175,12 +175,7 @@ impl BenchHandler {
     /// server at port 0 with the TLS port in TAG_SSL_SEC_TRANS.
     fn ior_at(&self, type_id: &str, host: &str, port: u16, key: Vec<u8>) -> Ior {
         let b = Ior::builder(type_id).code_sets_in(self.code_sets_in);
-        match self.tls {
-            None => b.iiop(host, port, key, &[]).build(),
-            Some(certs) => b
-                .profile(&tls_only_profile(IiopProfile::new(host, port, key), certs))
-                .build(),
-        }
+        served_ior(b, host, port, key, self.tls)
     }
 
     /// Put TAG_CODE_SETS of every IOR handed out in `at`.
@@ -556,5 +551,19 @@ fn fmt_host_port(host: &str, port: u16) -> String {
         format!("[{host}]:{port}")
     } else {
         format!("{host}:{port}")
+    }
+}
+
+/// An IOR from `b` for an object served at `host:port`: one IIOP 1.2
+/// profile, or for a TLS-only server (`tls`: whether clients must present
+/// certificates) one at port 0 with the TLS port in TAG_SSL_SEC_TRANS, as
+/// omniORB's TLS-only servers publish. Our reference server's and the
+/// IDL-driven server's IORs are made here.
+pub fn served_ior(b: IorBuilder, host: &str, port: u16, key: Vec<u8>, tls: Option<bool>) -> Ior {
+    match tls {
+        None => b.iiop(host, port, key, &[]).build(),
+        Some(certs) => b
+            .profile(&tls_only_profile(IiopProfile::new(host, port, key), certs))
+            .build(),
     }
 }

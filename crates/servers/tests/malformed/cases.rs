@@ -1063,6 +1063,7 @@ module T {
             threads: 1,
             cpus: None,
             config: hostile_config(),
+            tls: None,
         },
     )
     .unwrap();

@@ -12,6 +12,7 @@ use clap::Args;
 use iiop_giop::transport::server::ServerConfig;
 use iiop_idl::{DefKind, Spec};
 use iiop_servers::idl_server::{Behaviour, FixedReply, IdlHandler, IdlServer, IdlServerOptions};
+use iiop_servers::run::TlsServer;
 use serde_json::Value as Json;
 
 use iiopbench_engine::dynamic::{json, load_spec, read_json_arg};
@@ -144,6 +145,7 @@ pub fn start(
     threads: usize,
     cpus: Option<Vec<usize>>,
     config: ServerConfig,
+    tls: Option<TlsServer>,
 ) -> anyhow::Result<(IdlServer, String)> {
     let spec = load_spec(file, &o.include)?;
     let iface = pick_interface(&spec, o.interface.as_deref())?;
@@ -164,6 +166,7 @@ pub fn start(
             threads,
             cpus,
             config,
+            tls,
         },
     )
     .map_err(|e| anyhow::anyhow!("iiopbench serve --idl: {e}"))?;
@@ -180,6 +183,7 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
         base.threads,
         base.cpus.clone(),
         base.config.clone(),
+        base.tls.clone(),
     )?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
@@ -191,15 +195,17 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
         idl.behaviour.split(':').next().unwrap_or("")
     )?;
     writeln!(out, "config threads={}", base.threads)?;
+    super::print_tls(&mut out, base.tls.as_ref())?;
     let ior = srv.ior().to_string();
     if let Some(f) = &o.ior_file {
         iiopbench_engine::results::write_atomic(f, &format!("{ior}\n"))?;
     }
     writeln!(out, "{ior}")?;
     let addr = srv.addr();
+    let scheme = if base.tls.is_some() { "ssliop" } else { "iiop" };
     writeln!(
         out,
-        "corbaloc {name} corbaloc:iiop:1.2@{}:{}/{name}",
+        "corbaloc {name} corbaloc:{scheme}:1.2@{}:{}/{name}",
         addr.ip(),
         addr.port()
     )?;

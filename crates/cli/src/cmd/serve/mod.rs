@@ -207,12 +207,25 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
     })
 }
 
+/// The startup line that says a server serves TLS only.
+fn print_tls(out: &mut impl Write, tls: Option<&TlsServer>) -> std::io::Result<()> {
+    match tls {
+        Some(t) => writeln!(
+            out,
+            "config tls=rustls, TLS only{}",
+            if t.client_certificates {
+                ", client certificates required"
+            } else {
+                ""
+            }
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     if let Some(file) = &o.idl.idl {
-        if o.tls_cert.is_some() {
-            anyhow::bail!("--tls-cert: the IDL-driven server (--idl) serves plain IIOP only");
-        }
         return crate::cmd::serve::idl::run(o, &o.idl, file);
     }
     let opts = server_options(o)?;
@@ -232,17 +245,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
-    if let Some(t) = &opts.tls {
-        writeln!(
-            out,
-            "config tls=rustls, TLS only{}",
-            if t.client_certificates {
-                ", client certificates required"
-            } else {
-                ""
-            }
-        )?;
-    }
+    print_tls(&mut out, opts.tls.as_ref())?;
     if opts.code_sets_in != iiop_giop::ior::CodeSetsSource::IiopProfile {
         writeln!(out, "config code_sets_in={}", opts.code_sets_in)?;
     }
