@@ -45,6 +45,8 @@
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
 //!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
 //!   [`replay`] (captured traffic measured, and sent again);
+//! - distributed runs: [`agents`] (one bench run by N coordinated agents:
+//!   the coordinator, the agent, their results merged);
 //! - what every benchmark shares: [`options`] (placement, sockets, sizes),
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),

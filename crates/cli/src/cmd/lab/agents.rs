@@ -12,7 +12,6 @@ use serde_json::json;
 
 use super::fleet::{self, FleetOpts};
 use super::run as lab_run;
-use crate::cmd::agents as ag;
 
 /// `lab agents` options.
 #[derive(Debug, Clone, Args)]
@@ -76,7 +75,7 @@ pub fn run(o: &AgentsOpts) -> anyhow::Result<()> {
         ));
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
-            print!("{}", ag::agents_table(&m));
+            print!("{}", crate::cmd::agents::agents_table(&m));
         }
         if err.is_none() && !m.outcome.complete {
             anyhow::bail!("{}", m.outcome.failure.unwrap_or_default());

@@ -12,7 +12,8 @@ use iiopbench_engine::units::parse_duration;
 use serde_json::{json, Value};
 
 use super::run::{self, ServerKind};
-use crate::cmd::agents::{self as ag, CoordOpts};
+use crate::cmd::agents::{parse_bench, CoordOpts};
+use iiopbench_engine::agents as ag;
 
 /// The options of a lab command whose clients are agents.
 #[derive(Debug, Clone, Args)]
@@ -129,7 +130,7 @@ pub fn run_agents(
     let mut user = vec!["bench".to_string()];
     user.extend(bench.iter().cloned());
     user.extend(["--target".to_string(), ior.display().to_string()]);
-    let agent_spec = ag::prepare_spec(&user, o.coord.duration)?;
+    let agent_spec = ag::prepare_spec(&user, o.coord.duration, &parse_bench)?;
     let listener = lab.tcp_listener(server_host, 0)?;
     let coord_addr = format!(
         "{}:{}",
@@ -141,14 +142,19 @@ pub fn run_agents(
     }
     let mut children = ag::Children::default();
     for (host, name) in agents {
-        let cmd = ag::agent_command(&coord_addr, name, o.quiet)?;
+        let cmd = ag::agent_command(&run::own_exe()?, &coord_addr, name, o.quiet);
         children.0.push(lab.spawn(host, cmd)?);
     }
+    let log = |line: &str| {
+        if !o.quiet {
+            eprintln!("{line}");
+        }
+    };
     Ok(ag::coordinate_and_merge(
         &listener,
-        &o.coord,
+        &o.coord.engine(),
         &agent_spec,
-        o.quiet,
+        &log,
     ))
 }
 
