@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use clap::Parser;
 use iiop_giop::transport::server::ServerConfig;
 use iiop_servers::idl_server::IdlServer;
-use iiopbench::cmd::call::{call, CallOpts};
 use iiopbench::cmd::serve::idl::{start, IdlServeOpts};
 use iiopbench::opts::{Cli, Command};
+use iiopbench_engine::dynamic::call::{call, CallOpts};
 use serde_json::json;
 
 fn idl() -> PathBuf {
@@ -52,7 +52,7 @@ fn opts(srv: &IdlServer, op: &str, args: Option<serde_json::Value>) -> CallOpts 
         argv.extend(["--args", a]);
     }
     match Cli::try_parse_from(argv).expect("parses").command {
-        Command::Call(o) => *o,
+        Command::Call(o) => o.engine(),
         _ => unreachable!("call command"),
     }
 }
@@ -355,7 +355,7 @@ fn cos_naming_from_omniorb_idl() {
             &a,
         ];
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Call(o) => call(&o).unwrap(),
+            Command::Call(o) => call(&o.engine()).unwrap(),
             _ => unreachable!("call command"),
         }
     };
@@ -409,7 +409,7 @@ fn call_without_target_uses_the_embedded_reference_server() {
             args,
         ];
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Call(o) => call(&o).unwrap(),
+            Command::Call(o) => call(&o.engine()).unwrap(),
             _ => unreachable!("call command"),
         }
     };
