@@ -9,25 +9,34 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use iiop_giop::transport::server::ServerConfig;
-use iiop_servers::idl_server::IdlServer;
-use iiopbench::cmd::serve::idl::{start, IdlServeOpts};
+use iiop_servers::idl_server::{IdlServer, IdlServerOptions};
 use iiopbench::opts::{Cli, Command};
 use iiopbench_engine::dynamic::call::{call, CallOpts};
+use iiopbench_engine::dynamic::serve::{start, IdlServeOpts};
 use serde_json::json;
 
 fn idl() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/idl/shapes.idl")
 }
 
+/// One server thread on 127.0.0.1, a free port.
+fn loopback() -> IdlServerOptions {
+    IdlServerOptions {
+        listen: "127.0.0.1:0".into(),
+        threads: 1,
+        cpus: None,
+        config: ServerConfig::default(),
+    }
+}
+
 fn server(interface: &str, behaviour: &str) -> IdlServer {
     let o = IdlServeOpts {
-        idl: Some(idl()),
+        idl: idl(),
         include: vec![],
         interface: Some(interface.into()),
         behaviour: behaviour.into(),
     };
-    let (srv, name) =
-        start(&o, &idl(), "127.0.0.1:0", 1, None, ServerConfig::default()).expect("server starts");
+    let (srv, name) = start(&o, loopback()).expect("server starts");
     assert_eq!(name, interface);
     srv
 }
@@ -332,12 +341,12 @@ fn cos_naming_from_omniorb_idl() {
     }
     let fixed = r#"fixed:{"resolve": {"raise": {"_id": "IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "why": "not_context", "rest_of_name": [{"id": "a", "kind": "b"}]}}}"#;
     let o = IdlServeOpts {
-        idl: Some(cos.clone()),
+        idl: cos.clone(),
         include: vec![],
         interface: Some("CosNaming::NamingContextExt".into()),
         behaviour: fixed.into(),
     };
-    let (srv, _) = start(&o, &cos, "127.0.0.1:0", 1, None, ServerConfig::default()).unwrap();
+    let (srv, _) = start(&o, loopback()).unwrap();
     let ior = srv.ior().to_string();
     let path = cos.display().to_string();
     let run = |op: &str, args: serde_json::Value| {
