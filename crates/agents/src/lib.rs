@@ -17,7 +17,7 @@
 //! * `k8s` — Kubernetes manifests from typed API structs (pure).
 //!
 //! Merging the agents' results is done where the results schema lives
-//! (the CLI's `merge`): this crate carries results files as JSON values.
+//! (the engine's `agents::merge`): this crate carries results files as JSON values.
 
 pub mod agent;
 pub mod clock;

@@ -9,33 +9,35 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use iiop_giop::transport::server::ServerConfig;
-use iiop_servers::idl_server::IdlServer;
-use iiopbench::cmd::call::{call, CallOpts};
-use iiopbench::cmd::serve::idl::{start, IdlServeOpts};
+use iiop_servers::idl_server::{IdlServer, IdlServerOptions};
 use iiopbench::opts::{Cli, Command};
+use iiopbench_engine::dynamic::call::{call, CallOpts};
+use iiopbench_engine::dynamic::serve::{start, IdlServeOpts};
 use serde_json::json;
 
 fn idl() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/idl/shapes.idl")
 }
 
+/// One server thread on 127.0.0.1, a free port.
+fn loopback() -> IdlServerOptions {
+    IdlServerOptions {
+        listen: "127.0.0.1:0".into(),
+        threads: 1,
+        cpus: None,
+        config: ServerConfig::default(),
+        tls: None,
+    }
+}
+
 fn server(interface: &str, behaviour: &str) -> IdlServer {
     let o = IdlServeOpts {
-        idl: Some(idl()),
+        idl: idl(),
         include: vec![],
         interface: Some(interface.into()),
         behaviour: behaviour.into(),
     };
-    let (srv, name) = start(
-        &o,
-        &idl(),
-        "127.0.0.1:0",
-        1,
-        None,
-        ServerConfig::default(),
-        None,
-    )
-    .expect("server starts");
+    let (srv, name) = start(&o, loopback()).expect("server starts");
     assert_eq!(name, interface);
     srv
 }
@@ -60,7 +62,7 @@ fn opts(srv: &IdlServer, op: &str, args: Option<serde_json::Value>) -> CallOpts 
         argv.extend(["--args", a]);
     }
     match Cli::try_parse_from(argv).expect("parses").command {
-        Command::Call(o) => *o,
+        Command::Call(o) => o.engine(),
         _ => unreachable!("call command"),
     }
 }
@@ -340,21 +342,12 @@ fn cos_naming_from_omniorb_idl() {
     }
     let fixed = r#"fixed:{"resolve": {"raise": {"_id": "IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "why": "not_context", "rest_of_name": [{"id": "a", "kind": "b"}]}}}"#;
     let o = IdlServeOpts {
-        idl: Some(cos.clone()),
+        idl: cos.clone(),
         include: vec![],
         interface: Some("CosNaming::NamingContextExt".into()),
         behaviour: fixed.into(),
     };
-    let (srv, _) = start(
-        &o,
-        &cos,
-        "127.0.0.1:0",
-        1,
-        None,
-        ServerConfig::default(),
-        None,
-    )
-    .unwrap();
+    let (srv, _) = start(&o, loopback()).unwrap();
     let ior = srv.ior().to_string();
     let path = cos.display().to_string();
     let run = |op: &str, args: serde_json::Value| {
@@ -372,7 +365,7 @@ fn cos_naming_from_omniorb_idl() {
             &a,
         ];
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Call(o) => call(&o).unwrap(),
+            Command::Call(o) => call(&o.engine()).unwrap(),
             _ => unreachable!("call command"),
         }
     };
@@ -426,7 +419,7 @@ fn call_without_target_uses_the_embedded_reference_server() {
             args,
         ];
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Call(o) => call(&o).unwrap(),
+            Command::Call(o) => call(&o.engine()).unwrap(),
             _ => unreachable!("call command"),
         }
     };
@@ -457,7 +450,7 @@ fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
 
     let pki = TestPki::new("idl-serve");
     let o = IdlServeOpts {
-        idl: Some(idl()),
+        idl: idl(),
         include: vec![],
         interface: Some("Shapes::Drawing".into()),
         behaviour: "echo".into(),
@@ -468,12 +461,10 @@ fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
     };
     let (srv, _) = start(
         &o,
-        &idl(),
-        "127.0.0.1:0",
-        1,
-        None,
-        ServerConfig::default(),
-        Some(tls),
+        IdlServerOptions {
+            tls: Some(tls),
+            ..loopback()
+        },
     )
     .expect("server starts");
     // As our reference server's TLS IORs: plain port 0, the listening port
@@ -512,7 +503,7 @@ fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
             a.extend(["--tls-ca", &ca]);
         }
         match Cli::try_parse_from(a).expect("parses").command {
-            Command::Call(o) => *o,
+            Command::Call(o) => o.engine(),
             _ => unreachable!("call command"),
         }
     };

@@ -22,8 +22,8 @@ use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::BenchClient;
-use iiopbench::cmd::call::{call, CallOpts};
 use iiopbench::opts::{Cli, Command as Cmd};
+use iiopbench_engine::dynamic::call::{call, CallOpts};
 use iiopbench_engine::dynamic::json::to_json;
 use serde_json::json;
 
@@ -74,7 +74,7 @@ fn call_opts(ior: &str, op: &str, args: &serde_json::Value) -> CallOpts {
         "30s",
     ];
     match Cli::try_parse_from(argv).expect("parses").command {
-        Cmd::Call(o) => *o,
+        Cmd::Call(o) => o.engine(),
         _ => unreachable!("call command"),
     }
 }

@@ -45,6 +45,10 @@
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
 //!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
 //!   [`replay`] (captured traffic measured, and sent again);
+//! - distributed runs: [`agents`] (one bench run by N coordinated agents:
+//!   the coordinator, the agent, their results merged) and [`lab`] (the
+//!   benchmarks across an emulated network of namespaces: `lab run`,
+//!   `lab suite`, `lab agents`, `lab matrix`);
 //! - what every benchmark shares: [`options`] (placement, sockets, sizes),
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
@@ -71,6 +75,7 @@ pub mod gate;
 pub mod hist;
 pub mod interop;
 pub mod interrupt;
+pub mod lab;
 pub mod merge;
 pub mod noise;
 pub mod options;

@@ -1,14 +1,17 @@
 //! Calling and serving any interface from its IDL, with no generated code
 //! (issue 10): the JSON mapping of values ([`json`], docs/json-mapping.md),
 //! deterministic argument generation ([`gen`]), the `--idl` benchmarks
-//! ([`bench`](mod@bench)) and `serve --idl` (the command line's). This module holds what they
-//! share: the `--idl`/`-I` options, loading the IDL, finding an operation
-//! by `Interface::op`, and turning JSON arguments into a marshalled
-//! request body and reply bodies into JSON.
+//! ([`bench`](mod@bench)), one call of any operation ([`call`],
+//! `iiopbench call`) and any interface served ([`serve`], `serve --idl`).
+//! This module holds what they share: the `--idl`/`-I` options, loading
+//! the IDL, finding an operation by `Interface::op`, and turning JSON
+//! arguments into a marshalled request body and reply bodies into JSON.
 
 pub mod bench;
+pub mod call;
 pub mod gen;
 pub mod json;
+pub mod serve;
 
 use std::path::PathBuf;
 

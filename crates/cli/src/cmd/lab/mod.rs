@@ -25,14 +25,18 @@
 //! and on the other drop `lab run … --` and pass `--target F`
 //! (`iiopbench bench latency --target F …`).
 //!
-//! Signals: `run()` installs the CLI's SIGINT/SIGTERM flag
-//! ([`iiopbench_engine::interrupt`]); every wait here polls it, kills the children and
-//! drops the lab (which removes the namespaces). SIGHUP goes to the lab
-//! crate's handler (removes every lab, then dies). A watchdog removes the
-//! labs and exits if an interrupted run has not ended within 15 s.
+//! The labs, their servers and clients, the suite file and the combined
+//! results are the engine's (`iiopbench_engine::lab`); here are the
+//! flags, the signal handling of this process, and what is printed: the
+//! lab's self-measurement ([`Printer`]), `lab check`'s table, the
+//! summary and matrix tables.
 //!
-//! Sub-modules: [`run`] (one server + client run in a lab) and [`suite`]
-//! (the suite file and its runner).
+//! Signals: `run()` installs the CLI's SIGINT/SIGTERM flag
+//! ([`iiopbench_engine::interrupt`]); every wait in the engine's lab polls
+//! it, kills the children and drops the lab (which removes the
+//! namespaces). SIGHUP goes to the lab crate's handler (removes every lab,
+//! then dies). A watchdog removes the labs and exits if an interrupted run
+//! has not ended within 15 s.
 
 pub mod agents;
 pub mod fleet;
@@ -42,9 +46,8 @@ pub mod suite;
 
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
-use iiopbench_engine::results::Results;
-use serde_json::Value;
+use clap::{Args, Subcommand, ValueEnum};
+use iiopbench_engine::lab::{self, LabSink, ServerKind, ServerOpts, Verified};
 
 use crate::table::Table;
 
@@ -97,16 +100,32 @@ pub fn run(o: &LabOpts) -> anyhow::Result<()> {
     }
 }
 
-/// Fails with one line when not root (namespaces need CAP_NET_ADMIN).
-pub fn require_root() -> anyhow::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    anyhow::ensure!(
-        uid == 0,
-        "iiopbench lab needs root (network namespaces, veth, TUN need CAP_NET_ADMIN); \
-         running as uid {uid}: rerun with sudo"
-    );
-    Ok(())
+/// Which server runs in the server host(s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServerArg {
+    /// `iiopbench serve` (our reference server).
+    Ours,
+    /// omniORB's bench server (`scripts/orbs/omniorb/start`).
+    Omniorb,
+    /// JacORB's bench server (`scripts/orbs/jacorb/start`).
+    Jacorb,
+}
+
+impl ServerArg {
+    /// The engine's server options: this server, `port` (a vendor's) and
+    /// `ready_timeout`, run by this binary ([`run::own_exe`]).
+    pub fn engine(self, port: u16, ready_timeout: Duration) -> anyhow::Result<ServerOpts> {
+        Ok(ServerOpts {
+            kind: match self {
+                ServerArg::Ours => ServerKind::Ours,
+                ServerArg::Omniorb => ServerKind::Omniorb,
+                ServerArg::Jacorb => ServerKind::Jacorb,
+            },
+            port,
+            ready_timeout,
+            exe: run::own_exe()?,
+        })
+    }
 }
 
 /// Installs the signal cooperation described in the module doc: the lab
@@ -132,45 +151,39 @@ pub fn install_signals() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Appends one run's cases and fits to `merged`, which then holds the
-/// runs of a whole lab command (`lab suite`'s cases under every condition,
-/// `lab matrix`'s cells): each case name and fit label is prefixed with
-/// `prefix` (so the runs' cases and fits stay apart), each case gets the
-/// `tags` among its parameters, and the first run gives the file its frame
-/// (kind, target, host, params). A run that is incomplete makes the whole
-/// incomplete; the first failure is kept.
-pub fn add_tagged(
-    merged: &mut Option<Results>,
-    mut r: Results,
-    prefix: &str,
-    tags: &[(&str, Value)],
-) {
-    for case in &mut r.cases {
-        case.name = format!("{prefix} {}", case.name);
-        for (k, v) in tags {
-            case.params.extra.insert((*k).to_string(), v.clone());
-        }
+/// Root check ([`lab::require_root`]), then the signal cooperation of
+/// [`install_signals`].
+pub fn require_root_and_signals() -> anyhow::Result<()> {
+    lab::require_root()?;
+    install_signals()
+}
+
+/// What a lab command prints while the engine runs it: the self-check's
+/// lines and the headings on stdout, the news on stderr (none with
+/// `quiet`).
+#[derive(Debug, Clone, Copy)]
+pub struct Printer {
+    pub quiet: bool,
+}
+
+impl LabSink for Printer {
+    fn verified(&self, v: &Verified) {
+        run::print_reports(v);
     }
-    for f in &mut r.fits {
-        f.label = format!("{prefix} {}", f.label);
+
+    fn heading(&self, line: &str) {
+        println!("{line}");
     }
-    match merged {
-        None => *merged = Some(r),
-        Some(m) => {
-            m.cases.append(&mut r.cases);
-            m.fits.append(&mut r.fits);
-            if !r.outcome.complete {
-                m.outcome.complete = false;
-                if m.outcome.failure.is_none() {
-                    m.outcome.failure = r.outcome.failure;
-                }
-            }
+
+    fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
         }
     }
 }
 
 fn check() -> anyhow::Result<()> {
-    require_root()?;
+    lab::require_root()?;
     let f = iiop_lab::probe_features()?;
     let mut t = Table::new(["feature", "works", "used for"]).left_align(&[0, 2]);
     let yes = |b: bool| if b { "yes" } else { "no" }.to_string();
@@ -207,7 +220,7 @@ fn check() -> anyhow::Result<()> {
 }
 
 fn clean(all: bool) -> anyhow::Result<()> {
-    require_root()?;
+    lab::require_root()?;
     let removed = iiop_lab::cleanup_leftovers(iiop_lab::NAME_PREFIX, all)?;
     if removed.is_empty() {
         println!("no lab namespaces to remove");
@@ -216,79 +229,4 @@ fn clean(all: bool) -> anyhow::Result<()> {
         println!("removed {n}");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use iiopbench_engine::results::{Case, Fit};
-    use serde_json::json;
-
-    fn run(kind: &str, complete: bool, failure: Option<&str>) -> Results {
-        let mut r =
-            iiopbench_engine::context::new_results(kind, Default::default(), Default::default());
-        r.params.insert("op".into(), json!(kind));
-        r.cases.push(Case {
-            name: "echo long 8B".into(),
-            ..Default::default()
-        });
-        r.fits.push(Fit {
-            label: "echo long".into(),
-            a_us: 10.0,
-            b_us_per_byte: 0.01,
-            inv_b_mbytes_per_s: Some(100.0),
-            r2: 1.0,
-            points: 2,
-        });
-        r.outcome.complete = complete;
-        r.outcome.failure = failure.map(String::from);
-        r
-    }
-
-    #[test]
-    fn tagged_runs_keep_their_cases_and_fits_apart_in_the_first_runs_frame() {
-        let mut merged = None;
-        add_tagged(
-            &mut merged,
-            run("latency", true, None),
-            "c0->s0",
-            &[("client_host", json!("c0"))],
-        );
-        add_tagged(
-            &mut merged,
-            run("closed", false, Some("cell broke")),
-            "c1->s0",
-            &[("client_host", json!("c1"))],
-        );
-        add_tagged(
-            &mut merged,
-            run("closed", false, Some("later")),
-            "c1->s1",
-            &[],
-        );
-        let m = merged.unwrap();
-        assert_eq!(
-            m.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
-            [
-                "c0->s0 echo long 8B",
-                "c1->s0 echo long 8B",
-                "c1->s1 echo long 8B"
-            ]
-        );
-        assert_eq!(
-            m.fits.iter().map(|f| f.label.as_str()).collect::<Vec<_>>(),
-            ["c0->s0 echo long", "c1->s0 echo long", "c1->s1 echo long"]
-        );
-        assert_eq!(
-            m.cases[1].params.extra.get("client_host"),
-            Some(&json!("c1"))
-        );
-        assert_eq!(m.cases[2].params.extra.get("client_host"), None);
-        assert_eq!(
-            (m.kind.as_str(), m.params.get("op")),
-            ("latency", Some(&json!("latency")))
-        );
-        assert!(!m.outcome.complete);
-        assert_eq!(m.outcome.failure.as_deref(), Some("cell broke"));
-    }
 }

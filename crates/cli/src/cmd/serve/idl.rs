@@ -1,21 +1,17 @@
 //! `iiopbench serve --idl FILE`: any interface through the dynamic
-//! skeleton (`iiop_servers::idl_server`), with the same startup lines as
-//! `iiopbench serve` (config, IOR, corbaloc, ready) and the counters at
-//! shutdown.
+//! skeleton, with the same startup lines as `iiopbench serve` (config,
+//! IOR, corbaloc, ready) and the counters at shutdown. Building the server
+//! is the engine's (`iiopbench_engine::dynamic::serve`); here are the
+//! flags and those lines.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use iiop_giop::transport::server::ServerConfig;
-use iiop_idl::{DefKind, Spec};
-use iiop_servers::idl_server::{Behaviour, FixedReply, IdlHandler, IdlServer, IdlServerOptions};
-use iiop_servers::run::TlsServer;
-use serde_json::Value as Json;
+use iiop_servers::idl_server::IdlServerOptions;
 
-use iiopbench_engine::dynamic::{json, load_spec, read_json_arg};
+use iiopbench_engine::dynamic::serve;
 
 /// The `--idl` options of `serve`.
 #[derive(Debug, Clone, Args, Default)]
@@ -38,152 +34,23 @@ pub struct IdlServeOpts {
     pub behaviour: String,
 }
 
-/// The interface `--interface` names, or the only one defined.
-pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_idl::DefId> {
-    let all: Vec<(iiop_idl::DefId, String)> = spec
-        .interfaces()
-        .map(|(id, d)| (id, d.scoped_name.trim_start_matches("::").to_string()))
-        .collect();
-    match name {
-        Some(n) => {
-            let n = n.trim_start_matches("::");
-            match spec.lookup(n) {
-                Some(id) if matches!(spec.def(id).kind, DefKind::Interface(_)) => Ok(id),
-                _ => anyhow::bail!(
-                    "--interface {n}: no such interface (the IDL has: {})",
-                    all.iter()
-                        .map(|a| a.1.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        }
-        None if all.len() == 1 => Ok(all[0].0),
-        None => anyhow::bail!(
-            "the IDL defines {} interfaces; choose one with --interface ({})",
-            all.len(),
-            all.iter()
-                .map(|a| a.1.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Parse `--behaviour` against the interface's operations.
-pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Result<Behaviour> {
-    match s.trim() {
-        "echo" => Ok(Behaviour::Echo),
-        "sink" => Ok(Behaviour::Sink),
-        t => {
-            let Some(j) = t.strip_prefix("fixed:") else {
-                anyhow::bail!("--behaviour {t:?}: echo, sink or fixed:JSON");
-            };
-            let j = read_json_arg(j)?;
-            let Json::Object(per_op) = j else {
-                anyhow::bail!("--behaviour fixed: expected {{\"op\": {{\"return\": …}}}}");
-            };
-            let mut out = HashMap::new();
-            for (op, vals) in per_op {
-                let Some(sig) = handler_ops.operations().get(&op) else {
-                    anyhow::bail!("--behaviour fixed: the interface has no operation {op}");
-                };
-                let Json::Object(vals) = vals else {
-                    anyhow::bail!("--behaviour fixed: {op}: expected an object");
-                };
-                let mut f = FixedReply::default();
-                for (k, v) in vals {
-                    if k == "raise" {
-                        let id = v.get("_id").and_then(Json::as_str).unwrap_or("");
-                        let Some(tc) = sig
-                            .raises
-                            .iter()
-                            .find(|t| t.id() == Some(id) || t.name() == Some(id))
-                        else {
-                            anyhow::bail!(
-                                "--behaviour fixed: {op}.raise: {id:?} is not in its raises list"
-                            );
-                        };
-                        let mut members = v.clone();
-                        if let Json::Object(m) = &mut members {
-                            m.remove("exception");
-                            if tc.id() != Some(id) {
-                                m.remove("_id");
-                            }
-                        }
-                        let value = json::from_json(tc, &members, spec)
-                            .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.raise: {e}"))?;
-                        f.raise = Some((tc.clone(), value));
-                    } else if k == "return" {
-                        f.result =
-                            Some(json::from_json(&sig.result, &v, spec).map_err(|e| {
-                                anyhow::anyhow!("--behaviour fixed: {op}.return: {e}")
-                            })?);
-                    } else {
-                        let Some(p) = sig.outputs().find(|p| p.name == k) else {
-                            anyhow::bail!("--behaviour fixed: {op} has no out/inout parameter {k}");
-                        };
-                        f.params.insert(
-                            k.clone(),
-                            json::from_json(&p.tc, &v, spec)
-                                .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.{k}: {e}"))?,
-                        );
-                    }
-                }
-                out.insert(op, f);
-            }
-            Ok(Behaviour::Fixed(out))
-        }
-    }
-}
-
-/// Build and start the server an `--idl` command line asks for.
-pub fn start(
-    o: &IdlServeOpts,
-    file: &std::path::Path,
-    listen: &str,
-    threads: usize,
-    cpus: Option<Vec<usize>>,
-    config: ServerConfig,
-    tls: Option<TlsServer>,
-) -> anyhow::Result<(IdlServer, String)> {
-    let spec = load_spec(file, &o.include)?;
-    let iface = pick_interface(&spec, o.interface.as_deref())?;
-    let probe =
-        IdlHandler::new(&spec, iface, Behaviour::Echo).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let b = behaviour(&o.behaviour, &probe, &spec)?;
-    let handler = IdlHandler::new(&spec, iface, b).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let name = spec
-        .def(iface)
-        .scoped_name
-        .trim_start_matches("::")
-        .to_string();
-    let srv = IdlServer::start(
-        handler,
-        name.as_bytes(),
-        IdlServerOptions {
-            listen: listen.to_string(),
-            threads,
-            cpus,
-            config,
-            tls,
-        },
-    )
-    .map_err(|e| anyhow::anyhow!("iiopbench serve --idl: {e}"))?;
-    Ok((srv, name))
-}
-
 /// `serve --idl`: run until interrupted.
 pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
     let base = crate::cmd::serve::server_options(o)?;
-    let (srv, name) = start(
-        idl,
-        file,
-        &base.listen,
-        base.threads,
-        base.cpus.clone(),
-        base.config.clone(),
-        base.tls.clone(),
+    let (srv, name) = serve::start(
+        &serve::IdlServeOpts {
+            idl: file.to_path_buf(),
+            include: idl.include.clone(),
+            interface: idl.interface.clone(),
+            behaviour: idl.behaviour.clone(),
+        },
+        IdlServerOptions {
+            listen: base.listen.clone(),
+            threads: base.threads,
+            cpus: base.cpus.clone(),
+            config: base.config.clone(),
+            tls: base.tls.clone(),
+        },
     )?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;

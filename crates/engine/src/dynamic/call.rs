@@ -1,0 +1,115 @@
+//! One operation of any server invoked from its IDL (`iiopbench call`: the
+//! DII, made practical). Arguments come as JSON (docs/json-mapping.md),
+//! the request goes through `iiop_giop`'s `Client::invoke` (forwards
+//! followed), and the reply comes back as JSON: `{"return": …, "<out
+//! param>": …}`, or the exception — user exceptions by name with their
+//! members, system exceptions by name, minor (hex, with vendor) and
+//! completion.
+
+use std::path::PathBuf;
+
+use iiop_giop::transport::client::Client;
+use iiop_giop::transport::naming::resolve_target;
+use iiop_giop::{ReplyStatus, ResponseMode, Target};
+use iiop_servers::run::{RunningServer, ServerOptions};
+
+use super::gen::GenSpec;
+use crate::options::Sockets;
+use crate::target::TargetOpts;
+
+/// What to call, with what, on which server.
+#[derive(Debug, Clone, Default)]
+pub struct CallOpts {
+    /// The IDL file declaring the operation.
+    pub idl: PathBuf,
+    /// Directories searched for `#include`d IDL files.
+    pub include: Vec<PathBuf>,
+    /// The operation, `Module::Interface::op` (attributes: `_get_x`).
+    pub op: String,
+    /// In/inout arguments as JSON: an object by parameter name or an
+    /// array in order; `@FILE` reads a file. `None`: none.
+    pub args: Option<String>,
+    /// Generate the arguments not given ([`GenSpec`] syntax); `None`:
+    /// every in/inout parameter must be in `args`.
+    pub gen: Option<String>,
+    /// The server (`target: None`: our reference server, bench.idl,
+    /// embedded in this process) and how to reach it.
+    pub target: TargetOpts,
+    pub socket: Sockets,
+}
+
+/// Invoke the operation: the reply as JSON, and whether it was
+/// NO_EXCEPTION (a user or system exception is a reply too, as JSON).
+pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
+    // One call through the runtime client (it follows forwards):
+    // `--wait-strategy read` or `spin` is refused rather than ignored.
+    o.target.waiting.resolve(false, "unknown")?;
+    let spec = super::load_spec(&o.idl, &o.include)?;
+    let found = super::find_op(&spec, &o.op)?;
+    let sig = &found.sig;
+    let args_json = o.args.as_deref().map(super::read_json_arg).transpose()?;
+    let gen = o.gen.as_deref().map(GenSpec::parse).transpose()?;
+    let args = super::arguments(sig, args_json.as_ref(), &spec, gen.as_ref())?;
+    // Without --target: our reference server (bench.idl), embedded.
+    let embedded = match &o.target.target {
+        Some(_) => None,
+        None => Some(
+            RunningServer::start(ServerOptions {
+                skeleton: o.target.skeleton,
+                threads: 1,
+                ..ServerOptions::default()
+            })
+            .map_err(|e| anyhow::anyhow!("embedded server: {e}"))?,
+        ),
+    };
+    let reference = match &embedded {
+        Some(srv) => srv.refs().ior.to_string(),
+        None => o.target.target.clone().unwrap_or_default(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let client = Client::new(crate::target::client_config(&o.target, &o.socket)?);
+        let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+        let ior = resolve_target(&client, &parsed)
+            .await
+            .map_err(|e| anyhow::anyhow!("resolving the target: {e}"))?;
+        let mode = if sig.oneway {
+            ResponseMode::Oneway
+        } else {
+            ResponseMode::Twoway
+        };
+        let reply = client
+            .invoke(&ior, &sig.name, mode, |w| super::marshal(sig, &args, w))
+            .await
+            .map_err(|e| anyhow::anyhow!("{} on {}: {e}", sig.name, found.interface))?;
+        let Some(reply) = reply else {
+            // A oneway has no reply: a `_non_existent` after it on the same
+            // connection makes sure it left (and was read) before we exit.
+            client
+                .invoke(&ior, "_non_existent", ResponseMode::Twoway, |_| Ok(()))
+                .await
+                .map_err(|e| anyhow::anyhow!("_non_existent after the oneway {}: {e}", sig.name))?;
+            return Ok((serde_json::json!({"oneway": true}), true));
+        };
+        // Reply bodies decode with the code sets negotiated on the
+        // connection the reference routes to.
+        let opts = match client.route(&ior).await {
+            Ok(route) => route.connection.options(),
+            Err(_) => iiop_cdr::Options::default(),
+        };
+        let mut r = reply.body.reader(opts);
+        match reply.header.status {
+            ReplyStatus::NoException => Ok((super::decode_reply(sig, &mut r)?, true)),
+            ReplyStatus::UserException => Ok((super::decode_user_exception(sig, &mut r)?, false)),
+            ReplyStatus::SystemException => {
+                let e = reply
+                    .system_exception()
+                    .map_err(|e| anyhow::anyhow!("system exception reply: {e}"))?;
+                Ok((super::system_exception_json(&e), false))
+            }
+            other => anyhow::bail!("unexpected reply status {other:?}"),
+        }
+    })
+}
