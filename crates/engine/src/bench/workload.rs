@@ -585,7 +585,14 @@ mod tests {
             .unwrap();
         let res = rt.block_on(tokio::task::LocalSet::new().run_until(run(spec, clients)));
         assert_eq!(res.stop, Some(StopReason::Duration));
-        assert_eq!(res.batches.len(), 3);
+        // Three 20 ms batches on an idle machine; a starved thread (a
+        // loaded machine) may close fewer. What this test checks is the
+        // draws, not the clock.
+        assert!(
+            (1..=3).contains(&res.batches.len()),
+            "{:?}",
+            res.batches.len()
+        );
         assert_eq!(res.clients.len(), 2);
         seen.iter().map(|s| s.borrow()[..5].to_vec()).collect()
     }
