@@ -309,6 +309,48 @@ fn latency_closed_open_and_many_connections() {
     assert_eq!(cs.len(), 2);
     assert_eq!(cs[0]["baseline"]["metric"], "p50");
     assert!(cs[0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    // One connection, one call at a time: the point and its raw baseline
+    // went in 16 slices side by side, the same number of round trips each
+    // (200 split exactly), and the raw case carries the point's machine.
+    assert_eq!(cs[0]["params"]["slices"], 16);
+    assert_eq!(cs[0]["calls"], 200);
+    assert_eq!(cs[1]["name"], "tcp ack 1B");
+    assert_eq!(cs[1]["calls"], 200);
+    assert_eq!(
+        iiopbench_engine::hist::Latency::from_base64(cs[1]["histogram"].as_str().unwrap())
+            .unwrap()
+            .len(),
+        200
+    );
+    assert_eq!(cs[1]["baseline"], serde_json::Value::Null);
+    assert_eq!(cs[1]["noise"], cs[0]["noise"]);
+    assert_eq!(
+        cs[0]["baseline"]["baseline_value"],
+        cs[1]["latency_us"]["p50"]
+    );
+    // --slices 1: the baseline after the point, as other shapes measure it.
+    let (code, v) = run_json(
+        "lat5.json",
+        &[
+            "bench",
+            "latency",
+            "--runs",
+            "1",
+            "--count",
+            "50",
+            "--warmup",
+            "0",
+            "--baseline",
+            "--slices",
+            "1",
+        ],
+    );
+    assert_eq!(code, 0);
+    let cs = cases(&v);
+    assert_eq!(cs.len(), 2);
+    assert!(cs[0]["params"].get("slices").is_none());
+    assert_eq!(cs[0]["calls"], 50);
+    assert!(cs[0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

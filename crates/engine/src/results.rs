@@ -284,16 +284,9 @@ impl Interval {
         let mean = xs.iter().sum::<f64>() / n as f64;
         // The same Student's t interval as the workloads' batch means.
         let ci95 = crate::bench::stats::ci95(xs).map_or(0.0, |c| c.half_width);
-        let mut sorted = xs.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
         Interval {
             mean,
-            median,
+            median: crate::bench::stats::median(xs).unwrap_or(mean),
             ci95,
             min: xs.iter().copied().fold(f64::INFINITY, f64::min),
             max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),

@@ -97,6 +97,14 @@ impl CpuTime {
         }
     }
 
+    /// Both intervals' CPU together.
+    pub fn plus(self, other: CpuTime) -> CpuTime {
+        CpuTime {
+            user: self.user + other.user,
+            sys: self.sys + other.sys,
+        }
+    }
+
     /// user + sys.
     pub fn total(self) -> f64 {
         self.user + self.sys

@@ -53,6 +53,13 @@ pub struct LatencyArgs {
     /// Raw-TCP server for --baseline with a remote target.
     #[arg(long, value_name = "HOST:PORT")]
     pub baseline_target: Option<String>,
+    /// With --baseline on one connection with one call in flight: measure
+    /// each point as N slices taken in turn with its raw-TCP baseline
+    /// (every other round in reverse order), so that a change of the
+    /// machine's speed during a point moves both alike; 1 measures the
+    /// baseline after the points.
+    #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub slices: u32,
     /// Stop at the first failed call, or count failures and go on.
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]
     pub on_error: OnErrorArg,
@@ -79,6 +86,7 @@ impl LatencyArgs {
             rate: self.rate,
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
+            slices: self.slices,
             on_error: self.on_error.into(),
             socket: b.socket,
             placement: b.placement,

@@ -69,6 +69,11 @@ pub struct LatencyOpts {
     pub baseline: bool,
     /// Raw-TCP server for `baseline` with a remote target.
     pub baseline_target: Option<String>,
+    /// With `baseline`, one connection and one call at a time in a closed
+    /// loop: each point is measured as this many slices, taken in turn
+    /// with its raw baselines (see [`sliced_point`]); 1 measures the
+    /// points first and the baselines after them, as other shapes are.
+    pub slices: u32,
     /// Stop at the first failed call, or count failures and go on.
     pub on_error: OnError,
     pub socket: Sockets,
@@ -94,6 +99,7 @@ impl Default for LatencyOpts {
             rate: None,
             baseline: false,
             baseline_target: None,
+            slices: 16,
             on_error: OnError::Stop,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
@@ -246,6 +252,11 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     };
     let progress = &o.progress;
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    // Baselines measured alongside each point, sliced; else after them.
+    let mut sliced = match sliced(o) {
+        true => Some(Baselines::start(o, s)?),
+        false => None,
+    };
     for (elem, size) in points {
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
         let (what, per_call, label, ty) = match (o.op, elem) {
@@ -287,9 +298,18 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             extra: BTreeMap::new(),
         };
         let watch = s.watch_case();
-        let (mut case, first_error) =
-            point(o, &callers, &label, progress.case(&label), params, per_call).await?;
+        let (mut case, first_error) = match &mut sliced {
+            Some(b) => {
+                let raw_size = if o.op == LatOp::Ping { 1 } else { size };
+                let pb = progress.case(&label);
+                sliced_point(o, &callers, &label, pb, params, per_call, b, raw_size).await?
+            }
+            None => point(o, &callers, &label, progress.case(&label), params, per_call).await?,
+        };
         watch.finish(&mut case);
+        if let Some(b) = &mut sliced {
+            b.watched(&case);
+        }
         if let (Some(l), Some(e)) = (&case.latency_us, elem) {
             fits.entry(format!("{mode} {e}"))
                 .or_default()
@@ -305,10 +325,191 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             r.fits.push(f);
         }
     }
-    if o.baseline {
-        baseline(o, s, r)?;
+    match sliced {
+        Some(b) => r.cases.extend(b.cases),
+        None if o.baseline => baseline(o, s, r)?,
+        None => {}
     }
     Ok(())
+}
+
+/// Whether `--baseline` is measured slice by slice alongside each point:
+/// one connection making one call at a time in a closed loop, with no
+/// agents' start gate (its slots are one per case).
+fn sliced(o: &LatencyOpts) -> bool {
+    o.baseline
+        && o.slices > 1
+        && o.connections == 1
+        && o.in_flight == 1
+        && o.rate.is_none()
+        && o.target.gate.is_none()
+}
+
+/// The raw clients of a sliced `--baseline` (raw TCP, and raw
+/// TLS-over-TCP over TLS) and the raw cases measured so far.
+struct Baselines {
+    _servers: Vec<crate::rawtcp::RawServer>,
+    clients: Vec<crate::rawtcp::RawClient>,
+    cases: Vec<Case>,
+}
+
+impl Baselines {
+    fn start(o: &LatencyOpts, s: &Session) -> anyhow::Result<Baselines> {
+        let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+        let rc = session::raw_client(addr, s)?;
+        let (tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
+        Ok(Baselines {
+            _servers: srv.into_iter().chain(tls_srv).collect(),
+            clients: std::iter::once(rc).chain(tls_client).collect(),
+            cases: Vec::new(),
+        })
+    }
+
+    /// The raw cases of the point just measured ran while `c` did: they
+    /// carry its noise and moved threads.
+    fn watched(&mut self, c: &Case) {
+        let n = self.clients.len();
+        let from = self.cases.len().saturating_sub(n);
+        for raw in &mut self.cases[from..] {
+            raw.noise = c.noise.clone();
+            raw.moved = c.moved.clone();
+        }
+    }
+}
+
+/// One point with `--baseline` on one connection, closed loop: after the
+/// warm-ups, `--slices` rounds, each a slice of the point's calls (its
+/// share of `--count`, or of `--duration`) and a slice of the same number
+/// of raw round trips of `raw_size` per raw client, every other round in
+/// reverse order. The case's ratio to a baseline is the median over the
+/// rounds of the slice's p50 over the raw slice's: a change of the
+/// machine's speed during the point moves both sides of each ratio.
+#[allow(clippy::too_many_arguments)]
+async fn sliced_point<I: Invoke>(
+    o: &LatencyOpts,
+    callers: &[I],
+    label: &str,
+    pb: CaseProgress,
+    params: CaseParams,
+    per_call: u64,
+    b: &mut Baselines,
+    raw_size: u64,
+) -> anyhow::Result<(Case, Option<String>)> {
+    let _ctrl_c = close_on_interrupt(callers);
+    let echo = o.op == LatOp::Echo;
+    for i in 0..o.warmup {
+        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
+            pb.done();
+            anyhow::bail!("{label}: warm-up call failed: {e}");
+        }
+    }
+    if o.warmup > 0 {
+        for rc in b.clients.iter_mut() {
+            rc.pingpong(raw_size as usize, echo, o.warmup.min(1000), 0, None)?;
+        }
+    }
+    let slices = o.slices.max(1);
+    let mut tally = Tally::default();
+    let (mut secs, mut cpu) = (0.0, CpuTime::default());
+    let mut giop_p50: Vec<f64> = Vec::new();
+    let mut raw: Vec<Vec<crate::rawtcp::RawRun>> = b.clients.iter().map(|_| Vec::new()).collect();
+    let sides = 1 + b.clients.len();
+    for k in 0..slices {
+        // This round's share of the count (the count split exactly), or
+        // of the duration.
+        let share = o.count * u64::from(k + 1) / u64::from(slices)
+            - o.count * u64::from(k) / u64::from(slices);
+        let dur = o.duration.map(|d| d / slices);
+        if dur.is_none() && share == 0 {
+            // Fewer calls than slices: this round has none.
+            continue;
+        }
+        let order: Vec<usize> = match k % 2 {
+            0 => (0..sides).collect(),
+            _ => (0..sides).rev().collect(),
+        };
+        for side in order {
+            if crate::interrupt::requested() {
+                break;
+            }
+            if side == 0 {
+                let so = LatencyOpts {
+                    count: share,
+                    duration: dur,
+                    ..o.clone()
+                };
+                let cpu0 = CpuTime::thread_now();
+                let start = Instant::now();
+                let t = closed_loop(&so, callers).await;
+                secs += start.elapsed().as_secs_f64();
+                cpu = cpu.plus(CpuTime::thread_now().since(cpu0));
+                if !t.lat.is_empty() {
+                    giop_p50.push(t.lat.summary().p50);
+                }
+                let failed = o.on_error == OnError::Stop && t.first_error.is_some();
+                tally.merge(t);
+                if failed {
+                    break;
+                }
+            } else {
+                let count = if dur.is_some() { u64::MAX } else { share };
+                raw[side - 1].push(b.clients[side - 1].pingpong(
+                    raw_size as usize,
+                    echo,
+                    0,
+                    count,
+                    dur,
+                )?);
+            }
+        }
+        if crate::interrupt::requested()
+            || (o.on_error == OnError::Stop && tally.first_error.is_some())
+        {
+            break;
+        }
+    }
+    pb.done();
+    let mut case = tally_case(o, label, params, per_call, &tally, secs, cpu);
+    for (rc, runs) in b.clients.iter().zip(raw) {
+        let raw_p50: Vec<f64> = runs.iter().map(|r| r.latency.summary().p50).collect();
+        let ratio = super::stats::median_ratio(&giop_p50, &raw_p50);
+        let mut joined = crate::rawtcp::RawRun::default();
+        for r in &runs {
+            joined.calls += r.calls;
+            joined.bytes += r.bytes;
+            joined.seconds += r.seconds;
+            joined.latency.merge(&r.latency);
+        }
+        let mut c = raw_case(&joined, raw_size, echo, rc.is_tls());
+        if let (Some(l), Some(q)) = (c.latency_us, ratio) {
+            let base = crate::results::Baseline {
+                metric: "p50".into(),
+                baseline_value: l.p50,
+                ratio: q,
+            };
+            if rc.is_tls() {
+                case.tls_baseline = Some(base);
+            } else {
+                case.baseline = Some(base);
+            }
+        }
+        c.params
+            .extra
+            .insert("slices".into(), serde_json::json!(slices));
+        b.cases.push(c);
+    }
+    param(&mut case.params.extra, "slices", slices);
+    Ok((case, tally.first_error))
+}
+
+/// A raw ping-pong run as its case: `tcp ack 64KiB`, `tls-tcp echo 1KiB` ….
+fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Case {
+    let mut c = crate::tcp::pingpong_case(run, size);
+    let wire = if tls { "tls-tcp" } else { "tcp" };
+    let pattern = if echo { "echo" } else { "ack" };
+    c.params.mode = format!("{wire}-pingpong-{pattern}");
+    c.name = format!("{wire} {pattern} {}", format_size(size));
+    c
 }
 
 /// One point of a latency run (bench.idl calls and IDL-driven ones):
@@ -341,6 +542,21 @@ pub(crate) async fn point<I: Invoke>(
     let secs = start.elapsed().as_secs_f64();
     let cpu = CpuTime::thread_now().since(cpu0);
     pb.done();
+    let case = tally_case(o, label, params, per_call, &tally, secs, cpu);
+    Ok((case, tally.first_error))
+}
+
+/// A point's case from what its callers measured over `secs` seconds of
+/// the client thread's `cpu`.
+fn tally_case(
+    o: &LatencyOpts,
+    label: &str,
+    params: CaseParams,
+    per_call: u64,
+    tally: &Tally,
+    secs: f64,
+    cpu: CpuTime,
+) -> Case {
     let bytes = tally.calls * per_call;
     let mut case = Case {
         name: label.to_string(),
@@ -352,7 +568,7 @@ pub(crate) async fn point<I: Invoke>(
         throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
         latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
         histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
-        errors: tally.errors,
+        errors: tally.errors.clone(),
         cpu: Some(CpuFigures {
             client_user_s: cpu.user,
             client_sys_s: cpu.sys,
@@ -370,7 +586,7 @@ pub(crate) async fn point<I: Invoke>(
     if let Some(rate) = o.rate {
         param(&mut case.params.extra, "rate", rate);
     }
-    Ok((case, tally.first_error))
+    case
 }
 
 /// Every caller issues its next call when the previous one returns,
@@ -505,12 +721,8 @@ fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()>
         for rc in clients.iter_mut() {
             let watch = s.watch_case();
             let run = session::raw_pingpong(rc, size, echo, dur)?;
-            let mut c = crate::tcp::pingpong_case(&run, size);
+            let mut c = raw_case(&run, size, echo, rc.is_tls());
             watch.finish(&mut c);
-            let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
-            let pattern = if echo { "echo" } else { "ack" };
-            c.params.mode = format!("{wire}-pingpong-{pattern}");
-            c.name = format!("{wire} {pattern} {}", format_size(size));
             if let Some(l) = &c.latency_us {
                 raw.insert((rc.is_tls(), size), l.p50);
             }

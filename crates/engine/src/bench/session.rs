@@ -514,22 +514,8 @@ fn confirmed_mbps(c: &Case) -> f64 {
 /// slices alongside (slice k of each in the same round): the median of
 /// the per-round ratios. `None` when no round has both.
 pub fn slice_ratio(slices: &[Case], baseline_mbps: &[f64]) -> Option<f64> {
-    let mut q: Vec<f64> = slices
-        .iter()
-        .zip(baseline_mbps)
-        .filter(|(_, b)| **b > 0.0)
-        .map(|(c, b)| confirmed_mbps(c) / b)
-        .collect();
-    if q.is_empty() {
-        return None;
-    }
-    q.sort_by(f64::total_cmp);
-    let n = q.len();
-    Some(if n % 2 == 1 {
-        q[n / 2]
-    } else {
-        (q[n / 2 - 1] + q[n / 2]) / 2.0
-    })
+    let mbps: Vec<f64> = slices.iter().map(confirmed_mbps).collect();
+    super::stats::median_ratio(&mbps, baseline_mbps)
 }
 
 /// Attach a p50 latency ratio to a case.

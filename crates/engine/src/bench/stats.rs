@@ -138,9 +138,49 @@ pub fn ratio_ci95(pairs: &[(f64, f64)]) -> Option<Ci> {
     })
 }
 
+/// The median of `xs` (the mean of the middle two for an even count);
+/// `None` when empty.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// The median over rounds of `a[k] / b[k]`, for a figure and its baseline
+/// measured in slices side by side: rounds without both, or with an empty
+/// baseline, are left out; `None` when none is left.
+pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<f64> {
+    let q: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, y)| **y > 0.0)
+        .map(|(x, y)| x / y)
+        .collect();
+    median(&q)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ratio_of_slices_is_the_median_of_the_rounds() {
+        // Round 3 met a stall on the baseline side: it does not move the
+        // median.
+        let giop = [30.0, 32.0, 31.0, 29.0, 30.0];
+        let raw = [25.0, 25.0, 5.0, 25.0, 24.0];
+        assert_eq!(median_ratio(&giop, &raw), Some(1.25));
+        // Even counts: the mean of the middle two; rounds without both
+        // sides, or with an empty baseline, are left out.
+        assert_eq!(median_ratio(&[10.0, 12.0], &[10.0, 10.0]), Some(1.1));
+        assert_eq!(median_ratio(&[10.0, 12.0], &[0.0, 10.0]), Some(1.2));
+        assert_eq!(median_ratio(&[10.0], &[]), None);
+    }
 
     #[test]
     fn seeded_streams_repeat_and_differ() {
