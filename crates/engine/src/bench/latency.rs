@@ -397,11 +397,9 @@ async fn sliced_point<I: Invoke>(
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
     let echo = o.op == LatOp::Echo;
-    for i in 0..o.warmup {
-        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
-            pb.done();
-            anyhow::bail!("{label}: warm-up call failed: {e}");
-        }
+    if let Err(e) = warm_up(o, callers, label).await {
+        pb.done();
+        return Err(e);
     }
     if o.warmup > 0 {
         for rc in b.clients.iter_mut() {
@@ -512,6 +510,16 @@ fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Ca
     c
 }
 
+/// `--warmup` calls spread over the callers, not recorded.
+async fn warm_up<I: Invoke>(o: &LatencyOpts, callers: &[I], label: &str) -> anyhow::Result<()> {
+    for i in 0..o.warmup {
+        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
+            anyhow::bail!("{label}: warm-up call failed: {e}");
+        }
+    }
+    Ok(())
+}
+
 /// One point of a latency run (bench.idl calls and IDL-driven ones):
 /// warm-up spread over the callers (not recorded), the closed or open
 /// loop, and the case with its histogram, CPU and loop parameters. Also
@@ -525,11 +533,9 @@ pub(crate) async fn point<I: Invoke>(
     per_call: u64,
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
-    for i in 0..o.warmup {
-        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
-            pb.done();
-            anyhow::bail!("{label}: warm-up call failed: {e}");
-        }
+    if let Err(e) = warm_up(o, callers, label).await {
+        pb.done();
+        return Err(e);
     }
     // In an agent run, every agent starts this case at the same instant.
     crate::gate::case_start(o.target.gate.as_ref()).await;
