@@ -110,6 +110,19 @@ pub fn human(r: &Results) -> String {
             }
         ));
     }
+    match r
+        .params
+        .get("baseline_server_wait")
+        .and_then(|v| v.as_str())
+    {
+        Some("epoll") => out.push_str(
+            "  baseline: raw round trips whose server waits in epoll, as the reactor does\n",
+        ),
+        Some("recv") => out.push_str(
+            "  baseline: raw round trips whose server blocks in recv, a thread per connection\n",
+        ),
+        _ => {}
+    }
     let has_lat = r.cases.iter().any(|c| c.latency_us.is_some());
     let has_recv = r.cases.iter().any(|c| c.receiver_throughput_mbps.is_some());
     let has_base = r.cases.iter().any(|c| c.baseline.is_some());

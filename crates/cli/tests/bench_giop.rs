@@ -328,6 +328,9 @@ fn latency_closed_open_and_many_connections() {
         cs[0]["baseline"]["baseline_value"],
         cs[1]["latency_us"]["p50"]
     );
+    // The raw round trips wait on the server side as the embedded
+    // server's model does: in epoll beside the default reactor.
+    assert_eq!(v["params"]["baseline_server_wait"], "epoll");
     // --slices 1: the baseline after the point, as other shapes measure it.
     let (code, v) = run_json(
         "lat5.json",
@@ -343,9 +346,12 @@ fn latency_closed_open_and_many_connections() {
             "--baseline",
             "--slices",
             "1",
+            "--server-model",
+            "threads",
         ],
     );
     assert_eq!(code, 0);
+    assert_eq!(v["params"]["baseline_server_wait"], "recv");
     let cs = cases(&v);
     assert_eq!(cs.len(), 2);
     assert!(cs[0]["params"].get("slices").is_none());

@@ -150,7 +150,18 @@ impl RawServer {
         cpus: Option<Vec<usize>>,
         stream_spin: Option<Duration>,
     ) -> anyhow::Result<RawServer> {
-        Self::start_with(addr, opts, cpus, stream_spin, None)
+        Self::start_with(addr, opts, cpus, ServerWait::Recv(stream_spin), None)
+    }
+
+    /// [`start`](Self::start) with each connection waiting as a reactor
+    /// does ([`ServerWait::Epoll`]): the raw round trip that waits the way
+    /// our server's default model (`--server-model reactor`) waits.
+    pub fn start_epoll(
+        addr: &str,
+        opts: SocketOpts,
+        cpus: Option<Vec<usize>>,
+    ) -> anyhow::Result<RawServer> {
+        Self::start_with(addr, opts, cpus, ServerWait::Epoll, None)
     }
 
     /// [`start`](Self::start) serving the frames over TLS with `tls`
@@ -161,14 +172,14 @@ impl RawServer {
         cpus: Option<Vec<usize>>,
         tls: Arc<RustlsServerConfig>,
     ) -> anyhow::Result<RawServer> {
-        Self::start_with(addr, opts, cpus, None, Some(tls))
+        Self::start_with(addr, opts, cpus, ServerWait::Recv(None), Some(tls))
     }
 
     fn start_with(
         addr: &str,
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
-        stream_spin: Option<Duration>,
+        wait: ServerWait,
         tls: Option<Arc<RustlsServerConfig>>,
     ) -> anyhow::Result<RawServer> {
         let listener = TcpListener::bind(addr)
@@ -195,9 +206,14 @@ impl RawServer {
                                 let _ = crate::sysinfo::pin_current_thread(c);
                             }
                             let _ = opts.apply(&conn);
-                            let _ = match tls {
-                                None => serve_conn(&conn, stream_spin),
-                                Some(t) => accept_tls(t, conn).and_then(|s| serve_conn(s, None)),
+                            let _ = match (tls, wait) {
+                                (Some(t), _) => {
+                                    accept_tls(t, conn).and_then(|s| serve_conn(s, None))
+                                }
+                                (None, ServerWait::Recv(spin)) => serve_conn(&conn, spin),
+                                (None, ServerWait::Epoll) => {
+                                    Polled::new(&conn).and_then(|p| serve_conn(p, None))
+                                }
                             };
                         });
                 }
@@ -216,6 +232,107 @@ impl Drop for RawServer {
         self.stop.store(true, Ordering::Relaxed);
         // Wake the accept loop so it sees the flag.
         let _ = TcpStream::connect_timeout(&self.addr, Duration::from_millis(200));
+    }
+}
+
+/// How a raw server's connection waits for its next bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerWait {
+    /// Blocks in recv, as a thread per connection does (omniORB's server,
+    /// `--server-model threads`); while a stream of sink frames arrives it
+    /// polls first for up to the given time.
+    Recv(Option<Duration>),
+    /// Waits in epoll until the socket is readable whenever its last read
+    /// did not fill the buffer, then reads: per request the epoll_wait,
+    /// recv and send that a reactor's connection task makes (tokio clears
+    /// a socket's readiness after a short read, so it waits in epoll next
+    /// rather than trying a read that would fail).
+    Epoll,
+}
+
+impl ServerWait {
+    /// Its name in results: `recv` or `epoll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerWait::Recv(_) => "recv",
+            ServerWait::Epoll => "epoll",
+        }
+    }
+}
+
+/// A connection that waits in its own epoll instance before a read that
+/// follows a short one ([`ServerWait::Epoll`]). The socket stays
+/// blocking: a read after a full one blocks in recv where a reactor's
+/// would fail and then wait, which waits the same.
+struct Polled<'a> {
+    s: &'a TcpStream,
+    ep: std::os::fd::OwnedFd,
+    ready: bool,
+}
+
+impl<'a> Polled<'a> {
+    fn new(s: &'a TcpStream) -> std::io::Result<Polled<'a>> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: epoll_create1 takes no pointers; a non-negative result
+        // is a new descriptor that we own from here on.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        let ep = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: 0,
+        };
+        // SAFETY: valid epoll and socket descriptors and a live event.
+        let rc = unsafe { libc::epoll_ctl(fd, libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev) };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Polled { s, ep, ready: true })
+    }
+
+    /// Until the socket is readable (or closed).
+    fn wait(&self) -> std::io::Result<()> {
+        let mut ev = [libc::epoll_event { events: 0, u64: 0 }];
+        loop {
+            // SAFETY: a valid epoll descriptor and room for one event.
+            let n = unsafe { libc::epoll_wait(self.ep.as_raw_fd(), ev.as_mut_ptr(), 1, -1) };
+            if n >= 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Read for Polled<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        (&*self.s).read(buf)
+    }
+}
+
+impl Write for Polled<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        (&*self.s).write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl RawIo for Polled<'_> {
+    fn recv(&mut self, buf: &mut [u8], _spin: Option<Duration>) -> std::io::Result<usize> {
+        if !self.ready {
+            self.wait()?;
+        }
+        let n = recv_into(self.s, buf, None)?;
+        self.ready = n == buf.len();
+        Ok(n)
     }
 }
 
@@ -791,6 +908,26 @@ mod tests {
         assert_eq!(r.latency.len(), 200);
         let r = c.pingpong(1, false, 0, 50, None).unwrap();
         assert_eq!(r.latency.len(), 50);
+    }
+
+    #[test]
+    fn epoll_server_echoes_acks_and_counts_a_stream() {
+        let srv = RawServer::start_epoll("127.0.0.1:0", SocketOpts::default(), None).unwrap();
+        let mut c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        let r = c.pingpong(100_000, true, 2, 20, None).unwrap();
+        assert_eq!(r.latency.len(), 20);
+        let r = c.pingpong(1, false, 0, 50, None).unwrap();
+        assert_eq!(r.latency.len(), 50);
+        // Frames larger than the read buffer, then small ones.
+        let r = c
+            .stream(200_000, 2_000_000, Duration::ZERO, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(r.server_bytes, Some(r.bytes));
+        let r = c
+            .stream(100, 100_000, Duration::ZERO, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(r.server_bytes, Some(r.bytes));
     }
 
     #[test]

@@ -252,6 +252,11 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     };
     let progress = &o.progress;
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    if o.baseline && o.baseline_target.is_none() {
+        // The raw round trip waits as the server it is set beside does.
+        let wait = session::raw_server_wait(s, true).name();
+        param(&mut r.params, "baseline_server_wait", wait);
+    }
     // Baselines measured alongside each point, sliced; else after them.
     let mut sliced = match sliced(o) {
         true => Some(Baselines::start(o, s)?),
@@ -355,7 +360,7 @@ struct Baselines {
 
 impl Baselines {
     fn start(o: &LatencyOpts, s: &Session) -> anyhow::Result<Baselines> {
-        let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+        let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
         let rc = session::raw_client(addr, s)?;
         let (tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
         Ok(Baselines {
@@ -710,7 +715,7 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
 }
 
 fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
     let echo = o.op == LatOp::Echo;
     let sizes: Vec<u64> = if o.op == LatOp::Ping {
         vec![1]

@@ -408,6 +408,7 @@ pub fn is_loopback(host: &str) -> bool {
 pub fn baseline_server(
     s: &Session,
     remote: Option<&str>,
+    wait_as_server: bool,
 ) -> anyhow::Result<(Option<RawServer>, std::net::SocketAddr)> {
     if let Some(r) = remote {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(r)?
@@ -421,15 +422,33 @@ pub fn baseline_server(
         loopback,
         "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
     );
-    let spin = s.cpus.apart().then_some(crate::rawtcp::STREAM_SPIN);
-    let srv = RawServer::start(
-        "127.0.0.1:0",
-        s.socket.raw(),
-        Some(s.cpus.server_or_all()),
-        spin,
-    )?;
+    let cpus = Some(s.cpus.server_or_all());
+    let srv = match raw_server_wait(s, wait_as_server) {
+        crate::rawtcp::ServerWait::Epoll => {
+            RawServer::start_epoll("127.0.0.1:0", s.socket.raw(), cpus)?
+        }
+        crate::rawtcp::ServerWait::Recv(spin) => {
+            RawServer::start("127.0.0.1:0", s.socket.raw(), cpus, spin)?
+        }
+    };
     let addr = srv.addr();
     Ok((Some(srv), addr))
+}
+
+/// How the local raw-TCP server of `s`'s baseline waits: as the embedded
+/// server's model does when `wait_as_server` (latency: the raw round trip
+/// that waits the same way), else in recv, polling first while a stream
+/// arrives when it has a CPU of its own (throughput: the fastest way this
+/// machine moves the bytes).
+pub fn raw_server_wait(s: &Session, wait_as_server: bool) -> crate::rawtcp::ServerWait {
+    let reactor = s.embedded() && s.resolved.info.server_model.as_deref() == Some("reactor");
+    match (wait_as_server, reactor) {
+        (true, true) => crate::rawtcp::ServerWait::Epoll,
+        (true, false) => crate::rawtcp::ServerWait::Recv(None),
+        (false, _) => {
+            crate::rawtcp::ServerWait::Recv(s.cpus.apart().then_some(crate::rawtcp::STREAM_SPIN))
+        }
+    }
 }
 
 /// The raw TLS-over-TCP baseline of a run over TLS: the raw-TCP frames

@@ -286,7 +286,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     // Over TLS, a raw TLS-over-TCP point follows each raw-TCP one.
     let (_srv, mut raw_client) = match o.baseline {
         true => {
-            let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref())?;
+            let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), false)?;
             (srv, Some(session::raw_client(addr, s)?))
         }
         false => (None, None),
