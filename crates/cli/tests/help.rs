@@ -143,6 +143,13 @@ const IDEAS: &[Idea] = &[
         "bench *, soak",
     ),
     idea(
+        "Slices of each point, in turn with its raw-TCP baseline",
+        None,
+        "slices",
+        "N",
+        "bench throughput/latency",
+    ),
+    idea(
         "Timeout of every call",
         None,
         "timeout",
