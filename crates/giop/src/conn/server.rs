@@ -937,8 +937,13 @@ fn next_frame(
         if inbuf.len() < total {
             return Ok(None);
         }
+        // The first piece of a fragmented message whose fragments follow
+        // it: joined where they lie, or waited for.
+        if let Some(f) = decoder.join_in_buffer(inbuf) {
+            return Ok(f);
+        }
         let mut one = inbuf.split_to(total);
-        if let Some(f) = decoder.decode(&mut one)? {
+        if let Some(f) = decoder.decode_separately(&mut one)? {
             return Ok(Some(f));
         }
         // A fragment was absorbed into a partial message: go on.

@@ -167,6 +167,32 @@ fn a_fragmented_request_is_reassembled_byte_by_byte() {
 }
 
 #[test]
+fn a_request_in_pieces_with_another_between_them_is_answered_in_order() {
+    // Request 7 in pieces; request 8 whole after its first piece, so the
+    // pieces cannot be joined in the buffer: the usual reassembly.
+    let mut s = server(ServerConfig::default());
+    let whole = request(Version::V1_2, 7, "echo_long", ResponseMode::Twoway, 77);
+    let mut pieces = BytesMut::new();
+    fragment_message(&whole, 32, &mut pieces).unwrap();
+    let first_len = Header::parse(&pieces).unwrap().total_len();
+    let mut input = pieces[..first_len].to_vec();
+    input.extend_from_slice(&request(
+        Version::V1_2,
+        8,
+        "echo_long",
+        ResponseMode::Twoway,
+        88,
+    ));
+    input.extend_from_slice(&pieces[first_len..]);
+    for chunk in input.chunks(5) {
+        receive(&mut s, chunk);
+        turn(&mut s);
+    }
+    let replies: Vec<(u32, u32)> = written(&mut s).iter().map(echoed).collect();
+    assert_eq!(replies, [(8, 88), (7, 77)]);
+}
+
+#[test]
 fn malformed_input_gets_message_error_in_the_last_version_and_the_connection_ends() {
     let mut s = server(ServerConfig::default());
     let mut input = request(Version::V1_1, 1, "echo_long", ResponseMode::Twoway, 1);
