@@ -234,7 +234,7 @@ impl GiopStream {
         };
         let frag_key = if h.version.is_12() { key(piece) } else { None };
         let is_fragment = h.msg_type == MsgType::Fragment;
-        match self.decoder.decode(piece) {
+        match self.decoder.decode_separately(piece) {
             Ok(None) => {
                 if is_fragment {
                     if let Some(s) = self.starts.get_mut(&frag_key) {

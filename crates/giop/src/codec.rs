@@ -243,7 +243,12 @@ impl Decoder {
         let Some(id) = read_u32(&buf[HEADER_LEN..], first.order) else {
             return Join::No;
         };
-        if self.partial12.contains_key(&id) {
+        // What the usual path would refuse at the first piece (a second
+        // start for the id, the reassembly limit) it refuses at once.
+        if self.partial12.contains_key(&id)
+            || self.partial_bytes.saturating_add(first.size as usize)
+                > self.cfg.max_reassembled_size
+        {
             return Join::No;
         }
         // The pieces after the first: (start in buf, total length).
@@ -773,6 +778,37 @@ mod tests {
         assert_eq!(
             d.decode(&mut buf),
             Err(GiopError::FragmentMismatch { what: "byte order" })
+        );
+    }
+
+    #[test]
+    fn a_first_piece_over_the_reassembly_limit_is_refused_at_once() {
+        // Three first pieces of 40 bytes and no fragments: the third puts
+        // 120 bytes in reassembly, over the limit of 96, and is refused
+        // when it arrives, not held in the buffer waiting for a fragment.
+        let mut d = Decoder::new(CodecConfig {
+            max_message_size: 64,
+            max_reassembled_size: 96,
+        });
+        let mut s = Vec::new();
+        for id in 60..63u32 {
+            let mut p = id.to_be_bytes().to_vec();
+            p.extend([0u8; 36]);
+            s.extend(msg(
+                Version::V1_2,
+                ByteOrder::Big,
+                MsgType::Request,
+                true,
+                &p,
+            ));
+        }
+        let mut buf = BytesMut::from(&s[..]);
+        assert_eq!(
+            d.decode(&mut buf),
+            Err(GiopError::TooLarge {
+                size: 120,
+                limit: 96
+            })
         );
     }
 
