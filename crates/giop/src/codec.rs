@@ -128,6 +128,11 @@ fn truncated_id() -> GiopError {
     }
 }
 
+/// The first piece of a GIOP 1.2 message sent in fragments.
+fn is_first_piece(h: &Header) -> bool {
+    h.more_fragments && starts_with_request_id(h)
+}
+
 fn starts_with_request_id(h: &Header) -> bool {
     h.version.is_12()
         && matches!(
@@ -183,17 +188,20 @@ impl Decoder {
                 });
             }
             let total = h.total_len();
-            let first_piece = join && h.more_fragments && starts_with_request_id(&h);
             if buf.len() < total {
                 // A first piece: room for its next fragment's header too,
                 // so that the buffer need not grow (and copy the piece)
                 // before the two can be joined where they lie.
-                let slack = if first_piece { JOIN_SLACK } else { 0 };
+                let slack = if join && is_first_piece(&h) {
+                    JOIN_SLACK
+                } else {
+                    0
+                };
                 buf.reserve(total + slack - buf.len());
                 return Ok(None);
             }
-            if first_piece {
-                if let Some(f) = self.join_in_buffer(buf) {
+            if join {
+                if let Some(f) = self.join_in_buffer(&h, buf) {
                     return Ok(f);
                 }
             }
@@ -205,21 +213,20 @@ impl Decoder {
         }
     }
 
-    /// When `buf` starts with the complete first piece of a GIOP 1.2
-    /// message in fragments whose other pieces follow it (see
+    /// When `buf` starts with `h`, complete, and `h` is the first piece of
+    /// a GIOP 1.2 message in fragments whose other pieces follow it (see
     /// [`join_in_place`](Self::join_in_place)): `Some(Some(message))`,
     /// joined, or `Some(None)` while they have not all arrived (nothing is
     /// reserved: the caller's reads keep room). `None`: take the message
     /// at the start of `buf` the usual way.
-    pub fn join_in_buffer(&mut self, buf: &mut BytesMut) -> Option<Option<Frame>> {
-        let h = Header::parse(buf.get(..HEADER_LEN)?).ok()?;
-        if !(h.more_fragments && starts_with_request_id(&h))
+    pub fn join_in_buffer(&mut self, h: &Header, buf: &mut BytesMut) -> Option<Option<Frame>> {
+        if !is_first_piece(h)
             || h.size as usize > self.cfg.max_message_size
             || buf.len() < h.total_len()
         {
             return None;
         }
-        match self.join_in_place(&h, buf) {
+        match self.join_in_place(h, buf) {
             Join::Done(f) => Some(Some(f)),
             Join::Wait => Some(None),
             Join::No => None,
@@ -251,12 +258,14 @@ impl Decoder {
         {
             return Join::No;
         }
-        // The pieces after the first: (start in buf, total length).
-        let mut pieces: Vec<(usize, usize)> = Vec::new();
+        // The pieces after the first: (start in buf, total length), on
+        // the stack (this runs for every large request of such a client).
+        let mut pieces = [(0usize, 0usize); JOIN_MAX_PIECES];
+        let mut n = 0;
         let mut at = first.total_len();
         let mut len = first.size as usize;
         loop {
-            if pieces.len() >= JOIN_MAX_PIECES {
+            if n == JOIN_MAX_PIECES {
                 return Join::No;
             }
             if buf.len() < at + HEADER_LEN {
@@ -290,7 +299,8 @@ impl Decoder {
             if read_u32(&buf[at + HEADER_LEN..], f.order) != Some(id) {
                 return Join::No;
             }
-            pieces.push((at, total));
+            pieces[n] = (at, total);
+            n += 1;
             len += data;
             at += total;
             if !f.more_fragments {
@@ -301,7 +311,7 @@ impl Decoder {
         // of what is joined so far (always towards the front, so nothing
         // unread is overwritten), then take the message off the buffer.
         let mut end = first.total_len();
-        for (start, total) in pieces {
+        for &(start, total) in &pieces[..n] {
             let from = start + FRAGMENT_HEADER_LEN_12;
             buf.copy_within(from..start + total, end);
             end += total - FRAGMENT_HEADER_LEN_12;

@@ -917,13 +917,13 @@ fn next_frame(
         if inbuf.len() < HEADER_LEN {
             return Ok(None);
         }
-        let total = match Header::parse(&inbuf[..HEADER_LEN]) {
+        let h = match Header::parse(&inbuf[..HEADER_LEN]) {
             Ok(h) => {
                 *version = h.version;
                 if h.size as usize > decoder.config().max_message_size {
                     return decoder.decode(inbuf);
                 }
-                h.total_len()
+                h
             }
             Err(_) => {
                 if inbuf[..4] == *b"GIOP" {
@@ -934,15 +934,15 @@ fn next_frame(
                 return decoder.decode(inbuf);
             }
         };
-        if inbuf.len() < total {
+        if inbuf.len() < h.total_len() {
             return Ok(None);
         }
         // The first piece of a fragmented message whose fragments follow
         // it: joined where they lie, or waited for.
-        if let Some(f) = decoder.join_in_buffer(inbuf) {
+        if let Some(f) = decoder.join_in_buffer(&h, inbuf) {
             return Ok(f);
         }
-        let mut one = inbuf.split_to(total);
+        let mut one = inbuf.split_to(h.total_len());
         if let Some(f) = decoder.decode_separately(&mut one)? {
             return Ok(Some(f));
         }
