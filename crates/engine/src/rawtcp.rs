@@ -150,18 +150,19 @@ impl RawServer {
         cpus: Option<Vec<usize>>,
         stream_spin: Option<Duration>,
     ) -> anyhow::Result<RawServer> {
-        Self::start_with(addr, opts, cpus, ServerWait::Recv(stream_spin), None)
+        Self::start_waiting(addr, opts, cpus, ServerWait::Recv(stream_spin))
     }
 
-    /// [`start`](Self::start) with each connection waiting as a reactor
-    /// does ([`ServerWait::Epoll`]): the raw round trip that waits the way
-    /// our server's default model (`--server-model reactor`) waits.
-    pub fn start_epoll(
+    /// [`start`](Self::start) with each connection waiting as `wait` says
+    /// (with [`ServerWait::Epoll`], the raw round trip that waits the way
+    /// our server's default model, `--server-model reactor`, waits).
+    pub fn start_waiting(
         addr: &str,
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
+        wait: ServerWait,
     ) -> anyhow::Result<RawServer> {
-        Self::start_with(addr, opts, cpus, ServerWait::Epoll, None)
+        Self::start_with(addr, opts, cpus, wait, None)
     }
 
     /// [`start`](Self::start) serving the frames over TLS with `tls`
@@ -551,6 +552,21 @@ pub struct RawRun {
     pub latency: Latency,
 }
 
+impl RawRun {
+    /// Add `other`, measured after this run, to it (the slices of one
+    /// point as one run).
+    pub fn absorb(&mut self, other: &RawRun) {
+        self.calls += other.calls;
+        self.bytes += other.bytes;
+        self.seconds += other.seconds;
+        self.server_bytes = match (self.server_bytes, other.server_bytes) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.latency.merge(&other.latency);
+    }
+}
+
 /// A raw client's connection: the socket, or a TLS session over it.
 #[derive(Debug)]
 enum Wire {
@@ -912,7 +928,13 @@ mod tests {
 
     #[test]
     fn epoll_server_echoes_acks_and_counts_a_stream() {
-        let srv = RawServer::start_epoll("127.0.0.1:0", SocketOpts::default(), None).unwrap();
+        let srv = RawServer::start_waiting(
+            "127.0.0.1:0",
+            SocketOpts::default(),
+            None,
+            ServerWait::Epoll,
+        )
+        .unwrap();
         let mut c =
             RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
         let r = c.pingpong(100_000, true, 2, 20, None).unwrap();

@@ -402,10 +402,7 @@ async fn sliced_point<I: Invoke>(
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
     let echo = o.op == LatOp::Echo;
-    if let Err(e) = warm_up(o, callers, label).await {
-        pb.done();
-        return Err(e);
-    }
+    let pb = warm_up(o, callers, label, pb).await?;
     if o.warmup > 0 {
         for rc in b.clients.iter_mut() {
             rc.pingpong(raw_size as usize, echo, o.warmup.min(1000), 0, None)?;
@@ -415,7 +412,9 @@ async fn sliced_point<I: Invoke>(
     let mut tally = Tally::default();
     let (mut secs, mut cpu) = (0.0, CpuTime::default());
     let mut giop_p50: Vec<f64> = Vec::new();
-    let mut raw: Vec<Vec<crate::rawtcp::RawRun>> = b.clients.iter().map(|_| Vec::new()).collect();
+    // Per raw client: each slice's p50, and all its slices as one run.
+    let mut raw_p50: Vec<Vec<f64>> = vec![Vec::new(); b.clients.len()];
+    let mut raw: Vec<crate::rawtcp::RawRun> = vec![Default::default(); b.clients.len()];
     let sides = 1 + b.clients.len();
     for k in 0..slices {
         // This round's share of the count (the count split exactly), or
@@ -456,13 +455,9 @@ async fn sliced_point<I: Invoke>(
                 }
             } else {
                 let count = if dur.is_some() { u64::MAX } else { share };
-                raw[side - 1].push(b.clients[side - 1].pingpong(
-                    raw_size as usize,
-                    echo,
-                    0,
-                    count,
-                    dur,
-                )?);
+                let run = b.clients[side - 1].pingpong(raw_size as usize, echo, 0, count, dur)?;
+                raw_p50[side - 1].push(run.latency.summary().p50);
+                raw[side - 1].absorb(&run);
             }
         }
         if crate::interrupt::requested()
@@ -472,18 +467,10 @@ async fn sliced_point<I: Invoke>(
         }
     }
     pb.done();
-    let mut case = tally_case(o, label, params, per_call, &tally, secs, cpu);
-    for (rc, runs) in b.clients.iter().zip(raw) {
-        let raw_p50: Vec<f64> = runs.iter().map(|r| r.latency.summary().p50).collect();
-        let ratio = super::stats::median_ratio(&giop_p50, &raw_p50);
-        let mut joined = crate::rawtcp::RawRun::default();
-        for r in &runs {
-            joined.calls += r.calls;
-            joined.bytes += r.bytes;
-            joined.seconds += r.seconds;
-            joined.latency.merge(&r.latency);
-        }
-        let mut c = raw_case(&joined, raw_size, echo, rc.is_tls());
+    let (mut case, first_error) = tally_case(o, label, params, per_call, tally, secs, cpu);
+    for ((rc, run), p50s) in b.clients.iter().zip(raw).zip(raw_p50) {
+        let ratio = super::stats::median_ratio(&giop_p50, &p50s);
+        let mut c = raw_case(&run, raw_size, echo, rc.is_tls());
         if let (Some(l), Some(q)) = (c.latency_us, ratio) {
             let base = crate::results::Baseline {
                 metric: "p50".into(),
@@ -496,13 +483,11 @@ async fn sliced_point<I: Invoke>(
                 case.baseline = Some(base);
             }
         }
-        c.params
-            .extra
-            .insert("slices".into(), serde_json::json!(slices));
+        param(&mut c.params.extra, "slices", slices);
         b.cases.push(c);
     }
     param(&mut case.params.extra, "slices", slices);
-    Ok((case, tally.first_error))
+    Ok((case, first_error))
 }
 
 /// A raw ping-pong run as its case: `tcp ack 64KiB`, `tls-tcp echo 1KiB` ….
@@ -515,14 +500,21 @@ fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Ca
     c
 }
 
-/// `--warmup` calls spread over the callers, not recorded.
-async fn warm_up<I: Invoke>(o: &LatencyOpts, callers: &[I], label: &str) -> anyhow::Result<()> {
+/// `--warmup` calls spread over the callers, not recorded; a failed one
+/// ends the point's progress line `pb` and the point, else `pb` goes on.
+async fn warm_up<I: Invoke>(
+    o: &LatencyOpts,
+    callers: &[I],
+    label: &str,
+    pb: CaseProgress,
+) -> anyhow::Result<CaseProgress> {
     for i in 0..o.warmup {
         if let Err(e) = callers[i as usize % callers.len()].invoke().await {
+            pb.done();
             anyhow::bail!("{label}: warm-up call failed: {e}");
         }
     }
-    Ok(())
+    Ok(pb)
 }
 
 /// One point of a latency run (bench.idl calls and IDL-driven ones):
@@ -538,10 +530,7 @@ pub(crate) async fn point<I: Invoke>(
     per_call: u64,
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
-    if let Err(e) = warm_up(o, callers, label).await {
-        pb.done();
-        return Err(e);
-    }
+    let pb = warm_up(o, callers, label, pb).await?;
     // In an agent run, every agent starts this case at the same instant.
     crate::gate::case_start(o.target.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
@@ -553,21 +542,20 @@ pub(crate) async fn point<I: Invoke>(
     let secs = start.elapsed().as_secs_f64();
     let cpu = CpuTime::thread_now().since(cpu0);
     pb.done();
-    let case = tally_case(o, label, params, per_call, &tally, secs, cpu);
-    Ok((case, tally.first_error))
+    Ok(tally_case(o, label, params, per_call, tally, secs, cpu))
 }
 
 /// A point's case from what its callers measured over `secs` seconds of
-/// the client thread's `cpu`.
+/// the client thread's `cpu`, and its first error.
 fn tally_case(
     o: &LatencyOpts,
     label: &str,
     params: CaseParams,
     per_call: u64,
-    tally: &Tally,
+    tally: Tally,
     secs: f64,
     cpu: CpuTime,
-) -> Case {
+) -> (Case, Option<String>) {
     let bytes = tally.calls * per_call;
     let mut case = Case {
         name: label.to_string(),
@@ -579,7 +567,7 @@ fn tally_case(
         throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
         latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
         histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
-        errors: tally.errors.clone(),
+        errors: tally.errors,
         cpu: Some(CpuFigures {
             client_user_s: cpu.user,
             client_sys_s: cpu.sys,
@@ -597,7 +585,7 @@ fn tally_case(
     if let Some(rate) = o.rate {
         param(&mut case.params.extra, "rate", rate);
     }
-    case
+    (case, tally.first_error)
 }
 
 /// Every caller issues its next call when the previous one returns,

@@ -422,15 +422,12 @@ pub fn baseline_server(
         loopback,
         "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
     );
-    let cpus = Some(s.cpus.server_or_all());
-    let srv = match raw_server_wait(s, wait_as_server) {
-        crate::rawtcp::ServerWait::Epoll => {
-            RawServer::start_epoll("127.0.0.1:0", s.socket.raw(), cpus)?
-        }
-        crate::rawtcp::ServerWait::Recv(spin) => {
-            RawServer::start("127.0.0.1:0", s.socket.raw(), cpus, spin)?
-        }
-    };
+    let srv = RawServer::start_waiting(
+        "127.0.0.1:0",
+        s.socket.raw(),
+        Some(s.cpus.server_or_all()),
+        raw_server_wait(s, wait_as_server),
+    )?;
     let addr = srv.addr();
     Ok((Some(srv), addr))
 }
