@@ -298,7 +298,7 @@ def write_doc(res, a, doc):
 
     # 4. physical limit
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
-    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, the client waiting as ours does; the server reads into a 64 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement.\n")
+    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame (from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement.\n")
     L.append("| size | bench tcp stream | iperf3 | fastest oneway ORB pair | ORB / bench tcp |")
     L.append("|---|---|---|---|---|")
     for t in res["tcp"]:
