@@ -696,6 +696,47 @@ impl BenchClient {
         Ok(())
     }
 
+    /// [`oneway`](Self::oneway) written on the calling thread, without the
+    /// async layers, where it can be: a client that waits by blocking
+    /// reads (`read` or `spin`), to a target a reply has already
+    /// confirmed. In a stream of small oneways those layers were a fifth
+    /// of the client's own CPU per call, and a sender that spends more per
+    /// call falls behind the server, which then sleeps and has to be woken
+    /// by every call (docs/performance.md).
+    ///
+    /// `None` where the fast path does not apply, or where the connection
+    /// failed in a way the full path retries on a new one: the caller
+    /// then calls [`oneway`](Self::oneway), which sees the same failure
+    /// without writing anything, reconnects and sends again, exactly as
+    /// had it made the first attempt itself.
+    pub fn oneway_now<F>(&self, op: &str, body: F) -> Option<Result<(), BenchError>>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
+        let route = self.route();
+        let Link::Read(b) = &route.link else {
+            return None;
+        };
+        if !route.confirmed.load(Ordering::Relaxed) {
+            return None;
+        }
+        // A fresh call's address is the route's own (`Follow::address`
+        // with no disposition asked for).
+        let sent = lock(b).request(&route.target, op, ResponseMode::Oneway, &body);
+        match sent {
+            Ok(_) => Some(Ok(())),
+            Err(e) if e.is_retryable() => None,
+            Err(e) => Some(Err(e.into())),
+        }
+    }
+
+    /// [`oneway_now`](Self::oneway_now) for a payload prepared for
+    /// repeated sends ([`outgoing`](Self::outgoing)).
+    pub fn outgoing_oneway_now(&self, o: &Outgoing) -> Option<Result<(), BenchError>> {
+        let op = o.payload().elem().op_name(CallMode::Oneway);
+        self.oneway_now(op, |w| o.encode(w))
+    }
+
     /// Decode a reply body with the connection's options; an error names
     /// the operation and the peer.
     pub fn decode<T>(

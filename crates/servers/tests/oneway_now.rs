@@ -1,0 +1,81 @@
+//! `BenchClient::oneway_now`: the synchronous oneway of a client that
+//! waits by blocking reads. It applies only where the full path would send
+//! at once (a `Wait::Read` connection to a target a reply has confirmed),
+//! sends the same request, and hands a connection the server closed back
+//! to the full path, which reconnects.
+
+use std::time::Duration;
+
+use iiop_giop::transport::client::ClientConfig;
+use iiop_giop::Version;
+use iiop_servers::bench::elements::Elem;
+use iiop_servers::bench::types::{Outgoing, Payload};
+use iiop_servers::client::{BenchClient, Wait};
+use iiop_servers::run::{RunningServer, ServerOptions};
+
+fn cfg() -> ClientConfig {
+    ClientConfig {
+        request_timeout: Some(Duration::from_secs(10)),
+        version: Some(Version::V1_2),
+        ..Default::default()
+    }
+}
+
+fn server() -> RunningServer {
+    RunningServer::start(ServerOptions {
+        threads: 1,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
+    let srv = server();
+    let ior = srv.refs().ior.clone();
+    let o = Outgoing::new(Payload::for_size(Elem::Octet, 1024));
+
+    let reactor = BenchClient::connect_with(&ior, &cfg(), Wait::Reactor)
+        .await
+        .unwrap();
+    reactor.ping().await.unwrap();
+    assert!(
+        reactor.outgoing_oneway_now(&o).is_none(),
+        "a reactor client goes the async way"
+    );
+
+    let c = BenchClient::connect_with(&ior, &cfg(), Wait::Read)
+        .await
+        .unwrap();
+    c.reset().await.unwrap();
+    let before = c.stats().await.unwrap();
+    // reset() and stats() are twoways: their replies confirmed the target.
+    for i in 0..200 {
+        match c.outgoing_oneway_now(&o) {
+            Some(r) => r.unwrap_or_else(|e| panic!("oneway {i}: {e}")),
+            None => panic!("oneway {i} not sent at once on a confirmed route"),
+        }
+    }
+    let after = c.stats().await.unwrap();
+    assert_eq!(after.oneways - before.oneways, 200);
+    assert_eq!(after.bytes - before.bytes, 200 * 1024);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_target_goes_the_full_way_first() {
+    let srv = server();
+    let ior = srv.refs().ior.clone();
+    let o = Outgoing::new(Payload::for_size(Elem::Octet, 64));
+    let c = BenchClient::connect_with(&ior, &cfg(), Wait::Read)
+        .await
+        .unwrap();
+    // Nothing has answered yet: a oneway could not learn of a forward, so
+    // the full path probes with _non_existent first.
+    assert!(c.outgoing_oneway_now(&o).is_none());
+    c.oneway("send_oneway_octet", |w| o.encode(w))
+        .await
+        .unwrap();
+    assert!(matches!(c.outgoing_oneway_now(&o), Some(Ok(()))));
+    let st = c.stats().await.unwrap();
+    assert_eq!(st.oneways, 2);
+}
