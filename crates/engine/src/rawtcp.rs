@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use crate::hist::Latency;
 use iiop_giop::conn::client::DEFAULT_SPLICE_CUTOFF;
-use iiop_giop::conn::out::{head_first_for, HEAD_BYTES};
+use iiop_giop::conn::out::{first_write, head_first_for};
 use iiop_giop::transport::blocking::{recv_spinning, send_spinning, Spin};
 use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
@@ -764,10 +764,10 @@ impl RawClient {
     }
 
     /// Write all of `frame`, waiting for room as configured; a frame of at
-    /// least `head_first` bytes goes as two writes, its first
-    /// [`HEAD_BYTES`] alone (as our GIOP client writes a large message:
-    /// [`head_first_for`] says why), so the receiver starts on it while the
-    /// rest is still being copied into the kernel.
+    /// least `head_first` bytes goes as two writes, its head alone
+    /// ([`first_write`], the rule our GIOP client writes a large message
+    /// by: [`head_first_for`] says why), so the receiver starts on it
+    /// while the rest is still being copied into the kernel.
     fn send_frame(&mut self, frame: &[u8], head_first: Option<usize>) -> std::io::Result<()> {
         let Wire::Tcp(sock) = &self.s else {
             self.s.write_all(frame)?;
@@ -775,10 +775,7 @@ impl RawClient {
         };
         let mut spin = Spin::new(self.spin);
         let mut at = 0;
-        let mut end = match head_first {
-            Some(min) if frame.len() >= min => HEAD_BYTES,
-            _ => frame.len(),
-        };
+        let mut end = first_write(frame.len(), head_first).min(frame.len());
         while at < frame.len() {
             if at == end {
                 end = frame.len();

@@ -40,6 +40,17 @@ pub fn head_first_for(head_first: Option<usize>, expects_reply: bool) -> Option<
     }
 }
 
+/// How many of `len` bytes to be sent the first write may take: the head
+/// ([`HEAD_BYTES`]) of a message of at least `head_first` bytes, else
+/// everything (`usize::MAX`). The raw-TCP baseline writes its frames by
+/// the same rule.
+pub fn first_write(len: usize, head_first: Option<usize>) -> usize {
+    match head_first {
+        Some(min) if len >= min => HEAD_BYTES,
+        _ => usize::MAX,
+    }
+}
+
 /// Bytes waiting to be written: `buf` with shared runs spliced in.
 #[derive(Debug)]
 pub struct Outbox {
@@ -94,13 +105,10 @@ impl Outbox {
         self.splices.truncate_after(start);
     }
 
-    /// How many bytes the first write of the queue may take: the head of
-    /// a message of at least `head_first` bytes, else everything.
+    /// How many bytes the first write of the queue may take
+    /// ([`first_write`]).
     pub fn first_write(&self, head_first: Option<usize>) -> usize {
-        match head_first {
-            Some(min) if self.len() >= min => HEAD_BYTES,
-            _ => usize::MAX,
-        }
+        first_write(self.len(), head_first)
     }
 
     /// The queue's first `limit` bytes as write pieces: one slice when
