@@ -687,11 +687,15 @@ impl BenchClient {
         Ok((route, b))
     }
 
-    /// A oneway call (returns once queued).
+    /// A oneway call (returns once queued): written at once where
+    /// [`oneway_now`](Self::oneway_now) can, else through the full path.
     pub async fn oneway<F>(&self, op: &str, body: F) -> Result<(), BenchError>
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        if let Some(r) = self.oneway_now(op, &body) {
+            return r;
+        }
         self.request(op, ResponseMode::Oneway, body).await?;
         Ok(())
     }
@@ -705,14 +709,18 @@ impl BenchClient {
     /// by every call (docs/performance.md).
     ///
     /// `None` where the fast path does not apply, or where the connection
-    /// failed in a way the full path retries on a new one: the caller
-    /// then calls [`oneway`](Self::oneway), which sees the same failure
-    /// without writing anything, reconnects and sends again, exactly as
-    /// had it made the first attempt itself.
+    /// failed in a way the full path retries on a new one: the full path
+    /// then sees the same failure without writing anything, reconnects
+    /// and sends again, exactly as had it made the first attempt itself.
     pub fn oneway_now<F>(&self, op: &str, body: F) -> Option<Result<(), BenchError>>
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        // A reactor client's link is never a blocking one: no look at the
+        // route (the full path takes its own).
+        if self.shared.wait != Wait::Read {
+            return None;
+        }
         let route = self.route();
         let Link::Read(b) = &route.link else {
             return None;
@@ -728,13 +736,6 @@ impl BenchClient {
             Err(e) if e.is_retryable() => None,
             Err(e) => Some(Err(e.into())),
         }
-    }
-
-    /// [`oneway_now`](Self::oneway_now) for a payload prepared for
-    /// repeated sends ([`outgoing`](Self::outgoing)).
-    pub fn outgoing_oneway_now(&self, o: &Outgoing) -> Option<Result<(), BenchError>> {
-        let op = o.payload().elem().op_name(CallMode::Oneway);
-        self.oneway_now(op, |w| o.encode(w))
     }
 
     /// Decode a reply body with the connection's options; an error names

@@ -13,12 +13,13 @@ use bytes::BytesMut;
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::ior::Ior;
 use iiop_giop::message::{encode_reply, ReplyStatus};
-use iiop_giop::transport::client::ClientConfig;
 use iiop_giop::Version;
 use iiop_servers::client::{BenchClient, Wait};
-use iiop_servers::run::{RunningServer, ServerOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod common;
+use common::{cfg, server};
 
 /// What the double answers to the first request of its first connection.
 #[derive(Debug, Clone, Copy)]
@@ -111,22 +112,6 @@ async fn double(real: std::net::SocketAddr, first: First) -> (u16, Arc<AtomicUsi
         }
     });
     (port, conns)
-}
-
-fn cfg() -> ClientConfig {
-    ClientConfig {
-        request_timeout: Some(Duration::from_secs(10)),
-        version: Some(Version::V1_2),
-        ..Default::default()
-    }
-}
-
-fn server() -> RunningServer {
-    RunningServer::start(ServerOptions {
-        threads: 1,
-        ..Default::default()
-    })
-    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,33 +1,17 @@
-//! `BenchClient::oneway_now`: the synchronous oneway of a client that
-//! waits by blocking reads. It applies only where the full path would send
-//! at once (a `Wait::Read` connection to a target a reply has confirmed),
-//! sends the same request, and hands a connection the server closed back
-//! to the full path, which reconnects.
+//! `BenchClient::oneway_now`, which `oneway` tries first: the synchronous
+//! oneway of a client that waits by blocking reads. It applies only where
+//! the full path would send at once (a `Wait::Read` connection to a target
+//! a reply has confirmed), sends the same request, and hands a connection
+//! the server closed back to the full path, which reconnects.
 
-use std::time::Duration;
-
-use iiop_giop::transport::client::ClientConfig;
-use iiop_giop::Version;
 use iiop_servers::bench::elements::Elem;
 use iiop_servers::bench::types::{Outgoing, Payload};
 use iiop_servers::client::{BenchClient, Wait};
-use iiop_servers::run::{RunningServer, ServerOptions};
 
-fn cfg() -> ClientConfig {
-    ClientConfig {
-        request_timeout: Some(Duration::from_secs(10)),
-        version: Some(Version::V1_2),
-        ..Default::default()
-    }
-}
+mod common;
+use common::{cfg, server};
 
-fn server() -> RunningServer {
-    RunningServer::start(ServerOptions {
-        threads: 1,
-        ..Default::default()
-    })
-    .unwrap()
-}
+const OP: &str = "send_oneway_octet";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
@@ -40,7 +24,7 @@ async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
         .unwrap();
     reactor.ping().await.unwrap();
     assert!(
-        reactor.outgoing_oneway_now(&o).is_none(),
+        reactor.oneway_now(OP, |w| o.encode(w)).is_none(),
         "a reactor client goes the async way"
     );
 
@@ -51,7 +35,7 @@ async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
     let before = c.stats().await.unwrap();
     // reset() and stats() are twoways: their replies confirmed the target.
     for i in 0..200 {
-        match c.outgoing_oneway_now(&o) {
+        match c.oneway_now(OP, |w| o.encode(w)) {
             Some(r) => r.unwrap_or_else(|e| panic!("oneway {i}: {e}")),
             None => panic!("oneway {i} not sent at once on a confirmed route"),
         }
@@ -71,11 +55,11 @@ async fn an_unconfirmed_target_goes_the_full_way_first() {
         .unwrap();
     // Nothing has answered yet: a oneway could not learn of a forward, so
     // the full path probes with _non_existent first.
-    assert!(c.outgoing_oneway_now(&o).is_none());
+    assert!(c.oneway_now(OP, |w| o.encode(w)).is_none());
     c.oneway("send_oneway_octet", |w| o.encode(w))
         .await
         .unwrap();
-    assert!(matches!(c.outgoing_oneway_now(&o), Some(Ok(()))));
+    assert!(matches!(c.oneway_now(OP, |w| o.encode(w)), Some(Ok(()))));
     let st = c.stats().await.unwrap();
     assert_eq!(st.oneways, 2);
 }

@@ -161,17 +161,10 @@ async fn call_once(
 ) -> Result<(), BenchError> {
     let mismatch = || BenchError::Reference(format!("echo_{elem} returned a different value"));
     match s {
-        Sender::Typed(o) => {
-            if mode == CallMode::Oneway {
-                if let Some(r) = c.outgoing_oneway_now(o) {
-                    return r;
-                }
-            }
-            match c.outgoing(mode, o).await? {
-                Some(back) if &back != o.payload() => Err(mismatch()),
-                _ => Ok(()),
-            }
-        }
+        Sender::Typed(o) => match c.outgoing(mode, o).await? {
+            Some(back) if &back != o.payload() => Err(mismatch()),
+            _ => Ok(()),
+        },
         Sender::Dynamic(tc, v) => match c.payload_dynamic(mode, elem, tc, v).await? {
             Some(back) if &back != v => Err(mismatch()),
             _ => Ok(()),
