@@ -10,7 +10,17 @@ every (client, server) pair runs once, in an order that rotates between
 rounds, so the machine's drift favours none of them. Figures are the
 receiving server's payload Mbit/s (bench.idl's get_stats), medians of the
 rounds; ratios are medians of the per-round paired ratios, with their
-range. Spread = (max - min) / median of a pair's rounds.
+range. Spread = (max - min) / median of a pair's rounds. Beside each
+figure goes the server's CPU (seconds per second of the run, from
+bench.idl's counters), since a server that keeps up with its client shows
+its quality there rather than in Mbit/s.
+
+Our server runs as --our-server says; `auto` (the default) is a thread
+per connection that, after each message, polls up to 1 ms for the next
+bytes before it blocks (`serve --server-model threads --spin-limit 1ms`)
+when the server CPUs are apart from the client's, as they are here by
+default: a server that sleeps between segments makes its client pay a
+wake-up for each one. Otherwise it is the default reactor.
 
 Tables:
   1. client vs client: ours / the omniORB client, on each server;
@@ -80,12 +90,12 @@ class Server:
     (scripts/orbs/<orb>/start), pinned with taskset; ready when it prints
     `ready`."""
 
-    def __init__(self, orb, cpus):
+    def __init__(self, orb, cpus, ours_args=()):
         self.orb = orb
         self.ior_file = tempfile.mktemp(suffix=f".{orb}.ior")
         port = free_port()
         if orb == "ours":
-            cmd = [IIOPBENCH, "serve", "--listen", f"127.0.0.1:{port}", "--ior-file", self.ior_file]
+            cmd = [IIOPBENCH, "serve", "--listen", f"127.0.0.1:{port}", "--ior-file", self.ior_file] + list(ours_args)
         else:
             cmd = [os.path.join(ORBS, orb, "start"), "--host", "127.0.0.1", "--port", str(port), "--ior-file", self.ior_file]
         self.p = subprocess.Popen(taskset(cpus, cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -116,9 +126,12 @@ class Clients:
         self.waited = set()
 
     def omniorb_throughput(self, ior, mode, ty, size):
+        """(Mbit/s, the server's CPU seconds per second or None)."""
         op = {"oneway": "oneway", "twoway": "send"}[mode]
         o = last_json(run(taskset(self.a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior, "--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(self.a.total), "--min-duration", str(self.a.min_duration)])))
-        return o.get("receiver_mbps") or o["mbps"]
+        secs = o.get("receiver_seconds") or o.get("seconds")
+        cpu = o.get("server_cpu_seconds")
+        return o.get("receiver_mbps") or o["mbps"], (cpu / secs if cpu is not None and secs else None)
 
     def ours(self, args):
         # One run per call: this script interleaves its own rounds.
@@ -134,11 +147,31 @@ class Clients:
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"]
+        cpu = (c.get("cpu") or {}).get("server_s")
+        secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], (cpu / secs if cpu is not None and secs else None)
 
     def throughput(self, client, ior, mode, ty, size):
         f = self.omniorb_throughput if client == "omniorb" else self.ours_throughput
         return f(ior, mode, ty, size)
+
+
+def cpu_list(spec):
+    """CPUs of a taskset-style list (`1`, `0,2`, `2-3`)."""
+    out = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def our_server_args(a):
+    """`iiopbench serve` flags for --our-server."""
+    kind = a.our_server
+    if kind == "auto":
+        kind = "threads-spin" if not cpu_list(a.server_cpus) & cpu_list(a.client_cpus) else "reactor"
+    return kind, {"reactor": [], "threads": ["--server-model", "threads"],
+                  "threads-spin": ["--server-model", "threads", "--spin-limit", "1ms"]}[kind]
 
 
 def rotated(rep, items):
@@ -230,6 +263,12 @@ def ratio_text(r):
     return "-" if r is None else f"{r['median']:.2f}x [{r['min']:.2f}–{r['max']:.2f}]"
 
 
+def cpu_text(row, client, server):
+    """` (0.42)`: the median server CPU share of a pair's rounds, if known."""
+    xs = [x for x in (row.get("server_cpu") or {}).get(f"{client}>{server}", []) if x is not None]
+    return f" ({med(xs):.2f})" if xs else ""
+
+
 def write_doc(res, a, doc):
     figdir = os.path.join(os.path.dirname(doc), "perf")
     os.makedirs(figdir, exist_ok=True)
@@ -243,6 +282,11 @@ def write_doc(res, a, doc):
     L.append(f"- placement: every server on CPUs {a.server_cpus}, every client on CPUs {a.client_cpus} (taskset); servers: " + ", ".join(NAMES[s] for s in servers))
     L.append(f"- {a.reps} rounds per point, each (client, server) pair once per round in rotating order; {a.total >> 20} MiB and at least {a.min_duration} s per run")
     L.append(f"- our client's wait strategy: `--wait-strategy {a.wait_strategy}` (ran as: {', '.join(sorted(res['our_wait']))})")
+    ours = res.get("our_server") or {}
+    if ours:
+        how = {"reactor": "the default reactor", "threads": "a thread per connection",
+               "threads-spin": "a thread per connection that, after each message, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
+        L.append(f"- our server: `iiopbench serve {' '.join(ours['serve_args'])}`".rstrip() + f": {how}")
     L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
     rows = res["throughput"]
 
@@ -269,6 +313,7 @@ def write_doc(res, a, doc):
     others = [s for s in servers if s != "omniorb"]
     if "omniorb" in servers and others:
         L.append("## 2. Server against server: each server / omniORB's, under the same client\n")
+        L.append("Mbit/s, and in brackets the server's CPU: seconds per second of the run (1.00 = one CPU busy throughout). Where the client is the bottleneck a server's quality shows in its CPU; a server that sleeps between segments costs its sender a wake-up for each.\n")
         for client in ["omniorb", "ours"]:
             L.append(f"Under the {'omniORB C++' if client == 'omniorb' else 'iiopbench'} client:\n")
             L.append("| case | omniORB server | " + " | ".join(f"{NAMES[s]} server | ratio" for s in others) + " |")
@@ -278,8 +323,8 @@ def write_doc(res, a, doc):
                 cells = []
                 for s in others:
                     p = r["pairs"].get(f"{client}>{s}")
-                    cells.append("- | -" if not p or not base else f"{p['median']:.0f} | {ratio_text(r['server_ratio'][client].get(s))}")
-                L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {base['median']:.0f} | " if base else f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | - | ")
+                    cells.append("- | -" if not p or not base else f"{p['median']:.0f}{cpu_text(r, client, s)} | {ratio_text(r['server_ratio'][client].get(s))}")
+                L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {base['median']:.0f}{cpu_text(r, client, 'omniorb')} | " if base else f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | - | ")
                 L[-1] += " | ".join(cells) + " |"
             L.append("")
         svg_bars("Each server / omniORB's server (omniORB C++ client)", fig_rows(), {NAMES[s] + " server": [(r["server_ratio"]["omniorb"].get(s) or {}).get("median") for r in rows] for s in others}, os.path.join(figdir, "server-vs-server.svg"))
@@ -339,6 +384,8 @@ def main():
     ap.add_argument("--server-cpus", default="1")
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
+    ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
+                    help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
     ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
     # The old spelling, accepted for one release (as iiopbench's own, docs/cli.md).
     ap.add_argument("--out", dest="old_out", help=argparse.SUPPRESS)
@@ -363,20 +410,25 @@ def main():
         print(f"# not installed here, left out: {', '.join(NAMES.get(s, s) for s in skipped)}", file=sys.stderr)
     clients = ["ours", "omniorb"]
     cl = Clients(a)
-    res = {"schema": "iiopbench-compare/3", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers, "throughput": [], "tcp": [], "latency": {}}
+    our_kind, our_args = our_server_args(a)
+    res = {"schema": "iiopbench-compare/4", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers,
+           "our_server": {"kind": our_kind, "serve_args": our_args}, "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:
         for s in servers:
-            running[s] = Server(s, a.server_cpus)
+            running[s] = Server(s, a.server_cpus, our_args)
         pairs = [(c, s) for s in servers for c in clients]
         for mode in modes:
             for ty in types:
                 for size in sizes:
                     samples = {f"{c}>{s}": [] for c, s in pairs}
+                    cpu = {f"{c}>{s}": [] for c, s in pairs}
                     for rep in range(a.reps):
                         for c, s in rotated(rep, pairs):
-                            samples[f"{c}>{s}"].append(cl.throughput(c, running[s].ior_file, mode, ty, size))
-                    row = {"mode": mode, "type": ty, "size": size, "samples": samples,
+                            mbps, share = cl.throughput(c, running[s].ior_file, mode, ty, size)
+                            samples[f"{c}>{s}"].append(mbps)
+                            cpu[f"{c}>{s}"].append(share)
+                    row = {"mode": mode, "type": ty, "size": size, "samples": samples, "server_cpu": cpu,
                            "pairs": {k: {"median": med(v), "spread": spread(v)} for k, v in samples.items()},
                            "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
                            "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in clients},
@@ -416,7 +468,7 @@ def main():
                         xs.append(r["cases"][0].get("receiver_throughput_mbps") or r["cases"][0]["throughput_mbps"])
                     else:
                         c, s = best["key"].split(">")
-                        orb.append(cl.throughput(c, running[s].ior_file, "oneway", best["type"], size))
+                        orb.append(cl.throughput(c, running[s].ior_file, "oneway", best["type"], size)[0])
                 v = iperf3(size, max(1, round(a.min_duration)), a)
                 if v is not None:
                     ip.append(v)

@@ -1,7 +1,9 @@
 //! `iiopbench serve` as a child process under hostile load: memory stays
 //! bounded when 1000 connections announce huge messages and send nothing
 //! more, and SIGTERM shuts down gracefully (the request in flight is
-//! answered, the counters are printed, exit status 0).
+//! answered, the counters are printed, exit status 0). And a thread per
+//! connection told to poll (`--spin-limit`) stays awake between
+//! messages while traffic lasts (oneways and round trips), then sleeps.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +14,8 @@ use iiop_giop::header::{Header, MsgType};
 use iiop_giop::ior::Ior;
 use iiop_giop::transport::client::ClientConfig;
 use iiop_giop::Version;
+use iiop_servers::bench::elements::Elem;
+use iiop_servers::bench::types::{Outgoing, Payload};
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::BenchClient;
 
@@ -21,6 +25,8 @@ struct Serve {
     stdout: BufReader<ChildStdout>,
     addr: SocketAddr,
     ior: Ior,
+    /// The `config …` lines it printed on start.
+    config: Vec<String>,
 }
 
 impl Drop for Serve {
@@ -41,6 +47,7 @@ fn serve(args: &[&str]) -> Serve {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut ior = None;
     let mut addr = None;
+    let mut config = Vec::new();
     let t0 = Instant::now();
     loop {
         assert!(t0.elapsed() < Duration::from_secs(20), "serve never ready");
@@ -50,6 +57,9 @@ fn serve(args: &[&str]) -> Serve {
             "serve exited early"
         );
         let line = line.trim();
+        if line.starts_with("config ") {
+            config.push(line.to_string());
+        }
         if line.starts_with("IOR:") {
             ior = Some(line.parse::<Ior>().unwrap());
         }
@@ -65,6 +75,7 @@ fn serve(args: &[&str]) -> Serve {
         stdout,
         addr: addr.expect("corbaloc line"),
         ior: ior.expect("IOR line"),
+        config,
     }
 }
 
@@ -259,5 +270,129 @@ fn sigterm_lets_the_call_in_flight_finish_and_exits_zero() {
     assert!(
         stats.ends_with(&format!(" connections={}", conns.len())),
         "{stats}"
+    );
+}
+
+/// Voluntary context switches (sleeps) of `pid`'s serving threads.
+fn server_sleeps(pid: u32) -> u64 {
+    let mut n = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("iiopbench-serv") {
+            continue;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        n += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+    }
+    n
+}
+
+/// How often the server's threads slept while `calls` 1 KiB oneways
+/// arrived one every `gap`, and while `calls` pings did; then the
+/// server's CPU seconds while it idled for `idle` after a last oneway.
+fn paced_then_idle(srv: &Serve, calls: u64, gap: Duration, idle: Duration) -> (u64, u64, f64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = BenchClient::connect(&srv.ior, &cfg()).await.unwrap();
+        let o = Outgoing::new(Payload::for_size(Elem::Octet, 1024));
+        c.reset().await.unwrap();
+        let before = server_sleeps(srv.child.id());
+        let t0 = Instant::now();
+        for i in 0..calls {
+            c.oneway("send_oneway_octet", |w| o.encode(w))
+                .await
+                .unwrap();
+            let next = t0 + gap * (i as u32 + 1);
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
+        let sleeps = server_sleeps(srv.child.id()) - before;
+        let paced = c.stats().await.unwrap();
+        assert_eq!((paced.oneways, paced.bytes), (calls, calls * 1024));
+        let before = server_sleeps(srv.child.id());
+        let t0 = Instant::now();
+        for i in 0..calls {
+            c.ping().await.unwrap();
+            let next = t0 + gap * (i as u32 + 1);
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+        }
+        let ping_sleeps = server_sleeps(srv.child.id()) - before;
+        // The last message is a oneway, so a polling server is polling
+        // when the idle time starts.
+        c.reset().await.unwrap();
+        c.oneway("send_oneway_octet", |w| o.encode(w))
+            .await
+            .unwrap();
+        tokio::time::sleep(idle).await;
+        let idle = c.stats().await.unwrap();
+        assert_eq!(idle.oneways, 1);
+        (sleeps, ping_sleeps, idle.cpu_seconds)
+    })
+}
+
+#[test]
+fn a_polling_thread_per_connection_stays_awake_between_messages_then_sleeps() {
+    let polling = serve(&["--server-model", "threads", "--spin-limit", "1ms"]);
+    assert!(
+        polling
+            .config
+            .iter()
+            .any(|l| l == "config model=threads spin_limit=1ms"),
+        "{:?}",
+        polling.config
+    );
+    let blocking = serve(&["--server-model", "threads"]);
+    assert!(
+        blocking.config.iter().any(|l| l == "config model=threads"),
+        "{:?}",
+        blocking.config
+    );
+    // 2 000 oneways, then 2 000 pings, 150 µs apart: the blocking server
+    // sleeps in recv for each, the polling one stays awake between them.
+    let gap = Duration::from_micros(150);
+    let idle = Duration::from_millis(400);
+    let (poll_oneways, poll_pings, poll_idle) = paced_then_idle(&polling, 2000, gap, idle);
+    let (block_oneways, block_pings, block_idle) = paced_then_idle(&blocking, 2000, gap, idle);
+    for (what, poll, block) in [
+        ("oneways", poll_oneways, block_oneways),
+        ("pings", poll_pings, block_pings),
+    ] {
+        assert!(
+            block > 500 && poll * 4 < block,
+            "server threads slept {poll} times polling, {block} times blocking, over 2000 paced {what}"
+        );
+    }
+    // Polling ends 1 ms after the last message: an idle server sleeps.
+    for (who, cpu) in [("polling", poll_idle), ("blocking", block_idle)] {
+        assert!(
+            cpu < 0.1,
+            "{who} server used {cpu:.3} s of CPU in 0.4 s idle"
+        );
+    }
+}
+#[test]
+fn spin_limit_without_threads_is_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--spin-limit", "1ms"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run iiopbench serve");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--spin-limit needs --server-model threads"),
+        "{err}"
     );
 }

@@ -302,8 +302,10 @@ pub async fn resolve(
             skeleton: t.skeleton,
             model: t.server_model,
             // Thread per connection with a CPU apart: poll while oneways
-            // stream in, as the raw-TCP baseline's server does.
+            // stream in, as the raw-TCP baseline's server does (not after
+            // replies: its round trips wait as the baseline's do).
             stream_spin: cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
+            spin_after_replies: false,
             threads,
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {

@@ -93,6 +93,7 @@ impl Server {
             on_thread_start: Arc::new(|| {}),
             runtime: tokio::runtime::Handle::current(),
             stream_spin: None,
+            spin_after_replies: false,
             tls,
         };
         let task = tokio::task::spawn_blocking(move || {
@@ -514,6 +515,7 @@ async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
                     on_thread_start: Arc::new(|| {}),
                     runtime: tokio::runtime::Handle::current(),
                     stream_spin: None,
+                    spin_after_replies: false,
                     tls: Some(tls),
                 };
                 tokio::task::spawn_blocking(move || {

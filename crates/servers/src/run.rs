@@ -58,6 +58,8 @@ pub struct ServerOptions {
     /// while oneways stream in, before blocking (for a server with a CPU
     /// of its own; `None`: never).
     pub stream_spin: Option<std::time::Duration>,
+    /// With `stream_spin`: poll after a reply too, for the next request.
+    pub spin_after_replies: bool,
     /// Serve TLS only (its IORs then say so: TAG_SSL_SEC_TRANS).
     pub tls: Option<TlsServer>,
 }
@@ -69,6 +71,8 @@ pub struct Serving {
     pub model: ServerModel,
     /// [`ServerOptions::stream_spin`].
     pub stream_spin: Option<std::time::Duration>,
+    /// [`ServerOptions::spin_after_replies`].
+    pub spin_after_replies: bool,
     /// TLS only, with this configuration.
     pub tls: Option<Arc<RustlsServerConfig>>,
 }
@@ -98,6 +102,7 @@ impl Default for ServerOptions {
             code_sets_in: CodeSetsSource::IiopProfile,
             model: ServerModel::default(),
             stream_spin: None,
+            spin_after_replies: false,
             tls: None,
         }
     }
@@ -144,6 +149,7 @@ impl ServerThread {
         let Serving {
             model,
             stream_spin,
+            spin_after_replies,
             tls,
         } = how;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
@@ -196,6 +202,7 @@ impl ServerThread {
                         on_thread_start: pin,
                         runtime: rt.handle().clone(),
                         stream_spin,
+                        spin_after_replies,
                         tls,
                     };
                     return serve_threads(listener, handler, config, threads, stop);
@@ -287,6 +294,7 @@ impl RunningServer {
             Serving {
                 model: opts.model,
                 stream_spin: opts.stream_spin,
+                spin_after_replies: opts.spin_after_replies,
                 tls: opts.tls.map(|t| t.config),
             },
         )?;

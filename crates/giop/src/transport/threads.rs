@@ -61,6 +61,10 @@ pub struct ThreadsConfig {
     /// that sleeps in `recv` is woken per segment and paces the sender.
     /// For a server with a CPU of its own (`None`: never).
     pub stream_spin: Option<Duration>,
+    /// With `stream_spin`: poll after a reply too, for the next request,
+    /// so that a client's request finds the thread awake (a server that
+    /// polls whenever it has served something recently).
+    pub spin_after_replies: bool,
     /// Serve TLS only, with these settings
     /// ([`server_config`](super::tls::server_config)).
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -125,7 +129,8 @@ pub fn serve_threads<H: Handler>(
             .name(threads.thread_name.clone())
             .spawn(move || {
                 (t.on_thread_start)();
-                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.stream_spin);
+                let spin = (t.stream_spin, t.spin_after_replies);
+                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), spin);
                 match &t.tls {
                     None => conn.run(Io::Tcp(stream), &s),
                     Some(tls) => conn.run_tls(tls.clone(), stream, &s),
@@ -301,6 +306,8 @@ struct ConnThread<H> {
     rcvtimeo: Option<Duration>,
     /// [`ThreadsConfig::stream_spin`].
     stream_spin: Option<Duration>,
+    /// [`ThreadsConfig::spin_after_replies`].
+    spin_after_replies: bool,
     /// Whether oneways are streaming in: the next read polls first.
     streaming: bool,
     /// [`ServerConfig::handshake_timeout`].
@@ -314,7 +321,7 @@ impl<H: Handler> ConnThread<H> {
         id: u64,
         peer: Option<std::net::SocketAddr>,
         runtime: tokio::runtime::Handle,
-        stream_spin: Option<Duration>,
+        (stream_spin, spin_after_replies): (Option<Duration>, bool),
     ) -> Self {
         ConnThread {
             handler,
@@ -326,6 +333,7 @@ impl<H: Handler> ConnThread<H> {
             opened: Instant::now(),
             rcvtimeo: None,
             stream_spin,
+            spin_after_replies,
             streaming: false,
         }
     }
@@ -360,14 +368,17 @@ impl<H: Handler> ConnThread<H> {
             }
             // Handle what is buffered (also after async replies freed room).
             let (handler, rt, wake) = (&*self.handler, &self.runtime, &mut self.wake);
-            let oneways = self.conn.summary().oneways;
+            let (requests, oneways) = (self.conn.summary().requests, self.conn.summary().oneways);
             self.conn.process(handler, &mut |call: AsyncCall| {
                 spawn_async(rt, call, wake.get_or_insert_with(Wake::new));
             });
             // Poll for the next bytes while oneways stream in, and while
-            // the rest of a message that has begun is on its way.
+            // the rest of a message that has begun is on its way (after a
+            // reply too, if told to).
+            let served = self.conn.summary();
             self.streaming = self.stream_spin.is_some()
-                && ((self.conn.output().is_empty() && self.conn.summary().oneways > oneways)
+                && ((self.conn.output().is_empty() && served.oneways > oneways)
+                    || (self.spin_after_replies && served.requests > requests)
                     || self.conn.mid_message());
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
