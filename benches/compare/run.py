@@ -286,7 +286,7 @@ def write_doc(res, a, doc):
     if ours:
         how = {"reactor": "the default reactor", "threads": "a thread per connection",
                "threads-spin": "a thread per connection that, after each message, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
-        L.append(f"- our server: `iiopbench serve {' '.join(ours['serve_args'])}`".rstrip() + f": {how}")
+        L.append(f"- our server: `{' '.join(['iiopbench', 'serve'] + ours['serve_args'])}`: {how}")
     L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
     rows = res["throughput"]
 
