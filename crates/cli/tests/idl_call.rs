@@ -8,7 +8,6 @@ mod common;
 use std::path::PathBuf;
 
 use clap::Parser;
-use iiop_giop::transport::server::ServerConfig;
 use iiop_servers::idl_server::{IdlServer, IdlServerOptions};
 use iiopbench::opts::{Cli, Command};
 use iiopbench_engine::dynamic::call::{call, CallOpts};
@@ -21,13 +20,7 @@ fn idl() -> PathBuf {
 
 /// One server thread on 127.0.0.1, a free port.
 fn loopback() -> IdlServerOptions {
-    IdlServerOptions {
-        listen: "127.0.0.1:0".into(),
-        threads: 1,
-        cpus: None,
-        config: ServerConfig::default(),
-        tls: None,
-    }
+    IdlServerOptions::default()
 }
 
 fn server(interface: &str, behaviour: &str) -> IdlServer {

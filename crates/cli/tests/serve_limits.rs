@@ -3,7 +3,8 @@
 //! more, and SIGTERM shuts down gracefully (the request in flight is
 //! answered, the counters are printed, exit status 0). And a thread per
 //! connection told to poll (`--spin-limit`) stays awake between
-//! messages while traffic lasts (oneways and round trips), then sleeps.
+//! messages while traffic lasts (oneways and round trips), then sleeps,
+//! and `serve --idl` runs the model it is given.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -36,27 +37,43 @@ impl Drop for Serve {
     }
 }
 
-fn serve(args: &[&str]) -> Serve {
+/// Start `iiopbench serve --listen 127.0.0.1:0 ARGS`; its stdout, and
+/// the lines it printed up to `ready`.
+fn start(args: &[&str]) -> (Child, BufReader<ChildStdout>, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--server-threads", "2"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start iiopbench serve");
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    let t0 = Instant::now();
+    let failed = loop {
+        if t0.elapsed() > Duration::from_secs(20) {
+            break "serve never ready";
+        }
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+            break "serve exited early";
+        }
+        if line.trim() == "ready" {
+            return (child, stdout, lines);
+        }
+        lines.push(line.trim().to_string());
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("{failed}: {lines:?}");
+}
+
+fn serve(args: &[&str]) -> Serve {
+    let (child, stdout, lines) = start(&[&["--server-threads", "2"], args].concat());
     let mut ior = None;
     let mut addr = None;
     let mut config = Vec::new();
-    let t0 = Instant::now();
-    loop {
-        assert!(t0.elapsed() < Duration::from_secs(20), "serve never ready");
-        let mut line = String::new();
-        assert!(
-            stdout.read_line(&mut line).unwrap() > 0,
-            "serve exited early"
-        );
-        let line = line.trim();
+    for line in &lines {
         if line.starts_with("config ") {
             config.push(line.to_string());
         }
@@ -65,9 +82,6 @@ fn serve(args: &[&str]) -> Serve {
         }
         if let Some(rest) = line.strip_prefix("corbaloc Bench corbaloc:iiop:1.2@") {
             addr = Some(rest.trim_end_matches("/Bench").parse().unwrap());
-        }
-        if line == "ready" {
-            break;
         }
     }
     Serve {
@@ -394,5 +408,92 @@ fn spin_limit_without_threads_is_refused() {
     assert!(
         err.contains("--spin-limit needs --server-model threads"),
         "{err}"
+    );
+}
+
+/// A child process killed (and reaped) when dropped, test failed or not.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Threads of `pid` named as our server's.
+fn server_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.starts_with("iiopbench-serv"))
+        })
+        .count()
+}
+
+/// `serve --idl` used to run every IDL server on the reactor, whatever
+/// `--server-model` said; now it serves as told (a thread per connection
+/// appears with a connection) and refuses `--spin-limit` without threads.
+#[test]
+fn serve_idl_runs_the_model_it_is_given() {
+    let idl = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/idl/shapes.idl");
+    for (args, threads) in [
+        (
+            &["--server-model", "threads", "--spin-limit", "1ms"][..],
+            true,
+        ),
+        (&[][..], false),
+    ] {
+        let base = [
+            "--server-threads",
+            "1",
+            "--idl",
+            idl,
+            "--interface",
+            "Shapes::Drawing",
+        ];
+        let (child, _out, lines) = start(&[&base[..], args].concat());
+        let child = Killed(child);
+        let config: Vec<&String> = lines.iter().filter(|l| l.starts_with("config ")).collect();
+        let addr = lines.iter().find_map(|l| {
+            let (_, rest) = l.split_once("corbaloc:iiop:1.2@")?;
+            rest.split('/').next()?.parse::<SocketAddr>().ok()
+        });
+        let want = if threads {
+            "config model=threads spin_limit=1ms"
+        } else {
+            "config model=reactor"
+        };
+        assert!(config.iter().any(|l| *l == want), "{config:?}");
+        // A thread per connection: a connection adds a serving thread.
+        let pid = child.0.id();
+        let before = server_threads(pid);
+        let conn = TcpStream::connect(addr.expect("corbaloc line")).unwrap();
+        let t0 = Instant::now();
+        let mut grew = false;
+        while t0.elapsed() < Duration::from_secs(2) {
+            if server_threads(pid) > before {
+                grew = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(conn);
+        assert_eq!(
+            grew, threads,
+            "{args:?}: serving threads {before} before a connection"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--idl", idl])
+        .args(["--interface", "Shapes::Drawing", "--spin-limit", "1ms"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--spin-limit needs --server-model threads")
     );
 }

@@ -25,7 +25,7 @@ use iiop_idl::{DefId, Direction, Spec};
 
 use crate::bench::counters::Counters;
 use crate::reference::served_ior;
-use crate::run::{ServerThread, Serving, TlsServer};
+use crate::run::{ServerModel, ServerThread, Serving, TlsServer};
 
 /// What the server answers.
 #[derive(Debug, Clone, Default)]
@@ -408,6 +408,28 @@ pub struct IdlServerOptions {
     /// Serve TLS only (the IOR then says so, as our reference server's
     /// does: TAG_SSL_SEC_TRANS with the port, the profile's port 0).
     pub tls: Option<TlsServer>,
+    /// Task per connection on the runtime, or thread per connection.
+    pub model: ServerModel,
+    /// [`ServerOptions::stream_spin`](crate::run::ServerOptions::stream_spin).
+    pub stream_spin: Option<std::time::Duration>,
+    /// [`ServerOptions::spin_after_replies`](crate::run::ServerOptions::spin_after_replies).
+    pub spin_after_replies: bool,
+}
+
+impl Default for IdlServerOptions {
+    /// One runtime thread on 127.0.0.1, a free port, the reactor.
+    fn default() -> Self {
+        IdlServerOptions {
+            listen: "127.0.0.1:0".into(),
+            threads: 1,
+            cpus: None,
+            config: ServerConfig::default(),
+            tls: None,
+            model: ServerModel::default(),
+            stream_spin: None,
+            spin_after_replies: false,
+        }
+    }
 }
 
 /// An [`IdlHandler`] serving on threads of its own until stopped/dropped.
@@ -434,8 +456,10 @@ impl IdlServer {
             opts.cpus,
             opts.config,
             Serving {
+                model: opts.model,
+                stream_spin: opts.stream_spin,
+                spin_after_replies: opts.spin_after_replies,
                 tls: opts.tls.map(|t| t.config),
-                ..Serving::default()
             },
         )?;
         let addr = server.addr();

@@ -1059,11 +1059,8 @@ module T {
         h,
         b"T",
         IdlServerOptions {
-            listen: "127.0.0.1:0".into(),
-            threads: 1,
-            cpus: None,
             config: hostile_config(),
-            tls: None,
+            ..IdlServerOptions::default()
         },
     )
     .unwrap();

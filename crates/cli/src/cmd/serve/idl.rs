@@ -50,6 +50,9 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
             cpus: base.cpus.clone(),
             config: base.config.clone(),
             tls: base.tls.clone(),
+            model: base.model,
+            stream_spin: base.stream_spin,
+            spin_after_replies: base.spin_after_replies,
         },
     )?;
     let mut out = std::io::stdout().lock();
@@ -62,6 +65,7 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
         idl.behaviour.split(':').next().unwrap_or("")
     )?;
     writeln!(out, "config threads={}", base.threads)?;
+    super::print_model(&mut out, &base)?;
     super::print_tls(&mut out, base.tls.as_ref())?;
     let ior = srv.ior().to_string();
     if let Some(f) = &o.ior_file {

@@ -223,6 +223,18 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
     })
 }
 
+/// The startup line that says how the server waits for requests.
+fn print_model(out: &mut impl Write, opts: &ServerOptions) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "config model={}{}",
+        opts.model.name(),
+        opts.stream_spin
+            .map(|d| format!(" spin_limit={d:?}"))
+            .unwrap_or_default()
+    )
+}
+
 /// The startup line that says a server serves TLS only.
 fn print_tls(out: &mut impl Write, tls: Option<&TlsServer>) -> std::io::Result<()> {
     match tls {
@@ -261,14 +273,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
-    writeln!(
-        out,
-        "config model={}{}",
-        opts.model.name(),
-        opts.stream_spin
-            .map(|d| format!(" spin_limit={d:?}"))
-            .unwrap_or_default()
-    )?;
+    print_model(&mut out, &opts)?;
     print_tls(&mut out, opts.tls.as_ref())?;
     if opts.code_sets_in != iiop_giop::ior::CodeSetsSource::IiopProfile {
         writeln!(out, "config code_sets_in={}", opts.code_sets_in)?;
