@@ -120,6 +120,11 @@ class Server:
             os.unlink(self.ior_file)
 
 
+def share(cpu_seconds, seconds):
+    """A server's CPU seconds per second of receiving, None if unknown."""
+    return cpu_seconds / seconds if cpu_seconds is not None and seconds else None
+
+
 class Clients:
     def __init__(self, a):
         self.a = a
@@ -129,9 +134,7 @@ class Clients:
         """(Mbit/s, the server's CPU seconds per second or None)."""
         op = {"oneway": "oneway", "twoway": "send"}[mode]
         o = last_json(run(taskset(self.a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior, "--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(self.a.total), "--min-duration", str(self.a.min_duration)])))
-        secs = o.get("receiver_seconds") or o.get("seconds")
-        cpu = o.get("server_cpu_seconds")
-        return o.get("receiver_mbps") or o["mbps"], (cpu / secs if cpu is not None and secs else None)
+        return o.get("receiver_mbps") or o["mbps"], share(o.get("server_cpu_seconds"), o.get("receiver_seconds") or o.get("seconds"))
 
     def ours(self, args):
         # One run per call: this script interleaves its own rounds.
@@ -147,9 +150,8 @@ class Clients:
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
-        cpu = (c.get("cpu") or {}).get("server_s")
         secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], (cpu / secs if cpu is not None and secs else None)
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs)
 
     def throughput(self, client, ior, mode, ty, size):
         f = self.omniorb_throughput if client == "omniorb" else self.ours_throughput

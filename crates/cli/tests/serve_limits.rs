@@ -307,6 +307,15 @@ fn server_sleeps(pid: u32) -> u64 {
     n
 }
 
+/// Wait, without sleeping, for the end of call `i`'s slot of `gap` from
+/// `t0`.
+fn pace(t0: Instant, gap: Duration, i: u64) {
+    let next = t0 + gap * (i as u32 + 1);
+    while Instant::now() < next {
+        std::hint::spin_loop();
+    }
+}
+
 /// How often the server's threads slept while `calls` 1 KiB oneways
 /// arrived one every `gap`, and while `calls` pings did; then the
 /// server's CPU seconds while it idled for `idle` after a last oneway.
@@ -325,10 +334,7 @@ fn paced_then_idle(srv: &Serve, calls: u64, gap: Duration, idle: Duration) -> (u
             c.oneway("send_oneway_octet", |w| o.encode(w))
                 .await
                 .unwrap();
-            let next = t0 + gap * (i as u32 + 1);
-            while Instant::now() < next {
-                std::hint::spin_loop();
-            }
+            pace(t0, gap, i);
         }
         let sleeps = server_sleeps(srv.child.id()) - before;
         let paced = c.stats().await.unwrap();
@@ -337,10 +343,7 @@ fn paced_then_idle(srv: &Serve, calls: u64, gap: Duration, idle: Duration) -> (u
         let t0 = Instant::now();
         for i in 0..calls {
             c.ping().await.unwrap();
-            let next = t0 + gap * (i as u32 + 1);
-            while Instant::now() < next {
-                std::hint::spin_loop();
-            }
+            pace(t0, gap, i);
         }
         let ping_sleeps = server_sleeps(srv.child.id()) - before;
         // The last message is a oneway, so a polling server is polling

@@ -304,8 +304,9 @@ pub async fn resolve(
             // Thread per connection with a CPU apart: poll while oneways
             // stream in, as the raw-TCP baseline's server does (not after
             // replies: its round trips wait as the baseline's do).
-            stream_spin: cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
-            spin_after_replies: false,
+            polling: iiop_giop::transport::threads::Polling::streams(
+                cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
+            ),
             threads,
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {

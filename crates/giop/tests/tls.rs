@@ -92,8 +92,7 @@ impl Server {
             thread_name: "tls-test-conn".into(),
             on_thread_start: Arc::new(|| {}),
             runtime: tokio::runtime::Handle::current(),
-            stream_spin: None,
-            spin_after_replies: false,
+            polling: Default::default(),
             tls,
         };
         let task = tokio::task::spawn_blocking(move || {
@@ -514,8 +513,7 @@ async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
                     thread_name: "tls-test-conn".into(),
                     on_thread_start: Arc::new(|| {}),
                     runtime: tokio::runtime::Handle::current(),
-                    stream_spin: None,
-                    spin_after_replies: false,
+                    polling: Default::default(),
                     tls: Some(tls),
                 };
                 tokio::task::spawn_blocking(move || {

@@ -26,6 +26,7 @@ use iiop_idl::{DefId, Direction, Spec};
 use crate::bench::counters::Counters;
 use crate::reference::served_ior;
 use crate::run::{ServerModel, ServerThread, Serving, TlsServer};
+use iiop_giop::transport::threads::Polling;
 
 /// What the server answers.
 #[derive(Debug, Clone, Default)]
@@ -410,10 +411,8 @@ pub struct IdlServerOptions {
     pub tls: Option<TlsServer>,
     /// Task per connection on the runtime, or thread per connection.
     pub model: ServerModel,
-    /// [`ServerOptions::stream_spin`](crate::run::ServerOptions::stream_spin).
-    pub stream_spin: Option<std::time::Duration>,
-    /// [`ServerOptions::spin_after_replies`](crate::run::ServerOptions::spin_after_replies).
-    pub spin_after_replies: bool,
+    /// [`ServerOptions::polling`](crate::run::ServerOptions::polling).
+    pub polling: Polling,
 }
 
 impl Default for IdlServerOptions {
@@ -426,8 +425,7 @@ impl Default for IdlServerOptions {
             config: ServerConfig::default(),
             tls: None,
             model: ServerModel::default(),
-            stream_spin: None,
-            spin_after_replies: false,
+            polling: Polling::default(),
         }
     }
 }
@@ -457,8 +455,7 @@ impl IdlServer {
             opts.config,
             Serving {
                 model: opts.model,
-                stream_spin: opts.stream_spin,
-                spin_after_replies: opts.spin_after_replies,
+                polling: opts.polling,
                 tls: opts.tls.map(|t| t.config),
             },
         )?;

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
-use iiop_giop::transport::threads::{serve_threads, ThreadsConfig};
+use iiop_giop::transport::threads::{serve_threads, Polling, ThreadsConfig};
 use iiop_giop::transport::tls::RustlsServerConfig;
 use tokio::sync::oneshot;
 
@@ -54,12 +54,10 @@ pub struct ServerOptions {
     pub code_sets_in: CodeSetsSource,
     /// Task per connection on the runtime, or thread per connection.
     pub model: ServerModel,
-    /// Thread per connection only: poll this long for the next bytes
-    /// while oneways stream in, before blocking (for a server with a CPU
-    /// of its own; `None`: never).
-    pub stream_spin: Option<std::time::Duration>,
-    /// With `stream_spin`: poll after a reply too, for the next request.
-    pub spin_after_replies: bool,
+    /// Thread per connection only: when a connection's thread polls for
+    /// its next bytes before it blocks (for a server with a CPU of its
+    /// own; default: never).
+    pub polling: Polling,
     /// Serve TLS only (its IORs then say so: TAG_SSL_SEC_TRANS).
     pub tls: Option<TlsServer>,
 }
@@ -69,10 +67,8 @@ pub struct ServerOptions {
 pub struct Serving {
     /// Task per connection, or thread per connection.
     pub model: ServerModel,
-    /// [`ServerOptions::stream_spin`].
-    pub stream_spin: Option<std::time::Duration>,
-    /// [`ServerOptions::spin_after_replies`].
-    pub spin_after_replies: bool,
+    /// [`ServerOptions::polling`].
+    pub polling: Polling,
     /// TLS only, with this configuration.
     pub tls: Option<Arc<RustlsServerConfig>>,
 }
@@ -101,8 +97,7 @@ impl Default for ServerOptions {
             forwarding: None,
             code_sets_in: CodeSetsSource::IiopProfile,
             model: ServerModel::default(),
-            stream_spin: None,
-            spin_after_replies: false,
+            polling: Polling::default(),
             tls: None,
         }
     }
@@ -148,8 +143,7 @@ impl ServerThread {
     ) -> std::io::Result<ServerThread> {
         let Serving {
             model,
-            stream_spin,
-            spin_after_replies,
+            polling,
             tls,
         } = how;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<std::io::Result<SocketAddr>>();
@@ -201,8 +195,7 @@ impl ServerThread {
                         thread_name: SERVER_THREAD_PREFIX.into(),
                         on_thread_start: pin,
                         runtime: rt.handle().clone(),
-                        stream_spin,
-                        spin_after_replies,
+                        polling,
                         tls,
                     };
                     return serve_threads(listener, handler, config, threads, stop);
@@ -293,8 +286,7 @@ impl RunningServer {
             opts.config,
             Serving {
                 model: opts.model,
-                stream_spin: opts.stream_spin,
-                spin_after_replies: opts.spin_after_replies,
+                polling: opts.polling,
                 tls: opts.tls.map(|t| t.config),
             },
         )?;

@@ -7,30 +7,33 @@
 use iiop_servers::bench::elements::Elem;
 use iiop_servers::bench::types::{Outgoing, Payload};
 use iiop_servers::client::{BenchClient, Wait};
+use iiop_servers::run::RunningServer;
 
 mod common;
 use common::{cfg, server};
 
 const OP: &str = "send_oneway_octet";
 
+/// A client of `srv` that waits as `wait` says.
+async fn client(srv: &RunningServer, wait: Wait) -> BenchClient {
+    BenchClient::connect_with(&srv.refs().ior, &cfg(), wait)
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
     let srv = server();
-    let ior = srv.refs().ior.clone();
     let o = Outgoing::new(Payload::for_size(Elem::Octet, 1024));
 
-    let reactor = BenchClient::connect_with(&ior, &cfg(), Wait::Reactor)
-        .await
-        .unwrap();
+    let reactor = client(&srv, Wait::Reactor).await;
     reactor.ping().await.unwrap();
     assert!(
         reactor.oneway_now(OP, |w| o.encode(w)).is_none(),
         "a reactor client goes the async way"
     );
 
-    let c = BenchClient::connect_with(&ior, &cfg(), Wait::Read)
-        .await
-        .unwrap();
+    let c = client(&srv, Wait::Read).await;
     c.reset().await.unwrap();
     let before = c.stats().await.unwrap();
     // reset() and stats() are twoways: their replies confirmed the target.
@@ -48,17 +51,12 @@ async fn applies_only_to_a_blocking_client_whose_target_is_confirmed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unconfirmed_target_goes_the_full_way_first() {
     let srv = server();
-    let ior = srv.refs().ior.clone();
     let o = Outgoing::new(Payload::for_size(Elem::Octet, 64));
-    let c = BenchClient::connect_with(&ior, &cfg(), Wait::Read)
-        .await
-        .unwrap();
+    let c = client(&srv, Wait::Read).await;
     // Nothing has answered yet: a oneway could not learn of a forward, so
     // the full path probes with _non_existent first.
     assert!(c.oneway_now(OP, |w| o.encode(w)).is_none());
-    c.oneway("send_oneway_octet", |w| o.encode(w))
-        .await
-        .unwrap();
+    c.oneway(OP, |w| o.encode(w)).await.unwrap();
     assert!(matches!(c.oneway_now(OP, |w| o.encode(w)), Some(Ok(()))));
     let st = c.stats().await.unwrap();
     assert_eq!(st.oneways, 2);

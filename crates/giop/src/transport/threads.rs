@@ -24,7 +24,7 @@
 //! (each read waits only for what is left of it, so a client that stalls
 //! or trickles mid-handshake gives its thread and slot back then), then
 //! serves GIOP through rustls' session exactly as over TCP. Reads through
-//! rustls block at once (`stream_spin` applies to plain TCP only), and
+//! rustls block at once ([`Polling`] applies to plain TCP only), and
 //! plaintext rustls already holds counts as input waiting.
 
 use std::io::{Read, Write};
@@ -46,6 +46,45 @@ const TLS_READ: usize = 64 * 1024;
 /// How often a waiting thread looks at the stop flag.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
 
+/// When a connection's thread polls for its next bytes before it blocks
+/// in `recv`: a receiver asleep in `recv` is woken per segment, and its
+/// sender pays for each wake-up. For a server with a CPU of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Polling {
+    /// How long one wait polls (`None`: never, always block).
+    pub limit: Option<Duration>,
+    /// After a reply too, for the next request; else only while oneways
+    /// stream in (input that brought oneways and no reply) and while the
+    /// rest of a message that has begun is on its way.
+    pub after_replies: bool,
+}
+
+impl Polling {
+    /// Poll up to `limit` (none or zero: never) while oneways stream in
+    /// and while a message is incomplete.
+    pub fn streams(limit: Option<Duration>) -> Polling {
+        Polling {
+            limit: limit.filter(|d| !d.is_zero()),
+            after_replies: false,
+        }
+    }
+
+    /// [`streams`](Self::streams), and after every reply as well.
+    pub fn after_each_message(limit: Option<Duration>) -> Polling {
+        Polling {
+            after_replies: true,
+            ..Polling::streams(limit)
+        }
+    }
+
+    /// Whether the next wait polls, after a pass that brought oneways and
+    /// wrote no reply (`oneways_only`), served requests of any kind
+    /// (`served`), and left a message incomplete (`mid_message`).
+    fn next_wait_polls(&self, oneways_only: bool, served: bool, mid_message: bool) -> bool {
+        self.limit.is_some() && (oneways_only || (self.after_replies && served) || mid_message)
+    }
+}
+
 /// What a connection's thread needs besides its socket.
 pub struct ThreadsConfig {
     /// Name of every thread this server starts (how CPU time is
@@ -55,16 +94,9 @@ pub struct ThreadsConfig {
     pub on_thread_start: Arc<dyn Fn() + Send + Sync>,
     /// Where asynchronous handler calls run.
     pub runtime: tokio::runtime::Handle,
-    /// While oneways stream in (the last input brought oneways and no
-    /// reply), and while the rest of a message that has begun is on its
-    /// way, poll for the next bytes this long before blocking: a receiver
-    /// that sleeps in `recv` is woken per segment and paces the sender.
-    /// For a server with a CPU of its own (`None`: never).
-    pub stream_spin: Option<Duration>,
-    /// With `stream_spin`: poll after a reply too, for the next request,
-    /// so that a client's request finds the thread awake (a server that
-    /// polls whenever it has served something recently).
-    pub spin_after_replies: bool,
+    /// When a connection's thread polls for its next bytes before it
+    /// blocks (default: never).
+    pub polling: Polling,
     /// Serve TLS only, with these settings
     /// ([`server_config`](super::tls::server_config)).
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -129,8 +161,7 @@ pub fn serve_threads<H: Handler>(
             .name(threads.thread_name.clone())
             .spawn(move || {
                 (t.on_thread_start)();
-                let spin = (t.stream_spin, t.spin_after_replies);
-                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), spin);
+                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.polling);
                 match &t.tls {
                     None => conn.run(Io::Tcp(stream), &s),
                     Some(tls) => conn.run_tls(tls.clone(), stream, &s),
@@ -304,11 +335,9 @@ struct ConnThread<H> {
     opened: Instant,
     /// The receive timeout set on the socket (set again only on change).
     rcvtimeo: Option<Duration>,
-    /// [`ThreadsConfig::stream_spin`].
-    stream_spin: Option<Duration>,
-    /// [`ThreadsConfig::spin_after_replies`].
-    spin_after_replies: bool,
-    /// Whether oneways are streaming in: the next read polls first.
+    /// [`ThreadsConfig::polling`].
+    polling: Polling,
+    /// Whether the next read polls first ([`Polling`] says when).
     streaming: bool,
     /// [`ServerConfig::handshake_timeout`].
     handshake_timeout: Duration,
@@ -321,7 +350,7 @@ impl<H: Handler> ConnThread<H> {
         id: u64,
         peer: Option<std::net::SocketAddr>,
         runtime: tokio::runtime::Handle,
-        (stream_spin, spin_after_replies): (Option<Duration>, bool),
+        polling: Polling,
     ) -> Self {
         ConnThread {
             handler,
@@ -332,8 +361,7 @@ impl<H: Handler> ConnThread<H> {
             wake: None,
             opened: Instant::now(),
             rcvtimeo: None,
-            stream_spin,
-            spin_after_replies,
+            polling,
             streaming: false,
         }
     }
@@ -372,14 +400,12 @@ impl<H: Handler> ConnThread<H> {
             self.conn.process(handler, &mut |call: AsyncCall| {
                 spawn_async(rt, call, wake.get_or_insert_with(Wake::new));
             });
-            // Poll for the next bytes while oneways stream in, and while
-            // the rest of a message that has begun is on its way (after a
-            // reply too, if told to).
             let served = self.conn.summary();
-            self.streaming = self.stream_spin.is_some()
-                && ((self.conn.output().is_empty() && served.oneways > oneways)
-                    || (self.spin_after_replies && served.requests > requests)
-                    || self.conn.mid_message());
+            self.streaming = self.polling.next_wait_polls(
+                self.conn.output().is_empty() && served.oneways > oneways,
+                served.requests > requests,
+                self.conn.mid_message(),
+            );
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
                 if stream.write_all(self.conn.output()).is_err() {
@@ -468,7 +494,7 @@ impl<H: Handler> ConnThread<H> {
             self.rcvtimeo = Some(wait);
         }
         let t0 = phases.map(|_| Instant::now());
-        let mut spin = Spin::new(self.stream_spin.filter(|_| self.streaming));
+        let mut spin = Spin::new(self.polling.limit.filter(|_| self.streaming));
         let buf = self.conn.read_buf();
         let got = match stream {
             Io::Tcp(s) => recv_spinning(s, buf.spare_capacity_mut(), &mut spin).inspect(|&n| {
@@ -532,4 +558,39 @@ fn spawn_async(rt: &tokio::runtime::Handle, call: AsyncCall, w: &Wake) {
         // Full means a wake-up is pending already.
         let _ = (&*wake).write(&[1]);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polling_says_when_the_next_wait_polls() {
+        let ms = Some(Duration::from_millis(1));
+        // (oneways only, served, mid-message)
+        let cases = [
+            (true, true, false),
+            (false, true, false),
+            (false, false, true),
+            (false, false, false),
+        ];
+        let streams: Vec<bool> = cases
+            .iter()
+            .map(|&(o, s, m)| Polling::streams(ms).next_wait_polls(o, s, m))
+            .collect();
+        assert_eq!(streams, [true, false, true, false]);
+        let each: Vec<bool> = cases
+            .iter()
+            .map(|&(o, s, m)| Polling::after_each_message(ms).next_wait_polls(o, s, m))
+            .collect();
+        assert_eq!(each, [true, true, true, false]);
+        // No limit, or a zero one: never.
+        for p in [
+            Polling::default(),
+            Polling::streams(Some(Duration::ZERO)),
+            Polling::after_each_message(None),
+        ] {
+            assert!(!p.next_wait_polls(true, true, true), "{p:?}");
+        }
+    }
 }

@@ -51,8 +51,7 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
             config: base.config.clone(),
             tls: base.tls.clone(),
             model: base.model,
-            stream_spin: base.stream_spin,
-            spin_after_replies: base.spin_after_replies,
+            polling: base.polling,
         },
     )?;
     let mut out = std::io::stdout().lock();

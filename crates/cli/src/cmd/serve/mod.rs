@@ -201,8 +201,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         model: o.server_model.model(),
         // Whether the client has a CPU apart is not known here: the user
         // says so (the embedded server decides by the placement).
-        stream_spin: Some(o.spin_limit).filter(|d| !d.is_zero()),
-        spin_after_replies: true,
+        polling: iiop_giop::transport::threads::Polling::after_each_message(Some(o.spin_limit)),
         threads: o.server_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -229,7 +228,8 @@ fn print_model(out: &mut impl Write, opts: &ServerOptions) -> std::io::Result<()
         out,
         "config model={}{}",
         opts.model.name(),
-        opts.stream_spin
+        opts.polling
+            .limit
             .map(|d| format!(" spin_limit={d:?}"))
             .unwrap_or_default()
     )
