@@ -750,7 +750,7 @@ async fn reader_task<R: AsyncRead + Unpin>(
             .map(|f| f as &mut (dyn FnMut(Instant) + Send));
         let n = tokio::select! {
             biased;
-            r = super::read_timed(&mut rd, inbound.read_buf(), on_read) => r,
+            r = super::read_timed(&mut rd, inbound.read_buf(), usize::MAX, on_read) => r,
             _ = &mut stop => {
                 // Closed by us: the writer says goodbye.
                 shared.fail_all(ClientError::LocallyClosed);

@@ -43,12 +43,14 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
     rd: &mut R,
     buf: &mut BytesMut,
+    limit: usize,
     on_read: Option<&mut (dyn FnMut(Instant) + Send)>,
 ) -> std::io::Result<usize> {
+    let mut buf = bytes::BufMut::limit(buf, limit);
     let Some(on_read) = on_read else {
-        return rd.read_buf(buf).await;
+        return rd.read_buf(&mut buf).await;
     };
-    let mut read = std::pin::pin!(rd.read_buf(buf));
+    let mut read = std::pin::pin!(rd.read_buf(&mut buf));
     std::future::poll_fn(|cx| {
         let t0 = Instant::now();
         let r = std::future::Future::poll(read.as_mut(), cx);

@@ -257,6 +257,7 @@ impl<H: Handler> ConnTask<H> {
                 .next_deadline(Instant::now)
                 .map(tokio::time::Instant::from_std);
             let can_read = self.conn.can_read();
+            let limit = self.conn.read_limit();
             let closing = self.conn.is_closing();
             let mut on_read =
                 phases.map(|p| move |t0| ServerPhases::add(&p.read_ns, t0, Instant::now()));
@@ -275,7 +276,7 @@ impl<H: Handler> ConnTask<H> {
                         conn.finish_async(ticket, reply);
                     }
                 }
-                r = super::read_timed(&mut stream, conn.read_buf(), on_read), if can_read => match r {
+                r = super::read_timed(&mut stream, conn.read_buf(), limit, on_read), if can_read => match r {
                     Ok(0) | Err(_) => conn.on_eof(),
                     Ok(n) => conn.received(n),
                 },

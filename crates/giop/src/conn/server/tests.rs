@@ -534,3 +534,30 @@ fn phase_timing_reads_only_the_drivers_clock() {
     );
     assert_eq!(TICKS.load(Ordering::Relaxed), 8, "two readings per phase");
 }
+
+#[test]
+fn reads_take_what_the_head_lacks_or_two_messages_the_size_of_the_last() {
+    let mut s = server(ServerConfig::default());
+    assert_eq!(
+        s.read_limit(),
+        usize::MAX,
+        "no limit before the first message"
+    );
+    let small = request(Version::V1_2, 1, "ping", ResponseMode::Oneway, 0);
+    receive(&mut s, &small);
+    turn(&mut s);
+    assert_eq!(s.last_len(), small.len());
+    assert_eq!(s.read_limit(), READ_MIN);
+    let op = "x".repeat(3000);
+    let big = request(Version::V1_2, 2, &op, ResponseMode::Oneway, 0);
+    receive(&mut s, &big);
+    turn(&mut s);
+    assert_eq!(s.last_len(), big.len());
+    assert_eq!(s.read_limit(), 2 * big.len());
+    // The head of a 40 000-byte message: the rest of it, whatever the last.
+    let head = Header::new(Version::V1_2, ByteOrder::Little, MsgType::Request, 40_000);
+    receive(&mut s, &head.to_bytes());
+    receive(&mut s, &[0; 100]);
+    turn(&mut s);
+    assert_eq!(s.read_limit(), 12 + 40_000 - 112);
+}
