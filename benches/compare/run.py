@@ -16,8 +16,8 @@ bench.idl's counters), since a server that keeps up with its client shows
 its quality there rather than in Mbit/s.
 
 Our server runs as --our-server says; `auto` (the default) is a thread
-per connection that, after each message, polls up to 1 ms for the next
-bytes before it blocks (`serve --server-model threads --spin-limit 1ms`)
+per connection that, after each reply and each oneway of 4 KiB or more,
+polls up to 1 ms for the next bytes before it blocks (`serve --server-model threads --spin-limit 1ms`)
 when the server CPUs are apart from the client's, as they are here by
 default: a server that sleeps between segments makes its client pay a
 wake-up for each one. Otherwise it is the default reactor.
@@ -120,6 +120,23 @@ class Server:
             os.unlink(self.ior_file)
 
 
+def data_segments():
+    """TCP segments with new data sent on this machine so far (TcpExt
+    TCPOrigDataSent), None where the kernel does not say."""
+    try:
+        lines = [l.split() for l in open("/proc/net/netstat") if l.startswith("TcpExt:")]
+        return int(dict(zip(lines[0][1:], lines[1][1:]))["TCPOrigDataSent"])
+    except (OSError, IndexError, KeyError, ValueError):
+        return None
+
+
+def per_segment(calls, before, after):
+    """Calls per data segment over a run, None when unknown."""
+    if calls is None or before is None or after is None or after <= before:
+        return None
+    return calls / (after - before)
+
+
 def share(cpu_seconds, seconds):
     """A server's CPU seconds per second of receiving, None if unknown."""
     return cpu_seconds / seconds if cpu_seconds is not None and seconds else None
@@ -131,10 +148,10 @@ class Clients:
         self.waited = set()
 
     def omniorb_throughput(self, ior, mode, ty, size):
-        """(Mbit/s, the server's CPU seconds per second or None)."""
+        """(Mbit/s, the server's CPU seconds per second or None, calls)."""
         op = {"oneway": "oneway", "twoway": "send"}[mode]
         o = last_json(run(taskset(self.a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior, "--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(self.a.total), "--min-duration", str(self.a.min_duration)])))
-        return o.get("receiver_mbps") or o["mbps"], share(o.get("server_cpu_seconds"), o.get("receiver_seconds") or o.get("seconds"))
+        return o.get("receiver_mbps") or o["mbps"], share(o.get("server_cpu_seconds"), o.get("receiver_seconds") or o.get("seconds")), o.get("calls")
 
     def ours(self, args):
         # One run per call: this script interleaves its own rounds.
@@ -151,11 +168,18 @@ class Clients:
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
         secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs)
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls")
 
     def throughput(self, client, ior, mode, ty, size):
+        """(Mbit/s, the server's CPU share or None, oneway calls per TCP
+        data segment or None): nothing else sends on this machine while a
+        run lasts, so the machine's count of data segments is the run's
+        (replies would count too: twoways get None)."""
         f = self.omniorb_throughput if client == "omniorb" else self.ours_throughput
-        return f(ior, mode, ty, size)
+        before = data_segments()
+        mbps, cpu, calls = f(ior, mode, ty, size)
+        per = per_segment(calls, before, data_segments()) if mode == "oneway" else None
+        return mbps, cpu, per
 
 
 def cpu_list(spec):
@@ -271,6 +295,25 @@ def cpu_text(row, client, server):
     return f" ({med(xs):.2f})" if xs else ""
 
 
+def segment_table(rows, servers):
+    """Lines of the oneway calls-per-segment table (empty when unmeasured)."""
+    ow = [r for r in rows if r["mode"] == "oneway" and any(x for v in (r.get("calls_per_segment") or {}).values() for x in v)]
+    if not ow:
+        return []
+    L = ["Oneway calls per TCP segment (the medians of each pair's rounds: calls over the machine's data segments while the run lasted). A sender's kernel joins messages queued behind a segment not yet sent, so above 1 a segment carried several calls and each call paid less of a send; how many depends on how promptly the receiver reads and acknowledges, and at small sizes Mbit/s follow it.\n"]
+    L.append("| case | " + " | ".join(f"{NAMES[s]} server: omniORB client | ours" for s in servers) + " |")
+    L.append("|---|" + "---|---|" * len(servers))
+    for r in ow:
+        cells = []
+        for s in servers:
+            for c in ["omniorb", "ours"]:
+                xs = [x for x in r["calls_per_segment"].get(f"{c}>{s}", []) if x is not None]
+                cells.append(f"{med(xs):.1f}" if xs else "-")
+        L.append(f"| {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |")
+    L.append("")
+    return L
+
+
 def write_doc(res, a, doc):
     figdir = os.path.join(os.path.dirname(doc), "perf")
     os.makedirs(figdir, exist_ok=True)
@@ -287,7 +330,7 @@ def write_doc(res, a, doc):
     ours = res.get("our_server") or {}
     if ours:
         how = {"reactor": "the default reactor", "threads": "a thread per connection",
-               "threads-spin": "a thread per connection that, after each message, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
+               "threads-spin": "a thread per connection that, after each reply and each oneway of 4 KiB or more, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
         L.append(f"- our server: `{' '.join(['iiopbench', 'serve'] + ours['serve_args'])}`: {how}")
     L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
     rows = res["throughput"]
@@ -329,6 +372,7 @@ def write_doc(res, a, doc):
                 L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {base['median']:.0f}{cpu_text(r, client, 'omniorb')} | " if base else f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | - | ")
                 L[-1] += " | ".join(cells) + " |"
             L.append("")
+        L.extend(segment_table(rows, servers))
         svg_bars("Each server / omniORB's server (omniORB C++ client)", fig_rows(), {NAMES[s] + " server": [(r["server_ratio"]["omniorb"].get(s) or {}).get("median") for r in rows] for s in others}, os.path.join(figdir, "server-vs-server.svg"))
         L.append("![server vs server](perf/server-vs-server.svg)\n")
 
@@ -387,7 +431,7 @@ def main():
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
     ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
-                    help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
+                    help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each reply and each oneway of 4 KiB or more (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
     ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
     # The old spelling, accepted for one release (as iiopbench's own, docs/cli.md).
     ap.add_argument("--out", dest="old_out", help=argparse.SUPPRESS)
@@ -413,7 +457,7 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/4", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers,
+    res = {"schema": "iiopbench-compare/5", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers,
            "our_server": {"kind": our_kind, "serve_args": our_args}, "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:
@@ -425,12 +469,14 @@ def main():
                 for size in sizes:
                     samples = {f"{c}>{s}": [] for c, s in pairs}
                     cpu = {f"{c}>{s}": [] for c, s in pairs}
+                    segs = {f"{c}>{s}": [] for c, s in pairs}
                     for rep in range(a.reps):
                         for c, s in rotated(rep, pairs):
-                            mbps, share = cl.throughput(c, running[s].ior_file, mode, ty, size)
+                            mbps, share, per = cl.throughput(c, running[s].ior_file, mode, ty, size)
                             samples[f"{c}>{s}"].append(mbps)
                             cpu[f"{c}>{s}"].append(share)
-                    row = {"mode": mode, "type": ty, "size": size, "samples": samples, "server_cpu": cpu,
+                            segs[f"{c}>{s}"].append(per)
+                    row = {"mode": mode, "type": ty, "size": size, "samples": samples, "server_cpu": cpu, "calls_per_segment": segs,
                            "pairs": {k: {"median": med(v), "spread": spread(v)} for k, v in samples.items()},
                            "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
                            "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in clients},

@@ -102,6 +102,28 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
             );
             assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
             assert!(c["receiver_throughput_mbps"].as_f64().unwrap() > 0.0);
+            // The connection's own count of the segments it sent (TCP_INFO,
+            // where the socket is ours to ask): one call in flight sends
+            // each 1 KiB request in a segment of its own; oneways may share.
+            let per_segment = c["extra"]["calls_per_segment"].as_f64();
+            if wait == "reactor" {
+                assert_eq!(per_segment, None, "{path:?} {mode}");
+            } else {
+                let segs = c["extra"]["data_segments"].as_u64().unwrap();
+                let per_segment = per_segment.unwrap();
+                assert!((per_segment - calls as f64 / segs as f64).abs() < 1e-9);
+                if mode == "oneway" {
+                    assert!(
+                        (1..=calls).contains(&segs),
+                        "{segs} segments, {calls} calls"
+                    );
+                } else {
+                    assert!(
+                        (0.9..=1.0).contains(&per_segment),
+                        "{path:?} {mode}: {per_segment}"
+                    );
+                }
+            }
             if mode == "oneway" {
                 assert!(c.get("latency_us").is_none());
             } else {

@@ -121,6 +121,11 @@ fn fold(mut cases: Vec<Case>) -> Case {
             out.extra.insert(k.clone(), v.clone());
         }
     }
+    // Segments add up over the runs, as the calls did.
+    crate::bench::throughput::set_data_segments(
+        &mut out,
+        crate::bench::throughput::total_data_segments(&cases),
+    );
     let mut iv = BTreeMap::new();
     let mut put = |k: &str, xs: Vec<f64>| {
         if xs.len() == cases.len() {

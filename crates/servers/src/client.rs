@@ -448,6 +448,16 @@ impl BenchClient {
         }
     }
 
+    /// TCP segments with data our connection has sent so far (see
+    /// [`BlockingConnection::data_segments_out`]); `None` on the runtime's
+    /// connection, whose socket its task owns.
+    pub fn data_segments_out(&self) -> Option<u32> {
+        match &self.route().link {
+            Link::Reactor(_) => None,
+            Link::Read(b) => lock(b).data_segments_out(),
+        }
+    }
+
     /// Close the connection.
     pub fn close(&self) {
         match &self.route().link {

@@ -455,11 +455,35 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     res
 }
 
+/// Record in `c.extra` the TCP segments with data its connection sent
+/// while its calls went (`data_segments`) and the calls per segment
+/// (`calls_per_segment`: above 1, the kernel joined calls into one
+/// segment); both removed when unknown (`None`).
+pub(crate) fn set_data_segments(c: &mut Case, segs: Option<u64>) {
+    c.extra.remove("data_segments");
+    c.extra.remove("calls_per_segment");
+    if let Some(n) = segs {
+        param(&mut c.extra, "data_segments", n);
+        if n > 0 {
+            param(&mut c.extra, "calls_per_segment", c.calls as f64 / n as f64);
+        }
+    }
+}
+
+/// The sum of the cases' `data_segments`, if every case has one.
+pub(crate) fn total_data_segments(cases: &[Case]) -> Option<u64> {
+    cases
+        .iter()
+        .map(|c| c.extra.get("data_segments").and_then(|v| v.as_u64()))
+        .sum()
+}
+
 /// The slices of one point as one case, as if measured in one go: counts,
 /// bytes, seconds, errors, histograms, CPU and phases add up; the
 /// receiver's figure is the server's bytes over the receiver's seconds of
 /// all slices. `None` for no slices.
 fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
+    let segs = total_data_segments(&slices);
     let mut it = slices.into_iter();
     let Some(mut a) = it.next() else {
         return Ok(None);
@@ -491,6 +515,7 @@ fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
             }
         }
     }
+    set_data_segments(&mut a, segs);
     // A raw stream's seconds are the receiver's already.
     if let (Some(bytes), Some(secs)) = (
         a.extra.get("server_bytes").and_then(|v| v.as_f64()),
@@ -540,6 +565,7 @@ async fn point(
     }
     crate::gate::case_start(o.target.gate.as_ref()).await;
     let watch = s.watch_case();
+    let segs0 = c.data_segments_out();
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -558,6 +584,10 @@ async fn point(
     .await;
     let send_secs = start.elapsed().as_secs_f64();
     let client_cpu = CpuTime::thread_now().since(cpu0);
+    // Before get_stats(), whose request is not one of the case's calls.
+    let segs = segs0
+        .zip(c.data_segments_out())
+        .map(|(a, b)| u64::from(b.wrapping_sub(a)));
     // The client's phases before get_stats(); the server's after it (it
     // may still be decoding oneways until then).
     let phase_totals = c.phase_totals();
@@ -586,6 +616,7 @@ async fn point(
         overhead: over,
         ..Default::default()
     };
+    set_data_segments(&mut case, segs);
     param(&mut case.params.extra, "elements", payload.len());
     param(
         &mut case.params.extra,
