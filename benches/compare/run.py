@@ -16,8 +16,8 @@ bench.idl's counters), since a server that keeps up with its client shows
 its quality there rather than in Mbit/s.
 
 Our server runs as --our-server says; `auto` (the default) is a thread
-per connection that, after each reply and each oneway of 4 KiB or more,
-polls up to 1 ms for the next bytes before it blocks (`serve --server-model threads --spin-limit 1ms`)
+per connection that, after each message, polls up to 1 ms for the next
+bytes before it blocks (`serve --server-model threads --spin-limit 1ms`)
 when the server CPUs are apart from the client's, as they are here by
 default: a server that sleeps between segments makes its client pay a
 wake-up for each one. Otherwise it is the default reactor.
@@ -330,7 +330,7 @@ def write_doc(res, a, doc):
     ours = res.get("our_server") or {}
     if ours:
         how = {"reactor": "the default reactor", "threads": "a thread per connection",
-               "threads-spin": "a thread per connection that, after each reply and each oneway of 4 KiB or more, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
+               "threads-spin": "a thread per connection that, after each message, polls up to 1 ms for the next bytes before it blocks (its CPU is its own; the CPU figures of section 2 show what that costs)"}[ours["kind"]]
         L.append(f"- our server: `{' '.join(['iiopbench', 'serve'] + ours['serve_args'])}`: {how}")
     L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
     rows = res["throughput"]
@@ -431,7 +431,7 @@ def main():
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
     ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
-                    help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each reply and each oneway of 4 KiB or more (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
+                    help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
     ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
     # The old spelling, accepted for one release (as iiopbench's own, docs/cli.md).
     ap.add_argument("--out", dest="old_out", help=argparse.SUPPRESS)

@@ -3,8 +3,7 @@
 //! more, and SIGTERM shuts down gracefully (the request in flight is
 //! answered, the counters are printed, exit status 0). And a thread per
 //! connection told to poll (`--spin-limit`) stays awake between
-//! messages while traffic lasts (oneways of 4 KiB and more, and round
-//! trips), then sleeps,
+//! messages while traffic lasts (oneways and round trips), then sleeps,
 //! and `serve --idl` runs the model it is given.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -317,23 +316,17 @@ fn pace(t0: Instant, gap: Duration, i: u64) {
     }
 }
 
-/// How often the server's threads slept while `calls` oneways of `size`
-/// bytes arrived one every `gap`, and while `calls` pings did; then the
+/// How often the server's threads slept while `calls` 1 KiB oneways
+/// arrived one every `gap`, and while `calls` pings did; then the
 /// server's CPU seconds while it idled for `idle` after a last oneway.
-fn paced_then_idle(
-    srv: &Serve,
-    size: u64,
-    calls: u64,
-    gap: Duration,
-    idle: Duration,
-) -> (u64, u64, f64) {
+fn paced_then_idle(srv: &Serve, calls: u64, gap: Duration, idle: Duration) -> (u64, u64, f64) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
         let c = BenchClient::connect(&srv.ior, &cfg()).await.unwrap();
-        let o = Outgoing::new(Payload::for_size(Elem::Octet, size));
+        let o = Outgoing::new(Payload::for_size(Elem::Octet, 1024));
         c.reset().await.unwrap();
         let before = server_sleeps(srv.child.id());
         let t0 = Instant::now();
@@ -345,7 +338,7 @@ fn paced_then_idle(
         }
         let sleeps = server_sleeps(srv.child.id()) - before;
         let paced = c.stats().await.unwrap();
-        assert_eq!((paced.oneways, paced.bytes), (calls, calls * size));
+        assert_eq!((paced.oneways, paced.bytes), (calls, calls * 1024));
         let before = server_sleeps(srv.child.id());
         let t0 = Instant::now();
         for i in 0..calls {
@@ -383,21 +376,12 @@ fn a_polling_thread_per_connection_stays_awake_between_messages_then_sleeps() {
         "{:?}",
         blocking.config
     );
-    // 2 000 oneways of 8 KiB, then 2 000 pings, 150 µs apart: the
-    // blocking server sleeps in recv for each, the polling one stays awake
-    // between them.
+    // 2 000 oneways, then 2 000 pings, 150 µs apart: the blocking server
+    // sleeps in recv for each, the polling one stays awake between them.
     let gap = Duration::from_micros(150);
     let idle = Duration::from_millis(400);
-    let (poll_oneways, poll_pings, poll_idle) = paced_then_idle(&polling, 8192, 2000, gap, idle);
-    let (block_oneways, block_pings, block_idle) =
-        paced_then_idle(&blocking, 8192, 2000, gap, idle);
-    // Oneways below STREAM_POLL_MIN (4 KiB) do not make it poll: it sleeps
-    // for those as the blocking server does.
-    let (small_oneways, _, _) = paced_then_idle(&polling, 1024, 2000, gap, idle);
-    assert!(
-        small_oneways > 500,
-        "the polling server slept {small_oneways} times over 2000 paced 1 KiB oneways"
-    );
+    let (poll_oneways, poll_pings, poll_idle) = paced_then_idle(&polling, 2000, gap, idle);
+    let (block_oneways, block_pings, block_idle) = paced_then_idle(&blocking, 2000, gap, idle);
     for (what, poll, block) in [
         ("oneways", poll_oneways, block_oneways),
         ("pings", poll_pings, block_pings),

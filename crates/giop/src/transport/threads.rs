@@ -53,15 +53,15 @@ pub const STOP_CHECK: Duration = Duration::from_millis(100);
 pub struct Polling {
     /// How long one wait polls (`None`: never, always block).
     pub limit: Option<Duration>,
-    /// After a reply too, for the next request; else only while large
-    /// oneways stream in (input that brought oneways and no reply) and
-    /// while the rest of a message that has begun is on its way.
+    /// After a reply too, for the next request; else only while oneways
+    /// stream in (input that brought oneways and no reply) and while the
+    /// rest of a message that has begun is on its way.
     pub after_replies: bool,
 }
 
 impl Polling {
-    /// Poll up to `limit` (none or zero: never) while large oneways stream
-    /// in and while a message is incomplete.
+    /// Poll up to `limit` (none or zero: never) while oneways stream in
+    /// and while a message is incomplete.
     pub fn streams(limit: Option<Duration>) -> Polling {
         Polling {
             limit: limit.filter(|d| !d.is_zero()),
@@ -78,38 +78,12 @@ impl Polling {
     }
 
     /// Whether the next wait polls, after a pass that brought oneways and
-    /// wrote no reply (`oneways_only`), answered requests (`replied`), and
-    /// left a message incomplete (`mid_message`); `last_len`: the wire
-    /// size of the last message.
-    ///
-    /// Oneways poll only when they are large ([`STREAM_POLL_MIN`]): a
-    /// reader that takes each small message the moment it lands keeps
-    /// acknowledging every segment, and the sender's kernel then sends one
-    /// segment per message instead of joining the ones queued behind.
-    /// Under the omniORB client's 1 KiB oneways (5 interleaved rounds,
-    /// paired against omniORB's server), polling after each oneway made
-    /// 0.96x (octet) and 0.88x (long), not polling 1.09x and 1.02x; chars,
-    /// which that client sends slowly, lost (0.84x to 0.75x). From 8 KiB
-    /// on, polling pays: without it our client's 8 KiB oneways made 0.9x.
-    /// The rest of a message already begun is always polled for: its
-    /// segments are on their way.
-    fn next_wait_polls(
-        &self,
-        oneways_only: bool,
-        replied: bool,
-        mid_message: bool,
-        last_len: usize,
-    ) -> bool {
-        self.limit.is_some()
-            && ((oneways_only && last_len >= STREAM_POLL_MIN)
-                || (self.after_replies && replied)
-                || mid_message)
+    /// wrote no reply (`oneways_only`), served requests of any kind
+    /// (`served`), and left a message incomplete (`mid_message`).
+    fn next_wait_polls(&self, oneways_only: bool, served: bool, mid_message: bool) -> bool {
+        self.limit.is_some() && (oneways_only || (self.after_replies && served) || mid_message)
     }
 }
-
-/// The smallest oneway after which a polling connection polls for the
-/// next (see [`Polling::next_wait_polls`]).
-pub const STREAM_POLL_MIN: usize = 4 * 1024;
 
 /// What a connection's thread needs besides its socket.
 pub struct ThreadsConfig {
@@ -427,13 +401,10 @@ impl<H: Handler> ConnThread<H> {
                 spawn_async(rt, call, wake.get_or_insert_with(Wake::new));
             });
             let served = self.conn.summary();
-            let (new_requests, new_oneways) =
-                (served.requests - requests, served.oneways - oneways);
             self.streaming = self.polling.next_wait_polls(
-                self.conn.output().is_empty() && new_oneways > 0,
-                new_requests > new_oneways,
+                self.conn.output().is_empty() && served.oneways > oneways,
+                served.requests > requests,
                 self.conn.mid_message(),
-                self.conn.last_len(),
             );
             if !self.conn.output().is_empty() {
                 let t = phases.map(|_| Instant::now());
@@ -602,32 +573,30 @@ mod tests {
     #[test]
     fn polling_says_when_the_next_wait_polls() {
         let ms = Some(Duration::from_millis(1));
-        let (small, large) = (1092, STREAM_POLL_MIN);
-        // (oneways only, replied, mid-message, last message's size)
+        // (oneways only, served, mid-message)
         let cases = [
-            (true, false, false, large),
-            (true, false, false, small),
-            (false, true, false, small),
-            (false, false, true, small),
-            (false, false, false, large),
+            (true, true, false),
+            (false, true, false),
+            (false, false, true),
+            (false, false, false),
         ];
         let streams: Vec<bool> = cases
             .iter()
-            .map(|&(o, r, m, n)| Polling::streams(ms).next_wait_polls(o, r, m, n))
+            .map(|&(o, s, m)| Polling::streams(ms).next_wait_polls(o, s, m))
             .collect();
-        assert_eq!(streams, [true, false, false, true, false]);
+        assert_eq!(streams, [true, false, true, false]);
         let each: Vec<bool> = cases
             .iter()
-            .map(|&(o, r, m, n)| Polling::after_each_message(ms).next_wait_polls(o, r, m, n))
+            .map(|&(o, s, m)| Polling::after_each_message(ms).next_wait_polls(o, s, m))
             .collect();
-        assert_eq!(each, [true, false, true, true, false]);
+        assert_eq!(each, [true, true, true, false]);
         // No limit, or a zero one: never.
         for p in [
             Polling::default(),
             Polling::streams(Some(Duration::ZERO)),
             Polling::after_each_message(None),
         ] {
-            assert!(!p.next_wait_polls(true, true, true, large), "{p:?}");
+            assert!(!p.next_wait_polls(true, true, true), "{p:?}");
         }
     }
 }

@@ -45,14 +45,12 @@ pub struct ServeOpts {
     /// (threads, as omniORB's server does).
     #[arg(long, value_enum, default_value_t = ServerModelArg::Reactor)]
     pub server_model: ServerModelArg,
-    /// With `--server-model threads`: after a message (a oneway of 4 KiB
-    /// or more, a request once its reply is sent, a fragment of one not
-    /// yet whole), poll for the next bytes this long before recv blocks,
-    /// so that the client's next segment finds the server awake (no
-    /// wake-up for either side to pay). Smaller oneways do not poll: a
-    /// server that takes each as it lands has the sender's kernel send one
-    /// segment per message. For a server with a CPU of its own: it keeps
-    /// that CPU busy while traffic lasts. 0 = always block.
+    /// With `--server-model threads`: after a message (a oneway, a
+    /// request once its reply is sent, a fragment of one not yet whole),
+    /// poll for the next bytes this long before recv blocks, so that the
+    /// client's next segment finds the server awake (no wake-up for either
+    /// side to pay). For a server with a CPU of its own: it keeps that CPU
+    /// busy while traffic lasts. 0 = always block.
     #[arg(long, value_parser = parse_duration, default_value = "0", value_name = "DURATION")]
     pub spin_limit: Duration,
     /// Largest GIOP message accepted (declared size of one message; a
