@@ -122,10 +122,7 @@ fn fold(mut cases: Vec<Case>) -> Case {
         }
     }
     // Segments add up over the runs, as the calls did.
-    crate::bench::throughput::set_data_segments(
-        &mut out,
-        crate::bench::throughput::total_data_segments(&cases),
-    );
+    set_data_segments(&mut out, total_data_segments(&cases));
     let mut iv = BTreeMap::new();
     let mut put = |k: &str, xs: Vec<f64>| {
         if xs.len() == cases.len() {
@@ -180,6 +177,29 @@ fn fold(mut cases: Vec<Case>) -> Case {
     out.moved = moved;
     out.runs = runs;
     out
+}
+
+/// Record in `c.extra` the TCP segments with data its connection sent
+/// while its calls went (`data_segments`) and the calls per segment
+/// (`calls_per_segment`: above 1, the kernel joined calls into one
+/// segment); both removed when unknown (`None`).
+pub(crate) fn set_data_segments(c: &mut Case, segs: Option<u64>) {
+    c.extra.remove("data_segments");
+    c.extra.remove("calls_per_segment");
+    if let Some(n) = segs {
+        crate::context::param(&mut c.extra, "data_segments", n);
+        if n > 0 {
+            crate::context::param(&mut c.extra, "calls_per_segment", c.calls as f64 / n as f64);
+        }
+    }
+}
+
+/// The sum of the cases' `data_segments`, if every case has one.
+pub(crate) fn total_data_segments(cases: &[Case]) -> Option<u64> {
+    cases
+        .iter()
+        .map(|c| c.extra.get("data_segments").and_then(|v| v.as_u64()))
+        .sum()
 }
 
 fn cpu_sum(cases: &[Case], bytes: u64) -> Option<CpuFigures> {

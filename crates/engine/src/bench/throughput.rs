@@ -22,6 +22,7 @@ use crate::hist::Latency;
 use crate::options::{PlacementOpts, Sizes, Sockets};
 use crate::progress::Progress;
 use crate::results::{Case, CaseParams, CpuFigures, Overhead, Results};
+use crate::runs::{set_data_segments, total_data_segments};
 use crate::sysinfo::CpuTime;
 use crate::target::TargetOpts;
 use crate::units::format_size;
@@ -453,29 +454,6 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     r.cases.extend(measured.into_iter().map(|(_, c)| c));
     r.cases.extend(raw_cases);
     res
-}
-
-/// Record in `c.extra` the TCP segments with data its connection sent
-/// while its calls went (`data_segments`) and the calls per segment
-/// (`calls_per_segment`: above 1, the kernel joined calls into one
-/// segment); both removed when unknown (`None`).
-pub(crate) fn set_data_segments(c: &mut Case, segs: Option<u64>) {
-    c.extra.remove("data_segments");
-    c.extra.remove("calls_per_segment");
-    if let Some(n) = segs {
-        param(&mut c.extra, "data_segments", n);
-        if n > 0 {
-            param(&mut c.extra, "calls_per_segment", c.calls as f64 / n as f64);
-        }
-    }
-}
-
-/// The sum of the cases' `data_segments`, if every case has one.
-pub(crate) fn total_data_segments(cases: &[Case]) -> Option<u64> {
-    cases
-        .iter()
-        .map(|c| c.extra.get("data_segments").and_then(|v| v.as_u64()))
-        .sum()
 }
 
 /// The slices of one point as one case, as if measured in one go: counts,

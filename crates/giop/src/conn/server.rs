@@ -467,12 +467,6 @@ impl ServerConn {
         &mut self.input
     }
 
-    /// Wire bytes of the last message taken from the input (its fragments
-    /// together); 0 before the first.
-    pub fn last_len(&self) -> usize {
-        self.last_len
-    }
-
     /// The most the next read should take: what the message at the head
     /// of the input still lacks, or two messages the size of the last one
     /// (at least [`READ_MIN`]); no limit before the first message.

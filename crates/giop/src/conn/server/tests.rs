@@ -546,13 +546,13 @@ fn reads_take_what_the_head_lacks_or_two_messages_the_size_of_the_last() {
     let small = request(Version::V1_2, 1, "ping", ResponseMode::Oneway, 0);
     receive(&mut s, &small);
     turn(&mut s);
-    assert_eq!(s.last_len(), small.len());
+    assert_eq!(s.last_len, small.len());
     assert_eq!(s.read_limit(), READ_MIN);
     let op = "x".repeat(3000);
     let big = request(Version::V1_2, 2, &op, ResponseMode::Oneway, 0);
     receive(&mut s, &big);
     turn(&mut s);
-    assert_eq!(s.last_len(), big.len());
+    assert_eq!(s.last_len, big.len());
     assert_eq!(s.read_limit(), 2 * big.len());
     // The head of a 40 000-byte message: the rest of it, whatever the last.
     let head = Header::new(Version::V1_2, ByteOrder::Little, MsgType::Request, 40_000);
