@@ -1,0 +1,111 @@
+//! What our server does per request, without I/O: a GIOP 1.2 request
+//! taken from the connection's input, dispatched to the reference
+//! `BenchHandler`, and its reply encoded to the output
+//! (`ServerConn::process`), for `ping` (no arguments: the protocol's own
+//! cost) and `echo_long` of 1 KiB. Beside them, the request's bytes
+//! copied into the input and the reply's out: the least any server does.
+//!
+//! Run: `cargo bench -p iiop-benches --bench dispatch`. Compare a change
+//! against the previous commit with criterion's `--save-baseline` and
+//! `--baseline`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use criterion::{criterion_group, criterion_main, Criterion};
+use iiop_cdr::{ByteOrder, Options};
+use iiop_giop::codec::Decoder;
+use iiop_giop::conn::server::{ServerConfig, ServerConn};
+use iiop_giop::message::{
+    begin_request, Message, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+};
+use iiop_giop::Version;
+use iiop_servers::reference::{BenchHandler, Skeleton};
+
+/// The bytes of one twoway request to the `Bench` object.
+fn request(op: &str, longs: u32) -> Vec<u8> {
+    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
+    let mut buf = BytesMut::with_capacity(8192);
+    let head = RequestHead {
+        request_id: 7,
+        response: ResponseMode::Twoway,
+        target: &target,
+        operation: op,
+        contexts: &[],
+    };
+    let p = begin_request(
+        &mut buf,
+        Version::V1_2,
+        ByteOrder::NATIVE,
+        Options::default(),
+        &head,
+    )
+    .expect("a request header");
+    if longs > 0 {
+        let mut w = p.writer(&mut buf);
+        w.write_u32(longs);
+        for i in 0..longs {
+            w.write_u32(i);
+        }
+    }
+    p.finish(&mut buf).expect("a request");
+    buf.to_vec()
+}
+
+fn dispatch(c: &mut Criterion) {
+    let handler = BenchHandler::new(Skeleton::Typed);
+    let mut g = c.benchmark_group("dispatch");
+    for (name, op, longs) in [("ping", "ping", 0), ("echo_long_1KiB", "echo_long", 256)] {
+        let req = request(op, longs);
+        let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                conn.read_buf().extend_from_slice(black_box(&req));
+                conn.received(req.len());
+                conn.process(&handler, &mut |_| unreachable!("no asynchronous operation"));
+                black_box(conn.output());
+                conn.sent();
+            })
+        });
+        // The floor: the same bytes in and a reply's worth out, copied.
+        let mut input = BytesMut::with_capacity(64 * 1024);
+        let mut output = BytesMut::with_capacity(64 * 1024);
+        let reply_len = conn_reply_len(&handler, &req);
+        g.bench_function(format!("{name}_copy_only"), |b| {
+            b.iter(|| {
+                input.extend_from_slice(black_box(&req));
+                output.extend_from_slice(&input[..reply_len.min(input.len())]);
+                black_box(&output);
+                input.clear();
+                output.clear();
+            })
+        });
+    }
+    g.finish();
+}
+
+/// How long `req`'s reply is (one pass through a fresh connection),
+/// having checked that it is a normal reply to it: what is timed above is
+/// a successful call, not an exception.
+fn conn_reply_len(handler: &BenchHandler, req: &[u8]) -> usize {
+    let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
+    conn.read_buf().extend_from_slice(req);
+    conn.received(req.len());
+    conn.process(handler, &mut |_| unreachable!("no asynchronous operation"));
+    let mut out = BytesMut::from(conn.output());
+    let n = out.len();
+    let f = Decoder::default()
+        .decode(&mut out)
+        .expect("a well-formed reply")
+        .expect("a whole reply");
+    match Message::decode(&f.header, f.payload, Options::default()).expect("a reply") {
+        Message::Reply(r) => assert_eq!(r.header.status, ReplyStatus::NoException),
+        other => panic!("not a reply: {other:?}"),
+    }
+    assert!(out.is_empty(), "one reply, nothing else");
+    n
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);
