@@ -18,15 +18,17 @@ use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::codec::Decoder;
 use iiop_giop::conn::server::{ServerConfig, ServerConn};
 use iiop_giop::message::{
-    begin_request, Message, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+    encode_request, Message, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
 };
 use iiop_giop::Version;
+use iiop_servers::bench::types::Payload;
+use iiop_servers::bench::{CallMode, Elem};
 use iiop_servers::reference::{BenchHandler, Skeleton};
 
-/// The bytes of one twoway request to the `Bench` object.
-fn request(op: &str, longs: u32) -> Vec<u8> {
+/// The bytes of one twoway request to the `Bench` object: `op` with
+/// `payload` (if any) as its argument, as our client encodes it.
+fn request(op: &str, payload: Option<&Payload>) -> Vec<u8> {
     let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-    let mut buf = BytesMut::with_capacity(8192);
     let head = RequestHead {
         request_id: 7,
         response: ResponseMode::Twoway,
@@ -34,30 +36,29 @@ fn request(op: &str, longs: u32) -> Vec<u8> {
         operation: op,
         contexts: &[],
     };
-    let p = begin_request(
+    let mut buf = BytesMut::with_capacity(8192);
+    encode_request(
         &mut buf,
         Version::V1_2,
         ByteOrder::NATIVE,
         Options::default(),
         &head,
+        |w| payload.map_or(Ok(()), |p| p.encode(w)),
     )
-    .expect("a request header");
-    if longs > 0 {
-        let mut w = p.writer(&mut buf);
-        w.write_u32(longs);
-        for i in 0..longs {
-            w.write_u32(i);
-        }
-    }
-    p.finish(&mut buf).expect("a request");
+    .expect("a request");
     buf.to_vec()
 }
 
 fn dispatch(c: &mut Criterion) {
     let handler = BenchHandler::new(Skeleton::Typed);
     let mut g = c.benchmark_group("dispatch");
-    for (name, op, longs) in [("ping", "ping", 0), ("echo_long_1KiB", "echo_long", 256)] {
-        let req = request(op, longs);
+    let longs = Payload::for_size(Elem::Long, 1024);
+    let echo_long = Elem::Long.op_name(CallMode::Echo);
+    for (name, op, payload) in [
+        ("ping", "ping", None),
+        ("echo_long_1KiB", echo_long, Some(&longs)),
+    ] {
+        let req = request(op, payload);
         let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
         g.bench_function(name, |b| {
             b.iter(|| {

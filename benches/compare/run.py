@@ -205,12 +205,17 @@ def rotated(rep, items):
     return items[k:] + items[:k]
 
 
-def paired(xs, ys):
-    """Median of the per-round ratios x/y, and their range."""
-    rs = sorted(x / y for x, y in zip(xs, ys) if y)
+def summary(ratios):
+    """The median of some ratios and their range, None for none."""
+    rs = sorted(ratios)
     if not rs:
         return None
     return {"median": med(rs), "min": rs[0], "max": rs[-1]}
+
+
+def paired(xs, ys):
+    """Median of the per-round ratios x/y, and their range."""
+    return summary(x / y for x, y in zip(xs, ys) if y)
 
 
 def spread(xs):
@@ -509,6 +514,8 @@ def main():
                         if best is None or p["median"] > best["median"]:
                             best = {"median": p["median"], "key": k, "type": row["type"]}
             xs, ip, orb, ratios = [], [], [], []
+            if best:
+                c, s = best["key"].split(">")
 
             def raw_stream():
                 r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "stream", "--size", str(size), "--total", str(a.total), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
@@ -525,7 +532,6 @@ def main():
                 # round apart did not, and an ORB "beat" raw TCP by 1.26x.
                 before = raw_stream()
                 for _ in range(2 if best else 0):
-                    c, s = best["key"].split(">")
                     o = cl.throughput(c, running[s].ior_file, "oneway", best["type"], size)[0]
                     orb.append(o)
                     after = raw_stream()
@@ -536,10 +542,8 @@ def main():
                     ip.append(v)
             fastest = None
             if best:
-                c, s = best["key"].split(">")
-                rs = sorted(ratios)
                 fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{NAMES[c]} → {NAMES[s]}", "type": best["type"],
-                           "ratio": {"median": med(rs), "min": rs[0], "max": rs[-1]}, "ratios": ratios, "tables_mbps": best["median"]}
+                           "ratio": summary(ratios), "ratios": ratios, "tables_mbps": best["median"]}
             res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": fastest})
             print(f"raw tcp {size:>7}: bench tcp {med(xs):.0f}" + (f", iperf3 {med(ip):.0f}" if ip else ", iperf3 not installed") + (f", fastest ORB pair {fastest['mbps']:.0f} ({fastest['pair']}, {fastest['type']}): {ratio_text(fastest['ratio'])} of bench tcp" if fastest else ""), flush=True)
     finally:

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::context::param;
 use crate::hist::Latency;
 use crate::noise::Noise;
 use crate::results::{Baseline, Case, CpuFigures, Interval, Results, RunFigures};
@@ -187,9 +188,9 @@ pub(crate) fn set_data_segments(c: &mut Case, segs: Option<u64>) {
     c.extra.remove("data_segments");
     c.extra.remove("calls_per_segment");
     if let Some(n) = segs {
-        crate::context::param(&mut c.extra, "data_segments", n);
+        param(&mut c.extra, "data_segments", n);
         if n > 0 {
-            crate::context::param(&mut c.extra, "calls_per_segment", c.calls as f64 / n as f64);
+            param(&mut c.extra, "calls_per_segment", c.calls as f64 / n as f64);
         }
     }
 }
