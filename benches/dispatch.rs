@@ -2,7 +2,8 @@
 //! taken from the connection's input, dispatched to the reference
 //! `BenchHandler`, and its reply encoded to the output
 //! (`ServerConn::process`), for `ping` (no arguments: the protocol's own
-//! cost) and `echo_long` of 1 KiB. Beside them, the request's bytes
+//! cost), `echo_long` of 1 KiB, and `send_oneway_long` of 1 KiB (no
+//! reply). Beside them, the request's bytes
 //! copied into the input and the reply's out: the least any server does.
 //!
 //! Run: `cargo bench -p iiop-benches --bench dispatch`. Compare a change
@@ -25,13 +26,13 @@ use iiop_servers::bench::types::Payload;
 use iiop_servers::bench::{CallMode, Elem};
 use iiop_servers::reference::{BenchHandler, Skeleton};
 
-/// The bytes of one twoway request to the `Bench` object: `op` with
-/// `payload` (if any) as its argument, as our client encodes it.
-fn request(op: &str, payload: Option<&Payload>) -> Vec<u8> {
+/// The bytes of one request to the `Bench` object: `op` with `payload`
+/// (if any) as its argument, as our client encodes it.
+fn request(op: &str, response: ResponseMode, payload: Option<&Payload>) -> Vec<u8> {
     let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
     let head = RequestHead {
         request_id: 7,
-        response: ResponseMode::Twoway,
+        response,
         target: &target,
         operation: op,
         contexts: &[],
@@ -54,11 +55,23 @@ fn dispatch(c: &mut Criterion) {
     let mut g = c.benchmark_group("dispatch");
     let longs = Payload::for_size(Elem::Long, 1024);
     let echo_long = Elem::Long.op_name(CallMode::Echo);
-    for (name, op, payload) in [
-        ("ping", "ping", None),
-        ("echo_long_1KiB", echo_long, Some(&longs)),
+    let oneway_long = Elem::Long.op_name(CallMode::Oneway);
+    for (name, op, response, payload) in [
+        ("ping", "ping", ResponseMode::Twoway, None),
+        (
+            "echo_long_1KiB",
+            echo_long,
+            ResponseMode::Twoway,
+            Some(&longs),
+        ),
+        (
+            "oneway_long_1KiB",
+            oneway_long,
+            ResponseMode::Oneway,
+            Some(&longs),
+        ),
     ] {
-        let req = request(op, payload);
+        let req = request(op, response, payload);
         let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
         g.bench_function(name, |b| {
             b.iter(|| {
@@ -72,7 +85,7 @@ fn dispatch(c: &mut Criterion) {
         // The floor: the same bytes in and a reply's worth out, copied.
         let mut input = BytesMut::with_capacity(64 * 1024);
         let mut output = BytesMut::with_capacity(64 * 1024);
-        let reply_len = conn_reply_len(&handler, &req);
+        let reply_len = conn_reply_len(&req, response);
         g.bench_function(format!("{name}_copy_only"), |b| {
             b.iter(|| {
                 input.extend_from_slice(black_box(&req));
@@ -87,13 +100,24 @@ fn dispatch(c: &mut Criterion) {
 }
 
 /// How long `req`'s reply is (one pass through a fresh connection),
-/// having checked that it is a normal reply to it: what is timed above is
-/// a successful call, not an exception.
-fn conn_reply_len(handler: &BenchHandler, req: &[u8]) -> usize {
+/// having checked that it is a normal reply to it (none to a oneway, which
+/// the handler counted): what is timed above is a successful call, not an
+/// exception.
+fn conn_reply_len(req: &[u8], response: ResponseMode) -> usize {
+    let handler = &BenchHandler::new(Skeleton::Typed);
     let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
     conn.read_buf().extend_from_slice(req);
     conn.received(req.len());
     conn.process(handler, &mut |_| unreachable!("no asynchronous operation"));
+    if response == ResponseMode::Oneway {
+        assert!(conn.output().is_empty(), "no reply to a oneway");
+        let seen = handler.counters().snapshot();
+        assert!(
+            seen.oneways == 1 && seen.bytes > 0,
+            "the handler took the oneway and its payload"
+        );
+        return 0;
+    }
     let mut out = BytesMut::from(conn.output());
     let n = out.len();
     let f = Decoder::default()

@@ -175,6 +175,18 @@ impl Decoder {
         self.decode_with(buf, false)
     }
 
+    /// One whole message whose header the caller parsed and checked
+    /// against the size limit (`message` is exactly its
+    /// [`total_len`](Header::total_len) bytes): [`decode_separately`](Self::decode_separately)
+    /// without parsing the header again. `None`: a fragment went into
+    /// reassembly.
+    pub fn decode_whole(&mut self, h: Header, message: BytesMut) -> Result<Option<Frame>> {
+        debug_assert_eq!(message.len(), h.total_len());
+        let frame = message.freeze();
+        let payload = frame.slice(HEADER_LEN..);
+        self.accept(h, payload)
+    }
+
     fn decode_with(&mut self, buf: &mut BytesMut, join: bool) -> Result<Option<Frame>> {
         loop {
             if buf.len() < HEADER_LEN {

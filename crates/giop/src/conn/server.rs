@@ -805,37 +805,45 @@ impl ServerConn {
         if let Some(ph) = &self.cfg.phases {
             ph.requests.fetch_add(1, Ordering::Relaxed);
         }
+        // A oneway's handler writes into the output too (nothing, or
+        // what is dropped after it): no reply header is begun for it.
         let t = self.clock();
-        let p = match begin_reply(
-            &mut self.out,
-            version,
-            order,
-            opts,
-            h.request_id,
-            ReplyStatus::NoException,
-            &[],
-        ) {
-            Ok(p) => p,
-            Err(_) => return,
+        let p = if expects {
+            match begin_reply(
+                &mut self.out,
+                version,
+                order,
+                opts,
+                h.request_id,
+                ReplyStatus::NoException,
+                &[],
+            ) {
+                Ok(p) => Some(p),
+                Err(_) => return,
+            }
+        } else {
+            None
         };
         self.time(|p| &p.marshal_ns, t);
         let t = self.clock();
         let dispatch = {
             let mut reader = req.body.reader(opts);
-            let mut w = p.writer(&mut self.out);
+            let mut w = match &p {
+                Some(p) => p.writer(&mut self.out),
+                None => Writer::with_origin(&mut self.out, order, start).options(opts),
+            };
             handler.handle(&ctx, &mut reader, &mut w)
         };
         self.time(|p| &p.upcall_ns, t);
         match dispatch {
-            Dispatch::Done(outcome) => {
-                if expects {
+            Dispatch::Done(outcome) => match p {
+                Some(p) => {
                     let t = self.clock();
                     finish(&self.cfg, &mut self.out, p, version, outcome);
                     self.time(|p| &p.marshal_ns, t);
-                } else {
-                    self.out.truncate(start);
                 }
-            }
+                None => self.out.truncate(start),
+            },
             Dispatch::Async(future) => {
                 self.out.truncate(start);
                 self.in_flight += 1;
@@ -981,8 +989,8 @@ fn next_frame(
         if let Some(f) = decoder.join_in_buffer(&h, inbuf) {
             return Ok(f);
         }
-        let mut one = inbuf.split_to(h.total_len());
-        if let Some(f) = decoder.decode_separately(&mut one)? {
+        let one = inbuf.split_to(h.total_len());
+        if let Some(f) = decoder.decode_whole(h, one)? {
             return Ok(Some(f));
         }
         // A fragment was absorbed into a partial message: go on.

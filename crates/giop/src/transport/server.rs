@@ -259,6 +259,9 @@ impl<H: Handler> ConnTask<H> {
             let can_read = self.conn.can_read();
             let limit = self.conn.read_limit();
             let closing = self.conn.is_closing();
+            // Replies come back on the channel only for calls in flight:
+            // without any, polling it would register a waker per message.
+            let awaiting = self.conn.in_flight() > 0;
             let mut on_read =
                 phases.map(|p| move |t0| ServerPhases::add(&p.read_ns, t0, Instant::now()));
             let on_read = on_read
@@ -270,7 +273,7 @@ impl<H: Handler> ConnTask<H> {
                 // random number per message).
                 biased;
                 _ = &mut stopping, if !closing => conn.shutdown(),
-                Some((ticket, reply)) = self.done_rx.recv() => {
+                Some((ticket, reply)) = self.done_rx.recv(), if awaiting => {
                     conn.finish_async(ticket, reply);
                     while let Ok((ticket, reply)) = self.done_rx.try_recv() {
                         conn.finish_async(ticket, reply);
