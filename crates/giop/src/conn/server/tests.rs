@@ -151,6 +151,33 @@ fn requests_are_answered_in_order_oneways_are_not_and_counted() {
 }
 
 #[test]
+fn a_oneway_that_fails_leaves_nothing_in_the_output() {
+    // No reply header is begun for a oneway: an exception raised by its
+    // handler must not reach the wire, and the twoway after it is
+    // answered whole.
+    let mut s = server(ServerConfig::default());
+    let mut input = request(Version::V1_2, 1, "no_such_op", ResponseMode::Oneway, 0);
+    input.extend_from_slice(&request(
+        Version::V1_1,
+        2,
+        "no_such_op",
+        ResponseMode::Oneway,
+        0,
+    ));
+    receive(&mut s, &input);
+    assert!(turn(&mut s).is_empty());
+    assert!(s.output().is_empty(), "{:?}", s.output());
+    receive(
+        &mut s,
+        &request(Version::V1_2, 3, "echo_long", ResponseMode::Twoway, 33),
+    );
+    turn(&mut s);
+    let replies: Vec<(u32, u32)> = written(&mut s).iter().map(echoed).collect();
+    assert_eq!(replies, [(3, 33)]);
+    assert_eq!((s.summary().requests, s.summary().oneways), (3, 2));
+}
+
+#[test]
 fn a_fragmented_request_is_reassembled_byte_by_byte() {
     let mut s = server(ServerConfig::default());
     let whole = request(Version::V1_2, 7, "echo_long", ResponseMode::Twoway, 77);
