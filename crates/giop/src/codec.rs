@@ -217,9 +217,7 @@ impl Decoder {
                     return Ok(f);
                 }
             }
-            let frame = buf.split_to(total).freeze();
-            let payload = frame.slice(HEADER_LEN..);
-            if let Some(f) = self.accept(h, payload)? {
+            if let Some(f) = self.decode_whole(h, buf.split_to(total))? {
                 return Ok(Some(f));
             }
         }

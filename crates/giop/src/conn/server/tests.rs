@@ -156,14 +156,11 @@ fn a_oneway_that_fails_leaves_nothing_in_the_output() {
     // handler must not reach the wire, and the twoway after it is
     // answered whole.
     let mut s = server(ServerConfig::default());
-    let mut input = request(Version::V1_2, 1, "no_such_op", ResponseMode::Oneway, 0);
-    input.extend_from_slice(&request(
-        Version::V1_1,
-        2,
-        "no_such_op",
-        ResponseMode::Oneway,
-        0,
-    ));
+    let input = [Version::V1_2, Version::V1_1]
+        .into_iter()
+        .zip(1..)
+        .flat_map(|(v, id)| request(v, id, "no_such_op", ResponseMode::Oneway, 0))
+        .collect::<Vec<u8>>();
     receive(&mut s, &input);
     assert!(turn(&mut s).is_empty());
     assert!(s.output().is_empty(), "{:?}", s.output());
