@@ -31,7 +31,12 @@ Tables:
      same write sizes, beside the fastest ORB pair at that size;
   5. latency: ping and echo 64 KiB p50, ours -> ours against the raw-TCP
      round trip that waits the same way, and ours vs the omniORB client on
-     the omniORB server.
+     the omniORB server;
+  6. buffered oneways: our client with `--oneway-buffer` (CORBA's
+     SYNC_NONE with a byte limit, as TAO offers it; omniORB's client has
+     no such mode) on each server, against the omniORB client's per-call
+     oneways on that server and against omniORB -> omniORB. Its pairs run
+     in the same rounds as the others but stay out of sections 1-4.
 
     benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
                            [--doc docs/performance.md] [--json target/compare.json]
@@ -44,6 +49,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IIOPBENCH = os.path.join(ROOT, "target", "release", "iiopbench")
 ORBS = os.path.join(ROOT, "scripts", "orbs")
 NAMES = {"ours": "iiopbench", "omniorb": "omniORB", "jacorb": "JacORB", "tao": "TAO"}
+# Our client with --oneway-buffer: a client of its own in the pairs
+# (oneway points only).
+BUFFERED = "ours-buffered"
 med = statistics.median
 
 
@@ -160,10 +168,10 @@ class Clients:
         self.waited.add(r["params"].get("wait_strategy", "?"))
         return r
 
-    def ours_throughput(self, ior, mode, ty, size):
+    def ours_throughput(self, ior, mode, ty, size, extra=()):
         # --server-cpus says where the external server runs, so the
         # results record the placement (and auto's wait strategy follows it).
-        r = self.ours(["throughput", "--target", ior, "--server-cpus", self.a.server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(self.a.total), "--min-duration", f"{self.a.min_duration}s"])
+        r = self.ours(["throughput", "--target", ior, "--server-cpus", self.a.server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(self.a.total), "--min-duration", f"{self.a.min_duration}s"] + list(extra))
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
@@ -175,7 +183,12 @@ class Clients:
         data segment or None): nothing else sends on this machine while a
         run lasts, so the machine's count of data segments is the run's
         (replies would count too: twoways get None)."""
-        f = self.omniorb_throughput if client == "omniorb" else self.ours_throughput
+        if client == "omniorb":
+            f = self.omniorb_throughput
+        elif client == BUFFERED:
+            f = lambda *p: self.ours_throughput(*p, extra=["--oneway-buffer", self.a.oneway_buffer])
+        else:
+            f = self.ours_throughput
         before = data_segments()
         mbps, cpu, calls = f(ior, mode, ty, size)
         per = per_segment(calls, before, data_segments()) if mode == "oneway" else None
@@ -418,6 +431,26 @@ def write_doc(res, a, doc):
     if lat.get("omniorb_server"):
         v = lat["omniorb_server"]
         L.append(f"\nPing p50 on the omniORB server: our client {med(v['ours']):.1f} µs, the omniORB client {med(v['omniorb']):.1f} µs: {ratio_text(paired(v['ours'], v['omniorb']))} (lower is better for us).\n")
+
+    # 6. buffered oneways
+    brows = [r for r in rows if r.get("buffered_ratio")]
+    if brows:
+        L.append("## 6. Buffered oneways: what each server takes when the client does not write per call\n")
+        L.append(f"Our client with `bench throughput --oneway-buffer {res['oneway_buffer']}`: CORBA Messaging's SYNC_NONE with a byte limit (TAO's BUFFER_MESSAGE_BYTES constraint): each oneway is queued, and the queue goes to the kernel in one write once it holds {res['oneway_buffer']}; the get_stats() that ends each slice lets the rest out. The omniORB client has no such mode, and sections 1–4 compare clients that write each oneway when it is made (SYNC_WITH_TRANSPORT, every ORB's default). Its runs are in the same rounds as theirs. Ratios: each server under our buffering client / under the omniORB client; the last column: our buffering client → our server / omniORB → omniORB.\n")
+        L.append("| case | " + " | ".join(f"{NAMES[s]} server | ratio" for s in servers) + (" | ours buffered → ours / omniORB → omniORB |" if "omniorb" in servers and "ours" in servers else ""))
+        L.append("|---|" + "---|---|" * len(servers) + ("---|" if "omniorb" in servers and "ours" in servers else ""))
+        for r in brows:
+            cells = []
+            for s in servers:
+                p = r["pairs"].get(f"{BUFFERED}>{s}")
+                cells.append("- | -" if not p else f"{p['median']:.0f}{cpu_text(r, BUFFERED, s)} | {ratio_text(r['buffered_ratio'].get(s))}")
+            line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
+            if "omniorb" in servers and "ours" in servers:
+                line += f" {ratio_text((r.get('buffered_vs_omniorb') or {}).get('ours'))} |"
+            L.append(line)
+        L.append("")
+        svg_bars("Each server under our buffering client / under the omniORB client", [f"{r['type']} {r['size'] // 1024}KiB" for r in brows], {NAMES[s] + " server": [(r["buffered_ratio"].get(s) or {}).get("median") for r in brows] for s in servers}, os.path.join(figdir, "buffered-oneways.svg"))
+        L.append("![buffered oneways](perf/buffered-oneways.svg)\n")
     with open(doc, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -435,6 +468,7 @@ def main():
     ap.add_argument("--server-cpus", default="1")
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
+    ap.add_argument("--oneway-buffer", default="64KiB", help="our buffering client's --oneway-buffer in section 6 (0: leave section 6 out)")
     ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
                     help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
     ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
@@ -462,14 +496,15 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/5", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers,
-           "our_server": {"kind": our_kind, "serve_args": our_args}, "throughput": [], "tcp": [], "latency": {}}
+    res = {"schema": "iiopbench-compare/6", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "servers": servers,
+           "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:
         for s in servers:
             running[s] = Server(s, a.server_cpus, our_args)
-        pairs = [(c, s) for s in servers for c in clients]
         for mode in modes:
+            buffered = mode == "oneway" and a.oneway_buffer not in ("", "0")
+            pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else [])]
             for ty in types:
                 for size in sizes:
                     samples = {f"{c}>{s}": [] for c, s in pairs}
@@ -486,6 +521,13 @@ def main():
                            "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
                            "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in clients},
                            "both_ratio": paired(samples["ours>ours"], samples["omniorb>omniorb"]) if "omniorb" in servers and "ours" in servers else None}
+                    if buffered:
+                        # Each server under our buffering client / under
+                        # the omniORB client (per call), and against
+                        # omniORB -> omniORB.
+                        row["buffered_ratio"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples[f"omniorb>{s}"]) for s in servers}
+                        if "omniorb" in servers:
+                            row["buffered_vs_omniorb"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
                     res["throughput"].append(row)
                     cr = "  ".join(f"{NAMES[s]}: {ratio_text(row['client_ratio'][s])}" for s in servers)
                     print(f"{mode:7} {ty:10} {size:>7}  ours/omniORB client  {cr}", flush=True)
@@ -511,6 +553,8 @@ def main():
             for row in res["throughput"]:
                 if row["mode"] == "oneway" and row["size"] == size:
                     for k, p in row["pairs"].items():
+                        if k.startswith(BUFFERED + ">"):
+                            continue  # section 6: not one write per call
                         if best is None or p["median"] > best["median"]:
                             best = {"median": p["median"], "key": k, "type": row["type"]}
             xs, ip, orb, ratios = [], [], [], []

@@ -110,6 +110,12 @@ pub fn human(r: &Results) -> String {
             }
         ));
     }
+    if let Some(n) = r.params.get("oneway_buffer").and_then(|v| v.as_u64()) {
+        out.push_str(&format!(
+            "  oneways: buffered (SYNC_NONE), written {} at a time; Mbit/s not comparable with unbuffered runs\n",
+            format_size(n)
+        ));
+    }
     match r
         .params
         .get("baseline_server_wait")

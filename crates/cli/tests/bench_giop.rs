@@ -39,6 +39,85 @@ fn cases(v: &Value) -> &Vec<Value> {
     v["cases"].as_array().unwrap()
 }
 
+/// One run of `bench throughput`, long and perfstruct at 1 KiB, `total`
+/// per point, no minimum duration; unpinned, as the kernel places it
+/// (the tests look at the wait strategy that follows).
+fn throughput_1kib<'a>(total: &'a str, modes: &'a str) -> Vec<&'a str> {
+    vec![
+        "bench",
+        "throughput",
+        "--runs",
+        "1",
+        "--pin",
+        "none",
+        "--type",
+        "long,perfstruct",
+        "--size",
+        "1KiB",
+        "--total",
+        total,
+        "--min-duration",
+        "0s",
+        "--mode",
+        modes,
+    ]
+}
+
+/// `--oneway-buffer`: oneways leave many to a write (TCP_INFO counts the
+/// segments), twoways as before, and the receiver still counts every
+/// call and byte (each slice's get_stats() lets the rest out).
+#[test]
+fn a_oneway_buffer_sends_many_oneways_per_segment_and_loses_none() {
+    for path in [
+        &[][..],
+        &["--reuse-request"][..],
+        &["--wait-strategy", "reactor"][..],
+    ] {
+        let mut args = throughput_1kib("256KiB", "oneway,twoway");
+        args.extend(["--slices", "4", "--oneway-buffer", "16KiB"]);
+        args.extend_from_slice(path);
+        let (code, v) = run_json("tp-buffered.json", &args);
+        assert_eq!(code, 0, "{path:?}");
+        assert_eq!(v["params"]["oneway_buffer"], 16384, "{path:?}");
+        let cs = cases(&v);
+        assert_eq!(cs.len(), 4, "{path:?}");
+        for c in cs {
+            let (ty, mode) = (
+                c["params"]["type"].as_str().unwrap(),
+                c["params"]["mode"].as_str().unwrap(),
+            );
+            // Its own case: merge and compare keep it apart from
+            // unbuffered oneways.
+            let own = c["params"].get("oneway_buffer");
+            assert_eq!(own, (mode == "oneway").then_some(&Value::from(16384)));
+            let per_call = if ty == "long" { 1024 } else { 1008 };
+            let calls = (256u64 << 10).div_ceil(per_call);
+            assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
+            assert_eq!(
+                c["extra"]["server_bytes"],
+                calls * per_call,
+                "{path:?} {ty} {mode}"
+            );
+            assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
+            let Some(per_segment) = c["extra"]["calls_per_segment"].as_f64() else {
+                // (The runtime's connection does not count segments.)
+                assert!(path.contains(&"reactor"), "{path:?}");
+                continue;
+            };
+            if mode == "oneway" {
+                // ~14 oneways of ~1.1 KiB fill 16 KiB; loopback takes a
+                // 16 KiB write as one segment.
+                assert!(per_segment >= 8.0, "{path:?} {ty}: {per_segment}");
+            } else {
+                assert!(
+                    (0.9..=1.0).contains(&per_segment),
+                    "{path:?} {ty}: {per_segment}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn throughput_counts_every_call_and_byte_on_every_path() {
     for path in [
@@ -49,25 +128,7 @@ fn throughput_counts_every_call_and_byte_on_every_path() {
         &["--dynamic"][..],
         &["--breakdown"][..],
     ] {
-        let mut args = vec![
-            "bench",
-            "throughput",
-            "--runs",
-            "1",
-            // Unpinned, as the kernel places it: the wait strategy below.
-            "--pin",
-            "none",
-            "--type",
-            "long,perfstruct",
-            "--size",
-            "1KiB",
-            "--total",
-            "64KiB",
-            "--min-duration",
-            "0s",
-            "--mode",
-            "oneway,twoway,echo",
-        ];
+        let mut args = throughput_1kib("64KiB", "oneway,twoway,echo");
         args.extend_from_slice(path);
         let (code, v) = run_json("tp.json", &args);
         assert_eq!(code, 0, "{path:?}");

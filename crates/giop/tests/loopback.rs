@@ -192,6 +192,28 @@ async fn echo_long(c: &Connection, v: u32) -> u32 {
     r.body.reader(c.options()).read_u32().unwrap()
 }
 
+/// 200 `mark` oneways, then `marks`: the server saw them all, in order.
+async fn marks_in_order(c: &Connection, handler: &TestHandler, what: &str) {
+    handler.marks.lock().unwrap().clear();
+    for i in 1..=200u32 {
+        let r = c
+            .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                w.write_u32(i);
+                Ok(())
+            })
+            .await
+            .unwrap();
+        assert!(r.is_none());
+    }
+    let r = c
+        .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+        .await
+        .unwrap()
+        .unwrap();
+    let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+    assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{what}");
+}
+
 const VERSIONS: [Version; 3] = [Version::V1_0, Version::V1_1, Version::V1_2];
 const ORDERS: [ByteOrder; 2] = [ByteOrder::Big, ByteOrder::Little];
 
@@ -203,24 +225,7 @@ async fn twoway_oneway_locate_in_every_version_and_order() {
             let c = connect(s.port, v, o).await;
             assert_eq!(echo_long(&c, 0xDEAD_BEEF).await, 0xDEAD_BEEF);
             // Oneways keep their order, and a twoway after them sees all.
-            s.handler.marks.lock().unwrap().clear();
-            for i in 1..=200u32 {
-                let r = c
-                    .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
-                        w.write_u32(i);
-                        Ok(())
-                    })
-                    .await
-                    .unwrap();
-                assert!(r.is_none());
-            }
-            let r = c
-                .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
-                .await
-                .unwrap()
-                .unwrap();
-            let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
-            assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{v} {o:?}");
+            marks_in_order(&c, &s.handler, &format!("{v} {o:?}")).await;
             // LocateRequest.
             assert_eq!(
                 c.locate(&key("echo")).await.unwrap().status,
@@ -1052,6 +1057,26 @@ fn b_echo_long(c: &mut BlockingConnection, v: u32) -> u32 {
     r.body.reader(c.options()).read_u32().unwrap()
 }
 
+/// [`marks_in_order`] on a blocking connection.
+fn b_marks_in_order(c: &mut BlockingConnection, handler: &TestHandler, what: &str) {
+    handler.marks.lock().unwrap().clear();
+    for i in 1..=200u32 {
+        let r = c
+            .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                w.write_u32(i);
+                Ok(())
+            })
+            .unwrap();
+        assert!(r.is_none());
+    }
+    let r = c
+        .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+        .unwrap()
+        .unwrap();
+    let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+    assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{what}");
+}
+
 /// A 150 ms sleep on a blocking connection whose timeout is 50 ms: it times
 /// out late by at most a poll interval (1/16 of the timeout, at least 1 ms)
 /// plus scheduling.
@@ -1093,22 +1118,7 @@ async fn blocking_twoway_oneway_locate_prepared_in_every_version_and_order() {
                 };
                 let mut c = blocking(port, v, cfg);
                 assert_eq!(b_echo_long(&mut c, 0xDEAD_BEEF), 0xDEAD_BEEF);
-                handler.marks.lock().unwrap().clear();
-                for i in 1..=200u32 {
-                    let r = c
-                        .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
-                            w.write_u32(i);
-                            Ok(())
-                        })
-                        .unwrap();
-                    assert!(r.is_none());
-                }
-                let r = c
-                    .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
-                    .unwrap()
-                    .unwrap();
-                let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
-                assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{v} {o:?}");
+                b_marks_in_order(&mut c, &handler, &format!("{v} {o:?}"));
                 assert_eq!(
                     c.locate(&key("echo")).unwrap().status,
                     LocateStatus::ObjectHere
@@ -1478,4 +1488,190 @@ fn b_try(c: &mut BlockingConnection) -> ClientError {
         Ok(())
     })
     .unwrap_err()
+}
+
+/// A peer that only listens: every byte of one connection, as it arrives,
+/// until the client hangs up (at most 10 s).
+fn recording_peer() -> (u16, Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    (port, got, t)
+}
+
+/// The big-endian GIOP messages in `bytes` as (type, body); every one of
+/// them whole.
+fn frames(bytes: &[u8]) -> Vec<(u8, &[u8])> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        assert!(rest.len() >= 12 && &rest[..4] == b"GIOP", "a GIOP header");
+        let size = u32::from_be_bytes(rest[8..12].try_into().unwrap()) as usize;
+        assert!(rest.len() >= 12 + size, "whole messages only");
+        out.push((rest[7], &rest[12..12 + size]));
+        rest = &rest[12 + size..];
+    }
+    out
+}
+
+/// Waits (at most 5 s) until `got` holds more than `n` bytes; its length.
+fn more_than(got: &Mutex<Vec<u8>>, n: usize) -> usize {
+    let t0 = std::time::Instant::now();
+    loop {
+        let len = got.lock().unwrap().len();
+        if len > n || t0.elapsed() > Duration::from_secs(5) {
+            return len;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// What both drivers must do with a 1 000-byte oneway buffer and oneways
+/// of ~170 bytes: `send(i)` sends oneway number `i`, `close` closes.
+/// Three oneways leave nothing on the wire; thirteen have let out whole
+/// messages, at least a buffer's worth, and held the rest; closing writes
+/// the rest, in order, then CloseConnection.
+fn buffered_oneways_follow_the_buffer(
+    got: &Mutex<Vec<u8>>,
+    mut send: impl FnMut(u32),
+    close: impl FnOnce(),
+) {
+    for i in 0..3 {
+        send(i);
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(got.lock().unwrap().len(), 0, "three oneways are held");
+    for i in 3..13 {
+        send(i);
+    }
+    let len = more_than(got, 0);
+    let early = frames(&got.lock().unwrap()[..len]).len();
+    assert!(
+        len >= 1000 && (6..13).contains(&early),
+        "{len} bytes, {early} messages"
+    );
+    close();
+    let all = got.lock().unwrap().clone();
+    let msgs = frames(&all);
+    assert_eq!(msgs.len(), 14, "13 oneways and CloseConnection");
+    assert_eq!(msgs[13], (5, &[][..]));
+    for (i, (ty, body)) in msgs[..13].iter().enumerate() {
+        assert_eq!(*ty, 0, "a Request");
+        let mut r = Reader::new(body, ByteOrder::Big);
+        let _id = r.read_u32().unwrap();
+        assert_eq!(r.read_u8().unwrap(), 0, "oneway: no response expected");
+        // The mark is the body's last four bytes.
+        let mark = u32::from_be_bytes(body[body.len() - 4..].try_into().unwrap());
+        assert_eq!(mark, i as u32, "in order");
+    }
+}
+
+fn buffered(limit: usize) -> ClientConfig {
+    ClientConfig {
+        order: ByteOrder::Big,
+        oneway_buffer: Some(limit),
+        ..ClientConfig::default()
+    }
+}
+
+/// A oneway carrying 100 padding octets and then its number.
+fn padded_mark(w: &mut Writer<'_>, i: u32) -> Result<(), iiop_cdr::CdrError> {
+    w.write_bytes(&[0u8; 100]);
+    w.write_u32(i);
+    Ok(())
+}
+
+#[test]
+fn blocking_buffered_oneways_wait_for_the_buffer_or_the_close() {
+    let (port, got, peer) = recording_peer();
+    let c = std::cell::RefCell::new(blocking(port, Version::V1_2, buffered(1000)));
+    buffered_oneways_follow_the_buffer(
+        &got,
+        |i| {
+            let r = c
+                .borrow_mut()
+                .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                    padded_mark(w, i)
+                });
+            assert!(r.unwrap().is_none());
+        },
+        || {
+            c.borrow_mut().close();
+            peer.join().unwrap();
+        },
+    );
+}
+
+#[test]
+fn buffered_oneways_wait_for_the_buffer_or_the_close() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (port, got, peer) = recording_peer();
+    let cfg = buffered(1000);
+    let c = rt
+        .block_on(Connection::connect(
+            "127.0.0.1",
+            port,
+            Version::V1_2,
+            &cfg,
+            None,
+        ))
+        .unwrap();
+    let c = std::cell::RefCell::new(Some(c));
+    buffered_oneways_follow_the_buffer(
+        &got,
+        |i| {
+            let c = c.borrow();
+            let target = key("echo");
+            let req = c
+                .as_ref()
+                .unwrap()
+                .request(&target, "mark", ResponseMode::Oneway, |w| padded_mark(w, i));
+            assert!(rt.block_on(req).unwrap().is_none());
+        },
+        || {
+            // Closed, and its last handle gone: the socket closes.
+            let c = c.borrow_mut().take().unwrap();
+            c.close();
+            drop(c);
+            peer.join().unwrap();
+        },
+    );
+}
+
+#[tokio::test]
+async fn buffered_oneways_go_out_with_the_next_twoway_in_order() {
+    let s = Server::start(ServerConfig::default()).await;
+    let (port, handler) = (s.port, s.handler.clone());
+    // 200 marks fit a 64 KiB buffer: only `marks` (a twoway) lets them out.
+    for v in VERSIONS {
+        let c = Connection::connect("127.0.0.1", port, v, &buffered(64 << 10), None)
+            .await
+            .unwrap();
+        assert_eq!(echo_long(&c, 7).await, 7);
+        marks_in_order(&c, &handler, &v.to_string()).await;
+    }
+    tokio::task::spawn_blocking(move || {
+        for v in VERSIONS {
+            let mut c = blocking(port, v, buffered(64 << 10));
+            assert_eq!(b_echo_long(&mut c, 7), 7);
+            b_marks_in_order(&mut c, &handler, &v.to_string());
+        }
+    })
+    .await
+    .unwrap();
+    s.stop().await;
 }

@@ -56,6 +56,14 @@ pub struct ThroughputArgs {
     /// serde types (the DII analogue, E0.3).
     #[arg(long)]
     pub dynamic: bool,
+    /// Buffer oneways, as CORBA Messaging's SYNC_NONE with TAO's
+    /// BUFFER_MESSAGE_BYTES constraint: queue each oneway, and write the
+    /// queue (one system call) once it holds SIZE bytes; each slice's
+    /// get_stats() flushes the rest. Off by default: every oneway is
+    /// written when it is made (SYNC_WITH_TRANSPORT), as omniORB's and
+    /// TAO's clients do unless told otherwise.
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub oneway_buffer: Option<u64>,
     /// Measure marshal / transport / demarshal time per call (E0.5); costs
     /// one extra copy per call, so off by default.
     #[arg(long)]
@@ -94,6 +102,7 @@ impl ThroughputArgs {
             slices: self.slices,
             reuse_request: self.reuse_request,
             dynamic: self.dynamic,
+            oneway_buffer: self.oneway_buffer.filter(|&n| n > 0),
             breakdown: self.breakdown,
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),

@@ -244,6 +244,9 @@ pub struct Shape {
     /// times its calls, and an embedded server adds its phases to
     /// [`Session::phases`].
     pub phase_timing: bool,
+    /// Buffer oneways up to this many bytes per write (`--oneway-buffer`,
+    /// [`ClientConfig::oneway_buffer`]); `None` writes each when made.
+    pub oneway_buffer: Option<usize>,
 }
 
 /// Run `body` as a benchmark: resolve placement and target, pin the
@@ -329,6 +332,7 @@ where
         cfg: ClientConfig {
             spin: waiting.spin,
             phase_timing: shape.phase_timing,
+            oneway_buffer: shape.oneway_buffer,
             ..cfg
         },
         cpus,

@@ -54,6 +54,11 @@ pub struct ThroughputOpts {
     /// Build requests from run-time TypeCodes (Values) instead of compiled
     /// serde types (the DII analogue, E0.3).
     pub dynamic: bool,
+    /// Buffer oneways (SYNC_NONE with a byte limit, TAO's buffering
+    /// constraint): each write takes queued oneways of at least this many
+    /// bytes, and every slice's `get_stats()` flushes the rest. `None`:
+    /// each oneway is written when made, as ORBs do by default.
+    pub oneway_buffer: Option<u64>,
     /// Measure marshal / transport / demarshal time per call (E0.5).
     pub breakdown: bool,
     /// Also measure raw TCP at the same sizes in this run (ratios).
@@ -85,6 +90,7 @@ impl Default for ThroughputOpts {
             slices: 16,
             reuse_request: false,
             dynamic: false,
+            oneway_buffer: None,
             breakdown: false,
             baseline: false,
             baseline_target: None,
@@ -229,6 +235,9 @@ pub(crate) fn single_caller(o: &ThroughputOpts) -> Shape {
     Shape {
         single_caller: !o.breakdown,
         phase_timing: false,
+        oneway_buffer: o
+            .oneway_buffer
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     }
 }
 
@@ -262,6 +271,9 @@ pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
             );
             param(p, "reuse_request", o.reuse_request);
             param(p, "dynamic", o.dynamic);
+            if let Some(n) = o.oneway_buffer {
+                param(p, "oneway_buffer", n);
+            }
             param(p, "nodelay", o.socket.nodelay);
             param(p, "sndbuf", o.socket.sndbuf);
             param(p, "rcvbuf", o.socket.rcvbuf);
@@ -607,6 +619,11 @@ async fn point(
             "typed"
         },
     );
+    // A buffered oneway is another case than an unbuffered one: merge
+    // and compare keep them apart.
+    if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
+        param(&mut case.params.extra, "oneway_buffer", n);
+    }
     if !lat.is_empty() {
         case.latency_us = Some(lat.summary());
         case.histogram = Some(lat.to_base64());

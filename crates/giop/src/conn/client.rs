@@ -112,6 +112,16 @@ pub struct ClientConfig {
     /// Which connections go over TLS, with which settings
     /// ([`endpoint_for`](super::endpoint::endpoint_for) decides).
     pub tls: TlsMode,
+    /// Buffer oneways (CORBA Messaging's `SYNC_NONE` with a
+    /// `BUFFER_MESSAGE_BYTES` constraint, as TAO offers it): a oneway
+    /// stays queued while fewer than this many bytes are, and the queue
+    /// is written, in one vectored call where it can be, by the oneway
+    /// that fills it, by the next request that expects an answer, or when
+    /// the connection closes. There is no flush timer: a caller that
+    /// stops sending oneways must make a twoway call or close the
+    /// connection. `None` (the default, `SYNC_WITH_TRANSPORT`, what
+    /// omniORB and TAO do by default) writes each oneway when it is made.
+    pub oneway_buffer: Option<usize>,
 }
 
 /// Whether and where a client uses TLS: no settings, settings used where
@@ -187,6 +197,7 @@ impl Default for ClientConfig {
             phase_timing: false,
             spin: None,
             tls: TlsMode::Off,
+            oneway_buffer: None,
         }
     }
 }
@@ -479,6 +490,9 @@ pub struct ClientSetup {
     pub head_first: Option<usize>,
     /// Timeout of requests sent without one of their own.
     pub request_timeout: Option<Duration>,
+    /// Oneways wait in the queue while it holds fewer bytes
+    /// ([`ClientConfig::oneway_buffer`]).
+    pub oneway_buffer: Option<usize>,
 }
 
 impl ClientSetup {
@@ -517,6 +531,7 @@ impl ClientSetup {
             fragment_size: cfg.fragment_size,
             head_first: cfg.head_first,
             request_timeout: cfg.request_timeout,
+            oneway_buffer: cfg.oneway_buffer.filter(|&n| n > 0),
         }
     }
 
@@ -631,6 +646,9 @@ impl RequestIds {
 pub struct SendQueue {
     out: Outbox,
     code_sets_sent: bool,
+    /// Everything queued is buffered oneways that may wait
+    /// ([`holds`](Self::holds)).
+    holding: bool,
 }
 
 impl SendQueue {
@@ -639,6 +657,7 @@ impl SendQueue {
         SendQueue {
             out: Outbox::new(16 * 1024, cfg.splice_cutoff),
             code_sets_sent: false,
+            holding: false,
         }
     }
 
@@ -650,6 +669,15 @@ impl SendQueue {
     /// The bytes to write (read-only).
     pub fn pending(&self) -> &Outbox {
         &self.out
+    }
+
+    /// Whether what is queued may wait unwritten: only buffered oneways,
+    /// fewer bytes of them than the buffer ([`ClientConfig::oneway_buffer`]).
+    /// Anything else queued behind them (a request that expects an
+    /// answer, a CancelRequest, the goodbye, or the oneway that fills the
+    /// buffer) makes all of it due.
+    pub fn holds(&self) -> bool {
+        self.holding && !self.out.is_empty()
     }
 
     /// Queue `out` with request id `id`; nothing is queued on an error.
@@ -731,6 +759,7 @@ impl SendQueue {
     /// Requests timed out ([`Requests::expire`]): tell the server with
     /// CancelRequest (their late replies are dropped on arrival).
     pub fn expired<W>(&mut self, s: &ClientSetup, expired: &[Expired<W>]) {
+        self.holding = false;
         let (buf, _) = self.out.parts();
         for e in expired {
             let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, e.request_id);
@@ -743,6 +772,7 @@ impl SendQueue {
         let Some(t) = s.farewell(why) else {
             return false;
         };
+        self.holding = false;
         let (buf, _) = self.out.parts();
         encode_empty(buf, s.wire.version, s.wire.order, t);
         true
@@ -763,6 +793,7 @@ impl SendQueue {
     ) -> Result<(), ClientError> {
         let carries = matches!(what, Sending::Request(_)) && !self.code_sets_sent;
         let due = s.code_sets.as_ref().filter(|_| carries);
+        let alone = self.out.is_empty();
         let (buf, splices) = self.out.parts();
         let start = buf.len();
         let r = encode(buf, splices, due)
@@ -772,6 +803,9 @@ impl SendQueue {
                 if carries && s.code_sets.is_some() {
                     self.code_sets_sent = true;
                 }
+                self.holding = !what.expects_reply()
+                    && (alone || self.holding)
+                    && s.oneway_buffer.is_some_and(|b| self.out.len() < b);
                 Ok(())
             }
             Err(e) => {
@@ -1174,6 +1208,17 @@ impl ClientConn {
         self.queue
             .pending()
             .first_write(self.setup.head_first(what))
+    }
+
+    /// Whether what is queued may wait ([`SendQueue::holds`]): then the
+    /// driver writes nothing now.
+    pub fn holds(&self) -> bool {
+        self.queue.holds()
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn queued(&self) -> usize {
+        self.queue.pending().len()
     }
 
     /// The buffer to read received bytes into (at least 16 KiB of room).

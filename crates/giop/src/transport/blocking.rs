@@ -49,6 +49,10 @@ use crate::header::Version;
 /// and the abort check.
 const MAX_POLL: Duration = Duration::from_millis(100);
 
+/// Longest `close` spends writing buffered oneways when the connection
+/// has no request timeout.
+const FLUSH_ON_CLOSE: Duration = Duration::from_secs(10);
+
 /// One IIOP connection used by one thread at a time, waiting on read.
 #[derive(Debug)]
 pub struct BlockingConnection {
@@ -207,6 +211,15 @@ impl BlockingConnection {
     /// fail with `LocallyClosed`.
     pub fn close(&mut self) {
         if self.conn.dead().is_none() {
+            // Buffered oneways ([`ClientConfig::oneway_buffer`]) leave
+            // before the goodbye, within the request timeout.
+            if self.conn.queued() > 0 {
+                let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
+                if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
+                    self.end(e);
+                    return;
+                }
+            }
             self.end(ClientError::LocallyClosed);
         }
     }
@@ -229,10 +242,18 @@ impl BlockingConnection {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let what = out.sending();
+        let held = self.conn.queued();
         // An encoding error leaves nothing queued and the connection as it
         // was; a dead connection says why.
         let id = self.conn.send(out, timeout, None)?;
-        let first = self.conn.first_write(what);
+        if self.conn.holds() {
+            return Ok(None);
+        }
+        // Buffered oneways before it go out with it, whole.
+        let first = match held {
+            0 => self.conn.first_write(what),
+            _ => usize::MAX,
+        };
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
         }

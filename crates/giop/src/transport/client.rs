@@ -493,8 +493,19 @@ impl Connection {
                 };
                 wait.await;
             };
-            let idle = alone && st.q.pending().is_empty() && !st.writing;
+            // (Buffered oneways may be queued: they go out with this,
+            // whole.)
+            let held = st.q.pending().len();
+            let idle = alone && !st.writing && (held == 0 || s.setup.oneway_buffer.is_some());
+            let head = s.setup.head_first(what).filter(|_| held == 0);
             match st.q.queue(&s.setup, id, out) {
+                Ok(()) if st.q.holds() => {
+                    // A buffered oneway: it waits for the rest.
+                    if timed {
+                        t_encoded = Some(Instant::now());
+                    }
+                    Ok(false)
+                }
                 Ok(()) => {
                     // Fast path: nothing queued or in flight and the writer
                     // task idle: write from this task, under the lock that
@@ -503,7 +514,7 @@ impl Connection {
                         t_encoded = Some(Instant::now());
                     }
                     if let (true, Some(wr)) = (idle, &s.wr) {
-                        try_write_now(wr, st.q.outbox(), s.setup.head_first(what));
+                        try_write_now(wr, st.q.outbox(), head);
                     }
                     Ok(!st.q.pending().is_empty())
                 }
@@ -617,7 +628,8 @@ async fn writer_task(
     loop {
         let data = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
-            if st.q.pending().is_empty() {
+            // Buffered oneways wait for more, a twoway, or the close.
+            if st.q.pending().is_empty() || st.q.holds() {
                 None
             } else {
                 st.writing = true;

@@ -634,3 +634,56 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
         LocateStatus::ObjectHere
     );
 }
+
+/// A oneway of `n` body bytes.
+fn oneway_of(c: &mut ClientConn, n: usize) {
+    send_req(c, ResponseMode::Oneway, &[], None, None, |w| {
+        w.write_bytes(&vec![0u8; n]);
+        Ok(())
+    })
+    .unwrap();
+}
+
+#[test]
+fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued() {
+    let cfg = ClientConfig {
+        oneway_buffer: Some(1000),
+        ..cfg()
+    };
+    let mut c = conn_with(Version::V1_2, &cfg, false);
+    assert!(!c.holds(), "nothing queued, nothing held");
+    oneway_of(&mut c, 100);
+    assert!(c.holds());
+    oneway_of(&mut c, 100);
+    assert!(c.holds() && c.queued() < 1000);
+    // The one that takes the queue to 1000 bytes makes it all due.
+    oneway_of(&mut c, 900);
+    assert!(!c.holds() && c.queued() >= 1000);
+    c.outbox().take();
+    // A twoway behind held oneways makes them due with it.
+    oneway_of(&mut c, 100);
+    assert!(c.holds());
+    twoway(&mut c, None, None);
+    assert!(!c.holds());
+    c.outbox().take();
+    // So does a LocateRequest; and a oneway after it does not hold the
+    // queue back again.
+    oneway_of(&mut c, 100);
+    c.send(
+        Outgoing::<fn(&mut Writer<'_>) -> _>::Locate(&key()),
+        None,
+        None,
+    )
+    .unwrap();
+    oneway_of(&mut c, 100);
+    assert!(!c.holds());
+    c.outbox().take();
+    // And the goodbye, when the connection is closed.
+    oneway_of(&mut c, 100);
+    c.fail(ClientError::LocallyClosed);
+    assert!(!c.holds());
+    // Without a buffer, nothing is ever held.
+    let mut plain = conn(Version::V1_2);
+    oneway_of(&mut plain, 10);
+    assert!(!plain.holds());
+}
