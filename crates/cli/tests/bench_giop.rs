@@ -116,6 +116,26 @@ fn a_oneway_buffer_sends_many_oneways_per_segment_and_loses_none() {
             }
         }
     }
+    // With --baseline, the raw stream beside them writes its frames in
+    // the same batches, and the ratio compares like with like.
+    let mut args = throughput_1kib("256KiB", "oneway");
+    args.extend(["--slices", "2", "--oneway-buffer", "16KiB", "--baseline"]);
+    let (code, v) = run_json("tp-buffered-raw.json", &args);
+    assert_eq!(code, 0);
+    let raw = cases(&v)
+        .iter()
+        .find(|c| c["params"]["mode"] == "tcp-stream")
+        .expect("a raw stream case");
+    assert_eq!(raw["params"]["oneway_buffer"], 16384);
+    assert_eq!(
+        (&raw["calls"], &raw["bytes"]),
+        (&256.into(), &262144.into())
+    );
+    let giop = cases(&v)
+        .iter()
+        .find(|c| c["params"]["mode"] == "oneway")
+        .unwrap();
+    assert!(giop["baseline"]["ratio"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

@@ -24,7 +24,9 @@
 //! oneways (the receiver wakes and starts copying while the sender still
 //! copies in: 128 KiB frames move ~15–40 % faster, and without it our own
 //! GIOP pair outran this baseline); and the server reads into a 128 KiB
-//! buffer.
+//! buffer. Beside oneways that a GIOP client buffers (`--oneway-buffer`),
+//! the stream writes its frames in batches of the same size
+//! ([`RawClient::stream_batched`]).
 //!
 //! The same frames also go through TLS ([`RawServer::start_tls`],
 //! [`RawClient::connect_tls`]): the raw TLS-over-TCP baseline, what TLS
@@ -800,8 +802,24 @@ impl RawClient {
         min_duration: Duration,
         max_duration: Duration,
     ) -> anyhow::Result<RawRun> {
-        let mut frame = header(Kind::Sink, size).to_vec();
-        frame.extend((0..size).map(|i| (i * 7 + 3) as u8));
+        self.stream_batched(size, None, total, min_duration, max_duration)
+    }
+
+    /// [`stream`](Self::stream), with `batch`: as many frames to each
+    /// write as make at least `batch` bytes, as a GIOP client that
+    /// buffers oneways writes them (`bench throughput --oneway-buffer`).
+    pub fn stream_batched(
+        &mut self,
+        size: usize,
+        batch: Option<usize>,
+        total: u64,
+        min_duration: Duration,
+        max_duration: Duration,
+    ) -> anyhow::Result<RawRun> {
+        let mut one = header(Kind::Sink, size).to_vec();
+        one.extend((0..size).map(|i| (i * 7 + 3) as u8));
+        let per_write = batch.map_or(1, |b| b.div_ceil(one.len()).max(1));
+        let frame = one.repeat(per_write);
         let before = self.stats()?;
         // A stream waits for nothing, so the kernel may coalesce frames
         // smaller than a segment into full ones (Nagle on, as TTCP and
@@ -816,17 +834,23 @@ impl RawClient {
         // The clock is read as the GIOP stream reads it (bench/throughput.rs
         // `send_loop`): every 16th small frame, and when the total is
         // first reached; once per check.
-        let every = if size < 4096 { 16 } else { 1 };
-        let head_first = head_first_for(Some(DEFAULT_SPLICE_CUTOFF), false);
+        let every = if frame.len() < 4096 { 16 } else { 1 };
+        // (A batch goes in one write, as the buffering client's does.)
+        let head_first = match per_write {
+            1 => head_first_for(Some(DEFAULT_SPLICE_CUTOFF), false),
+            _ => None,
+        };
         let start = Instant::now();
         let mut run = RawRun::default();
+        let mut writes = 0u64;
         loop {
             self.send_frame(&frame, head_first)?;
-            run.calls += 1;
+            writes += 1;
+            run.calls += per_write as u64;
             let before = run.bytes;
-            run.bytes += size as u64;
+            run.bytes += (size * per_write) as u64;
             let reached = run.bytes >= total && before < total;
-            if !reached && !run.calls.is_multiple_of(every) {
+            if !reached && !writes.is_multiple_of(every) {
                 continue;
             }
             let el = start.elapsed();
@@ -914,6 +938,36 @@ mod tests {
         assert_eq!(r.calls, 50);
         assert_eq!(r.bytes, 50_000);
         assert_eq!(r.server_bytes, Some(50_000));
+    }
+
+    #[test]
+    fn a_batched_stream_writes_whole_batches_and_counts_every_byte() {
+        let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None, None).unwrap();
+        let mut c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        // 1 012-byte frames: five make the first 4 KiB or more.
+        let r = c
+            .stream_batched(
+                1000,
+                Some(4096),
+                50_000,
+                Duration::ZERO,
+                Duration::from_secs(10),
+            )
+            .unwrap();
+        assert_eq!(r.calls, 50);
+        assert_eq!(r.bytes, 50_000);
+        assert_eq!(r.server_bytes, Some(50_000));
+        let r = c
+            .stream_batched(
+                1000,
+                Some(4096),
+                52_000,
+                Duration::ZERO,
+                Duration::from_secs(10),
+            )
+            .unwrap();
+        assert_eq!((r.calls, r.server_bytes), (55, Some(55_000)));
     }
 
     #[test]

@@ -685,7 +685,14 @@ fn raw_point(
     let (pattern, run) = match mode {
         CallMode::Oneway => (
             "stream",
-            session::raw_stream(rc, size, o.total, o.min_duration, o.max_duration)?,
+            session::raw_stream(
+                rc,
+                size,
+                o.oneway_buffer,
+                o.total,
+                o.min_duration,
+                o.max_duration,
+            )?,
         ),
         CallMode::Twoway => (
             "pingpong-ack",
@@ -704,6 +711,10 @@ fn raw_point(
     let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
     c.name = format!("{wire} {pattern} {}", format_size(size));
     c.params.mode = format!("{wire}-{pattern}");
+    // Its frames written as the buffered oneways beside it are.
+    if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
+        param(&mut c.params.extra, "oneway_buffer", n);
+    }
     watch.finish(&mut c);
     Ok(c)
 }

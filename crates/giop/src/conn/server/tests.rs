@@ -585,3 +585,48 @@ fn reads_take_what_the_head_lacks_or_two_messages_the_size_of_the_last() {
     turn(&mut s);
     assert_eq!(s.read_limit(), 12 + 40_000 - 112);
 }
+
+#[test]
+fn reads_that_keep_taking_all_they_may_drain_the_input_until_it_runs_low() {
+    let mut s = server(ServerConfig::default());
+    let one = request(Version::V1_2, 1, "ping", ResponseMode::Oneway, 0);
+    receive(&mut s, &one);
+    turn(&mut s);
+    // Reads of exactly what was allowed: a client far ahead.
+    let mut id = 2;
+    let mut full_read = |s: &mut ServerConn| {
+        let limit = s.read_limit();
+        assert_eq!(limit, READ_MIN, "paced");
+        let mut bytes = Vec::new();
+        while bytes.len() < limit {
+            bytes.extend(request(Version::V1_2, id, "ping", ResponseMode::Oneway, 0));
+            id += 1;
+        }
+        bytes.truncate(limit);
+        receive(s, &bytes);
+    };
+    for _ in 0..DRAIN_AFTER {
+        full_read(&mut s);
+    }
+    assert_eq!(s.read_limit(), usize::MAX, "draining");
+    // Long reads keep it draining; a short one goes back to pacing.
+    receive(&mut s, &vec![0; DRAIN_MIN]);
+    assert_eq!(s.read_limit(), usize::MAX);
+    receive(&mut s, &[0; 100]);
+    assert!(s.read_limit() < DRAIN_MIN);
+    // And one short read among full ones starts the count again.
+    let mut s = server(ServerConfig::default());
+    receive(&mut s, &one);
+    turn(&mut s);
+    for _ in 0..DRAIN_AFTER - 1 {
+        let limit = s.read_limit();
+        receive(&mut s, &vec![0; limit]);
+    }
+    let _ = s.read_limit();
+    receive(&mut s, &[0; 10]);
+    for _ in 0..DRAIN_AFTER - 1 {
+        let limit = s.read_limit();
+        receive(&mut s, &vec![0; limit]);
+    }
+    assert_eq!(s.read_limit(), READ_MIN, "still paced");
+}
