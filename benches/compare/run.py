@@ -35,8 +35,10 @@ Tables:
   6. buffered oneways: our client with `--oneway-buffer` (CORBA's
      SYNC_NONE with a byte limit, as TAO offers it; omniORB's client has
      no such mode) on each server, against the omniORB client's per-call
-     oneways on that server and against omniORB -> omniORB. Its pairs run
-     in the same rounds as the others but stay out of sections 1-4.
+     oneways on that server and against omniORB -> omniORB; on our
+     server, beside the raw-TCP stream that writes the same batches
+     (--baseline). Its pairs run in the same rounds as the others but
+     stay out of sections 1-4.
 
     benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
                            [--doc docs/performance.md] [--json target/compare.json]
@@ -154,6 +156,8 @@ class Clients:
     def __init__(self, a):
         self.a = a
         self.waited = set()
+        self.our_ior = None
+        self.last_baseline = None
 
     def omniorb_throughput(self, ior, mode, ty, size):
         """(Mbit/s, the server's CPU seconds per second or None, calls)."""
@@ -175,6 +179,8 @@ class Clients:
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
+        # With --baseline: this point against the raw stream beside it.
+        self.last_baseline = c.get("baseline")
         secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
         return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls")
 
@@ -186,12 +192,17 @@ class Clients:
         if client == "omniorb":
             f = self.omniorb_throughput
         elif client == BUFFERED:
-            f = lambda *p: self.ours_throughput(*p, extra=["--oneway-buffer", self.a.oneway_buffer])
+            # On our own server, beside the raw stream that writes the
+            # same batches (bench throughput --baseline).
+            raw = ["--baseline"] if ior == self.our_ior else []
+            f = lambda *p: self.ours_throughput(*p, extra=["--oneway-buffer", self.a.oneway_buffer] + raw)
         else:
             f = self.ours_throughput
         before = data_segments()
         mbps, cpu, calls = f(ior, mode, ty, size)
-        per = per_segment(calls, before, data_segments()) if mode == "oneway" else None
+        # (A run beside its raw baseline sent the raw stream's segments too.)
+        beside_raw = client == BUFFERED and ior == self.our_ior
+        per = per_segment(calls, before, data_segments()) if mode == "oneway" and not beside_raw else None
         return mbps, cpu, per
 
 
@@ -436,17 +447,25 @@ def write_doc(res, a, doc):
     brows = [r for r in rows if r.get("buffered_ratio")]
     if brows:
         L.append("## 6. Buffered oneways: what each server takes when the client does not write per call\n")
-        L.append(f"Our client with `bench throughput --oneway-buffer {res['oneway_buffer']}`: CORBA Messaging's SYNC_NONE with a byte limit (TAO's BUFFER_MESSAGE_BYTES constraint): each oneway is queued, and the queue goes to the kernel in one write once it holds {res['oneway_buffer']}; the get_stats() that ends each slice lets the rest out. The omniORB client has no such mode, and sections 1–4 compare clients that write each oneway when it is made (SYNC_WITH_TRANSPORT, every ORB's default). Its runs are in the same rounds as theirs. Ratios: each server under our buffering client / under the omniORB client; the last column: our buffering client → our server / omniORB → omniORB.\n")
-        L.append("| case | " + " | ".join(f"{NAMES[s]} server | ratio" for s in servers) + (" | ours buffered → ours / omniORB → omniORB |" if "omniorb" in servers and "ours" in servers else ""))
-        L.append("|---|" + "---|---|" * len(servers) + ("---|" if "omniorb" in servers and "ours" in servers else ""))
+        L.append(f"Our client with `bench throughput --oneway-buffer {res['oneway_buffer']}`: CORBA Messaging's SYNC_NONE with a byte limit (TAO's BUFFER_MESSAGE_BYTES constraint): each oneway is queued, and the queue goes to the kernel in one write once it holds {res['oneway_buffer']}; the get_stats() that ends each slice lets the rest out. The omniORB client has no such mode, and sections 1–4 compare clients that write each oneway when it is made (SYNC_WITH_TRANSPORT, every ORB's default). Its runs are in the same rounds as theirs. Ratios: each server under our buffering client / under the omniORB client; then our buffering client → our server / omniORB → omniORB; then, for that pair, the raw-TCP stream that writes the same frames in the same batches (`bench throughput --oneway-buffer --baseline`, in slices beside it: the physical limit for these writes) and the pair's sliced ratio to it.\n")
+        both = "omniorb" in servers and "ours" in servers
+        raw = any(r.get("buffered_vs_raw") for r in brows)
+        head = ["case"] + [x for s in servers for x in (f"{NAMES[s]} server", "ratio")]
+        head += ["ours buffered → ours / omniORB → omniORB"] if both else []
+        head += ["raw TCP, same writes", "ours buffered → ours / it"] if raw else []
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|" + "---|" * len(head))
         for r in brows:
             cells = []
             for s in servers:
                 p = r["pairs"].get(f"{BUFFERED}>{s}")
                 cells.append("- | -" if not p else f"{p['median']:.0f}{cpu_text(r, BUFFERED, s)} | {ratio_text(r['buffered_ratio'].get(s))}")
             line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
-            if "omniorb" in servers and "ours" in servers:
+            if both:
                 line += f" {ratio_text((r.get('buffered_vs_omniorb') or {}).get('ours'))} |"
+            if raw:
+                b = r.get("buffered_vs_raw")
+                line += f" {b['raw_mbps']:.0f} | {ratio_text(b['ratio'])} |" if b else " - | - |"
             L.append(line)
         L.append("")
         svg_bars("Each server under our buffering client / under the omniORB client", [f"{r['type']} {r['size'] // 1024}KiB" for r in brows], {NAMES[s] + " server": [(r["buffered_ratio"].get(s) or {}).get("median") for r in brows] for s in servers}, os.path.join(figdir, "buffered-oneways.svg"))
@@ -502,6 +521,8 @@ def main():
     try:
         for s in servers:
             running[s] = Server(s, a.server_cpus, our_args)
+        if "ours" in running:
+            cl.our_ior = running["ours"].ior_file
         for mode in modes:
             buffered = mode == "oneway" and a.oneway_buffer not in ("", "0")
             pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else [])]
@@ -510,9 +531,12 @@ def main():
                     samples = {f"{c}>{s}": [] for c, s in pairs}
                     cpu = {f"{c}>{s}": [] for c, s in pairs}
                     segs = {f"{c}>{s}": [] for c, s in pairs}
+                    raw_batched = []
                     for rep in range(a.reps):
                         for c, s in rotated(rep, pairs):
                             mbps, share, per = cl.throughput(c, running[s].ior_file, mode, ty, size)
+                            if c == BUFFERED and s == "ours" and cl.last_baseline:
+                                raw_batched.append(cl.last_baseline)
                             samples[f"{c}>{s}"].append(mbps)
                             cpu[f"{c}>{s}"].append(share)
                             segs[f"{c}>{s}"].append(per)
@@ -526,6 +550,10 @@ def main():
                         # the omniORB client (per call), and against
                         # omniORB -> omniORB.
                         row["buffered_ratio"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples[f"omniorb>{s}"]) for s in servers}
+                        if raw_batched:
+                            # Our buffering pair against the raw stream
+                            # written in the same batches, slice by slice.
+                            row["buffered_vs_raw"] = {"ratio": summary(b["ratio"] for b in raw_batched), "raw_mbps": med(b["baseline_value"] for b in raw_batched)}
                         if "omniorb" in servers:
                             row["buffered_vs_omniorb"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
                     res["throughput"].append(row)
