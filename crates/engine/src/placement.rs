@@ -111,11 +111,13 @@ impl Cpus {
         })
     }
 
-    /// Client and server are pinned to CPUs they do not share, so a server
-    /// thread may poll instead of sleeping without slowing the client.
+    /// Client and server run on CPUs they do not share, so a server
+    /// thread may poll instead of sleeping without slowing the client. An
+    /// unpinned client runs where the process may (`taskset -c 0` with
+    /// `--server-cpus 1`: apart).
     pub fn apart(&self) -> bool {
-        match (&self.client, &self.server) {
-            (Some(c), Some(s)) => c.iter().all(|cpu| !s.contains(cpu)),
+        match (self.client.as_ref().unwrap_or(&self.all), &self.server) {
+            (c, Some(s)) => !c.is_empty() && c.iter().all(|cpu| !s.contains(cpu)),
             _ => false,
         }
     }
@@ -152,5 +154,30 @@ impl Cpus {
         let mut p = Placement::new(client, server);
         p.chosen = self.chosen.clone();
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpus(client: Option<&[usize]>, server: Option<&[usize]>, all: &[usize]) -> Cpus {
+        Cpus {
+            client: client.map(<[usize]>::to_vec),
+            server: server.map(<[usize]>::to_vec),
+            all: all.to_vec(),
+            chosen: String::new(),
+        }
+    }
+
+    #[test]
+    fn apart_when_the_client_cannot_run_where_the_server_does() {
+        assert!(cpus(Some(&[0]), Some(&[1]), &[0, 1]).apart());
+        assert!(!cpus(Some(&[0]), Some(&[0]), &[0, 1]).apart());
+        // Unpinned: wherever the process may run.
+        assert!(!cpus(None, Some(&[1]), &[0, 1]).apart());
+        assert!(cpus(None, Some(&[1]), &[0]).apart(), "taskset -c 0");
+        assert!(!cpus(None, None, &[0]).apart());
+        assert!(!cpus(Some(&[0]), None, &[0, 1]).apart());
     }
 }
