@@ -156,14 +156,12 @@ class Clients:
     def __init__(self, a):
         self.a = a
         self.waited = set()
-        self.our_ior = None
-        self.last_baseline = None
 
     def omniorb_throughput(self, ior, mode, ty, size):
-        """(Mbit/s, the server's CPU seconds per second or None, calls)."""
+        """(Mbit/s, the server's CPU seconds per second or None, calls, None)."""
         op = {"oneway": "oneway", "twoway": "send"}[mode]
         o = last_json(run(taskset(self.a.client_cpus, [os.path.join(ORBS, "omniorb", "client"), "--target", ior, "--mode", "throughput", "--op", op, "--type", ty, "--size", str(size), "--total", str(self.a.total), "--min-duration", str(self.a.min_duration)])))
-        return o.get("receiver_mbps") or o["mbps"], share(o.get("server_cpu_seconds"), o.get("receiver_seconds") or o.get("seconds")), o.get("calls")
+        return o.get("receiver_mbps") or o["mbps"], share(o.get("server_cpu_seconds"), o.get("receiver_seconds") or o.get("seconds")), o.get("calls"), None
 
     def ours(self, args):
         # One run per call: this script interleaves its own rounds.
@@ -173,37 +171,33 @@ class Clients:
         return r
 
     def ours_throughput(self, ior, mode, ty, size, extra=()):
+        """As omniorb_throughput, and last the raw-TCP baseline beside the
+        point (`--baseline` in `extra`), else None."""
         # --server-cpus says where the external server runs, so the
         # results record the placement (and auto's wait strategy follows it).
         r = self.ours(["throughput", "--target", ior, "--server-cpus", self.a.server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(self.a.total), "--min-duration", f"{self.a.min_duration}s"] + list(extra))
         c = r["cases"][0]
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
-        # With --baseline: this point against the raw stream beside it.
-        self.last_baseline = c.get("baseline")
         secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls")
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls"), c.get("baseline")
 
-    def throughput(self, client, ior, mode, ty, size):
+    def throughput(self, client, ior, mode, ty, size, beside_raw=False):
         """(Mbit/s, the server's CPU share or None, oneway calls per TCP
-        data segment or None): nothing else sends on this machine while a
-        run lasts, so the machine's count of data segments is the run's
-        (replies would count too: twoways get None)."""
+        data segment or None, the raw baseline or None): nothing else sends
+        on this machine while a run lasts, so the machine's count of data
+        segments is the run's (replies would count too: twoways get None;
+        so would the raw stream of a run `beside_raw`, our client's
+        `--baseline`)."""
         if client == "omniorb":
             f = self.omniorb_throughput
-        elif client == BUFFERED:
-            # On our own server, beside the raw stream that writes the
-            # same batches (bench throughput --baseline).
-            raw = ["--baseline"] if ior == self.our_ior else []
-            f = lambda *p: self.ours_throughput(*p, extra=["--oneway-buffer", self.a.oneway_buffer] + raw)
         else:
-            f = self.ours_throughput
+            extra = ["--oneway-buffer", self.a.oneway_buffer] if client == BUFFERED else []
+            f = lambda *p: self.ours_throughput(*p, extra=extra + (["--baseline"] if beside_raw else []))
         before = data_segments()
-        mbps, cpu, calls = f(ior, mode, ty, size)
-        # (A run beside its raw baseline sent the raw stream's segments too.)
-        beside_raw = client == BUFFERED and ior == self.our_ior
+        mbps, cpu, calls, raw = f(ior, mode, ty, size)
         per = per_segment(calls, before, data_segments()) if mode == "oneway" and not beside_raw else None
-        return mbps, cpu, per
+        return mbps, cpu, per, raw
 
 
 def cpu_list(spec):
@@ -521,8 +515,6 @@ def main():
     try:
         for s in servers:
             running[s] = Server(s, a.server_cpus, our_args)
-        if "ours" in running:
-            cl.our_ior = running["ours"].ior_file
         for mode in modes:
             buffered = mode == "oneway" and a.oneway_buffer not in ("", "0")
             pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else [])]
@@ -534,9 +526,13 @@ def main():
                     raw_batched = []
                     for rep in range(a.reps):
                         for c, s in rotated(rep, pairs):
-                            mbps, share, per = cl.throughput(c, running[s].ior_file, mode, ty, size)
-                            if c == BUFFERED and s == "ours" and cl.last_baseline:
-                                raw_batched.append(cl.last_baseline)
+                            # Our buffering pair on our own server runs
+                            # beside the raw stream that writes the same
+                            # batches.
+                            beside = c == BUFFERED and s == "ours"
+                            mbps, share, per, raw = cl.throughput(c, running[s].ior_file, mode, ty, size, beside_raw=beside)
+                            if raw:
+                                raw_batched.append(raw)
                             samples[f"{c}>{s}"].append(mbps)
                             cpu[f"{c}>{s}"].append(share)
                             segs[f"{c}>{s}"].append(per)

@@ -945,29 +945,15 @@ mod tests {
         let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None, None).unwrap();
         let mut c =
             RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
-        // 1 012-byte frames: five make the first 4 KiB or more.
-        let r = c
-            .stream_batched(
-                1000,
-                Some(4096),
-                50_000,
-                Duration::ZERO,
-                Duration::from_secs(10),
-            )
-            .unwrap();
-        assert_eq!(r.calls, 50);
-        assert_eq!(r.bytes, 50_000);
-        assert_eq!(r.server_bytes, Some(50_000));
-        let r = c
-            .stream_batched(
-                1000,
-                Some(4096),
-                52_000,
-                Duration::ZERO,
-                Duration::from_secs(10),
-            )
-            .unwrap();
-        assert_eq!((r.calls, r.server_bytes), (55, Some(55_000)));
+        // 1 012-byte frames: five make the first 4 KiB or more, and a run
+        // ends on a whole batch.
+        for (total, calls) in [(50_000, 50), (52_000, 55)] {
+            let (min, max) = (Duration::ZERO, Duration::from_secs(10));
+            let r = c.stream_batched(1000, Some(4096), total, min, max).unwrap();
+            assert_eq!(r.calls, calls);
+            assert_eq!(r.bytes, calls * 1000);
+            assert_eq!(r.server_bytes, Some(calls * 1000));
+        }
     }
 
     #[test]

@@ -102,7 +102,10 @@ impl ThroughputArgs {
             slices: self.slices,
             reuse_request: self.reuse_request,
             dynamic: self.dynamic,
-            oneway_buffer: self.oneway_buffer.filter(|&n| n > 0),
+            oneway_buffer: self
+                .oneway_buffer
+                .filter(|&n| n > 0)
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             breakdown: self.breakdown,
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),

@@ -493,12 +493,11 @@ pub fn raw_client(addr: std::net::SocketAddr, s: &Session) -> anyhow::Result<Raw
 pub fn raw_stream(
     c: &mut RawClient,
     size: u64,
-    batch: Option<u64>,
+    batch: Option<usize>,
     total: u64,
     min: Duration,
     max: Duration,
 ) -> anyhow::Result<RawRun> {
-    let batch = batch.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
     c.stream_batched(size as usize, batch, total, min, max)
 }
 

@@ -58,7 +58,7 @@ pub struct ThroughputOpts {
     /// constraint): each write takes queued oneways of at least this many
     /// bytes, and every slice's `get_stats()` flushes the rest. `None`:
     /// each oneway is written when made, as ORBs do by default.
-    pub oneway_buffer: Option<u64>,
+    pub oneway_buffer: Option<usize>,
     /// Measure marshal / transport / demarshal time per call (E0.5).
     pub breakdown: bool,
     /// Also measure raw TCP at the same sizes in this run (ratios).
@@ -235,9 +235,7 @@ pub(crate) fn single_caller(o: &ThroughputOpts) -> Shape {
     Shape {
         single_caller: !o.breakdown,
         phase_timing: false,
-        oneway_buffer: o
-            .oneway_buffer
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        oneway_buffer: o.oneway_buffer,
     }
 }
 
@@ -619,11 +617,7 @@ async fn point(
             "typed"
         },
     );
-    // A buffered oneway is another case than an unbuffered one: merge
-    // and compare keep them apart.
-    if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
-        param(&mut case.params.extra, "oneway_buffer", n);
-    }
+    note_buffer(&mut case, o, mode);
     if !lat.is_empty() {
         case.latency_us = Some(lat.summary());
         case.histogram = Some(lat.to_base64());
@@ -711,12 +705,19 @@ fn raw_point(
     let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
     c.name = format!("{wire} {pattern} {}", format_size(size));
     c.params.mode = format!("{wire}-{pattern}");
-    // Its frames written as the buffered oneways beside it are.
+    // (Its frames written as the buffered oneways beside it are.)
+    note_buffer(&mut c, o, mode);
+    watch.finish(&mut c);
+    Ok(c)
+}
+
+/// A buffered oneway case (and its raw stream) records the buffer: it is
+/// another case than an unbuffered one, and merge and compare keep them
+/// apart.
+fn note_buffer(c: &mut Case, o: &ThroughputOpts, mode: CallMode) {
     if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
         param(&mut c.params.extra, "oneway_buffer", n);
     }
-    watch.finish(&mut c);
-    Ok(c)
 }
 
 /// What a throughput loop counted.

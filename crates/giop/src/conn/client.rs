@@ -649,6 +649,9 @@ pub struct SendQueue {
     /// Everything queued is buffered oneways that may wait
     /// ([`holds`](Self::holds)).
     holding: bool,
+    /// The last message queued went into an empty queue (its head may go
+    /// alone: [`first_write`](Self::first_write)).
+    alone: bool,
 }
 
 impl SendQueue {
@@ -658,6 +661,7 @@ impl SendQueue {
             out: Outbox::new(16 * 1024, cfg.splice_cutoff),
             code_sets_sent: false,
             holding: false,
+            alone: true,
         }
     }
 
@@ -678,6 +682,17 @@ impl SendQueue {
     /// buffer) makes all of it due.
     pub fn holds(&self) -> bool {
         self.holding && !self.out.is_empty()
+    }
+
+    /// How many bytes the first write of the queue may take, the last
+    /// message queued being a `what`: its head alone when it is large
+    /// ([`head_first_for`]) and nothing was queued before it; everything
+    /// when buffered oneways go out with it.
+    pub fn first_write(&self, s: &ClientSetup, what: Sending) -> usize {
+        match self.alone {
+            true => self.out.first_write(s.head_first(what)),
+            false => usize::MAX,
+        }
     }
 
     /// Queue `out` with request id `id`; nothing is queued on an error.
@@ -803,6 +818,7 @@ impl SendQueue {
                 if carries && s.code_sets.is_some() {
                     self.code_sets_sent = true;
                 }
+                self.alone = alone;
                 self.holding = !what.expects_reply()
                     && (alone || self.holding)
                     && s.oneway_buffer.is_some_and(|b| self.out.len() < b);
@@ -1205,9 +1221,7 @@ impl ClientConn {
     /// How many bytes the first write of a `what` message may take (its
     /// head alone, when it is large: [`head_first_for`]).
     pub fn first_write(&self, what: Sending) -> usize {
-        self.queue
-            .pending()
-            .first_write(self.setup.head_first(what))
+        self.queue.first_write(&self.setup, what)
     }
 
     /// Whether what is queued may wait ([`SendQueue::holds`]): then the

@@ -242,18 +242,13 @@ impl BlockingConnection {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let what = out.sending();
-        let held = self.conn.queued();
         // An encoding error leaves nothing queued and the connection as it
         // was; a dead connection says why.
         let id = self.conn.send(out, timeout, None)?;
         if self.conn.holds() {
             return Ok(None);
         }
-        // Buffered oneways before it go out with it, whole.
-        let first = match held {
-            0 => self.conn.first_write(what),
-            _ => usize::MAX,
-        };
+        let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
         }

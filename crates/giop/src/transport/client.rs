@@ -493,30 +493,29 @@ impl Connection {
                 };
                 wait.await;
             };
-            // (Buffered oneways may be queued: they go out with this,
-            // whole.)
-            let held = st.q.pending().len();
-            let idle = alone && !st.writing && (held == 0 || s.setup.oneway_buffer.is_some());
-            let head = s.setup.head_first(what).filter(|_| held == 0);
+            // (What is queued can only be buffered oneways, which go out
+            // with this.)
+            let idle = alone
+                && !st.writing
+                && (st.q.pending().is_empty() || s.setup.oneway_buffer.is_some());
             match st.q.queue(&s.setup, id, out) {
-                Ok(()) if st.q.holds() => {
-                    // A buffered oneway: it waits for the rest.
-                    if timed {
-                        t_encoded = Some(Instant::now());
-                    }
-                    Ok(false)
-                }
                 Ok(()) => {
-                    // Fast path: nothing queued or in flight and the writer
-                    // task idle: write from this task, under the lock that
-                    // orders bytes.
                     if timed {
                         t_encoded = Some(Instant::now());
                     }
-                    if let (true, Some(wr)) = (idle, &s.wr) {
-                        try_write_now(wr, st.q.outbox(), head);
+                    if st.q.holds() {
+                        // A buffered oneway: it waits for the rest.
+                        Ok(false)
+                    } else {
+                        // Fast path: nothing in flight and the writer task
+                        // idle: write from this task, under the lock that
+                        // orders bytes.
+                        if let (true, Some(wr)) = (idle, &s.wr) {
+                            let first = st.q.first_write(&s.setup, what);
+                            try_write_now(wr, st.q.outbox(), first);
+                        }
+                        Ok(!st.q.pending().is_empty())
                     }
-                    Ok(!st.q.pending().is_empty())
                 }
                 Err(e) => Err(e),
             }
@@ -682,10 +681,10 @@ fn try_write_spliced(wr: &OwnedWriteHalf, out: &Outbox, limit: usize) -> std::io
 }
 
 /// Write what the socket takes now of the queued stream, consuming it;
-/// from `head_first` bytes on, the message's head alone first
-/// ([`head_first_for`] says why).
-fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head_first: Option<usize>) {
-    let head = out.first_write(head_first);
+/// its first `head` bytes alone first, unless `head` is `usize::MAX`
+/// ([`SendQueue::first_write`](crate::conn::client::SendQueue::first_write)
+/// says how many).
+fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head: usize) {
     if head != usize::MAX {
         match try_write_spliced(wr, out, head) {
             Ok(n) => {
