@@ -352,7 +352,7 @@ def write_doc(res, a, doc):
     L.append(f"- placement: every server on CPUs {a.server_cpus}, every client on CPUs {a.client_cpus} (taskset); servers: " + ", ".join(NAMES[s] for s in servers))
     extra = ""
     if a.max_reps > a.reps:
-        n_more = sum(1 for r in res["throughput"] if r.get("rounds", a.reps) > a.reps)
+        n_more = sum(1 for r in res["throughput"] if r["rounds"] > a.reps)
         extra = (f" (up to {a.max_reps} where some pair's rounds spread more than {a.spread_limit:.0%}, as this VM switches speed for seconds at a time:"
                  f" {n_more} of {len(res['throughput'])} points took more)")
     L.append(f"- {a.reps} rounds per point{extra}, each (client, server) pair once per round in rotating order; {a.total >> 20} MiB and at least {a.min_duration} s per run")

@@ -553,6 +553,9 @@ const READ_BUFFER: usize = 128 * 1024;
 /// Where in a 4 KiB span the client's frames start (see [`Placed`]).
 const FRAME_OFFSET: usize = 64;
 
+/// The span [`FRAME_OFFSET`] counts in.
+const SPAN: usize = 4096;
+
 /// Bytes held at a fixed offset in a 4 KiB span of memory.
 ///
 /// The kernel copies a sent buffer into its own pages, and on this
@@ -570,26 +573,26 @@ const FRAME_OFFSET: usize = 64;
 struct Placed {
     store: Vec<u8>,
     start: usize,
-    len: usize,
 }
 
 impl Placed {
-    /// A copy of `bytes` starting [`FRAME_OFFSET`] bytes into a 4 KiB span.
-    fn new(bytes: &[u8]) -> Placed {
-        const SPAN: usize = 4096;
-        let mut store = vec![0u8; bytes.len() + SPAN];
-        let at = store.as_ptr() as usize % SPAN;
-        let start = (FRAME_OFFSET + SPAN - at) % SPAN;
-        store[start..start + bytes.len()].copy_from_slice(bytes);
-        Placed {
-            store,
-            start,
-            len: bytes.len(),
+    /// `copies` frames of `kind` with `size` body bytes each, back to
+    /// back, starting [`FRAME_OFFSET`] bytes into a 4 KiB span.
+    fn frames(kind: Kind, size: usize, copies: usize) -> Placed {
+        let one = HEADER + size;
+        let mut store = vec![0u8; one * copies + SPAN];
+        let start = (FRAME_OFFSET + SPAN - store.as_ptr() as usize % SPAN) % SPAN;
+        for frame in store[start..start + one * copies].chunks_exact_mut(one) {
+            frame[..HEADER].copy_from_slice(&header(kind, size));
+            for (i, b) in frame[HEADER..].iter_mut().enumerate() {
+                *b = (i * 7 + 3) as u8;
+            }
         }
+        Placed { store, start }
     }
 
     fn bytes(&self) -> &[u8] {
-        &self.store[self.start..self.start + self.len]
+        &self.store[self.start..self.store.len() - SPAN + self.start]
     }
 }
 
@@ -859,10 +862,8 @@ impl RawClient {
         min_duration: Duration,
         max_duration: Duration,
     ) -> anyhow::Result<RawRun> {
-        let mut one = header(Kind::Sink, size).to_vec();
-        one.extend((0..size).map(|i| (i * 7 + 3) as u8));
-        let per_write = batch.map_or(1, |b| b.div_ceil(one.len()).max(1));
-        let placed = Placed::new(&one.repeat(per_write));
+        let per_write = batch.map_or(1, |b| b.div_ceil(HEADER + size).max(1));
+        let placed = Placed::frames(Kind::Sink, size, per_write);
         let frame = placed.bytes();
         let before = self.stats()?;
         // A stream waits for nothing, so the kernel may coalesce frames
@@ -935,9 +936,7 @@ impl RawClient {
         duration: Option<Duration>,
     ) -> anyhow::Result<RawRun> {
         let kind = if echo { Kind::Echo } else { Kind::Ack };
-        let mut one = header(kind, size).to_vec();
-        one.extend((0..size).map(|i| (i * 7 + 3) as u8));
-        let placed = Placed::new(&one);
+        let placed = Placed::frames(kind, size, 1);
         let frame = placed.bytes();
         let reply_len = if echo { size } else { 0 };
         let mut reply = vec![0u8; HEADER + reply_len];
@@ -975,14 +974,25 @@ mod tests {
 
     #[test]
     fn placed_bytes_start_at_the_frame_offset_and_are_the_same_bytes() {
-        for len in [0usize, 1, 12, 1036, 65548, 131084] {
-            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
-            let p = Placed::new(&bytes);
+        for (size, copies) in [
+            (0usize, 1usize),
+            (1, 1),
+            (1024, 1),
+            (1000, 5),
+            (65536, 1),
+            (131072, 1),
+        ] {
+            let mut bytes = Vec::new();
+            for _ in 0..copies {
+                bytes.extend_from_slice(&header(Kind::Sink, size));
+                bytes.extend((0..size).map(|i| (i * 7 + 3) as u8));
+            }
+            let p = Placed::frames(Kind::Sink, size, copies);
             assert_eq!(p.bytes(), &bytes[..]);
             assert_eq!(
-                p.bytes().as_ptr() as usize % 4096,
+                p.bytes().as_ptr() as usize % SPAN,
                 FRAME_OFFSET,
-                "len {len}"
+                "size {size}"
             );
         }
     }

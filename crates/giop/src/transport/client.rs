@@ -493,11 +493,8 @@ impl Connection {
                 };
                 wait.await;
             };
-            // (What is queued can only be buffered oneways, which go out
-            // with this.)
-            let idle = alone
-                && !st.writing
-                && (st.q.pending().is_empty() || s.setup.oneway_buffer.is_some());
+            // (Held oneways go out with this.)
+            let idle = alone && !st.writing && (st.q.pending().is_empty() || st.q.holds());
             match st.q.queue(&s.setup, id, out) {
                 Ok(()) => {
                     if timed {
