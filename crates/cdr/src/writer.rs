@@ -618,30 +618,35 @@ impl<'a> Writer<'a> {
     }
 
     /// wchar, laid out by the GIOP version's rules. GIOP 1.2 output is
-    /// big-endian UTF-16 without a BOM (the spec's default reading).
+    /// big-endian UTF-16 without a BOM (the spec's default reading); there
+    /// a wchar is a length-prefixed octet sequence, so a character beyond
+    /// the BMP goes as its surrogate pair under UTF-16. GIOP 1.1 gives a
+    /// wchar exactly one 16-bit unit, and UCS-2 has no pairs: both refuse it.
     pub fn write_wchar(&mut self, c: char) -> Result<()> {
         let ws = self.wide_set()?;
         let mut tmp = [0u16; 2];
         let units = c.encode_utf16(&mut tmp);
-        if units.len() != 1 {
+        let giop12 = self.opts.wchar_rules == WcharRules::Giop12;
+        if units.len() != 1 && (!giop12 || ws == WCharCodeSet::Ucs2) {
             return Err(CdrError::Unrepresentable {
                 what: format!("wchar {c:?} (needs a surrogate pair)"),
                 codeset: ws.name(),
             });
         }
-        match self.opts.wchar_rules {
-            WcharRules::Giop12 if is_bom(units[0]) => {
-                // U+FEFF / U+FFFE first would be read as a BOM: say the
-                // order explicitly.
-                self.buf.put_u8(4);
-                self.buf.put_u16(0xFEFF);
-                self.buf.put_u16(units[0]);
-            }
-            WcharRules::Giop12 => {
-                self.buf.put_u8(2);
-                self.buf.put_u16(units[0]);
-            }
-            _ => self.write_u16(units[0]),
+        if !giop12 {
+            self.write_u16(units[0]);
+            return Ok(());
+        }
+        // A first unit U+FEFF / U+FFFE would be read as a BOM: then say
+        // the order explicitly.
+        let bom = is_bom(units[0]);
+        self.buf
+            .put_u8((units.len() * 2 + if bom { 2 } else { 0 }) as u8);
+        if bom {
+            self.buf.put_u16(0xFEFF);
+        }
+        for &u in units.iter() {
+            self.buf.put_u16(u);
         }
         Ok(())
     }

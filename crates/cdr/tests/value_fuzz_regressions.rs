@@ -62,3 +62,42 @@ fn wstring_starting_with_feff_round_trips() {
         r.expect_end().unwrap();
     }
 }
+
+/// A GIOP 1.2 `wchar` of four octets: the UTF-16 surrogate pair D9FF DDFF
+/// (U+8FDFF). It decoded, but the encoder refused any character beyond
+/// the BMP; under GIOP 1.2 a wchar is a length-prefixed octet sequence, so
+/// it now goes out as the same pair. GIOP 1.1 (one 16-bit unit) and UCS-2
+/// still refuse it.
+#[test]
+fn wchar_beyond_the_bmp_round_trips_under_giop_1_2() {
+    use bytes::BytesMut;
+    use iiop_cdr::{Options, WCharCodeSet, WcharRules, Writer};
+    let (tc, v) = replay("roundtrip-surrogate-1.bin");
+    assert_eq!(tc.kind(), TCKind::tk_wchar);
+    let v = v.unwrap();
+    assert_eq!(v, Value::WChar('\u{8FDFF}'));
+    for order in [ByteOrder::Big, ByteOrder::Little] {
+        let mut buf = BytesMut::new();
+        v.encode(&tc, &mut Writer::new(&mut buf, order)).unwrap();
+        assert_eq!(&buf[..], [4, 0xD9, 0xFF, 0xDD, 0xFF]);
+        let mut r = Reader::new(&buf, order);
+        assert_eq!(Value::decode(&tc, &mut r).unwrap(), v);
+        r.expect_end().unwrap();
+    }
+    for (rules, set) in [
+        (WcharRules::Giop11, WCharCodeSet::Utf16),
+        (WcharRules::Giop12, WCharCodeSet::Ucs2),
+    ] {
+        let opts = Options {
+            wchar_rules: rules,
+            wchar_set: Some(set),
+            ..Options::default()
+        };
+        let mut buf = BytesMut::new();
+        let mut w = Writer::new(&mut buf, ByteOrder::Big).options(opts);
+        assert!(
+            matches!(v.encode(&tc, &mut w), Err(CdrError::Unrepresentable { .. })),
+            "{rules:?} {set:?}"
+        );
+    }
+}
