@@ -24,7 +24,10 @@ when the server CPUs are apart from the client's, as they are here by
 default: a server that sleeps between segments makes its client pay a
 wake-up for each one. Otherwise it is the default reactor.
 
-Tables:
+Tables, after a summary of which targets the run meets (our client
+>= 1.0x omniORB's, our server >= 1.0x omniORB's, raw TCP >= the fastest
+ORB pair, latency within 1.05x / 1.5x of raw TCP, ours -> ours over
+omniORB -> omniORB: perfstruct >= 2x, char >= 10x, the rest >= 1.0x):
   1. client vs client: ours / the omniORB client, on each server;
   2. server vs server: each server / omniORB's, under the omniORB client
      (and under ours);
@@ -44,6 +47,8 @@ Tables:
 
     benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
                            [--doc docs/performance.md] [--json target/compare.json]
+    benches/compare/run.py --from-json target/compare.json [--doc ...]
+                           (no measuring: the report again from saved results)
 
 Never quotes an absolute figure without its baseline next to it.
 """
@@ -339,24 +344,118 @@ def segment_table(rows, servers):
     return L
 
 
-def write_doc(res, a, doc):
+def run_settings(res, a):
+    """How the results were taken: from the results themselves (schema 8
+    on), else from this invocation's arguments (older files carry only
+    some of it)."""
+    run = dict(res.get("run") or {})
+    run.setdefault("flags", (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else ""))
+    run.setdefault("total", a.total)
+    run.setdefault("min_duration", a.min_duration)
+    run.setdefault("wait_strategy", a.wait_strategy)
+    pl = res.get("placement") or {}
+    run.setdefault("server_cpus", pl.get("server_cpus", a.server_cpus))
+    run.setdefault("client_cpus", pl.get("client_cpus", a.client_cpus))
+    run.setdefault("reps", res.get("reps", a.reps))
+    run.setdefault("max_reps", res.get("max_reps", run["reps"]))
+    run.setdefault("spread_limit", res.get("spread_limit", a.spread_limit))
+    return run
+
+
+# The targets the report checks itself against: ours -> ours over
+# omniORB -> omniORB, per element type (any other type: DEFAULT_BOTH).
+BOTH_TARGETS = {"perfstruct": 2.0, "char": 10.0}
+DEFAULT_BOTH = 1.0
+PING_TARGET, ECHO_TARGET = 1.05, 1.5
+
+
+def targets(res):
+    """Lines of the targets table: for each target, how many of its rows
+    meet it in these results and which fall short (worst first)."""
+    rows, servers = res["throughput"], res["servers"]
+    out = []
+
+    def case(r):
+        return f"{r['mode']} {r['type']} {r['size'] // 1024}KiB"
+
+    def line(what, checks):
+        """checks: (label, value, limit, higher_is_better); value None: not measured."""
+        checks = [c for c in checks if c[1] is not None]
+        if not checks:
+            return
+        short = [c for c in checks if (c[1] < c[2] if c[3] else c[1] > c[2])]
+        short.sort(key=lambda c: c[1] / c[2] if c[3] else c[2] / c[1])
+        # Two places, or three where two would print the limit itself.
+        fmt = lambda v, lim: f"{v:.3f}x" if f"{v:.2f}" == f"{lim:.2f}" else f"{v:.2f}x"
+        shown = ", ".join(f"{lbl} {fmt(v, lim)}" for lbl, v, lim, _ in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "")
+        verdict = "yes" if not short else "no"
+        out.append(f"| {what} | {verdict} | {len(checks) - len(short)} of {len(checks)} | {shown or '-'} |")
+
+    med_of = lambda x: (x or {}).get("median")
+    line("our client ≥ 1.0x the omniORB client (section 1)",
+         [(f"{case(r)} on {NAMES[s]}", med_of(r["client_ratio"].get(s)), 1.0, True) for r in rows for s in servers])
+    spread_checks = []
+    for r in rows:
+        for s in servers:
+            u, o = r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}")
+            if u and o and u["spread"] is not None and o["spread"] is not None:
+                # As a ratio to omniORB's spread (0 % against 0 % holds).
+                spread_checks.append((f"{case(r)} on {NAMES[s]} ({u['spread']:.0%} vs {o['spread']:.0%})", u["spread"], max(o["spread"], 1e-9), False))
+    if spread_checks:
+        short = [c for c in spread_checks if c[1] > c[2]]
+        out.append(f"| our client's spread no wider than the omniORB client's (section 1) | {'yes' if not short else 'no'} | {len(spread_checks) - len(short)} of {len(spread_checks)} | "
+                   + (", ".join(c[0] for c in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "") if short else "-") + " |")
+    if "omniorb" in servers and "ours" in servers:
+        line("our server ≥ 1.0x omniORB's, under the omniORB client (section 2)",
+             [(case(r), med_of(r["server_ratio"].get("omniorb", {}).get("ours")), 1.0, True) for r in rows])
+    if "tao" in servers and "ours" in servers:
+        line("our server ≥ 1.0x TAO's, under the omniORB client",
+             [(case(r), med_of(paired(r["samples"]["omniorb>ours"], r["samples"]["omniorb>tao"])), 1.0, True) for r in rows])
+    line("raw TCP at least as fast as the fastest ORB pair: ORB / bench tcp ≤ 1.0x (section 4)",
+         [(f"{t['size'] // 1024} KiB", med_of(t["fastest"]["ratio"]), 1.0, False) for t in res["tcp"] if t.get("fastest")])
+    vs = (res.get("latency") or {}).get("vs_tcp") or {}
+    for name, limit in [("ping", PING_TARGET), ("echo 64 KiB", ECHO_TARGET)]:
+        sl = (vs.get(name) or {}).get("sliced") or []
+        if sl:
+            line(f"{name} p50 ≤ {limit}x raw TCP waiting the same way (section 5, sliced)", [(name, med(sl), limit, False)])
+    if "omniorb" in servers and "ours" in servers:
+        def both(r, v):
+            limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
+            return (f"{case(r)} (≥ {limit:g}x)", v, limit, True)
+        goal = ", ".join(f"{t} ≥ {x:g}x" for t, x in BOTH_TARGETS.items()) + f", any other type ≥ {DEFAULT_BOTH:g}x"
+        line(f"ours → ours / omniORB → omniORB, one write per call: {goal} (section 3)",
+             [both(r, med_of(r.get("both_ratio"))) for r in rows])
+        line("the same, our client buffering oneways (section 6)",
+             [both(r, med_of((r.get("buffered_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("buffered_vs_omniorb")])
+    if not out:
+        return []
+    return (["## Targets: what this run shows\n",
+             "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first.\n",
+             "| target | holds | rows that meet it | short of it |", "|---|---|---|---|"] + out + [""])
+
+
+def write_doc(res, a, doc, source=None):
+    """The Markdown report and its figures, from results alone (`a` only
+    fills in settings that results older than schema 8 did not record).
+    `source`: the results file, when re-rendered from one."""
     figdir = os.path.join(os.path.dirname(doc), "perf")
     os.makedirs(figdir, exist_ok=True)
     m = res["machine"]
     servers = res["servers"]
+    run = run_settings(res, a)
     L = []
     L.append("# Performance: iiopbench against omniORB, JacORB, TAO and raw TCP\n")
-    flags = (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else "")
-    L.append("Generated by `benches/compare/run.py" + flags + "`; do not edit by hand — rerun it.\n")
-    L.append(f"- commit `{m['commit']}`, {m['date']}; {m['cpus']} CPUs ({m['cpu']}), Linux {m['kernel']}")
-    L.append(f"- placement: every server on CPUs {a.server_cpus}, every client on CPUs {a.client_cpus} (taskset); servers: " + ", ".join(NAMES[s] for s in servers))
+    L.append("Generated by `benches/compare/run.py" + run["flags"] + "`; do not edit by hand — rerun it"
+             + (f" (this copy re-rendered from `{source}`, without measuring again)" if source else "") + ".\n")
+    L.append(f"- commit `{m['commit']}` (what was measured), {m['date']}; {m['cpus']} CPUs ({m['cpu']}), Linux {m['kernel']}")
+    L.append(f"- placement: every server on CPUs {run['server_cpus']}, every client on CPUs {run['client_cpus']} (taskset); servers: " + ", ".join(NAMES[s] for s in servers))
     extra = ""
-    if a.max_reps > a.reps:
-        n_more = sum(1 for r in res["throughput"] if r["rounds"] > a.reps)
-        extra = (f" (up to {a.max_reps} where some pair's rounds spread more than {a.spread_limit:.0%}, as this VM switches speed for seconds at a time:"
+    if run["max_reps"] > run["reps"]:
+        n_more = sum(1 for r in res["throughput"] if r.get("rounds", run["reps"]) > run["reps"])
+        extra = (f" (up to {run['max_reps']} where some pair's rounds spread more than {run['spread_limit']:.0%}, as this VM switches speed for seconds at a time:"
                  f" {n_more} of {len(res['throughput'])} points took more)")
-    L.append(f"- {a.reps} rounds per point{extra}, each (client, server) pair once per round in rotating order; {a.total >> 20} MiB and at least {a.min_duration} s per run")
-    L.append(f"- our client's wait strategy: `--wait-strategy {a.wait_strategy}` (ran as: {', '.join(sorted(res['our_wait']))})")
+    L.append(f"- {run['reps']} rounds per point{extra}, each (client, server) pair once per round in rotating order; {run['total'] >> 20} MiB and at least {run['min_duration']} s per run")
+    L.append(f"- our client's wait strategy: `--wait-strategy {run['wait_strategy']}` (ran as: {', '.join(sorted(res['our_wait']))})")
     ours = res.get("our_server") or {}
     if ours:
         how = {"reactor": "the default reactor", "threads": "a thread per connection",
@@ -364,6 +463,7 @@ def write_doc(res, a, doc):
         L.append(f"- our server: `{' '.join(['iiopbench', 'serve'] + ours['serve_args'])}`: {how}")
     L.append("- Mbit/s: payload bytes the receiving server counted (bench.idl get_stats) per second; ratios: median of per-round paired ratios [min–max]; spread: (max − min) / median of one pair's rounds\n")
     rows = res["throughput"]
+    L.extend(targets(res))
 
     def fig_rows():
         return [f"{r['mode']} {r['type']} {r['size'] // 1024}KiB" for r in rows]
@@ -420,7 +520,7 @@ def write_doc(res, a, doc):
     # 4. physical limit
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
     L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement.\n")
-    L.append(f"The fastest oneway pair of sections 1–3 at each size is measured again between raw streams: each of {a.reps} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
+    L.append(f"The fastest oneway pair of sections 1–3 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
     L.append("| size | bench tcp stream | iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")
     L.append("|---|---|---|---|---|")
     for t in res["tcp"]:
@@ -498,6 +598,7 @@ def main():
     ap.add_argument("--out", dest="old_out", help=argparse.SUPPRESS)
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "performance.md"), help="the Markdown report (figures go to perf/ beside it)")
     ap.add_argument("--no-install", action="store_true", help="do not install iperf3 (benches/compare/install)")
+    ap.add_argument("--from-json", metavar="FILE", help="measure nothing: write --doc and its figures again from results a run wrote (its --json)")
     a = ap.parse_args()
     if a.old_out is not None:
         print("warning: `--out` is deprecated for `benches/compare/run.py`; use `--json`", file=sys.stderr)
@@ -508,6 +609,17 @@ def main():
     if a.max_reps is None:
         a.max_reps = 2 * a.reps
     a.total, a.min_duration = (16 << 20, 0.3) if a.quick else (64 << 20, 1.0)
+    if a.from_json:
+        try:
+            with open(a.from_json) as f:
+                res = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(f"run.py: cannot read results from {a.from_json}: {e}")
+        if not str(res.get("schema", "")).startswith("iiopbench-compare/"):
+            sys.exit(f"run.py: {a.from_json} is not a results file of this script (schema {res.get('schema')!r})")
+        write_doc(res, a, a.doc, source=os.path.relpath(a.from_json, ROOT))
+        print(f"wrote {a.doc} from {a.from_json}")
+        return 0
     if not a.no_install:
         subprocess.run([os.path.join(ROOT, "benches", "compare", "install")], check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "iiopbench"], cwd=ROOT, check=True)
@@ -520,7 +632,9 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/7", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+    flags = (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else "")
+    res = {"schema": "iiopbench-compare/8", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+           "run": {"flags": flags, "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy},
            "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:

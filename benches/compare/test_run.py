@@ -1,0 +1,137 @@
+"""Tests of run.py's report: the targets table and re-rendering from saved
+results (`--from-json`), on small results built here. Nothing is measured.
+
+    python3 -m unittest discover -s benches/compare -p 'test_*.py'
+"""
+import json, os, subprocess, sys, tempfile, unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402
+
+SERVERS = ["ours", "omniorb"]
+
+
+def row(mode, ty, size, samples, buffered=None):
+    """A throughput row as run.py's main loop builds it, from per-round
+    Mbit/s per "client>server" pair."""
+    r = {"mode": mode, "type": ty, "size": size, "rounds": len(next(iter(samples.values()))), "samples": samples,
+         "server_cpu": {k: [None] * len(v) for k, v in samples.items()}, "calls_per_segment": {k: [None] * len(v) for k, v in samples.items()},
+         "pairs": {k: {"median": run.med(v), "spread": run.spread(v)} for k, v in samples.items()},
+         "client_ratio": {s: run.paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in SERVERS},
+         "server_ratio": {c: {"ours": run.paired(samples[f"{c}>ours"], samples[f"{c}>omniorb"])} for c in ["omniorb", "ours"]},
+         "both_ratio": run.paired(samples["ours>ours"], samples["omniorb>omniorb"])}
+    if buffered:
+        r["buffered_ratio"] = {s: run.paired(buffered[s], samples[f"omniorb>{s}"]) for s in SERVERS}
+        r["buffered_vs_omniorb"] = {s: run.paired(buffered[s], samples["omniorb>omniorb"]) for s in SERVERS}
+        for s in SERVERS:
+            r["samples"][f"{run.BUFFERED}>{s}"] = buffered[s]
+            r["pairs"][f"{run.BUFFERED}>{s}"] = {"median": run.med(buffered[s]), "spread": run.spread(buffered[s])}
+    return r
+
+
+def results():
+    # octet 1 KiB: our client 1.10x and 0.90x; our server 1.0x; both 1.2x.
+    octet = row("oneway", "octet", 1024, {
+        "ours>ours": [1200, 1200, 1200], "omniorb>ours": [1000, 1000, 1000],
+        "ours>omniorb": [900, 900, 900], "omniorb>omniorb": [1000, 1000, 1000]},
+        buffered={"ours": [9000, 9000, 9000], "omniorb": [8000, 8000, 8000]})
+    # char 8 KiB: both 5x, short of 10x; buffered 12x.
+    char = row("oneway", "char", 8192, {
+        "ours>ours": [5000, 5000, 5000], "omniorb>ours": [1100, 1100, 1100],
+        "ours>omniorb": [1000, 1000, 1000], "omniorb>omniorb": [1000, 1000, 1000]},
+        buffered={"ours": [12000, 12000, 12000], "omniorb": [1000, 1000, 1000]})
+    return {"schema": "iiopbench-compare/8",
+            "machine": {"cpu": "test CPU", "cpus": 2, "kernel": "6.0", "commit": "abc1234", "date": "2026-01-01 00:00 UTC"},
+            "placement": {"server_cpus": "1", "client_cpus": "0"}, "reps": 3, "max_reps": 6, "spread_limit": 0.3,
+            "servers": SERVERS, "our_server": {"kind": "threads", "serve_args": ["--server-model", "threads"]},
+            "oneway_buffer": "64KiB", "run": {"flags": "", "total": 64 << 20, "min_duration": 1.0, "wait_strategy": "auto"},
+            "throughput": [octet, char],
+            "tcp": [{"size": 1024, "mbps": 8000, "samples": [8000], "spread": 0.0, "iperf3": None, "iperf3_samples": [],
+                     "fastest": {"mbps": 1200, "samples": [1200], "spread": 0.0, "pair": "iiopbench → iiopbench", "type": "octet",
+                                 "ratio": {"median": 0.15, "min": 0.15, "max": 0.15}, "ratios": [0.15], "tables_mbps": 1200}}],
+            "latency": {"vs_tcp": {"ping": {"ours": [24.0], "tcp": [23.0], "sliced": [1.0504]},
+                                   "echo 64 KiB": {"ours": [130.0], "tcp": [115.0], "sliced": [1.13]}},
+                        "raw_server_wait": "epoll"},
+            "our_wait": ["spin"]}
+
+
+def table(lines):
+    """target -> (holds, rows, short) from the targets table's lines."""
+    out = {}
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[1] in ("yes", "no"):
+            out[cells[0]] = tuple(cells[1:])
+    return out
+
+
+class Targets(unittest.TestCase):
+    def setUp(self):
+        self.t = table(run.targets(results()))
+
+    def find(self, prefix):
+        hits = [v for k, v in self.t.items() if k.startswith(prefix)]
+        self.assertEqual(len(hits), 1, (prefix, list(self.t)))
+        return hits[0]
+
+    def test_client_rows_short_of_one_are_listed_worst_first(self):
+        holds, rows, short = self.find("our client ≥ 1.0x")
+        self.assertEqual((holds, rows), ("no", "3 of 4"))
+        self.assertEqual(short, "oneway octet 1KiB on omniORB 0.90x")
+
+    def test_server_rows(self):
+        self.assertEqual(self.find("our server ≥ 1.0x omniORB's")[:2], ("yes", "2 of 2"))
+
+    def test_per_type_targets_of_both_ours(self):
+        holds, rows, short = self.find("ours → ours / omniORB → omniORB, one write per call")
+        self.assertEqual((holds, rows), ("no", "1 of 2"))
+        self.assertEqual(short, "oneway char 8KiB (≥ 10x) 5.00x")
+        self.assertEqual(self.find("the same, our client buffering")[:2], ("yes", "2 of 2"))
+
+    def test_a_value_that_prints_as_its_limit_gets_a_third_place(self):
+        holds, rows, short = self.find("ping p50")
+        self.assertEqual((holds, short), ("no", "ping 1.050x"))
+        self.assertEqual(self.find("echo 64 KiB p50")[0], "yes")
+
+    def test_raw_tcp_ahead_of_the_fastest_pair_holds(self):
+        self.assertEqual(self.find("raw TCP at least as fast")[:2], ("yes", "1 of 1"))
+
+    def test_zero_spread_against_zero_spread_holds(self):
+        self.assertEqual(self.find("our client's spread")[:2], ("yes", "4 of 4"))
+
+
+class FromJson(unittest.TestCase):
+    def script(self, *args):
+        return subprocess.run([sys.executable, run.__file__, *args], capture_output=True, text=True, timeout=60)
+
+    def test_renders_the_report_and_figures_without_measuring(self):
+        with tempfile.TemporaryDirectory() as d:
+            src, doc = os.path.join(d, "r.json"), os.path.join(d, "performance.md")
+            with open(src, "w") as f:
+                json.dump(results(), f)
+            p = self.script("--from-json", src, "--doc", doc)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(doc) as f:
+                text = f.read()
+            self.assertIn("commit `abc1234` (what was measured)", text)
+            self.assertIn("re-rendered from", text)
+            self.assertIn("## Targets: what this run shows", text)
+            self.assertIn("| oneway char 8 KiB | 1000 | 5000 | 5.00x [5.00–5.00] |", text)
+            for svg in ["client-vs-client.svg", "server-vs-server.svg", "buffered-oneways.svg"]:
+                self.assertTrue(os.path.getsize(os.path.join(d, "perf", svg)) > 0, svg)
+
+    def test_a_file_that_is_not_results_is_a_one_line_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad, doc = os.path.join(d, "bad.json"), os.path.join(d, "performance.md")
+            for content in ["not json", '{"schema": "other/1"}']:
+                with open(bad, "w") as f:
+                    f.write(content)
+                p = self.script("--from-json", bad, "--doc", doc)
+                self.assertEqual(p.returncode, 1)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+                self.assertTrue(p.stderr.startswith("run.py: "), p.stderr)
+                self.assertFalse(os.path.exists(doc))
+
+
+if __name__ == "__main__":
+    unittest.main()
