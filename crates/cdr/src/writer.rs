@@ -633,22 +633,28 @@ impl<'a> Writer<'a> {
                 codeset: ws.name(),
             });
         }
-        if !giop12 {
+        if giop12 {
+            // At most 6 octets: a BOM and a pair.
+            self.buf.put_u8(utf16_octets(units) as u8);
+            self.put_utf16_be(units);
+        } else {
             self.write_u16(units[0]);
-            return Ok(());
-        }
-        // A first unit U+FEFF / U+FFFE would be read as a BOM: then say
-        // the order explicitly.
-        let bom = is_bom(units[0]);
-        self.buf
-            .put_u8((units.len() * 2 + if bom { 2 } else { 0 }) as u8);
-        if bom {
-            self.buf.put_u16(0xFEFF);
-        }
-        for &u in units.iter() {
-            self.buf.put_u16(u);
         }
         Ok(())
+    }
+
+    /// The octets of a GIOP 1.2 wchar or wstring: big-endian UTF-16,
+    /// with an explicit big-endian BOM in front when the first unit
+    /// (U+FEFF / U+FFFE) would otherwise be read as one
+    /// ([`utf16_octets`] counts them).
+    fn put_utf16_be(&mut self, units: &[u16]) {
+        self.buf.reserve(utf16_octets(units));
+        if units.first().is_some_and(|&u| is_bom(u)) {
+            self.buf.put_u16(0xFEFF);
+        }
+        for &u in units {
+            self.buf.put_u16(u);
+        }
     }
 
     /// wstring, laid out by the GIOP version's rules.
@@ -657,17 +663,8 @@ impl<'a> Writer<'a> {
         let units = self.utf16_units(s, ws)?;
         match self.opts.wchar_rules {
             WcharRules::Giop12 => {
-                // A first unit U+FEFF / U+FFFE would be read as a BOM: then
-                // put an explicit big-endian BOM in front.
-                let bom = units.first().is_some_and(|&u| is_bom(u));
-                self.write_len(units.len() * 2 + if bom { 2 } else { 0 })?;
-                self.buf.reserve(units.len() * 2 + 2);
-                if bom {
-                    self.buf.put_u16(0xFEFF);
-                }
-                for u in units {
-                    self.buf.put_u16(u);
-                }
+                self.write_len(utf16_octets(&units))?;
+                self.put_utf16_be(&units);
             }
             _ => {
                 self.write_len(units.len() + 1)?;
@@ -748,6 +745,16 @@ impl<'a> Writer<'a> {
 /// for a byte-order mark.
 fn is_bom(unit: u16) -> bool {
     unit == 0xFEFF || unit == 0xFFFE
+}
+
+/// How many octets [`Writer::put_utf16_be`] writes for `units`.
+fn utf16_octets(units: &[u16]) -> usize {
+    units.len() * 2
+        + if units.first().is_some_and(|&u| is_bom(u)) {
+            2
+        } else {
+            0
+        }
 }
 
 #[cfg(test)]
