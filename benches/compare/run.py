@@ -248,6 +248,30 @@ def spread(xs):
     return (max(xs) - min(xs)) / m if m else None
 
 
+def throughput_row(mode, ty, size, servers, samples, cpu, segs, buffered, raw_batched):
+    """One point of the tables from its rounds: per "client>server" pair
+    the receiver's Mbit/s (`samples`), server CPU shares (`cpu`) and
+    calls per segment (`segs`), one value per round; `buffered`: our
+    buffering client ran too; `raw_batched`: the raw streams measured
+    beside it (`--baseline` results)."""
+    row = {"mode": mode, "type": ty, "size": size, "rounds": len(next(iter(samples.values()), [])), "samples": samples, "server_cpu": cpu, "calls_per_segment": segs,
+           "pairs": {k: {"median": med(v), "spread": spread(v)} for k, v in samples.items()},
+           "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
+           "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in ["ours", "omniorb"]},
+           "both_ratio": paired(samples["ours>ours"], samples["omniorb>omniorb"]) if "omniorb" in servers and "ours" in servers else None}
+    if buffered:
+        # Each server under our buffering client / under the omniORB
+        # client (per call), and against omniORB -> omniORB.
+        row["buffered_ratio"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples[f"omniorb>{s}"]) for s in servers}
+        if raw_batched:
+            # Our buffering pair against the raw stream written in the
+            # same batches, slice by slice.
+            row["buffered_vs_raw"] = {"ratio": summary(b["ratio"] for b in raw_batched), "raw_mbps": med(b["baseline_value"] for b in raw_batched)}
+        if "omniorb" in servers:
+            row["buffered_vs_omniorb"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
+    return row
+
+
 def iperf3(size, secs, a):
     """iperf3's loopback figure with SIZE-byte writes, or None when absent."""
     if not shutil.which("iperf3"):
@@ -344,12 +368,17 @@ def segment_table(rows, servers):
     return L
 
 
+def flags_of(a):
+    """The point-choosing flags of an invocation, as the report quotes them."""
+    return (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else "")
+
+
 def run_settings(res, a):
     """How the results were taken: from the results themselves (schema 8
     on), else from this invocation's arguments (older files carry only
     some of it)."""
     run = dict(res.get("run") or {})
-    run.setdefault("flags", (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else ""))
+    run.setdefault("flags", flags_of(a))
     run.setdefault("total", a.total)
     run.setdefault("min_duration", a.min_duration)
     run.setdefault("wait_strategy", a.wait_strategy)
@@ -378,33 +407,30 @@ def targets(res):
     def case(r):
         return f"{r['mode']} {r['type']} {r['size'] // 1024}KiB"
 
-    def line(what, checks):
-        """checks: (label, value, limit, higher_is_better); value None: not measured."""
+    def line(what, checks, ratios=True):
+        """checks: (label, value, limit, higher_is_better); value None: not
+        measured. `ratios`: values are ratios, printed after the label
+        (else the label says all)."""
         checks = [c for c in checks if c[1] is not None]
         if not checks:
             return
         short = [c for c in checks if (c[1] < c[2] if c[3] else c[1] > c[2])]
-        short.sort(key=lambda c: c[1] / c[2] if c[3] else c[2] / c[1])
+        # Worst first: by ratio to the limit, or (spreads, which are
+        # already relative) by how far over it.
+        short.sort(key=lambda c: (c[1] / c[2] if c[3] else c[2] / c[1]) if ratios else c[2] - c[1])
         # Two places, or three where two would print the limit itself.
-        fmt = lambda v, lim: f"{v:.3f}x" if f"{v:.2f}" == f"{lim:.2f}" else f"{v:.2f}x"
-        shown = ", ".join(f"{lbl} {fmt(v, lim)}" for lbl, v, lim, _ in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "")
+        fmt = lambda v, lim: f" {v:.3f}x" if f"{v:.2f}" == f"{lim:.2f}" else f" {v:.2f}x"
+        shown = ", ".join(lbl + (fmt(v, lim) if ratios else "") for lbl, v, lim, _ in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "")
         verdict = "yes" if not short else "no"
         out.append(f"| {what} | {verdict} | {len(checks) - len(short)} of {len(checks)} | {shown or '-'} |")
 
     med_of = lambda x: (x or {}).get("median")
     line("our client ≥ 1.0x the omniORB client (section 1)",
          [(f"{case(r)} on {NAMES[s]}", med_of(r["client_ratio"].get(s)), 1.0, True) for r in rows for s in servers])
-    spread_checks = []
-    for r in rows:
-        for s in servers:
-            u, o = r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}")
-            if u and o and u["spread"] is not None and o["spread"] is not None:
-                # As a ratio to omniORB's spread (0 % against 0 % holds).
-                spread_checks.append((f"{case(r)} on {NAMES[s]} ({u['spread']:.0%} vs {o['spread']:.0%})", u["spread"], max(o["spread"], 1e-9), False))
-    if spread_checks:
-        short = [c for c in spread_checks if c[1] > c[2]]
-        out.append(f"| our client's spread no wider than the omniORB client's (section 1) | {'yes' if not short else 'no'} | {len(spread_checks) - len(short)} of {len(spread_checks)} | "
-                   + (", ".join(c[0] for c in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "") if short else "-") + " |")
+    spreads = [(r, s, r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}")) for r in rows for s in servers]
+    line("our client's spread no wider than the omniORB client's (section 1)",
+         [(f"{case(r)} on {NAMES[s]} ({u['spread']:.0%} vs {o['spread']:.0%})", u["spread"], o["spread"], False)
+          for r, s, u, o in spreads if u and o and u["spread"] is not None and o["spread"] is not None], ratios=False)
     if "omniorb" in servers and "ours" in servers:
         line("our server ≥ 1.0x omniORB's, under the omniORB client (section 2)",
              [(case(r), med_of(r["server_ratio"].get("omniorb", {}).get("ours")), 1.0, True) for r in rows])
@@ -632,9 +658,8 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    flags = (" --quick" if a.quick else "") + (f" --types {a.types}" if a.types else "") + (f" --sizes {a.sizes}" if a.sizes else "")
     res = {"schema": "iiopbench-compare/8", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
-           "run": {"flags": flags, "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy},
+           "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy},
            "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:
@@ -668,22 +693,7 @@ def main():
                             cpu[f"{c}>{s}"].append(share)
                             segs[f"{c}>{s}"].append(per)
                         rep += 1
-                    row = {"mode": mode, "type": ty, "size": size, "rounds": rep, "samples": samples, "server_cpu": cpu, "calls_per_segment": segs,
-                           "pairs": {k: {"median": med(v), "spread": spread(v)} for k, v in samples.items()},
-                           "client_ratio": {s: paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in servers},
-                           "server_ratio": {c: {s: paired(samples[f"{c}>{s}"], samples[f"{c}>omniorb"]) for s in servers if s != "omniorb"} if "omniorb" in servers else {} for c in clients},
-                           "both_ratio": paired(samples["ours>ours"], samples["omniorb>omniorb"]) if "omniorb" in servers and "ours" in servers else None}
-                    if buffered:
-                        # Each server under our buffering client / under
-                        # the omniORB client (per call), and against
-                        # omniORB -> omniORB.
-                        row["buffered_ratio"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples[f"omniorb>{s}"]) for s in servers}
-                        if raw_batched:
-                            # Our buffering pair against the raw stream
-                            # written in the same batches, slice by slice.
-                            row["buffered_vs_raw"] = {"ratio": summary(b["ratio"] for b in raw_batched), "raw_mbps": med(b["baseline_value"] for b in raw_batched)}
-                        if "omniorb" in servers:
-                            row["buffered_vs_omniorb"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
+                    row = throughput_row(mode, ty, size, servers, samples, cpu, segs, buffered, raw_batched)
                     res["throughput"].append(row)
                     cr = "  ".join(f"{NAMES[s]}: {ratio_text(row['client_ratio'][s])}" for s in servers)
                     print(f"{mode:7} {ty:10} {size:>7}  ours/omniORB client  {cr}", flush=True)

@@ -13,20 +13,13 @@ SERVERS = ["ours", "omniorb"]
 
 def row(mode, ty, size, samples, buffered=None):
     """A throughput row as run.py's main loop builds it, from per-round
-    Mbit/s per "client>server" pair."""
-    r = {"mode": mode, "type": ty, "size": size, "rounds": len(next(iter(samples.values()))), "samples": samples,
-         "server_cpu": {k: [None] * len(v) for k, v in samples.items()}, "calls_per_segment": {k: [None] * len(v) for k, v in samples.items()},
-         "pairs": {k: {"median": run.med(v), "spread": run.spread(v)} for k, v in samples.items()},
-         "client_ratio": {s: run.paired(samples[f"ours>{s}"], samples[f"omniorb>{s}"]) for s in SERVERS},
-         "server_ratio": {c: {"ours": run.paired(samples[f"{c}>ours"], samples[f"{c}>omniorb"])} for c in ["omniorb", "ours"]},
-         "both_ratio": run.paired(samples["ours>ours"], samples["omniorb>omniorb"])}
-    if buffered:
-        r["buffered_ratio"] = {s: run.paired(buffered[s], samples[f"omniorb>{s}"]) for s in SERVERS}
-        r["buffered_vs_omniorb"] = {s: run.paired(buffered[s], samples["omniorb>omniorb"]) for s in SERVERS}
-        for s in SERVERS:
-            r["samples"][f"{run.BUFFERED}>{s}"] = buffered[s]
-            r["pairs"][f"{run.BUFFERED}>{s}"] = {"median": run.med(buffered[s]), "spread": run.spread(buffered[s])}
-    return r
+    Mbit/s per "client>server" pair (and our buffering client's per
+    server)."""
+    samples = dict(samples)
+    for s, v in (buffered or {}).items():
+        samples[f"{run.BUFFERED}>{s}"] = v
+    nones = {k: [None] * len(v) for k, v in samples.items()}
+    return run.throughput_row(mode, ty, size, SERVERS, samples, nones, nones, bool(buffered), [])
 
 
 def results():
