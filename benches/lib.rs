@@ -5,7 +5,7 @@
 //! run. The builders are deterministic (no RNG), so runs are comparable.
 
 use bytes::{Bytes, BytesMut};
-use iiop_cdr::{ByteOrder, CharSeq, Octets, Seq, Writer};
+use iiop_cdr::{ByteOrder, CharSeq, Octets, Seq, WChar, Writer};
 use serde::Serialize;
 
 /// Size of one payload on the wire (without the 4-byte sequence length).
@@ -48,6 +48,19 @@ pub fn chars() -> CharSeq {
             .map(|i| b' ' + (i % 95) as u8)
             .collect::<Vec<u8>>(),
     ))
+}
+
+/// GIOP 1.2 octets of one BMP `wchar` under UTF-16: a count, then two.
+pub const WCHAR_WIRE_BYTES: usize = 3;
+
+/// `sequence<wchar>` of as many BMP characters (Latin, Greek, CJK) as
+/// fit in [`PAYLOAD_BYTES`] under GIOP 1.2 (element by element: the
+/// path each `wchar` takes).
+pub fn wchars() -> Vec<WChar> {
+    let pick = ['a', 'Z', 'é', 'λ', '中', '€'];
+    (0..PAYLOAD_BYTES / WCHAR_WIRE_BYTES)
+        .map(|i| WChar(pick[i % pick.len()]))
+        .collect()
 }
 
 /// `sequence<PerfStruct>` of as many elements as fit in [`PAYLOAD_BYTES`].

@@ -498,69 +498,77 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Decode UTF-16 octets (GIOP 1.2 layout): an optional BOM picks the
-    /// order, otherwise big-endian.
+    /// Decode UTF-16 octets (GIOP 1.2 layout) to text.
     fn utf16_octets(&self, offset: usize, b: &[u8], ws: WCharCodeSet) -> Result<String> {
-        let bad = || CdrError::InvalidCodeSet {
-            offset,
-            codeset: ws.name(),
-        };
+        Self::units_of(b)
+            .and_then(|units| Self::decode_units(units, ws))
+            .ok_or(CdrError::InvalidCodeSet {
+                offset,
+                codeset: ws.name(),
+            })
+    }
+
+    /// The UTF-16 units of GIOP 1.2 octets: an optional BOM picks the
+    /// order, otherwise big-endian; `None` for an odd count.
+    fn units_of(b: &[u8]) -> Option<impl Iterator<Item = u16> + '_> {
         if !b.len().is_multiple_of(2) {
-            return Err(bad());
+            return None;
         }
         let (big, body) = match b {
             [0xFE, 0xFF, rest @ ..] => (true, rest),
             [0xFF, 0xFE, rest @ ..] => (false, rest),
             _ => (true, b),
         };
-        let units = body.chunks_exact(2).map(|c| {
+        Some(body.chunks_exact(2).map(move |c| {
             if big {
                 u16::from_be_bytes([c[0], c[1]])
             } else {
                 u16::from_le_bytes([c[0], c[1]])
             }
-        });
-        Self::decode_units(units, ws).ok_or_else(bad)
+        }))
+    }
+
+    /// Characters of `ws` from UTF-16 units; `None` on a lone surrogate
+    /// or, under UCS-2, a character beyond the BMP.
+    fn decode_chars(
+        units: impl Iterator<Item = u16>,
+        ws: WCharCodeSet,
+    ) -> impl Iterator<Item = Option<char>> {
+        char::decode_utf16(units).map(move |c| {
+            c.ok()
+                .filter(|&c| ws != WCharCodeSet::Ucs2 || c as u32 <= 0xFFFF)
+        })
     }
 
     fn decode_units(units: impl Iterator<Item = u16>, ws: WCharCodeSet) -> Option<String> {
-        let mut s = String::new();
-        for c in char::decode_utf16(units) {
-            let c = c.ok()?;
-            if ws == WCharCodeSet::Ucs2 && c as u32 > 0xFFFF {
-                return None;
-            }
-            s.push(c);
+        Self::decode_chars(units, ws).collect()
+    }
+
+    /// Exactly one character from UTF-16 units (a wchar), without
+    /// building a string.
+    fn one_char(units: impl Iterator<Item = u16>, ws: WCharCodeSet) -> Option<char> {
+        let mut it = Self::decode_chars(units, ws);
+        match (it.next(), it.next()) {
+            (Some(c), None) => c,
+            _ => None,
         }
-        Some(s)
     }
 
     /// wchar, by the GIOP version's rules.
     pub fn read_wchar(&mut self) -> Result<char> {
         let ws = self.wide_set()?;
         let offset = self.position();
-        let s = match self.opts.wchar_rules {
+        let c = match self.opts.wchar_rules {
             WcharRules::Giop12 => {
                 let n = self.read_u8()? as usize;
-                let b = self.take(n)?;
-                self.utf16_octets(offset, b, ws)?
+                Self::units_of(self.take(n)?).and_then(|units| Self::one_char(units, ws))
             }
-            _ => {
-                let u = self.read_u16()?;
-                Self::decode_units(std::iter::once(u), ws).ok_or(CdrError::InvalidCodeSet {
-                    offset,
-                    codeset: ws.name(),
-                })?
-            }
+            _ => Self::one_char(std::iter::once(self.read_u16()?), ws),
         };
-        let mut it = s.chars();
-        match (it.next(), it.next()) {
-            (Some(c), None) => Ok(c),
-            _ => Err(CdrError::InvalidCodeSet {
-                offset,
-                codeset: ws.name(),
-            }),
-        }
+        c.ok_or(CdrError::InvalidCodeSet {
+            offset,
+            codeset: ws.name(),
+        })
     }
 
     /// wstring, by the GIOP version's rules.

@@ -624,22 +624,38 @@ impl<'a> Writer<'a> {
     /// wchar exactly one 16-bit unit, and UCS-2 has no pairs: both refuse it.
     pub fn write_wchar(&mut self, c: char) -> Result<()> {
         let ws = self.wide_set()?;
+        let giop12 = self.opts.wchar_rules == WcharRules::Giop12;
+        // Almost every wchar: a BMP character, one unit that is no BOM.
+        match u16::try_from(c as u32) {
+            Ok(u) if !giop12 => self.write_u16(u),
+            Ok(u) if !is_bom(u) => {
+                self.buf.put_u8(2);
+                self.buf.put_u16(u);
+            }
+            _ => return self.wchar_octets(c, ws),
+        }
+        Ok(())
+    }
+
+    /// A wchar that needs a BOM or a surrogate pair: GIOP 1.2 octets (at
+    /// most 6), or the refusal where a pair cannot go. Out of line, so
+    /// that [`write_wchar`](Self::write_wchar) stays small enough to
+    /// inline into a sequence's loop.
+    #[cold]
+    #[inline(never)]
+    fn wchar_octets(&mut self, c: char, ws: WCharCodeSet) -> Result<()> {
         let mut tmp = [0u16; 2];
         let units = c.encode_utf16(&mut tmp);
-        let giop12 = self.opts.wchar_rules == WcharRules::Giop12;
-        if units.len() != 1 && (!giop12 || ws == WCharCodeSet::Ucs2) {
+        if units.len() != 1
+            && (self.opts.wchar_rules != WcharRules::Giop12 || ws == WCharCodeSet::Ucs2)
+        {
             return Err(CdrError::Unrepresentable {
                 what: format!("wchar {c:?} (needs a surrogate pair)"),
                 codeset: ws.name(),
             });
         }
-        if giop12 {
-            // At most 6 octets: a BOM and a pair.
-            self.buf.put_u8(utf16_octets(units) as u8);
-            self.put_utf16_be(units);
-        } else {
-            self.write_u16(units[0]);
-        }
+        self.buf.put_u8(utf16_octets(units) as u8);
+        self.put_utf16_be(units);
         Ok(())
     }
 
