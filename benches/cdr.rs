@@ -195,6 +195,8 @@ fn cdr(c: &mut Criterion) {
     static_case(&mut g, "char", &ch, ch.0.len());
     let wc = wchars();
     static_case(&mut g, "wchar", &wc, wc.len() * WCHAR_WIRE_BYTES);
+    let ws = wstring();
+    static_case(&mut g, "wstring", &ws, PAYLOAD_BYTES);
     let l = longs();
     static_case(&mut g, "long", &l, l.len() * 4);
     let o = octets();

@@ -5,7 +5,7 @@
 //! run. The builders are deterministic (no RNG), so runs are comparable.
 
 use bytes::{Bytes, BytesMut};
-use iiop_cdr::{ByteOrder, CharSeq, Octets, Seq, WChar, Writer};
+use iiop_cdr::{ByteOrder, CharSeq, Octets, Seq, WChar, WString, Writer};
 use serde::Serialize;
 
 /// Size of one payload on the wire (without the 4-byte sequence length).
@@ -57,10 +57,21 @@ pub const WCHAR_WIRE_BYTES: usize = 3;
 /// fit in [`PAYLOAD_BYTES`] under GIOP 1.2 (element by element: the
 /// path each `wchar` takes).
 pub fn wchars() -> Vec<WChar> {
-    let pick = ['a', 'Z', 'é', 'λ', '中', '€'];
-    (0..PAYLOAD_BYTES / WCHAR_WIRE_BYTES)
-        .map(|i| WChar(pick[i % pick.len()]))
+    bmp_text(PAYLOAD_BYTES / WCHAR_WIRE_BYTES)
+        .map(WChar)
         .collect()
+}
+
+/// `n` BMP characters, Latin, Greek and CJK in turn.
+fn bmp_text(n: usize) -> impl Iterator<Item = char> {
+    const PICK: [char; 6] = ['a', 'Z', 'é', 'λ', '中', '€'];
+    (0..n).map(|i| PICK[i % PICK.len()])
+}
+
+/// A `wstring` of as many BMP characters (as [`wchars`]) as fill
+/// [`PAYLOAD_BYTES`] under GIOP 1.2 (two octets each, no NUL).
+pub fn wstring() -> WString {
+    WString(bmp_text(PAYLOAD_BYTES / 2).collect())
 }
 
 /// `sequence<PerfStruct>` of as many elements as fit in [`PAYLOAD_BYTES`].
