@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use iiopbench_engine::compare::{self, Verdict};
+use iiopbench_engine::compare::{self, Basis, Verdict};
 use iiopbench_engine::hist::Latency;
 use iiopbench_engine::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
 
@@ -272,6 +272,113 @@ fn file(kind: &str, cases: Vec<Case>) -> Results {
     r
 }
 
+/// A oneway client can send faster than its server takes the calls in:
+/// then the server's count is the throughput, and `compare` must judge by
+/// it (and say so), not by what the client wrote.
+#[test]
+fn compare_judges_oneways_by_what_the_server_counted() {
+    let oneway = |name: &str, size: u64, sent: f64, counted: Option<f64>| Case {
+        receiver_throughput_mbps: counted,
+        ..lat_case(name, "oneway", size, &[10_000; 100], sent)
+    };
+    let a = file(
+        "throughput",
+        vec![
+            // The clients send alike, B's server takes 2x more.
+            oneway("oneway 1KiB", 1024, 1000.0, Some(500.0)),
+            // B's client sends 2x more, its server takes the same.
+            oneway("oneway 2KiB", 2048, 1000.0, Some(600.0)),
+            // Only A's server counted: the clients' figures are compared.
+            oneway("oneway 4KiB", 4096, 1000.0, Some(400.0)),
+        ],
+    );
+    let b = file(
+        "throughput",
+        vec![
+            oneway("oneway 1KiB", 1024, 1010.0, Some(1000.0)),
+            oneway("oneway 2KiB", 2048, 2000.0, Some(610.0)),
+            oneway("oneway 4KiB", 4096, 800.0, None),
+        ],
+    );
+    let rows = compare_ab(&a, &b, &BTreeMap::new());
+    let row = |n: &str| rows.iter().find(|r| r.case == n).unwrap();
+    let (r1, r2, r4) = (row("oneway 1KiB"), row("oneway 2KiB"), row("oneway 4KiB"));
+    assert_eq!(
+        (r1.throughput_basis, r1.throughput),
+        (Basis::Receiver, Verdict::Faster)
+    );
+    assert!((r1.throughput_ratio.unwrap() - 2.0).abs() < 1e-12);
+    assert_eq!(
+        (r2.throughput_basis, r2.throughput),
+        (Basis::Receiver, Verdict::Same)
+    );
+    assert!((r2.throughput_ratio.unwrap() - 610.0 / 600.0).abs() < 1e-12);
+    assert_eq!(
+        (r4.throughput_basis, r4.throughput),
+        (Basis::Sender, Verdict::Slower)
+    );
+    assert!((r4.throughput_ratio.unwrap() - 0.8).abs() < 1e-12);
+
+    // The noise of repeated runs is taken from the same figure: the
+    // server's counts vary by 0.5 %, the client's by 30 %.
+    let runs: Vec<Results> = [(1000.0, 600.0), (1300.0, 603.0), (700.0, 597.0)]
+        .iter()
+        .map(|&(sent, counted)| {
+            file(
+                "throughput",
+                vec![oneway("oneway 2KiB", 2048, sent, Some(counted))],
+            )
+        })
+        .collect();
+    let noise = compare::noise_from_runs(&runs);
+    let recv = noise[&(r2_key(&runs[0]), Basis::Receiver)];
+    assert!((recv - 0.015).abs() < 1e-9, "{recv}");
+    assert!(noise[&(r2_key(&runs[0]), Basis::Sender)] > 0.8);
+    let rows = compare_ab(&a, &b, &noise);
+    let r2 = rows.iter().find(|r| r.case == "oneway 2KiB").unwrap();
+    // 1.7 % more counted, beyond 1.5 %: faster.
+    assert_eq!(r2.throughput, Verdict::Faster);
+
+    // The table says whose count each ratio is, and the command runs.
+    let text = iiopbench::cmd::compare::render(&rows);
+    let line = |n: &str| text.lines().find(|l| l.contains(n)).unwrap().to_string();
+    for (case, ratio, basis) in [
+        ("oneway 1KiB", "2.000", "receiver"),
+        ("oneway 4KiB", "0.800", "sender"),
+    ] {
+        let l = line(case);
+        assert!(l.contains(ratio) && l.contains(basis), "{text}");
+    }
+    let dir = tmp("compare-receiver");
+    compare_files(&dir, &a, &b);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// B against A with a 10 % default noise and a 5 % minimum effect.
+fn compare_ab(
+    a: &Results,
+    b: &Results,
+    noise: &BTreeMap<(String, Basis), f64>,
+) -> Vec<compare::Row> {
+    compare::compare(("a", a, None), ("b", b, None), noise, 0.10, 0.05).unwrap()
+}
+
+/// Writes A and B into `dir` and checks that `iiopbench compare` accepts them.
+fn compare_files(dir: &Path, a: &Results, b: &Results) -> (PathBuf, PathBuf) {
+    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
+    results::write_atomic(&pa, &results::to_json(a)).unwrap();
+    results::write_atomic(&pb, &results::to_json(b)).unwrap();
+    assert_eq!(
+        run(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]),
+        0
+    );
+    (pa, pb)
+}
+
+fn r2_key(r: &Results) -> String {
+    iiopbench_engine::merge::case_key(r, &r.cases[0], false)
+}
+
 #[test]
 fn compare_judges_only_beyond_the_noise() {
     let around = |base: u64| {
@@ -300,14 +407,7 @@ fn compare_judges_only_beyond_the_noise() {
             lat_case("echo 4KiB", "echo", 4096, &around(50_000), 150.0),
         ],
     );
-    let rows = compare::compare(
-        ("a", &a, None),
-        ("b", &b, None),
-        &BTreeMap::new(),
-        0.10,
-        0.05,
-    )
-    .unwrap();
+    let rows = compare_ab(&a, &b, &BTreeMap::new());
     assert_eq!(rows.len(), 3);
     let r1 = rows.iter().find(|r| r.case == "echo 1KiB").unwrap();
     assert_eq!(
@@ -334,21 +434,16 @@ fn compare_judges_only_beyond_the_noise() {
         .collect();
     let noise = compare::noise_from_runs(&key_runs);
     assert_eq!(noise.len(), 1);
+    assert!(noise.keys().all(|(_, b)| *b == Basis::Sender), "{noise:?}");
     let thr = *noise.values().next().unwrap();
     assert!((thr - 0.015).abs() < 1e-9, "{thr}");
-    let rows = compare::compare(("a", &a, None), ("b", &b, None), &noise, 0.10, 0.05).unwrap();
+    let rows = compare_ab(&a, &b, &noise);
     let r2 = rows.iter().find(|r| r.case == "echo 2KiB").unwrap();
     assert_eq!(r2.throughput, Verdict::Faster);
 
     // Through the CLI.
     let dir = tmp("compare");
-    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
-    results::write_atomic(&pa, &results::to_json(&a)).unwrap();
-    results::write_atomic(&pb, &results::to_json(&b)).unwrap();
-    assert_eq!(
-        run(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]),
-        0
-    );
+    let (pa, _) = compare_files(&dir, &a, &b);
     let empty = dir.join("e.json");
     results::write_atomic(&empty, &results::to_json(&file("latency", vec![]))).unwrap();
     assert_eq!(
@@ -571,14 +666,7 @@ fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
         fold(&[(120.0, 104.0), (121.0, 95.0), (119.0, 113.0)]),
     );
     assert_eq!(a.cases[0].intervals["throughput_mbps"].n, 3);
-    let rows = compare::compare(
-        ("a", &a, None),
-        ("b", &b, None),
-        &BTreeMap::new(),
-        0.10,
-        0.05,
-    )
-    .unwrap();
+    let rows = compare_ab(&a, &b, &BTreeMap::new());
     assert_eq!(rows[0].throughput, Verdict::Faster, "{rows:?}");
     assert_eq!(rows[1].throughput, Verdict::Same, "{rows:?}");
     assert!(rows.iter().all(|r| r.placements.is_none()));
@@ -595,14 +683,7 @@ fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
     let (sa, sb) = (pa.to_str().unwrap(), pb.to_str().unwrap());
     assert_ne!(run(&["compare", sa, sb]), 0);
     assert_eq!(run(&["compare", sa, sb, "--mixed-placement"]), 0);
-    let rows = compare::compare(
-        ("a", &a, None),
-        ("b", &b, None),
-        &BTreeMap::new(),
-        0.10,
-        0.05,
-    )
-    .unwrap();
+    let rows = compare_ab(&a, &b, &BTreeMap::new());
     assert!(rows[0]
         .placements
         .as_ref()

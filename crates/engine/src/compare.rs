@@ -10,7 +10,11 @@
 //!   `--min-effect` (default 5 %): consecutive round trips are not
 //!   independent (caches, scheduler), so the intervals alone are too
 //!   optimistic on a busy loopback host;
-//! - throughput, one sample per case: the difference must exceed a
+//! - throughput is the receiving server's figure
+//!   (`receiver_throughput_mbps`) when both cases have one, else the
+//!   client's: a oneway client can run ahead of its server, and then its
+//!   send rate says nothing about the server; one sample per case, the
+//!   difference must exceed a
 //!   threshold: 3 × the case's relative standard deviation over repeated
 //!   runs given with `--noise-from` (at least 1 %), else `--noise` (default
 //!   10 %, the spread of repeated loopback runs on a shared 2-core host);
@@ -50,6 +54,47 @@ impl Verdict {
     }
 }
 
+/// Which throughput figure a comparison used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Basis {
+    /// `receiver_throughput_mbps`: what the server counted.
+    Receiver,
+    /// `throughput_mbps`: what the client sent.
+    Sender,
+}
+
+impl Basis {
+    /// The throughput figure of `c` on this basis, and the key of its
+    /// interval across runs.
+    pub fn figure(self, c: &Case) -> (f64, &'static str) {
+        match self {
+            Basis::Receiver => (
+                c.receiver_throughput_mbps.unwrap_or(0.0),
+                "receiver_throughput_mbps",
+            ),
+            Basis::Sender => (c.throughput_mbps, "throughput_mbps"),
+        }
+    }
+
+    /// The receiver's figure when both cases have one (a oneway client
+    /// can run ahead of its server), else the sender's.
+    pub fn of(a: &Case, b: &Case) -> Basis {
+        let has = |c: &Case| c.receiver_throughput_mbps.is_some_and(|v| v > 0.0);
+        if has(a) && has(b) {
+            Basis::Receiver
+        } else {
+            Basis::Sender
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Basis::Receiver => "receiver",
+            Basis::Sender => "sender",
+        }
+    }
+}
+
 /// One row of the comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -57,6 +102,9 @@ pub struct Row {
     /// B / A throughput (None when either is zero).
     pub throughput_ratio: Option<f64>,
     pub throughput: Verdict,
+    /// Whose figure the throughput ratio is: the receiving server's when
+    /// both cases have one, else the client's.
+    pub throughput_basis: Basis,
     /// B / A median latency.
     pub p50_ratio: Option<f64>,
     pub p50: Verdict,
@@ -140,21 +188,27 @@ pub fn throughput_verdict(a: f64, b: f64, thr: f64) -> Verdict {
     }
 }
 
-/// Per-case relative threshold from repeated runs: 3 × relative standard
-/// deviation (sample), at least 1 %; cases seen fewer than twice absent.
-pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<String, f64> {
-    let mut vals: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+/// Per-case relative threshold from repeated runs, per basis: 3 ×
+/// relative standard deviation (sample), at least 1 %; cases seen fewer
+/// than twice absent. The receiver's spread is kept only for cases whose
+/// every run has a receiver figure.
+pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<(String, Basis), f64> {
+    let mut vals: BTreeMap<(String, Basis), Vec<f64>> = BTreeMap::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for r in runs {
         for c in &r.cases {
-            if c.throughput_mbps > 0.0 {
-                vals.entry(case_key(r, c, false))
-                    .or_default()
-                    .push(c.throughput_mbps);
+            let k = case_key(r, c, false);
+            *seen.entry(k.clone()).or_default() += 1;
+            for basis in [Basis::Receiver, Basis::Sender] {
+                let (v, _) = basis.figure(c);
+                if v > 0.0 {
+                    vals.entry((k.clone(), basis)).or_default().push(v);
+                }
             }
         }
     }
     vals.into_iter()
-        .filter(|(_, v)| v.len() >= 2)
+        .filter(|((k, _), v)| v.len() >= 2 && seen.get(k) == Some(&v.len()))
         .map(|(k, v)| {
             let n = v.len() as f64;
             let m = v.iter().sum::<f64>() / n;
@@ -197,13 +251,13 @@ fn hist(c: &Case) -> Option<Latency> {
         .and_then(|h| Latency::from_base64(h).ok())
 }
 
-/// Compare B with A. `noise` maps case keys to relative thresholds
+/// Compare B with A. `noise` maps case keys and bases to relative thresholds
 /// (from [`noise_from_runs`]); `default_noise` and `min_effect` are
 /// fractions (0.10 = 10 %).
 pub fn compare(
     a: (&str, &Results, Option<&str>),
     b: (&str, &Results, Option<&str>),
-    noise: &BTreeMap<String, f64>,
+    noise: &BTreeMap<(String, Basis), f64>,
     default_noise: f64,
     min_effect: f64,
 ) -> anyhow::Result<Vec<Row>> {
@@ -220,7 +274,12 @@ pub fn compare(
             continue;
         }
         let ratio = |x: f64, y: f64| (x > 0.0 && y > 0.0).then(|| y / x);
-        let thr = noise.get(&k).copied().unwrap_or(default_noise);
+        let basis = Basis::of(ca, cb);
+        let ((ta, tkey), (tb, _)) = (basis.figure(ca), basis.figure(cb));
+        let thr = noise
+            .get(&(k.clone(), basis))
+            .copied()
+            .unwrap_or(default_noise);
         let (ha, hb) = (hist(ca), hist(cb));
         let lat = |q: f64| match (&ha, &hb) {
             (Some(x), Some(y)) => latency_verdict(x, y, q, min_effect),
@@ -233,9 +292,9 @@ pub fn compare(
             Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, false, min_effect),
             _ => lat(q),
         };
-        let throughput = match iv("throughput_mbps") {
+        let throughput = match iv(tkey) {
             Some((x, y)) if x.n >= 2 && y.n >= 2 => interval_verdict(x, y, true, 0.0),
-            _ => throughput_verdict(ca.throughput_mbps, cb.throughput_mbps, thr),
+            _ => throughput_verdict(ta, tb, thr),
         };
         let (pa, pb) = (
             crate::merge::case_placement(a.1, ca),
@@ -246,8 +305,9 @@ pub fn compare(
                 Some(s) => format!("{} [{s}]", ca.name),
                 None => ca.name.clone(),
             },
-            throughput_ratio: ratio(ca.throughput_mbps, cb.throughput_mbps),
+            throughput_ratio: ratio(ta, tb),
             throughput,
+            throughput_basis: basis,
             p50_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p50, y.p50)),
             p50: lat_or_runs(0.5, "p50"),
             p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),

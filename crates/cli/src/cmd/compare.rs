@@ -46,18 +46,20 @@ pub fn render(rows: &[Row]) -> String {
     let mut t = Table::new([
         "case",
         "throughput B/A",
+        "counted by",
         "verdict",
         "p50 B/A",
         "verdict",
         "p99 B/A",
         "verdict",
     ])
-    .left_align(&[0, 2, 4, 6]);
+    .left_align(&[0, 2, 3, 5, 7]);
     let r = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
     for row in rows {
         t.row([
             row.case.clone(),
             r(row.throughput_ratio),
+            row.throughput_basis.name().into(),
             row.throughput.name().into(),
             r(row.p50_ratio),
             row.p50.name().into(),
@@ -105,7 +107,10 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
             }
         );
     }
-    println!("B = {bn} against A = {an}; verdicts say what B is");
+    println!(
+        "B = {bn} against A = {an}; verdicts say what B is; throughput is the receiving \
+         server's count where both have one (receiver), else the client's (sender)"
+    );
     print!("{}", render(&rows));
     if let Some((pa, pb)) = mixed.first() {
         println!(
