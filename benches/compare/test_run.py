@@ -93,6 +93,38 @@ class Targets(unittest.TestCase):
         self.assertEqual(self.find("our client's spread")[:2], ("yes", "4 of 4"))
 
 
+class SpreadNote(unittest.TestCase):
+    def note(self, ours, omniorb, rows=6):
+        res = results()
+        res["throughput"] = [row("oneway", "long", 1024 << i, {
+            "ours>ours": ours, "omniorb>ours": omniorb,
+            "ours>omniorb": ours, "omniorb>omniorb": omniorb}) for i in range(rows)]
+        return [l for l in run.targets(res) if l.startswith("Spreads taken together")]
+
+    def test_ours_wider_on_every_row_is_more_than_chance(self):
+        # 12 rows (6 points x 2 servers), ours 20 % wide, omniORB's 10 %.
+        [note] = self.note([900, 1000, 1100], [950, 1000, 1050])
+        self.assertIn("on 0 of 12 rows", note)
+        self.assertIn("median 2.00x", note)
+        self.assertIn("probability 0.00", note)
+        self.assertIn("so ours vary more", note)
+
+    def test_half_and_half_is_no_evidence(self):
+        res = results()
+        wide, narrow = [900, 1000, 1100], [950, 1000, 1050]
+        res["throughput"] = [row("oneway", "long", 1024 << i, {
+            "ours>ours": wide if i % 2 else narrow, "omniorb>ours": narrow if i % 2 else wide,
+            "ours>omniorb": narrow, "omniorb>omniorb": wide}) for i in range(4)]
+        [note] = [l for l in run.targets(res) if l.startswith("Spreads taken together")]
+        # ours no wider: 2 of 4 on our server, 4 of 4 on omniORB's.
+        self.assertIn("on 6 of 8 rows", note)
+        self.assertAlmostEqual(run.sign_test(6, 8), 247 / 256)
+        self.assertIn("no evidence", note)
+
+    def test_no_note_when_every_spread_is_zero(self):
+        self.assertEqual(self.note([1000] * 3, [1000] * 3), [])
+
+
 class FromJson(unittest.TestCase):
     def script(self, *args):
         return subprocess.run([sys.executable, run.__file__, *args], capture_output=True, text=True, timeout=60)
