@@ -11,6 +11,7 @@ use bytes::Bytes;
 use crate::error::{CdrError, Result};
 use crate::options::{ByteOrder, CharCodeSet, Options, WCharCodeSet, WcharRules};
 use crate::prim::{decode_slice, Primitive};
+use crate::writer::is_bom;
 
 /// Reads CDR values from a byte slice.
 #[derive(Debug, Clone)]
@@ -556,11 +557,20 @@ impl<'a> Reader<'a> {
         let c = match self.opts.wchar_rules {
             WcharRules::Giop12 => {
                 let n = self.read_u8()? as usize;
-                Self::utf16_body(self.take(n)?).and_then(|(big, body)| {
-                    Self::one_char(body.chunks_exact(2).map(|c| utf16_unit(c, big)), ws)
-                })
+                match *self.take(n)? {
+                    // Almost every wchar: one big-endian unit that is no
+                    // BOM. A BMP character is in every wide code set, and
+                    // a lone surrogate is no character (None).
+                    [hi, lo] if !is_bom(u16::from_be_bytes([hi, lo])) => {
+                        char::from_u32(u32::from(u16::from_be_bytes([hi, lo])))
+                    }
+                    ref body => Self::utf16_body(body).and_then(|(big, body)| {
+                        Self::one_char(body.chunks_exact(2).map(|c| utf16_unit(c, big)), ws)
+                    }),
+                }
             }
-            _ => Self::one_char(std::iter::once(self.read_u16()?), ws),
+            // One unit: a BMP character, or a lone surrogate (None).
+            _ => char::from_u32(u32::from(self.read_u16()?)),
         };
         c.ok_or(CdrError::InvalidCodeSet {
             offset,

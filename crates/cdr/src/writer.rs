@@ -759,7 +759,7 @@ impl<'a> Writer<'a> {
 
 /// Whether a UTF-16 unit at the start of GIOP 1.2 wide data would be taken
 /// for a byte-order mark.
-fn is_bom(unit: u16) -> bool {
+pub(crate) fn is_bom(unit: u16) -> bool {
     unit == 0xFEFF || unit == 0xFFFE
 }
 

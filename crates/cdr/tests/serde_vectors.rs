@@ -266,6 +266,52 @@ fn wstring_and_wchar_in_giop_12_and_11() {
     assert_eq!(err, CdrError::WcharNotNegotiated { offset: 0 });
 }
 
+/// Every wchar body the decoder's one-unit fast path must leave to the
+/// general rules: a lone surrogate and a bare BOM are refused; a BOM in
+/// front of a unit sets that unit's order; GIOP 1.1 takes U+FEFF as a
+/// character.
+#[test]
+fn wchar_decoding_edges_in_giop_12_and_11() {
+    let o12 = opts(WcharRules::Giop12);
+    let o11 = opts(WcharRules::Giop11);
+    let wchar = |b: &[u8], order: ByteOrder, o: Options| {
+        let mut r = Reader::new(b, order).options(o);
+        from_reader::<WChar>(&mut r).map(|w| w.0)
+    };
+    for order in [Big, Little] {
+        assert_eq!(wchar(&[2, 0x4e, 0x2d], order, o12), Ok('中'));
+        assert_eq!(wchar(&[4, 0xff, 0xfe, 0xe9, 0], order, o12), Ok('é'));
+        assert_eq!(
+            wchar(&[4, 0xfe, 0xff, 0xfe, 0xff], order, o12),
+            Ok('\u{feff}')
+        );
+        assert_eq!(
+            wchar(&[4, 0xd8, 0x3d, 0xde, 0x00], order, o12),
+            Ok('\u{1f600}')
+        );
+        for bad in [
+            [2, 0xd8, 0x00],
+            [2, 0xdf, 0xff],
+            [2, 0xfe, 0xff],
+            [2, 0xff, 0xfe],
+        ] {
+            assert!(
+                matches!(
+                    wchar(&bad, order, o12),
+                    Err(CdrError::InvalidCodeSet { offset: 0, .. })
+                ),
+                "{bad:x?}"
+            );
+        }
+    }
+    assert_eq!(wchar(&[0xfe, 0xff], Big, o11), Ok('\u{feff}'));
+    assert_eq!(wchar(&[0x2d, 0x4e], Little, o11), Ok('中'));
+    assert!(matches!(
+        wchar(&[0x00, 0xd8], Little, o11),
+        Err(CdrError::InvalidCodeSet { offset: 0, .. })
+    ));
+}
+
 #[test]
 fn strings_chars_and_char_sequences() {
     rt(&"é".to_string(), Big, &[0, 0, 0, 2, 0xe9, 0]);
