@@ -533,10 +533,21 @@ impl<'a> Reader<'a> {
 
     /// Text from UTF-16 units; `None` on a lone surrogate or a character
     /// `ws` does not carry.
-    fn decode_units(units: impl Iterator<Item = u16>, ws: WCharCodeSet) -> Option<String> {
-        let mut s = String::new();
-        for c in char::decode_utf16(units) {
-            let c = c.ok().filter(|&c| Self::in_set(c, ws))?;
+    fn decode_units(mut units: impl Iterator<Item = u16>, ws: WCharCodeSet) -> Option<String> {
+        // At least one UTF-8 octet per unit: no regrowing for ASCII, and
+        // at most two doublings for the rest.
+        let mut s = String::with_capacity(units.size_hint().0);
+        while let Some(u) = units.next() {
+            let c = match u {
+                0..=0x7F => u8::try_from(u).map_or('\0', char::from),
+                0xD800..=0xDBFF => {
+                    let lo = units.next().filter(|lo| (0xDC00..=0xDFFF).contains(lo))?;
+                    let c = 0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(lo) - 0xDC00);
+                    char::from_u32(c).filter(|&c| Self::in_set(c, ws))?
+                }
+                // A lone low surrogate is no character.
+                _ => char::from_u32(u32::from(u))?,
+            };
             s.push(c);
         }
         Some(s)

@@ -304,6 +304,28 @@ fn wchar_decoding_edges_in_giop_12_and_11() {
             );
         }
     }
+    // wstring (1.2): pairs decode, lone or mismatched surrogates do not.
+    let wstring = |b: &[u8]| {
+        let mut r = Reader::new(b, Big).options(o12);
+        from_reader::<WString>(&mut r).map(|w| w.0)
+    };
+    assert_eq!(
+        wstring(&[0, 0, 0, 8, 0, 0x61, 0xd8, 0x3d, 0xde, 0x00, 0x4e, 0x2d]),
+        Ok("a\u{1f600}中".to_string())
+    );
+    for bad in [
+        [0, 0, 0, 4, 0xd8, 0x3d, 0, 0x61],
+        [0, 0, 0, 4, 0, 0x61, 0xde, 0x00],
+        [0, 0, 0, 4, 0, 0x61, 0xd8, 0x3d],
+    ] {
+        assert!(
+            matches!(
+                wstring(&bad),
+                Err(CdrError::InvalidCodeSet { offset: 0, .. })
+            ),
+            "{bad:x?}"
+        );
+    }
     assert_eq!(wchar(&[0xfe, 0xff], Big, o11), Ok('\u{feff}'));
     assert_eq!(wchar(&[0x2d, 0x4e], Little, o11), Ok('中'));
     assert!(matches!(
