@@ -142,8 +142,8 @@ Examples:
     pub const COMPARE: &str = "\
 Examples:
   iiopbench compare before.json after.json
-  iiopbench compare before.json after.json --noise 5% --min-effect 2%
-  iiopbench compare before.json after.json --noise-from rerun1.json rerun2.json rerun3.json";
+  iiopbench compare before.json after.json --noise-from rerun1.json rerun2.json rerun3.json
+  iiopbench compare main.json pr.json --fail-if-slower --json verdicts.json   # a CI regression guard";
 
     pub const MERGE: &str = "\
 Examples:

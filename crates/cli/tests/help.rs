@@ -84,7 +84,7 @@ const IDEAS: &[Idea] = &[
         None,
         "json",
         "FILE",
-        "bench *, soak, suite, merge, lab run, lab suite, interop, ior decode, pcap, replay, agents run, lab agents, lab matrix",
+        "bench *, soak, suite, merge, compare, lab run, lab suite, interop, ior decode, pcap, replay, agents run, lab agents, lab matrix",
     ),
     idea(
         "One CSV row per case",
@@ -322,6 +322,13 @@ const IDEAS: &[Idea] = &[
         None,
         "noise-from",
         "FILE",
+        "compare",
+    ),
+    idea(
+        "Exit 1 when B is slower anywhere",
+        None,
+        "fail-if-slower",
+        "—",
         "compare",
     ),
     idea(

@@ -350,7 +350,49 @@ fn compare_judges_oneways_by_what_the_server_counted() {
         assert!(l.contains(ratio) && l.contains(basis), "{text}");
     }
     let dir = tmp("compare-receiver");
-    compare_files(&dir, &a, &b);
+    let (pa, pb) = compare_files(&dir, &a, &b);
+
+    // For a CI job: the rows as JSON, and a failing exit when B is slower
+    // anywhere (here the client-counted 4 KiB case), naming what was.
+    assert_eq!(
+        compare::slower(&rows),
+        vec![(
+            "oneway 4KiB".to_string(),
+            vec!["throughput 0.800x".to_string()]
+        )]
+    );
+    let (sa, sb) = (pa.to_str().unwrap(), pb.to_str().unwrap());
+    let out = dir.join("cmp.json");
+    let so = out.to_str().unwrap();
+    assert_eq!(
+        run(&["compare", sa, sb, "--json", so, "--fail-if-slower"]),
+        1
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(doc["schema"], compare::SCHEMA);
+    assert_eq!(doc["b"], sb);
+    let jrow = |n: &str| {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["case"] == n)
+            .unwrap()
+            .clone()
+    };
+    let j1 = jrow("oneway 1KiB");
+    assert_eq!(
+        (&j1["throughput_counted_by"], &j1["throughput"], &j1["p50"]),
+        (&"receiver".into(), &"faster".into(), &"same".into())
+    );
+    assert!((j1["throughput_ratio"].as_f64().unwrap() - 2.0).abs() < 1e-12);
+    assert_eq!(jrow("oneway 4KiB")["throughput"], "slower");
+    assert!(jrow("oneway 4KiB")["placements"].is_null());
+    // Without the flag the same comparison succeeds; B against itself
+    // passes the guard.
+    assert_eq!(run(&["compare", sa, sb, "--json", so]), 0);
+    assert_eq!(run(&["compare", sb, sb, "--fail-if-slower"]), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -115,6 +115,54 @@ pub struct Row {
     pub placements: Option<(String, String)>,
 }
 
+/// The schema name and version of [`to_json`]'s document.
+pub const SCHEMA: &str = "iiopbench-comparison/1";
+
+/// The comparison as a JSON document (docs/results-schema.md, "compare"):
+/// the two files, then one object per row with B/A ratios (null when not
+/// computable) and verdicts (`faster`, `slower`, `same`, `-`).
+pub fn to_json(a: &str, b: &str, rows: &[Row]) -> serde_json::Value {
+    let verdict = |v: Verdict| serde_json::Value::from(v.name());
+    serde_json::json!({
+        "schema": SCHEMA,
+        "a": a,
+        "b": b,
+        "rows": rows.iter().map(|r| serde_json::json!({
+            "case": r.case,
+            "throughput_ratio": r.throughput_ratio,
+            "throughput_counted_by": r.throughput_basis.name(),
+            "throughput": verdict(r.throughput),
+            "p50_ratio": r.p50_ratio,
+            "p50": verdict(r.p50),
+            "p99_ratio": r.p99_ratio,
+            "p99": verdict(r.p99),
+            "placements": r.placements.as_ref().map(|(pa, pb)| serde_json::json!({"a": pa, "b": pb})),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The rows where B is slower on any figure, each with what was slower
+/// (`"throughput 0.812x"`, `"p50 1.300x"` …).
+pub fn slower(rows: &[Row]) -> Vec<(String, Vec<String>)> {
+    rows.iter()
+        .filter_map(|r| {
+            let figs: Vec<String> = [
+                ("throughput", r.throughput, r.throughput_ratio),
+                ("p50", r.p50, r.p50_ratio),
+                ("p99", r.p99, r.p99_ratio),
+            ]
+            .into_iter()
+            .filter(|(_, v, _)| *v == Verdict::Slower)
+            .map(|(n, _, x)| match x {
+                Some(x) => format!("{n} {x:.3}x"),
+                None => n.to_string(),
+            })
+            .collect();
+            (!figs.is_empty()).then(|| (r.case.clone(), figs))
+        })
+        .collect()
+}
+
 /// Verdict from two intervals across runs (higher is better when
 /// `higher_better`): a change only when they do not overlap and the means
 /// differ by at least `min_effect`.

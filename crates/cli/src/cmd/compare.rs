@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use iiopbench_engine::compare::{compare, noise_from_runs, Row};
+use iiopbench_engine::compare::{compare, noise_from_runs, slower, to_json, Row};
 use iiopbench_engine::results;
 use iiopbench_engine::units::parse_percent;
 
@@ -39,6 +39,15 @@ pub struct CompareArgs {
     /// table then says so).
     #[arg(long)]
     pub mixed_placement: bool,
+    /// Also write the comparison as JSON (schema iiopbench-comparison/1,
+    /// docs/results-schema.md); `-` for standard output, and then no table.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Exit with status 1 when B is slower than A on any case and figure
+    /// (throughput, p50 or p99), naming them: a CI job's regression guard.
+    /// The table and the JSON are written first.
+    #[arg(long)]
+    pub fail_if_slower: bool,
 }
 
 /// The comparison as a text table.
@@ -107,15 +116,34 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
             }
         );
     }
-    println!(
-        "B = {bn} against A = {an}; verdicts say what B is; throughput is the receiving \
-         server's count where both have one (receiver), else the client's (sender)"
-    );
-    print!("{}", render(&rows));
-    if let Some((pa, pb)) = mixed.first() {
+    let to_stdout = o.json.as_deref() == Some(std::path::Path::new("-"));
+    if !to_stdout {
         println!(
-            "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
-            mixed.len()
+            "B = {bn} against A = {an}; verdicts say what B is; throughput is the receiving \
+             server's count where both have one (receiver), else the client's (sender)"
+        );
+        print!("{}", render(&rows));
+        if let Some((pa, pb)) = mixed.first() {
+            println!(
+                "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
+                mixed.len()
+            );
+        }
+    }
+    if let Some(p) = &o.json {
+        let doc = serde_json::to_string_pretty(&to_json(&an, &bn, &rows))? + "\n";
+        results::write_atomic(p, &doc)?;
+    }
+    let worse = slower(&rows);
+    if o.fail_if_slower && !worse.is_empty() {
+        let list: Vec<String> = worse
+            .iter()
+            .map(|(case, figs)| format!("{case} ({})", figs.join(", ")))
+            .collect();
+        anyhow::bail!(
+            "{bn} is slower than {an} beyond the noise on {} case(s): {}",
+            worse.len(),
+            list.join("; ")
         );
     }
     Ok(())
