@@ -3,7 +3,7 @@ results (`--from-json`), on small results built here. Nothing is measured.
 
     python3 -m unittest discover -s benches/compare -p 'test_*.py'
 """
-import json, os, subprocess, sys, tempfile, unittest
+import json, os, subprocess, sys, tempfile, time, unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402
@@ -33,11 +33,11 @@ def results():
         "ours>ours": [5000, 5000, 5000], "omniorb>ours": [1100, 1100, 1100],
         "ours>omniorb": [1000, 1000, 1000], "omniorb>omniorb": [1000, 1000, 1000]},
         buffered={"ours": [12000, 12000, 12000], "omniorb": [1000, 1000, 1000]})
-    return {"schema": "iiopbench-compare/8",
+    return {"schema": "iiopbench-compare/9",
             "machine": {"cpu": "test CPU", "cpus": 2, "kernel": "6.0", "commit": "abc1234", "date": "2026-01-01 00:00 UTC"},
             "placement": {"server_cpus": "1", "client_cpus": "0"}, "reps": 3, "max_reps": 6, "spread_limit": 0.3,
             "servers": SERVERS, "our_server": {"kind": "threads", "serve_args": ["--server-model", "threads"]},
-            "oneway_buffer": "64KiB", "run": {"flags": "", "total": 64 << 20, "min_duration": 1.0, "wait_strategy": "auto"},
+            "oneway_buffer": "64KiB", "run": {"flags": "", "total": 64 << 20, "min_duration": 1.0, "wait_strategy": "auto", "idle_servers": "pause"},
             "throughput": [octet, char],
             "tcp": [{"size": 1024, "mbps": 8000, "samples": [8000], "spread": 0.0, "iperf3": None, "iperf3_samples": [],
                      "fastest": {"mbps": 1200, "samples": [1200], "spread": 0.0, "pair": "iiopbench → iiopbench", "type": "octet",
@@ -123,6 +123,80 @@ class SpreadNote(unittest.TestCase):
 
     def test_no_note_when_every_spread_is_zero(self):
         self.assertEqual(self.note([1000] * 3, [1000] * 3), [])
+
+
+class IdleServers(unittest.TestCase):
+    class Fake:
+        def __init__(self, log, name):
+            self.log, self.name = log, name
+
+        def pause(self):
+            self.log.append(("pause", self.name))
+
+        def resume(self):
+            self.log.append(("resume", self.name))
+
+    def test_only_the_measured_server_runs(self):
+        log = []
+        running = {n: self.Fake(log, n) for n in ["ours", "omniorb", "jacorb"]}
+        run.only(running, "omniorb", "pause")
+        self.assertEqual(sorted(log), [("pause", "jacorb"), ("pause", "ours"), ("resume", "omniorb")])
+        log.clear()
+        run.only(running, "omniorb", "run")
+        self.assertEqual(log, [])
+
+    def test_a_real_process_is_paused_and_resumed(self):
+        # A child that counts; paused, the count stands still.
+        def read(path):
+            with open(path) as f:
+                return f.read()
+
+        def changes(path, within):
+            first, end = read(path), time.time() + within
+            while time.time() < end:
+                if read(path) != first:
+                    return True
+                time.sleep(0.02)
+            return False
+
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "n")
+            code = f"import time\nn=0\nwhile True:\n n+=1\n open({out!r},'w').write(str(n))\n time.sleep(0.01)"
+            srv = run.Server.__new__(run.Server)
+            srv.p = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+            srv.ior_file = os.path.join(d, "none.ior")
+            try:
+                end = time.time() + 20
+                while not os.path.exists(out) and time.time() < end:
+                    time.sleep(0.02)
+                self.assertTrue(changes(out, 10), "the child never counted")
+                srv.pause()
+                time.sleep(0.1)
+                self.assertFalse(changes(out, 0.3), "paused, it still counted")
+                srv.resume()
+                self.assertTrue(changes(out, 10), "resumed, it did not count")
+            finally:
+                srv.pause()
+                srv.stop()  # resumes, then SIGTERM
+            self.assertIsNotNone(srv.p.poll())
+
+    def test_the_report_says_how_idle_servers_were_kept(self):
+        res = results()
+        self.assertIn("every other server is paused (SIGSTOP)", "\n".join(self.doc(res)))
+        res["schema"] = "iiopbench-compare/8"
+        del res["run"]["idle_servers"]
+        self.assertIn("every server runs throughout", "\n".join(self.doc(res)))
+
+    def doc(self, res):
+        with tempfile.TemporaryDirectory() as d:
+            doc = os.path.join(d, "performance.md")
+            src = os.path.join(d, "r.json")
+            with open(src, "w") as f:
+                json.dump(res, f)
+            p = subprocess.run([sys.executable, run.__file__, "--from-json", src, "--doc", doc], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(doc) as f:
+                return f.read().splitlines()
 
 
 class FromJson(unittest.TestCase):
