@@ -331,9 +331,9 @@ fn compare_judges_oneways_by_what_the_server_counted() {
         })
         .collect();
     let noise = compare::noise_from_runs(&runs);
-    let recv = noise[&(r2_key(&runs[0]), Basis::Receiver)];
+    let recv = noise[&(first_case_key(&runs[0]), Basis::Receiver)];
     assert!((recv - 0.015).abs() < 1e-9, "{recv}");
-    assert!(noise[&(r2_key(&runs[0]), Basis::Sender)] > 0.8);
+    assert!(noise[&(first_case_key(&runs[0]), Basis::Sender)] > 0.8);
     let rows = compare_ab(&a, &b, &noise);
     let r2 = rows.iter().find(|r| r.case == "oneway 2KiB").unwrap();
     // 1.7 % more counted, beyond 1.5 %: faster.
@@ -417,7 +417,7 @@ fn compare_files(dir: &Path, a: &Results, b: &Results) -> (PathBuf, PathBuf) {
     (pa, pb)
 }
 
-fn r2_key(r: &Results) -> String {
+fn first_case_key(r: &Results) -> String {
     iiopbench_engine::merge::case_key(r, &r.cases[0], false)
 }
 

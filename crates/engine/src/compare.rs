@@ -29,6 +29,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Serialize, Serializer};
+
 use crate::hist::Latency;
 use crate::merge::{case_key, tag};
 use crate::results::{Case, Results};
@@ -51,6 +53,13 @@ impl Verdict {
             Verdict::Same => "same",
             Verdict::Unknown => "-",
         }
+    }
+}
+
+/// A verdict is written as its name (`faster`, `slower`, `same`, `-`).
+impl Serialize for Verdict {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -95,8 +104,15 @@ impl Basis {
     }
 }
 
-/// One row of the comparison.
-#[derive(Debug, Clone, PartialEq)]
+/// A basis is written as its name (`receiver`, `sender`).
+impl Serialize for Basis {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// One row of the comparison; its JSON form is [`to_json`]'s row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Row {
     pub case: String,
     /// B / A throughput (None when either is zero).
@@ -104,6 +120,7 @@ pub struct Row {
     pub throughput: Verdict,
     /// Whose figure the throughput ratio is: the receiving server's when
     /// both cases have one, else the client's.
+    #[serde(rename = "throughput_counted_by")]
     pub throughput_basis: Basis,
     /// B / A median latency.
     pub p50_ratio: Option<f64>,
@@ -112,7 +129,15 @@ pub struct Row {
     pub p99_ratio: Option<f64>,
     pub p99: Verdict,
     /// A's and B's placement when they differ.
+    #[serde(serialize_with = "placements_json")]
     pub placements: Option<(String, String)>,
+}
+
+/// A row's placements as `{"a", "b"}`, or null when they agree.
+fn placements_json<S: Serializer>(p: &Option<(String, String)>, s: S) -> Result<S::Ok, S::Error> {
+    p.as_ref()
+        .map(|(a, b)| serde_json::json!({"a": a, "b": b}))
+        .serialize(s)
 }
 
 /// The schema name and version of [`to_json`]'s document.
@@ -122,23 +147,7 @@ pub const SCHEMA: &str = "iiopbench-comparison/1";
 /// the two files, then one object per row with B/A ratios (null when not
 /// computable) and verdicts (`faster`, `slower`, `same`, `-`).
 pub fn to_json(a: &str, b: &str, rows: &[Row]) -> serde_json::Value {
-    let verdict = |v: Verdict| serde_json::Value::from(v.name());
-    serde_json::json!({
-        "schema": SCHEMA,
-        "a": a,
-        "b": b,
-        "rows": rows.iter().map(|r| serde_json::json!({
-            "case": r.case,
-            "throughput_ratio": r.throughput_ratio,
-            "throughput_counted_by": r.throughput_basis.name(),
-            "throughput": verdict(r.throughput),
-            "p50_ratio": r.p50_ratio,
-            "p50": verdict(r.p50),
-            "p99_ratio": r.p99_ratio,
-            "p99": verdict(r.p99),
-            "placements": r.placements.as_ref().map(|(pa, pb)| serde_json::json!({"a": pa, "b": pb})),
-        })).collect::<Vec<_>>(),
-    })
+    serde_json::json!({"schema": SCHEMA, "a": a, "b": b, "rows": rows})
 }
 
 /// The rows where B is slower on any figure, each with what was slower
@@ -239,7 +248,8 @@ pub fn throughput_verdict(a: f64, b: f64, thr: f64) -> Verdict {
 /// Per-case relative threshold from repeated runs, per basis: 3 ×
 /// relative standard deviation (sample), at least 1 %; cases seen fewer
 /// than twice absent. The receiver's spread is kept only for cases whose
-/// every run has a receiver figure.
+/// every run has a receiver figure (the sender's, as before bases, from
+/// whichever runs moved bytes).
 pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<(String, Basis), f64> {
     let mut vals: BTreeMap<(String, Basis), Vec<f64>> = BTreeMap::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -256,7 +266,9 @@ pub fn noise_from_runs(runs: &[Results]) -> BTreeMap<(String, Basis), f64> {
         }
     }
     vals.into_iter()
-        .filter(|((k, _), v)| v.len() >= 2 && seen.get(k) == Some(&v.len()))
+        .filter(|((k, basis), v)| {
+            v.len() >= 2 && (*basis == Basis::Sender || seen.get(k) == Some(&v.len()))
+        })
         .map(|(k, v)| {
             let n = v.len() as f64;
             let m = v.iter().sum::<f64>() / n;
