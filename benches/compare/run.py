@@ -472,10 +472,12 @@ def targets(res):
     med_of = lambda x: (x or {}).get("median")
     line("our client ≥ 1.0x the omniORB client (section 1)",
          [(f"{case(r)} on {NAMES[s]}", med_of(r["client_ratio"].get(s)), 1.0, True) for r in rows for s in servers])
-    spreads = [(r, s, r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}")) for r in rows for s in servers]
+    # (row label, our client's spread, the omniORB client's) where both were measured.
+    spreads = [(f"{case(r)} on {NAMES[s]}", u["spread"], o["spread"]) for r in rows for s in servers
+               for u, o in [(r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}"))]
+               if u and o and u["spread"] is not None and o["spread"] is not None]
     line("our client's spread no wider than the omniORB client's (section 1)",
-         [(f"{case(r)} on {NAMES[s]} ({u['spread']:.0%} vs {o['spread']:.0%})", u["spread"], o["spread"], False)
-          for r, s, u, o in spreads if u and o and u["spread"] is not None and o["spread"] is not None], ratios=False)
+         [(f"{lbl} ({u:.0%} vs {o:.0%})", u, o, False) for lbl, u, o in spreads], ratios=False)
     if "omniorb" in servers and "ours" in servers:
         line("our server ≥ 1.0x omniORB's, under the omniORB client (section 2)",
              [(case(r), med_of(r["server_ratio"].get("omniorb", {}).get("ours")), 1.0, True) for r in rows])
@@ -500,7 +502,7 @@ def targets(res):
              [both(r, med_of((r.get("buffered_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("buffered_vs_omniorb")])
     if not out:
         return []
-    note = spread_note(spreads)
+    note = spread_note([(u, o) for _, u, o in spreads])
     return (["## Targets: what this run shows\n",
              "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first.\n",
              "| target | holds | rows that meet it | short of it |", "|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
@@ -517,10 +519,10 @@ def spread_note(spreads):
     median of 3–6 rounds, and this VM changes speed for seconds at a time,
     so whether one client's rows come out narrower is close to a coin toss
     even when the clients are alike: the sign test says whether ours are
-    wider more often than chance would make them. `spreads`: (row,
-    server, ours, omniORB's) as the targets table has them."""
-    pairs = [(u["spread"], o["spread"]) for _, _, u, o in spreads
-             if u and o and u["spread"] is not None and o["spread"] is not None and (u["spread"] or o["spread"])]
+    wider more often than chance would make them. `spreads`: (ours,
+    omniORB's) per row, as the targets table has them; rows where both
+    are 0 say nothing either way."""
+    pairs = [(u, o) for u, o in spreads if u or o]
     if not pairs:
         return None
     n, k = len(pairs), sum(1 for u, o in pairs if u <= o)
