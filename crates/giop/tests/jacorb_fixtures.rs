@@ -3,64 +3,20 @@
 //! server, omniORB's nameclt talking to JacORB (see that directory's
 //! README.md and manifest.txt) — decodes to what its manifest says.
 
-use std::path::PathBuf;
+mod captured;
 
-use bytes::Bytes;
-use iiop_cdr::{ByteOrder, Options};
-use iiop_giop::header::{Header, HEADER_LEN};
-use iiop_giop::message::{LocateStatus, Message, ReplyStatus, ResponseMode};
-use iiop_giop::{MsgType, TargetAddress, Version};
+use captured::field;
+use iiop_cdr::Options;
+use iiop_giop::header::Header;
+use iiop_giop::message::{LocateStatus, Message, ReplyStatus};
+use iiop_giop::{MsgType, TargetAddress};
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/giop/jacorb")
-}
-
-struct Row {
-    file: String,
-    version: String,
-    order: String,
-    what: String,
-}
-
-fn manifest() -> Vec<Row> {
-    std::fs::read_to_string(dir().join("manifest.txt"))
-        .expect("manifest.txt")
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 6, "manifest line {l:?}");
-            Row {
-                file: f[0].into(),
-                version: f[3].into(),
-                order: f[4].into(),
-                what: f[5].into(),
-            }
-        })
-        .collect()
+fn manifest() -> Vec<captured::Row> {
+    captured::manifest("jacorb")
 }
 
 fn decode(file: &str) -> (Header, Message) {
-    let raw = std::fs::read(dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let h = Header::parse(&raw).unwrap_or_else(|e| panic!("{file}: {e}"));
-    assert_eq!(
-        h.size as usize,
-        raw.len() - HEADER_LEN,
-        "{file}: size field"
-    );
-    assert!(!h.more_fragments, "{file}: JacORB never fragments");
-    let m = Message::decode(
-        &h,
-        Bytes::copy_from_slice(&raw[HEADER_LEN..]),
-        Options::default(),
-    )
-    .unwrap_or_else(|e| panic!("{file}: {e}"));
-    (h, m)
-}
-
-/// A field of the manifest's description, e.g. `id=4` → "4".
-fn field<'a>(what: &'a str, key: &str) -> Option<&'a str> {
-    what.split([' ', ',']).find_map(|w| w.strip_prefix(key))
+    captured::decode("jacorb", file)
 }
 
 #[test]
@@ -68,40 +24,11 @@ fn every_capture_decodes_as_its_manifest_says() {
     let rows = manifest();
     assert_eq!(rows.len(), 29, "all captures listed");
     for r in &rows {
-        let (h, m) = decode(&r.file);
-        let v = match r.version.as_str() {
-            "1.0" => Version::V1_0,
-            "1.2" => Version::V1_2,
-            other => panic!("{}: version {other}", r.file),
-        };
-        assert_eq!(h.version, v, "{}", r.file);
-        let order = if r.order == "big-endian" {
-            ByteOrder::Big
-        } else {
-            ByteOrder::Little
-        };
-        assert_eq!(h.order, order, "{}", r.file);
-        let id: u32 = field(&r.what, "id=")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{}: no id", r.file));
+        let (h, m, id) = captured::decode_row("jacorb", r);
         match m {
             Message::Request(q) => {
                 assert_eq!(h.msg_type, MsgType::Request);
-                assert!(r.what.starts_with("Request"), "{}", r.file);
-                assert_eq!(q.header.request_id, id, "{}", r.file);
-                assert_eq!(
-                    Some(q.header.operation()),
-                    field(&r.what, "op="),
-                    "{}",
-                    r.file
-                );
-                let oneway = r.what.contains(" oneway ");
-                assert_eq!(
-                    q.header.response == ResponseMode::Oneway,
-                    oneway,
-                    "{}",
-                    r.file
-                );
+                captured::check_request(r, &q, id);
                 let key = field(&r.what, "key=").unwrap();
                 match &q.header.target {
                     TargetAddress::Key(k) => assert_eq!(&k[..], key.as_bytes(), "{}", r.file),
@@ -128,6 +55,13 @@ fn every_capture_decodes_as_its_manifest_says() {
             }
             Message::Reply(p) => {
                 assert!(r.what.starts_with("Reply"), "{}", r.file);
+                // Every reply here comes from an ORB's server.
+                assert!(
+                    r.sender.starts_with("JacORB") || r.sender.starts_with("omniORB"),
+                    "{}: {}",
+                    r.file,
+                    r.sender
+                );
                 assert_eq!(p.header.request_id, id, "{}", r.file);
                 let status = if r.what.contains("NO_EXCEPTION") {
                     ReplyStatus::NoException

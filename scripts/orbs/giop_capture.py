@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""GIOP capture helpers for fixtures/giop/jacorb (used by ./capture).
+"""GIOP capture helpers for fixtures/giop/jacorb and fixtures/giop/tao (used by
+scripts/orbs/{jacorb,tao}/capture).
 
   giop_capture.py send HOST PORT
       A raw GIOP sender (no ORB): on one connection, sends hand-encoded,
