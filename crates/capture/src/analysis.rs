@@ -239,7 +239,9 @@ pub struct Analyzer<O: Observer = NoObserver> {
     pub observer: O,
 }
 
-fn key_text(k: &[u8]) -> String {
+/// An object key, printable: ASCII graphic bytes as they are, every other
+/// byte (and `%`) `%`-escaped.
+pub fn key_text(k: &[u8]) -> String {
     let mut s = String::new();
     for &b in k {
         if b.is_ascii_graphic() && b != b'%' {

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iiop_capture::analysis::{new_histogram, Observer, ReplyEvent, RequestEvent};
 use iiop_capture::{Analyzer, Config};
-use iiop_cdr::{ByteOrder, CdrError};
+use iiop_cdr::{ByteOrder, CdrError, Options};
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
-use iiop_giop::context::ServiceContext;
+use iiop_giop::context::{CodeSetContext, ServiceContext};
 use iiop_giop::header::Version;
 use iiop_giop::message::Reply;
 use iiop_giop::transport::client::{Client, ClientConfig, ClientError, Connection};
@@ -132,11 +132,19 @@ struct CapRequest {
     order: ByteOrder,
     operation: String,
     key: Bytes,
+    /// The object `key` names: the key a captured LOCATION_FORWARD led
+    /// from, when the capture shows one forwarded to `key` (TAO forwards
+    /// its short keys to its POA keys), else `key` itself.
+    object: Bytes,
     response: ResponseMode,
     body: Bytes,
     body_offset: usize,
     /// Service contexts other than CodeSets (which our connection sends).
     contexts: Vec<ServiceContext>,
+    /// How the captured bodies on its connection read: the code sets its
+    /// connection's CodeSets context chose (UTF-16 for wchar without one)
+    /// under its GIOP version's wchar rules.
+    opts: Options,
     /// No call was in flight on its connection when it was sent: wait for
     /// every earlier reply before sending it.
     after_replies: bool,
@@ -151,6 +159,28 @@ struct Collect {
     reqs: Vec<CapRequest>,
     by_id: HashMap<(u64, u32), usize>,
     in_flight: HashMap<u64, usize>,
+    /// The CodeSets context of each captured connection (its first one).
+    code_sets: HashMap<u64, CodeSetContext>,
+    /// Object keys a captured LOCATION_FORWARD led to, and the key each
+    /// was forwarded from.
+    forwarded_from: HashMap<Bytes, Bytes>,
+}
+
+impl Collect {
+    /// Every request's `object`: its key, followed back through the
+    /// captured forwards (a bounded chain).
+    fn resolve_forwards(&mut self) {
+        for r in &mut self.reqs {
+            let mut k = r.key.clone();
+            for _ in 0..8 {
+                match self.forwarded_from.get(&k) {
+                    Some(from) if *from != k => k = from.clone(),
+                    _ => break,
+                }
+            }
+            r.object = k;
+        }
+    }
 }
 
 impl Observer for Collect {
@@ -159,6 +189,16 @@ impl Observer for Collect {
         let h = &r.header;
         let inflight = self.in_flight.entry(ev.connection).or_default();
         let after_replies = *inflight == 0;
+        if let Ok(Some(cs)) = h.contexts.code_sets() {
+            self.code_sets.entry(ev.connection).or_insert(cs);
+        }
+        let opts = match self.code_sets.get(&ev.connection) {
+            Some(cs) => cs.options(r.version),
+            None => Options {
+                wchar_rules: r.version.wchar_rules(),
+                ..Options::default()
+            },
+        };
         if h.response.expects_reply() {
             *inflight += 1;
             self.by_id
@@ -172,10 +212,12 @@ impl Observer for Collect {
             order: r.body.order,
             operation: h.operation().to_string(),
             key: h.target.object_key().unwrap_or_default(),
+            object: Bytes::new(),
             response: h.response,
             body: r.body.bytes.clone(),
             body_offset: r.body.offset,
             contexts: h.contexts.0.iter().filter(|c| c.id != 1).cloned().collect(),
+            opts,
             after_replies,
             segmented: r.body.segments.is_some(),
             reply: None,
@@ -187,6 +229,16 @@ impl Observer for Collect {
         if let Some(i) = self.by_id.remove(&(ev.connection, r.header.request_id)) {
             if let Some(n) = self.in_flight.get_mut(&ev.connection) {
                 *n = n.saturating_sub(1);
+            }
+            if matches!(
+                r.header.status,
+                ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
+            ) {
+                if let Some(p) = r.forward_ior().ok().as_ref().and_then(|i| i.iiop_profile()) {
+                    self.forwarded_from
+                        .entry(p.object_key.clone())
+                        .or_insert_with(|| self.reqs[i].key.clone());
+                }
             }
             self.reqs[i].reply = Some(CapReply {
                 status: r.header.status,
@@ -207,6 +259,9 @@ struct Outcome1 {
     idx: usize,
     result: Result<Option<Reply>, ClientError>,
     ns: u64,
+    /// How bodies on the replay's connection read (the code sets
+    /// negotiated with the target, the GIOP version spoken).
+    opts: Options,
 }
 
 async fn send_one(
@@ -293,10 +348,12 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
                     idx,
                     result: Err(e.clone()),
                     ns: 0,
+                    opts: Options::default(),
                 })
                 .collect()
         }
     };
+    let opts = conn.options();
     let mut running: Vec<tokio::task::JoinHandle<Outcome1>> = Vec::new();
     for idx in idxs {
         let r = &reqs[idx];
@@ -324,6 +381,7 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
                 idx,
                 result,
                 ns: t.elapsed().as_nanos() as u64,
+                opts,
             }
         }));
     }
@@ -336,20 +394,20 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
 }
 
 /// Compare a replayed reply body with the captured one: typed through the
-/// IDL when there is one, else byte for byte when byte order and alignment
+/// IDL when there is one (each read as its own connection's code sets and
+/// GIOP version say), else byte for byte when byte order and alignment
 /// agree; `None` when they cannot be compared.
 fn compare_bodies(
     spec: Option<&iiop_idl::Spec>,
     interface: &str,
     op: &str,
-    cap: &iiop_giop::message::Body,
-    new: &iiop_giop::message::Body,
+    (cap, cap_opts): (&iiop_giop::message::Body, Options),
+    (new, new_opts): (&iiop_giop::message::Body, Options),
 ) -> Option<Result<(), String>> {
     if let Some(spec) = spec {
         let found = crate::dynamic::find_op(spec, &format!("{interface}::{op}")).ok()?;
-        let opts = iiop_cdr::Options::default();
-        let a = crate::dynamic::decode_reply(&found.sig, &mut cap.reader(opts));
-        let b = crate::dynamic::decode_reply(&found.sig, &mut new.reader(opts));
+        let a = crate::dynamic::decode_reply(&found.sig, &mut cap.reader(cap_opts));
+        let b = crate::dynamic::decode_reply(&found.sig, &mut new.reader(new_opts));
         return Some(match (a, b) {
             (Ok(a), Ok(b)) if a == b => Ok(()),
             (Ok(_), Ok(_)) => Err(format!(
@@ -388,7 +446,8 @@ fn compare_bodies(
 #[derive(Debug, Default, Clone)]
 pub struct OpReport {
     pub operation: String,
-    /// The captured object key (lossy UTF-8).
+    /// The captured object key, printable (`%`-escaped bytes outside
+    /// ASCII).
     pub key: String,
     /// Requests in the capture.
     pub captured: u64,
@@ -400,6 +459,9 @@ pub struct OpReport {
     pub differing: u64,
     /// Deterministic replies whose bodies could not be compared.
     pub not_comparable: u64,
+    /// Captured replies that forwarded (LOCATION_FORWARD) to a request
+    /// the target answered itself: no difference.
+    pub answered_forwards: u64,
     /// Response times at the capture point, ns.
     pub captured_lat: Option<hdrhistogram::Histogram<u64>>,
     /// Response times of the replay, ns.
@@ -454,7 +516,8 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
 fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
     let mut a = Analyzer::with_observer(Config::default(), Collect::default());
     crate::capture::feed_files(std::slice::from_ref(&o.file), &mut a)?;
-    let (_, collected) = a.finish();
+    let (_, mut collected) = a.finish();
+    collected.resolve_forwards();
     let reqs = collected.reqs;
     if reqs.is_empty() {
         anyhow::bail!("{}: no GIOP requests in the capture", o.file.display());
@@ -464,10 +527,14 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    // The most used captured key is the object the replay targets.
-    let mut key_counts: HashMap<Bytes, usize> = HashMap::new();
-    for r in &reqs {
-        *key_counts.entry(r.key.clone()).or_default() += 1;
+    // The most used captured object (the earliest of equals) is the one
+    // the replay targets.
+    let mut key_counts: HashMap<Bytes, (usize, std::cmp::Reverse<usize>)> = HashMap::new();
+    for (i, r) in reqs.iter().enumerate() {
+        key_counts
+            .entry(r.object.clone())
+            .or_insert((0, std::cmp::Reverse(i)))
+            .0 += 1;
     }
     let main_key = key_counts
         .into_iter()
@@ -494,7 +561,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         let mk = main_key.clone();
         let target_of: Box<dyn Fn(&CapRequest) -> TargetAddress + Send + Sync> =
             Box::new(move |r: &CapRequest| {
-                TargetAddress::Key(if r.key == mk {
+                TargetAddress::Key(if r.object == mk {
                     new_key.clone()
                 } else {
                     r.key.clone()
@@ -546,7 +613,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
             .entry((r.operation.clone(), r.key.clone()))
             .or_insert_with(|| OpReport {
                 operation: r.operation.clone(),
-                key: String::from_utf8_lossy(&r.key).into_owned(),
+                key: iiop_capture::analysis::key_text(&r.key),
                 ..OpReport::default()
             });
         e.captured += 1;
@@ -589,7 +656,29 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.reply else { continue };
-                if cap.status != rep.header.status {
+                let forward = |s| {
+                    matches!(
+                        s,
+                        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
+                    )
+                };
+                if forward(cap.status) && rep.header.status == ReplyStatus::NoException {
+                    // The captured server redirected (TAO does for the
+                    // short keys of its IORTable); the request that
+                    // followed the forward is in the capture and replayed
+                    // too. The target serving the key itself is no
+                    // difference.
+                    e.answered_forwards += 1;
+                } else if forward(rep.header.status) && !forward(cap.status) {
+                    diff(
+                        format!(
+                            "the target forwards ({:?}) where the captured server answered \
+                             ({:?}): replay against the reference it forwards to",
+                            rep.header.status, cap.status
+                        ),
+                        e,
+                    );
+                } else if cap.status != rep.header.status {
                     diff(
                         format!("status {:?}, captured {:?}", rep.header.status, cap.status),
                         e,
@@ -608,8 +697,8 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                         spec.as_ref(),
                         &o.interface,
                         &r.operation,
-                        &cap.body,
-                        &rep.body,
+                        (&cap.body, r.opts),
+                        (&rep.body, oc.opts),
                     ) {
                         None => e.not_comparable += 1,
                         Some(Ok(())) => e.compared_bodies += 1,
@@ -638,6 +727,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         extra.insert("failed".into(), json!(e.failed));
         extra.insert("compared_bodies".into(), json!(e.compared_bodies));
         extra.insert("not_comparable".into(), json!(e.not_comparable));
+        extra.insert("answered_forwards".into(), json!(e.answered_forwards));
         extra.insert("differing".into(), json!(e.differing));
         extra.insert("captured_p50_us".into(), json!(e.captured_us(0.5)));
         extra.insert("captured_p99_us".into(), json!(e.captured_us(0.99)));
