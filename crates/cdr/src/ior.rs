@@ -146,14 +146,14 @@ pub enum Component {
 }
 
 /// One half of TAG_CODE_SETS: a native code set and conversion code sets.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CodeSetComponent {
     pub native: u32,
     pub conversion: Vec<u32>,
 }
 
 /// The TAG_CODE_SETS component of an IOR profile.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct CodeSetComponentInfo {
     pub for_char: CodeSetComponent,
     pub for_wchar: CodeSetComponent,

@@ -319,3 +319,82 @@ fn serve_forward_keys_from_the_command_line() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// The options of `iiopbench call --idl bench.idl --target URL --op OP
+/// --args ARGS [--giop G]`.
+fn call_opts(
+    url: &str,
+    op: &str,
+    args: &str,
+    giop: Option<&str>,
+) -> iiopbench_engine::dynamic::call::CallOpts {
+    use clap::Parser;
+    let idl = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/idl/bench.idl");
+    let idl = idl.to_str().unwrap();
+    let mut argv = vec![
+        "iiopbench",
+        "call",
+        "--idl",
+        idl,
+        "--target",
+        url,
+        "--op",
+        op,
+        "--args",
+        args,
+        "--timeout",
+        "10s",
+    ];
+    if let Some(g) = giop {
+        argv.extend(["--giop", g]);
+    }
+    match iiopbench::opts::Cli::try_parse_from(argv)
+        .expect("parses")
+        .command
+    {
+        iiopbench::opts::Command::Call(o) => o.engine(),
+        _ => unreachable!("call command"),
+    }
+}
+
+/// `call` through a forwarding corbaloc, as TAO's IORTable answers it.
+fn call_through(url: &str, op: &str, args: &str, giop: Option<&str>) -> Value {
+    let o = call_opts(url, op, args, giop);
+    let (v, fine) = iiopbench_engine::dynamic::call::call(&o)
+        .unwrap_or_else(|e| panic!("{op} over {url} (GIOP {giop:?}): {e:#}"));
+    assert!(fine, "{op}: {v}");
+    v
+}
+
+#[test]
+fn wide_characters_through_a_corbaloc_take_the_code_sets_of_the_forward() {
+    // A corbaloc names no code sets, so wchar data cannot be encoded for
+    // it; the short key's forward (an IOR with TAG_CODE_SETS) can. The
+    // client asks where the object is (LocateRequest: OBJECT_FORWARD),
+    // then calls the forwarded reference on a connection of its own, and
+    // reads the reply with that connection's code sets.
+    let s = server(forwarding(false, None));
+    // GIOP 1.2 and 1.1 forced, and a plain corbaloc (GIOP 1.0, where
+    // wchar is illegal) that the forward moves to its profile's 1.2.
+    for (v12, giop) in [(true, Some("1.2")), (true, Some("1.1")), (false, None)] {
+        let url = corbaloc(&s, "Bench", v12);
+        let got = call_through(
+            &url,
+            "Bench::Perf::echo_wstring",
+            r#"[["abé", "ж€"]]"#,
+            giop,
+        );
+        assert_eq!(got["return"], serde_json::json!(["abé", "ж€"]), "{giop:?}");
+        let got = call_through(&url, "Bench::Perf::echo_wchar", r#"["Aé"]"#, giop);
+        assert_eq!(got["return"], "Aé", "{giop:?}");
+    }
+    // A server that answers the key itself (OBJECT_HERE) gives nothing to
+    // learn the code sets from: the call is refused, with the reason.
+    let plain = server(None);
+    let url = corbaloc(&plain, "Bench", true);
+    let err = call_opts(&url, "Bench::Perf::echo_wchar", r#"["A"]"#, None);
+    let err = iiopbench_engine::dynamic::call::call(&err)
+        .expect_err("no code sets to encode wchar with")
+        .to_string();
+    assert!(err.contains("without a negotiated wide code set"), "{err}");
+}

@@ -80,8 +80,8 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
         } else {
             ResponseMode::Twoway
         };
-        let reply = client
-            .invoke(&ior, &sig.name, mode, |w| super::marshal(sig, &args, w))
+        let (reply, opts) = client
+            .invoke_reading(&ior, &sig.name, mode, |w| super::marshal(sig, &args, w))
             .await
             .map_err(|e| anyhow::anyhow!("{} on {}: {e}", sig.name, found.interface))?;
         let Some(reply) = reply else {
@@ -93,12 +93,8 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
                 .map_err(|e| anyhow::anyhow!("_non_existent after the oneway {}: {e}", sig.name))?;
             return Ok((serde_json::json!({"oneway": true}), true));
         };
-        // Reply bodies decode with the code sets negotiated on the
-        // connection the reference routes to.
-        let opts = match client.route(&ior).await {
-            Ok(route) => route.connection.options(),
-            Err(_) => iiop_cdr::Options::default(),
-        };
+        // The reply reads with the code sets negotiated on the connection
+        // that carried it (after a forward, not the one `ior` routes to).
         let mut r = reply.body.reader(opts);
         match reply.header.status {
             ReplyStatus::NoException => Ok((super::decode_reply(sig, &mut r)?, true)),

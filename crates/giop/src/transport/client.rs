@@ -883,8 +883,13 @@ struct Pool {
 #[derive(Debug)]
 pub struct Client {
     cfg: ClientConfig,
-    pools: Mutex<HashMap<(Endpoint, Version), Pool>>,
+    pools: Mutex<HashMap<PoolKey, Pool>>,
 }
+
+/// What pooled connections are shared by: endpoint, GIOP version and the
+/// code sets they negotiated from (a connection fixes its code sets when it
+/// opens).
+type PoolKey = (Endpoint, Version, Option<CodeSetComponentInfo>);
 
 /// Where a call goes: the connection and the address to put in requests.
 #[derive(Debug, Clone)]
@@ -933,7 +938,7 @@ impl Client {
             p.version
         });
         let ep = endpoint_for(p, self.cfg.tls.wanted())?;
-        let key = (ep.clone(), version);
+        let key = (ep.clone(), version, code_sets.cloned());
         {
             let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
             let pool = pools.entry(key.clone()).or_default();
@@ -968,7 +973,25 @@ impl Client {
     where
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        Ok(self.invoke_reading(ior, operation, response, body).await?.0)
+    }
+
+    /// [`invoke`](Self::invoke), and how the reply's body reads: the
+    /// options (code sets, GIOP version) of the connection that carried
+    /// the final attempt, which after a forward is not the one `ior`
+    /// routes to.
+    pub async fn invoke_reading<F>(
+        &self,
+        ior: &Ior,
+        operation: &str,
+        response: ResponseMode,
+        body: F,
+    ) -> Result<(Option<Reply>, iiop_cdr::Options), ClientError>
+    where
+        F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
+    {
         let mut follow = Follow::new(ior, self.cfg.max_forwards);
+        let mut located = false;
         loop {
             let route = self.route(follow.target()).await?;
             let target = follow.address(&route.target)?;
@@ -976,8 +999,24 @@ impl Client {
                 .connection
                 .request(&target, operation, response, &body)
                 .await;
+            if !located && wchar_without_code_sets(&r) && follow.target().code_sets().is_none() {
+                // Wide characters for a reference that names no code sets
+                // (a corbaloc): ask where the object is. A forward to a
+                // reference with TAG_CODE_SETS (TAO's IORTable answers its
+                // short keys so) gives the code sets to negotiate, on a
+                // connection of their own.
+                located = true;
+                let l = route.connection.locate(&route.target).await?;
+                if matches!(
+                    follow.on_locate(l, route.connection.addr())?,
+                    Step::Again(_)
+                ) && follow.target().code_sets().is_some()
+                {
+                    continue;
+                }
+            }
             if let Step::Done(reply) = follow.on_reply(r, route.connection.addr())? {
-                return Ok(reply);
+                return Ok((reply, route.connection.options()));
             }
         }
     }
@@ -1007,4 +1046,16 @@ impl Client {
             }
         }
     }
+}
+
+/// A request that could not be encoded because it holds wchar data and
+/// its connection negotiated no wide code set.
+fn wchar_without_code_sets<T>(r: &Result<T, ClientError>) -> bool {
+    matches!(
+        r,
+        Err(ClientError::Encode(crate::GiopError::Cdr {
+            source: CdrError::WcharNotNegotiated { .. },
+            ..
+        }))
+    )
 }
