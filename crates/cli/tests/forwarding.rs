@@ -388,6 +388,22 @@ fn wide_characters_through_a_corbaloc_take_the_code_sets_of_the_forward() {
         let got = call_through(&url, "Bench::Perf::echo_wchar", r#"["Aé"]"#, giop);
         assert_eq!(got["return"], "Aé", "{giop:?}");
     }
+    // The bench paths too: their connection resolves the object
+    // (`_non_existent`, forwarded), then echoes wide strings on a
+    // connection that negotiated the forwarded reference's code sets.
+    for ty in ["wstring", "wchar"] {
+        let url = corbaloc(&s, "Bench", true);
+        let (code, v) = run_json(
+            &format!("wide-{ty}.json"),
+            &[
+                "bench", "latency", "--runs", "1", "--target", &url, "--op", "echo", "--type", ty,
+                "--size", "64", "--count", "20",
+            ],
+        );
+        assert_eq!(code, 0, "{ty}: {}", v["outcome"]);
+        assert_eq!(v["target"]["forwards"].as_array().unwrap().len(), 1, "{ty}");
+        assert_eq!(v["cases"][0]["calls"], 20, "{ty}");
+    }
     // A server that answers the key itself (OBJECT_HERE) gives nothing to
     // learn the code sets from: the call is refused, with the reason.
     let plain = server(None);
