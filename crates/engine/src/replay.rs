@@ -230,10 +230,7 @@ impl Observer for Collect {
             if let Some(n) = self.in_flight.get_mut(&ev.connection) {
                 *n = n.saturating_sub(1);
             }
-            if matches!(
-                r.header.status,
-                ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
-            ) {
+            if r.header.status.is_forward() {
                 if let Some(p) = r.forward_ior().ok().as_ref().and_then(|i| i.iiop_profile()) {
                     self.forwarded_from
                         .entry(p.object_key.clone())
@@ -656,20 +653,14 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.reply else { continue };
-                let forward = |s| {
-                    matches!(
-                        s,
-                        ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
-                    )
-                };
-                if forward(cap.status) && rep.header.status == ReplyStatus::NoException {
+                if cap.status.is_forward() && rep.header.status == ReplyStatus::NoException {
                     // The captured server redirected (TAO does for the
                     // short keys of its IORTable); the request that
                     // followed the forward is in the capture and replayed
                     // too. The target serving the key itself is no
                     // difference.
                     e.answered_forwards += 1;
-                } else if forward(rep.header.status) && !forward(cap.status) {
+                } else if rep.header.status.is_forward() && !cap.status.is_forward() {
                     diff(
                         format!(
                             "the target forwards ({:?}) where the captured server answered \

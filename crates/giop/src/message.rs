@@ -178,6 +178,15 @@ pub enum ReplyStatus {
 }
 
 impl ReplyStatus {
+    /// LOCATION_FORWARD or LOCATION_FORWARD_PERM: the reply names another
+    /// reference.
+    pub fn is_forward(self) -> bool {
+        matches!(
+            self,
+            ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm
+        )
+    }
+
     fn from_u32(v: u32, version: Version, offset: usize) -> Result<Self> {
         let s = match v {
             0 => ReplyStatus::NoException,

@@ -277,20 +277,19 @@ impl BenchClient {
             })
         })?;
         let endpoint = (p.host.clone(), p.port);
+        // Code sets wherever the reference carries them (the IIOP profile,
+        // or a TAG_MULTIPLE_COMPONENTS profile).
+        let cs = ior.code_sets().map(|(cs, _)| cs);
         // The connection a forward came on serves the forwarded reference
         // too when it names the same endpoint, unless that reference
         // brings code sets the connection lacks: a connection opened for a
         // corbaloc (no code sets) cannot carry wchar data, the reference
         // TAO forwards its short keys to can, on a connection of its own.
-        let reusable = |r: &&Route| {
-            r.endpoint == endpoint && (r.opts.wchar_set.is_some() || ior.code_sets().is_none())
-        };
+        let reusable =
+            |r: &&Route| r.endpoint == endpoint && (r.opts.wchar_set.is_some() || cs.is_none());
         let (link, opts, addr) = match reuse.filter(reusable) {
             Some(r) => (r.link.clone(), r.opts, r.addr.clone()),
             None => {
-                // Code sets wherever the reference carries them (the IIOP
-                // profile, or a TAG_MULTIPLE_COMPONENTS profile).
-                let cs = ior.code_sets().map(|(cs, _)| cs);
                 let (link, opts) = Link::connect(&p, cs.as_ref(), cfg, wait, abort).await?;
                 let addr = link.addr();
                 (link, opts, addr)
