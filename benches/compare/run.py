@@ -45,7 +45,12 @@ omniORB -> omniORB: perfstruct >= 2x, char >= 10x, the rest >= 1.0x):
      oneways on that server and against omniORB -> omniORB; on our
      server, beside the raw-TCP stream that writes the same batches
      (--baseline). Its pairs run in the same rounds as the others but
-     stay out of sections 1-4.
+     stay out of sections 1-4;
+  7. coalesced oneways: our client with `--coalesce-oneways` (one write
+     per oneway, as in sections 1-4, but Nagle on between them, as the
+     raw stream and iperf3 send) on each server, against the same two
+     baselines; it is one write per call, so section 4's fastest pair
+     may be this client (`--coalesced off` leaves it out).
 
     benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
                            [--doc docs/performance.md] [--json target/compare.json]
@@ -63,6 +68,10 @@ NAMES = {"ours": "iiopbench", "omniorb": "omniORB", "jacorb": "JacORB", "tao": "
 # Our client with --oneway-buffer: a client of its own in the pairs
 # (oneway points only).
 BUFFERED = "ours-buffered"
+# Our client with --coalesce-oneways: one write per oneway, Nagle on
+# between them (oneway points only; section 7).
+COALESCED = "ours-coalesced"
+CLIENT_NAMES = {COALESCED: "iiopbench --coalesce-oneways"}
 med = statistics.median
 
 
@@ -234,7 +243,7 @@ class Clients:
         if client == "omniorb":
             f = self.omniorb_throughput
         else:
-            extra = ["--oneway-buffer", self.a.oneway_buffer] if client == BUFFERED else []
+            extra = {BUFFERED: ["--oneway-buffer", self.a.oneway_buffer], COALESCED: ["--coalesce-oneways"]}.get(client, [])
             f = lambda *p: self.ours_throughput(*p, extra=extra + (["--baseline"] if beside_raw else []))
         before = data_segments()
         mbps, cpu, calls, raw = f(ior, mode, ty, size)
@@ -304,6 +313,11 @@ def throughput_row(mode, ty, size, servers, samples, cpu, segs, buffered, raw_ba
             row["buffered_vs_raw"] = {"ratio": summary(b["ratio"] for b in raw_batched), "raw_mbps": med(b["baseline_value"] for b in raw_batched)}
         if "omniorb" in servers:
             row["buffered_vs_omniorb"] = {s: paired(samples[f"{BUFFERED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
+    if any(k.startswith(COALESCED + ">") for k in samples):
+        # The same for our coalescing client (section 7).
+        row["coalesced_ratio"] = {s: paired(samples[f"{COALESCED}>{s}"], samples[f"omniorb>{s}"]) for s in servers}
+        if "omniorb" in servers:
+            row["coalesced_vs_omniorb"] = {s: paired(samples[f"{COALESCED}>{s}"], samples["omniorb>omniorb"]) for s in servers}
     return row
 
 
@@ -500,6 +514,8 @@ def targets(res):
              [both(r, med_of(r.get("both_ratio"))) for r in rows])
         line("the same, our client buffering oneways (section 6)",
              [both(r, med_of((r.get("buffered_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("buffered_vs_omniorb")])
+        line("the same, our client coalescing oneways: one write per call, Nagle on between them (section 7)",
+             [both(r, med_of((r.get("coalesced_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("coalesced_vs_omniorb")])
     if not out:
         return []
     note = spread_note([(u, o) for _, u, o in spreads])
@@ -622,7 +638,7 @@ def write_doc(res, a, doc, source=None):
     # 4. physical limit
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
     L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement.\n")
-    L.append(f"The fastest oneway pair of sections 1–3 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
+    L.append(f"The fastest one-write-per-call oneway pair of sections 1–3 and 7 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
     L.append("| size | bench tcp stream | iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")
     L.append("|---|---|---|---|---|")
     for t in res["tcp"]:
@@ -673,6 +689,31 @@ def write_doc(res, a, doc, source=None):
         L.append("")
         svg_bars("Each server under our buffering client / under the omniORB client", [f"{r['type']} {r['size'] // 1024}KiB" for r in brows], {NAMES[s] + " server": [(r["buffered_ratio"].get(s) or {}).get("median") for r in brows] for s in servers}, os.path.join(figdir, "buffered-oneways.svg"))
         L.append("![buffered oneways](perf/buffered-oneways.svg)\n")
+
+    # 7. coalesced oneways
+    crows = [r for r in rows if r.get("coalesced_ratio")]
+    if crows:
+        L.append("## 7. Coalesced oneways: one write per call, joined by the kernel\n")
+        L.append("Our client with `bench throughput --coalesce-oneways`: each oneway is written when it is made (SYNC_WITH_TRANSPORT, as in sections 1–4), but with Nagle's algorithm on between oneways, so the oneways made while earlier bytes wait for their ACK leave together in fuller segments, as the raw stream of section 4 and iperf3's are sent; the get_stats() that ends each slice turns TCP_NODELAY back on first, which pushes what is held, so no answer waits for a delayed ACK. The omniORB client has no such mode (it sets TCP_NODELAY). Its runs are in the same rounds as the others, and section 4's fastest pair may be this client. Ratios: each server under our coalescing client / under the omniORB client; then our coalescing client → our server / omniORB → omniORB; calls per TCP segment in brackets after the Mbit/s.\n")
+        both = "omniorb" in servers and "ours" in servers
+        head = ["case"] + [x for s in servers for x in (f"{NAMES[s]} server", "ratio")]
+        head += ["ours coalescing → ours / omniORB → omniORB"] if both else []
+        L.append("| " + " | ".join(head) + " |")
+        L.append("|" + "---|" * len(head))
+        for r in crows:
+            cells = []
+            for s in servers:
+                p = r["pairs"].get(f"{COALESCED}>{s}")
+                segs = [x for x in (r.get("calls_per_segment") or {}).get(f"{COALESCED}>{s}") or [] if x is not None]
+                per = f" [{med(segs):.1f}/seg]" if segs else ""
+                cells.append("- | -" if not p else f"{p['median']:.0f}{per} | {ratio_text(r['coalesced_ratio'].get(s))}")
+            line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
+            if both:
+                line += f" {ratio_text((r.get('coalesced_vs_omniorb') or {}).get('ours'))} |"
+            L.append(line)
+        L.append("")
+        svg_bars("Each server under our coalescing client / under the omniORB client", [f"{r['type']} {r['size'] // 1024}KiB" for r in crows], {NAMES[s] + " server": [(r["coalesced_ratio"].get(s) or {}).get("median") for r in crows] for s in servers}, os.path.join(figdir, "coalesced-oneways.svg"))
+        L.append("![coalesced oneways](perf/coalesced-oneways.svg)\n")
     with open(doc, "w") as f:
         f.write("\n".join(L) + "\n")
 
@@ -694,6 +735,7 @@ def main():
     ap.add_argument("--client-cpus", default="0")
     ap.add_argument("--wait-strategy", default="auto", help="our client's --wait-strategy")
     ap.add_argument("--oneway-buffer", default="64KiB", help="our buffering client's --oneway-buffer in section 6 (0: leave section 6 out)")
+    ap.add_argument("--coalesced", choices=["on", "off"], default="on", help="run our client with --coalesce-oneways on every server's oneway points too (section 7; off: leave it out)")
     ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
                     help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
     ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
@@ -735,16 +777,17 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/9", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+    res = {"schema": "iiopbench-compare/10", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
            "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy, "idle_servers": a.idle_servers},
-           "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "throughput": [], "tcp": [], "latency": {}}
+           "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "coalesced": a.coalesced == "on", "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:
         for s in servers:
             running[s] = Server(s, a.server_cpus, our_args)
         for mode in modes:
             buffered = mode == "oneway" and a.oneway_buffer not in ("", "0")
-            pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else [])]
+            coalesced = mode == "oneway" and a.coalesced == "on"
+            pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else []) + ([COALESCED] if coalesced else [])]
             for ty in types:
                 for size in sizes:
                     samples = {f"{c}>{s}": [] for c, s in pairs}
@@ -832,7 +875,7 @@ def main():
                     ip.append(v)
             fastest = None
             if best:
-                fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{NAMES[c]} → {NAMES[s]}", "type": best["type"],
+                fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{CLIENT_NAMES.get(c) or NAMES[c]} → {NAMES[s]}", "type": best["type"],
                            "ratio": summary(ratios), "ratios": ratios, "tables_mbps": best["median"]}
             res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": fastest})
             print(f"raw tcp {size:>7}: bench tcp {med(xs):.0f}" + (f", iperf3 {med(ip):.0f}" if ip else ", iperf3 not installed") + (f", fastest ORB pair {fastest['mbps']:.0f} ({fastest['pair']}, {fastest['type']}): {ratio_text(fastest['ratio'])} of bench tcp" if fastest else ""), flush=True)

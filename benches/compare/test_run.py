@@ -11,13 +11,15 @@ import run  # noqa: E402
 SERVERS = ["ours", "omniorb"]
 
 
-def row(mode, ty, size, samples, buffered=None):
+def row(mode, ty, size, samples, buffered=None, coalesced=None):
     """A throughput row as run.py's main loop builds it, from per-round
-    Mbit/s per "client>server" pair (and our buffering client's per
-    server)."""
+    Mbit/s per "client>server" pair (and our buffering and coalescing
+    clients' per server)."""
     samples = dict(samples)
     for s, v in (buffered or {}).items():
         samples[f"{run.BUFFERED}>{s}"] = v
+    for s, v in (coalesced or {}).items():
+        samples[f"{run.COALESCED}>{s}"] = v
     nones = {k: [None] * len(v) for k, v in samples.items()}
     return run.throughput_row(mode, ty, size, SERVERS, samples, nones, nones, bool(buffered), [])
 
@@ -27,13 +29,15 @@ def results():
     octet = row("oneway", "octet", 1024, {
         "ours>ours": [1200, 1200, 1200], "omniorb>ours": [1000, 1000, 1000],
         "ours>omniorb": [900, 900, 900], "omniorb>omniorb": [1000, 1000, 1000]},
-        buffered={"ours": [9000, 9000, 9000], "omniorb": [8000, 8000, 8000]})
-    # char 8 KiB: both 5x, short of 10x; buffered 12x.
+        buffered={"ours": [9000, 9000, 9000], "omniorb": [8000, 8000, 8000]},
+        coalesced={"ours": [5000, 5000, 5000], "omniorb": [4000, 4000, 4000]})
+    # char 8 KiB: both 5x, short of 10x; buffered 12x; coalesced 9x.
     char = row("oneway", "char", 8192, {
         "ours>ours": [5000, 5000, 5000], "omniorb>ours": [1100, 1100, 1100],
         "ours>omniorb": [1000, 1000, 1000], "omniorb>omniorb": [1000, 1000, 1000]},
-        buffered={"ours": [12000, 12000, 12000], "omniorb": [1000, 1000, 1000]})
-    return {"schema": "iiopbench-compare/9",
+        buffered={"ours": [12000, 12000, 12000], "omniorb": [1000, 1000, 1000]},
+        coalesced={"ours": [9000, 9000, 9000], "omniorb": [1000, 1000, 1000]})
+    return {"schema": "iiopbench-compare/10",
             "machine": {"cpu": "test CPU", "cpus": 2, "kernel": "6.0", "commit": "abc1234", "date": "2026-01-01 00:00 UTC"},
             "placement": {"server_cpus": "1", "client_cpus": "0"}, "reps": 3, "max_reps": 6, "spread_limit": 0.3,
             "servers": SERVERS, "our_server": {"kind": "threads", "serve_args": ["--server-model", "threads"]},
@@ -80,6 +84,8 @@ class Targets(unittest.TestCase):
         self.assertEqual((holds, rows), ("no", "1 of 2"))
         self.assertEqual(short, "oneway char 8KiB (≥ 10x) 5.00x")
         self.assertEqual(self.find("the same, our client buffering")[:2], ("yes", "2 of 2"))
+        holds, rows, short = self.find("the same, our client coalescing")
+        self.assertEqual((holds, rows, short), ("no", "1 of 2", "oneway char 8KiB (≥ 10x) 9.00x"))
 
     def test_a_value_that_prints_as_its_limit_gets_a_third_place(self):
         holds, rows, short = self.find("ping p50")
@@ -216,7 +222,10 @@ class FromJson(unittest.TestCase):
             self.assertIn("re-rendered from", text)
             self.assertIn("## Targets: what this run shows", text)
             self.assertIn("| oneway char 8 KiB | 1000 | 5000 | 5.00x [5.00–5.00] |", text)
-            for svg in ["client-vs-client.svg", "server-vs-server.svg", "buffered-oneways.svg"]:
+            # Section 7: our coalescing client on each server.
+            self.assertIn("## 7. Coalesced oneways", text)
+            self.assertIn("| oneway char 8 KiB | 9000 | 8.18x [8.18–8.18] | 1000 | 1.00x [1.00–1.00] | 9.00x [9.00–9.00] |", text)
+            for svg in ["client-vs-client.svg", "server-vs-server.svg", "buffered-oneways.svg", "coalesced-oneways.svg"]:
                 self.assertTrue(os.path.getsize(os.path.join(d, "perf", svg)) > 0, svg)
 
     def test_a_file_that_is_not_results_is_a_one_line_error(self):

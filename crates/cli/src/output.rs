@@ -116,6 +116,11 @@ pub fn human(r: &Results) -> String {
             format_size(n)
         ));
     }
+    if r.params.get("coalesce_oneways").and_then(|v| v.as_bool()) == Some(true) {
+        out.push_str(
+            "  oneways: one write each, joined by the kernel (Nagle on between oneways); Mbit/s not comparable with one-segment-per-call runs\n",
+        );
+    }
     match r
         .params
         .get("baseline_server_wait")

@@ -63,6 +63,62 @@ fn throughput_1kib<'a>(total: &'a str, modes: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// `--coalesce-oneways`: still one write per oneway, but Nagle joins
+/// them (TCP_INFO counts the segments: 1 KiB oneways ~20 to one here,
+/// where each goes alone without it); twoways go one to a segment as
+/// before, and the receiver counts every call and byte. With
+/// `--nodelay false` Nagle is on anyway, and the results do not claim it.
+#[test]
+fn coalesced_oneways_share_segments_and_lose_none() {
+    for path in [&[][..], &["--wait-strategy", "reactor"][..]] {
+        let mut args = throughput_1kib("256KiB", "oneway,twoway");
+        args.extend(["--slices", "4", "--coalesce-oneways"]);
+        args.extend_from_slice(path);
+        let (code, v) = run_json("tp-coalesced.json", &args);
+        assert_eq!(code, 0, "{path:?}");
+        assert_eq!(v["params"]["coalesce_oneways"], true, "{path:?}");
+        let cs = cases(&v);
+        assert_eq!(cs.len(), 4, "{path:?}");
+        for c in cs {
+            let (ty, mode) = (
+                c["params"]["type"].as_str().unwrap(),
+                c["params"]["mode"].as_str().unwrap(),
+            );
+            let own = c["params"].get("coalesce_oneways");
+            assert_eq!(own, (mode == "oneway").then_some(&Value::Bool(true)));
+            let per_call = if ty == "long" { 1024 } else { 1008 };
+            let calls = (256u64 << 10).div_ceil(per_call);
+            assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
+            assert_eq!(
+                c["extra"]["server_bytes"],
+                calls * per_call,
+                "{path:?} {ty} {mode}"
+            );
+            assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
+            let Some(per_segment) = c["extra"]["calls_per_segment"].as_f64() else {
+                assert!(path.contains(&"reactor"), "{path:?}");
+                continue;
+            };
+            if mode == "oneway" {
+                assert!(per_segment >= 2.0, "{path:?} {ty}: {per_segment}");
+            } else {
+                assert!(
+                    (0.9..=1.0).contains(&per_segment),
+                    "{path:?} {ty}: {per_segment}"
+                );
+            }
+        }
+    }
+    let mut args = throughput_1kib("64KiB", "oneway");
+    args.extend(["--coalesce-oneways", "--nodelay", "false"]);
+    let (code, v) = run_json("tp-coalesced-nagle.json", &args);
+    assert_eq!(code, 0);
+    assert_eq!(v["params"].get("coalesce_oneways"), None);
+    assert!(cases(&v)
+        .iter()
+        .all(|c| c["params"].get("coalesce_oneways").is_none()));
+}
+
 /// `--oneway-buffer`: oneways leave many to a write (TCP_INFO counts the
 /// segments), twoways as before, and the receiver still counts every
 /// call and byte (each slice's get_stats() lets the rest out).

@@ -1675,3 +1675,104 @@ async fn buffered_oneways_go_out_with_the_next_twoway_in_order() {
     .unwrap();
     s.stop().await;
 }
+
+fn coalescing(on: bool) -> ClientConfig {
+    ClientConfig {
+        coalesce_oneways: on,
+        ..ClientConfig::default()
+    }
+}
+
+/// Coalesced oneways: Nagle is on while oneways go out and off again
+/// before a call that waits for its answer (which pushes what it held),
+/// in both drivers; the server still gets every oneway, in order. Off
+/// (the default), or with `nodelay: false`, the socket stays as set.
+#[tokio::test]
+async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
+    let s = Server::start(ServerConfig::default()).await;
+    let (port, handler) = (s.port, s.handler.clone());
+    let h = handler.clone();
+    tokio::task::spawn_blocking(move || {
+        for (coalesce, nodelay, while_oneways) in [
+            (true, true, false),
+            (false, true, true),
+            (true, false, false),
+        ] {
+            let cfg = ClientConfig {
+                nodelay,
+                ..coalescing(coalesce)
+            };
+            let what = format!("blocking, coalesce {coalesce}, nodelay {nodelay}");
+            let mut c = blocking(port, Version::V1_2, cfg);
+            assert!(c.nodelay().unwrap() == nodelay, "{what}: as opened");
+            h.marks.lock().unwrap().clear();
+            for i in 1..=200u32 {
+                let r = c.request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                    w.write_u32(i);
+                    Ok(())
+                });
+                assert!(r.unwrap().is_none());
+            }
+            assert_eq!(
+                c.nodelay().unwrap(),
+                while_oneways,
+                "{what}: between oneways"
+            );
+            let r = c
+                .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+                .unwrap()
+                .unwrap();
+            let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+            assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{what}");
+            assert_eq!(c.nodelay().unwrap(), nodelay, "{what}: after a twoway");
+            assert_eq!(b_echo_long(&mut c, 7), 7, "{what}");
+        }
+    })
+    .await
+    .unwrap();
+    // The runtime's connection: a caller that writes its oneway itself
+    // turns Nagle on; the twoway after them turns it off.
+    for (coalesce, while_oneways) in [(true, false), (false, true)] {
+        let c = Connection::connect(
+            "127.0.0.1",
+            port,
+            Version::V1_2,
+            &coalescing(coalesce),
+            None,
+        )
+        .await
+        .unwrap();
+        handler.marks.lock().unwrap().clear();
+        for i in 1..=200u32 {
+            let r = c
+                .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
+                    w.write_u32(i);
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            assert!(r.is_none());
+        }
+        assert_eq!(
+            c.nodelay().unwrap().unwrap(),
+            while_oneways,
+            "runtime, coalesce {coalesce}"
+        );
+        let r = c
+            .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
+            .await
+            .unwrap()
+            .unwrap();
+        let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
+        assert_eq!(
+            marks,
+            (1..=200).collect::<Vec<_>>(),
+            "runtime, coalesce {coalesce}"
+        );
+        assert!(
+            c.nodelay().unwrap().unwrap(),
+            "runtime, coalesce {coalesce}: after a twoway"
+        );
+    }
+    s.stop().await;
+}

@@ -64,6 +64,16 @@ pub struct ThroughputArgs {
     /// TAO's clients do unless told otherwise.
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub oneway_buffer: Option<u64>,
+    /// Write each oneway when it is made (SYNC_WITH_TRANSPORT), with
+    /// Nagle's algorithm on while only oneways go out: the kernel joins
+    /// the oneways made while earlier ones wait for their ACK into full
+    /// segments, as iperf3's and TTCP's streams are joined (one system
+    /// call per call, not one TCP segment per call). A call that waits
+    /// for an answer, get_stats() among them, turns TCP_NODELAY back on
+    /// first, which pushes what is held: no answer waits for a delayed
+    /// ACK, unlike `--nodelay false`. Off by default.
+    #[arg(long)]
+    pub coalesce_oneways: bool,
     /// Measure marshal / transport / demarshal time per call (E0.5); costs
     /// one extra copy per call, so off by default.
     #[arg(long)]
@@ -106,6 +116,7 @@ impl ThroughputArgs {
                 .oneway_buffer
                 .filter(|&n| n > 0)
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            coalesce_oneways: self.coalesce_oneways,
             breakdown: self.breakdown,
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),

@@ -211,6 +211,7 @@ pub(crate) fn single_caller(o: &LatencyOpts) -> Shape {
         single_caller: o.connections == 1 && o.in_flight == 1 && o.rate.is_none(),
         phase_timing: false,
         oneway_buffer: None,
+        coalesce_oneways: false,
     }
 }
 

@@ -247,6 +247,9 @@ pub struct Shape {
     /// Buffer oneways up to this many bytes per write (`--oneway-buffer`,
     /// [`ClientConfig::oneway_buffer`]); `None` writes each when made.
     pub oneway_buffer: Option<usize>,
+    /// Nagle on while only oneways go out (`--coalesce-oneways`,
+    /// [`ClientConfig::coalesce_oneways`]).
+    pub coalesce_oneways: bool,
 }
 
 /// Run `body` as a benchmark: resolve placement and target, pin the
@@ -333,6 +336,7 @@ where
             spin: waiting.spin,
             phase_timing: shape.phase_timing,
             oneway_buffer: shape.oneway_buffer,
+            coalesce_oneways: shape.coalesce_oneways,
             ..cfg
         },
         cpus,

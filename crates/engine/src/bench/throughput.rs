@@ -59,6 +59,12 @@ pub struct ThroughputOpts {
     /// bytes, and every slice's `get_stats()` flushes the rest. `None`:
     /// each oneway is written when made, as ORBs do by default.
     pub oneway_buffer: Option<usize>,
+    /// Write each oneway when made, with Nagle on while only oneways go
+    /// out, so the kernel joins them into full segments; the slice's
+    /// `get_stats()` turns it off first ([`ClientConfig::coalesce_oneways`]).
+    ///
+    /// [`ClientConfig::coalesce_oneways`]: iiop_giop::conn::client::ClientConfig::coalesce_oneways
+    pub coalesce_oneways: bool,
     /// Measure marshal / transport / demarshal time per call (E0.5).
     pub breakdown: bool,
     /// Also measure raw TCP at the same sizes in this run (ratios).
@@ -91,6 +97,7 @@ impl Default for ThroughputOpts {
             reuse_request: false,
             dynamic: false,
             oneway_buffer: None,
+            coalesce_oneways: false,
             breakdown: false,
             baseline: false,
             baseline_target: None,
@@ -236,6 +243,7 @@ pub(crate) fn single_caller(o: &ThroughputOpts) -> Shape {
         single_caller: !o.breakdown,
         phase_timing: false,
         oneway_buffer: o.oneway_buffer,
+        coalesce_oneways: o.coalesce_oneways && o.socket.nodelay,
     }
 }
 
@@ -271,6 +279,9 @@ pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
             param(p, "dynamic", o.dynamic);
             if let Some(n) = o.oneway_buffer {
                 param(p, "oneway_buffer", n);
+            }
+            if o.coalesce_oneways && o.socket.nodelay {
+                param(p, "coalesce_oneways", true);
             }
             param(p, "nodelay", o.socket.nodelay);
             param(p, "sndbuf", o.socket.sndbuf);
@@ -717,6 +728,9 @@ fn raw_point(
 fn note_buffer(c: &mut Case, o: &ThroughputOpts, mode: CallMode) {
     if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
         param(&mut c.params.extra, "oneway_buffer", n);
+    }
+    if mode == CallMode::Oneway && o.coalesce_oneways && o.socket.nodelay {
+        param(&mut c.params.extra, "coalesce_oneways", true);
     }
 }
 

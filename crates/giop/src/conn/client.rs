@@ -122,6 +122,16 @@ pub struct ClientConfig {
     /// connection. `None` (the default, `SYNC_WITH_TRANSPORT`, what
     /// omniORB and TAO do by default) writes each oneway when it is made.
     pub oneway_buffer: Option<usize>,
+    /// Let the kernel join oneways (Nagle's algorithm while only oneways
+    /// go out): each oneway is still written when it is made
+    /// (`SYNC_WITH_TRANSPORT`), but with TCP_NODELAY off, so while earlier
+    /// bytes wait for their ACK the next ones join them into full
+    /// segments; a request that expects an answer turns TCP_NODELAY back
+    /// on before it is written, which pushes everything queued at once
+    /// (no Nagle wait behind it, unlike `nodelay: false`, whose answer
+    /// can wait for a delayed ACK). Only with `nodelay` on; drivers that
+    /// write for one caller at a time (the blocking client) honour it.
+    pub coalesce_oneways: bool,
 }
 
 /// Whether and where a client uses TLS: no settings, settings used where
@@ -198,6 +208,7 @@ impl Default for ClientConfig {
             spin: None,
             tls: TlsMode::Off,
             oneway_buffer: None,
+            coalesce_oneways: false,
         }
     }
 }
@@ -493,6 +504,8 @@ pub struct ClientSetup {
     /// Oneways wait in the queue while it holds fewer bytes
     /// ([`ClientConfig::oneway_buffer`]).
     pub oneway_buffer: Option<usize>,
+    /// Nagle on while only oneways go out ([`ClientConfig::coalesce_oneways`]).
+    pub coalesce_oneways: bool,
 }
 
 impl ClientSetup {
@@ -532,6 +545,7 @@ impl ClientSetup {
             head_first: cfg.head_first,
             request_timeout: cfg.request_timeout,
             oneway_buffer: cfg.oneway_buffer.filter(|&n| n > 0),
+            coalesce_oneways: cfg.coalesce_oneways && cfg.nodelay,
         }
     }
 

@@ -72,6 +72,9 @@ pub struct BlockingConnection {
     spin: Option<Duration>,
     /// The socket was shut down (after the core's last words were written).
     hung_up: bool,
+    /// TCP_NODELAY is off for now: the last message written was a oneway
+    /// and the setup coalesces them ([`ClientSetup::coalesce_oneways`]).
+    nagle: bool,
 }
 
 impl BlockingConnection {
@@ -157,6 +160,7 @@ impl BlockingConnection {
             // check are looked at no later than without it.
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             hung_up: false,
+            nagle: false,
         })
     }
 
@@ -171,6 +175,12 @@ impl BlockingConnection {
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The socket's TCP_NODELAY now: off only between coalesced oneways
+    /// ([`ClientConfig::coalesce_oneways`]) or with `nodelay: false`.
+    pub fn nodelay(&self) -> std::io::Result<bool> {
+        self.sock.nodelay()
     }
 
     /// TCP segments carrying data that this connection has sent so far
@@ -213,6 +223,8 @@ impl BlockingConnection {
         if self.conn.dead().is_none() {
             // Buffered oneways ([`ClientConfig::oneway_buffer`]) leave
             // before the goodbye, within the request timeout.
+            // Nothing of ours waits for an ACK behind the goodbye.
+            self.set_nagle(false);
             if self.conn.queued() > 0 {
                 let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
                 if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
@@ -248,6 +260,12 @@ impl BlockingConnection {
         if self.conn.holds() {
             return Ok(None);
         }
+        // Coalescing oneways: Nagle on for a oneway; off (which pushes
+        // every byte Nagle holds) before anything that waits for an
+        // answer, so no answer waits for an ACK.
+        if self.setup().coalesce_oneways {
+            self.set_nagle(!what.expects_reply());
+        }
         let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
@@ -266,6 +284,16 @@ impl BlockingConnection {
                 Err(e)
             }
             Err(e) => Err(self.end(e)),
+        }
+    }
+
+    /// Turn Nagle's algorithm on or off (TCP_NODELAY off or on) when it is
+    /// not so already. A failure leaves it as it was: a connection whose
+    /// setting cannot change still carries its calls, only not joined
+    /// (or, the other way, behind an ACK).
+    fn set_nagle(&mut self, on: bool) {
+        if self.nagle != on && self.sock.set_nodelay(!on).is_ok() {
+            self.nagle = on;
         }
     }
 

@@ -132,6 +132,19 @@ impl ReadClock {
 struct OutState {
     q: SendQueue,
     writing: bool,
+    /// TCP_NODELAY is off for now ([`ClientSetup::coalesce_oneways`]):
+    /// the last write was a oneway's, from its caller.
+    nagle: bool,
+}
+
+impl OutState {
+    /// Turn Nagle on or off on `wr` when it is not so already (a failure
+    /// leaves it as it was). Turning it off pushes what it holds.
+    fn set_nagle(&mut self, wr: &OwnedWriteHalf, on: bool) {
+        if self.nagle != on && wr.as_ref().set_nodelay(!on).is_ok() {
+            self.nagle = on;
+        }
+    }
 }
 
 /// The write half of a TLS stream.
@@ -388,6 +401,7 @@ impl Connection {
             out: Mutex::new(OutState {
                 q: SendQueue::new(cfg),
                 writing: false,
+                nagle: false,
             }),
             wr,
             out_ready: Notify::new(),
@@ -410,6 +424,13 @@ impl Connection {
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> std::net::SocketAddr {
         self.shared.local
+    }
+
+    /// The socket's TCP_NODELAY now (`None` over TLS): off only between
+    /// coalesced oneways ([`ClientConfig::coalesce_oneways`]) or with
+    /// `nodelay: false`.
+    pub fn nodelay(&self) -> Option<std::io::Result<bool>> {
+        self.shared.wr.as_ref().map(|wr| wr.as_ref().nodelay())
     }
 
     /// How long the TLS handshake took, after the TCP connect (`None`:
@@ -508,6 +529,13 @@ impl Connection {
                         // idle: write from this task, under the lock that
                         // orders bytes.
                         if let (true, Some(wr)) = (idle, &s.wr) {
+                            // Coalescing oneways: Nagle on while a
+                            // caller writes oneways; off (pushing what it
+                            // holds) before anything that waits for an
+                            // answer.
+                            if s.setup.coalesce_oneways {
+                                st.set_nagle(wr, !what.expects_reply());
+                            }
                             let first = st.q.first_write(&s.setup, what);
                             try_write_now(wr, st.q.outbox(), first);
                         }
@@ -628,6 +656,11 @@ async fn writer_task(
             if st.q.pending().is_empty() || st.q.holds() {
                 None
             } else {
+                // What the writer task writes may expect answers: no
+                // Nagle wait behind it.
+                if let Some(wr) = &shared.wr {
+                    st.set_nagle(wr, false);
+                }
                 st.writing = true;
                 Some(st.q.outbox().take())
             }
@@ -658,6 +691,9 @@ async fn writer_task(
         let mut last = {
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
             st.q.farewell(&shared.setup, &ClientError::LocallyClosed);
+            if let Some(wr) = &shared.wr {
+                st.set_nagle(wr, false);
+            }
             st.q.outbox().take()
         };
         let _ = write_all_spliced(&shared, tls.as_mut(), &mut last).await;
