@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use crate::hist::Latency;
 use iiop_giop::conn::client::DEFAULT_SPLICE_CUTOFF;
 use iiop_giop::conn::out::{first_write, head_first_for};
-use iiop_giop::transport::blocking::{recv_spinning, send_spinning, Spin};
+use iiop_giop::transport::blocking::{recv_spinning, segment_size, send_spinning, Spin};
 use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
 /// Header size, equal to GIOP's.
@@ -511,27 +511,6 @@ fn recv_into(s: &TcpStream, buf: &mut [u8], spin: Option<Duration>) -> std::io::
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             r => return r,
         }
-    }
-}
-
-/// The connection's maximum segment size (TCP_MAXSEG).
-fn segment_size(s: &TcpStream) -> std::io::Result<usize> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid socket and an int-sized out-parameter with its length.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(v.max(1) as usize)
-    } else {
-        Err(std::io::Error::last_os_error())
     }
 }
 

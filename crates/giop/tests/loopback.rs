@@ -1718,6 +1718,18 @@ async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
                 while_oneways,
                 "{what}: between oneways"
             );
+            // A oneway of a segment or more (loopback's is ~64 KiB) goes
+            // at once: joining gains it nothing.
+            let big = vec![7u8; 100 << 10];
+            let r = c.request(&key("echo"), "echo_octets", ResponseMode::Oneway, |w| {
+                w.write_octet_seq(&big)
+            });
+            assert!(r.unwrap().is_none());
+            assert_eq!(
+                c.nodelay().unwrap(),
+                nodelay,
+                "{what}: after a large oneway"
+            );
             let r = c
                 .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
                 .unwrap()

@@ -71,7 +71,9 @@ pub struct ThroughputArgs {
     /// call per call, not one TCP segment per call). A call that waits
     /// for an answer, get_stats() among them, turns TCP_NODELAY back on
     /// first, which pushes what is held: no answer waits for a delayed
-    /// ACK, unlike `--nodelay false`. Off by default.
+    /// ACK, unlike `--nodelay false`. Oneways of a TCP segment or more go
+    /// at once, as without it (joining gains them nothing). Off by
+    /// default.
     #[arg(long)]
     pub coalesce_oneways: bool,
     /// Measure marshal / transport / demarshal time per call (E0.5); costs

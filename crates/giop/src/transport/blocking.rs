@@ -75,6 +75,9 @@ pub struct BlockingConnection {
     /// TCP_NODELAY is off for now: the last message written was a oneway
     /// and the setup coalesces them ([`ClientSetup::coalesce_oneways`]).
     nagle: bool,
+    /// The connection's segment size: oneways this long or longer are not
+    /// coalesced.
+    mss: usize,
 }
 
 impl BlockingConnection {
@@ -148,6 +151,7 @@ impl BlockingConnection {
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
         let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
+        let mss = segment_size(&sock).unwrap_or(1460);
         Ok(BlockingConnection {
             sock,
             tls,
@@ -161,6 +165,7 @@ impl BlockingConnection {
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             hung_up: false,
             nagle: false,
+            mss,
         })
     }
 
@@ -263,8 +268,9 @@ impl BlockingConnection {
         // Coalescing oneways: Nagle on for a oneway; off (which pushes
         // every byte Nagle holds) before anything that waits for an
         // answer, so no answer waits for an ACK.
+        // (A oneway of a segment or more gains nothing from it.)
         if self.setup().coalesce_oneways {
-            self.set_nagle(!what.expects_reply());
+            self.set_nagle(!what.expects_reply() && self.conn.queued() < self.mss);
         }
         let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
@@ -480,6 +486,29 @@ impl Spin {
         }
         std::thread::yield_now();
         true
+    }
+}
+
+/// The connection's maximum segment size (TCP_MAXSEG): a message shorter
+/// than it gains from Nagle's joining, a longer one only waits for an ACK
+/// with its tail (128 KiB oneways on loopback: ~10 % slower).
+pub fn segment_size(s: &impl std::os::fd::AsRawFd) -> std::io::Result<usize> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid socket and an int-sized out-parameter with its length.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_MAXSEG,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(v.max(1) as usize)
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }
 

@@ -184,6 +184,9 @@ struct Shared {
     /// `try_write` needs only `&self`. `None` over TLS (the writer task
     /// owns that write half).
     wr: Option<OwnedWriteHalf>,
+    /// The connection's segment size: oneways this long or longer are not
+    /// coalesced ([`ClientSetup::coalesce_oneways`]).
+    mss: usize,
     out_ready: Notify,
     out_space: Notify,
     /// Who waits for which reply; whether the connection is dead.
@@ -403,6 +406,10 @@ impl Connection {
                 writing: false,
                 nagle: false,
             }),
+            mss: wr
+                .as_ref()
+                .and_then(|w| super::blocking::segment_size(w.as_ref()).ok())
+                .unwrap_or(1460),
             wr,
             out_ready: Notify::new(),
             out_space: Notify::new(),
@@ -534,7 +541,8 @@ impl Connection {
                             // holds) before anything that waits for an
                             // answer.
                             if s.setup.coalesce_oneways {
-                                st.set_nagle(wr, !what.expects_reply());
+                                let small = st.q.pending().len() < s.mss;
+                                st.set_nagle(wr, !what.expects_reply() && small);
                             }
                             let first = st.q.first_write(&s.setup, what);
                             try_write_now(wr, st.q.outbox(), first);
