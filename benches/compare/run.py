@@ -392,6 +392,27 @@ def ratio_text(r):
     return "-" if r is None else f"{r['median']:.2f}x [{r['min']:.2f}–{r['max']:.2f}]"
 
 
+def client_row(r, servers, client, key, both, note):
+    """One row of sections 6 and 7: `client` (our buffering or coalescing
+    one) on each server, Mbit/s with `note(server)` after it and its
+    ratio to the omniORB client there (`<key>_ratio`); with `both`, its
+    pair on our server over omniORB -> omniORB (`<key>_vs_omniorb`)."""
+    cells = []
+    for s in servers:
+        p = r["pairs"].get(f"{client}>{s}")
+        cells.append("- | -" if not p else f"{p['median']:.0f}{note(s)} | {ratio_text(r[key + '_ratio'].get(s))}")
+    line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
+    if both:
+        line += f" {ratio_text((r.get(key + '_vs_omniorb') or {}).get('ours'))} |"
+    return line
+
+
+def per_segment_text(row, client, server):
+    """` [N/seg]`: the pair's median calls per TCP segment, or nothing."""
+    segs = [x for x in (row.get("calls_per_segment") or {}).get(f"{client}>{server}") or [] if x is not None]
+    return f" [{med(segs):.1f}/seg]" if segs else ""
+
+
 def cpu_text(row, client, server):
     """` (0.42)`: the median server CPU share of a pair's rounds, if known."""
     xs = [x for x in (row.get("server_cpu") or {}).get(f"{client}>{server}", []) if x is not None]
@@ -675,13 +696,7 @@ def write_doc(res, a, doc, source=None):
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for r in brows:
-            cells = []
-            for s in servers:
-                p = r["pairs"].get(f"{BUFFERED}>{s}")
-                cells.append("- | -" if not p else f"{p['median']:.0f}{cpu_text(r, BUFFERED, s)} | {ratio_text(r['buffered_ratio'].get(s))}")
-            line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
-            if both:
-                line += f" {ratio_text((r.get('buffered_vs_omniorb') or {}).get('ours'))} |"
+            line = client_row(r, servers, BUFFERED, "buffered", both, lambda s: cpu_text(r, BUFFERED, s))
             if raw:
                 b = r.get("buffered_vs_raw")
                 line += f" {b['raw_mbps']:.0f} | {ratio_text(b['ratio'])} |" if b else " - | - |"
@@ -701,15 +716,7 @@ def write_doc(res, a, doc, source=None):
         L.append("| " + " | ".join(head) + " |")
         L.append("|" + "---|" * len(head))
         for r in crows:
-            cells = []
-            for s in servers:
-                p = r["pairs"].get(f"{COALESCED}>{s}")
-                segs = [x for x in (r.get("calls_per_segment") or {}).get(f"{COALESCED}>{s}") or [] if x is not None]
-                per = f" [{med(segs):.1f}/seg]" if segs else ""
-                cells.append("- | -" if not p else f"{p['median']:.0f}{per} | {ratio_text(r['coalesced_ratio'].get(s))}")
-            line = f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |"
-            if both:
-                line += f" {ratio_text((r.get('coalesced_vs_omniorb') or {}).get('ours'))} |"
+            line = client_row(r, servers, COALESCED, "coalesced", both, lambda s: per_segment_text(r, COALESCED, s))
             L.append(line)
         L.append("")
         svg_bars("Each server under our coalescing client / under the omniORB client", [f"{r['type']} {r['size'] // 1024}KiB" for r in crows], {NAMES[s] + " server": [(r["coalesced_ratio"].get(s) or {}).get("median") for r in crows] for s in servers}, os.path.join(figdir, "coalesced-oneways.svg"))

@@ -63,6 +63,53 @@ fn throughput_1kib<'a>(total: &'a str, modes: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// The four cases of a `throughput_1kib("256KiB", "oneway,twoway")` run
+/// made with `flags` and `path`, checked as every way of sending oneways
+/// must leave them: the run and each oneway case record `key` as `value`
+/// (their own cases: merge and compare keep them apart), every call and
+/// byte arrived, nothing failed. Per case: type, mode and calls per TCP
+/// segment (`None` where not counted: the runtime's connection).
+fn oneways_delivered(
+    flags: &[&str],
+    path: &[&str],
+    key: &str,
+    value: Value,
+) -> Vec<(String, String, Option<f64>)> {
+    let mut args = throughput_1kib("256KiB", "oneway,twoway");
+    args.extend(["--slices", "4"]);
+    args.extend_from_slice(flags);
+    args.extend_from_slice(path);
+    let (code, v) = run_json(&format!("tp-{key}.json"), &args);
+    assert_eq!(code, 0, "{path:?}");
+    assert_eq!(v["params"][key], value, "{path:?}");
+    let cs = cases(&v);
+    assert_eq!(cs.len(), 4, "{path:?}");
+    let mut out = Vec::new();
+    for c in cs {
+        let (ty, mode) = (
+            c["params"]["type"].as_str().unwrap(),
+            c["params"]["mode"].as_str().unwrap(),
+        );
+        let own = c["params"].get(key);
+        assert_eq!(own, (mode == "oneway").then_some(&value), "{path:?}");
+        let per_call = if ty == "long" { 1024 } else { 1008 };
+        let calls = (256u64 << 10).div_ceil(per_call);
+        assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
+        assert_eq!(
+            c["extra"]["server_bytes"],
+            calls * per_call,
+            "{path:?} {ty} {mode}"
+        );
+        assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
+        let per_segment = c["extra"]["calls_per_segment"].as_f64();
+        if per_segment.is_none() {
+            assert!(path.contains(&"reactor"), "{path:?}");
+        }
+        out.push((ty.to_string(), mode.to_string(), per_segment));
+    }
+    out
+}
+
 /// `--coalesce-oneways`: still one write per oneway, but Nagle joins
 /// them (TCP_INFO counts the segments: 1 KiB oneways ~20 to one here,
 /// where each goes alone without it); twoways go one to a segment as
@@ -71,32 +118,11 @@ fn throughput_1kib<'a>(total: &'a str, modes: &'a str) -> Vec<&'a str> {
 #[test]
 fn coalesced_oneways_share_segments_and_lose_none() {
     for path in [&[][..], &["--wait-strategy", "reactor"][..]] {
-        let mut args = throughput_1kib("256KiB", "oneway,twoway");
-        args.extend(["--slices", "4", "--coalesce-oneways"]);
-        args.extend_from_slice(path);
-        let (code, v) = run_json("tp-coalesced.json", &args);
-        assert_eq!(code, 0, "{path:?}");
-        assert_eq!(v["params"]["coalesce_oneways"], true, "{path:?}");
-        let cs = cases(&v);
-        assert_eq!(cs.len(), 4, "{path:?}");
-        for c in cs {
-            let (ty, mode) = (
-                c["params"]["type"].as_str().unwrap(),
-                c["params"]["mode"].as_str().unwrap(),
-            );
-            let own = c["params"].get("coalesce_oneways");
-            assert_eq!(own, (mode == "oneway").then_some(&Value::Bool(true)));
-            let per_call = if ty == "long" { 1024 } else { 1008 };
-            let calls = (256u64 << 10).div_ceil(per_call);
-            assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
-            assert_eq!(
-                c["extra"]["server_bytes"],
-                calls * per_call,
-                "{path:?} {ty} {mode}"
-            );
-            assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
-            let Some(per_segment) = c["extra"]["calls_per_segment"].as_f64() else {
-                assert!(path.contains(&"reactor"), "{path:?}");
+        let flags = ["--coalesce-oneways"];
+        for (ty, mode, per_segment) in
+            oneways_delivered(&flags, path, "coalesce_oneways", true.into())
+        {
+            let Some(per_segment) = per_segment else {
                 continue;
             };
             if mode == "oneway" {
@@ -129,35 +155,11 @@ fn a_oneway_buffer_sends_many_oneways_per_segment_and_loses_none() {
         &["--reuse-request"][..],
         &["--wait-strategy", "reactor"][..],
     ] {
-        let mut args = throughput_1kib("256KiB", "oneway,twoway");
-        args.extend(["--slices", "4", "--oneway-buffer", "16KiB"]);
-        args.extend_from_slice(path);
-        let (code, v) = run_json("tp-buffered.json", &args);
-        assert_eq!(code, 0, "{path:?}");
-        assert_eq!(v["params"]["oneway_buffer"], 16384, "{path:?}");
-        let cs = cases(&v);
-        assert_eq!(cs.len(), 4, "{path:?}");
-        for c in cs {
-            let (ty, mode) = (
-                c["params"]["type"].as_str().unwrap(),
-                c["params"]["mode"].as_str().unwrap(),
-            );
-            // Its own case: merge and compare keep it apart from
-            // unbuffered oneways.
-            let own = c["params"].get("oneway_buffer");
-            assert_eq!(own, (mode == "oneway").then_some(&Value::from(16384)));
-            let per_call = if ty == "long" { 1024 } else { 1008 };
-            let calls = (256u64 << 10).div_ceil(per_call);
-            assert_eq!(c["calls"], calls, "{path:?} {ty} {mode}");
-            assert_eq!(
-                c["extra"]["server_bytes"],
-                calls * per_call,
-                "{path:?} {ty} {mode}"
-            );
-            assert_eq!(c["errors"], serde_json::json!({}), "{path:?} {ty} {mode}");
-            let Some(per_segment) = c["extra"]["calls_per_segment"].as_f64() else {
-                // (The runtime's connection does not count segments.)
-                assert!(path.contains(&"reactor"), "{path:?}");
+        let flags = ["--oneway-buffer", "16KiB"];
+        for (ty, mode, per_segment) in
+            oneways_delivered(&flags, path, "oneway_buffer", 16384.into())
+        {
+            let Some(per_segment) = per_segment else {
                 continue;
             };
             if mode == "oneway" {

@@ -194,6 +194,12 @@ async fn echo_long(c: &Connection, v: u32) -> u32 {
 
 /// 200 `mark` oneways, then `marks`: the server saw them all, in order.
 async fn marks_in_order(c: &Connection, handler: &TestHandler, what: &str) {
+    send_marks(c, handler).await;
+    marks_arrived(c, what).await;
+}
+
+/// 200 `mark` oneways, numbered from 1 (the handler's marks cleared first).
+async fn send_marks(c: &Connection, handler: &TestHandler) {
     handler.marks.lock().unwrap().clear();
     for i in 1..=200u32 {
         let r = c
@@ -205,6 +211,10 @@ async fn marks_in_order(c: &Connection, handler: &TestHandler, what: &str) {
             .unwrap();
         assert!(r.is_none());
     }
+}
+
+/// `marks`: the server saw the 200 marks, in order.
+async fn marks_arrived(c: &Connection, what: &str) {
     let r = c
         .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
         .await
@@ -1059,6 +1069,12 @@ fn b_echo_long(c: &mut BlockingConnection, v: u32) -> u32 {
 
 /// [`marks_in_order`] on a blocking connection.
 fn b_marks_in_order(c: &mut BlockingConnection, handler: &TestHandler, what: &str) {
+    b_send_marks(c, handler);
+    b_marks_arrived(c, what);
+}
+
+/// [`send_marks`] on a blocking connection.
+fn b_send_marks(c: &mut BlockingConnection, handler: &TestHandler) {
     handler.marks.lock().unwrap().clear();
     for i in 1..=200u32 {
         let r = c
@@ -1069,6 +1085,10 @@ fn b_marks_in_order(c: &mut BlockingConnection, handler: &TestHandler, what: &st
             .unwrap();
         assert!(r.is_none());
     }
+}
+
+/// [`marks_arrived`] on a blocking connection.
+fn b_marks_arrived(c: &mut BlockingConnection, what: &str) {
     let r = c
         .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
         .unwrap()
@@ -1705,14 +1725,7 @@ async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
             let what = format!("blocking, coalesce {coalesce}, nodelay {nodelay}");
             let mut c = blocking(port, Version::V1_2, cfg);
             assert!(c.nodelay().unwrap() == nodelay, "{what}: as opened");
-            h.marks.lock().unwrap().clear();
-            for i in 1..=200u32 {
-                let r = c.request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
-                    w.write_u32(i);
-                    Ok(())
-                });
-                assert!(r.unwrap().is_none());
-            }
+            b_send_marks(&mut c, &h);
             assert_eq!(
                 c.nodelay().unwrap(),
                 while_oneways,
@@ -1730,12 +1743,7 @@ async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
                 nodelay,
                 "{what}: after a large oneway"
             );
-            let r = c
-                .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
-                .unwrap()
-                .unwrap();
-            let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
-            assert_eq!(marks, (1..=200).collect::<Vec<_>>(), "{what}");
+            b_marks_arrived(&mut c, &what);
             assert_eq!(c.nodelay().unwrap(), nodelay, "{what}: after a twoway");
             assert_eq!(b_echo_long(&mut c, 7), 7, "{what}");
         }
@@ -1754,33 +1762,13 @@ async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
         )
         .await
         .unwrap();
-        handler.marks.lock().unwrap().clear();
-        for i in 1..=200u32 {
-            let r = c
-                .request(&key("echo"), "mark", ResponseMode::Oneway, |w| {
-                    w.write_u32(i);
-                    Ok(())
-                })
-                .await
-                .unwrap();
-            assert!(r.is_none());
-        }
+        send_marks(&c, &handler).await;
         assert_eq!(
             c.nodelay().unwrap().unwrap(),
             while_oneways,
             "runtime, coalesce {coalesce}"
         );
-        let r = c
-            .request(&key("echo"), "marks", ResponseMode::Twoway, |_| Ok(()))
-            .await
-            .unwrap()
-            .unwrap();
-        let marks = r.body.reader(Options::default()).read_seq::<u32>().unwrap();
-        assert_eq!(
-            marks,
-            (1..=200).collect::<Vec<_>>(),
-            "runtime, coalesce {coalesce}"
-        );
+        marks_arrived(&c, &format!("runtime, coalesce {coalesce}")).await;
         assert!(
             c.nodelay().unwrap().unwrap(),
             "runtime, coalesce {coalesce}: after a twoway"

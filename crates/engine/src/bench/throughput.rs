@@ -83,6 +83,25 @@ pub struct ThroughputOpts {
     pub op: Option<String>,
 }
 
+impl ThroughputOpts {
+    /// Whether oneways are coalesced: asked for, with TCP_NODELAY on
+    /// (off, Nagle is on throughout and there is nothing to switch).
+    pub fn coalesces(&self) -> bool {
+        self.coalesce_oneways && self.socket.nodelay
+    }
+}
+
+/// How the run's oneways went out, among its `params` (`bench throughput`
+/// and its `--idl` path): buffered, coalesced, or neither.
+pub(crate) fn oneway_params(p: &mut BTreeMap<String, serde_json::Value>, o: &ThroughputOpts) {
+    if let Some(n) = o.oneway_buffer {
+        param(p, "oneway_buffer", n);
+    }
+    if o.coalesces() {
+        param(p, "coalesce_oneways", true);
+    }
+}
+
 impl Default for ThroughputOpts {
     fn default() -> Self {
         ThroughputOpts {
@@ -243,7 +262,7 @@ pub(crate) fn single_caller(o: &ThroughputOpts) -> Shape {
         single_caller: !o.breakdown,
         phase_timing: false,
         oneway_buffer: o.oneway_buffer,
-        coalesce_oneways: o.coalesce_oneways && o.socket.nodelay,
+        coalesce_oneways: o.coalesces(),
     }
 }
 
@@ -277,12 +296,7 @@ pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
             );
             param(p, "reuse_request", o.reuse_request);
             param(p, "dynamic", o.dynamic);
-            if let Some(n) = o.oneway_buffer {
-                param(p, "oneway_buffer", n);
-            }
-            if o.coalesce_oneways && o.socket.nodelay {
-                param(p, "coalesce_oneways", true);
-            }
+            oneway_params(p, o);
             param(p, "nodelay", o.socket.nodelay);
             param(p, "sndbuf", o.socket.sndbuf);
             param(p, "rcvbuf", o.socket.rcvbuf);
@@ -726,11 +740,8 @@ fn raw_point(
 /// another case than an unbuffered one, and merge and compare keep them
 /// apart.
 fn note_buffer(c: &mut Case, o: &ThroughputOpts, mode: CallMode) {
-    if let (CallMode::Oneway, Some(n)) = (mode, o.oneway_buffer) {
-        param(&mut c.params.extra, "oneway_buffer", n);
-    }
-    if mode == CallMode::Oneway && o.coalesce_oneways && o.socket.nodelay {
-        param(&mut c.params.extra, "coalesce_oneways", true);
+    if mode == CallMode::Oneway {
+        oneway_params(&mut c.params.extra, o);
     }
 }
 

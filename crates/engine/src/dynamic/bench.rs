@@ -218,12 +218,7 @@ pub fn throughput(o: &ThroughputOpts, idl: &IdlOpts, op: &str) -> (Results, Opti
             param(p, "max_duration_s", o.max_duration.as_secs_f64());
             param(p, "nodelay", o.socket.nodelay);
             // How oneways went out (the shape above applies them here too).
-            if let Some(n) = o.oneway_buffer {
-                param(p, "oneway_buffer", n);
-            }
-            if o.coalesce_oneways && o.socket.nodelay {
-                param(p, "coalesce_oneways", true);
-            }
+            throughput::oneway_params(p, o);
             param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
             param(p, "gen", &idl.gen);
             param(p, "check_reply", idl.check_reply);

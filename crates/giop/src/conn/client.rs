@@ -656,6 +656,52 @@ impl RequestIds {
     }
 }
 
+/// Nagle's algorithm on a connection that coalesces oneways
+/// ([`ClientConfig::coalesce_oneways`]): each driver asks it before a
+/// write, and it turns TCP_NODELAY off or on through the driver's socket
+/// only when that must change (a stream of oneways costs no system call).
+#[derive(Debug, Default)]
+pub struct Coalescing {
+    /// Oneways shorter than this many bytes (the connection's segment
+    /// size) go with Nagle on; 0: the connection does not coalesce.
+    below: usize,
+    /// TCP_NODELAY is off now.
+    nagle: bool,
+}
+
+impl Coalescing {
+    /// For a connection set up as `s`; `segment` (its TCP_MAXSEG) is asked
+    /// only when `s` coalesces (no system call otherwise), 1460 if unknown.
+    pub fn new(s: &ClientSetup, segment: impl FnOnce() -> Option<usize>) -> Coalescing {
+        Coalescing {
+            below: match s.coalesce_oneways {
+                true => segment().unwrap_or(1460),
+                false => 0,
+            },
+            nagle: false,
+        }
+    }
+
+    /// Before writing `len` queued bytes whose last message is a `what`
+    /// (`None`: the writer cannot tell, or the goodbye): Nagle on for a
+    /// oneway shorter than a segment (a longer one gains nothing and its
+    /// tail would wait for an ACK), off, which pushes what it held, for
+    /// everything else. `set_nodelay` sets the socket's TCP_NODELAY; when
+    /// it fails the state stays as it was (calls still go, only not
+    /// joined, or behind an ACK).
+    pub fn before_write(
+        &mut self,
+        what: Option<Sending>,
+        len: usize,
+        set_nodelay: impl FnOnce(bool) -> std::io::Result<()>,
+    ) {
+        let nagle = len < self.below && what.is_some_and(|w| !w.expects_reply());
+        if nagle != self.nagle && set_nodelay(!nagle).is_ok() {
+            self.nagle = nagle;
+        }
+    }
+}
+
 /// The bytes a client connection has to write, and whether the CodeSets
 /// context has gone out (it goes on the first Request in the byte stream,
 /// so it is decided where the bytes are queued).

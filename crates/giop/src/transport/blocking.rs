@@ -38,7 +38,9 @@ use iiop_cdr::{CdrError, Writer};
 
 use super::client::tcp_socket;
 use super::tls::{handshake_failure, server_name, Side};
-use crate::conn::client::{ClientConfig, ClientConn, ClientError, ClientSetup, Incoming, Outgoing};
+use crate::conn::client::{
+    ClientConfig, ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
+};
 use crate::conn::deadline::{check_interval, Timer};
 use crate::conn::endpoint::Endpoint;
 use crate::conn::out::MAX_IOV;
@@ -72,12 +74,8 @@ pub struct BlockingConnection {
     spin: Option<Duration>,
     /// The socket was shut down (after the core's last words were written).
     hung_up: bool,
-    /// TCP_NODELAY is off for now: the last message written was a oneway
-    /// and the setup coalesces them ([`ClientSetup::coalesce_oneways`]).
-    nagle: bool,
-    /// The connection's segment size: oneways this long or longer are not
-    /// coalesced.
-    mss: usize,
+    /// Nagle between oneways ([`ClientSetup::coalesce_oneways`]).
+    coalescing: Coalescing,
 }
 
 impl BlockingConnection {
@@ -151,7 +149,7 @@ impl BlockingConnection {
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
         let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
-        let mss = segment_size(&sock).unwrap_or(1460);
+        let coalescing = Coalescing::new(&setup, || segment_size(&sock).ok());
         Ok(BlockingConnection {
             sock,
             tls,
@@ -164,8 +162,7 @@ impl BlockingConnection {
             // check are looked at no later than without it.
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             hung_up: false,
-            nagle: false,
-            mss,
+            coalescing,
         })
     }
 
@@ -229,7 +226,9 @@ impl BlockingConnection {
             // Buffered oneways ([`ClientConfig::oneway_buffer`]) leave
             // before the goodbye, within the request timeout.
             // Nothing of ours waits for an ACK behind the goodbye.
-            self.set_nagle(false);
+            let sock = &self.sock;
+            self.coalescing
+                .before_write(None, 0, |d| sock.set_nodelay(d));
             if self.conn.queued() > 0 {
                 let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
                 if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
@@ -265,13 +264,10 @@ impl BlockingConnection {
         if self.conn.holds() {
             return Ok(None);
         }
-        // Coalescing oneways: Nagle on for a oneway; off (which pushes
-        // every byte Nagle holds) before anything that waits for an
-        // answer, so no answer waits for an ACK.
-        // (A oneway of a segment or more gains nothing from it.)
-        if self.setup().coalesce_oneways {
-            self.set_nagle(!what.expects_reply() && self.conn.queued() < self.mss);
-        }
+        // Nagle on for a small oneway, off before anything answered.
+        let (len, sock) = (self.conn.queued(), &self.sock);
+        self.coalescing
+            .before_write(Some(what), len, |d| sock.set_nodelay(d));
         let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
@@ -290,16 +286,6 @@ impl BlockingConnection {
                 Err(e)
             }
             Err(e) => Err(self.end(e)),
-        }
-    }
-
-    /// Turn Nagle's algorithm on or off (TCP_NODELAY off or on) when it is
-    /// not so already. A failure leaves it as it was: a connection whose
-    /// setting cannot change still carries its calls, only not joined
-    /// (or, the other way, behind an ACK).
-    fn set_nagle(&mut self, on: bool) {
-        if self.nagle != on && self.sock.set_nodelay(!on).is_ok() {
-            self.nagle = on;
         }
     }
 

@@ -57,7 +57,8 @@ pub use crate::conn::client::{
     DEFAULT_SPLICE_CUTOFF,
 };
 use crate::conn::client::{
-    ClientSetup, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue, Step,
+    ClientSetup, Coalescing, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue,
+    Sending, Step,
 };
 use crate::conn::deadline::Timer;
 use crate::conn::endpoint::{endpoint_for, Endpoint};
@@ -132,18 +133,18 @@ impl ReadClock {
 struct OutState {
     q: SendQueue,
     writing: bool,
-    /// TCP_NODELAY is off for now ([`ClientSetup::coalesce_oneways`]):
-    /// the last write was a oneway's, from its caller.
-    nagle: bool,
+    /// Nagle between the oneways callers write themselves
+    /// ([`ClientSetup::coalesce_oneways`]; TCP only).
+    coalescing: Coalescing,
 }
 
 impl OutState {
-    /// Turn Nagle on or off on `wr` when it is not so already (a failure
-    /// leaves it as it was). Turning it off pushes what it holds.
-    fn set_nagle(&mut self, wr: &OwnedWriteHalf, on: bool) {
-        if self.nagle != on && wr.as_ref().set_nodelay(!on).is_ok() {
-            self.nagle = on;
-        }
+    /// [`Coalescing::before_write`] on `wr`: the last message queued is a
+    /// `what` (`None`: the writer task's batch, or the goodbye).
+    fn before_write(&mut self, wr: &OwnedWriteHalf, what: Option<Sending>) {
+        let len = self.q.pending().len();
+        self.coalescing
+            .before_write(what, len, |d| wr.as_ref().set_nodelay(d));
     }
 }
 
@@ -184,9 +185,6 @@ struct Shared {
     /// `try_write` needs only `&self`. `None` over TLS (the writer task
     /// owns that write half).
     wr: Option<OwnedWriteHalf>,
-    /// The connection's segment size: oneways this long or longer are not
-    /// coalesced ([`ClientSetup::coalesce_oneways`]).
-    mss: usize,
     out_ready: Notify,
     out_space: Notify,
     /// Who waits for which reply; whether the connection is dead.
@@ -391,6 +389,10 @@ impl Connection {
             WriteSide::Tcp(w) => (Some(w), None),
             WriteSide::Tls(w) => (None, Some(w)),
         };
+        let coalescing = Coalescing::new(&setup, || {
+            let w = wr.as_ref()?;
+            super::blocking::segment_size(w.as_ref()).ok()
+        });
         let shared = Arc::new(Shared {
             setup,
             local,
@@ -404,12 +406,8 @@ impl Connection {
             out: Mutex::new(OutState {
                 q: SendQueue::new(cfg),
                 writing: false,
-                nagle: false,
+                coalescing,
             }),
-            mss: wr
-                .as_ref()
-                .and_then(|w| super::blocking::segment_size(w.as_ref()).ok())
-                .unwrap_or(1460),
             wr,
             out_ready: Notify::new(),
             out_space: Notify::new(),
@@ -536,14 +534,9 @@ impl Connection {
                         // idle: write from this task, under the lock that
                         // orders bytes.
                         if let (true, Some(wr)) = (idle, &s.wr) {
-                            // Coalescing oneways: Nagle on while a
-                            // caller writes oneways; off (pushing what it
-                            // holds) before anything that waits for an
-                            // answer.
-                            if s.setup.coalesce_oneways {
-                                let small = st.q.pending().len() < s.mss;
-                                st.set_nagle(wr, !what.expects_reply() && small);
-                            }
+                            // Nagle on for a small oneway, off before
+                            // anything answered.
+                            st.before_write(wr, Some(what));
                             let first = st.q.first_write(&s.setup, what);
                             try_write_now(wr, st.q.outbox(), first);
                         }
@@ -667,7 +660,7 @@ async fn writer_task(
                 // What the writer task writes may expect answers: no
                 // Nagle wait behind it.
                 if let Some(wr) = &shared.wr {
-                    st.set_nagle(wr, false);
+                    st.before_write(wr, None);
                 }
                 st.writing = true;
                 Some(st.q.outbox().take())
@@ -700,7 +693,7 @@ async fn writer_task(
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
             st.q.farewell(&shared.setup, &ClientError::LocallyClosed);
             if let Some(wr) = &shared.wr {
-                st.set_nagle(wr, false);
+                st.before_write(wr, None);
             }
             st.q.outbox().take()
         };

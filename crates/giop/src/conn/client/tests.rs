@@ -687,3 +687,55 @@ fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued(
     oneway_of(&mut plain, 10);
     assert!(!plain.holds());
 }
+
+/// Coalescing asks for the segment size only when the setup coalesces,
+/// and changes TCP_NODELAY only on a switch: on for what is answered,
+/// a oneway of a segment or more, or a write it cannot see into; a
+/// failed change leaves the state as it was.
+#[test]
+fn coalescing_switches_nodelay_only_when_it_must() {
+    let setup = |coalesce: bool, nodelay: bool| {
+        let cfg = ClientConfig {
+            coalesce_oneways: coalesce,
+            nodelay,
+            ..ClientConfig::default()
+        };
+        ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg, None)
+    };
+    let oneway = Some(Sending::Request(ResponseMode::Oneway));
+    let twoway = Some(Sending::Request(ResponseMode::Twoway));
+    for (coalesce, nodelay) in [(false, true), (true, false)] {
+        let mut c = Coalescing::new(&setup(coalesce, nodelay), || panic!("not asked"));
+        for what in [oneway, twoway, None] {
+            c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
+        }
+    }
+    let mut c = Coalescing::new(&setup(true, true), || Some(1000));
+    let mut set = Vec::new();
+    let steps = [
+        (oneway, 100),
+        (oneway, 999),
+        (oneway, 1000),
+        (oneway, 10),
+        (twoway, 10),
+        (Some(Sending::Locate), 10),
+        (oneway, 10),
+        (None, 10),
+    ];
+    for (what, len) in steps {
+        c.before_write(what, len, |d| {
+            set.push(d);
+            Ok(())
+        });
+    }
+    assert_eq!(set, [false, true, false, true, false, true]);
+    // A failed switch is tried again at the next write.
+    let mut c = Coalescing::new(&setup(true, true), || None);
+    c.before_write(oneway, 10, |_| Err(std::io::ErrorKind::Other.into()));
+    let mut again = None;
+    c.before_write(oneway, 10, |d| {
+        again = Some(d);
+        Ok(())
+    });
+    assert_eq!(again, Some(false));
+}
