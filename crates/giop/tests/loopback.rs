@@ -1703,6 +1703,90 @@ fn coalescing(on: bool) -> ClientConfig {
     }
 }
 
+/// The runtime's writer task joins oneways too. Callers that find it
+/// busy (here because the peer stopped reading and the socket filled)
+/// queue their oneways behind it; it writes that batch, smaller than a
+/// segment, with Nagle still on rather than pushing it, and pushes the
+/// large one before it (as a caller's own oneway of a segment or more is
+/// pushed). When the peer reads again every oneway arrives, in order.
+#[tokio::test]
+async fn the_writer_task_keeps_nagle_on_for_a_batch_of_small_oneways() {
+    const FILL: u32 = 1000;
+    const MORE: u32 = 3;
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // Small socket buffers, so that 1 MB fills them (the segment size the
+    // kernel reports is bounded by half the peer's window: ~32 KiB here).
+    socket2::SockRef::from(&l)
+        .set_recv_buffer_size(64 << 10)
+        .unwrap();
+    let port = l.local_addr().unwrap().port();
+    let cfg = ClientConfig {
+        send_buffer: Some(32 << 10),
+        ..coalescing(true)
+    };
+    let c = Connection::connect("127.0.0.1", port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let (mut peer, _) = l.accept().await.unwrap();
+    let (body, echo) = (vec![7u8; 1000], key("echo"));
+    let send = |i: u32| {
+        let body = &body;
+        c.request(&echo, "mark", ResponseMode::Oneway, move |w| {
+            w.write_u32(i);
+            w.write_octet_seq(body)
+        })
+    };
+    for i in 0..FILL {
+        assert!(send(i).await.unwrap().is_none());
+    }
+    // The writer task takes what the full socket left (far more than a
+    // segment) and waits for room; the next oneways queue behind it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(c.nodelay().unwrap().unwrap(), "a large batch is pushed");
+    for i in FILL..FILL + MORE {
+        assert!(send(i).await.unwrap().is_none());
+    }
+    // The peer reads again: every oneway arrives, in order.
+    let (mut buf, mut got) = (Vec::new(), 0u32);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while got < FILL + MORE {
+        let mut chunk = vec![0u8; 256 << 10];
+        let n = tokio::time::timeout_at(deadline, peer.read(&mut chunk))
+            .await
+            .expect("every oneway within 30 s")
+            .unwrap();
+        assert!(n > 0, "closed after {got} oneways");
+        buf.extend_from_slice(&chunk[..n]);
+        let mut at = 0;
+        while buf.len() - at >= 12 {
+            let u32_at = |b: &[u8], i: usize| {
+                let w: [u8; 4] = b[i..i + 4].try_into().unwrap();
+                match b[6] & 1 {
+                    1 => u32::from_le_bytes(w),
+                    _ => u32::from_be_bytes(w),
+                }
+            };
+            let size = u32_at(&buf[at..], 8) as usize;
+            if buf.len() - at < 12 + size {
+                break;
+            }
+            // A Request whose body ends with the mark, the octets' count
+            // and the 1000 octets.
+            let msg = &buf[at..at + 12 + size];
+            assert_eq!(msg[7], 0, "a Request");
+            assert_eq!(u32_at(msg, msg.len() - 1008), got, "oneways in order");
+            got += 1;
+            at += 12 + size;
+        }
+        buf.drain(..at);
+    }
+    assert!(
+        !c.nodelay().unwrap().unwrap(),
+        "the writer task pushed its batch of {MORE} small oneways"
+    );
+    c.close();
+}
+
 /// Coalesced oneways: Nagle is on while oneways go out and off again
 /// before a call that waits for its answer (which pushes what it held),
 /// in both drivers; the server still gets every oneway, in order. Off

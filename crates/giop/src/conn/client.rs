@@ -132,8 +132,10 @@ pub struct ClientConfig {
     /// can wait for a delayed ACK). Only with `nodelay` on, and only for
     /// oneways shorter than a TCP segment (a longer one gains nothing and
     /// its tail would wait for an ACK: 128 KiB oneways on loopback ran at
-    /// 0.73-0.82x). The blocking driver honours it for every oneway; the
-    /// runtime's, where a caller writes its own oneway.
+    /// 0.73-0.82x). Both drivers honour it for every oneway: the
+    /// runtime's also when its writer task writes a batch of oneways that
+    /// callers queued while it was busy, and pushes any batch with
+    /// something answered in it.
     pub coalesce_oneways: bool,
 }
 
@@ -715,6 +717,10 @@ pub struct SendQueue {
     /// The last message queued went into an empty queue (its head may go
     /// alone: [`first_write`](Self::first_write)).
     alone: bool,
+    /// Something queued since the queue was last empty is answered
+    /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
+    /// goodbye): no Nagle wait behind it ([`batch`](Self::batch)).
+    urgent: bool,
 }
 
 impl SendQueue {
@@ -725,6 +731,7 @@ impl SendQueue {
             code_sets_sent: false,
             holding: false,
             alone: true,
+            urgent: false,
         }
     }
 
@@ -745,6 +752,15 @@ impl SendQueue {
     /// buffer) makes all of it due.
     pub fn holds(&self) -> bool {
         self.holding && !self.out.is_empty()
+    }
+
+    /// What the queued bytes are as a whole, for [`Coalescing`]: a oneway
+    /// when they hold only oneways (from one call or from many), `None`
+    /// when anything among them must not wait behind Nagle (an answered
+    /// request, a LocateRequest, a CancelRequest, the goodbye), or when
+    /// nothing is queued.
+    pub fn batch(&self) -> Option<Sending> {
+        (!self.urgent && !self.out.is_empty()).then_some(Sending::Request(ResponseMode::Oneway))
     }
 
     /// How many bytes the first write of the queue may take, the last
@@ -838,6 +854,7 @@ impl SendQueue {
     /// CancelRequest (their late replies are dropped on arrival).
     pub fn expired<W>(&mut self, s: &ClientSetup, expired: &[Expired<W>]) {
         self.holding = false;
+        self.urgent |= !expired.is_empty();
         let (buf, _) = self.out.parts();
         for e in expired {
             let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, e.request_id);
@@ -851,6 +868,7 @@ impl SendQueue {
             return false;
         };
         self.holding = false;
+        self.urgent = true;
         let (buf, _) = self.out.parts();
         encode_empty(buf, s.wire.version, s.wire.order, t);
         true
@@ -882,6 +900,7 @@ impl SendQueue {
                     self.code_sets_sent = true;
                 }
                 self.alone = alone;
+                self.urgent = what.expects_reply() || (self.urgent && !alone);
                 self.holding = !what.expects_reply()
                     && (alone || self.holding)
                     && s.oneway_buffer.is_some_and(|b| self.out.len() < b);

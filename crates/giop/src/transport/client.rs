@@ -140,7 +140,7 @@ struct OutState {
 
 impl OutState {
     /// [`Coalescing::before_write`] on `wr`: the last message queued is a
-    /// `what` (`None`: the writer task's batch, or the goodbye).
+    /// `what` (`None`: something that must not wait, the goodbye).
     fn before_write(&mut self, wr: &OwnedWriteHalf, what: Option<Sending>) {
         let len = self.q.pending().len();
         self.coalescing
@@ -657,10 +657,12 @@ async fn writer_task(
             if st.q.pending().is_empty() || st.q.holds() {
                 None
             } else {
-                // What the writer task writes may expect answers: no
-                // Nagle wait behind it.
+                // A batch of oneways only (callers that found the writer
+                // busy) may be joined as a caller's own oneway is; one
+                // that holds anything answered goes with no Nagle wait.
                 if let Some(wr) = &shared.wr {
-                    st.before_write(wr, None);
+                    let what = st.q.batch();
+                    st.before_write(wr, what);
                 }
                 st.writing = true;
                 Some(st.q.outbox().take())

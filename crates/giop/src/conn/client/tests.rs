@@ -739,3 +739,45 @@ fn coalescing_switches_nodelay_only_when_it_must() {
     });
     assert_eq!(again, Some(false));
 }
+
+/// The writer task's view of a batch: oneways only, from however many
+/// calls, may be joined; anything answered, cancelled or ending in it,
+/// however early, makes the whole batch go at once, until the queue has
+/// been written empty.
+#[test]
+fn a_batch_is_a_oneway_only_while_nothing_in_it_must_go_at_once() {
+    let oneway = Some(Sending::Request(ResponseMode::Oneway));
+    let mut c = conn(Version::V1_2);
+    assert_eq!(c.queue.batch(), None, "nothing queued");
+    oneway_of(&mut c, 10);
+    oneway_of(&mut c, 10);
+    assert_eq!(c.queue.batch(), oneway);
+    twoway(&mut c, None, None);
+    assert_eq!(c.queue.batch(), None, "a twoway behind oneways");
+    oneway_of(&mut c, 10);
+    assert_eq!(c.queue.batch(), None, "a oneway behind a twoway");
+    written(&mut c);
+    oneway_of(&mut c, 10);
+    assert_eq!(c.queue.batch(), oneway, "written empty: oneways again");
+    c.send(
+        Outgoing::<fn(&mut Writer<'_>) -> _>::Locate(&key()),
+        None,
+        None,
+    )
+    .unwrap();
+    assert_eq!(c.queue.batch(), None, "a LocateRequest");
+    written(&mut c);
+    // A CancelRequest for a call that timed out.
+    let t0 = Instant::now();
+    twoway(&mut c, Some(Duration::from_millis(1)), Some(t0));
+    written(&mut c);
+    oneway_of(&mut c, 10);
+    assert_eq!(c.queue.batch(), oneway);
+    assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).len(), 1);
+    assert_eq!(c.queue.batch(), None, "a CancelRequest");
+    written(&mut c);
+    // And the goodbye.
+    oneway_of(&mut c, 10);
+    c.fail(ClientError::LocallyClosed);
+    assert_eq!(c.queue.batch(), None, "the goodbye");
+}
