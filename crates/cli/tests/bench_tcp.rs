@@ -60,6 +60,12 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
         cases[0]["throughput_mbps"],
         cases[0]["receiver_throughput_mbps"]
     );
+    // How many segments carried those frames (Nagle may join them; the
+    // stats request after them is not counted).
+    let segs = cases[0]["extra"]["data_segments"].as_u64().unwrap();
+    assert!((1..=64).contains(&segs), "{segs} segments for 64 KiB");
+    let per = cases[0]["extra"]["calls_per_segment"].as_f64().unwrap();
+    assert!((per - 64.0 / segs as f64).abs() < 1e-9, "{per}");
     assert_eq!(cases[1]["params"]["mode"], "pingpong");
     assert_eq!(cases[1]["calls"], 300);
     assert_eq!(cases[1]["bytes"], 300 * 1024);

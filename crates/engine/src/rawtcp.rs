@@ -46,7 +46,9 @@ use std::time::{Duration, Instant};
 use crate::hist::Latency;
 use iiop_giop::conn::client::DEFAULT_SPLICE_CUTOFF;
 use iiop_giop::conn::out::{first_write, head_first_for};
-use iiop_giop::transport::blocking::{recv_spinning, segment_size, send_spinning, Spin};
+use iiop_giop::transport::blocking::{
+    data_segments_out, recv_spinning, segment_size, send_spinning, Spin,
+};
 use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
 /// Header size, equal to GIOP's.
@@ -583,6 +585,10 @@ pub struct RawRun {
     pub seconds: f64,
     /// Bytes the server says it received (stream mode).
     pub server_bytes: Option<u64>,
+    /// TCP segments with data the client sent (stream mode, plain TCP,
+    /// where the kernel says): beside `calls`, how many frames the kernel
+    /// joined into one segment.
+    pub data_segments: Option<u64>,
     pub latency: Latency,
 }
 
@@ -596,6 +602,10 @@ impl RawRun {
         self.server_bytes = match (self.server_bytes, other.server_bytes) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
+        };
+        self.data_segments = match (self.data_segments, other.data_segments) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
         };
         self.latency.merge(&other.latency);
     }
@@ -618,6 +628,15 @@ impl Wire {
 
     fn nodelay(&self) -> std::io::Result<bool> {
         self.sock().nodelay()
+    }
+
+    /// Data segments sent so far (plain TCP; a TLS record's segments are
+    /// not the frames').
+    fn data_segments_out(&self) -> Option<u32> {
+        match self {
+            Wire::Tcp(s) => data_segments_out(s),
+            Wire::Tls(_) => None,
+        }
     }
 
     fn set_nodelay(&self, on: bool) -> std::io::Result<()> {
@@ -864,6 +883,7 @@ impl RawClient {
             1 => head_first_for(Some(DEFAULT_SPLICE_CUTOFF), false),
             _ => None,
         };
+        let segs0 = self.s.data_segments_out();
         let start = Instant::now();
         let mut run = RawRun::default();
         let mut writes = 0u64;
@@ -883,6 +903,10 @@ impl RawClient {
             }
         }
         self.s.set_nodelay(true)?;
+        // (The stats request, written after this, is not a frame.)
+        run.data_segments = segs0
+            .zip(self.s.data_segments_out())
+            .map(|(a, b)| u64::from(b.wrapping_sub(a)));
         let after = self.stats()?;
         self.s.set_nodelay(nodelay)?;
         run.seconds = start.elapsed().as_secs_f64();

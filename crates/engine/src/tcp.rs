@@ -78,6 +78,7 @@ impl Default for TcpOpts {
 pub fn stream_case(run: &RawRun, size: u64) -> Case {
     let mut c = base_case(run, size, "stream");
     c.receiver_throughput_mbps = run.server_bytes.map(|b| mbps(b, run.seconds));
+    crate::runs::set_data_segments(&mut c, run.data_segments);
     c
 }
 

@@ -186,26 +186,10 @@ impl BlockingConnection {
     }
 
     /// TCP segments carrying data that this connection has sent so far
-    /// (TCP_INFO's `tcpi_data_segs_out`, a counter that wraps at 2^32):
-    /// set beside the calls made, how many calls one segment carried.
-    /// `None` where the kernel does not say.
+    /// ([`data_segments_out`]): set beside the calls made, how many calls
+    /// one segment carried.
     pub fn data_segments_out(&self) -> Option<u32> {
-        use std::os::fd::AsRawFd;
-        // SAFETY: tcp_info is plain integers; the kernel fills at most
-        // `len` bytes of it and says how many.
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let rc = unsafe {
-            libc::getsockopt(
-                self.sock.as_raw_fd(),
-                libc::SOL_TCP,
-                libc::TCP_INFO,
-                (&mut info as *mut libc::tcp_info).cast(),
-                &mut len,
-            )
-        };
-        let end = std::mem::offset_of!(libc::tcp_info, tcpi_data_segs_out) + 4;
-        (rc == 0 && len as usize >= end).then_some(info.tcpi_data_segs_out)
+        data_segments_out(&self.sock)
     }
 
     /// How long the TLS handshake took, after the TCP connect (`None`:
@@ -473,6 +457,27 @@ impl Spin {
         std::thread::yield_now();
         true
     }
+}
+
+/// TCP segments carrying data that socket `s` has sent so far
+/// (TCP_INFO's `tcpi_data_segs_out`, a counter that wraps at 2^32);
+/// `None` where the kernel does not say.
+pub fn data_segments_out(s: &impl std::os::fd::AsRawFd) -> Option<u32> {
+    // SAFETY: tcp_info is plain integers; the kernel fills at most `len`
+    // bytes of it and says how many.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let end = std::mem::offset_of!(libc::tcp_info, tcpi_data_segs_out) + 4;
+    (rc == 0 && len as usize >= end).then_some(info.tcpi_data_segs_out)
 }
 
 /// The connection's maximum segment size (TCP_MAXSEG): a message shorter
