@@ -274,6 +274,13 @@ def rotated(rep, items):
     return items[k:] + items[:k]
 
 
+def per_segment_note(d):
+    """`; N per segment` for a section 4 entry that counted its frames
+    per TCP data segment (files before schema 11 did not)."""
+    per = d.get("calls_per_segment")
+    return f"; {per:.1f} per segment" if per else ""
+
+
 def summary(ratios):
     """The median of some ratios and their range, None for none."""
     rs = sorted(ratios)
@@ -658,14 +665,14 @@ def write_doc(res, a, doc, source=None):
 
     # 4. physical limit
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
-    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement.\n")
+    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement. After each spread: how many frames (calls) one TCP data segment carried, the median of the runs.\n")
     L.append(f"The fastest one-write-per-call oneway pair of sections 1–3 and 7 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
     L.append("| size | bench tcp stream | iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")
     L.append("|---|---|---|---|---|")
     for t in res["tcp"]:
         fast = t.get("fastest")
         ip = f"{t['iperf3']:.0f}" if t.get("iperf3") else "not installed"
-        L.append(f"| {t['size'] // 1024} KiB | {t['mbps']:.0f} (spread {t['spread']:.0%}) | {ip} | " + (f"{fast['mbps']:.0f} (spread {fast['spread']:.0%}; {fast['pair']}, {fast['type']}) | {ratio_text(fast['ratio'])} |" if fast else "- | - |"))
+        L.append(f"| {t['size'] // 1024} KiB | {t['mbps']:.0f} (spread {t['spread']:.0%}{per_segment_note(t)}) | {ip} | " + (f"{fast['mbps']:.0f} (spread {fast['spread']:.0%}{per_segment_note(fast)}; {fast['pair']}, {fast['type']}) | {ratio_text(fast['ratio'])} |" if fast else "- | - |"))
     L.append("")
 
     # 5. latency
@@ -784,7 +791,7 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/10", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+    res = {"schema": "iiopbench-compare/11", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
            "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy, "idle_servers": a.idle_servers},
            "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "coalesced": a.coalesced == "on", "throughput": [], "tcp": [], "latency": {}}
     running = {}
@@ -852,7 +859,7 @@ def main():
                             continue  # section 6: not one write per call
                         if best is None or p["median"] > best["median"]:
                             best = {"median": p["median"], "key": k, "type": row["type"]}
-            xs, ip, orb, ratios = [], [], [], []
+            xs, ip, orb, ratios, raw_segs, orb_segs = [], [], [], [], [], []
             if best:
                 c, s = best["key"].split(">")
                 only(running, s, a.idle_servers)
@@ -861,6 +868,9 @@ def main():
                 r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "stream", "--size", str(size), "--total", str(a.total), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
                 x = r["cases"][0].get("receiver_throughput_mbps") or r["cases"][0]["throughput_mbps"]
                 xs.append(x)
+                per = (r["cases"][0].get("extra") or {}).get("calls_per_segment")
+                if per:
+                    raw_segs.append(per)
                 return x
 
             for rep in range(a.reps):
@@ -872,8 +882,10 @@ def main():
                 # round apart did not, and an ORB "beat" raw TCP by 1.26x.
                 before = raw_stream()
                 for _ in range(2 if best else 0):
-                    o = cl.throughput(c, running[s].ior_file, "oneway", best["type"], size)[0]
+                    o, _, per, _ = cl.throughput(c, running[s].ior_file, "oneway", best["type"], size)
                     orb.append(o)
+                    if per:
+                        orb_segs.append(per)
                     after = raw_stream()
                     ratios.append(o / ((before + after) / 2))
                     before = after
@@ -883,8 +895,10 @@ def main():
             fastest = None
             if best:
                 fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{CLIENT_NAMES.get(c) or NAMES[c]} → {NAMES[s]}", "type": best["type"],
-                           "ratio": summary(ratios), "ratios": ratios, "tables_mbps": best["median"]}
-            res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": fastest})
+                           "ratio": summary(ratios), "ratios": ratios, "tables_mbps": best["median"],
+                           "calls_per_segment": med(orb_segs) if orb_segs else None}
+            res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": fastest,
+                               "calls_per_segment": med(raw_segs) if raw_segs else None})
             print(f"raw tcp {size:>7}: bench tcp {med(xs):.0f}" + (f", iperf3 {med(ip):.0f}" if ip else ", iperf3 not installed") + (f", fastest ORB pair {fastest['mbps']:.0f} ({fastest['pair']}, {fastest['type']}): {ratio_text(fastest['ratio'])} of bench tcp" if fastest else ""), flush=True)
     finally:
         for s in running.values():

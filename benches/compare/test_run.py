@@ -37,15 +37,16 @@ def results():
         "ours>omniorb": [1000, 1000, 1000], "omniorb>omniorb": [1000, 1000, 1000]},
         buffered={"ours": [12000, 12000, 12000], "omniorb": [1000, 1000, 1000]},
         coalesced={"ours": [9000, 9000, 9000], "omniorb": [1000, 1000, 1000]})
-    return {"schema": "iiopbench-compare/10",
+    return {"schema": "iiopbench-compare/11",
             "machine": {"cpu": "test CPU", "cpus": 2, "kernel": "6.0", "commit": "abc1234", "date": "2026-01-01 00:00 UTC"},
             "placement": {"server_cpus": "1", "client_cpus": "0"}, "reps": 3, "max_reps": 6, "spread_limit": 0.3,
             "servers": SERVERS, "our_server": {"kind": "threads", "serve_args": ["--server-model", "threads"]},
             "oneway_buffer": "64KiB", "run": {"flags": "", "total": 64 << 20, "min_duration": 1.0, "wait_strategy": "auto", "idle_servers": "pause"},
             "throughput": [octet, char],
-            "tcp": [{"size": 1024, "mbps": 8000, "samples": [8000], "spread": 0.0, "iperf3": None, "iperf3_samples": [],
+            "tcp": [{"size": 1024, "mbps": 8000, "samples": [8000], "spread": 0.0, "iperf3": None, "iperf3_samples": [], "calls_per_segment": 33.6,
                      "fastest": {"mbps": 1200, "samples": [1200], "spread": 0.0, "pair": "iiopbench → iiopbench", "type": "octet",
-                                 "ratio": {"median": 0.15, "min": 0.15, "max": 0.15}, "ratios": [0.15], "tables_mbps": 1200}}],
+                                 "ratio": {"median": 0.15, "min": 0.15, "max": 0.15}, "ratios": [0.15], "tables_mbps": 1200,
+                                 "calls_per_segment": 1.0}}],
             "latency": {"vs_tcp": {"ping": {"ours": [24.0], "tcp": [23.0], "sliced": [1.0504]},
                                    "echo 64 KiB": {"ours": [130.0], "tcp": [115.0], "sliced": [1.13]}},
                         "raw_server_wait": "epoll"},
@@ -225,6 +226,8 @@ class FromJson(unittest.TestCase):
             # Section 7: our coalescing client on each server.
             self.assertIn("## 7. Coalesced oneways", text)
             self.assertIn("| oneway char 8 KiB | 9000 | 8.18x [8.18–8.18] | 1000 | 1.00x [1.00–1.00] | 9.00x [9.00–9.00] |", text)
+            # Section 4: frames per segment of both, where counted.
+            self.assertIn("| 1 KiB | 8000 (spread 0%; 33.6 per segment) | not installed | 1200 (spread 0%; 1.0 per segment; iiopbench → iiopbench, octet) | 0.15x [0.15–0.15] |", text)
             for svg in ["client-vs-client.svg", "server-vs-server.svg", "buffered-oneways.svg", "coalesced-oneways.svg"]:
                 self.assertTrue(os.path.getsize(os.path.join(d, "perf", svg)) > 0, svg)
 
