@@ -684,20 +684,21 @@ impl Coalescing {
         }
     }
 
-    /// Before writing `len` queued bytes whose last message is a `what`
-    /// (`None`: the writer cannot tell, or the goodbye): Nagle on for a
-    /// oneway shorter than a segment (a longer one gains nothing and its
-    /// tail would wait for an ACK), off, which pushes what it held, for
+    /// Before writing `len` queued bytes, of which `only_oneways` says
+    /// whether nothing among them must go at once
+    /// ([`SendQueue::only_oneways`]): Nagle on while they are oneways
+    /// shorter than a segment together (more gains nothing, and the tail
+    /// would wait for an ACK), off, which pushes what it held, for
     /// everything else. `set_nodelay` sets the socket's TCP_NODELAY; when
     /// it fails the state stays as it was (calls still go, only not
     /// joined, or behind an ACK).
     pub fn before_write(
         &mut self,
-        what: Option<Sending>,
+        only_oneways: bool,
         len: usize,
         set_nodelay: impl FnOnce(bool) -> std::io::Result<()>,
     ) {
-        let nagle = len < self.below && what.is_some_and(|w| !w.expects_reply());
+        let nagle = only_oneways && len < self.below;
         if nagle != self.nagle && set_nodelay(!nagle).is_ok() {
             self.nagle = nagle;
         }
@@ -719,7 +720,7 @@ pub struct SendQueue {
     alone: bool,
     /// Something queued since the queue was last empty is answered
     /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
-    /// goodbye): no Nagle wait behind it ([`batch`](Self::batch)).
+    /// goodbye): no Nagle wait behind it ([`only_oneways`](Self::only_oneways)).
     urgent: bool,
 }
 
@@ -754,13 +755,12 @@ impl SendQueue {
         self.holding && !self.out.is_empty()
     }
 
-    /// What the queued bytes are as a whole, for [`Coalescing`]: a oneway
-    /// when they hold only oneways (from one call or from many), `None`
-    /// when anything among them must not wait behind Nagle (an answered
-    /// request, a LocateRequest, a CancelRequest, the goodbye), or when
-    /// nothing is queued.
-    pub fn batch(&self) -> Option<Sending> {
-        (!self.urgent && !self.out.is_empty()).then_some(Sending::Request(ResponseMode::Oneway))
+    /// Whether what is queued may wait behind Nagle ([`Coalescing`]):
+    /// oneways only, from one call or from many; not when anything among
+    /// them is answered, cancels or ends (a twoway, a LocateRequest, a
+    /// CancelRequest, the goodbye), nor when nothing is queued.
+    pub fn only_oneways(&self) -> bool {
+        !self.urgent && !self.out.is_empty()
     }
 
     /// How many bytes the first write of the queue may take, the last
@@ -1315,6 +1315,15 @@ impl ClientConn {
     /// Bytes queued and not yet written.
     pub fn queued(&self) -> usize {
         self.queue.pending().len()
+    }
+
+    /// [`Coalescing::before_write`] for what is queued now.
+    pub fn before_write(
+        &self,
+        c: &mut Coalescing,
+        set_nodelay: impl FnOnce(bool) -> std::io::Result<()>,
+    ) {
+        c.before_write(self.queue.only_oneways(), self.queued(), set_nodelay);
     }
 
     /// The buffer to read received bytes into (at least 16 KiB of room).

@@ -212,7 +212,7 @@ impl BlockingConnection {
             // Nothing of ours waits for an ACK behind the goodbye.
             let sock = &self.sock;
             self.coalescing
-                .before_write(None, 0, |d| sock.set_nodelay(d));
+                .before_write(false, 0, |d| sock.set_nodelay(d));
             if self.conn.queued() > 0 {
                 let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
                 if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
@@ -248,10 +248,10 @@ impl BlockingConnection {
         if self.conn.holds() {
             return Ok(None);
         }
-        // Nagle on for a small oneway, off before anything answered.
-        let (len, sock) = (self.conn.queued(), &self.sock);
-        self.coalescing
-            .before_write(Some(what), len, |d| sock.set_nodelay(d));
+        // Nagle on for small oneways, off before anything answered.
+        let sock = &self.sock;
+        self.conn
+            .before_write(&mut self.coalescing, |d| sock.set_nodelay(d));
         let first = self.conn.first_write(what);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
@@ -483,24 +483,10 @@ pub fn data_segments_out(s: &impl std::os::fd::AsRawFd) -> Option<u32> {
 /// The connection's maximum segment size (TCP_MAXSEG): a message shorter
 /// than it gains from Nagle's joining, a longer one only waits for an ACK
 /// with its tail (128 KiB oneways on loopback: ~10 % slower).
-pub fn segment_size(s: &impl std::os::fd::AsRawFd) -> std::io::Result<usize> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: a valid socket and an int-sized out-parameter with its length.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_MAXSEG,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(v.max(1) as usize)
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+pub fn segment_size(s: &impl std::os::fd::AsFd) -> std::io::Result<usize> {
+    socket2::SockRef::from(s)
+        .tcp_mss()
+        .map(|v| v.max(1) as usize)
 }
 
 /// Receive into `buf`, spinning first while `spin` lasts (it is cleared

@@ -58,7 +58,7 @@ pub use crate::conn::client::{
 };
 use crate::conn::client::{
     ClientSetup, Coalescing, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue,
-    Sending, Step,
+    Step,
 };
 use crate::conn::deadline::Timer;
 use crate::conn::endpoint::{endpoint_for, Endpoint};
@@ -139,12 +139,12 @@ struct OutState {
 }
 
 impl OutState {
-    /// [`Coalescing::before_write`] on `wr`: the last message queued is a
-    /// `what` (`None`: something that must not wait, the goodbye).
-    fn before_write(&mut self, wr: &OwnedWriteHalf, what: Option<Sending>) {
-        let len = self.q.pending().len();
+    /// [`Coalescing::before_write`] on `wr`, for what is queued now:
+    /// every writer (a caller, the writer task, the goodbye) asks it so.
+    fn before_write(&mut self, wr: &OwnedWriteHalf) {
+        let (only_oneways, len) = (self.q.only_oneways(), self.q.pending().len());
         self.coalescing
-            .before_write(what, len, |d| wr.as_ref().set_nodelay(d));
+            .before_write(only_oneways, len, |d| wr.as_ref().set_nodelay(d));
     }
 }
 
@@ -534,9 +534,9 @@ impl Connection {
                         // idle: write from this task, under the lock that
                         // orders bytes.
                         if let (true, Some(wr)) = (idle, &s.wr) {
-                            // Nagle on for a small oneway, off before
+                            // Nagle on for small oneways, off before
                             // anything answered.
-                            st.before_write(wr, Some(what));
+                            st.before_write(wr);
                             let first = st.q.first_write(&s.setup, what);
                             try_write_now(wr, st.q.outbox(), first);
                         }
@@ -661,8 +661,7 @@ async fn writer_task(
                 // busy) may be joined as a caller's own oneway is; one
                 // that holds anything answered goes with no Nagle wait.
                 if let Some(wr) = &shared.wr {
-                    let what = st.q.batch();
-                    st.before_write(wr, what);
+                    st.before_write(wr);
                 }
                 st.writing = true;
                 Some(st.q.outbox().take())
@@ -695,7 +694,7 @@ async fn writer_task(
             let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
             st.q.farewell(&shared.setup, &ClientError::LocallyClosed);
             if let Some(wr) = &shared.wr {
-                st.before_write(wr, None);
+                st.before_write(wr);
             }
             st.q.outbox().take()
         };

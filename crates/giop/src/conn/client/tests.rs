@@ -689,9 +689,9 @@ fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued(
 }
 
 /// Coalescing asks for the segment size only when the setup coalesces,
-/// and changes TCP_NODELAY only on a switch: on for what is answered,
-/// a oneway of a segment or more, or a write it cannot see into; a
-/// failed change leaves the state as it was.
+/// and changes TCP_NODELAY only on a switch: on for a queue with anything
+/// answered in it, or oneways of a segment or more; a failed change
+/// leaves the state as it was.
 #[test]
 fn coalescing_switches_nodelay_only_when_it_must() {
     let setup = |coalesce: bool, nodelay: bool| {
@@ -702,11 +702,12 @@ fn coalescing_switches_nodelay_only_when_it_must() {
         };
         ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg, None)
     };
-    let oneway = Some(Sending::Request(ResponseMode::Oneway));
-    let twoway = Some(Sending::Request(ResponseMode::Twoway));
+    // Oneways only, or something answered (a twoway, a LocateRequest, the
+    // goodbye) among what is queued.
+    let (oneway, twoway) = (true, false);
     for (coalesce, nodelay) in [(false, true), (true, false)] {
         let mut c = Coalescing::new(&setup(coalesce, nodelay), || panic!("not asked"));
-        for what in [oneway, twoway, None] {
+        for what in [oneway, twoway] {
             c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
         }
     }
@@ -718,9 +719,9 @@ fn coalescing_switches_nodelay_only_when_it_must() {
         (oneway, 1000),
         (oneway, 10),
         (twoway, 10),
-        (Some(Sending::Locate), 10),
+        (twoway, 10),
         (oneway, 10),
-        (None, 10),
+        (twoway, 10),
     ];
     for (what, len) in steps {
         c.before_write(what, len, |d| {
@@ -746,38 +747,37 @@ fn coalescing_switches_nodelay_only_when_it_must() {
 /// been written empty.
 #[test]
 fn a_batch_is_a_oneway_only_while_nothing_in_it_must_go_at_once() {
-    let oneway = Some(Sending::Request(ResponseMode::Oneway));
     let mut c = conn(Version::V1_2);
-    assert_eq!(c.queue.batch(), None, "nothing queued");
+    assert!(!c.queue.only_oneways(), "nothing queued");
     oneway_of(&mut c, 10);
     oneway_of(&mut c, 10);
-    assert_eq!(c.queue.batch(), oneway);
+    assert!(c.queue.only_oneways());
     twoway(&mut c, None, None);
-    assert_eq!(c.queue.batch(), None, "a twoway behind oneways");
+    assert!(!c.queue.only_oneways(), "a twoway behind oneways");
     oneway_of(&mut c, 10);
-    assert_eq!(c.queue.batch(), None, "a oneway behind a twoway");
+    assert!(!c.queue.only_oneways(), "a oneway behind a twoway");
     written(&mut c);
     oneway_of(&mut c, 10);
-    assert_eq!(c.queue.batch(), oneway, "written empty: oneways again");
+    assert!(c.queue.only_oneways(), "written empty: oneways again");
     c.send(
         Outgoing::<fn(&mut Writer<'_>) -> _>::Locate(&key()),
         None,
         None,
     )
     .unwrap();
-    assert_eq!(c.queue.batch(), None, "a LocateRequest");
+    assert!(!c.queue.only_oneways(), "a LocateRequest");
     written(&mut c);
     // A CancelRequest for a call that timed out.
     let t0 = Instant::now();
     twoway(&mut c, Some(Duration::from_millis(1)), Some(t0));
     written(&mut c);
     oneway_of(&mut c, 10);
-    assert_eq!(c.queue.batch(), oneway);
+    assert!(c.queue.only_oneways());
     assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).len(), 1);
-    assert_eq!(c.queue.batch(), None, "a CancelRequest");
+    assert!(!c.queue.only_oneways(), "a CancelRequest");
     written(&mut c);
     // And the goodbye.
     oneway_of(&mut c, 10);
     c.fail(ClientError::LocallyClosed);
-    assert_eq!(c.queue.batch(), None, "the goodbye");
+    assert!(!c.queue.only_oneways(), "the goodbye");
 }
