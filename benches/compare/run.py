@@ -53,8 +53,8 @@ omniORB -> omniORB: perfstruct >= 2x, char >= 10x, the rest >= 1.0x):
      may be this client (`--coalesced off` leaves it out).
 
     benches/compare/run.py [--quick] [--reps 3] [--servers ours,omniorb,jacorb,tao]
-                           [--doc docs/performance.md] [--json target/compare.json]
-    benches/compare/run.py --from-json target/compare.json [--doc ...]
+                           [--doc docs/performance.md] [--json docs/perf/compare.json]
+    benches/compare/run.py --from-json docs/perf/compare.json [--doc ...]
                            (no measuring: the report again from saved results)
 
 Never quotes an absolute figure without its baseline next to it.
@@ -496,24 +496,34 @@ def targets(res):
 
     def line(what, checks, ratios=True):
         """checks: (label, value, limit, higher_is_better); value None: not
-        measured. `ratios`: values are ratios, printed after the label
-        (else the label says all)."""
+        measured, else a ratio summary ({median, min, max} of the rounds)
+        or a lone number. `ratios`: values are ratios, printed after the
+        label (else the label says all)."""
         checks = [c for c in checks if c[1] is not None]
         if not checks:
             return
-        short = [c for c in checks if (c[1] < c[2] if c[3] else c[1] > c[2])]
+        mid = lambda v: v["median"] if isinstance(v, dict) else v
+        fails = lambda x, lim, hi: x < lim if hi else x > lim
+        short = [c for c in checks if fails(mid(c[1]), c[2], c[3])]
         # Worst first: by ratio to the limit, or (spreads, which are
         # already relative) by how far over it.
-        short.sort(key=lambda c: (c[1] / c[2] if c[3] else c[2] / c[1]) if ratios else c[2] - c[1])
+        short.sort(key=lambda c: (mid(c[1]) / c[2] if c[3] else c[2] / mid(c[1])) if ratios else c[2] - c[1])
         # Two places, or three where two would print the limit itself.
         fmt = lambda v, lim: f" {v:.3f}x" if f"{v:.2f}" == f"{lim:.2f}" else f" {v:.2f}x"
-        shown = ", ".join(lbl + (fmt(v, lim) if ratios else "") for lbl, v, lim, _ in short[:6]) + (f", and {len(short) - 6} more" if len(short) > 6 else "")
-        verdict = "yes" if not short else "no"
-        out.append(f"| {what} | {verdict} | {len(checks) - len(short)} of {len(checks)} | {shown or '-'} |")
 
-    med_of = lambda x: (x or {}).get("median")
+        def listed(cs):
+            return ", ".join(lbl + (fmt(mid(v), lim) if ratios else "") for lbl, v, lim, _ in cs[:6]) + (f", and {len(cs) - 6} more" if len(cs) > 6 else "")
+        # Short in every round: even the round nearest the target missed
+        # it. The other short rows had a round that met it: noise can
+        # explain them, these it cannot.
+        ranged = [c for c in short if isinstance(c[1], dict)]
+        every = [c for c in ranged if fails(c[1]["max"] if c[3] else c[1]["min"], c[2], c[3])]
+        verdict = "yes" if not short else "no"
+        steady = "n/a" if not ranged else f"{len(every)} of {len(short)}" + (f": {listed(every)}" if every else "")
+        out.append(f"| {what} | {verdict} | {len(checks) - len(short)} of {len(checks)} | {listed(short) or '-'} | {steady if short else '-'} |")
+
     line("our client ≥ 1.0x the omniORB client (section 1)",
-         [(f"{case(r)} on {NAMES[s]}", med_of(r["client_ratio"].get(s)), 1.0, True) for r in rows for s in servers])
+         [(f"{case(r)} on {NAMES[s]}", r["client_ratio"].get(s), 1.0, True) for r in rows for s in servers])
     # (row label, our client's spread, the omniORB client's) where both were measured.
     spreads = [(f"{case(r)} on {NAMES[s]}", u["spread"], o["spread"]) for r in rows for s in servers
                for u, o in [(r["pairs"].get(f"ours>{s}"), r["pairs"].get(f"omniorb>{s}"))]
@@ -522,34 +532,34 @@ def targets(res):
          [(f"{lbl} ({u:.0%} vs {o:.0%})", u, o, False) for lbl, u, o in spreads], ratios=False)
     if "omniorb" in servers and "ours" in servers:
         line("our server ≥ 1.0x omniORB's, under the omniORB client (section 2)",
-             [(case(r), med_of(r["server_ratio"].get("omniorb", {}).get("ours")), 1.0, True) for r in rows])
+             [(case(r), r["server_ratio"].get("omniorb", {}).get("ours"), 1.0, True) for r in rows])
     if "tao" in servers and "ours" in servers:
         line("our server ≥ 1.0x TAO's, under the omniORB client",
-             [(case(r), med_of(paired(r["samples"]["omniorb>ours"], r["samples"]["omniorb>tao"])), 1.0, True) for r in rows])
+             [(case(r), paired(r["samples"]["omniorb>ours"], r["samples"]["omniorb>tao"]), 1.0, True) for r in rows])
     line("raw TCP at least as fast as the fastest ORB pair: ORB / bench tcp ≤ 1.0x (section 4)",
-         [(f"{t['size'] // 1024} KiB", med_of(t["fastest"]["ratio"]), 1.0, False) for t in res["tcp"] if t.get("fastest")])
+         [(f"{t['size'] // 1024} KiB", t["fastest"]["ratio"], 1.0, False) for t in res["tcp"] if t.get("fastest")])
     vs = (res.get("latency") or {}).get("vs_tcp") or {}
     for name, limit in [("ping", PING_TARGET), ("echo 64 KiB", ECHO_TARGET)]:
         sl = (vs.get(name) or {}).get("sliced") or []
         if sl:
-            line(f"{name} p50 ≤ {limit}x raw TCP waiting the same way (section 5, sliced)", [(name, med(sl), limit, False)])
+            line(f"{name} p50 ≤ {limit}x raw TCP waiting the same way (section 5, sliced)", [(name, summary(sl), limit, False)])
     if "omniorb" in servers and "ours" in servers:
         def both(r, v):
             limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
             return (f"{case(r)} (≥ {limit:g}x)", v, limit, True)
         goal = ", ".join(f"{t} ≥ {x:g}x" for t, x in BOTH_TARGETS.items()) + f", any other type ≥ {DEFAULT_BOTH:g}x"
         line(f"ours → ours / omniORB → omniORB, one write per call: {goal} (section 3)",
-             [both(r, med_of(r.get("both_ratio"))) for r in rows])
+             [both(r, r.get("both_ratio")) for r in rows])
         line("the same, our client buffering oneways (section 6)",
-             [both(r, med_of((r.get("buffered_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("buffered_vs_omniorb")])
+             [both(r, (r.get("buffered_vs_omniorb") or {}).get("ours")) for r in rows if r.get("buffered_vs_omniorb")])
         line("the same, our client coalescing oneways: one write per call, Nagle on between them (section 7)",
-             [both(r, med_of((r.get("coalesced_vs_omniorb") or {}).get("ours"))) for r in rows if r.get("coalesced_vs_omniorb")])
+             [both(r, (r.get("coalesced_vs_omniorb") or {}).get("ours")) for r in rows if r.get("coalesced_vs_omniorb")])
     if not out:
         return []
     note = spread_note([(u, o) for _, u, o in spreads])
     return (["## Targets: what this run shows\n",
-             "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first.\n",
-             "| target | holds | rows that meet it | short of it |", "|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
+             "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise.\n",
+             "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
 
 
 def sign_test(k, n):
@@ -578,10 +588,18 @@ def spread_note(spreads):
             + ("so ours vary more than the omniORB client's." if p < 0.05 else "no evidence that ours vary more than the omniORB client's."))
 
 
-def write_doc(res, a, doc, source=None):
+def default_json(doc):
+    """Where a run's results go unless --json says: perf/compare.json
+    beside the report, with its figures, so whoever has the report has
+    the data behind it (and can render it again)."""
+    return os.path.join(os.path.dirname(os.path.abspath(doc)), "perf", "compare.json")
+
+
+def write_doc(res, a, doc, data=None, rerendered=False):
     """The Markdown report and its figures, from results alone (`a` only
     fills in settings that results older than schema 8 did not record).
-    `source`: the results file, when re-rendered from one."""
+    `data`: the results file (written by this run, or `rerendered` from
+    it), named in the report relative to it."""
     figdir = os.path.join(os.path.dirname(doc), "perf")
     os.makedirs(figdir, exist_ok=True)
     m = res["machine"]
@@ -589,8 +607,10 @@ def write_doc(res, a, doc, source=None):
     run = run_settings(res, a)
     L = []
     L.append("# Performance: iiopbench against omniORB, JacORB, TAO and raw TCP\n")
+    where = os.path.relpath(os.path.abspath(data), os.path.dirname(os.path.abspath(doc))) if data else None
     L.append("Generated by `benches/compare/run.py" + run["flags"] + "`; do not edit by hand — rerun it"
-             + (f" (this copy re-rendered from `{source}`, without measuring again)" if source else "") + ".\n")
+             + (f" (this copy re-rendered from `{where}`, without measuring again)" if rerendered and where else "") + "."
+             + (f" The results behind every table: [`{where}`]({where}) (JSON, `{res.get('schema')}`, docs/results-schema.md); `run.py --from-json` renders this report again from them." if where else "") + "\n")
     L.append(f"- commit `{m['commit']}` (what was measured), {m['date']}; {m['cpus']} CPUs ({m['cpu']}), Linux {m['kernel']}")
     L.append(f"- placement: every server on CPUs {run['server_cpus']}, every client on CPUs {run['client_cpus']} (taskset); servers: " + ", ".join(NAMES[s] for s in servers)
              + ("; during each run every other server is paused (SIGSTOP), so nothing else runs on the server CPUs" if run["idle_servers"] == "pause"
@@ -752,7 +772,7 @@ def main():
     ap.add_argument("--coalesced", choices=["on", "off"], default="on", help="run our client with --coalesce-oneways on every server's oneway points too (section 7; off: leave it out)")
     ap.add_argument("--our-server", default="auto", choices=["auto", "reactor", "threads", "threads-spin"],
                     help="how our server runs: the reactor, a thread per connection, or one that polls up to 1 ms for the next bytes after each message (auto: threads-spin when the server CPUs are apart from the client's, else reactor)")
-    ap.add_argument("--json", dest="out", default=os.path.join(ROOT, "target", "compare.json"), help="where to write the results (JSON)")
+    ap.add_argument("--json", dest="out", help="where to write the results (JSON; default: perf/compare.json beside --doc, so the report's data travel with it)")
     # The old spelling, accepted for one release (as iiopbench's own, docs/cli.md).
     ap.add_argument("--out", dest="old_out", help=argparse.SUPPRESS)
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "performance.md"), help="the Markdown report (figures go to perf/ beside it)")
@@ -762,6 +782,8 @@ def main():
     if a.old_out is not None:
         print("warning: `--out` is deprecated for `benches/compare/run.py`; use `--json`", file=sys.stderr)
         a.out = a.old_out
+    if a.out is None:
+        a.out = default_json(a.doc)
     types = (a.types or ("octet,double,char" if a.quick else "octet,double,long,perfstruct,char")).split(",")
     sizes = [int(s) for s in (a.sizes or ("1024,65536" if a.quick else "1024,8192,65536,131072")).split(",")]
     modes = a.modes.split(",")
@@ -776,7 +798,7 @@ def main():
             sys.exit(f"run.py: cannot read results from {a.from_json}: {e}")
         if not str(res.get("schema", "")).startswith("iiopbench-compare/"):
             sys.exit(f"run.py: {a.from_json} is not a results file of this script (schema {res.get('schema')!r})")
-        write_doc(res, a, a.doc, source=os.path.relpath(a.from_json, ROOT))
+        write_doc(res, a, a.doc, data=a.from_json, rerendered=True)
         print(f"wrote {a.doc} from {a.from_json}")
         return 0
     if not a.no_install:
@@ -921,7 +943,7 @@ def main():
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
-    write_doc(res, a, a.doc)
+    write_doc(res, a, a.doc, data=a.out)
     print(f"wrote {a.out} and {a.doc}")
 
 
