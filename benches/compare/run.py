@@ -588,11 +588,16 @@ def spread_note(spreads):
             + ("so ours vary more than the omniORB client's." if p < 0.05 else "no evidence that ours vary more than the omniORB client's."))
 
 
+def perf_dir(doc):
+    """perf/ beside the report: its figures, and by default its results."""
+    return os.path.join(os.path.dirname(os.path.abspath(doc)), "perf")
+
+
 def default_json(doc):
     """Where a run's results go unless --json says: perf/compare.json
     beside the report, with its figures, so whoever has the report has
     the data behind it (and can render it again)."""
-    return os.path.join(os.path.dirname(os.path.abspath(doc)), "perf", "compare.json")
+    return os.path.join(perf_dir(doc), "compare.json")
 
 
 def write_doc(res, a, doc, data=None, rerendered=False):
@@ -600,7 +605,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
     fills in settings that results older than schema 8 did not record).
     `data`: the results file (written by this run, or `rerendered` from
     it), named in the report relative to it."""
-    figdir = os.path.join(os.path.dirname(doc), "perf")
+    figdir = perf_dir(doc)
     os.makedirs(figdir, exist_ok=True)
     m = res["machine"]
     servers = res["servers"]

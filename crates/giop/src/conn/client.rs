@@ -763,6 +763,17 @@ impl SendQueue {
         !self.urgent && !self.out.is_empty()
     }
 
+    /// [`Coalescing::before_write`] for what is queued now: the one place
+    /// every writer (the blocking driver, the runtime's callers, its
+    /// writer task and goodbye) takes Nagle's inputs from.
+    pub fn before_write(
+        &self,
+        c: &mut Coalescing,
+        set_nodelay: impl FnOnce(bool) -> std::io::Result<()>,
+    ) {
+        c.before_write(self.only_oneways(), self.out.len(), set_nodelay);
+    }
+
     /// How many bytes the first write of the queue may take, the last
     /// message queued being a `what`: its head alone when it is large
     /// ([`head_first_for`]) and nothing was queued before it; everything
@@ -1317,13 +1328,13 @@ impl ClientConn {
         self.queue.pending().len()
     }
 
-    /// [`Coalescing::before_write`] for what is queued now.
+    /// [`SendQueue::before_write`] for this connection's queue.
     pub fn before_write(
         &self,
         c: &mut Coalescing,
         set_nodelay: impl FnOnce(bool) -> std::io::Result<()>,
     ) {
-        c.before_write(self.queue.only_oneways(), self.queued(), set_nodelay);
+        self.queue.before_write(c, set_nodelay);
     }
 
     /// The buffer to read received bytes into (at least 16 KiB of room).

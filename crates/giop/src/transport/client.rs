@@ -142,9 +142,8 @@ impl OutState {
     /// [`Coalescing::before_write`] on `wr`, for what is queued now:
     /// every writer (a caller, the writer task, the goodbye) asks it so.
     fn before_write(&mut self, wr: &OwnedWriteHalf) {
-        let (only_oneways, len) = (self.q.only_oneways(), self.q.pending().len());
-        self.coalescing
-            .before_write(only_oneways, len, |d| wr.as_ref().set_nodelay(d));
+        self.q
+            .before_write(&mut self.coalescing, |d| wr.as_ref().set_nodelay(d));
     }
 }
 
