@@ -9,11 +9,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 
+use bytes::Bytes;
 use hdrhistogram::Histogram;
 use iiop_cdr::Options;
 use iiop_giop::context::{default_options, CodeSetContext};
 use iiop_giop::header::{MsgType, Version};
-use iiop_giop::message::{LocateStatus, Reply, Request};
+use iiop_giop::message::{LocateReply, LocateStatus, Reply, Request};
 use iiop_giop::{Message, ReplyStatus};
 
 use crate::net::{self, Segment, Skip};
@@ -174,10 +175,26 @@ pub struct ReplyEvent<'a> {
     pub latency_ns: Option<u64>,
 }
 
+/// A LocateReply as it was decoded, with the object key its
+/// LocateRequest asked about (when that request was seen), for observers
+/// (replay follows OBJECT_FORWARDs back to the key located).
+#[derive(Debug)]
+pub struct LocateReplyEvent<'a> {
+    pub connection: u64,
+    pub frame: u64,
+    /// Capture time of its last byte.
+    pub ts_ns: u64,
+    pub reply: &'a LocateReply,
+    /// The object key of the LocateRequest it answers (None when that
+    /// request was not captured).
+    pub located_key: Option<Bytes>,
+}
+
 /// Told about decoded requests and replies in capture order.
 pub trait Observer {
     fn request(&mut self, _ev: &RequestEvent<'_>) {}
     fn reply(&mut self, _ev: &ReplyEvent<'_>) {}
+    fn locate_reply(&mut self, _ev: &LocateReplyEvent<'_>) {}
     /// The connection ended (FIN, RST, or end of capture).
     fn closed(&mut self, _connection: u64) {}
 }
@@ -196,10 +213,16 @@ struct Dir {
     last: (u64, u64),
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum PendingKind {
-    Call { op: usize, ts: u64 },
-    Locate,
+    Call {
+        op: usize,
+        ts: u64,
+    },
+    /// A LocateRequest, with the object key it asked about.
+    Locate {
+        key: Option<Bytes>,
+    },
 }
 
 #[derive(Debug)]
@@ -528,7 +551,12 @@ impl<O: Observer> Analyzer<O> {
                 conn.client.get_or_insert(d);
                 if conn
                     .pending
-                    .insert((d, lr.request_id), PendingKind::Locate)
+                    .insert(
+                        (d, lr.request_id),
+                        PendingKind::Locate {
+                            key: lr.target.object_key(),
+                        },
+                    )
                     .is_none()
                 {
                     self.pending_total += 1;
@@ -545,13 +573,31 @@ impl<O: Observer> Analyzer<O> {
                 };
                 *self.s.locate_replies.entry(name.to_string()).or_default() += 1;
                 let conn = self.conns.get_mut(key).expect("live");
+                let connection = conn.id;
                 // A reply to an unknown id is only the peer's fault when every byte
                 // of the other direction was seen and delivered.
                 let from_start = conn.dirs[1 - d].tcp.from_start
                     && conn.dirs[1 - d].tcp.gaps == 0
                     && conn.dirs[1 - d].tcp.held_bytes() == 0;
-                match conn.pending.remove(&(1 - d, lr.request_id)) {
-                    Some(_) => self.pending_total -= 1,
+                let mut located_key = None;
+                let pending = conn.pending.get(&(1 - d, lr.request_id)).cloned();
+                match pending {
+                    Some(PendingKind::Locate { key }) => {
+                        conn.pending.remove(&(1 - d, lr.request_id));
+                        self.pending_total -= 1;
+                        located_key = key;
+                    }
+                    // The call stays pending: its Reply may still come.
+                    Some(PendingKind::Call { .. }) => self.finding(
+                        m.first_frame,
+                        label,
+                        "locate-reply-to-request",
+                        format!(
+                            "LocateReply to request id {}, which was a Request",
+                            lr.request_id
+                        ),
+                        m.head.clone(),
+                    ),
                     None if from_start => self.finding(
                         m.first_frame,
                         label,
@@ -560,10 +606,17 @@ impl<O: Observer> Analyzer<O> {
                             "LocateReply to request id {} that was never sent",
                             lr.request_id
                         ),
-                        m.head,
+                        m.head.clone(),
                     ),
                     None => self.s.unmatched_replies += 1,
                 }
+                self.observer.locate_reply(&LocateReplyEvent {
+                    connection,
+                    frame: m.last_frame,
+                    ts_ns: m.last_ts,
+                    reply: &lr,
+                    located_key,
+                });
             }
             Message::CancelRequest { .. } => self.s.cancel_requests += 1,
             Message::CloseConnection => {
@@ -750,7 +803,7 @@ impl<O: Observer> Analyzer<O> {
                     *st.exceptions.entry(x).or_default() += 1;
                 }
             }
-            Some(PendingKind::Locate) => {
+            Some(PendingKind::Locate { .. }) => {
                 self.pending_total -= 1;
                 self.finding(
                     m.first_frame,

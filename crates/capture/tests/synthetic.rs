@@ -476,3 +476,59 @@ fn a_lost_segment_is_skipped_at_the_limit() {
     assert!(e.replies > 150, "{}", e.replies);
     assert_eq!(sum.missing_bytes, 1460);
 }
+
+/// A LocateReply answering a Request's id and a Reply answering a
+/// LocateRequest's are findings; the Request stays pending, so its own
+/// Reply still pairs and is timed.
+#[test]
+fn locate_replies_and_replies_to_the_wrong_kind_of_request() {
+    use iiop_giop::message::LocateStatus;
+    use iiop_giop::message::{encode_locate_reply, encode_locate_request, LocateReply};
+    let (c, s) = addrs(false);
+    let mut f = Flow::new(c, s, [100, 200]);
+    let mut segs = Vec::new();
+    for s in f.handshake() {
+        segs.push((T0, s));
+    }
+    let v = Version::V1_2;
+    let locate_reply = |id| {
+        let mut b = BytesMut::new();
+        let r = LocateReply {
+            request_id: id,
+            status: LocateStatus::ObjectHere,
+        };
+        encode_locate_reply(&mut b, v, ByteOrder::Big, &r).unwrap();
+        b.to_vec()
+    };
+    let mut locate = BytesMut::new();
+    let key = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+    encode_locate_request(&mut locate, v, ByteOrder::Big, 2, &key).unwrap();
+    let msgs: [(bool, Vec<u8>); 5] = [
+        (
+            true,
+            request(v, ByteOrder::Big, 1, "echo_long", false, 1, &[]),
+        ),
+        (false, locate_reply(1)),
+        (false, reply(v, ByteOrder::Big, 1, 1)),
+        (true, locate.to_vec()),
+        (false, reply(v, ByteOrder::Big, 2, 1)),
+    ];
+    for (i, (cl, m)) in msgs.iter().enumerate() {
+        for s in f.send(*cl, m, 1460) {
+            segs.push((T0 + (i as u64 + 1) * 100 * US, s));
+        }
+    }
+    let sum = run(&segs, ETHERNET);
+    let rules: Vec<(&str, u64)> = sum.findings.iter().map(|f| (f.rule, f.frame)).collect();
+    assert_eq!(
+        rules,
+        vec![("locate-reply-to-request", 4), ("reply-to-locate", 7)]
+    );
+    let echo = op(&sum, "echo_long");
+    assert_eq!((echo.calls, echo.replies, echo.unanswered), (1, 1, 0));
+    assert_eq!(
+        echo.latency.lowest_equivalent(echo.latency.max()),
+        echo.latency.lowest_equivalent(200 * US)
+    );
+    assert_eq!(sum.locate_requests, 1);
+}

@@ -25,16 +25,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iiop_capture::analysis::{new_histogram, Observer, ReplyEvent, RequestEvent};
+use iiop_capture::analysis::{new_histogram, LocateReplyEvent, Observer, ReplyEvent, RequestEvent};
 use iiop_capture::{Analyzer, Config};
 use iiop_cdr::{ByteOrder, CdrError, Options};
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
 use iiop_giop::context::{CodeSetContext, ServiceContext};
 use iiop_giop::header::Version;
-use iiop_giop::message::Reply;
+use iiop_giop::message::{LocateStatus, Reply};
 use iiop_giop::transport::client::{Client, ClientConfig, ClientError, Connection};
 use iiop_giop::transport::naming::resolve_target;
-use iiop_giop::{ReplyStatus, ResponseMode, Target, TargetAddress};
+use iiop_giop::{Ior, ReplyStatus, ResponseMode, Target, TargetAddress};
 use serde_json::json;
 
 use crate::hist::Latency;
@@ -132,9 +132,10 @@ struct CapRequest {
     order: ByteOrder,
     operation: String,
     key: Bytes,
-    /// The object `key` names: the key a captured LOCATION_FORWARD led
-    /// from, when the capture shows one forwarded to `key` (TAO forwards
-    /// its short keys to its POA keys), else `key` itself.
+    /// The object `key` names: the key a captured LOCATION_FORWARD (or a
+    /// LocateReply's OBJECT_FORWARD) led from, when the capture shows one
+    /// forwarded to `key` (TAO forwards its short keys to its POA keys,
+    /// JacORB locates them there), else `key` itself.
     object: Bytes,
     response: ResponseMode,
     body: Bytes,
@@ -161,12 +162,22 @@ struct Collect {
     in_flight: HashMap<u64, usize>,
     /// The CodeSets context of each captured connection (its first one).
     code_sets: HashMap<u64, CodeSetContext>,
-    /// Object keys a captured LOCATION_FORWARD led to, and the key each
-    /// was forwarded from.
+    /// Object keys a captured LOCATION_FORWARD or OBJECT_FORWARD led to,
+    /// and the key each was forwarded from.
     forwarded_from: HashMap<Bytes, Bytes>,
 }
 
 impl Collect {
+    /// A captured forward from the object `from` to `ior`: requests to
+    /// the key it forwards to are requests to `from`'s object.
+    fn forwarded(&mut self, ior: &Ior, from: Bytes) {
+        if let Some(p) = ior.iiop_profile() {
+            self.forwarded_from
+                .entry(p.object_key.clone())
+                .or_insert(from);
+        }
+    }
+
     /// Every request's `object`: its key, followed back through the
     /// captured forwards (a bounded chain).
     fn resolve_forwards(&mut self) {
@@ -231,10 +242,9 @@ impl Observer for Collect {
                 *n = n.saturating_sub(1);
             }
             if r.header.status.is_forward() {
-                if let Some(p) = r.forward_ior().ok().as_ref().and_then(|i| i.iiop_profile()) {
-                    self.forwarded_from
-                        .entry(p.object_key.clone())
-                        .or_insert_with(|| self.reqs[i].key.clone());
+                if let Ok(ior) = r.forward_ior() {
+                    let from = self.reqs[i].key.clone();
+                    self.forwarded(&ior, from);
                 }
             }
             self.reqs[i].reply = Some(CapReply {
@@ -243,6 +253,16 @@ impl Observer for Collect {
                 body: r.body.clone(),
                 latency_ns: ev.latency_ns,
             });
+        }
+    }
+
+    fn locate_reply(&mut self, ev: &LocateReplyEvent<'_>) {
+        if let (
+            LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior),
+            Some(from),
+        ) = (&ev.reply.status, &ev.located_key)
+        {
+            self.forwarded(ior, from.clone());
         }
     }
 }
@@ -770,4 +790,112 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         total_diffs,
         results: r,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use iiop_capture::synth::{Flow, PcapWriter, ETHERNET};
+    use iiop_giop::message::{
+        encode_locate_reply, encode_locate_request, encode_request, LocateReply, RequestHead,
+    };
+
+    fn call(id: u32, key: &'static [u8]) -> Vec<u8> {
+        let mut buf = BytesMut::new();
+        let target = TargetAddress::Key(Bytes::from_static(key));
+        let head = RequestHead {
+            request_id: id,
+            response: ResponseMode::Oneway,
+            target: &target,
+            operation: "ping_oneway",
+            contexts: &[],
+        };
+        encode_request(
+            &mut buf,
+            Version::V1_2,
+            ByteOrder::Little,
+            Options::default(),
+            &head,
+            |_| Ok(()),
+        )
+        .unwrap();
+        buf.to_vec()
+    }
+
+    /// What `replay` collects from a capture.
+    fn collect(msgs: &[(bool, Vec<u8>)]) -> Collect {
+        let mut flow = Flow::new(
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:2809".parse().unwrap(),
+            [1000, 9000],
+        );
+        let mut w = PcapWriter::new(Vec::new(), ETHERNET).unwrap();
+        let mut ts = 1_700_000_000_000_000_000u64;
+        for s in flow.handshake() {
+            w.segment(ts, &s).unwrap();
+        }
+        for (from_client, m) in msgs {
+            for s in flow.send(*from_client, m, 1460) {
+                ts += 10_000;
+                w.segment(ts, &s).unwrap();
+            }
+        }
+        let pcap = w.into_inner();
+        let mut a = Analyzer::with_observer(Config::default(), Collect::default());
+        iiop_capture::feed(&pcap[..], &mut a).unwrap();
+        let (_, mut c) = a.finish();
+        c.resolve_forwards();
+        c
+    }
+
+    /// omniORB's client binding a corbaloc to a short key of JacORB's or
+    /// TAO's: a LocateRequest for `Bench`, OBJECT_FORWARD to the POA key,
+    /// then the calls go to the POA key. Those calls are calls to `Bench`,
+    /// as they are when a Reply forwards.
+    #[test]
+    fn calls_after_a_locate_forward_are_calls_to_the_key_located() {
+        let mut locate = BytesMut::new();
+        let bench = TargetAddress::Key(Bytes::from_static(b"Bench"));
+        encode_locate_request(&mut locate, Version::V1_2, ByteOrder::Little, 1, &bench).unwrap();
+        let forward = |status| {
+            let mut b = BytesMut::new();
+            encode_locate_reply(
+                &mut b,
+                Version::V1_2,
+                ByteOrder::Big,
+                &LocateReply {
+                    request_id: 1,
+                    status,
+                },
+            )
+            .unwrap();
+            b.to_vec()
+        };
+        let to = Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", 2810, &b"POA/Bench"[..]);
+        for status in [
+            LocateStatus::ObjectForward(to.clone()),
+            LocateStatus::ObjectForwardPerm(to.clone()),
+        ] {
+            let c = collect(&[
+                (true, locate.to_vec()),
+                (false, forward(status.clone())),
+                (true, call(2, b"POA/Bench")),
+                (true, call(3, b"Other")),
+            ]);
+            let keys: Vec<_> = c.reqs.iter().map(|r| (&r.key[..], &r.object[..])).collect();
+            assert_eq!(
+                keys,
+                [(&b"POA/Bench"[..], &b"Bench"[..]), (b"Other", b"Other")],
+                "{status:?}"
+            );
+        }
+        // Only a forward aliases: OBJECT_HERE names no other key.
+        let c = collect(&[
+            (true, locate.to_vec()),
+            (false, forward(LocateStatus::ObjectHere)),
+            (true, call(2, b"POA/Bench")),
+        ]);
+        assert_eq!(&c.reqs[0].object[..], b"POA/Bench");
+    }
 }
