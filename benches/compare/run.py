@@ -9,9 +9,11 @@ how it read, see --idle-servers); every client (ours, the omniORB C++ client) ru
 --client-cpus (taskset), so placement is the same for every figure. For
 each point (mode, type, size) the script takes --reps rounds, and more
 (up to --max-reps) while some pair's rounds spread more than
---spread-limit; in each round every (client, server) pair runs once, in
-an order that rotates between rounds, so the machine's drift favours none
-of them. Figures are the
+--spread-limit; in each round every (client, server) pair runs once, a
+server's runs together and omniORB's server in the middle, so that the
+two runs a ratio divides ran close in time (this VM changes speed for
+seconds at a time), in an order that rotates between rounds, so the
+machine's drift favours none of them. Figures are the
 receiving server's payload Mbit/s (bench.idl's get_stats), medians of the
 rounds; ratios are medians of the per-round paired ratios, with their
 range. Spread = (max - min) / median of a pair's rounds. Beside each
@@ -272,6 +274,22 @@ def our_server_args(a):
 def rotated(rep, items):
     k = rep % len(items)
     return items[k:] + items[:k]
+
+
+def round_order(rep, servers, clients):
+    """The (client, server) runs of round `rep` of one point. A ratio
+    divides two runs, and this VM changes speed for seconds at a time
+    (one 8 KiB stream run after another: lag-1 correlation 0.7, gone by
+    lag 10), so the runs a ratio divides go as close together as they
+    can: a server's runs together (the client ratios, at most 3 runs
+    apart), omniORB's server in the middle (every server ratio at most
+    two servers away). Rounds rotate the other servers and the clients,
+    so that no run always goes first; a rotation of the whole list would
+    put one pair's two runs at the two ends of some round."""
+    others = rotated(rep, [s for s in servers if s != "omniorb"])
+    if "omniorb" in servers:
+        others.insert(len(others) // 2, "omniorb")
+    return [(c, s) for s in others for c in rotated(rep, clients)]
 
 
 def per_segment_note(d):
@@ -625,7 +643,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
         n_more = sum(1 for r in res["throughput"] if r.get("rounds", run["reps"]) > run["reps"])
         extra = (f" (up to {run['max_reps']} where some pair's rounds spread more than {run['spread_limit']:.0%}, as this VM switches speed for seconds at a time:"
                  f" {n_more} of {len(res['throughput'])} points took more)")
-    L.append(f"- {run['reps']} rounds per point{extra}, each (client, server) pair once per round in rotating order; {run['total'] >> 20} MiB and at least {run['min_duration']} s per run")
+    L.append(f"- {run['reps']} rounds per point{extra}, each (client, server) pair once per round, a server's runs together and omniORB's server in the middle (the two runs of a ratio close in time), in rotating order; {run['total'] >> 20} MiB and at least {run['min_duration']} s per run")
     L.append(f"- our client's wait strategy: `--wait-strategy {run['wait_strategy']}` (ran as: {', '.join(sorted(res['our_wait']))})")
     ours = res.get("our_server") or {}
     if ours:
@@ -828,7 +846,8 @@ def main():
         for mode in modes:
             buffered = mode == "oneway" and a.oneway_buffer not in ("", "0")
             coalesced = mode == "oneway" and a.coalesced == "on"
-            pairs = [(c, s) for s in servers for c in clients + ([BUFFERED] if buffered else []) + ([COALESCED] if coalesced else [])]
+            point_clients = clients + ([BUFFERED] if buffered else []) + ([COALESCED] if coalesced else [])
+            pairs = round_order(0, servers, point_clients)
             for ty in types:
                 for size in sizes:
                     samples = {f"{c}>{s}": [] for c, s in pairs}
@@ -842,7 +861,7 @@ def main():
                     # more rounds of every pair, up to --max-reps.
                     rep = 0
                     while rep < a.reps or (rep < a.max_reps and any(spread(v) > a.spread_limit for v in samples.values())):
-                        for c, s in rotated(rep, pairs):
+                        for c, s in round_order(rep, servers, point_clients):
                             # Our buffering pair on our own server runs
                             # beside the raw stream that writes the same
                             # batches.

@@ -175,6 +175,41 @@ class SpreadNote(unittest.TestCase):
         self.assertEqual(self.note([1000] * 3, [1000] * 3), [])
 
 
+class RoundOrder(unittest.TestCase):
+    """The two runs a ratio divides run close together in every round."""
+    SERVERS = ["ours", "omniorb", "jacorb", "tao"]
+    CLIENTS = ["ours", "omniorb", run.BUFFERED, run.COALESCED]
+
+    def rounds(self, servers, n=8):
+        return [run.round_order(rep, servers, self.CLIENTS) for rep in range(n)]
+
+    def test_every_pair_runs_once_per_round(self):
+        every = sorted((c, s) for s in self.SERVERS for c in self.CLIENTS)
+        for order in self.rounds(self.SERVERS):
+            self.assertEqual(sorted(order), every)
+
+    def test_the_runs_of_each_ratio_stay_close(self):
+        for order in self.rounds(self.SERVERS):
+            at = {p: i for i, p in enumerate(order)}
+            for s in self.SERVERS:
+                for c in ["ours", run.BUFFERED, run.COALESCED]:
+                    # client ratios: both runs on the same server's block
+                    self.assertLessEqual(abs(at[(c, s)] - at[("omniorb", s)]), 3)
+                for c in ["ours", "omniorb"]:
+                    # server ratios: at most one server between
+                    self.assertLessEqual(abs(at[(c, s)] - at[(c, "omniorb")]), 8)
+
+    def test_no_run_always_goes_first(self):
+        firsts = {order[0] for order in self.rounds(self.SERVERS)}
+        self.assertGreater(len({c for c, _ in firsts}), 1)
+        self.assertGreater(len({s for _, s in firsts}), 1)
+
+    def test_without_omniorbs_server(self):
+        for order in self.rounds(["ours", "jacorb"]):
+            self.assertEqual(len(order), 8)
+            self.assertEqual(len({s for _, s in order[:4]}), 1)
+
+
 class IdleServers(unittest.TestCase):
     class Fake:
         def __init__(self, log, name):
