@@ -890,6 +890,18 @@ mod tests {
                 "{status:?}"
             );
         }
+        // JacORB's own answer to a LocateRequest for `Bench`, in GIOP 1.2
+        // and 1.0 (fixtures/giop/jacorb/README.md): forwarded to its POA key.
+        let raw = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/giop/jacorb/pcap/raw.pcap");
+        let mut a = Analyzer::with_observer(Config::default(), Collect::default());
+        crate::capture::feed_files(&[raw], &mut a).unwrap();
+        let (sum, c) = a.finish();
+        assert_eq!(sum.locate_replies.get("OBJECT_FORWARD"), Some(&2));
+        let aliases: Vec<_> = c.forwarded_from.iter().collect();
+        assert_eq!(aliases.len(), 1, "{aliases:?}");
+        assert_eq!(&aliases[0].1[..], b"Bench");
+        assert!(aliases[0].0.ends_with(b"Bench") && aliases[0].0 != "Bench");
         // Only a forward aliases: OBJECT_HERE names no other key.
         let c = collect(&[
             (true, locate.to_vec()),
