@@ -11,10 +11,10 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
-use iiop_cdr::Options;
+use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::context::{default_options, CodeSetContext};
 use iiop_giop::header::{MsgType, Version};
-use iiop_giop::message::{LocateReply, LocateStatus, Reply, Request};
+use iiop_giop::message::{LocateReply, LocateRequest, LocateStatus, Reply, Request};
 use iiop_giop::{Message, ReplyStatus};
 
 use crate::net::{self, Segment, Skip};
@@ -175,6 +175,19 @@ pub struct ReplyEvent<'a> {
     pub latency_ns: Option<u64>,
 }
 
+/// A LocateRequest as it was decoded, for observers (replay re-sends
+/// it).
+#[derive(Debug)]
+pub struct LocateRequestEvent<'a> {
+    pub connection: u64,
+    pub frame: u64,
+    /// Capture time of its first byte.
+    pub ts_ns: u64,
+    pub version: Version,
+    pub order: ByteOrder,
+    pub request: &'a LocateRequest,
+}
+
 /// A LocateReply as it was decoded, with the object key its
 /// LocateRequest asked about (when that request was seen), for observers
 /// (replay follows OBJECT_FORWARDs back to the key located).
@@ -194,6 +207,7 @@ pub struct LocateReplyEvent<'a> {
 pub trait Observer {
     fn request(&mut self, _ev: &RequestEvent<'_>) {}
     fn reply(&mut self, _ev: &ReplyEvent<'_>) {}
+    fn locate_request(&mut self, _ev: &LocateRequestEvent<'_>) {}
     fn locate_reply(&mut self, _ev: &LocateReplyEvent<'_>) {}
     /// The connection ended (FIN, RST, or end of capture).
     fn closed(&mut self, _connection: u64) {}
@@ -274,6 +288,18 @@ pub fn key_text(k: &[u8]) -> String {
         }
     }
     s
+}
+
+/// A LocateReply status as GIOP names it.
+pub fn locate_status_name(s: &LocateStatus) -> &'static str {
+    match s {
+        LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
+        LocateStatus::ObjectHere => "OBJECT_HERE",
+        LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
+        LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
+        LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
+        LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
+    }
 }
 
 fn status_name(s: ReplyStatus) -> &'static str {
@@ -549,6 +575,7 @@ impl<O: Observer> Analyzer<O> {
                 self.s.locate_requests += 1;
                 let conn = self.conns.get_mut(key).expect("live");
                 conn.client.get_or_insert(d);
+                let connection = conn.id;
                 if conn
                     .pending
                     .insert(
@@ -561,16 +588,17 @@ impl<O: Observer> Analyzer<O> {
                 {
                     self.pending_total += 1;
                 }
+                self.observer.locate_request(&LocateRequestEvent {
+                    connection,
+                    frame: m.first_frame,
+                    ts_ns: m.first_ts,
+                    version: h.version,
+                    order: h.order,
+                    request: &lr,
+                });
             }
             Message::LocateReply(lr) => {
-                let name = match lr.status {
-                    LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
-                    LocateStatus::ObjectHere => "OBJECT_HERE",
-                    LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
-                    LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
-                    LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
-                    LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
-                };
+                let name = locate_status_name(&lr.status);
                 *self.s.locate_replies.entry(name.to_string()).or_default() += 1;
                 let conn = self.conns.get_mut(key).expect("live");
                 let connection = conn.id;

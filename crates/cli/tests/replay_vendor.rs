@@ -3,7 +3,8 @@
 //! Every echo reply must equal the vendor server's captured one, read with
 //! each connection's own code sets and GIOP version; TAO's forwards from
 //! its short keys are no difference where our server answers the key
-//! itself; and TAO's one known wrong answer (UTF-16 read big-endian in a
+//! itself (and JacORB's OBJECT_FORWARDs to LocateRequests, which replay
+//! re-sends); and TAO's one known wrong answer (UTF-16 read big-endian in a
 //! little-endian GIOP 1.1 message) must show up as exactly the two
 //! differences it is.
 
@@ -166,6 +167,27 @@ fn jacorbs_captures_replay_against_our_server() {
         let (code, v) = replay(&format!("jacorb/pcap/{f}.pcap"), &srv);
         all_as_captured(f, code, &v);
     }
+    // raw.pcap's LocateRequests are replayed too: JacORB forwarded
+    // `Bench` (GIOP 1.2 and 1.0), which our server holds itself (no
+    // difference), and did not know `NoSuchKey`, nor does our server.
+    let (_, v) = replay("jacorb/pcap/raw.pcap", &srv);
+    let bench = case(&v, "LocateRequest", "Bench");
+    assert_eq!(bench["params"]["mode"], "locate");
+    assert_eq!(
+        (
+            bench["calls"].as_u64(),
+            bench["extra"]["answered_forwards"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+    let unknown = case(&v, "LocateRequest", "NoSuchKey");
+    assert_eq!(
+        (
+            unknown["calls"].as_u64(),
+            unknown["extra"]["differing"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
     let (_, v) = replay("jacorb/pcap/large.pcap", &srv);
     assert_eq!(
         case(&v, "echo_octet", "iiopbench/bench/Bench")["extra"]["compared_bodies"],

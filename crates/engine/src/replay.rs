@@ -25,7 +25,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iiop_capture::analysis::{new_histogram, LocateReplyEvent, Observer, ReplyEvent, RequestEvent};
+use iiop_capture::analysis::{
+    locate_status_name, new_histogram, LocateReplyEvent, LocateRequestEvent, Observer, ReplyEvent,
+    RequestEvent,
+};
 use iiop_capture::{Analyzer, Config};
 use iiop_cdr::{ByteOrder, CdrError, Options};
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
@@ -122,7 +125,20 @@ struct CapReply {
     latency_ns: Option<u64>,
 }
 
-/// A captured request to re-send.
+/// The captured LocateReply of a LocateRequest.
+#[derive(Debug, Clone)]
+struct CapLocated {
+    /// Its status as GIOP names it (`OBJECT_HERE` …).
+    status: &'static str,
+    /// From the request's first byte to the reply's last, at the capture
+    /// point.
+    latency_ns: u64,
+}
+
+/// The name a replayed LocateRequest goes by, in place of an operation's.
+const LOCATE_OP: &str = "LocateRequest";
+
+/// A captured request (or LocateRequest) to re-send.
 #[derive(Debug, Clone)]
 struct CapRequest {
     conn: u64,
@@ -153,6 +169,19 @@ struct CapRequest {
     /// as one message.
     segmented: bool,
     reply: Option<CapReply>,
+    /// A LocateRequest (`operation` is [`LOCATE_OP`], no body).
+    locate: bool,
+    located: Option<CapLocated>,
+}
+
+impl CapRequest {
+    /// Its response time at the capture point, when its answer was seen.
+    fn captured_latency_ns(&self) -> Option<u64> {
+        match &self.located {
+            Some(l) => Some(l.latency_ns),
+            None => self.reply.as_ref().and_then(|c| c.latency_ns),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -232,12 +261,48 @@ impl Observer for Collect {
             after_replies,
             segmented: r.body.segments.is_some(),
             reply: None,
+            locate: false,
+            located: None,
+        });
+    }
+
+    fn locate_request(&mut self, ev: &LocateRequestEvent<'_>) {
+        let inflight = self.in_flight.entry(ev.connection).or_default();
+        let after_replies = *inflight == 0;
+        *inflight += 1;
+        self.by_id
+            .insert((ev.connection, ev.request.request_id), self.reqs.len());
+        self.reqs.push(CapRequest {
+            conn: ev.connection,
+            frame: ev.frame,
+            ts_ns: ev.ts_ns,
+            version: ev.version,
+            order: ev.order,
+            operation: LOCATE_OP.to_string(),
+            key: ev.request.target.object_key().unwrap_or_default(),
+            object: Bytes::new(),
+            response: ResponseMode::Twoway,
+            body: Bytes::new(),
+            body_offset: 0,
+            contexts: Vec::new(),
+            opts: Options::default(),
+            after_replies,
+            segmented: false,
+            reply: None,
+            locate: true,
+            located: None,
         });
     }
 
     fn reply(&mut self, ev: &ReplyEvent<'_>) {
         let r = ev.reply;
-        if let Some(i) = self.by_id.remove(&(ev.connection, r.header.request_id)) {
+        let id = (ev.connection, r.header.request_id);
+        // A Reply to a LocateRequest answers nothing replay can compare
+        // (pcap reports it as a finding).
+        if self.by_id.get(&id).is_some_and(|&i| self.reqs[i].locate) {
+            return;
+        }
+        if let Some(i) = self.by_id.remove(&id) {
             if let Some(n) = self.in_flight.get_mut(&ev.connection) {
                 *n = n.saturating_sub(1);
             }
@@ -257,6 +322,19 @@ impl Observer for Collect {
     }
 
     fn locate_reply(&mut self, ev: &LocateReplyEvent<'_>) {
+        let id = (ev.connection, ev.reply.request_id);
+        // Only a LocateRequest's: a Request's id stays pending for its
+        // own Reply.
+        if let Some(&i) = self.by_id.get(&id).filter(|&&i| self.reqs[i].locate) {
+            self.by_id.remove(&id);
+            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
+                *n = n.saturating_sub(1);
+            }
+            self.reqs[i].located = Some(CapLocated {
+                status: locate_status_name(&ev.reply.status),
+                latency_ns: ev.ts_ns.saturating_sub(self.reqs[i].ts_ns),
+            });
+        }
         if let (
             LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior),
             Some(from),
@@ -270,11 +348,20 @@ impl Observer for Collect {
 /// The context that moves a 1.0/1.1 body to the captured alignment.
 const PAD_CONTEXT_ID: u32 = 0x4942_5000;
 
+/// The target's answer to one replayed message.
+#[derive(Debug)]
+enum Answer {
+    /// To a request: its reply (none for a oneway).
+    Reply(Option<Reply>),
+    /// To a LocateRequest.
+    Located(LocateStatus),
+}
+
 /// What happened to one replayed request.
 #[derive(Debug)]
 struct Outcome1 {
     idx: usize,
-    result: Result<Option<Reply>, ClientError>,
+    result: Result<Answer, ClientError>,
     ns: u64,
     /// How bodies on the replay's connection read (the code sets
     /// negotiated with the target, the GIOP version spoken).
@@ -393,7 +480,17 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
         running.push(tokio::spawn(async move {
             let r = &reqs[idx];
             let t = Instant::now();
-            let result = send_one(&conn, &target, r, timeout).await;
+            // A LocateRequest times out after the connection's request
+            // timeout, which is `timeout` (see `replay`).
+            let result = if r.locate {
+                conn.locate(&target)
+                    .await
+                    .map(|l| Answer::Located(l.status))
+            } else {
+                send_one(&conn, &target, r, timeout)
+                    .await
+                    .map(Answer::Reply)
+            };
             Outcome1 {
                 idx,
                 result,
@@ -563,6 +660,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
     let timeout = o.timeout;
     let cfg = ClientConfig {
         tls: o.tls.mode()?,
+        request_timeout: Some(o.timeout),
         ..ClientConfig::default()
     };
     let outcomes: Vec<Outcome1> = rt.block_on(async {
@@ -636,7 +734,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         e.captured += 1;
         e.request_body_bytes += r.body.len() as u64;
         e.twoway |= r.response.expects_reply();
-        if let Some(ns) = r.reply.as_ref().and_then(|c| c.latency_ns) {
+        if let Some(ns) = r.captured_latency_ns() {
             e.captured_lat
                 .get_or_insert_with(new_histogram)
                 .saturating_record(ns.max(1));
@@ -666,8 +764,33 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                 e.failed += 1;
                 diff(format!("replay failed: {err}"), e);
             }
-            Ok(None) => e.replayed += 1,
-            Ok(Some(rep)) => {
+            Ok(Answer::Reply(None)) => e.replayed += 1,
+            Ok(Answer::Located(now)) => {
+                e.replayed += 1;
+                e.replay_lat
+                    .get_or_insert_with(new_histogram)
+                    .saturating_record(oc.ns.max(1));
+                let Some(cap) = &r.located else { continue };
+                let now = locate_status_name(now);
+                let forwards = |s: &str| s.starts_with("OBJECT_FORWARD");
+                if forwards(cap.status) && now == "OBJECT_HERE" {
+                    // As for a captured LOCATION_FORWARD: the target
+                    // holds the object the captured server sent away.
+                    e.answered_forwards += 1;
+                } else if forwards(now) && !forwards(cap.status) {
+                    diff(
+                        format!(
+                            "the target forwards ({now}) where the captured server answered \
+                             ({}): replay against the reference it forwards to",
+                            cap.status
+                        ),
+                        e,
+                    );
+                } else if now != cap.status {
+                    diff(format!("locate status {now}, captured {}", cap.status), e);
+                }
+            }
+            Ok(Answer::Reply(Some(rep))) => {
                 e.replayed += 1;
                 e.replay_lat
                     .get_or_insert_with(new_histogram)
@@ -751,7 +874,14 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
             params: CaseParams {
                 ty: String::new(),
                 size: e.request_body_bytes / n,
-                mode: if e.twoway { "twoway" } else { "oneway" }.into(),
+                mode: if e.operation == LOCATE_OP {
+                    "locate"
+                } else if e.twoway {
+                    "twoway"
+                } else {
+                    "oneway"
+                }
+                .into(),
                 extra: pe,
             },
             calls: e.replayed,
@@ -801,14 +931,19 @@ mod tests {
         encode_locate_reply, encode_locate_request, encode_request, LocateReply, RequestHead,
     };
 
-    fn call(id: u32, key: &'static [u8]) -> Vec<u8> {
+    /// `ping` (twoway) or `ping_oneway` on `key`.
+    fn call(id: u32, key: &'static [u8], twoway: bool) -> Vec<u8> {
         let mut buf = BytesMut::new();
         let target = TargetAddress::Key(Bytes::from_static(key));
         let head = RequestHead {
             request_id: id,
-            response: ResponseMode::Oneway,
+            response: if twoway {
+                ResponseMode::Twoway
+            } else {
+                ResponseMode::Oneway
+            },
             target: &target,
-            operation: "ping_oneway",
+            operation: if twoway { "ping" } else { "ping_oneway" },
             contexts: &[],
         };
         encode_request(
@@ -880,15 +1015,29 @@ mod tests {
             let c = collect(&[
                 (true, locate.to_vec()),
                 (false, forward(status.clone())),
-                (true, call(2, b"POA/Bench")),
-                (true, call(3, b"Other")),
+                (true, call(2, b"POA/Bench", false)),
+                (true, call(3, b"Other", false)),
             ]);
-            let keys: Vec<_> = c.reqs.iter().map(|r| (&r.key[..], &r.object[..])).collect();
+            let keys: Vec<_> = c
+                .reqs
+                .iter()
+                .map(|r| (&r.operation[..], &r.key[..], &r.object[..]))
+                .collect();
             assert_eq!(
                 keys,
-                [(&b"POA/Bench"[..], &b"Bench"[..]), (b"Other", b"Other")],
+                [
+                    (LOCATE_OP, &b"Bench"[..], &b"Bench"[..]),
+                    ("ping_oneway", b"POA/Bench", b"Bench"),
+                    ("ping_oneway", b"Other", b"Other")
+                ],
                 "{status:?}"
             );
+            // The LocateRequest is replayed, its captured answer beside it.
+            let located = c.reqs[0].located.as_ref().expect("answered");
+            assert_eq!(located.status, locate_status_name(&status));
+            assert_eq!(located.latency_ns, 10_000);
+            assert!(c.reqs[0].locate && c.reqs[0].after_replies);
+            assert!(c.reqs[1].after_replies, "the locate was answered first");
         }
         // JacORB's own answer to a LocateRequest for `Bench`, in GIOP 1.2
         // and 1.0 (fixtures/giop/jacorb/README.md): forwarded to its POA key.
@@ -906,8 +1055,16 @@ mod tests {
         let c = collect(&[
             (true, locate.to_vec()),
             (false, forward(LocateStatus::ObjectHere)),
-            (true, call(2, b"POA/Bench")),
+            (true, call(2, b"POA/Bench", false)),
         ]);
-        assert_eq!(&c.reqs[0].object[..], b"POA/Bench");
+        assert_eq!(&c.reqs[1].object[..], b"POA/Bench");
+        // A LocateReply to a Request's id leaves the call waiting for its
+        // own Reply, and is no LocateRequest's answer.
+        let c = collect(&[
+            (true, call(1, b"Bench", true)),
+            (false, forward(LocateStatus::ObjectHere)),
+        ]);
+        assert!(!c.reqs[0].locate && c.reqs[0].located.is_none());
+        assert_eq!(c.by_id.len(), 1, "the call is still pending");
     }
 }
