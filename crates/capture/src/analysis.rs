@@ -233,8 +233,11 @@ enum PendingKind {
         op: usize,
         ts: u64,
     },
-    /// A LocateRequest, with the object key it asked about.
+    /// A LocateRequest, with the object key it asked about (its figures
+    /// go to the operation [`LOCATE_OP`] on that key).
     Locate {
+        op: usize,
+        ts: u64,
         key: Option<Bytes>,
     },
 }
@@ -289,6 +292,10 @@ pub fn key_text(k: &[u8]) -> String {
     }
     s
 }
+
+/// The operation name LocateRequests are counted under, per object key
+/// (no IDL operation can have it: IDL identifiers have no parentheses).
+pub const LOCATE_OP: &str = "(LocateRequest)";
 
 /// A LocateReply status as GIOP names it.
 pub fn locate_status_name(s: &LocateStatus) -> &'static str {
@@ -573,15 +580,29 @@ impl<O: Observer> Analyzer<O> {
             Message::Reply(rep) => self.reply(key, d, &m, rep, label),
             Message::LocateRequest(lr) => {
                 self.s.locate_requests += 1;
+                let located = lr.target.object_key();
+                let i = self.op_slot(LOCATE_OP, located.as_deref().unwrap_or_default());
+                let v = h.version.to_string();
+                let st = &mut self.ops[i];
+                if !st.versions.contains(&v) {
+                    st.versions.push(v);
+                }
+                st.request_bytes += m.wire_len;
+                st.calls += 1;
                 let conn = self.conns.get_mut(key).expect("live");
                 conn.client.get_or_insert(d);
                 let connection = conn.id;
-                if conn
+                if self.pending_total >= self.cfg.max_pending {
+                    // Bounded, as for requests.
+                    self.ops[i].unanswered += 1;
+                } else if conn
                     .pending
                     .insert(
                         (d, lr.request_id),
                         PendingKind::Locate {
-                            key: lr.target.object_key(),
+                            op: i,
+                            ts: m.first_ts,
+                            key: located,
                         },
                     )
                     .is_none()
@@ -610,10 +631,16 @@ impl<O: Observer> Analyzer<O> {
                 let mut located_key = None;
                 let pending = conn.pending.get(&(1 - d, lr.request_id)).cloned();
                 match pending {
-                    Some(PendingKind::Locate { key }) => {
+                    Some(PendingKind::Locate { op, ts, key }) => {
                         conn.pending.remove(&(1 - d, lr.request_id));
                         self.pending_total -= 1;
                         located_key = key;
+                        let st = &mut self.ops[op];
+                        st.replies += 1;
+                        st.reply_bytes += m.wire_len;
+                        let ns = m.last_ts.saturating_sub(ts);
+                        st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+                        *st.statuses.entry(name.to_string()).or_default() += 1;
                     }
                     // The call stays pending: its Reply may still come.
                     Some(PendingKind::Call { .. }) => self.finding(
@@ -919,9 +946,8 @@ impl<O: Observer> Analyzer<O> {
             self.s.mid_stream_connections += 1;
         }
         for p in c.pending.values() {
-            if let PendingKind::Call { op, .. } = p {
-                self.ops[*op].unanswered += 1;
-            }
+            let (PendingKind::Call { op, .. } | PendingKind::Locate { op, .. }) = p;
+            self.ops[*op].unanswered += 1;
         }
         self.pending_total -= c.pending.len();
         self.observer.closed(c.id);

@@ -500,18 +500,24 @@ fn locate_replies_and_replies_to_the_wrong_kind_of_request() {
         encode_locate_reply(&mut b, v, ByteOrder::Big, &r).unwrap();
         b.to_vec()
     };
-    let mut locate = BytesMut::new();
-    let key = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
-    encode_locate_request(&mut locate, v, ByteOrder::Big, 2, &key).unwrap();
-    let msgs: [(bool, Vec<u8>); 5] = [
+    let locate = |id| {
+        let mut b = BytesMut::new();
+        let key = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+        encode_locate_request(&mut b, v, ByteOrder::Big, id, &key).unwrap();
+        b.to_vec()
+    };
+    let msgs: [(bool, Vec<u8>); 8] = [
         (
             true,
             request(v, ByteOrder::Big, 1, "echo_long", false, 1, &[]),
         ),
         (false, locate_reply(1)),
         (false, reply(v, ByteOrder::Big, 1, 1)),
-        (true, locate.to_vec()),
+        (true, locate(2)),
         (false, reply(v, ByteOrder::Big, 2, 1)),
+        (true, locate(3)),
+        (false, locate_reply(3)),
+        (true, locate(4)),
     ];
     for (i, (cl, m)) in msgs.iter().enumerate() {
         for s in f.send(*cl, m, 1460) {
@@ -530,5 +536,20 @@ fn locate_replies_and_replies_to_the_wrong_kind_of_request() {
         echo.latency.lowest_equivalent(echo.latency.max()),
         echo.latency.lowest_equivalent(200 * US)
     );
-    assert_eq!(sum.locate_requests, 1);
+    assert_eq!(sum.locate_requests, 3);
+    // LocateRequests are an operation of their own on the key they locate:
+    // one answered (timed, by status), one answered by a Reply (a finding,
+    // no figures), one never answered.
+    let loc = sum
+        .ops
+        .iter()
+        .find(|o| o.operation == iiop_capture::analysis::LOCATE_OP && o.object_key == "Bench")
+        .expect("a locate op");
+    assert_eq!((loc.calls, loc.replies, loc.unanswered), (3, 1, 1));
+    assert_eq!(loc.statuses.get("OBJECT_HERE"), Some(&1));
+    assert_eq!(loc.latency.len(), 1);
+    assert_eq!(
+        loc.latency.lowest_equivalent(loc.latency.max()),
+        loc.latency.lowest_equivalent(100 * US)
+    );
 }

@@ -171,7 +171,7 @@ fn jacorbs_captures_replay_against_our_server() {
     // `Bench` (GIOP 1.2 and 1.0), which our server holds itself (no
     // difference), and did not know `NoSuchKey`, nor does our server.
     let (_, v) = replay("jacorb/pcap/raw.pcap", &srv);
-    let bench = case(&v, "LocateRequest", "Bench");
+    let bench = case(&v, "(LocateRequest)", "Bench");
     assert_eq!(bench["params"]["mode"], "locate");
     assert_eq!(
         (
@@ -180,7 +180,7 @@ fn jacorbs_captures_replay_against_our_server() {
         ),
         (Some(2), Some(2))
     );
-    let unknown = case(&v, "LocateRequest", "NoSuchKey");
+    let unknown = case(&v, "(LocateRequest)", "NoSuchKey");
     assert_eq!(
         (
             unknown["calls"].as_u64(),

@@ -70,8 +70,20 @@ pub fn case_params(op: &OpStats) -> CaseParams {
     CaseParams {
         ty: String::new(),
         size: op.request_body_bytes.checked_div(n).unwrap_or(0),
-        mode: if op.calls > 0 { "twoway" } else { "oneway" }.into(),
+        mode: mode(&op.operation, op.calls > 0).into(),
         extra,
+    }
+}
+
+/// A case's `mode`: `locate` for LocateRequests, else `twoway` when any
+/// call expected a reply, else `oneway`.
+pub fn mode(operation: &str, twoway: bool) -> &'static str {
+    if operation == iiop_capture::analysis::LOCATE_OP {
+        "locate"
+    } else if twoway {
+        "twoway"
+    } else {
+        "oneway"
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iiop_capture::analysis::{
     locate_status_name, new_histogram, LocateReplyEvent, LocateRequestEvent, Observer, ReplyEvent,
-    RequestEvent,
+    RequestEvent, LOCATE_OP,
 };
 use iiop_capture::{Analyzer, Config};
 use iiop_cdr::{ByteOrder, CdrError, Options};
@@ -134,9 +134,6 @@ struct CapLocated {
     /// point.
     latency_ns: u64,
 }
-
-/// The name a replayed LocateRequest goes by, in place of an operation's.
-const LOCATE_OP: &str = "LocateRequest";
 
 /// A captured request (or LocateRequest) to re-send.
 #[derive(Debug, Clone)]
@@ -874,14 +871,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
             params: CaseParams {
                 ty: String::new(),
                 size: e.request_body_bytes / n,
-                mode: if e.operation == LOCATE_OP {
-                    "locate"
-                } else if e.twoway {
-                    "twoway"
-                } else {
-                    "oneway"
-                }
-                .into(),
+                mode: crate::capture::mode(&e.operation, e.twoway).into(),
                 extra: pe,
             },
             calls: e.replayed,
