@@ -1,5 +1,6 @@
-//! Black-box: bytes captured from TAO and JacORB (fixtures/giop/tao/pcap,
-//! fixtures/giop/jacorb/pcap) re-sent to our server by `iiopbench replay`.
+//! Black-box: bytes captured from TAO, JacORB and omniORB
+//! (fixtures/giop/{tao,jacorb,omniorb}/pcap) re-sent to our server by
+//! `iiopbench replay`.
 //! Every echo reply must equal the vendor server's captured one, read with
 //! each connection's own code sets and GIOP version; TAO's forwards from
 //! its short keys are no difference where our server answers the key
@@ -193,4 +194,36 @@ fn jacorbs_captures_replay_against_our_server() {
         case(&v, "echo_octet", "iiopbench/bench/Bench")["extra"]["compared_bodies"],
         1
     );
+}
+
+#[test]
+fn omniorbs_locate_requests_replay_against_our_server() {
+    // omniORB's client locates an object it holds an IOR of before its
+    // first call (fixtures/giop/omniorb/README.md, scripts/orbs/omniorb/capture).
+    let srv = server();
+    let (code, v) = replay("omniorb/pcap/locate.pcap", &srv);
+    all_as_captured("locate", code, &v);
+    let here = case(&v, "(LocateRequest)", "Bench");
+    assert_eq!(here["params"]["mode"], "locate");
+    assert_eq!(here["calls"], 1);
+    assert_eq!(case(&v, "ping", "Bench")["calls"], 3);
+    // Through a short key our --forward-keys server forwarded: omniORB
+    // located the long key it was sent to, then called it. Our plain
+    // server holds `Bench` itself: an answered forward, no difference.
+    let (code, v) = replay("omniorb/pcap/locate-forward.pcap", &srv);
+    all_as_captured("locate-forward", code, &v);
+    let short = case(&v, "(LocateRequest)", "Bench");
+    assert_eq!(short["extra"]["answered_forwards"], 1);
+    let long: Vec<&Value> = cases(&v)
+        .iter()
+        .filter(|c| c["params"]["object_key"] != "Bench")
+        .collect();
+    assert_eq!(long.len(), 2, "{v}");
+    for c in long {
+        assert!(c["params"]["object_key"]
+            .as_str()
+            .unwrap()
+            .ends_with("BenchPOA%00Bench"));
+        assert_eq!(c["extra"]["answered_forwards"], 0);
+    }
 }
