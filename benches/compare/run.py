@@ -643,7 +643,9 @@ def write_doc(res, a, doc, data=None, rerendered=False):
         n_more = sum(1 for r in res["throughput"] if r.get("rounds", run["reps"]) > run["reps"])
         extra = (f" (up to {run['max_reps']} where some pair's rounds spread more than {run['spread_limit']:.0%}, as this VM switches speed for seconds at a time:"
                  f" {n_more} of {len(res['throughput'])} points took more)")
-    L.append(f"- {run['reps']} rounds per point{extra}, each (client, server) pair once per round, a server's runs together and omniORB's server in the middle (the two runs of a ratio close in time), in rotating order; {run['total'] >> 20} MiB and at least {run['min_duration']} s per run")
+    # Files before the order was recorded ran the whole list rotated.
+    order = {"server-blocks": ", a server's runs together and omniORB's server in the middle (the two runs of a ratio close in time), in rotating order"}.get(run.get("order"), " in rotating order")
+    L.append(f"- {run['reps']} rounds per point{extra}, each (client, server) pair once per round{order}; {run['total'] >> 20} MiB and at least {run['min_duration']} s per run")
     L.append(f"- our client's wait strategy: `--wait-strategy {run['wait_strategy']}` (ran as: {', '.join(sorted(res['our_wait']))})")
     ours = res.get("our_server") or {}
     if ours:
@@ -836,8 +838,8 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/11", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
-           "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy, "idle_servers": a.idle_servers},
+    res = {"schema": "iiopbench-compare/12", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+           "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy, "idle_servers": a.idle_servers, "order": "server-blocks"},
            "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "coalesced": a.coalesced == "on", "throughput": [], "tcp": [], "latency": {}}
     running = {}
     try:

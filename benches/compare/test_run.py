@@ -272,6 +272,15 @@ class IdleServers(unittest.TestCase):
         del res["run"]["idle_servers"]
         self.assertIn("every server runs throughout", "\n".join(self.doc(res)))
 
+    def test_the_report_says_which_order_the_runs_went_in(self):
+        res = results()
+        res["run"]["order"] = "server-blocks"
+        self.assertTrue(any("a server's runs together" in l for l in self.doc(res)))
+        del res["run"]["order"]  # a file from before: the whole list rotated
+        lines = self.doc(res)
+        self.assertFalse(any("a server's runs together" in l for l in lines))
+        self.assertTrue(any("pair once per round in rotating order;" in l for l in lines))
+
     def doc(self, res):
         with tempfile.TemporaryDirectory() as d:
             doc = os.path.join(d, "performance.md")
