@@ -600,8 +600,10 @@ fn quantile_us(h: &Option<hdrhistogram::Histogram<u64>>, q: f64) -> Option<f64> 
 /// What a replay did.
 #[derive(Debug, Clone)]
 pub struct ReplayRun {
-    /// Requests in the capture.
+    /// Requests in the capture (LocateRequests not counted).
     pub requests: usize,
+    /// LocateRequests in the capture.
+    pub locate_requests: usize,
     /// Captured connections (each replayed over one new connection).
     pub connections: usize,
     /// Per operation and object key, in that order.
@@ -899,7 +901,8 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         (total_diffs > 0).then(|| format!("{total_diffs} replies differ from the capture")),
     );
     Ok(ReplayRun {
-        requests: reqs.len(),
+        requests: reqs.iter().filter(|r| !r.locate).count(),
+        locate_requests: reqs.iter().filter(|r| r.locate).count(),
         connections: reqs
             .iter()
             .map(|r| r.conn)

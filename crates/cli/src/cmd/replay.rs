@@ -96,8 +96,12 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
 /// The heading line, the table per operation and the differences.
 fn human(o: &ReplayOpts, run: &replay::ReplayRun) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let locates = match run.locate_requests {
+        0 => String::new(),
+        n => format!(", {n} LocateRequests"),
+    };
     let mut out = format!(
-        "replay of {} ({} requests, {} connections) against {} at speed {}\n",
+        "replay of {} ({} requests{locates}, {} connections) against {} at speed {}\n",
         o.file.display(),
         run.requests,
         run.connections,
