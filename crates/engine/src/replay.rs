@@ -294,9 +294,13 @@ impl Observer for Collect {
     fn reply(&mut self, ev: &ReplyEvent<'_>) {
         let r = ev.reply;
         let id = (ev.connection, r.header.request_id);
-        // A Reply to a LocateRequest answers nothing replay can compare
-        // (pcap reports it as a finding).
+        // A Reply to a LocateRequest ends it but answers nothing replay
+        // can compare (pcap reports it as a finding).
         if self.by_id.get(&id).is_some_and(|&i| self.reqs[i].locate) {
+            self.by_id.remove(&id);
+            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
+                *n = n.saturating_sub(1);
+            }
             return;
         }
         if let Some(i) = self.by_id.remove(&id) {
@@ -1059,5 +1063,26 @@ mod tests {
         ]);
         assert!(!c.reqs[0].locate && c.reqs[0].located.is_none());
         assert_eq!(c.by_id.len(), 1, "the call is still pending");
+        // A Reply to a LocateRequest ends it (the next call waited for
+        // it) without being its answer.
+        let mut reply = BytesMut::new();
+        iiop_giop::message::encode_reply(
+            &mut reply,
+            Version::V1_2,
+            ByteOrder::Big,
+            Options::default(),
+            1,
+            ReplyStatus::NoException,
+            &[],
+            |_| Ok(()),
+        )
+        .unwrap();
+        let c = collect(&[
+            (true, locate.to_vec()),
+            (false, reply.to_vec()),
+            (true, call(2, b"Bench", false)),
+        ]);
+        assert!(c.reqs[0].locate && c.reqs[0].located.is_none());
+        assert!(c.reqs[1].after_replies && c.by_id.is_empty());
     }
 }
