@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 
-use bytes::Bytes;
 use hdrhistogram::Histogram;
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::context::{default_options, CodeSetContext};
@@ -188,9 +187,7 @@ pub struct LocateRequestEvent<'a> {
     pub request: &'a LocateRequest,
 }
 
-/// A LocateReply as it was decoded, with the object key its
-/// LocateRequest asked about (when that request was seen), for observers
-/// (replay follows OBJECT_FORWARDs back to the key located).
+/// A LocateReply as it was decoded, for observers (replay compares it).
 #[derive(Debug)]
 pub struct LocateReplyEvent<'a> {
     pub connection: u64,
@@ -198,9 +195,9 @@ pub struct LocateReplyEvent<'a> {
     /// Capture time of its last byte.
     pub ts_ns: u64,
     pub reply: &'a LocateReply,
-    /// The object key of the LocateRequest it answers (None when that
-    /// request was not captured).
-    pub located_key: Option<Bytes>,
+    /// Response time at the capture point, when its LocateRequest was
+    /// seen.
+    pub latency_ns: Option<u64>,
 }
 
 /// Told about decoded requests and replies in capture order.
@@ -227,18 +224,18 @@ struct Dir {
     last: (u64, u64),
 }
 
-#[derive(Debug, Clone)]
+/// What awaits an answer: the operation slot its figures go to and when
+/// it was sent.
+#[derive(Debug, Clone, Copy)]
 enum PendingKind {
     Call {
         op: usize,
         ts: u64,
     },
-    /// A LocateRequest, with the object key it asked about (its figures
-    /// go to the operation [`LOCATE_OP`] on that key).
+    /// A LocateRequest (its slot is [`LOCATE_OP`] on the key located).
     Locate {
         op: usize,
         ts: u64,
-        key: Option<Bytes>,
     },
 }
 
@@ -493,6 +490,73 @@ impl<O: Observer> Analyzer<O> {
         }
     }
 
+    /// A request (twoway or not) or a LocateRequest (twoway, no body) sent
+    /// to the operation slot `i`.
+    fn count_sent(
+        &mut self,
+        i: usize,
+        version: Version,
+        wire_len: u64,
+        body_len: u64,
+        twoway: bool,
+    ) {
+        let st = &mut self.ops[i];
+        let v = version.to_string();
+        if !st.versions.contains(&v) {
+            st.versions.push(v);
+        }
+        st.request_bytes += wire_len;
+        st.request_body_bytes += body_len;
+        if twoway {
+            st.calls += 1;
+        } else {
+            st.oneways += 1;
+        }
+    }
+
+    /// `id`, sent in direction `d` of `key`'s connection, awaits its
+    /// answer. Bounded: past `max_pending` (the oldest are not known
+    /// cheaply) it counts as unanswered rather than grow; an id reused
+    /// while the first awaits its answer is a finding.
+    fn await_answer(
+        &mut self,
+        key: &(SocketAddr, SocketAddr),
+        d: usize,
+        id: u32,
+        what: PendingKind,
+        m: &Decoded,
+        label: String,
+    ) {
+        let conn = self.conns.get_mut(key).expect("live");
+        conn.client.get_or_insert(d);
+        let (PendingKind::Call { op, .. } | PendingKind::Locate { op, .. }) = what;
+        if self.pending_total >= self.cfg.max_pending {
+            self.ops[op].unanswered += 1;
+        } else if conn.pending.insert((d, id), what).is_some() {
+            self.finding(
+                m.first_frame,
+                label,
+                "duplicate-request-id",
+                format!("request id {id} reused while a request with it awaits its reply"),
+                m.head.clone(),
+            );
+        } else {
+            self.pending_total += 1;
+        }
+    }
+
+    /// The answer (`m`, with this status) to what slot `op` sent at `ts`
+    /// arrived: counted and timed. Returns the response time.
+    fn count_answer(&mut self, op: usize, ts: u64, m: &Decoded, status: &str) -> u64 {
+        let ns = m.last_ts.saturating_sub(ts);
+        let st = &mut self.ops[op];
+        st.replies += 1;
+        st.reply_bytes += m.wire_len;
+        st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
+        *st.statuses.entry(status.to_string()).or_default() += 1;
+        ns
+    }
+
     fn op_slot(&mut self, op: &str, key: &[u8]) -> usize {
         if let Some(&i) = self.op_index.get(&(op.to_string(), key.to_vec())) {
             return i;
@@ -580,35 +644,19 @@ impl<O: Observer> Analyzer<O> {
             Message::Reply(rep) => self.reply(key, d, &m, rep, label),
             Message::LocateRequest(lr) => {
                 self.s.locate_requests += 1;
-                let located = lr.target.object_key();
-                let i = self.op_slot(LOCATE_OP, located.as_deref().unwrap_or_default());
-                let v = h.version.to_string();
-                let st = &mut self.ops[i];
-                if !st.versions.contains(&v) {
-                    st.versions.push(v);
-                }
-                st.request_bytes += m.wire_len;
-                st.calls += 1;
-                let conn = self.conns.get_mut(key).expect("live");
-                conn.client.get_or_insert(d);
-                let connection = conn.id;
-                if self.pending_total >= self.cfg.max_pending {
-                    // Bounded, as for requests.
-                    self.ops[i].unanswered += 1;
-                } else if conn
-                    .pending
-                    .insert(
-                        (d, lr.request_id),
-                        PendingKind::Locate {
-                            op: i,
-                            ts: m.first_ts,
-                            key: located,
-                        },
-                    )
-                    .is_none()
-                {
-                    self.pending_total += 1;
-                }
+                let located = lr.target.object_key().unwrap_or_default();
+                let i = self.op_slot(LOCATE_OP, &located);
+                self.count_sent(i, h.version, m.wire_len, 0, true);
+                let connection = self.conns.get(key).expect("live").id;
+                let ts = m.first_ts;
+                self.await_answer(
+                    key,
+                    d,
+                    lr.request_id,
+                    PendingKind::Locate { op: i, ts },
+                    &m,
+                    label,
+                );
                 self.observer.locate_request(&LocateRequestEvent {
                     connection,
                     frame: m.first_frame,
@@ -628,19 +676,12 @@ impl<O: Observer> Analyzer<O> {
                 let from_start = conn.dirs[1 - d].tcp.from_start
                     && conn.dirs[1 - d].tcp.gaps == 0
                     && conn.dirs[1 - d].tcp.held_bytes() == 0;
-                let mut located_key = None;
-                let pending = conn.pending.get(&(1 - d, lr.request_id)).cloned();
-                match pending {
-                    Some(PendingKind::Locate { op, ts, key }) => {
+                let mut latency_ns = None;
+                match conn.pending.get(&(1 - d, lr.request_id)).copied() {
+                    Some(PendingKind::Locate { op, ts }) => {
                         conn.pending.remove(&(1 - d, lr.request_id));
                         self.pending_total -= 1;
-                        located_key = key;
-                        let st = &mut self.ops[op];
-                        st.replies += 1;
-                        st.reply_bytes += m.wire_len;
-                        let ns = m.last_ts.saturating_sub(ts);
-                        st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
-                        *st.statuses.entry(name.to_string()).or_default() += 1;
+                        latency_ns = Some(self.count_answer(op, ts, &m, name));
                     }
                     // The call stays pending: its Reply may still come.
                     Some(PendingKind::Call { .. }) => self.finding(
@@ -670,7 +711,7 @@ impl<O: Observer> Analyzer<O> {
                     frame: m.last_frame,
                     ts_ns: m.last_ts,
                     reply: &lr,
-                    located_key,
+                    latency_ns,
                 });
             }
             Message::CancelRequest { .. } => self.s.cancel_requests += 1,
@@ -713,21 +754,9 @@ impl<O: Observer> Analyzer<O> {
         let op_name = req.header.operation().to_string();
         let obj_key = req.header.target.object_key().unwrap_or_default();
         let i = self.op_slot(&op_name, &obj_key);
-        let v = req.version.to_string();
         let body_len = req.body.bytes.len() as u64;
-        {
-            let st = &mut self.ops[i];
-            if !st.versions.contains(&v) {
-                st.versions.push(v);
-            }
-            st.request_bytes += m.wire_len;
-            st.request_body_bytes += body_len;
-            if req.header.response.expects_reply() {
-                st.calls += 1;
-            } else {
-                st.oneways += 1;
-            }
-        }
+        let twoway = req.header.response.expects_reply();
+        self.count_sent(i, req.version, m.wire_len, body_len, twoway);
         self.per_second(m.first_ts).requests += 1;
         // Code set rules.
         if let Some(ctx) = req.header.contexts.get(1) {
@@ -778,37 +807,14 @@ impl<O: Observer> Analyzer<O> {
                 m.head.clone(),
             );
         }
-        let conn = self.conns.get_mut(key).expect("live");
-        conn.client.get_or_insert(d);
         let id = req.header.request_id;
-        let connection = conn.id;
-        if req.header.response.expects_reply() {
-            if self.pending_total >= self.cfg.max_pending {
-                // Bounded: the oldest are not known cheaply; count the
-                // request as unanswered rather than grow.
-                self.ops[i].unanswered += 1;
-            } else if conn
-                .pending
-                .insert(
-                    (d, id),
-                    PendingKind::Call {
-                        op: i,
-                        ts: m.first_ts,
-                    },
-                )
-                .is_some()
-            {
-                self.finding(
-                    m.first_frame,
-                    label,
-                    "duplicate-request-id",
-                    format!("request id {id} reused while a request with it awaits its reply"),
-                    m.head.clone(),
-                );
-            } else {
-                self.pending_total += 1;
-            }
+        let connection = self.conns.get(key).expect("live").id;
+        if twoway {
+            let ts = m.first_ts;
+            self.await_answer(key, d, id, PendingKind::Call { op: i, ts }, m, label);
         } else {
+            let conn = self.conns.get_mut(key).expect("live");
+            conn.client.get_or_insert(d);
             if conn.oneway_ids.len() > 4096 {
                 conn.oneway_ids.clear();
             }
@@ -844,16 +850,9 @@ impl<O: Observer> Analyzer<O> {
         match conn.pending.remove(&(1 - d, id)) {
             Some(PendingKind::Call { op, ts }) => {
                 self.pending_total -= 1;
-                let ns = m.last_ts.saturating_sub(ts);
-                latency = Some(ns);
+                latency = Some(self.count_answer(op, ts, m, status_name(rep.header.status)));
                 let st = &mut self.ops[op];
-                st.replies += 1;
-                st.reply_bytes += m.wire_len;
                 st.reply_body_bytes += rep.body.bytes.len() as u64;
-                st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
-                *st.statuses
-                    .entry(status_name(rep.header.status).to_string())
-                    .or_default() += 1;
                 if let Some(x) = exception_name(&rep) {
                     *st.exceptions.entry(x).or_default() += 1;
                 }

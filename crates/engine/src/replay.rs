@@ -130,9 +130,7 @@ struct CapReply {
 struct CapLocated {
     /// Its status as GIOP names it (`OBJECT_HERE` …).
     status: &'static str,
-    /// From the request's first byte to the reply's last, at the capture
-    /// point.
-    latency_ns: u64,
+    latency_ns: Option<u64>,
 }
 
 /// A captured request (or LocateRequest) to re-send.
@@ -166,16 +164,20 @@ struct CapRequest {
     /// as one message.
     segmented: bool,
     reply: Option<CapReply>,
-    /// A LocateRequest (`operation` is [`LOCATE_OP`], no body).
-    locate: bool,
+    /// A LocateRequest's captured answer.
     located: Option<CapLocated>,
 }
 
 impl CapRequest {
+    /// A LocateRequest (no body, no reply: `located`).
+    fn is_locate(&self) -> bool {
+        self.operation == LOCATE_OP
+    }
+
     /// Its response time at the capture point, when its answer was seen.
     fn captured_latency_ns(&self) -> Option<u64> {
         match &self.located {
-            Some(l) => Some(l.latency_ns),
+            Some(l) => l.latency_ns,
             None => self.reply.as_ref().and_then(|c| c.latency_ns),
         }
     }
@@ -194,6 +196,29 @@ struct Collect {
 }
 
 impl Collect {
+    /// A captured request (or LocateRequest) `id` on `conn`; `answered`:
+    /// it awaits an answer. Whether nothing was in flight on `conn` when
+    /// it was sent (so the replay waits for every earlier answer first).
+    fn sent(&mut self, conn: u64, id: u32, answered: bool) -> bool {
+        let inflight = self.in_flight.entry(conn).or_default();
+        let after_replies = *inflight == 0;
+        if answered {
+            *inflight += 1;
+            self.by_id.insert((conn, id), self.reqs.len());
+        }
+        after_replies
+    }
+
+    /// The captured request `id` on `conn` got its answer: no longer in
+    /// flight. Its index, when it was captured.
+    fn answered(&mut self, conn: u64, id: u32) -> Option<usize> {
+        let i = self.by_id.remove(&(conn, id))?;
+        if let Some(n) = self.in_flight.get_mut(&conn) {
+            *n = n.saturating_sub(1);
+        }
+        Some(i)
+    }
+
     /// A captured forward from the object `from` to `ior`: requests to
     /// the key it forwards to are requests to `from`'s object.
     fn forwarded(&mut self, ior: &Ior, from: Bytes) {
@@ -224,8 +249,7 @@ impl Observer for Collect {
     fn request(&mut self, ev: &RequestEvent<'_>) {
         let r = ev.request;
         let h = &r.header;
-        let inflight = self.in_flight.entry(ev.connection).or_default();
-        let after_replies = *inflight == 0;
+        let after_replies = self.sent(ev.connection, h.request_id, h.response.expects_reply());
         if let Ok(Some(cs)) = h.contexts.code_sets() {
             self.code_sets.entry(ev.connection).or_insert(cs);
         }
@@ -236,11 +260,6 @@ impl Observer for Collect {
                 ..Options::default()
             },
         };
-        if h.response.expects_reply() {
-            *inflight += 1;
-            self.by_id
-                .insert((ev.connection, h.request_id), self.reqs.len());
-        }
         self.reqs.push(CapRequest {
             conn: ev.connection,
             frame: ev.frame,
@@ -258,17 +277,12 @@ impl Observer for Collect {
             after_replies,
             segmented: r.body.segments.is_some(),
             reply: None,
-            locate: false,
             located: None,
         });
     }
 
     fn locate_request(&mut self, ev: &LocateRequestEvent<'_>) {
-        let inflight = self.in_flight.entry(ev.connection).or_default();
-        let after_replies = *inflight == 0;
-        *inflight += 1;
-        self.by_id
-            .insert((ev.connection, ev.request.request_id), self.reqs.len());
+        let after_replies = self.sent(ev.connection, ev.request.request_id, true);
         self.reqs.push(CapRequest {
             conn: ev.connection,
             frame: ev.frame,
@@ -286,27 +300,18 @@ impl Observer for Collect {
             after_replies,
             segmented: false,
             reply: None,
-            locate: true,
             located: None,
         });
     }
 
     fn reply(&mut self, ev: &ReplyEvent<'_>) {
         let r = ev.reply;
-        let id = (ev.connection, r.header.request_id);
         // A Reply to a LocateRequest ends it but answers nothing replay
         // can compare (pcap reports it as a finding).
-        if self.by_id.get(&id).is_some_and(|&i| self.reqs[i].locate) {
-            self.by_id.remove(&id);
-            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
-                *n = n.saturating_sub(1);
-            }
-            return;
-        }
-        if let Some(i) = self.by_id.remove(&id) {
-            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
-                *n = n.saturating_sub(1);
-            }
+        if let Some(i) = self
+            .answered(ev.connection, r.header.request_id)
+            .filter(|&i| !self.reqs[i].is_locate())
+        {
             if r.header.status.is_forward() {
                 if let Ok(ior) = r.forward_ior() {
                     let from = self.reqs[i].key.clone();
@@ -323,26 +328,29 @@ impl Observer for Collect {
     }
 
     fn locate_reply(&mut self, ev: &LocateReplyEvent<'_>) {
-        let id = (ev.connection, ev.reply.request_id);
+        let id = ev.reply.request_id;
         // Only a LocateRequest's: a Request's id stays pending for its
         // own Reply.
-        if let Some(&i) = self.by_id.get(&id).filter(|&&i| self.reqs[i].locate) {
-            self.by_id.remove(&id);
-            if let Some(n) = self.in_flight.get_mut(&ev.connection) {
-                *n = n.saturating_sub(1);
-            }
-            self.reqs[i].located = Some(CapLocated {
-                status: locate_status_name(&ev.reply.status),
-                latency_ns: ev.ts_ns.saturating_sub(self.reqs[i].ts_ns),
-            });
-        }
-        if let (
-            LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior),
-            Some(from),
-        ) = (&ev.reply.status, &ev.located_key)
+        if !self
+            .by_id
+            .get(&(ev.connection, id))
+            .is_some_and(|&i| self.reqs[i].is_locate())
         {
-            self.forwarded(ior, from.clone());
+            return;
         }
+        let Some(i) = self.answered(ev.connection, id) else {
+            return;
+        };
+        if let LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) =
+            &ev.reply.status
+        {
+            let from = self.reqs[i].key.clone();
+            self.forwarded(ior, from);
+        }
+        self.reqs[i].located = Some(CapLocated {
+            status: locate_status_name(&ev.reply.status),
+            latency_ns: ev.latency_ns,
+        });
     }
 }
 
@@ -483,7 +491,7 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
             let t = Instant::now();
             // A LocateRequest times out after the connection's request
             // timeout, which is `timeout` (see `replay`).
-            let result = if r.locate {
+            let result = if r.is_locate() {
                 conn.locate(&target)
                     .await
                     .map(|l| Answer::Located(l.status))
@@ -905,8 +913,8 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         (total_diffs > 0).then(|| format!("{total_diffs} replies differ from the capture")),
     );
     Ok(ReplayRun {
-        requests: reqs.iter().filter(|r| !r.locate).count(),
-        locate_requests: reqs.iter().filter(|r| r.locate).count(),
+        requests: reqs.iter().filter(|r| !r.is_locate()).count(),
+        locate_requests: reqs.iter().filter(|r| r.is_locate()).count(),
         connections: reqs
             .iter()
             .map(|r| r.conn)
@@ -1032,8 +1040,8 @@ mod tests {
             // The LocateRequest is replayed, its captured answer beside it.
             let located = c.reqs[0].located.as_ref().expect("answered");
             assert_eq!(located.status, locate_status_name(&status));
-            assert_eq!(located.latency_ns, 10_000);
-            assert!(c.reqs[0].locate && c.reqs[0].after_replies);
+            assert_eq!(located.latency_ns, Some(10_000));
+            assert!(c.reqs[0].is_locate() && c.reqs[0].after_replies);
             assert!(c.reqs[1].after_replies, "the locate was answered first");
         }
         // JacORB's own answer to a LocateRequest for `Bench`, in GIOP 1.2
@@ -1061,7 +1069,7 @@ mod tests {
             (true, call(1, b"Bench", true)),
             (false, forward(LocateStatus::ObjectHere)),
         ]);
-        assert!(!c.reqs[0].locate && c.reqs[0].located.is_none());
+        assert!(!c.reqs[0].is_locate() && c.reqs[0].located.is_none());
         assert_eq!(c.by_id.len(), 1, "the call is still pending");
         // A Reply to a LocateRequest ends it (the next call waited for
         // it) without being its answer.
@@ -1082,7 +1090,7 @@ mod tests {
             (false, reply.to_vec()),
             (true, call(2, b"Bench", false)),
         ]);
-        assert!(c.reqs[0].locate && c.reqs[0].located.is_none());
+        assert!(c.reqs[0].is_locate() && c.reqs[0].located.is_none());
         assert!(c.reqs[1].after_replies && c.by_id.is_empty());
     }
 }
