@@ -381,7 +381,7 @@ async fn send_one(
     conn: &Connection,
     target: &TargetAddress,
     r: &CapRequest,
-    timeout: Duration,
+    timeout: Option<Duration>,
 ) -> Result<Option<Reply>, ClientError> {
     let want = r.body_offset % 8;
     let mut pad: Option<usize> = None;
@@ -395,20 +395,13 @@ async fn send_one(
         }
         let body = &r.body;
         let res = conn
-            .request_with(
-                target,
-                &r.operation,
-                r.response,
-                &ctxs,
-                Some(timeout),
-                |w| {
-                    if !body.is_empty() && w.position() % 8 != want {
-                        return Err(CdrError::Message("replay: body misaligned".into()));
-                    }
-                    w.write_bytes(body);
-                    Ok(())
-                },
-            )
+            .request_with(target, &r.operation, r.response, &ctxs, timeout, |w| {
+                if !body.is_empty() && w.position() % 8 != want {
+                    return Err(CdrError::Message("replay: body misaligned".into()));
+                }
+                w.write_bytes(body);
+                Ok(())
+            })
             .await;
         match res {
             Err(ClientError::Encode(e)) if e.to_string().contains("replay: body misaligned") => {
@@ -437,7 +430,6 @@ struct ReplayPlan {
     speed: Speed,
     /// When the replay started, and the capture time of its first request.
     t0: (Instant, u64),
-    timeout: Duration,
 }
 
 /// Replay one captured connection's requests (`idxs`, in capture order)
@@ -485,12 +477,11 @@ async fn replay_connection(plan: Arc<ReplayPlan>, idxs: Vec<usize>) -> Vec<Outco
         let conn = conn.clone();
         let reqs = reqs.clone();
         let target = (p.target_of)(r);
-        let timeout = p.timeout;
+        // --timeout is the connection's request timeout (`cfg`).
+        let timeout = p.cfg.request_timeout;
         running.push(tokio::spawn(async move {
             let r = &reqs[idx];
             let t = Instant::now();
-            // A LocateRequest times out after the connection's request
-            // timeout, which is `timeout` (see `replay`).
             let result = if r.is_locate() {
                 conn.locate(&target)
                     .await
@@ -668,7 +659,6 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         .unwrap_or_default();
     let reqs = Arc::new(reqs);
     let speed = o.speed;
-    let timeout = o.timeout;
     let cfg = ClientConfig {
         tls: o.tls.mode()?,
         request_timeout: Some(o.timeout),
@@ -712,7 +702,6 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                 Instant::now(),
                 reqs.iter().map(|r| r.ts_ns).min().unwrap_or(0),
             ),
-            timeout,
         });
         let mut tasks = Vec::new();
         for (_, idxs) in per_conn {
