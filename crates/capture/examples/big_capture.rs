@@ -1,10 +1,12 @@
 //! Writes a large synthetic capture for measuring `iiopbench pcap`'s rate
 //! and memory: `cargo run --release -p iiop-capture --example big_capture
-//! -- OUT.pcap [MiB]` (default 1024 MiB). Eight interleaved IPv4
-//! connections over Ethernet, 1448-byte segments, GIOP 1.2 twoway
-//! `echo_long` calls of 64 B to 64 KiB, `ping` calls and
+//! -- OUT.pcap [MiB] [mixed|small]` (default 1024 MiB, mixed). Eight
+//! interleaved IPv4 connections over Ethernet, 1448-byte segments, GIOP
+//! 1.2 twoway `echo_long` calls of 64 B to 64 KiB, `ping` calls and
 //! `send_oneway_long` oneways, every reply 100-400 µs after its request.
-//! Prints the counts a correct analysis must report.
+//! `small` leaves out the echoes: a message per segment, for what the
+//! analysis costs per message rather than per byte. Prints the counts a
+//! correct analysis must report.
 
 use std::io::{BufWriter, Write};
 use std::net::SocketAddr;
@@ -81,8 +83,13 @@ fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let out = args
         .next()
-        .ok_or_else(|| anyhow::anyhow!("usage: big_capture OUT.pcap [MiB]"))?;
+        .ok_or_else(|| anyhow::anyhow!("usage: big_capture OUT.pcap [MiB] [mixed|small]"))?;
     let mib: u64 = args.next().map_or(Ok(1024), |s| s.parse())?;
+    let small = match args.next().as_deref() {
+        None | Some("mixed") => false,
+        Some("small") => true,
+        Some(other) => anyhow::bail!("unknown mix {other:?}: mixed or small"),
+    };
     let limit = mib << 20;
     let file = std::fs::File::create(&out)?;
     let mut w = PcapWriter::new(BufWriter::with_capacity(1 << 20, file), ETHERNET)?;
@@ -109,7 +116,10 @@ fn main() -> anyhow::Result<()> {
     while bytes + w.packets * 70 < limit {
         let c = (call as usize) % CONNECTIONS;
         let id = (call / CONNECTIONS as u64) as u32;
-        let (req, rep) = match call % 10 {
+        // Of every 10 calls: 7 echoes, 2 pings, 1 oneway; `small`: 2
+        // pings, 1 oneway of every 3.
+        let kind = if small { 7 + call % 3 } else { call % 10 };
+        let (req, rep) = match kind {
             0..=6 => {
                 let n = sizes[(call as usize / 10) % sizes.len()];
                 echoes += 1;

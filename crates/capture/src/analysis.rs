@@ -6,7 +6,14 @@
 //! out-of-order limit per direction, the largest message, the pending
 //! requests and the findings kept ([`Config`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+// Every packet looks its connection up, and every message its pending
+// requests and operation: SipHash was a fifth of the analysis. foldhash
+// is seeded per map, so a capture crafted to collide in one run does not
+// collide in the next.
+use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
@@ -255,6 +262,10 @@ struct Conn {
     rst: bool,
 }
 
+/// A connection's two ends, the lower first (either direction's
+/// segments find it).
+type ConnKey = (SocketAddr, SocketAddr);
+
 impl Conn {
     fn label(&self) -> String {
         let c = self.client.unwrap_or(0);
@@ -266,10 +277,12 @@ impl Conn {
 #[derive(Debug)]
 pub struct Analyzer<O: Observer = NoObserver> {
     cfg: Config,
-    conns: HashMap<(SocketAddr, SocketAddr), Conn>,
+    conns: HashMap<ConnKey, Conn>,
     next_conn: u64,
     ops: Vec<OpStats>,
-    op_index: HashMap<(String, Vec<u8>), usize>,
+    /// Operation name → object key → index in `ops` (looked up by
+    /// borrowed name and key: no allocation per message).
+    op_index: HashMap<String, HashMap<Vec<u8>, usize>>,
     pending_total: usize,
     s: Summary,
     events: Vec<Event>,
@@ -314,6 +327,41 @@ fn status_name(s: ReplyStatus) -> &'static str {
         ReplyStatus::LocationForward => "LOCATION_FORWARD",
         ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
         ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
+    }
+}
+
+/// Count one more `k` in `map`, allocating the key only the first time.
+fn bump(map: &mut BTreeMap<String, u64>, k: &str) {
+    match map.get_mut(k) {
+        Some(n) => *n += 1,
+        None => {
+            map.insert(k.to_owned(), 1);
+        }
+    }
+}
+
+/// A GIOP version as `OpStats::versions` names it (`1.2`).
+fn version_name(v: Version) -> Cow<'static, str> {
+    match (v.major, v.minor) {
+        (1, 0) => "1.0".into(),
+        (1, 1) => "1.1".into(),
+        (1, 2) => "1.2".into(),
+        _ => v.to_string().into(),
+    }
+}
+
+/// A version and byte order as `Summary::versions` names them
+/// (`1.2 big`).
+fn version_order_name(v: Version, order: ByteOrder) -> Cow<'static, str> {
+    let big = order == ByteOrder::Big;
+    match (v.major, v.minor, big) {
+        (1, 0, true) => "1.0 big".into(),
+        (1, 0, false) => "1.0 little".into(),
+        (1, 1, true) => "1.1 big".into(),
+        (1, 1, false) => "1.1 little".into(),
+        (1, 2, true) => "1.2 big".into(),
+        (1, 2, false) => "1.2 little".into(),
+        _ => format!("{v} {}", if big { "big" } else { "little" }).into(),
     }
 }
 
@@ -394,7 +442,8 @@ impl<O: Observer> Analyzer<O> {
         if reused {
             self.close(key);
         }
-        if !self.conns.contains_key(&key) {
+        let max_message = self.cfg.max_message;
+        let conn = self.conns.entry(key).or_insert_with(|| {
             self.next_conn += 1;
             self.s.connections += 1;
             let mk = || Dir {
@@ -403,22 +452,17 @@ impl<O: Observer> Analyzer<O> {
                 fin: false,
                 last: (0, 0),
             };
-            self.conns.insert(
-                key,
-                Conn {
-                    id: self.next_conn,
-                    addrs: [seg.src, seg.dst],
-                    dirs: [mk(), mk()],
-                    client: None,
-                    code_sets: None,
-                    pending: HashMap::new(),
-                    oneway_ids: HashMap::new(),
-                    rst: false,
-                },
-            );
-        }
-        let max_message = self.cfg.max_message;
-        let conn = self.conns.get_mut(&key).expect("inserted above");
+            Conn {
+                id: self.next_conn,
+                addrs: [seg.src, seg.dst],
+                dirs: [mk(), mk()],
+                client: None,
+                code_sets: None,
+                pending: HashMap::new(),
+                oneway_ids: HashMap::new(),
+                rst: false,
+            }
+        });
         let d = if conn.addrs[0] == seg.src { 0 } else { 1 };
         if seg.rst {
             conn.rst = true;
@@ -452,7 +496,7 @@ impl<O: Observer> Analyzer<O> {
         self.drain_events(&key, d);
     }
 
-    fn drain_events(&mut self, key: &(SocketAddr, SocketAddr), d: usize) {
+    fn drain_events(&mut self, key: &ConnKey, d: usize) {
         let events = std::mem::take(&mut self.events);
         for ev in events {
             match ev {
@@ -462,30 +506,31 @@ impl<O: Observer> Analyzer<O> {
                     rule,
                     detail,
                     bytes,
-                } => {
-                    let label = self.conns.get(key).map(|c| c.label()).unwrap_or_default();
-                    self.finding(frame, label, rule, detail, bytes);
-                }
+                } => self.finding(key, frame, rule, detail, &bytes),
             }
         }
     }
 
+    /// A finding on `key`'s connection. Its label and its copy of the
+    /// bytes are made only when it is kept: findings are rare, messages
+    /// are not.
     fn finding(
         &mut self,
+        key: &ConnKey,
         frame: u64,
-        connection: String,
         rule: &'static str,
         detail: String,
-        bytes: Vec<u8>,
+        bytes: &[u8],
     ) {
         *self.s.finding_counts.entry(rule).or_default() += 1;
         if self.s.findings.len() < self.cfg.max_findings {
+            let connection = self.conns.get(key).map(Conn::label).unwrap_or_default();
             self.s.findings.push(Finding {
                 frame,
                 connection,
                 rule,
                 detail,
-                bytes,
+                bytes: bytes.to_vec(),
             });
         }
     }
@@ -501,9 +546,9 @@ impl<O: Observer> Analyzer<O> {
         twoway: bool,
     ) {
         let st = &mut self.ops[i];
-        let v = version.to_string();
-        if !st.versions.contains(&v) {
-            st.versions.push(v);
+        let v = version_name(version);
+        if !st.versions.iter().any(|x| *x == *v) {
+            st.versions.push(v.into_owned());
         }
         st.request_bytes += wire_len;
         st.request_body_bytes += body_len;
@@ -518,27 +563,18 @@ impl<O: Observer> Analyzer<O> {
     /// answer. Bounded: past `max_pending` (the oldest are not known
     /// cheaply) it counts as unanswered rather than grow; an id reused
     /// while the first awaits its answer is a finding.
-    fn await_answer(
-        &mut self,
-        key: &(SocketAddr, SocketAddr),
-        d: usize,
-        id: u32,
-        what: PendingKind,
-        m: &Decoded,
-        label: String,
-    ) {
+    fn await_answer(&mut self, key: &ConnKey, d: usize, id: u32, what: PendingKind, m: &Decoded) {
         let conn = self.conns.get_mut(key).expect("live");
-        conn.client.get_or_insert(d);
         let (PendingKind::Call { op, .. } | PendingKind::Locate { op, .. }) = what;
         if self.pending_total >= self.cfg.max_pending {
             self.ops[op].unanswered += 1;
         } else if conn.pending.insert((d, id), what).is_some() {
             self.finding(
+                key,
                 m.first_frame,
-                label,
                 "duplicate-request-id",
                 format!("request id {id} reused while a request with it awaits its reply"),
-                m.head.clone(),
+                &m.head,
             );
         } else {
             self.pending_total += 1;
@@ -553,12 +589,12 @@ impl<O: Observer> Analyzer<O> {
         st.replies += 1;
         st.reply_bytes += m.wire_len;
         st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
-        *st.statuses.entry(status.to_string()).or_default() += 1;
+        bump(&mut st.statuses, status);
         ns
     }
 
     fn op_slot(&mut self, op: &str, key: &[u8]) -> usize {
-        if let Some(&i) = self.op_index.get(&(op.to_string(), key.to_vec())) {
+        if let Some(&i) = self.op_index.get(op).and_then(|keys| keys.get(key)) {
             return i;
         }
         let i = self.ops.len();
@@ -578,7 +614,10 @@ impl<O: Observer> Analyzer<O> {
             exceptions: BTreeMap::new(),
             latency: new_histogram(),
         });
-        self.op_index.insert((op.to_string(), key.to_vec()), i);
+        self.op_index
+            .entry(op.to_string())
+            .or_default()
+            .insert(key.to_vec(), i);
         i
     }
 
@@ -590,26 +629,13 @@ impl<O: Observer> Analyzer<O> {
         &mut self.s.seconds[i]
     }
 
-    fn message(&mut self, key: &(SocketAddr, SocketAddr), d: usize, m: Decoded) {
+    fn message(&mut self, key: &ConnKey, d: usize, m: Decoded) {
         let h = m.frame.header;
-        *self
-            .s
-            .messages
-            .entry(msg_type_name(h.msg_type).to_string())
-            .or_default() += 1;
-        *self
-            .s
-            .versions
-            .entry(format!(
-                "{} {}",
-                h.version,
-                if h.order == iiop_cdr::ByteOrder::Big {
-                    "big"
-                } else {
-                    "little"
-                }
-            ))
-            .or_default() += 1;
+        bump(&mut self.s.messages, msg_type_name(h.msg_type));
+        bump(
+            &mut self.s.versions,
+            &version_order_name(h.version, h.order),
+        );
         if m.pieces > 1 {
             self.s.fragmented_messages += 1;
             self.s.fragments += m.pieces as u64 - 1;
@@ -620,8 +646,16 @@ impl<O: Observer> Analyzer<O> {
             sec.messages += 1;
             sec.bytes += m.wire_len;
         }
-        let conn = self.conns.get(key).expect("message of a live connection");
-        let label = conn.label();
+        let conn = self
+            .conns
+            .get_mut(key)
+            .expect("message of a live connection");
+        // The sender of a request is the client: set before any finding
+        // on the request names the connection client first.
+        if matches!(h.msg_type, MsgType::Request | MsgType::LocateRequest) {
+            conn.client.get_or_insert(d);
+        }
+        let connection = conn.id;
         let opts: Options = match conn.code_sets {
             Some(cs) if h.version.minor >= 1 => cs.options(h.version),
             _ => default_options(h.version),
@@ -629,34 +663,20 @@ impl<O: Observer> Analyzer<O> {
         let msg = match Message::decode_frame(m.frame.clone(), opts) {
             Ok(msg) => msg,
             Err(e) => {
-                self.finding(
-                    m.first_frame,
-                    label,
-                    "decode",
-                    e.to_string(),
-                    m.head.clone(),
-                );
+                self.finding(key, m.first_frame, "decode", e.to_string(), &m.head);
                 return;
             }
         };
         match msg {
-            Message::Request(req) => self.request(key, d, &m, req, label),
-            Message::Reply(rep) => self.reply(key, d, &m, rep, label),
+            Message::Request(req) => self.request(key, d, connection, &m, req),
+            Message::Reply(rep) => self.reply(key, d, connection, &m, rep),
             Message::LocateRequest(lr) => {
                 self.s.locate_requests += 1;
                 let located = lr.target.object_key().unwrap_or_default();
                 let i = self.op_slot(LOCATE_OP, &located);
                 self.count_sent(i, h.version, m.wire_len, 0, true);
-                let connection = self.conns.get(key).expect("live").id;
                 let ts = m.first_ts;
-                self.await_answer(
-                    key,
-                    d,
-                    lr.request_id,
-                    PendingKind::Locate { op: i, ts },
-                    &m,
-                    label,
-                );
+                self.await_answer(key, d, lr.request_id, PendingKind::Locate { op: i, ts }, &m);
                 self.observer.locate_request(&LocateRequestEvent {
                     connection,
                     frame: m.first_frame,
@@ -668,9 +688,8 @@ impl<O: Observer> Analyzer<O> {
             }
             Message::LocateReply(lr) => {
                 let name = locate_status_name(&lr.status);
-                *self.s.locate_replies.entry(name.to_string()).or_default() += 1;
+                bump(&mut self.s.locate_replies, name);
                 let conn = self.conns.get_mut(key).expect("live");
-                let connection = conn.id;
                 // A reply to an unknown id is only the peer's fault when every byte
                 // of the other direction was seen and delivered.
                 let from_start = conn.dirs[1 - d].tcp.from_start
@@ -685,24 +704,24 @@ impl<O: Observer> Analyzer<O> {
                     }
                     // The call stays pending: its Reply may still come.
                     Some(PendingKind::Call { .. }) => self.finding(
+                        key,
                         m.first_frame,
-                        label,
                         "locate-reply-to-request",
                         format!(
                             "LocateReply to request id {}, which was a Request",
                             lr.request_id
                         ),
-                        m.head.clone(),
+                        &m.head,
                     ),
                     None if from_start => self.finding(
+                        key,
                         m.first_frame,
-                        label,
                         "reply-unknown-id",
                         format!(
                             "LocateReply to request id {} that was never sent",
                             lr.request_id
                         ),
-                        m.head.clone(),
+                        &m.head,
                     ),
                     None => self.s.unmatched_replies += 1,
                 }
@@ -720,40 +739,32 @@ impl<O: Observer> Analyzer<O> {
                 let conn = self.conns.get(key).expect("live");
                 if !h.version.is_12() && conn.client == Some(d) {
                     self.finding(
+                        key,
                         m.first_frame,
-                        label,
                         "close-from-client",
                         format!("CloseConnection sent by the client side in GIOP {}: only servers may send it before 1.2", h.version),
-                        m.head,
+                        &m.head,
                     );
                 }
             }
             Message::MessageError => {
                 self.s.message_errors += 1;
                 self.finding(
+                    key,
                     m.first_frame,
-                    label,
                     "message-error",
                     "the peer answered MessageError: it could not parse something sent to it"
                         .into(),
-                    m.head,
+                    &m.head,
                 );
             }
         }
     }
 
-    fn request(
-        &mut self,
-        key: &(SocketAddr, SocketAddr),
-        d: usize,
-        m: &Decoded,
-        req: Request,
-        label: String,
-    ) {
+    fn request(&mut self, key: &ConnKey, d: usize, connection: u64, m: &Decoded, req: Request) {
         let h = m.frame.header;
-        let op_name = req.header.operation().to_string();
         let obj_key = req.header.target.object_key().unwrap_or_default();
-        let i = self.op_slot(&op_name, &obj_key);
+        let i = self.op_slot(req.header.operation(), &obj_key);
         let body_len = req.body.bytes.len() as u64;
         let twoway = req.header.response.expects_reply();
         self.count_sent(i, req.version, m.wire_len, body_len, twoway);
@@ -762,11 +773,11 @@ impl<O: Observer> Analyzer<O> {
         if let Some(ctx) = req.header.contexts.get(1) {
             if req.version == Version::V1_0 {
                 self.finding(
+                    key,
                     m.first_frame,
-                    label.clone(),
                     "codeset-in-1.0",
                     "CodeSets service context in a GIOP 1.0 request: code sets are not negotiated in 1.0".into(),
-                    m.head.clone(),
+                    &m.head,
                 );
             }
             match CodeSetContext::decode(&ctx.data) {
@@ -774,47 +785,45 @@ impl<O: Observer> Analyzer<O> {
                     let conn = self.conns.get_mut(key).expect("live");
                     match conn.code_sets {
                         Some(prev) if prev != cs => self.finding(
+                            key,
                             m.first_frame,
-                            label.clone(),
                             "codeset-changed",
                             format!(
                                 "CodeSets context changes the connection's code sets from char {:#010x} wchar {:#010x} to char {:#010x} wchar {:#010x}",
                                 prev.char_data, prev.wchar_data, cs.char_data, cs.wchar_data
                             ),
-                            m.head.clone(),
+                            &m.head,
                         ),
                         _ => conn.code_sets = Some(cs),
                     }
                 }
                 Err(e) => self.finding(
+                    key,
                     m.first_frame,
-                    label.clone(),
                     "codeset-context",
                     e.to_string(),
-                    m.head.clone(),
+                    &m.head,
                 ),
             }
         }
         if h.version.is_12() && !req.body.is_empty() && !req.body.offset.is_multiple_of(8) {
             self.finding(
+                key,
                 m.first_frame,
-                label.clone(),
                 "body-alignment",
                 format!(
                     "GIOP 1.2 request body starts at offset {}, not 8-aligned",
                     req.body.offset
                 ),
-                m.head.clone(),
+                &m.head,
             );
         }
         let id = req.header.request_id;
-        let connection = self.conns.get(key).expect("live").id;
         if twoway {
             let ts = m.first_ts;
-            self.await_answer(key, d, id, PendingKind::Call { op: i, ts }, m, label);
+            self.await_answer(key, d, id, PendingKind::Call { op: i, ts }, m);
         } else {
             let conn = self.conns.get_mut(key).expect("live");
-            conn.client.get_or_insert(d);
             if conn.oneway_ids.len() > 4096 {
                 conn.oneway_ids.clear();
             }
@@ -828,18 +837,10 @@ impl<O: Observer> Analyzer<O> {
         });
     }
 
-    fn reply(
-        &mut self,
-        key: &(SocketAddr, SocketAddr),
-        d: usize,
-        m: &Decoded,
-        rep: Reply,
-        label: String,
-    ) {
+    fn reply(&mut self, key: &ConnKey, d: usize, connection: u64, m: &Decoded, rep: Reply) {
         self.per_second(m.last_ts).replies += 1;
         let conn = self.conns.get_mut(key).expect("live");
         let id = rep.header.request_id;
-        let connection = conn.id;
         // A reply to an unknown id is only the peer's fault when every byte
         // of the other direction was seen and delivered.
         let from_start = conn.dirs[1 - d].tcp.from_start
@@ -860,39 +861,39 @@ impl<O: Observer> Analyzer<O> {
             Some(PendingKind::Locate { .. }) => {
                 self.pending_total -= 1;
                 self.finding(
+                    key,
                     m.first_frame,
-                    label,
                     "reply-to-locate",
                     format!("Reply to request id {id}, which was a LocateRequest"),
-                    m.head.clone(),
+                    &m.head,
                 );
             }
             None if to_oneway => self.finding(
+                key,
                 m.first_frame,
-                label,
                 "reply-to-oneway",
                 format!("Reply to request id {id}, which was sent oneway (no response expected)"),
-                m.head.clone(),
+                &m.head,
             ),
             None if from_start => self.finding(
+                key,
                 m.first_frame,
-                label,
                 "reply-unknown-id",
                 format!("Reply to request id {id}, which was never sent on this connection"),
-                m.head.clone(),
+                &m.head,
             ),
             None => self.s.unmatched_replies += 1,
         }
         if rep.version.is_12() && !rep.body.is_empty() && !rep.body.offset.is_multiple_of(8) {
             self.finding(
+                key,
                 m.first_frame,
-                self.conns.get(key).map(|c| c.label()).unwrap_or_default(),
                 "body-alignment",
                 format!(
                     "GIOP 1.2 reply body starts at offset {}, not 8-aligned",
                     rep.body.offset
                 ),
-                m.head.clone(),
+                &m.head,
             );
         }
         self.observer.reply(&ReplyEvent {
@@ -904,7 +905,7 @@ impl<O: Observer> Analyzer<O> {
         });
     }
 
-    fn close(&mut self, key: (SocketAddr, SocketAddr)) {
+    fn close(&mut self, key: ConnKey) {
         for d in 0..2 {
             let Some(c) = self.conns.get_mut(&key) else {
                 return;

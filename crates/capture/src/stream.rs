@@ -26,7 +26,42 @@ pub struct Decoded {
     /// How many GIOP messages (first message and Fragments) carried it.
     pub pieces: u32,
     /// The first bytes of the first piece, for findings.
-    pub head: Vec<u8>,
+    pub head: Head,
+}
+
+/// The first bytes of a message (up to [`HEAD_KEEP`]), held inline: every
+/// message keeps them in case a finding needs them, and findings are
+/// rare, so they cost no allocation until one does.
+#[derive(Clone, Copy)]
+pub struct Head {
+    bytes: [u8; HEAD_KEEP],
+    len: u8,
+}
+
+impl Head {
+    /// The first [`HEAD_KEEP`] bytes of `b` (all of it if shorter).
+    pub fn new(b: &[u8]) -> Head {
+        let n = b.len().min(HEAD_KEEP);
+        let mut bytes = [0; HEAD_KEEP];
+        bytes[..n].copy_from_slice(&b[..n]);
+        Head {
+            bytes,
+            len: n as u8,
+        }
+    }
+}
+
+impl std::ops::Deref for Head {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl std::fmt::Debug for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// Something the stream wants reported.
@@ -42,7 +77,7 @@ pub enum Event {
 }
 
 /// Bytes of a message kept for findings.
-const HEAD_KEEP: usize = 64;
+pub const HEAD_KEEP: usize = 64;
 
 #[derive(Debug)]
 struct Start {
@@ -50,7 +85,7 @@ struct Start {
     first_ts: u64,
     wire_len: u64,
     pieces: u32,
-    head: Vec<u8>,
+    head: Head,
 }
 
 /// Framing state of one direction.
@@ -194,7 +229,7 @@ impl GiopStream {
             let (first_frame, first_ts) = self.mark_at(self.buf_pos);
             let (last_frame, last_ts) = self.mark_at(self.buf_pos + total as u64 - 1);
             let mut piece = self.consume(total);
-            let head = piece[..piece.len().min(HEAD_KEEP)].to_vec();
+            let head = Head::new(&piece);
             self.piece(
                 h,
                 &mut piece,
@@ -210,7 +245,7 @@ impl GiopStream {
         &mut self,
         h: Header,
         piece: &mut BytesMut,
-        head: Vec<u8>,
+        head: Head,
         (first_frame, first_ts, last_frame, last_ts): (u64, u64, u64, u64),
         out: &mut Vec<Event>,
     ) {
@@ -223,7 +258,7 @@ impl GiopStream {
                     "GIOP 1.2 {:?} with more fragments to follow is {wire} bytes long, not a multiple of 8",
                     h.msg_type
                 ),
-                bytes: head.clone(),
+                bytes: head.to_vec(),
             });
         }
         // Key of a fragmented message: 1.2 request id (after the header,
@@ -295,7 +330,7 @@ impl GiopStream {
                         frame: first_frame,
                         rule: "framing",
                         detail: e.to_string(),
-                        bytes: head,
+                        bytes: head.to_vec(),
                     });
                 }
                 // A fragment that belongs to nothing we saw: after a

@@ -72,6 +72,24 @@ fn reply(v: Version, order: ByteOrder, id: u32, n: usize) -> Vec<u8> {
     buf.to_vec()
 }
 
+/// A GIOP 1.0 twoway `echo_long` request `id` that carries a CodeSets
+/// context: the finding `codeset-in-1.0`.
+fn codesets_in_10(id: u32) -> Vec<u8> {
+    let cs = ServiceContext {
+        id: 1,
+        data: bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 9]),
+    };
+    request(
+        Version::V1_0,
+        ByteOrder::Big,
+        id,
+        "echo_long",
+        false,
+        1,
+        std::slice::from_ref(&cs),
+    )
+}
+
 fn addrs(v6: bool) -> (SocketAddr, SocketAddr) {
     if v6 {
         (
@@ -373,19 +391,7 @@ fn findings_carry_frame_numbers_and_bytes() {
         segs.push((T0, s));
     }
     // frames 1, 2: handshake.
-    let cs = ServiceContext {
-        id: 1,
-        data: bytes::Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 9]),
-    };
-    let r1 = request(
-        Version::V1_0,
-        ByteOrder::Big,
-        1,
-        "echo_long",
-        false,
-        1,
-        std::slice::from_ref(&cs),
-    );
+    let r1 = codesets_in_10(1);
     let r1b = request(Version::V1_0, ByteOrder::Big, 1, "echo_long", false, 1, &[]);
     let bogus = reply(Version::V1_0, ByteOrder::Big, 99, 1);
     let merr = [b'G', b'I', b'O', b'P', 1, 0, 0, 6, 0, 0, 0, 0];
@@ -421,6 +427,34 @@ fn findings_carry_frame_numbers_and_bytes() {
         "127.0.0.1:40000 -> 127.0.0.1:2809"
     );
     assert_eq!(sum.message_errors, 1);
+}
+
+/// A finding names its connection client first even when the capture
+/// starts with the server's bytes and the finding is in the client's
+/// first request (the request makes its sender the client before the
+/// finding is named).
+#[test]
+fn a_finding_in_the_first_request_names_the_client_first() {
+    let (c, s) = addrs(false);
+    let mut f = Flow::new(c, s, [300, 400]);
+    let mut segs = Vec::new();
+    // No handshake: the first bytes captured are a reply from the server.
+    let orphan = reply(Version::V1_0, ByteOrder::Big, 7, 1);
+    for s in f.send(false, &orphan, 1460) {
+        segs.push((T0, s));
+    }
+    let r = codesets_in_10(8);
+    for s in f.send(true, &r, 1460) {
+        segs.push((T0 + 100 * US, s));
+    }
+    let sum = run(&segs, ETHERNET);
+    let rules: Vec<&str> = sum.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["codeset-in-1.0"]);
+    assert_eq!(
+        sum.findings[0].connection,
+        "127.0.0.1:40000 -> 127.0.0.1:2809"
+    );
+    assert_eq!(sum.unmatched_replies, 1);
 }
 
 /// Memory stays bounded when a segment is lost for good: the hole is
