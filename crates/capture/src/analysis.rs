@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 // requests and operation: SipHash was a fifth of the analysis. foldhash
 // is seeded per map, so a capture crafted to collide in one run does not
 // collide in the next.
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
@@ -231,6 +231,15 @@ struct Dir {
     last: (u64, u64),
 }
 
+impl Dir {
+    /// Whether every byte this direction sent was seen and delivered: only
+    /// then is an answer to an id it never sent the peer's fault (else
+    /// the request may be in what the capture missed).
+    fn saw_everything(&self) -> bool {
+        self.tcp.from_start && self.tcp.gaps == 0 && self.tcp.held_bytes() == 0
+    }
+}
+
 /// What awaits an answer: the operation slot its figures go to and when
 /// it was sent.
 #[derive(Debug, Clone, Copy)]
@@ -258,7 +267,7 @@ struct Conn {
     /// (direction of the request, request id) → what it was.
     pending: HashMap<(usize, u32), PendingKind>,
     /// Oneway request ids recently seen, to name a reply to one.
-    oneway_ids: HashMap<(usize, u32), ()>,
+    oneway_ids: HashSet<(usize, u32)>,
     rst: bool,
 }
 
@@ -459,7 +468,7 @@ impl<O: Observer> Analyzer<O> {
                 client: None,
                 code_sets: None,
                 pending: HashMap::new(),
-                oneway_ids: HashMap::new(),
+                oneway_ids: HashSet::new(),
                 rst: false,
             }
         });
@@ -690,11 +699,7 @@ impl<O: Observer> Analyzer<O> {
                 let name = locate_status_name(&lr.status);
                 bump(&mut self.s.locate_replies, name);
                 let conn = self.conns.get_mut(key).expect("live");
-                // A reply to an unknown id is only the peer's fault when every byte
-                // of the other direction was seen and delivered.
-                let from_start = conn.dirs[1 - d].tcp.from_start
-                    && conn.dirs[1 - d].tcp.gaps == 0
-                    && conn.dirs[1 - d].tcp.held_bytes() == 0;
+                let from_start = conn.dirs[1 - d].saw_everything();
                 let mut latency_ns = None;
                 match conn.pending.get(&(1 - d, lr.request_id)).copied() {
                     Some(PendingKind::Locate { op, ts }) => {
@@ -827,7 +832,7 @@ impl<O: Observer> Analyzer<O> {
             if conn.oneway_ids.len() > 4096 {
                 conn.oneway_ids.clear();
             }
-            conn.oneway_ids.insert((d, id), ());
+            conn.oneway_ids.insert((d, id));
         }
         self.observer.request(&RequestEvent {
             connection,
@@ -841,12 +846,8 @@ impl<O: Observer> Analyzer<O> {
         self.per_second(m.last_ts).replies += 1;
         let conn = self.conns.get_mut(key).expect("live");
         let id = rep.header.request_id;
-        // A reply to an unknown id is only the peer's fault when every byte
-        // of the other direction was seen and delivered.
-        let from_start = conn.dirs[1 - d].tcp.from_start
-            && conn.dirs[1 - d].tcp.gaps == 0
-            && conn.dirs[1 - d].tcp.held_bytes() == 0;
-        let to_oneway = conn.oneway_ids.contains_key(&(1 - d, id));
+        let from_start = conn.dirs[1 - d].saw_everything();
+        let to_oneway = conn.oneway_ids.contains(&(1 - d, id));
         let mut latency = None;
         match conn.pending.remove(&(1 - d, id)) {
             Some(PendingKind::Call { op, ts }) => {

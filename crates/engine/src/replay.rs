@@ -128,8 +128,7 @@ struct CapReply {
 /// The captured LocateReply of a LocateRequest.
 #[derive(Debug, Clone)]
 struct CapLocated {
-    /// Its status as GIOP names it (`OBJECT_HERE` …).
-    status: &'static str,
+    status: LocateStatus,
     latency_ns: Option<u64>,
 }
 
@@ -209,10 +208,20 @@ impl Collect {
         after_replies
     }
 
-    /// The captured request `id` on `conn` got its answer: no longer in
-    /// flight. Its index, when it was captured.
-    fn answered(&mut self, conn: u64, id: u32) -> Option<usize> {
-        let i = self.by_id.remove(&(conn, id))?;
+    /// An answer to the captured request `id` on `conn` arrived: when
+    /// that request was captured and `ends` it, it is no longer in flight.
+    /// Its index.
+    fn answered(
+        &mut self,
+        conn: u64,
+        id: u32,
+        ends: impl Fn(&CapRequest) -> bool,
+    ) -> Option<usize> {
+        let i = *self.by_id.get(&(conn, id))?;
+        if !ends(&self.reqs[i]) {
+            return None;
+        }
+        self.by_id.remove(&(conn, id));
         if let Some(n) = self.in_flight.get_mut(&conn) {
             *n = n.saturating_sub(1);
         }
@@ -309,7 +318,7 @@ impl Observer for Collect {
         // A Reply to a LocateRequest ends it but answers nothing replay
         // can compare (pcap reports it as a finding).
         if let Some(i) = self
-            .answered(ev.connection, r.header.request_id)
+            .answered(ev.connection, r.header.request_id, |_| true)
             .filter(|&i| !self.reqs[i].is_locate())
         {
             if r.header.status.is_forward() {
@@ -328,17 +337,10 @@ impl Observer for Collect {
     }
 
     fn locate_reply(&mut self, ev: &LocateReplyEvent<'_>) {
-        let id = ev.reply.request_id;
         // Only a LocateRequest's: a Request's id stays pending for its
         // own Reply.
-        if !self
-            .by_id
-            .get(&(ev.connection, id))
-            .is_some_and(|&i| self.reqs[i].is_locate())
-        {
-            return;
-        }
-        let Some(i) = self.answered(ev.connection, id) else {
+        let Some(i) = self.answered(ev.connection, ev.reply.request_id, CapRequest::is_locate)
+        else {
             return;
         };
         if let LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) =
@@ -348,10 +350,47 @@ impl Observer for Collect {
             self.forwarded(ior, from);
         }
         self.reqs[i].located = Some(CapLocated {
-            status: locate_status_name(&ev.reply.status),
+            status: ev.reply.status.clone(),
             latency_ns: ev.latency_ns,
         });
     }
+}
+
+/// A replayed answer against the captured one, as far as forwards go:
+/// the same rule for Replies and LocateReplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forwarding {
+    /// The captured server forwarded and the target serves the object
+    /// itself: no difference. The captured server redirected (TAO does
+    /// for the short keys of its IORTable; JacORB answers a
+    /// LocateRequest for its short key so), and what followed the
+    /// forward is in the capture and replayed too.
+    Answered,
+    /// The target forwards where the captured server answered: a
+    /// difference ([`target_forwards`]).
+    ByTarget,
+    /// Neither: compare the answers as they are.
+    None,
+}
+
+/// [`Forwarding`] of an answer that forwards (`now`) or serves the
+/// object (`served`), against a captured answer that forwarded or not.
+fn forwarding(captured: bool, now: bool, served: bool) -> Forwarding {
+    if captured && served {
+        Forwarding::Answered
+    } else if now && !captured {
+        Forwarding::ByTarget
+    } else {
+        Forwarding::None
+    }
+}
+
+/// The difference [`Forwarding::ByTarget`] reports.
+fn target_forwards(now: impl std::fmt::Display, captured: impl std::fmt::Display) -> String {
+    format!(
+        "the target forwards ({now}) where the captured server answered ({captured}): replay \
+         against the reference it forwards to"
+    )
 }
 
 /// The context that moves a 1.0/1.1 body to the captured alignment.
@@ -771,23 +810,19 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.located else { continue };
-                let now = locate_status_name(now);
-                let forwards = |s: &str| s.starts_with("OBJECT_FORWARD");
-                if forwards(cap.status) && now == "OBJECT_HERE" {
-                    // As for a captured LOCATION_FORWARD: the target
-                    // holds the object the captured server sent away.
-                    e.answered_forwards += 1;
-                } else if forwards(now) && !forwards(cap.status) {
-                    diff(
-                        format!(
-                            "the target forwards ({now}) where the captured server answered \
-                             ({}): replay against the reference it forwards to",
-                            cap.status
-                        ),
-                        e,
-                    );
-                } else if now != cap.status {
-                    diff(format!("locate status {now}, captured {}", cap.status), e);
+                let (now_name, cap_name) =
+                    (locate_status_name(now), locate_status_name(&cap.status));
+                match forwarding(
+                    cap.status.is_forward(),
+                    now.is_forward(),
+                    *now == LocateStatus::ObjectHere,
+                ) {
+                    Forwarding::Answered => e.answered_forwards += 1,
+                    Forwarding::ByTarget => diff(target_forwards(now_name, cap_name), e),
+                    Forwarding::None if now_name != cap_name => {
+                        diff(format!("locate status {now_name}, captured {cap_name}"), e)
+                    }
+                    Forwarding::None => {}
                 }
             }
             Ok(Answer::Reply(Some(rep))) => {
@@ -796,23 +831,20 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.reply else { continue };
-                if cap.status.is_forward() && rep.header.status == ReplyStatus::NoException {
-                    // The captured server redirected (TAO does for the
-                    // short keys of its IORTable); the request that
-                    // followed the forward is in the capture and replayed
-                    // too. The target serving the key itself is no
-                    // difference.
+                let now = rep.header.status;
+                let fwd = forwarding(
+                    cap.status.is_forward(),
+                    now.is_forward(),
+                    now == ReplyStatus::NoException,
+                );
+                if fwd == Forwarding::Answered {
                     e.answered_forwards += 1;
-                } else if rep.header.status.is_forward() && !cap.status.is_forward() {
+                } else if fwd == Forwarding::ByTarget {
                     diff(
-                        format!(
-                            "the target forwards ({:?}) where the captured server answered \
-                             ({:?}): replay against the reference it forwards to",
-                            rep.header.status, cap.status
-                        ),
+                        target_forwards(format!("{now:?}"), format!("{:?}", cap.status)),
                         e,
                     );
-                } else if cap.status != rep.header.status {
+                } else if cap.status != now {
                     diff(
                         format!("status {:?}, captured {:?}", rep.header.status, cap.status),
                         e,
@@ -925,6 +957,23 @@ mod tests {
         encode_locate_reply, encode_locate_request, encode_request, LocateReply, RequestHead,
     };
 
+    /// One forwarding rule for Replies and LocateReplies: the captured
+    /// server's forward answered by the target itself is no difference,
+    /// the target forwarding where the capture did not is one, and the
+    /// rest is left to comparing the answers.
+    #[test]
+    fn forwarding_rule() {
+        // (captured forwarded, target forwards, target served)
+        assert_eq!(forwarding(true, false, true), Forwarding::Answered);
+        assert_eq!(forwarding(false, true, false), Forwarding::ByTarget);
+        assert_eq!(forwarding(true, true, false), Forwarding::None);
+        assert_eq!(forwarding(true, false, false), Forwarding::None);
+        assert_eq!(forwarding(false, false, true), Forwarding::None);
+        assert!(target_forwards("OBJECT_FORWARD", "OBJECT_HERE").contains(
+            "the target forwards (OBJECT_FORWARD) where the captured server answered (OBJECT_HERE)"
+        ));
+    }
+
     /// `ping` (twoway) or `ping_oneway` on `key`.
     fn call(id: u32, key: &'static [u8], twoway: bool) -> Vec<u8> {
         let mut buf = BytesMut::new();
@@ -1028,7 +1077,7 @@ mod tests {
             );
             // The LocateRequest is replayed, its captured answer beside it.
             let located = c.reqs[0].located.as_ref().expect("answered");
-            assert_eq!(located.status, locate_status_name(&status));
+            assert_eq!(located.status, status);
             assert_eq!(located.latency_ns, Some(10_000));
             assert!(c.reqs[0].is_locate() && c.reqs[0].after_replies);
             assert!(c.reqs[1].after_replies, "the locate was answered first");

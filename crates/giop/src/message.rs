@@ -319,6 +319,15 @@ pub enum LocateStatus {
 }
 
 impl LocateStatus {
+    /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
+    /// reference (as [`ReplyStatus::is_forward`] for Replies).
+    pub fn is_forward(&self) -> bool {
+        matches!(
+            self,
+            LocateStatus::ObjectForward(_) | LocateStatus::ObjectForwardPerm(_)
+        )
+    }
+
     fn code(&self) -> u32 {
         match self {
             LocateStatus::UnknownObject => 0,
