@@ -293,6 +293,46 @@ class IdleServers(unittest.TestCase):
                 return f.read().splitlines()
 
 
+def with_separate(res, size, samples):
+    """`res` with a section 4 entry at `size` whose separate-writes raw
+    stream moved `samples` (Mbit/s, one per round)."""
+    res["tcp"].append({"size": size, "mbps": 20000, "samples": [20000], "spread": 0.0, "iperf3": None, "iperf3_samples": [],
+                       "calls_per_segment": 4.0, "fastest": None,
+                       "separate": {"mbps": run.med(samples), "samples": samples, "spread": run.spread(samples), "calls_per_segment": 1.0}})
+    return res
+
+
+class BeyondOneWritePerCall(unittest.TestCase):
+    def note(self, res):
+        return [l for l in run.targets(res) if l.startswith("Beyond one write per call")]
+
+    def test_a_target_past_what_raw_tcp_moves_written_the_same_way_is_named(self):
+        # chars at 8 KiB: omniORB -> omniORB 1000, so 10x needs 10000;
+        # raw TCP with a write per frame moved at most 3400.
+        lines = self.note(with_separate(results(), 8192, [3000, 3400, 3200]))
+        self.assertEqual(len(lines), 1)
+        self.assertIn("1 of the oneway rows short of section 3's target asks for more", lines[0])
+        self.assertIn("oneway char 8KiB (≥ 10x) needs 10000 Mbit/s, raw TCP moved at most 3400", lines[0])
+
+    def test_a_target_within_reach_is_not(self):
+        self.assertEqual(self.note(with_separate(results(), 8192, [9000, 12000])), [])
+        # Nor where the separate writes were not measured (files before /13).
+        self.assertEqual(self.note(results()), [])
+
+    def test_the_report_puts_the_ceiling_beside_section_3_and_in_section_4(self):
+        lines = IdleServers.doc(self, with_separate(results(), 8192, [3000, 3400, 3200]))
+        self.assertIn("| oneway char 8 KiB | 1000 | 5000 | 5.00x [5.00–5.00] | 3200 |", lines)
+        self.assertIn("| oneway octet 1 KiB | 1000 | 1200 | 1.20x [1.20–1.20] | - |", lines)
+        self.assertIn("| 8 KiB | 20000 (spread 0%; 4.0 per segment) | 3200 (spread 12%; 1.0 per segment) | not installed | - | - |", lines)
+        # Not measured at 1 KiB here; a frame of a segment or more goes at
+        # once either way.
+        self.assertTrue(any(l.startswith("| 1 KiB | 8000 (spread 0%; 33.6 per segment) | - |") for l in lines))
+        res = with_separate(results(), 8192, [3000])
+        res["tcp"].append(dict(res["tcp"][0], size=65536))
+        lines = IdleServers.doc(self, res)
+        self.assertTrue(any(l.startswith("| 64 KiB | 8000 (spread 0%; 33.6 per segment) | as the stream |") for l in lines))
+
+
 class FromJson(unittest.TestCase):
     def script(self, *args):
         return subprocess.run([sys.executable, run.__file__, *args], capture_output=True, text=True, timeout=60)

@@ -83,6 +83,52 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
 }
 
 #[test]
+fn separate_stream_writes_send_a_segment_per_frame_and_say_so() {
+    let json = tmp("separate.json");
+    let go = |writes: &str| {
+        let code = run(&[
+            "bench",
+            "tcp",
+            "--runs",
+            "1",
+            "--pattern",
+            "stream",
+            "--stream-writes",
+            writes,
+            "--size",
+            "1000B",
+            "--total",
+            "10000B",
+            "--min-duration",
+            "0s",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0);
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        v
+    };
+    let v = go("separate");
+    assert_eq!(v["params"]["stream_writes"], "separate");
+    let c = &v["cases"][0];
+    assert_eq!(c["calls"], 10);
+    assert_eq!(c["throughput_mbps"], c["receiver_throughput_mbps"]);
+    // Nagle off: a segment per frame (Nagle on joins frames written while
+    // the first awaits its ACK: 2 segments here). Ten frames fit the
+    // initial congestion window, however late the server reads.
+    let segs = c["extra"]["data_segments"].as_u64().unwrap();
+    assert_eq!(segs, 10, "{segs} segments for 10 frames");
+    assert_eq!(go("joined")["params"]["stream_writes"], "joined");
+    assert_eq!(
+        run(&["bench", "tcp", "--runs", "1", "--stream-writes", "apart"]),
+        2
+    );
+    std::fs::remove_file(json).unwrap();
+}
+
+#[test]
 fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
     let json = tmp("spin.json");
     let go = |extra: &[&str]| {

@@ -722,6 +722,33 @@ pub struct RawClient {
     s: Wire,
     /// Spin this long before a reply read blocks (`--wait-strategy spin`).
     spin: Option<Duration>,
+    /// How a stream's frames go out (see [`StreamWrites`]).
+    writes: StreamWrites,
+}
+
+/// How a raw stream's frames leave the client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamWrites {
+    /// Frames shorter than a segment go with Nagle on, so the kernel joins
+    /// those written while earlier bytes await their ACK into fuller
+    /// segments: the fastest way this machine moves the bytes.
+    #[default]
+    Joined,
+    /// TCP_NODELAY throughout: each frame leaves when it is written, in
+    /// segments of its own unless the window holds it back, as an ORB
+    /// client that writes each oneway with TCP_NODELAY (omniORB's, ours by
+    /// default) sends them: the limit for one write per call.
+    Separate,
+}
+
+impl StreamWrites {
+    /// Its name in results: `joined` or `separate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamWrites::Joined => "joined",
+            StreamWrites::Separate => "separate",
+        }
+    }
 }
 
 impl RawClient {
@@ -738,6 +765,7 @@ impl RawClient {
         Ok(RawClient {
             s: Wire::Tcp(s),
             spin: None,
+            writes: StreamWrites::Joined,
         })
     }
 
@@ -774,6 +802,7 @@ impl RawClient {
         Ok(RawClient {
             s: Wire::Tls(Box::new(rustls::StreamOwned::new(conn, sock))),
             spin: None,
+            writes: StreamWrites::Joined,
         })
     }
 
@@ -782,6 +811,12 @@ impl RawClient {
     /// at once).
     pub fn spinning(mut self, spin: Option<Duration>) -> RawClient {
         self.spin = spin.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// Send a stream's frames as `writes` says (default: joined).
+    pub fn writing(mut self, writes: StreamWrites) -> RawClient {
+        self.writes = writes;
         self
     }
 
@@ -870,9 +905,11 @@ impl RawClient {
         // TCP. A frame of a segment or more gains nothing from it and loses
         // its tail to the wait for an ACK (128 KiB frames on loopback:
         // ~15 % slower), so it goes out at once. Turning TCP_NODELAY back
-        // on before the stats request pushes what is left.
+        // on before the stats request pushes what is left. Separate
+        // writes keep Nagle off throughout.
         let nodelay = self.s.nodelay()?;
-        let coalesce = frame.len() < segment_size(self.s.sock()).unwrap_or(1460);
+        let coalesce = self.writes == StreamWrites::Joined
+            && frame.len() < segment_size(self.s.sock()).unwrap_or(1460);
         self.s.set_nodelay(!coalesce)?;
         // The clock is read as the GIOP stream reads it (bench/throughput.rs
         // `send_loop`): every 16th small frame, and when the total is
@@ -1027,6 +1064,25 @@ mod tests {
             assert_eq!(r.bytes, calls * 1000);
             assert_eq!(r.server_bytes, Some(calls * 1000));
         }
+    }
+
+    #[test]
+    fn separate_writes_leave_a_segment_per_frame() {
+        // Nagle on joins frames written back to back while the first
+        // awaits its ACK (10 frames: 2 segments here); Nagle off sends
+        // each frame in its own segment. Ten fit the initial congestion
+        // window and the receive window, so that holds however late the
+        // server reads (on a loaded machine, 200 frames went in ~20).
+        let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None, None).unwrap();
+        let c =
+            RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
+        let mut c = c.writing(StreamWrites::Separate);
+        let r = c
+            .stream(1000, 10_000, Duration::ZERO, Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(r.server_bytes, Some(10_000));
+        assert_eq!(r.data_segments, Some(10), "a segment per frame");
+        assert!(c.s.nodelay().unwrap(), "Nagle stays off after the stream");
     }
 
     #[test]

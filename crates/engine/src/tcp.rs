@@ -9,7 +9,7 @@ use crate::context::{new_results, param};
 use crate::options::{PlacementOpts, Sizes, Sockets};
 use crate::placement::Cpus;
 use crate::progress::Progress;
-use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts};
+use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts, StreamWrites};
 use crate::results::{Case, CaseParams, Results, TargetInfo};
 use crate::target::{WaitOpts, Waiting};
 use crate::units::format_size;
@@ -41,6 +41,8 @@ pub struct TcpOpts {
     pub total: u64,
     /// Stream: minimum duration per point.
     pub min_duration: Duration,
+    /// Stream: how the frames go out.
+    pub writes: StreamWrites,
     /// Ping-pong: round trips per point.
     pub count: u64,
     /// Ping-pong: unrecorded round trips first.
@@ -64,6 +66,7 @@ impl Default for TcpOpts {
                 .expect("a valid sweep"),
             total: 64 << 20,
             min_duration: Duration::from_secs(1),
+            writes: StreamWrites::Joined,
             count: 10_000,
             warmup: 1_000,
             waiting: WaitOpts::default(),
@@ -212,6 +215,7 @@ fn fill_params(r: &mut Results, o: &TcpOpts) {
     param(&mut r.params, "sndbuf", o.socket.sndbuf);
     param(&mut r.params, "rcvbuf", o.socket.rcvbuf);
     param(&mut r.params, "total", o.total);
+    param(&mut r.params, "stream_writes", o.writes.name());
     param(
         &mut r.params,
         "min_duration_s",
@@ -236,7 +240,9 @@ fn measure(
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
             let p = progress.case(&format!("tcp stream {}", format_size(size)));
             let w = watching.case();
-            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
+            let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?
+                .spinning(spin)
+                .writing(o.writes);
             let run = c.stream(size as usize, o.total, o.min_duration, max)?;
             let mut case = stream_case(&run, size);
             w.finish(&mut case);

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use clap::Args;
 use iiopbench_engine::options::Sizes;
+use iiopbench_engine::rawtcp::StreamWrites;
 use iiopbench_engine::tcp::{self, TcpOpts};
 use iiopbench_engine::units::{parse_duration, parse_size};
 
@@ -31,6 +32,14 @@ pub struct TcpArgs {
     /// Stream: minimum duration per point.
     #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub min_duration: Duration,
+    /// Stream: how frames leave. `joined`: frames shorter than a segment
+    /// go with Nagle on, so the kernel joins them into fuller segments
+    /// (the fastest way: the physical limit). `separate`: TCP_NODELAY
+    /// throughout, each frame in segments of its own as an ORB client
+    /// that writes each oneway with TCP_NODELAY sends them (the limit for
+    /// one write per call).
+    #[arg(long, value_enum, default_value_t = StreamWritesArg::Joined, value_name = "HOW")]
+    pub stream_writes: StreamWritesArg,
     /// Ping-pong: round trips per point.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub count: u64,
@@ -45,6 +54,24 @@ pub struct TcpArgs {
     pub bench: BenchArgs,
 }
 
+/// `--stream-writes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamWritesArg {
+    /// Nagle on for frames shorter than a segment: the kernel joins them.
+    Joined,
+    /// TCP_NODELAY throughout: a segment per frame.
+    Separate,
+}
+
+impl From<StreamWritesArg> for StreamWrites {
+    fn from(a: StreamWritesArg) -> StreamWrites {
+        match a {
+            StreamWritesArg::Joined => StreamWrites::Joined,
+            StreamWritesArg::Separate => StreamWrites::Separate,
+        }
+    }
+}
+
 impl TcpArgs {
     /// The engine's options for these flags.
     pub fn opts(&self) -> TcpOpts {
@@ -55,6 +82,7 @@ impl TcpArgs {
             size: self.size.clone(),
             total: self.total,
             min_duration: self.min_duration,
+            writes: self.stream_writes.into(),
             count: self.count,
             warmup: self.warmup,
             waiting: self.waiting.engine(),
