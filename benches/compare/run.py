@@ -508,14 +508,16 @@ DEFAULT_BOTH = 1.0
 PING_TARGET, ECHO_TARGET = 1.05, 1.5
 
 
+def case(r):
+    """A throughput row's label in prose and figures: `oneway char 1KiB`."""
+    return f"{r['mode']} {r['type']} {r['size'] // 1024}KiB"
+
+
 def targets(res):
     """Lines of the targets table: for each target, how many of its rows
     meet it in these results and which fall short (worst first)."""
     rows, servers = res["throughput"], res["servers"]
     out = []
-
-    def case(r):
-        return f"{r['mode']} {r['type']} {r['size'] // 1024}KiB"
 
     def line(what, checks, ratios=True):
         """checks: (label, value, limit, higher_is_better); value None: not
@@ -611,7 +613,7 @@ def beyond_separate(res, rows):
         limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
         need, most = limit * o["median"], max(c["samples"])
         if v["median"] < limit and need > most:
-            out.append((f"{r['mode']} {r['type']} {r['size'] // 1024}KiB (≥ {limit:g}x)", need, most))
+            out.append((f"{case(r)} (≥ {limit:g}x)", need, most))
     return out
 
 
@@ -692,7 +694,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
     L.extend(targets(res))
 
     def fig_rows():
-        return [f"{r['mode']} {r['type']} {r['size'] // 1024}KiB" for r in rows]
+        return [case(r) for r in rows]
 
     # 1. client vs client
     L.append("## 1. Client against client: ours / the omniORB C++ client, on each server\n")
@@ -708,7 +710,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
     svg_bars("Our client / omniORB's client (same server)", fig_rows(), {NAMES[s] + " server": [(r["client_ratio"].get(s) or {}).get("median") for r in rows] for s in servers}, os.path.join(figdir, "client-vs-client.svg"))
     L.append("\n![client vs client](perf/client-vs-client.svg)\n")
     below = [(r, s) for r in rows for s in servers if r["client_ratio"].get(s) and r["client_ratio"][s]["median"] < 1.0]
-    L.append(f"Rows where our client is below the omniORB client: {len(below)} of {sum(1 for r in rows for s in servers if r['client_ratio'].get(s))}" + ("." if not below else ": " + ", ".join(f"{r['mode']} {r['type']} {r['size'] // 1024}KiB on {NAMES[s]} {r['client_ratio'][s]['median']:.2f}x" for r, s in below) + ".") + "\n")
+    L.append(f"Rows where our client is below the omniORB client: {len(below)} of {sum(1 for r in rows for s in servers if r['client_ratio'].get(s))}" + ("." if not below else ": " + ", ".join(f"{case(r)} on {NAMES[s]} {r['client_ratio'][s]['median']:.2f}x" for r, s in below) + ".") + "\n")
 
     # 2. server vs server
     others = [s for s in servers if s != "omniorb"]
@@ -752,7 +754,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
     L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement. After each spread: how many frames (calls) one TCP data segment carried, the median of the runs.\n")
     L.append(f"The fastest one-write-per-call oneway pair of sections 1–3 and 7 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
-    seps = any(t.get("separate") for t in res["tcp"])
+    seps = bool(separate_limits(res))
     if seps:
         L.append("\"separate writes\": the same stream with Nagle off (`--stream-writes separate`), each frame in a segment of its own unless the window holds it back, as a client that writes each oneway with TCP_NODELAY sends them (omniORB's, and ours by default): the most one write per call can move. One run per round, after the others; frames of a segment or more leave at once either way, so only the sizes below one are run.\n")
     L.append("| size | bench tcp stream |" + (" separate writes |" if seps else "") + " iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")

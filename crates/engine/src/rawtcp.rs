@@ -765,7 +765,7 @@ impl RawClient {
         Ok(RawClient {
             s: Wire::Tcp(s),
             spin: None,
-            writes: StreamWrites::Joined,
+            writes: StreamWrites::default(),
         })
     }
 
@@ -802,7 +802,7 @@ impl RawClient {
         Ok(RawClient {
             s: Wire::Tls(Box::new(rustls::StreamOwned::new(conn, sock))),
             spin: None,
-            writes: StreamWrites::Joined,
+            writes: StreamWrites::default(),
         })
     }
 

@@ -832,45 +832,43 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.reply else { continue };
                 let now = rep.header.status;
-                let fwd = forwarding(
+                match forwarding(
                     cap.status.is_forward(),
                     now.is_forward(),
                     now == ReplyStatus::NoException,
-                );
-                if fwd == Forwarding::Answered {
-                    e.answered_forwards += 1;
-                } else if fwd == Forwarding::ByTarget {
-                    diff(
+                ) {
+                    Forwarding::Answered => e.answered_forwards += 1,
+                    Forwarding::ByTarget => diff(
                         target_forwards(format!("{now:?}"), format!("{:?}", cap.status)),
                         e,
-                    );
-                } else if cap.status != now {
-                    diff(
-                        format!("status {:?}, captured {:?}", rep.header.status, cap.status),
-                        e,
-                    );
-                } else if cap.exception != iiop_capture::analysis::exception_name(rep) {
-                    diff(
-                        format!(
-                            "exception {:?}, captured {:?}",
-                            iiop_capture::analysis::exception_name(rep),
-                            cap.exception
-                        ),
-                        e,
-                    );
-                } else if deterministic(&r.operation) && cap.status == ReplyStatus::NoException {
-                    match compare_bodies(
-                        spec.as_ref(),
-                        &o.interface,
-                        &r.operation,
-                        (&cap.body, r.opts),
-                        (&rep.body, oc.opts),
-                    ) {
-                        None => e.not_comparable += 1,
-                        Some(Ok(())) => e.compared_bodies += 1,
-                        Some(Err(why)) => {
-                            e.compared_bodies += 1;
-                            diff(why, e);
+                    ),
+                    Forwarding::None if cap.status != now => {
+                        diff(format!("status {now:?}, captured {:?}", cap.status), e)
+                    }
+                    Forwarding::None => {
+                        let exception = iiop_capture::analysis::exception_name(rep);
+                        if cap.exception != exception {
+                            diff(
+                                format!("exception {exception:?}, captured {:?}", cap.exception),
+                                e,
+                            );
+                        } else if deterministic(&r.operation)
+                            && cap.status == ReplyStatus::NoException
+                        {
+                            match compare_bodies(
+                                spec.as_ref(),
+                                &o.interface,
+                                &r.operation,
+                                (&cap.body, r.opts),
+                                (&rep.body, oc.opts),
+                            ) {
+                                None => e.not_comparable += 1,
+                                Some(Ok(())) => e.compared_bodies += 1,
+                                Some(Err(why)) => {
+                                    e.compared_bodies += 1;
+                                    diff(why, e);
+                                }
+                            }
                         }
                     }
                 }

@@ -66,7 +66,7 @@ impl Default for TcpOpts {
                 .expect("a valid sweep"),
             total: 64 << 20,
             min_duration: Duration::from_secs(1),
-            writes: StreamWrites::Joined,
+            writes: StreamWrites::default(),
             count: 10_000,
             warmup: 1_000,
             waiting: WaitOpts::default(),
