@@ -583,37 +583,46 @@ def targets(res):
         return []
     note = spread_note([(u, o) for _, u, o in spreads])
     if "omniorb" in servers and "ours" in servers:
-        past = beyond_separate(res, rows)
+        past = beyond_one_call(res, rows)
         if past:
+            ways = {"oneway": "raw TCP written a frame per write with Nagle off moved at most", "twoway": "raw TCP's round trips of a request of that size and an empty reply, both sides polling, moved at most"}
+            modes = {m for _, _, _, m in past}
             note = ((note + "\n\n") if note else "") + (
-                f"Beyond one write per call: {len(past)} of the oneway rows short of section 3's target {'asks' if len(past) == 1 else 'ask'} for more than raw TCP moved when written the same way, a frame per write with Nagle off (section 4's separate writes, its fastest run): "
-                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, raw TCP moved at most {most:.0f}" for lbl, need, most in past)
-                + ". No client that writes each oneway with TCP_NODELAY can meet them here; sections 6 and 7 show our client meeting them when it may join oneways.")
+                f"Beyond one call at a time: {len(past)} of the rows short of section 3's target {'asks' if len(past) == 1 else 'ask'} for more than raw TCP moved the same way (section 4's " + " and ".join(x for m, x in [("oneway", "separate writes"), ("twoway", "acks")] if m in modes) + ", its fastest run): "
+                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ways[m]} {most:.0f}" for lbl, need, most, m in past)
+                + ". No client that " + " or ".join(x for m, x in [("oneway", "writes each oneway when it is made with TCP_NODELAY"), ("twoway", "waits for each twoway's reply before the next call")] if m in modes)
+                + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if "oneway" in modes else "."))
     return (["## Targets: what this run shows\n",
              "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise.\n",
              "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
 
 
-def separate_limits(res):
-    """Per size, section 4's separate-writes raw stream (results from
-    `/13` on; empty before)."""
-    return {t["size"]: t["separate"] for t in res.get("tcp") or [] if t.get("separate")}
+def one_call_limits(res):
+    """Per (mode, size), what raw TCP moved the way section 3's clients
+    make one call: oneways, section 4's separate-writes stream (results
+    from `/13` on); twoways, its ack round trips (from `/14` on)."""
+    out = {}
+    for t in res.get("tcp") or []:
+        for mode, key in [("oneway", "separate"), ("twoway", "ack")]:
+            if t.get(key):
+                out[(mode, t["size"])] = t[key]
+    return out
 
 
-def beyond_separate(res, rows):
-    """Oneway rows of section 3 short of their target whose target asks
-    for more than raw TCP moved with the same writes: (label, Mbit/s the
-    target needs, the most the separate raw stream moved in any run)."""
-    ceil = separate_limits(res)
+def beyond_one_call(res, rows):
+    """Rows of section 3 short of their target whose target asks for more
+    than raw TCP moved the same way: (label, Mbit/s the target needs, the
+    most raw TCP moved so in any run, mode)."""
+    ceil = one_call_limits(res)
     out = []
     for r in rows:
-        c, o, v = ceil.get(r["size"]), r["pairs"].get("omniorb>omniorb"), r.get("both_ratio")
-        if r["mode"] != "oneway" or not (c and o and v):
+        c, o, v = ceil.get((r["mode"], r["size"])), r["pairs"].get("omniorb>omniorb"), r.get("both_ratio")
+        if not (c and o and v):
             continue
         limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
         need, most = limit * o["median"], max(c["samples"])
         if v["median"] < limit and need > most:
-            out.append((f"{case(r)} (≥ {limit:g}x)", need, most))
+            out.append((f"{case(r)} (≥ {limit:g}x)", need, most, r["mode"]))
     return out
 
 
@@ -737,35 +746,43 @@ def write_doc(res, a, doc, data=None, rerendered=False):
     # 3. both ours vs both omniORB
     if "omniorb" in servers:
         L.append("## 3. Both ours against both omniORB\n")
-        ceil = separate_limits(res)
+        ceil = one_call_limits(res)
         if ceil:
-            L.append("Both clients write each call when it is made, with TCP_NODELAY. For oneways shorter than a segment, the last column is what raw TCP moved written the same way, a frame per write with Nagle off (section 4's separate writes, the median of its runs; a ratio target that asks for more than it is beyond what one write per call can reach on this machine).\n")
-        L.append("| case | omniORB → omniORB | ours → ours | ratio |" + (" raw TCP, same writes |" if ceil else ""))
+            ways = [("oneway", "for oneways shorter than a segment, what raw TCP moved written the same way, a frame per write with Nagle off (section 4's separate writes)"),
+                    ("twoway", "for twoways, what raw TCP moved in round trips of a request of the same size and an empty reply, one at a time, both sides polling (section 4's acks)")]
+            said = "; ".join(x for m, x in ways if any(k[0] == m for k in ceil))
+            L.append(f"Both clients write each call when it is made, with TCP_NODELAY, and wait for each twoway's reply before the next call. The last column: {said}; the median of its runs. A ratio target that asks for more than it is beyond what one call at a time can reach on this machine.\n")
+        L.append("| case | omniORB → omniORB | ours → ours | ratio |" + (" raw TCP, same way |" if ceil else ""))
         L.append("|---|---|---|---|" + ("---|" if ceil else ""))
         for r in rows:
             o, u = r["pairs"].get("omniorb>omniorb"), r["pairs"].get("ours>ours")
             if o and u:
-                c = ceil.get(r["size"]) if r["mode"] == "oneway" else None
+                c = ceil.get((r["mode"], r["size"]))
                 L.append(f"| {r['mode']} {r['type']} {r['size'] // 1024} KiB | {o['median']:.0f} | {u['median']:.0f} | {ratio_text(r['both_ratio'])} |"
                          + ((f" {c['mbps']:.0f} |" if c else " - |") if ceil else ""))
         L.append("")
 
     # 4. physical limit
     L.append("## 4. The physical limit: raw TCP beside the fastest ORB pair\n")
-    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls while a stream arrives (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement. After each spread: how many frames (calls) one TCP data segment carried, the median of the runs.\n")
+    L.append("`iiopbench bench tcp --pattern stream`: one write of a 12-byte header plus the payload per frame, from a buffer placed 64 bytes into a 4 KiB span (the kernel's copy of a send is slower from some offsets, 0.70x from 12 bytes before a span here, so the offset is chosen rather than left to the allocator; from 96 KiB on, its first KiB alone first, as our GIOP client writes large oneways), the client waiting as ours does; the server reads into a 128 KiB buffer and, having a CPU of its own, polls before each read (a receiver that sleeps in `recv` is woken per segment and paces the sender); frames smaller than a segment go with Nagle on, as TTCP and iperf3 send. iperf3: `-l SIZE` writes, its own server, same placement. After each spread: how many frames (calls) one TCP data segment carried, the median of the runs.\n")
     L.append(f"The fastest one-write-per-call oneway pair of sections 1–3 and 7 at each size is measured again between raw streams: each of {run['reps']} rounds runs raw, ORB, raw, ORB, raw, and each ORB run is divided by the mean of the two raw runs either side of it, so that both ran while the machine was at the same speed (the raw column: the median of all its runs); \"ORB / bench tcp\" is the median of those ratios [min–max]. Above 1.0x, an ORB moved the bytes faster than the baseline did beside it.\n")
-    seps = bool(separate_limits(res))
+    seps = any(t.get("separate") for t in res["tcp"])
+    acks = any(t.get("ack") for t in res["tcp"])
     if seps:
         L.append("\"separate writes\": the same stream with Nagle off (`--stream-writes separate`), each frame in a segment of its own unless the window holds it back, as a client that writes each oneway with TCP_NODELAY sends them (omniORB's, and ours by default): the most one write per call can move. One run per round, after the others; frames of a segment or more leave at once either way, so only the sizes below one are run.\n")
-    L.append("| size | bench tcp stream |" + (" separate writes |" if seps else "") + " iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")
-    L.append("|---|---|" + ("---|" if seps else "") + "---|---|---|")
+    if acks:
+        L.append("\"ack round trips\": `bench tcp --pattern ack`, a request of the size and an empty reply (a 12-byte header), one at a time, the client and the server each polling for the other's bytes: the most a client that waits for each twoway's reply can move (Mbit/s of requests, and the round trip's p50). One run per round, after the others.\n")
+    L.append("| size | bench tcp stream |" + (" separate writes |" if seps else "") + (" ack round trips |" if acks else "") + " iperf3 | fastest oneway ORB pair, measured beside it | ORB / bench tcp |")
+    L.append("|---|---|" + ("---|" if seps else "") + ("---|" if acks else "") + "---|---|---|")
     for t in res["tcp"]:
         fast = t.get("fastest")
         ip = f"{t['iperf3']:.0f}" if t.get("iperf3") else "not installed"
         sp = t.get("separate")
         sep_cell = (f" {sp['mbps']:.0f} (spread {sp['spread']:.0%}{per_segment_note(sp)}) |" if sp
                     else " as the stream |" if t["size"] >= SEPARATE_BELOW else " - |") if seps else ""
-        L.append(f"| {t['size'] // 1024} KiB | {t['mbps']:.0f} (spread {t['spread']:.0%}{per_segment_note(t)}) |{sep_cell} {ip} | " + (f"{fast['mbps']:.0f} (spread {fast['spread']:.0%}{per_segment_note(fast)}; {fast['pair']}, {fast['type']}) | {ratio_text(fast['ratio'])} |" if fast else "- | - |"))
+        ak = t.get("ack")
+        ack_cell = (f" {ak['mbps']:.0f} (p50 {ak['p50_us']:.1f} µs, spread {ak['spread']:.0%}) |" if ak else " - |") if acks else ""
+        L.append(f"| {t['size'] // 1024} KiB | {t['mbps']:.0f} (spread {t['spread']:.0%}{per_segment_note(t)}) |{sep_cell}{ack_cell} {ip} | " + (f"{fast['mbps']:.0f} (spread {fast['spread']:.0%}{per_segment_note(fast)}; {fast['pair']}, {fast['type']}) | {ratio_text(fast['ratio'])} |" if fast else "- | - |"))
     L.append("")
 
     # 5. latency
@@ -886,7 +903,7 @@ def main():
     clients = ["ours", "omniorb"]
     cl = Clients(a)
     our_kind, our_args = our_server_args(a)
-    res = {"schema": "iiopbench-compare/13", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
+    res = {"schema": "iiopbench-compare/14", "machine": machine(), "placement": {"server_cpus": a.server_cpus, "client_cpus": a.client_cpus}, "reps": a.reps, "max_reps": a.max_reps, "spread_limit": a.spread_limit, "servers": servers,
            "run": {"flags": flags_of(a), "total": a.total, "min_duration": a.min_duration, "wait_strategy": a.wait_strategy, "idle_servers": a.idle_servers, "order": "server-blocks"},
            "our_server": {"kind": our_kind, "serve_args": our_args}, "oneway_buffer": a.oneway_buffer, "coalesced": a.coalesced == "on", "throughput": [], "tcp": [], "latency": {}}
     running = {}
@@ -960,7 +977,7 @@ def main():
                 c, s = best["key"].split(">")
                 only(running, s, a.idle_servers)
 
-            sep, sep_segs = [], []
+            sep, sep_segs, acks, ack_p50 = [], [], [], []
 
             def raw_stream(writes="joined", into=xs, segs=raw_segs):
                 r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "stream", "--stream-writes", writes, "--size", str(size), "--total", str(a.total), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
@@ -996,6 +1013,13 @@ def main():
                 # go at once either way.
                 if size < SEPARATE_BELOW:
                     raw_stream("separate", sep, sep_segs)
+                # Round trips of a request and an empty reply, both sides
+                # polling: the most a client that waits for each twoway's
+                # reply can move (section 3's twoway ceiling).
+                if "twoway" in modes:
+                    r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "ack", "--size", str(size), "--count", "10000", "--warmup", "1000", "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
+                    acks.append(r["cases"][0]["throughput_mbps"])
+                    ack_p50.append(r["cases"][0]["latency_us"]["p50"])
             fastest = None
             if best:
                 fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{CLIENT_NAMES.get(c) or NAMES[c]} → {NAMES[s]}", "type": best["type"],
@@ -1003,7 +1027,8 @@ def main():
                            "calls_per_segment": med(orb_segs) if orb_segs else None}
             res["tcp"].append({"size": size, "mbps": med(xs), "samples": xs, "spread": spread(xs), "iperf3": med(ip) if ip else None, "iperf3_samples": ip, "fastest": fastest,
                                "calls_per_segment": med(raw_segs) if raw_segs else None,
-                               "separate": {"mbps": med(sep), "samples": sep, "spread": spread(sep), "calls_per_segment": med(sep_segs) if sep_segs else None} if sep else None})
+                               "separate": {"mbps": med(sep), "samples": sep, "spread": spread(sep), "calls_per_segment": med(sep_segs) if sep_segs else None} if sep else None,
+                               "ack": {"mbps": med(acks), "samples": acks, "spread": spread(acks), "p50_us": med(ack_p50), "p50_samples": ack_p50} if acks else None})
             print(f"raw tcp {size:>7}: bench tcp {med(xs):.0f}" + (f", iperf3 {med(ip):.0f}" if ip else ", iperf3 not installed") + (f", fastest ORB pair {fastest['mbps']:.0f} ({fastest['pair']}, {fastest['type']}): {ratio_text(fastest['ratio'])} of bench tcp" if fastest else ""), flush=True)
     finally:
         for s in running.values():

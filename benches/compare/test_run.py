@@ -302,17 +302,51 @@ def with_separate(res, size, samples):
     return res
 
 
-class BeyondOneWritePerCall(unittest.TestCase):
+def with_acks(res, size, samples, twoway=None):
+    """`res` with ack round trips at `size` that moved `samples` (Mbit/s,
+    one per round) in section 4, and a twoway char row at that size with
+    `twoway` per-round Mbit/s per "client>server" pair."""
+    t = next((t for t in res["tcp"] if t["size"] == size), None)
+    if t is None:
+        t = {"size": size, "mbps": 20000, "samples": [20000], "spread": 0.0, "iperf3": None, "iperf3_samples": [], "calls_per_segment": 4.0, "fastest": None, "separate": None}
+        res["tcp"].append(t)
+    t["ack"] = {"mbps": run.med(samples), "samples": samples, "spread": run.spread(samples), "p50_us": 12.5, "p50_samples": [12.5] * len(samples)}
+    if twoway:
+        res["throughput"].append(row("twoway", "char", size, twoway))
+    return res
+
+
+# Twoway chars at 1 KiB: omniORB -> omniORB 100, ours -> ours 600 (6x of 10x).
+TWOWAY_CHARS = {"ours>ours": [600, 600, 600], "omniorb>ours": [100, 100, 100], "ours>omniorb": [100, 100, 100], "omniorb>omniorb": [100, 100, 100]}
+
+
+class BeyondOneCallAtATime(unittest.TestCase):
     def note(self, res):
-        return [l for l in run.targets(res) if l.startswith("Beyond one write per call")]
+        return [l for l in run.targets(res) if l.startswith("Beyond one call at a time")]
 
     def test_a_target_past_what_raw_tcp_moves_written_the_same_way_is_named(self):
         # chars at 8 KiB: omniORB -> omniORB 1000, so 10x needs 10000;
         # raw TCP with a write per frame moved at most 3400.
         lines = self.note(with_separate(results(), 8192, [3000, 3400, 3200]))
         self.assertEqual(len(lines), 1)
-        self.assertIn("1 of the oneway rows short of section 3's target asks for more", lines[0])
-        self.assertIn("oneway char 8KiB (≥ 10x) needs 10000 Mbit/s, raw TCP moved at most 3400", lines[0])
+        self.assertIn("1 of the rows short of section 3's target asks for more than raw TCP moved the same way (section 4's separate writes, its fastest run)", lines[0])
+        self.assertIn("oneway char 8KiB (≥ 10x) needs 10000 Mbit/s, raw TCP written a frame per write with Nagle off moved at most 3400", lines[0])
+        self.assertIn("No client that writes each oneway when it is made with TCP_NODELAY can meet them here; sections 6 and 7", lines[0])
+
+    def test_a_twoway_target_past_the_raw_round_trip_is_named(self):
+        # 10x of 100 needs 1000; raw round trips moved at most 900.
+        lines = self.note(with_acks(with_separate(results(), 8192, [3000, 3400, 3200]), 1024, [800, 900, 850], TWOWAY_CHARS))
+        self.assertEqual(len(lines), 1)
+        self.assertIn("2 of the rows short of section 3's target ask for more than raw TCP moved the same way (section 4's separate writes and acks, its fastest run)", lines[0])
+        self.assertIn("twoway char 1KiB (≥ 10x) needs 1000 Mbit/s, raw TCP's round trips of a request of that size and an empty reply, both sides polling, moved at most 900", lines[0])
+        self.assertIn("No client that writes each oneway when it is made with TCP_NODELAY or waits for each twoway's reply before the next call can meet them here", lines[0])
+        # Twoways alone: nothing said of joining oneways.
+        only = self.note(with_acks(results(), 1024, [800, 900, 850], TWOWAY_CHARS))
+        self.assertEqual(len(only), 1)
+        self.assertTrue(only[0].endswith("waits for each twoway's reply before the next call can meet them here."), only[0])
+
+    def test_a_twoway_target_within_the_raw_round_trip_is_not(self):
+        self.assertEqual(self.note(with_acks(results(), 1024, [800, 1100], TWOWAY_CHARS)), [])
 
     def test_a_target_within_reach_is_not(self):
         self.assertEqual(self.note(with_separate(results(), 8192, [9000, 12000])), [])
@@ -331,6 +365,14 @@ class BeyondOneWritePerCall(unittest.TestCase):
         res["tcp"].append(dict(res["tcp"][0], size=65536))
         lines = IdleServers.doc(self, res)
         self.assertTrue(any(l.startswith("| 64 KiB | 8000 (spread 0%; 33.6 per segment) | as the stream |") for l in lines))
+
+    def test_the_report_puts_the_round_trip_beside_twoways_and_in_section_4(self):
+        lines = IdleServers.doc(self, with_acks(results(), 1024, [800, 900, 850], TWOWAY_CHARS))
+        self.assertIn("| twoway char 1 KiB | 100 | 600 | 6.00x [6.00–6.00] | 850 |", lines)
+        self.assertIn("| oneway octet 1 KiB | 1000 | 1200 | 1.20x [1.20–1.20] | - |", lines)
+        self.assertTrue(any(l.startswith("| 1 KiB | 8000 (spread 0%; 33.6 per segment) | 850 (p50 12.5 µs, spread 12%) | not installed |") for l in lines), [l for l in lines if l.startswith("| 1 KiB")])
+        self.assertTrue(any("for twoways, what raw TCP moved in round trips" in l for l in lines))
+        self.assertFalse(any("for oneways shorter than a segment" in l for l in lines))
 
 
 class FromJson(unittest.TestCase):

@@ -911,7 +911,9 @@ pub enum PatternArg {
     Stream,
     /// Request/reply of the same size (echo).
     Pingpong,
-    /// Both.
+    /// Request of the size, an empty reply: a twoway call's round trip.
+    Ack,
+    /// Stream and ping-pong (echo).
     Both,
 }
 
@@ -920,6 +922,7 @@ impl From<PatternArg> for TcpPattern {
         match a {
             PatternArg::Stream => TcpPattern::Stream,
             PatternArg::Pingpong => TcpPattern::Pingpong,
+            PatternArg::Ack => TcpPattern::Ack,
             PatternArg::Both => TcpPattern::Both,
         }
     }

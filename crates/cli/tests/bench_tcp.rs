@@ -82,32 +82,37 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     }
 }
 
+/// One run of `bench tcp --runs 1 --quiet` with `args`, its JSON written
+/// to `json`: the exit code and the results.
+fn tcp_run(json: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut a = vec!["bench", "tcp", "--runs", "1", "--quiet", "--json"];
+    a.push(json.to_str().unwrap());
+    a.extend_from_slice(args);
+    let code = run(&a);
+    let v = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (code, v)
+}
+
 #[test]
 fn separate_stream_writes_send_a_segment_per_frame_and_say_so() {
     let json = tmp("separate.json");
     let go = |writes: &str| {
-        let code = run(&[
-            "bench",
-            "tcp",
-            "--runs",
-            "1",
-            "--pattern",
-            "stream",
-            "--stream-writes",
-            writes,
-            "--size",
-            "1000B",
-            "--total",
-            "10000B",
-            "--min-duration",
-            "0s",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
-        ]);
+        let (code, v) = tcp_run(
+            &json,
+            &[
+                "--pattern",
+                "stream",
+                "--stream-writes",
+                writes,
+                "--size",
+                "1000B",
+                "--total",
+                "10000B",
+                "--min-duration",
+                "0s",
+            ],
+        );
         assert_eq!(code, 0);
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         v
     };
     let v = go("separate");
@@ -129,14 +134,64 @@ fn separate_stream_writes_send_a_segment_per_frame_and_say_so() {
 }
 
 #[test]
+fn ack_round_trips_run_for_the_count_and_the_minimum_duration() {
+    let json = tmp("ack.json");
+    let go = |min: &str| {
+        let (code, v) = tcp_run(
+            &json,
+            &[
+                "--pin",
+                "none",
+                "--pattern",
+                "ack",
+                "--size",
+                "1KiB,8KiB",
+                "--count",
+                "200",
+                "--warmup",
+                "10",
+                "--min-duration",
+                min,
+            ],
+        );
+        assert_eq!(code, 0);
+        v["cases"].as_array().unwrap().clone()
+    };
+    // No minimum duration: exactly the count, each a recorded round trip
+    // of a request of the size and an empty reply.
+    let cases = go("0s");
+    assert_eq!(cases.len(), 2);
+    for (c, size) in cases.iter().zip([1024u64, 8192]) {
+        assert_eq!(c["params"]["mode"], "pingpong-ack");
+        assert_eq!(c["name"], format!("tcp pingpong-ack {}KiB", size / 1024));
+        assert_eq!(c["calls"], 200);
+        assert_eq!(c["bytes"], 200 * size);
+        let h =
+            iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+        assert_eq!(h.len(), 200);
+    }
+    // A rate, as a stream's: at least the count and at least the time,
+    // every round trip recorded.
+    for c in go("300ms") {
+        let calls = c["calls"].as_u64().unwrap();
+        assert!(calls >= 200, "{calls}");
+        assert!(c["seconds"].as_f64().unwrap() >= 0.3, "{c}");
+        assert_eq!(
+            c["bytes"].as_u64().unwrap(),
+            calls * c["params"]["size"].as_u64().unwrap()
+        );
+        let h =
+            iiopbench_engine::hist::Latency::from_base64(c["histogram"].as_str().unwrap()).unwrap();
+        assert_eq!(h.len(), calls);
+    }
+    std::fs::remove_file(json).unwrap();
+}
+
+#[test]
 fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
     let json = tmp("spin.json");
     let go = |extra: &[&str]| {
         let mut a = vec![
-            "bench",
-            "tcp",
-            "--runs",
-            "1",
             "--pattern",
             "pingpong",
             "--size",
@@ -145,15 +200,9 @@ fn pingpong_spins_on_separate_cpus_and_counts_the_same() {
             "500",
             "--warmup",
             "10",
-            "--quiet",
-            "--json",
-            json.to_str().unwrap(),
         ];
         a.extend_from_slice(extra);
-        let code = run(&a);
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        (code, v)
+        tcp_run(&json, &a)
     };
     // Client and server on different CPUs (where the machine has two):
     // auto spins first, and says for how long.

@@ -8,14 +8,18 @@
 //! header then u64 LE body bytes received on this connection so far).
 //!
 //! Both sides are plain blocking sockets on their own threads: the least
-//! work a byte can cost here, which is what a baseline is for. While a
-//! stream of sink frames arrives, a server with a CPU of its own polls for
-//! the next bytes without blocking (for up to its spin limit) instead of
-//! sleeping in `recv`: on loopback the sleeping receiver is woken once per
-//! segment and paces the sender, and 64 KiB frames then move at about
-//! 60 % of what the machine can do (see docs/performance.md). The stream
-//! baseline is meant to be the physical limit, so it takes the fastest
-//! receiver; replies (echo, ack) wait as before, in a blocking `recv`.
+//! work a byte can cost here, which is what a baseline is for. A server
+//! with a CPU of its own polls for its next bytes without blocking (for up
+//! to its spin limit) before every read instead of sleeping in `recv`: on
+//! loopback the sleeping receiver is woken once per segment and paces the
+//! sender, and 64 KiB frames then move at about 60 % of what the machine
+//! can do (see docs/performance.md); a round trip whose server sleeps
+//! pays a wake-up per request (an ack of 1 KiB requests came back at
+//! about half the rate of one whose server polls). The baseline is meant
+//! to be the physical limit, so it takes the fastest receiver for streams
+//! and round trips alike; latency comparisons that must wait as a given
+//! server waits start it with [`ServerWait::Recv`]`(None)` or
+//! [`ServerWait::Epoll`] instead.
 //! For the same reason a stream of frames smaller than a segment is sent
 //! with Nagle on (TCP_NODELAY off until the closing stats request), as
 //! TTCP and iperf3 send by default: the kernel coalesces them into full
@@ -53,9 +57,9 @@ use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
 /// Header size, equal to GIOP's.
 pub const HEADER: usize = 12;
-/// How long a server that has a CPU of its own polls for the next bytes of
-/// a stream before its read blocks.
-pub const STREAM_SPIN: Duration = Duration::from_millis(1);
+/// How long a server that has a CPU of its own polls for its next bytes
+/// before a read blocks.
+pub const SERVER_SPIN: Duration = Duration::from_millis(1);
 /// Largest body the server accepts.
 pub const MAX_BODY: usize = 512 << 20;
 
@@ -152,16 +156,16 @@ pub struct RawServer {
 impl RawServer {
     /// Listen on `addr` and serve on background threads, each pinned to
     /// `cpus` when given.
-    /// `stream_spin`: while sink frames stream in, poll for the next bytes
-    /// for up to this long before a read blocks (give it only a server
-    /// whose CPUs the client does not share).
+    /// `spin`: before every read, poll for the next bytes for up to this
+    /// long before the read blocks (give it only a server whose CPUs the
+    /// client does not share).
     pub fn start(
         addr: &str,
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
-        stream_spin: Option<Duration>,
+        spin: Option<Duration>,
     ) -> anyhow::Result<RawServer> {
-        Self::start_waiting(addr, opts, cpus, ServerWait::Recv(stream_spin))
+        Self::start_waiting(addr, opts, cpus, ServerWait::Recv(spin))
     }
 
     /// [`start`](Self::start) with each connection waiting as `wait` says
@@ -251,8 +255,8 @@ impl Drop for RawServer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerWait {
     /// Blocks in recv, as a thread per connection does (omniORB's server,
-    /// `--server-model threads`); while a stream of sink frames arrives it
-    /// polls first for up to the given time.
+    /// `--server-model threads`), polling first for up to the given time
+    /// (as `--server-model threads --spin-limit` does).
     Recv(Option<Duration>),
     /// Waits in epoll until the socket is readable whenever its last read
     /// did not fill the buffer, then reads: per request the epoll_wait,
@@ -392,7 +396,7 @@ impl RawIo for rustls::StreamOwned<rustls::ServerConnection, TcpStream> {
 }
 
 /// Serve one connection until the peer closes it.
-fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Result<()> {
+fn serve_conn(mut s: impl RawIo, spin: Option<Duration>) -> std::io::Result<()> {
     // Reads go into one large buffer, as an ORB's do, and a sink frame's
     // body is only counted there, never copied again: a stream of small
     // frames costs one recv per buffer rather than two per frame, and a
@@ -401,8 +405,6 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
     let mut buf = vec![0u8; READ_BUFFER];
     let (mut lo, mut hi) = (0usize, 0usize);
     let mut received: u64 = 0;
-    // Spin only while a stream is arriving: after a sink frame.
-    let mut spin = None;
     loop {
         if lo == hi {
             (lo, hi) = (0, 0);
@@ -428,7 +430,6 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
             let here = left.min(hi - lo);
             lo += here;
             left -= here;
-            spin = if kind == 0 { stream_spin } else { None };
             while left > 0 {
                 let n = match s.recv(&mut buf, spin)? {
                     0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
@@ -450,7 +451,6 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
         }
         // A request answered at once: one frame in flight, so what follows
         // its body in the buffer (nothing, normally) stays there.
-        spin = None;
         if kind == 1 {
             // The echo goes back from the read buffer itself, header and
             // body in one write (a single segment train, as a GIOP reply
@@ -469,7 +469,7 @@ fn serve_conn(mut s: impl RawIo, stream_spin: Option<Duration>) -> std::io::Resu
                 start
             };
             while hi < start + frame {
-                match s.recv(&mut buf[hi..start + frame], None)? {
+                match s.recv(&mut buf[hi..start + frame], spin)? {
                     0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
                     n => hi += n,
                 }
@@ -1089,8 +1089,8 @@ mod tests {
     fn stream_across_the_read_buffer_counts_every_byte() {
         // Frames that straddle the server's read buffer, small and larger
         // than the buffer, then a ping-pong on the same connection; the
-        // server polls while the stream arrives, as with a CPU of its own.
-        let spin = Some(STREAM_SPIN);
+        // server polls before its reads, as with a CPU of its own.
+        let spin = Some(SERVER_SPIN);
         let srv = RawServer::start("127.0.0.1:0", SocketOpts::default(), None, spin).unwrap();
         let mut c =
             RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
@@ -1216,5 +1216,60 @@ mod tests {
         let mut c =
             RawClient::connect(srv.addr(), SocketOpts::default(), Duration::from_secs(5)).unwrap();
         assert_eq!(c.pingpong(8, true, 0, 3, None).unwrap().calls, 3);
+    }
+
+    /// Time the calling thread wanted a CPU (on one, or runnable and
+    /// waiting for one): a thread that polls wants one all along however
+    /// busy the machine is; a blocked thread wants none.
+    fn thread_wanted() -> Duration {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+        let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+        Duration::from_nanos(f.next().unwrap() + f.next().unwrap())
+    }
+
+    /// How long a connection served with `spin` wanted a CPU while its
+    /// client, between two `kind` requests, was silent for `gap`.
+    fn wanted_between_requests(kind: Kind, spin: Option<Duration>, gap: Duration) -> Duration {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (conn, _) = l.accept().unwrap();
+        let server = std::thread::spawn(move || {
+            let w0 = thread_wanted();
+            serve_conn(&conn, spin).unwrap();
+            thread_wanted() - w0
+        });
+        let reply = if kind == Kind::Echo {
+            HEADER + 100
+        } else {
+            HEADER
+        };
+        let mut buf = vec![0u8; reply];
+        for i in 0..2 {
+            if i == 1 {
+                std::thread::sleep(gap);
+            }
+            c.write_all(&header(kind, 100)).unwrap();
+            c.write_all(&[5u8; 100]).unwrap();
+            c.read_exact(&mut buf).unwrap();
+        }
+        drop(c);
+        server.join().unwrap()
+    }
+
+    #[test]
+    fn a_server_with_a_spin_polls_for_each_request_and_one_without_blocks() {
+        // The twoway baseline is the fastest round trip: its server polls
+        // for the next request as for a stream's next segment, after
+        // acks and echoes alike; without a spin it sleeps in recv.
+        let gap = Duration::from_millis(300);
+        for kind in [Kind::Ack, Kind::Echo] {
+            let polled = wanted_between_requests(kind, Some(Duration::from_secs(5)), gap);
+            assert!(
+                polled >= gap * 2 / 3,
+                "{kind:?}: wanted {polled:?} of {gap:?}"
+            );
+            let blocked = wanted_between_requests(kind, None, gap);
+            assert!(blocked < gap / 6, "{kind:?}: wanted {blocked:?} of {gap:?}");
+        }
     }
 }

@@ -302,10 +302,13 @@ pub async fn resolve(
             skeleton: t.skeleton,
             model: t.server_model,
             // Thread per connection with a CPU apart: poll while oneways
-            // stream in, as the raw-TCP baseline's server does (not after
-            // replies: its round trips wait as the baseline's do).
+            // stream in, as the raw-TCP baseline's server does. Not after
+            // replies: between one client's calls a thread that polls holds
+            // a CPU its other connections may need (`serve --spin-limit`
+            // polls after replies too, and so does the raw baseline's
+            // server, the fastest round trip).
             polling: iiop_giop::transport::threads::Polling::streams(
-                cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
+                cpus.apart().then_some(crate::rawtcp::SERVER_SPIN),
             ),
             threads,
             cpus: Some(cpus.server_or_all()),

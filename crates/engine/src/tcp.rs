@@ -22,7 +22,11 @@ pub enum TcpPattern {
     Stream,
     /// Request/reply of the same size (echo).
     Pingpong,
-    /// Both.
+    /// Request of the size, an empty reply (a header): a twoway call's
+    /// round trip, whose rate is the most a client that waits for each
+    /// reply can move.
+    Ack,
+    /// Stream and ping-pong.
     #[default]
     Both,
 }
@@ -39,11 +43,11 @@ pub struct TcpOpts {
     pub size: Sizes,
     /// Stream: bytes to send per point (at least).
     pub total: u64,
-    /// Stream: minimum duration per point.
+    /// Stream and ack: minimum duration per point.
     pub min_duration: Duration,
     /// Stream: how the frames go out.
     pub writes: StreamWrites,
-    /// Ping-pong: round trips per point.
+    /// Ping-pong and ack: round trips per point (ack: at least).
     pub count: u64,
     /// Ping-pong: unrecorded round trips first.
     pub warmup: u64,
@@ -85,9 +89,15 @@ pub fn stream_case(run: &RawRun, size: u64) -> Case {
     c
 }
 
-/// Ping-pong case from a raw run.
+/// Ping-pong (echo) case from a raw run.
 pub fn pingpong_case(run: &RawRun, size: u64) -> Case {
-    let mut c = base_case(run, size, "pingpong");
+    round_trip_case(run, size, "pingpong")
+}
+
+/// Ping-pong case of `mode` (`pingpong`: echoes, `pingpong-ack`: empty
+/// replies) from a raw run.
+pub fn round_trip_case(run: &RawRun, size: u64, mode: &str) -> Case {
+    let mut c = base_case(run, size, mode);
     c.latency_us = Some(run.latency.summary());
     c.histogram = Some(run.latency.to_base64());
     c
@@ -139,7 +149,7 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
             "127.0.0.1:0",
             sock,
             Some(cpus.server_or_all()),
-            cpus.apart().then_some(crate::rawtcp::STREAM_SPIN),
+            cpus.apart().then_some(crate::rawtcp::SERVER_SPIN),
         )
         .map(|s| {
             let a = s.addr();
@@ -250,12 +260,25 @@ fn measure(
             p.done();
         }
         anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
-        if matches!(o.pattern, TcpPattern::Pingpong | TcpPattern::Both) {
-            let p = progress.case(&format!("tcp pingpong {}", format_size(size)));
+        let round_trip = match o.pattern {
+            TcpPattern::Pingpong | TcpPattern::Both => Some((true, "pingpong")),
+            TcpPattern::Ack => Some((false, "pingpong-ack")),
+            TcpPattern::Stream => None,
+        };
+        if let Some((echo, mode)) = round_trip {
+            let p = progress.case(&format!("tcp {mode} {}", format_size(size)));
             let w = watching.case();
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
-            let run = c.pingpong(size as usize, true, o.warmup, o.count, Some(max))?;
-            let mut case = pingpong_case(&run, size);
+            let mut run = c.pingpong(size as usize, echo, o.warmup, o.count, Some(max))?;
+            // Acks measure a rate, as a stream does: at least the count and
+            // at least the minimum duration.
+            let left = o
+                .min_duration
+                .saturating_sub(Duration::from_secs_f64(run.seconds));
+            if !echo && !left.is_zero() {
+                run.absorb(&c.pingpong(size as usize, false, 0, u64::MAX, Some(left))?);
+            }
+            let mut case = round_trip_case(&run, size, mode);
             w.finish(&mut case);
             cases.push(case);
             p.done();

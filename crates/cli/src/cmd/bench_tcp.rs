@@ -29,7 +29,7 @@ pub struct TcpArgs {
     /// Stream: bytes to send per point (at least).
     #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
     pub total: u64,
-    /// Stream: minimum duration per point.
+    /// Stream and ack: minimum duration per point.
     #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Stream: how frames leave. `joined`: frames shorter than a segment
@@ -40,10 +40,11 @@ pub struct TcpArgs {
     /// one write per call).
     #[arg(long, value_enum, default_value_t = StreamWritesArg::Joined, value_name = "HOW")]
     pub stream_writes: StreamWritesArg,
-    /// Ping-pong: round trips per point.
+    /// Ping-pong and ack: round trips per point (ack: at least that many,
+    /// and for at least --min-duration: a rate, as a stream's).
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub count: u64,
-    /// Ping-pong: unrecorded round trips first.
+    /// Ping-pong and ack: unrecorded round trips first.
     #[arg(long, default_value_t = 1_000, value_name = "N")]
     pub warmup: u64,
     /// How the client waits for replies and for room to send (`reactor`

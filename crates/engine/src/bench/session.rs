@@ -442,16 +442,16 @@ pub fn baseline_server(
 
 /// How the local raw-TCP server of `s`'s baseline waits: as the embedded
 /// server's model does when `wait_as_server` (latency: the raw round trip
-/// that waits the same way), else in recv, polling first while a stream
-/// arrives when it has a CPU of its own (throughput: the fastest way this
-/// machine moves the bytes).
+/// that waits the same way), else in recv, polling before every read when
+/// it has a CPU of its own (throughput: the fastest way this machine moves
+/// the bytes, for streams and round trips alike).
 pub fn raw_server_wait(s: &Session, wait_as_server: bool) -> crate::rawtcp::ServerWait {
     let reactor = s.embedded() && s.resolved.info.server_model.as_deref() == Some("reactor");
     match (wait_as_server, reactor) {
         (true, true) => crate::rawtcp::ServerWait::Epoll,
         (true, false) => crate::rawtcp::ServerWait::Recv(None),
         (false, _) => {
-            crate::rawtcp::ServerWait::Recv(s.cpus.apart().then_some(crate::rawtcp::STREAM_SPIN))
+            crate::rawtcp::ServerWait::Recv(s.cpus.apart().then_some(crate::rawtcp::SERVER_SPIN))
         }
     }
 }

@@ -80,9 +80,10 @@ pub struct ServeOpts {
     /// (`bench tcp --baseline-target` talks to it).
     #[arg(long, value_name = "HOST:PORT")]
     pub raw_tcp: Option<String>,
-    /// Raw-TCP baseline: while a stream arrives, poll for the next bytes
-    /// this long before a read blocks — the fastest receiver, for a server
-    /// with a CPU of its own (0 = always block in recv).
+    /// Raw-TCP baseline: before every read, poll for the next bytes this
+    /// long before the read blocks — the fastest receiver, of streams and
+    /// of requests, for a server with a CPU of its own (0 = always block
+    /// in recv).
     #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
     pub raw_spin_limit: Duration,
     /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
