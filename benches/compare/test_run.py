@@ -174,6 +174,22 @@ class SpreadNote(unittest.TestCase):
     def test_no_note_when_every_spread_is_zero(self):
         self.assertEqual(self.note([1000] * 3, [1000] * 3), [])
 
+    def test_the_rows_split_by_how_much_faster_our_client_ran(self):
+        res = results()
+        # Three points where ours is as fast and narrower, three where it
+        # is 5x as fast and wider; 6 rows each (2 servers).
+        steady, wide = [950, 1000, 1050], [900, 1000, 1100]
+        res["throughput"] = [row("oneway", "long", 1024 << i, {
+            "ours>ours": [5 * x for x in wide] if i % 2 else steady, "omniorb>ours": wide if i % 2 == 0 else steady,
+            "ours>omniorb": [5 * x for x in wide] if i % 2 else steady, "omniorb>omniorb": wide if i % 2 == 0 else steady}) for i in range(6)]
+        [note] = [l for l in run.targets(res) if l.startswith("Spreads taken together")]
+        self.assertIn("on 6 of 12 rows", note)
+        self.assertIn("where our client moved at most 1.25x the omniORB client's Mbit/s, ours no wider on 6 of 6 (probability 1.00)", note)
+        self.assertIn(f"where it moved more, on 0 of 6 (probability {run.sign_test(0, 6):.2f})", note)
+        # One kind of row only: nothing to split.
+        [note] = self.note([900, 1000, 1100], [950, 1000, 1050])
+        self.assertNotIn("By rate", note)
+
 
 class RoundOrder(unittest.TestCase):
     """The two runs a ratio divides run close together in every round."""
