@@ -506,6 +506,19 @@ BOTH_TARGETS = {"perfstruct": 2.0, "char": 10.0}
 SEPARATE_BELOW = 65536
 DEFAULT_BOTH = 1.0
 PING_TARGET, ECHO_TARGET = 1.05, 1.5
+# Per mode, the raw-TCP run that makes one call the way section 3's
+# clients do: its key in a section 4 entry, its name there, what it
+# moved, and the client it bounds.
+ONE_CALL = {
+    "oneway": {"key": "separate", "name": "separate writes",
+               "raw": "raw TCP written a frame per write with Nagle off",
+               "column": "for oneways shorter than a segment, what raw TCP moved written the same way, a frame per write with Nagle off (section 4's separate writes)",
+               "client": "writes each oneway when it is made with TCP_NODELAY"},
+    "twoway": {"key": "ack", "name": "acks",
+               "raw": "raw TCP's round trips of a request of that size and an empty reply, both sides polling,",
+               "column": "for twoways, what raw TCP moved in round trips of a request of the same size and an empty reply, one at a time, both sides polling (section 4's acks)",
+               "client": "waits for each twoway's reply before the next call"},
+}
 
 
 def case(r):
@@ -587,13 +600,12 @@ def targets(res):
     if "omniorb" in servers and "ours" in servers:
         past = beyond_one_call(res, rows)
         if past:
-            ways = {"oneway": "raw TCP written a frame per write with Nagle off moved at most", "twoway": "raw TCP's round trips of a request of that size and an empty reply, both sides polling, moved at most"}
-            modes = {m for _, _, _, m in past}
+            ways = [w for m, w in ONE_CALL.items() if any(m == pm for *_, pm in past)]
             note = ((note + "\n\n") if note else "") + (
-                f"Beyond one call at a time: {len(past)} of the rows short of section 3's target {'asks' if len(past) == 1 else 'ask'} for more than raw TCP moved the same way (section 4's " + " and ".join(x for m, x in [("oneway", "separate writes"), ("twoway", "acks")] if m in modes) + ", its fastest run): "
-                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ways[m]} {most:.0f}" for lbl, need, most, m in past)
-                + ". No client that " + " or ".join(x for m, x in [("oneway", "writes each oneway when it is made with TCP_NODELAY"), ("twoway", "waits for each twoway's reply before the next call")] if m in modes)
-                + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if "oneway" in modes else "."))
+                f"Beyond one call at a time: {len(past)} of the rows short of section 3's target {'asks' if len(past) == 1 else 'ask'} for more than raw TCP moved the same way (section 4's " + " and ".join(w["name"] for w in ways) + ", its fastest run): "
+                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ONE_CALL[m]['raw']} moved at most {most:.0f}" for lbl, need, most, m in past)
+                + ". No client that " + " or ".join(w["client"] for w in ways)
+                + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if ONE_CALL["oneway"] in ways else "."))
     return (["## Targets: what this run shows\n",
              "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise.\n",
              "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
@@ -603,12 +615,7 @@ def one_call_limits(res):
     """Per (mode, size), what raw TCP moved the way section 3's clients
     make one call: oneways, section 4's separate-writes stream (results
     from `/13` on); twoways, its ack round trips (from `/14` on)."""
-    out = {}
-    for t in res.get("tcp") or []:
-        for mode, key in [("oneway", "separate"), ("twoway", "ack")]:
-            if t.get(key):
-                out[(mode, t["size"])] = t[key]
-    return out
+    return {(mode, t["size"]): t[w["key"]] for t in res.get("tcp") or [] for mode, w in ONE_CALL.items() if t.get(w["key"])}
 
 
 def beyond_one_call(res, rows):
@@ -770,9 +777,7 @@ def write_doc(res, a, doc, data=None, rerendered=False):
         L.append("## 3. Both ours against both omniORB\n")
         ceil = one_call_limits(res)
         if ceil:
-            ways = [("oneway", "for oneways shorter than a segment, what raw TCP moved written the same way, a frame per write with Nagle off (section 4's separate writes)"),
-                    ("twoway", "for twoways, what raw TCP moved in round trips of a request of the same size and an empty reply, one at a time, both sides polling (section 4's acks)")]
-            said = "; ".join(x for m, x in ways if any(k[0] == m for k in ceil))
+            said = "; ".join(w["column"] for m, w in ONE_CALL.items() if any(k[0] == m for k in ceil))
             L.append(f"Both clients write each call when it is made, with TCP_NODELAY, and wait for each twoway's reply before the next call. The last column: {said}; the median of its runs. A ratio target that asks for more than it is beyond what one call at a time can reach on this machine.\n")
         L.append("| case | omniORB → omniORB | ours → ours | ratio |" + (" raw TCP, same way |" if ceil else ""))
         L.append("|---|---|---|---|" + ("---|" if ceil else ""))
@@ -1001,11 +1006,15 @@ def main():
 
             sep, sep_segs, acks, ack_p50 = [], [], [], []
 
+            def raw_tcp(*args):
+                """The one case of `bench tcp` at this size, pinned as the rest."""
+                return json.loads(run([IIOPBENCH, "bench", "tcp", *args, "--size", str(size), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))["cases"][0]
+
             def raw_stream(writes="joined", into=xs, segs=raw_segs):
-                r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "stream", "--stream-writes", writes, "--size", str(size), "--total", str(a.total), "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
-                x = r["cases"][0].get("receiver_throughput_mbps") or r["cases"][0]["throughput_mbps"]
+                c = raw_tcp("--pattern", "stream", "--stream-writes", writes, "--total", str(a.total))
+                x = c.get("receiver_throughput_mbps") or c["throughput_mbps"]
                 into.append(x)
-                per = (r["cases"][0].get("extra") or {}).get("calls_per_segment")
+                per = (c.get("extra") or {}).get("calls_per_segment")
                 if per:
                     segs.append(per)
                 return x
@@ -1039,9 +1048,9 @@ def main():
                 # polling: the most a client that waits for each twoway's
                 # reply can move (section 3's twoway ceiling).
                 if "twoway" in modes:
-                    r = json.loads(run([IIOPBENCH, "bench", "tcp", "--pattern", "ack", "--size", str(size), "--count", "10000", "--warmup", "1000", "--min-duration", f"{a.min_duration}s", "--runs", "1", "--quiet", "--json", "-"] + pin))
-                    acks.append(r["cases"][0]["throughput_mbps"])
-                    ack_p50.append(r["cases"][0]["latency_us"]["p50"])
+                    ack = raw_tcp("--pattern", "ack", "--count", "10000", "--warmup", "1000")
+                    acks.append(ack["throughput_mbps"])
+                    ack_p50.append(ack["latency_us"]["p50"])
             fastest = None
             if best:
                 fastest = {"mbps": med(orb), "samples": orb, "spread": spread(orb), "pair": f"{CLIENT_NAMES.get(c) or NAMES[c]} → {NAMES[s]}", "type": best["type"],

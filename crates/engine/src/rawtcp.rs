@@ -975,6 +975,21 @@ impl RawClient {
         count: u64,
         duration: Option<Duration>,
     ) -> anyhow::Result<RawRun> {
+        self.pingpong_for(size, echo, warmup, count, Duration::ZERO, duration)
+    }
+
+    /// [`pingpong`](Self::pingpong) that also goes on, past `count`, until
+    /// `min` has passed (a rate, as a stream measures one); `duration`
+    /// still ends it.
+    pub fn pingpong_for(
+        &mut self,
+        size: usize,
+        echo: bool,
+        warmup: u64,
+        count: u64,
+        min: Duration,
+        duration: Option<Duration>,
+    ) -> anyhow::Result<RawRun> {
         let kind = if echo { Kind::Echo } else { Kind::Ack };
         let placed = Placed::frames(kind, size, 1);
         let frame = placed.bytes();
@@ -991,7 +1006,9 @@ impl RawClient {
             self.read_reply(&mut reply)?;
         }
         let start = Instant::now();
-        while run.calls < count && duration.is_none_or(|d| start.elapsed() < d) {
+        while (run.calls < count || start.elapsed() < min)
+            && duration.is_none_or(|d| start.elapsed() < d)
+        {
             let t0 = Instant::now();
             self.send_frame(frame, head_first)?;
             self.read_reply(&mut reply)?;

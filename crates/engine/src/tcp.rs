@@ -269,15 +269,10 @@ fn measure(
             let p = progress.case(&format!("tcp {mode} {}", format_size(size)));
             let w = watching.case();
             let mut c = RawClient::connect(addr, sock, Duration::from_secs(10))?.spinning(spin);
-            let mut run = c.pingpong(size as usize, echo, o.warmup, o.count, Some(max))?;
             // Acks measure a rate, as a stream does: at least the count and
             // at least the minimum duration.
-            let left = o
-                .min_duration
-                .saturating_sub(Duration::from_secs_f64(run.seconds));
-            if !echo && !left.is_zero() {
-                run.absorb(&c.pingpong(size as usize, false, 0, u64::MAX, Some(left))?);
-            }
+            let min = if echo { Duration::ZERO } else { o.min_duration };
+            let run = c.pingpong_for(size as usize, echo, o.warmup, o.count, min, Some(max))?;
             let mut case = round_trip_case(&run, size, mode);
             w.finish(&mut case);
             cases.push(case);

@@ -725,7 +725,7 @@ fn raw_point(
     let mut c = if mode == CallMode::Oneway {
         crate::tcp::stream_case(&run, size)
     } else {
-        crate::tcp::round_trip_case(&run, size, pattern)
+        crate::tcp::pingpong_case(&run, size)
     };
     let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
     c.name = format!("{wire} {pattern} {}", format_size(size));
