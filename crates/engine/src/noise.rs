@@ -743,10 +743,20 @@ fn lock(m: &Mutex<WatchState>) -> MutexGuard<'_, WatchState> {
 
 impl ThreadWatch {
     /// Start sampling this process's threads and those of `extra_pids`
-    /// every `period` (about 20 ms: often enough to see where a thread
-    /// runs, cheap enough not to disturb it). The sampler thread is named
-    /// `iiopbench-watch` and never reports itself.
+    /// every `period`. The sampler thread is named `iiopbench-watch` and
+    /// never reports itself. Each sample stops whatever ran on the
+    /// sampler's CPU for as long as the sample takes (tens of µs on a
+    /// VM): see [`start_on`](Self::start_on) to keep it off the CPUs
+    /// being measured.
     pub fn start(extra_pids: &[u32], period: Duration) -> ThreadWatch {
+        Self::start_on(extra_pids, period, None)
+    }
+
+    /// [`start`](Self::start), the sampler thread pinned to `cpus` (when
+    /// given and the kernel allows it; else it runs where this thread
+    /// may).
+    pub fn start_on(extra_pids: &[u32], period: Duration, cpus: Option<&[usize]>) -> ThreadWatch {
+        let cpus = cpus.filter(|c| !c.is_empty()).map(<[usize]>::to_vec);
         let me = std::process::id();
         let mut pids = vec![me];
         for &p in extra_pids {
@@ -779,6 +789,10 @@ impl ThreadWatch {
                 // SAFETY: gettid has no preconditions.
                 let tid = unsafe { libc::gettid() };
                 let tid = u32::try_from(tid).unwrap_or(0);
+                if let Some(c) = &cpus {
+                    // Not possible (a cpuset without them): where it was.
+                    let _ = crate::sysinfo::pin_current_thread(c);
+                }
                 // Below the measured threads, so that a waking sampler
                 // rarely preempts one; not the lowest (19), which a
                 // saturated machine starves of samples for 100 ms and
@@ -1311,6 +1325,25 @@ mod tests {
         assert!(cpus.contains(&b), "{seen:?}");
         assert!(cpus.iter().all(|c| [a, b].contains(c)), "{seen:?}");
         assert!(seen.moved.contains(&label), "{seen:?}");
+    }
+
+    #[test]
+    fn a_sampler_given_cpus_runs_there_and_one_without_where_its_creator_may() {
+        let _g = live();
+        let mine = crate::sysinfo::current_affinity();
+        let last = *mine.last().expect("some CPU");
+        let sampler = |w: &ThreadWatch| {
+            let tid = lock(&w.inner.state).skip_tid;
+            assert_ne!(tid, 0, "the sampler named itself before start returned");
+            iiop_servers::affinity::affinity_of(tid as libc::pid_t)
+        };
+        let on = ThreadWatch::start_on(&[], Duration::from_millis(20), Some(&[last]));
+        assert_eq!(sampler(&on), vec![last]);
+        let free = ThreadWatch::start_on(&[], Duration::from_millis(20), None);
+        assert_eq!(sampler(&free), mine);
+        // An empty list is no placement either.
+        let empty = ThreadWatch::start_on(&[], Duration::from_millis(20), Some(&[]));
+        assert_eq!(sampler(&empty), mine);
     }
 
     #[test]

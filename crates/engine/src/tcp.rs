@@ -185,7 +185,10 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
         waiting.record(&mut r.params);
         let addr = addr?;
         let host = addr.ip().to_string();
-        let watching = Watching::start(embedded.is_none().then_some((host.as_str(), addr.port())));
+        let watching = Watching::start(
+            embedded.is_none().then_some((host.as_str(), addr.port())),
+            &cpus,
+        );
         let _pinned = cpus.pin_client()?;
         let tid = crate::bench::session::gettid();
         let runs = o
