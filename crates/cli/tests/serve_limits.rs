@@ -4,7 +4,8 @@
 //! answered, the counters are printed, exit status 0). And a thread per
 //! connection told to poll (`--spin-limit`) stays awake between
 //! messages while traffic lasts (oneways and round trips), then sleeps,
-//! and `serve --idl` runs the model it is given.
+//! `serve --idl` runs the model it is given, and an idle server sleeps
+//! until a signal.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -250,14 +251,7 @@ fn sigterm_lets_the_call_in_flight_finish_and_exits_zero() {
         r.expect("the call in flight at SIGTERM is answered")
     });
     assert!((500_000.0..1_500_000.0).contains(&spent), "{spent}");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = srv.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "serve did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (status, _) = exit_within(&mut srv.child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
     let mut rest = String::new();
     srv.stdout.read_to_string(&mut rest).unwrap();
@@ -499,4 +493,73 @@ fn serve_idl_runs_the_model_it_is_given() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--spin-limit needs --server-model threads")
     );
+}
+
+/// Voluntary context switches (sleeps ended by a wake-up) of each thread
+/// of `pid`, by "name (tid)".
+fn sleeps_by_thread(pid: u32) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let n = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+        let tid = t.file_name().to_string_lossy().into_owned();
+        out.insert(format!("{} ({tid})", comm.trim()), n);
+    }
+    out
+}
+
+/// A server left running with nothing to do wakes for nothing: its main
+/// thread used to look at the stop flag every 50 ms (20 wake-ups a second
+/// on the server's CPU, under load too); it now sleeps until a signal, and
+/// SIGTERM still ends it at once.
+#[test]
+fn an_idle_server_sleeps_until_a_signal() {
+    let mut srv = serve(&[]);
+    let pid = srv.child.id();
+    std::thread::sleep(Duration::from_millis(200));
+    let before = sleeps_by_thread(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = sleeps_by_thread(pid);
+    let main = before
+        .keys()
+        .find(|k| k.ends_with(&format!("({pid})")))
+        .expect("the main thread")
+        .clone();
+    let woke = |k: &str| after.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0);
+    assert!(
+        woke(&main) <= 1,
+        "{main} woke {} times in 1 s: {before:?} → {after:?}",
+        woke(&main)
+    );
+    let intr = before
+        .keys()
+        .find(|k| k.starts_with("iiopbench-intr"))
+        .expect("the interrupt waiter")
+        .clone();
+    assert!(woke(&intr) <= 1, "{intr} woke {} times in 1 s", woke(&intr));
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let (status, took) = exit_within(&mut srv.child, Duration::from_secs(5));
+    assert_eq!(status.code(), Some(0));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+/// `child`'s exit status and how long it took to come, failing the test
+/// after `limit`.
+fn exit_within(child: &mut Child, limit: Duration) -> (std::process::ExitStatus, Duration) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return (s, t0.elapsed());
+        }
+        assert!(t0.elapsed() < limit, "serve did not exit within {limit:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -27,7 +27,6 @@ pub mod throughput;
 pub mod workload;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// What to do when a call fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,19 +63,17 @@ pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: String) {
     *errors.entry(kind).or_insert(0) += 1;
 }
 
-/// While alive, runs `close` once Ctrl-C (or SIGTERM) is seen, looking
-/// every 100 ms: calls that wait on the runtime for a server that does not
-/// answer then end at once instead of at their timeout. (A connection that
-/// waits on read checks the flag itself.)
+/// While alive, runs `close` once Ctrl-C (or SIGTERM) is seen (woken by
+/// it, not by a timer on the client's CPU): calls that wait on the runtime
+/// for a server that does not answer then end at once instead of at their
+/// timeout. (A connection that waits on read checks the flag itself.)
 #[derive(Debug)]
 pub(crate) struct CloseOnInterrupt(tokio::task::JoinHandle<()>);
 
 impl CloseOnInterrupt {
     pub(crate) fn new(close: impl FnOnce() + Send + 'static) -> CloseOnInterrupt {
         CloseOnInterrupt(tokio::spawn(async move {
-            while !crate::interrupt::requested() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            crate::interrupt::stopped().await;
             close();
         }))
     }

@@ -6,7 +6,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use iiop_servers::idl_server::IdlServerOptions;
@@ -82,9 +81,7 @@ pub fn run(o: &super::ServeOpts, idl: &IdlServeOpts, file: &std::path::Path) -> 
     writeln!(out, "ready")?;
     out.flush()?;
     drop(out);
-    while !iiopbench_engine::interrupt::requested() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    iiopbench_engine::interrupt::wait();
     let counters = srv.handler().counters().clone();
     srv.stop()?;
     let s = counters.snapshot();

@@ -329,9 +329,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     writeln!(out, "ready")?;
     out.flush()?;
     drop(out);
-    while !iiopbench_engine::interrupt::requested() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    iiopbench_engine::interrupt::wait();
     let handler = srv.handler().clone();
     let s = srv.stop()?;
     // Per-connection counters (every connection has ended by now: stop()
