@@ -78,15 +78,14 @@ impl Server {
 
     /// [`start`](Self::start) on the thread-per-connection server.
     fn start_threads(tls: Option<Arc<rustls::ServerConfig>>, cfg: ServerConfig) -> Server {
-        use std::sync::atomic::{AtomicBool, Ordering};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let (stop, rx) = oneshot::channel::<()>();
-        let flag = Arc::new(AtomicBool::new(false));
+        let flag = Arc::new(threads::StopFlag::new().unwrap());
         let set = flag.clone();
         tokio::spawn(async move {
             let _ = rx.await;
-            set.store(true, Ordering::Relaxed);
+            set.stop();
         });
         let threads = threads::ThreadsConfig {
             thread_name: "tls-test-conn".into(),
@@ -497,13 +496,13 @@ impl Handler for Closed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
     let pki = TestPki::new("closed");
     for threads in [false, true] {
         let h = Arc::new(Closed::default());
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(threads::StopFlag::new().unwrap());
         let (tls, cfg) = (pki.server(false), ServerConfig::default());
         let (h2, stop2) = (h.clone(), stop.clone());
         let (tx, rx) = oneshot::channel::<()>();
@@ -542,7 +541,7 @@ async fn a_failed_handshake_is_a_closed_connection_to_the_handler() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(h.0.load(Ordering::SeqCst), 1, "threads: {threads}");
-        stop.store(true, Ordering::Relaxed);
+        stop.stop();
         let _ = tx.send(());
         tokio::time::timeout(Duration::from_secs(5), task)
             .await

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use iiop_giop::ior::CodeSetsSource;
 use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
-use iiop_giop::transport::threads::{serve_threads, Polling, ThreadsConfig};
+use iiop_giop::transport::threads::{serve_threads, Polling, StopFlag, ThreadsConfig};
 use iiop_giop::transport::tls::RustlsServerConfig;
 use tokio::sync::oneshot;
 
@@ -185,11 +185,11 @@ impl ServerThread {
                         }
                     };
                     let _ = ready_tx.send(listener.local_addr());
-                    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let stop = Arc::new(StopFlag::new()?);
                     let flag = stop.clone();
                     rt.spawn(async move {
                         let _ = stop_rx.await;
-                        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+                        flag.stop();
                     });
                     let threads = ThreadsConfig {
                         thread_name: SERVER_THREAD_PREFIX.into(),

@@ -15,9 +15,12 @@
 //! The connection's protocol decisions (framing and limits, dispatch,
 //! MessageError, the timeouts, CloseConnection) are the pure
 //! [`ServerConn`]'s, exactly as under the tokio driver: this module only
-//! moves bytes and time. Shutdown is seen within [`STOP_CHECK`]: accepting
-//! and reading stop, in-flight requests finish, CloseConnection is sent,
-//! and [`serve_threads`] returns once every connection's thread has ended.
+//! moves bytes and time. Shutdown ([`StopFlag::stop`]) wakes the accepting
+//! thread at once (it waits for connections with no timer, so a server
+//! under test does not wake on its own CPU for nothing), and a
+//! connection's thread sees it within [`STOP_CHECK`]: accepting and
+//! reading stop, in-flight requests finish, CloseConnection is sent, and
+//! [`serve_threads`] returns once every connection's thread has ended.
 //!
 //! With [`ThreadsConfig::tls`] every connection is TLS: its thread first
 //! runs the handshake, over within [`ServerConfig::handshake_timeout`]
@@ -43,8 +46,46 @@ use crate::conn::server::{
 /// The most plaintext one read takes from rustls (the room zeroed for it).
 const TLS_READ: usize = 64 * 1024;
 
-/// How often a waiting thread looks at the stop flag.
+/// How often a connection's waiting thread looks at the stop flag.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
+
+/// How long the accepting thread waits in one `poll` (a stop wakes it
+/// sooner): only a bound, in case a wake-up were ever lost.
+const ACCEPT_WAIT: Duration = Duration::from_secs(60);
+
+/// What stops [`serve_threads`]: a flag, and a socket pair whose byte
+/// wakes the accepting thread from its wait for connections.
+#[derive(Debug)]
+pub struct StopFlag {
+    set: AtomicBool,
+    wake_rx: UnixStream,
+    wake_tx: UnixStream,
+}
+
+impl StopFlag {
+    pub fn new() -> std::io::Result<StopFlag> {
+        let (wake_tx, wake_rx) = UnixStream::pair()?;
+        wake_tx.set_nonblocking(true)?;
+        Ok(StopFlag {
+            set: AtomicBool::new(false),
+            wake_rx,
+            wake_tx,
+        })
+    }
+
+    /// Stop the server: no new connections, and every connection ends
+    /// once its requests in flight are answered.
+    pub fn stop(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        // (A full socket already wakes the accepting thread.)
+        let _ = (&self.wake_tx).write(&[1]);
+    }
+
+    /// Whether [`stop`](Self::stop) was called.
+    pub fn is_set(&self) -> bool {
+        self.set.load(Ordering::Relaxed)
+    }
+}
 
 /// When a connection's thread polls for its next bytes before it blocks
 /// in `recv`: a receiver asleep in `recv` is woken per segment, and its
@@ -119,7 +160,7 @@ pub fn serve_threads<H: Handler>(
     handler: Arc<H>,
     cfg: ServerConfig,
     threads: ThreadsConfig,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
 ) -> std::io::Result<()> {
     let cfg = Arc::new(cfg);
     super::server::set_buffers(socket2::SockRef::from(&listener), &cfg)?;
@@ -127,13 +168,14 @@ pub fn serve_threads<H: Handler>(
     let threads = Arc::new(threads);
     let mut joins = Vec::new();
     let mut next_conn = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.is_set() {
         joins.retain(|j: &std::thread::JoinHandle<()>| !j.is_finished());
         if open.load(Ordering::Acquire) >= cfg.max_connections.max(1) {
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        if !readable(listener.as_raw_fd(), None, STOP_CHECK)?.0 {
+        let wake = stop.wake_rx.as_raw_fd();
+        if !readable(listener.as_raw_fd(), Some(wake), ACCEPT_WAIT)?.0 {
             continue;
         }
         let (stream, peer) = match listener.accept() {
@@ -163,8 +205,8 @@ pub fn serve_threads<H: Handler>(
                 (t.on_thread_start)();
                 let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.polling);
                 match &t.tls {
-                    None => conn.run(Io::Tcp(stream), &s),
-                    Some(tls) => conn.run_tls(tls.clone(), stream, &s),
+                    None => conn.run(Io::Tcp(stream), &s.set),
+                    Some(tls) => conn.run_tls(tls.clone(), stream, &s.set),
                 }
                 o.fetch_sub(1, Ordering::AcqRel);
             });
