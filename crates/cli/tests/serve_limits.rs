@@ -283,22 +283,11 @@ fn sigterm_lets_the_call_in_flight_finish_and_exits_zero() {
 
 /// Voluntary context switches (sleeps) of `pid`'s serving threads.
 fn server_sleeps(pid: u32) -> u64 {
-    let mut n = 0;
-    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-    {
-        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("iiopbench-serv") {
-            continue;
-        }
-        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
-        n += status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
-    }
-    n
+    sleeps_by_thread(pid)
+        .iter()
+        .filter(|(thread, _)| thread.starts_with("iiopbench-serv"))
+        .map(|(_, n)| n)
+        .sum()
 }
 
 /// Wait, without sleeping, for the end of call `i`'s slot of `gap` from

@@ -86,7 +86,7 @@ impl Watching {
 /// run is kept) that neither the pinned client nor the server uses. Empty
 /// when the client is not pinned (it may run on any of them) or none is
 /// left.
-pub fn spare_cpus(cpus: &Cpus) -> Vec<usize> {
+fn spare_cpus(cpus: &Cpus) -> Vec<usize> {
     let Some(client) = &cpus.client else {
         return Vec::new();
     };

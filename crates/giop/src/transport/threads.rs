@@ -168,13 +168,13 @@ pub fn serve_threads<H: Handler>(
     let threads = Arc::new(threads);
     let mut joins = Vec::new();
     let mut next_conn = 0u64;
+    let wake = stop.wake_rx.as_raw_fd();
     while !stop.is_set() {
         joins.retain(|j: &std::thread::JoinHandle<()>| !j.is_finished());
         if open.load(Ordering::Acquire) >= cfg.max_connections.max(1) {
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        let wake = stop.wake_rx.as_raw_fd();
         if !readable(listener.as_raw_fd(), Some(wake), ACCEPT_WAIT)?.0 {
             continue;
         }
