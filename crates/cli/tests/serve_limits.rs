@@ -505,16 +505,21 @@ fn sleeps_by_thread(pid: u32) -> std::collections::BTreeMap<String, u64> {
 }
 
 /// A server left running with nothing to do wakes for nothing, on either
-/// model. Its main thread used to look at the stop flag every 50 ms, and
-/// the thread-per-connection listener every 100 ms (30 wake-ups a second
-/// on the server's CPU, under load too). Now every thread sleeps until
-/// there is work or a signal, and SIGTERM still ends the server at once.
+/// model, with a client connected that says nothing. Its main thread used
+/// to look at the stop flag every 50 ms, the thread-per-connection
+/// listener every 100 ms, and an idle connection's thread every 100 ms
+/// too (40 wake-ups a second on the server's CPU, the first two under
+/// load as well). Now every thread sleeps until there is work or a
+/// signal, and SIGTERM still ends the server at once, closing the idle
+/// connection with CloseConnection.
 #[test]
 fn an_idle_server_sleeps_until_a_signal() {
     for model in ["reactor", "threads"] {
         let mut srv = serve(&["--server-model", model]);
         let pid = srv.child.id();
-        std::thread::sleep(Duration::from_millis(200));
+        let mut idle = located(srv.addr);
+        // (A connection's thread waits one STOP_CHECK in recv first.)
+        std::thread::sleep(Duration::from_millis(300));
         let before = sleeps_by_thread(pid);
         std::thread::sleep(Duration::from_secs(1));
         let after = sleeps_by_thread(pid);
@@ -534,7 +539,39 @@ fn an_idle_server_sleeps_until_a_signal() {
         let (status, took) = exit_within(&mut srv.child, Duration::from_secs(5));
         assert_eq!(status.code(), Some(0), "{model}");
         assert!(took < Duration::from_secs(2), "{model}: {took:?}");
+        let mut farewell = Vec::new();
+        idle.read_to_end(&mut farewell).unwrap();
+        let h = Header::parse(&farewell[..farewell.len().min(12)]);
+        assert!(
+            matches!(h, Ok(h) if h.msg_type == MsgType::CloseConnection) && farewell.len() == 12,
+            "{model}: the idle connection got {farewell:?}"
+        );
     }
+}
+
+/// A connection to the server at `addr` that has asked where the Bench
+/// object is and been answered, then says nothing more.
+fn located(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut req = bytes::BytesMut::new();
+    let key = iiop_giop::message::TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+    iiop_giop::message::encode_locate_request(
+        &mut req,
+        Version::V1_2,
+        iiop_cdr::ByteOrder::NATIVE,
+        1,
+        &key,
+    )
+    .unwrap();
+    s.write_all(&req).unwrap();
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    let h = Header::parse(&head).unwrap();
+    assert_eq!(h.msg_type, MsgType::LocateReply);
+    let mut body = vec![0u8; h.size as usize];
+    s.read_exact(&mut body).unwrap();
+    s
 }
 
 /// `child`'s exit status and how long it took to come, failing the test

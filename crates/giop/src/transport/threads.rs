@@ -17,9 +17,11 @@
 //! [`ServerConn`]'s, exactly as under the tokio driver: this module only
 //! moves bytes and time. Shutdown ([`StopFlag::stop`]) wakes the accepting
 //! thread at once (it waits for connections with no timer, so a server
-//! under test does not wake on its own CPU for nothing), and a
-//! connection's thread sees it within [`STOP_CHECK`]: accepting and
-//! reading stop, in-flight requests finish, CloseConnection is sent, and
+//! under test does not wake on its own CPU for nothing). A connection's
+//! thread blocked in `recv` sees it within [`STOP_CHECK`]; one that has
+//! had no bytes for that long waits in `poll` on its socket and the stop
+//! instead, with no timer, and wakes at once. Then accepting and reading
+//! stop, in-flight requests finish, CloseConnection is sent, and
 //! [`serve_threads`] returns once every connection's thread has ended.
 //!
 //! With [`ThreadsConfig::tls`] every connection is TLS: its thread first
@@ -46,15 +48,21 @@ use crate::conn::server::{
 /// The most plaintext one read takes from rustls (the room zeroed for it).
 const TLS_READ: usize = 64 * 1024;
 
-/// How often a connection's waiting thread looks at the stop flag.
+/// How often a connection's thread blocked in `recv` looks at the stop
+/// flag; once a wait that long brought nothing, the connection is quiet
+/// and its thread waits for bytes and the stop together (see
+/// [`ConnThread::serve_connection`]).
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
 
-/// How long the accepting thread waits in one `poll` (a stop wakes it
-/// sooner): only a bound, in case a wake-up were ever lost.
-const ACCEPT_WAIT: Duration = Duration::from_secs(60);
+/// How long a thread with nothing to do (the accepting thread, a quiet
+/// connection's) waits in one `poll`: a stop, a connection or bytes wake
+/// it sooner, so this is only a bound, in case a wake-up were ever lost.
+const LONG_WAIT: Duration = Duration::from_secs(60);
 
 /// What stops [`serve_threads`]: a flag, and a socket pair whose byte
-/// wakes the accepting thread from its wait for connections.
+/// wakes the accepting thread from its wait for connections, and every
+/// quiet connection's thread from its wait for bytes (nobody reads the
+/// byte: once written, the socket stays readable for all of them).
 #[derive(Debug)]
 pub struct StopFlag {
     set: AtomicBool,
@@ -175,7 +183,7 @@ pub fn serve_threads<H: Handler>(
             std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        if !readable(listener.as_raw_fd(), Some(wake), ACCEPT_WAIT)?.0 {
+        if !readable(listener.as_raw_fd(), Some(wake), LONG_WAIT)?.0 {
             continue;
         }
         let (stream, peer) = match listener.accept() {
@@ -205,8 +213,8 @@ pub fn serve_threads<H: Handler>(
                 (t.on_thread_start)();
                 let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.polling);
                 match &t.tls {
-                    None => conn.run(Io::Tcp(stream), &s.set),
-                    Some(tls) => conn.run_tls(tls.clone(), stream, &s.set),
+                    None => conn.run(Io::Tcp(stream), &s),
+                    Some(tls) => conn.run_tls(tls.clone(), stream, &s),
                 }
                 o.fetch_sub(1, Ordering::AcqRel);
             });
@@ -381,6 +389,9 @@ struct ConnThread<H> {
     polling: Polling,
     /// Whether the next read polls first ([`Polling`] says when).
     streaming: bool,
+    /// Whether the last wait for input brought nothing: the next one
+    /// waits for the stop too.
+    quiet: bool,
     /// [`ServerConfig::handshake_timeout`].
     handshake_timeout: Duration,
 }
@@ -405,17 +416,18 @@ impl<H: Handler> ConnThread<H> {
             rcvtimeo: None,
             polling,
             streaming: false,
+            quiet: false,
         }
     }
 
-    fn run(mut self, mut stream: Io, stop: &AtomicBool) {
+    fn run(mut self, mut stream: Io, stop: &StopFlag) {
         self.serve_connection(&mut stream, stop);
         self.closed();
     }
 
     /// [`run`](Self::run) after a TLS handshake; a failed or stalled one
     /// closes the connection, and the handler hears of it as of any other.
-    fn run_tls(self, tls: Arc<rustls::ServerConfig>, sock: TcpStream, stop: &AtomicBool) {
+    fn run_tls(self, tls: Arc<rustls::ServerConfig>, sock: TcpStream, stop: &StopFlag) {
         match handshake(tls, sock, self.handshake_timeout) {
             Ok(s) => self.run(Io::Tls(Box::new(s)), stop),
             Err(_) => self.closed(),
@@ -429,11 +441,19 @@ impl<H: Handler> ConnThread<H> {
         self.handler.connection_closed(&summary);
     }
 
-    fn serve_connection(&mut self, stream: &mut Io, stop: &AtomicBool) {
+    /// Serve until the connection is done. Waiting for input, the thread
+    /// blocks in `recv` for at most [`STOP_CHECK`] (or until the next
+    /// deadline), then looks at the stop flag. Once such a wait brought
+    /// nothing, the connection is quiet, and the next waits `poll` its
+    /// socket and the stop's wake-up socket, bounded by the next deadline
+    /// only: an idle connection does not wake its thread on a timer. A
+    /// busy one keeps the plain `recv`, one system call per read.
+    fn serve_connection(&mut self, stream: &mut Io, stop: &StopFlag) {
         let phases = self.phases.clone();
         let phases = phases.as_deref();
+        let stop_fd = stop.wake_rx.as_raw_fd();
         loop {
-            if stop.load(Ordering::Relaxed) && !self.conn.is_closing() {
+            if stop.is_set() && !self.conn.is_closing() {
                 self.conn.shutdown();
             }
             // Handle what is buffered (also after async replies freed room).
@@ -470,9 +490,21 @@ impl<H: Handler> ConnThread<H> {
             });
             let can_read = self.conn.can_read();
             let input = if can_read && (self.conn.in_flight() == 0 || stream.buffered()) {
-                // Nothing else can happen (or the input is here already):
-                // block in recv.
-                self.read(stream, wait, phases)
+                if self.quiet && !stream.buffered() {
+                    // Quiet: sleep until bytes, the stop or the deadline.
+                    let until = deadline.map_or(LONG_WAIT, |d| {
+                        d.saturating_duration_since(Instant::now()).min(LONG_WAIT)
+                    });
+                    match readable(stream.sock().as_raw_fd(), Some(stop_fd), until) {
+                        Ok((true, _)) => self.read(stream, wait, phases),
+                        Ok((false, _)) => Input::Waited,
+                        Err(_) => Input::Gone,
+                    }
+                } else {
+                    // Nothing else can happen (or the input is here
+                    // already): block in recv.
+                    self.read(stream, wait, phases)
+                }
             } else {
                 match readable(
                     if can_read {
@@ -488,6 +520,7 @@ impl<H: Handler> ConnThread<H> {
                     Err(_) => Input::Gone,
                 }
             };
+            self.quiet = matches!(input, Input::Waited);
             match input {
                 Input::Got(n) => self.conn.received(n),
                 Input::Gone => self.conn.on_eof(),
