@@ -4,8 +4,8 @@
 //! answered, the counters are printed, exit status 0). And a thread per
 //! connection told to poll (`--spin-limit`) stays awake between
 //! messages while traffic lasts (oneways and round trips), then sleeps,
-//! `serve --idl` runs the model it is given, and an idle server sleeps
-//! until a signal.
+//! `serve --idl` runs the model it is given, an idle server sleeps
+//! until a signal, and a full one until a connection ends.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -549,11 +549,60 @@ fn an_idle_server_sleeps_until_a_signal() {
     }
 }
 
+/// With every connection slot taken, the thread-per-connection listener
+/// looked for a free one every 1 ms: 1000 wake-ups a second on the
+/// server's CPU for as long as the server stayed full. Now the end of a
+/// connection wakes it, and the client waiting in the backlog is served
+/// as soon as the slot is free.
+#[test]
+fn a_full_server_sleeps_until_a_connection_ends() {
+    let srv = serve(&["--server-model", "threads", "--max-connections", "1"]);
+    let pid = srv.child.id();
+    let first = located(srv.addr);
+    // Accepted by the kernel, not served while `first` holds the slot.
+    let mut second = TcpStream::connect(srv.addr).unwrap();
+    ask_where(&mut second);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = sleeps_by_thread(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = sleeps_by_thread(pid);
+    for (thread, n) in &after {
+        let woke = n - before.get(thread).copied().unwrap_or(0);
+        assert!(
+            woke <= 1,
+            "{thread} woke {woke} times in 1 s: {before:?} → {after:?}"
+        );
+    }
+    second
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut b = [0u8; 1];
+    let r = second.read(&mut b);
+    assert!(
+        matches!(&r, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "served while the only slot was taken: {r:?}"
+    );
+    drop(first);
+    let t0 = Instant::now();
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    located_reply(&mut second);
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}
+
 /// A connection to the server at `addr` that has asked where the Bench
 /// object is and been answered, then says nothing more.
 fn located(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    ask_where(&mut s);
+    located_reply(&mut s);
+    s
+}
+
+/// Send a LocateRequest for the Bench object on `s`.
+fn ask_where(s: &mut TcpStream) {
     let mut req = bytes::BytesMut::new();
     let key = iiop_giop::message::TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
     iiop_giop::message::encode_locate_request(
@@ -565,13 +614,16 @@ fn located(addr: SocketAddr) -> TcpStream {
     )
     .unwrap();
     s.write_all(&req).unwrap();
+}
+
+/// Read the LocateReply that [`ask_where`] asked for.
+fn located_reply(s: &mut TcpStream) {
     let mut head = [0u8; 12];
     s.read_exact(&mut head).unwrap();
     let h = Header::parse(&head).unwrap();
     assert_eq!(h.msg_type, MsgType::LocateReply);
     let mut body = vec![0u8; h.size as usize];
     s.read_exact(&mut body).unwrap();
-    s
 }
 
 /// `child`'s exit status and how long it took to come, failing the test

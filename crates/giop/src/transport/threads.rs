@@ -16,8 +16,9 @@
 //! MessageError, the timeouts, CloseConnection) are the pure
 //! [`ServerConn`]'s, exactly as under the tokio driver: this module only
 //! moves bytes and time. Shutdown ([`StopFlag::stop`]) wakes the accepting
-//! thread at once (it waits for connections with no timer, so a server
-//! under test does not wake on its own CPU for nothing). A connection's
+//! thread at once (it waits for connections, or with every slot taken for
+//! a connection to end, with no timer, so a server under test does not
+//! wake on its own CPU for nothing). A connection's
 //! thread blocked in `recv` sees it within [`STOP_CHECK`]; one that has
 //! had no bytes for that long waits in `poll` on its socket and the stop
 //! instead, with no timer, and wakes at once. Then accepting and reading
@@ -177,10 +178,20 @@ pub fn serve_threads<H: Handler>(
     let mut joins = Vec::new();
     let mut next_conn = 0u64;
     let wake = stop.wake_rx.as_raw_fd();
+    // A connection's thread writes a byte here as it ends, which wakes
+    // the accepting thread while every slot is taken.
+    let (freed_tx, freed_rx) = UnixStream::pair()?;
+    freed_tx.set_nonblocking(true)?;
+    freed_rx.set_nonblocking(true)?;
+    let freed_tx = Arc::new(freed_tx);
     while !stop.is_set() {
         joins.retain(|j: &std::thread::JoinHandle<()>| !j.is_finished());
         if open.load(Ordering::Acquire) >= cfg.max_connections.max(1) {
-            std::thread::sleep(Duration::from_millis(1));
+            // Full: sleep until a connection ends or the stop. (Bytes of
+            // connections that ended earlier only cost one more look.)
+            readable(freed_rx.as_raw_fd(), Some(wake), LONG_WAIT)?;
+            let mut sink = [0u8; 64];
+            while matches!((&freed_rx).read(&mut sink), Ok(n) if n > 0) {}
             continue;
         }
         if !readable(listener.as_raw_fd(), Some(wake), LONG_WAIT)?.0 {
@@ -199,12 +210,13 @@ pub fn serve_threads<H: Handler>(
         let _ = stream.set_nodelay(cfg.nodelay);
         let _ = super::server::set_buffers(socket2::SockRef::from(&stream), &cfg);
         open.fetch_add(1, Ordering::AcqRel);
-        let (h, c, t, s, o) = (
+        let (h, c, t, s, o, freed) = (
             handler.clone(),
             cfg.clone(),
             threads.clone(),
             stop.clone(),
             open.clone(),
+            freed_tx.clone(),
         );
         let id = next_conn;
         let spawned = std::thread::Builder::new()
@@ -217,6 +229,8 @@ pub fn serve_threads<H: Handler>(
                     Some(tls) => conn.run_tls(tls.clone(), stream, &s),
                 }
                 o.fetch_sub(1, Ordering::AcqRel);
+                // (A full socket already wakes the accepting thread.)
+                let _ = (&*freed).write(&[1]);
             });
         match spawned {
             Ok(j) => joins.push(j),
