@@ -520,20 +520,11 @@ fn an_idle_server_sleeps_until_a_signal() {
         let mut idle = located(srv.addr);
         // (A connection's thread waits one STOP_CHECK in recv first.)
         std::thread::sleep(Duration::from_millis(300));
-        let before = sleeps_by_thread(pid);
-        std::thread::sleep(Duration::from_secs(1));
-        let after = sleeps_by_thread(pid);
+        let before = no_thread_wakes_for_a_second(pid, model);
         assert!(
             before.keys().any(|k| k.starts_with("iiopbench-intr")),
             "the interrupt waiter: {before:?}"
         );
-        for (thread, n) in &after {
-            let woke = n - before.get(thread).copied().unwrap_or(0);
-            assert!(
-                woke <= 1,
-                "{model}: {thread} woke {woke} times in 1 s: {before:?} → {after:?}"
-            );
-        }
         // SAFETY: signalling our own child.
         assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
         let (status, took) = exit_within(&mut srv.child, Duration::from_secs(5));
@@ -563,16 +554,7 @@ fn a_full_server_sleeps_until_a_connection_ends() {
     let mut second = TcpStream::connect(srv.addr).unwrap();
     ask_where(&mut second);
     std::thread::sleep(Duration::from_millis(300));
-    let before = sleeps_by_thread(pid);
-    std::thread::sleep(Duration::from_secs(1));
-    let after = sleeps_by_thread(pid);
-    for (thread, n) in &after {
-        let woke = n - before.get(thread).copied().unwrap_or(0);
-        assert!(
-            woke <= 1,
-            "{thread} woke {woke} times in 1 s: {before:?} → {after:?}"
-        );
-    }
+    no_thread_wakes_for_a_second(pid, "full");
     second
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
@@ -589,6 +571,22 @@ fn a_full_server_sleeps_until_a_connection_ends() {
         .unwrap();
     located_reply(&mut second);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}
+
+/// Fail (saying `what`) if any thread of `pid` wakes more than once in
+/// the next second; return the sleeps counted at its start.
+fn no_thread_wakes_for_a_second(pid: u32, what: &str) -> std::collections::BTreeMap<String, u64> {
+    let before = sleeps_by_thread(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    let after = sleeps_by_thread(pid);
+    for (thread, n) in &after {
+        let woke = n - before.get(thread).copied().unwrap_or(0);
+        assert!(
+            woke <= 1,
+            "{what}: {thread} woke {woke} times in 1 s: {before:?} → {after:?}"
+        );
+    }
+    before
 }
 
 /// A connection to the server at `addr` that has asked where the Bench

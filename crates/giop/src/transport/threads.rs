@@ -60,25 +60,54 @@ pub const STOP_CHECK: Duration = Duration::from_millis(100);
 /// it sooner, so this is only a bound, in case a wake-up were ever lost.
 const LONG_WAIT: Duration = Duration::from_secs(60);
 
-/// What stops [`serve_threads`]: a flag, and a socket pair whose byte
-/// wakes the accepting thread from its wait for connections, and every
-/// quiet connection's thread from its wait for bytes (nobody reads the
-/// byte: once written, the socket stays readable for all of them).
+/// How one thread wakes another that sleeps in `poll`: a socket pair,
+/// one end rung with a byte, the other polled. Both ends non-blocking: a
+/// full socket has a wake-up pending already.
+#[derive(Debug)]
+struct Bell {
+    tx: UnixStream,
+    rx: UnixStream,
+}
+
+impl Bell {
+    fn new() -> std::io::Result<Bell> {
+        let (tx, rx) = UnixStream::pair()?;
+        tx.set_nonblocking(true)?;
+        rx.set_nonblocking(true)?;
+        Ok(Bell { tx, rx })
+    }
+
+    fn ring(&self) {
+        let _ = (&self.tx).write(&[1]);
+    }
+
+    /// The end to poll.
+    fn fd(&self) -> std::os::fd::RawFd {
+        self.rx.as_raw_fd()
+    }
+
+    /// Take the wake-ups rung so far: the next poll waits for a new one.
+    fn hush(&self) {
+        let mut sink = [0u8; 64];
+        while matches!((&self.rx).read(&mut sink), Ok(n) if n > 0) {}
+    }
+}
+
+/// What stops [`serve_threads`]: a flag, and a [`Bell`] that wakes the
+/// accepting thread from its wait for connections, and every quiet
+/// connection's thread from its wait for bytes (nobody hushes it: once
+/// rung, it stays readable for all of them).
 #[derive(Debug)]
 pub struct StopFlag {
     set: AtomicBool,
-    wake_rx: UnixStream,
-    wake_tx: UnixStream,
+    bell: Bell,
 }
 
 impl StopFlag {
     pub fn new() -> std::io::Result<StopFlag> {
-        let (wake_tx, wake_rx) = UnixStream::pair()?;
-        wake_tx.set_nonblocking(true)?;
         Ok(StopFlag {
             set: AtomicBool::new(false),
-            wake_rx,
-            wake_tx,
+            bell: Bell::new()?,
         })
     }
 
@@ -86,8 +115,7 @@ impl StopFlag {
     /// once its requests in flight are answered.
     pub fn stop(&self) {
         self.set.store(true, Ordering::SeqCst);
-        // (A full socket already wakes the accepting thread.)
-        let _ = (&self.wake_tx).write(&[1]);
+        self.bell.ring();
     }
 
     /// Whether [`stop`](Self::stop) was called.
@@ -177,21 +205,17 @@ pub fn serve_threads<H: Handler>(
     let threads = Arc::new(threads);
     let mut joins = Vec::new();
     let mut next_conn = 0u64;
-    let wake = stop.wake_rx.as_raw_fd();
-    // A connection's thread writes a byte here as it ends, which wakes
-    // the accepting thread while every slot is taken.
-    let (freed_tx, freed_rx) = UnixStream::pair()?;
-    freed_tx.set_nonblocking(true)?;
-    freed_rx.set_nonblocking(true)?;
-    let freed_tx = Arc::new(freed_tx);
+    let wake = stop.bell.fd();
+    // Rung by each connection's thread as it ends: wakes the accepting
+    // thread while every slot is taken.
+    let freed = Arc::new(Bell::new()?);
     while !stop.is_set() {
         joins.retain(|j: &std::thread::JoinHandle<()>| !j.is_finished());
         if open.load(Ordering::Acquire) >= cfg.max_connections.max(1) {
-            // Full: sleep until a connection ends or the stop. (Bytes of
+            // Full: sleep until a connection ends or the stop. (Rings of
             // connections that ended earlier only cost one more look.)
-            readable(freed_rx.as_raw_fd(), Some(wake), LONG_WAIT)?;
-            let mut sink = [0u8; 64];
-            while matches!((&freed_rx).read(&mut sink), Ok(n) if n > 0) {}
+            readable(freed.fd(), Some(wake), LONG_WAIT)?;
+            freed.hush();
             continue;
         }
         if !readable(listener.as_raw_fd(), Some(wake), LONG_WAIT)?.0 {
@@ -216,7 +240,7 @@ pub fn serve_threads<H: Handler>(
             threads.clone(),
             stop.clone(),
             open.clone(),
-            freed_tx.clone(),
+            freed.clone(),
         );
         let id = next_conn;
         let spawned = std::thread::Builder::new()
@@ -229,8 +253,7 @@ pub fn serve_threads<H: Handler>(
                     Some(tls) => conn.run_tls(tls.clone(), stream, &s),
                 }
                 o.fetch_sub(1, Ordering::AcqRel);
-                // (A full socket already wakes the accepting thread.)
-                let _ = (&*freed).write(&[1]);
+                freed.ring();
             });
         match spawned {
             Ok(j) => joins.push(j),
@@ -280,25 +303,20 @@ fn readable(
 }
 
 /// The way back from the runtime to a connection's thread: replies on a
-/// channel, and a byte on a socket pair so that `poll` wakes.
+/// channel, and a [`Bell`] so that `poll` wakes.
 struct Wake {
     done_tx: mpsc::Sender<(AsyncTicket, AsyncReply)>,
     done_rx: mpsc::Receiver<(AsyncTicket, AsyncReply)>,
-    tx: Arc<UnixStream>,
-    rx: UnixStream,
+    bell: Arc<Bell>,
 }
 
 impl Wake {
     fn new() -> Wake {
         let (done_tx, done_rx) = mpsc::channel();
-        let (tx, rx) = UnixStream::pair().expect("a socket pair");
-        let _ = tx.set_nonblocking(true);
-        let _ = rx.set_nonblocking(true);
         Wake {
             done_tx,
             done_rx,
-            tx: Arc::new(tx),
-            rx,
+            bell: Arc::new(Bell::new().expect("a socket pair")),
         }
     }
 }
@@ -465,7 +483,7 @@ impl<H: Handler> ConnThread<H> {
     fn serve_connection(&mut self, stream: &mut Io, stop: &StopFlag) {
         let phases = self.phases.clone();
         let phases = phases.as_deref();
-        let stop_fd = stop.wake_rx.as_raw_fd();
+        let stop_fd = stop.bell.fd();
         loop {
             if stop.is_set() && !self.conn.is_closing() {
                 self.conn.shutdown();
@@ -526,7 +544,7 @@ impl<H: Handler> ConnThread<H> {
                     } else {
                         -1
                     },
-                    self.wake.as_ref().map(|w| w.rx.as_raw_fd()),
+                    self.wake.as_ref().map(|w| w.bell.fd()),
                     wait,
                 ) {
                     Ok((true, _)) => self.read(stream, wait, phases),
@@ -562,10 +580,9 @@ impl<H: Handler> ConnThread<H> {
             return false;
         };
         let mut any = false;
-        // Drain the wake-ups first: a reply sent after this drain wakes
-        // the next poll.
-        let mut sink = [0u8; 64];
-        while matches!((&w.rx).read(&mut sink), Ok(n) if n > 0) {}
+        // Hush the bell first: a reply sent after this rings it for the
+        // next poll.
+        w.bell.hush();
         while let Ok((ticket, reply)) = w.done_rx.try_recv() {
             self.conn.finish_async(ticket, reply);
             any = true;
@@ -644,14 +661,13 @@ enum Input {
 /// if it panicked) goes back to the connection's thread through `w`, whose socket
 /// pair wakes it.
 fn spawn_async(rt: &tokio::runtime::Handle, call: AsyncCall, w: &Wake) {
-    let (tx, wake) = (w.done_tx.clone(), w.tx.clone());
+    let (tx, bell) = (w.done_tx.clone(), w.bell.clone());
     let AsyncCall { ticket, future } = call;
     let task = rt.spawn(future);
     rt.spawn(async move {
         let reply = task.await.unwrap_or_else(|_| AsyncReply::handler_failed());
         let _ = tx.send((ticket, reply));
-        // Full means a wake-up is pending already.
-        let _ = (&*wake).write(&[1]);
+        bell.ring();
     });
 }
 
