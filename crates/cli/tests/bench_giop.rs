@@ -178,6 +178,42 @@ fn a_oneway_buffer_sends_many_oneways_per_segment_and_loses_none() {
     assert!(giop["baseline"]["ratio"].as_f64().unwrap() > 0.0);
 }
 
+/// `head_first_calls`: where the client waits on read, every oneway of
+/// 96 KiB or more goes headers-first, no message under 16 KiB does, and a
+/// connection's first large twoways (before it has made enough to time
+/// both ways) go headers-first too; the count adds up over slices and
+/// runs, as the calls do. The runtime's connection does not say.
+#[test]
+fn throughput_counts_the_calls_written_headers_first() {
+    for wait in ["read", "reactor"] {
+        let line = "bench throughput --runs 2 --slices 2 --pin none --type octet \
+                    --size 1KiB,128KiB --total 2MiB --min-duration 0s --mode oneway,twoway";
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(["--wait-strategy", wait]);
+        let (code, v) = run_json(&format!("tp-head-first-{wait}.json"), &args);
+        assert_eq!(code, 0, "{wait}");
+        let cs = cases(&v);
+        assert_eq!(cs.len(), 4, "{wait}");
+        for c in cs {
+            let size = c["params"]["size"].as_u64().unwrap();
+            let mode = &c["params"]["mode"];
+            let calls = c["calls"].as_u64().unwrap();
+            assert_eq!(calls, 2 * (2 << 20) / size, "{wait} {mode} {size}");
+            let split = c["extra"]
+                .get("head_first_calls")
+                .map(|n| n.as_u64().unwrap());
+            let want = match (wait, size) {
+                ("reactor", _) => None,
+                (_, 1024) => Some(0),
+                // 32 twoways in all, fewer than a connection makes before
+                // it times the two ways: all headers-first.
+                _ => Some(calls),
+            };
+            assert_eq!(split, want, "{wait} {mode} {size}");
+        }
+    }
+}
+
 #[test]
 fn throughput_counts_every_call_and_byte_on_every_path() {
     for path in [

@@ -122,8 +122,12 @@ fn fold(mut cases: Vec<Case>) -> Case {
             out.extra.insert(k.clone(), v.clone());
         }
     }
-    // Segments add up over the runs, as the calls did.
+    // Segments add up over the runs, as the calls did; so do the calls
+    // written headers-first.
     set_data_segments(&mut out, total_data_segments(&cases));
+    if let Some(n) = total_extra(&cases, "head_first_calls") {
+        param(&mut out.extra, "head_first_calls", n);
+    }
     let mut iv = BTreeMap::new();
     let mut put = |k: &str, xs: Vec<f64>| {
         if xs.len() == cases.len() {
@@ -197,9 +201,14 @@ pub(crate) fn set_data_segments(c: &mut Case, segs: Option<u64>) {
 
 /// The sum of the cases' `data_segments`, if every case has one.
 pub(crate) fn total_data_segments(cases: &[Case]) -> Option<u64> {
+    total_extra(cases, "data_segments")
+}
+
+/// The sum of the cases' count `key` in `extra`, if every case has one.
+pub(crate) fn total_extra(cases: &[Case], key: &str) -> Option<u64> {
     cases
         .iter()
-        .map(|c| c.extra.get("data_segments").and_then(|v| v.as_u64()))
+        .map(|c| c.extra.get(key).and_then(|v| v.as_u64()))
         .sum()
 }
 

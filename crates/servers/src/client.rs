@@ -465,6 +465,16 @@ impl BenchClient {
         }
     }
 
+    /// Messages our connection has written headers-first so far (see
+    /// [`BlockingConnection::head_first_writes`]); `None` on the runtime's
+    /// connection.
+    pub fn head_first_writes(&self) -> Option<u64> {
+        match &self.route().link {
+            Link::Reactor(_) => None,
+            Link::Read(b) => Some(lock(b).head_first_writes()),
+        }
+    }
+
     /// Close the connection.
     pub fn close(&self) {
         match &self.route().link {

@@ -504,7 +504,12 @@ fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
     let mut noises: Vec<crate::noise::Noise> = a.noise.iter().cloned().collect();
     for b in it {
         crate::merge::fold_case(&mut a, &b, crate::merge::Overlap::Sequential)?;
-        for key in ["server_bytes", "receiver_seconds", "lost_bytes"] {
+        for key in [
+            "server_bytes",
+            "receiver_seconds",
+            "lost_bytes",
+            "head_first_calls",
+        ] {
             let sum = |c: &Case| c.extra.get(key).and_then(|v| v.as_f64());
             match (sum(&a), sum(&b)) {
                 (Some(x), Some(y)) => {
@@ -579,6 +584,7 @@ async fn point(
     crate::gate::case_start(o.target.gate.as_ref()).await;
     let watch = s.watch_case();
     let segs0 = c.data_segments_out();
+    let split0 = c.head_first_writes();
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -601,6 +607,7 @@ async fn point(
     let segs = segs0
         .zip(c.data_segments_out())
         .map(|(a, b)| u64::from(b.wrapping_sub(a)));
+    let split = split0.zip(c.head_first_writes()).map(|(a, b)| b - a);
     // The client's phases before get_stats(); the server's after it (it
     // may still be decoding oneways until then).
     let phase_totals = c.phase_totals();
@@ -630,6 +637,9 @@ async fn point(
         ..Default::default()
     };
     set_data_segments(&mut case, segs);
+    if let Some(n) = split {
+        param(&mut case.extra, "head_first_calls", n);
+    }
     param(&mut case.params.extra, "elements", payload.len());
     param(
         &mut case.params.extra,

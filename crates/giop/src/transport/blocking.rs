@@ -43,7 +43,7 @@ use crate::conn::client::{
 };
 use crate::conn::deadline::{check_interval, Timer};
 use crate::conn::endpoint::Endpoint;
-use crate::conn::out::MAX_IOV;
+use crate::conn::out::{HeadFirstTuner, MAX_IOV};
 use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
 
@@ -76,6 +76,10 @@ pub struct BlockingConnection {
     hung_up: bool,
     /// Nagle between oneways ([`ClientSetup::coalesce_oneways`]).
     coalescing: Coalescing,
+    /// How large twoways are written ([`HeadFirstTuner`]).
+    head_first: HeadFirstTuner,
+    /// Messages written headers-first so far.
+    head_first_writes: u64,
 }
 
 impl BlockingConnection {
@@ -163,6 +167,8 @@ impl BlockingConnection {
             spin: cfg.spin.filter(|d| !d.is_zero()).map(|d| d.min(poll)),
             hung_up: false,
             coalescing,
+            head_first: HeadFirstTuner::default(),
+            head_first_writes: 0,
         })
     }
 
@@ -190,6 +196,13 @@ impl BlockingConnection {
     /// one segment carried.
     pub fn data_segments_out(&self) -> Option<u32> {
         data_segments_out(&self.sock)
+    }
+
+    /// Messages this connection has written headers-first so far: their
+    /// head alone, then the rest (large twoways where that got replies
+    /// sooner, [`HeadFirstTuner`]; oneways from 96 KiB on).
+    pub fn head_first_writes(&self) -> u64 {
+        self.head_first_writes
     }
 
     /// How long the TLS handshake took, after the TCP connect (`None`:
@@ -252,7 +265,17 @@ impl BlockingConnection {
         let sock = &self.sock;
         self.conn
             .before_write(&mut self.coalescing, |d| sock.set_nodelay(d));
-        let first = self.conn.first_write(what);
+        let mut first = self.conn.first_write(what);
+        // A large twoway: its head alone first or not, whichever has got
+        // replies sooner on this connection (HeadFirstTuner says why).
+        let split = (first != usize::MAX && what.expects_reply()).then(|| {
+            let split = self.head_first.split(self.conn.outbox().len());
+            (split, Instant::now())
+        });
+        if split.is_some_and(|(s, _)| !s) {
+            first = usize::MAX;
+        }
+        self.head_first_writes += u64::from(first != usize::MAX);
         if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
             return Err(self.end(e));
         }
@@ -260,7 +283,12 @@ impl BlockingConnection {
             return Ok(None);
         }
         match self.read_reply(id) {
-            Ok(inc) => Ok(Some(inc)),
+            Ok(inc) => {
+                if let Some((s, t0)) = split {
+                    self.head_first.record(s, t0.elapsed());
+                }
+                Ok(Some(inc))
+            }
             Err(e @ ClientError::Timeout { .. }) => {
                 // The core queued CancelRequest; the late reply is dropped
                 // on arrival.
