@@ -420,6 +420,10 @@ pub struct ServerConn {
 /// The least a read is limited to (see [`ServerConn::read_limit`]).
 pub const READ_MIN: usize = 2 * 1024;
 
+/// The most room [`ServerConn::read_buf`] makes ahead for the rest of a
+/// message that has begun to arrive.
+pub const READ_AHEAD_MAX: usize = 256 * 1024;
+
 /// Reads in a row that took all they were allowed, after which the
 /// input is drained instead (see [`ServerConn::read_limit`]).
 pub const DRAIN_AFTER: u32 = 8;
@@ -471,13 +475,39 @@ impl ServerConn {
         &self.summary
     }
 
-    /// The buffer to read received bytes into (at least 16 KiB of room);
-    /// then call [`received`](Self::received).
+    /// The buffer to read received bytes into: at least 16 KiB of room,
+    /// and room for the rest of the message at the head of the input, up
+    /// to as much of it as has arrived already (and at most
+    /// [`READ_AHEAD_MAX`]); then call [`received`](Self::received).
+    ///
+    /// Room made ahead for a large message saves growing the buffer piece
+    /// by piece as it arrives, each growth moving what came before (and
+    /// more reads): ours → our thread-per-connection server polling 1 ms,
+    /// twoway octets of 128 KiB, 1.11x the Mbit/s [1.09–1.21] (6 paired
+    /// rounds), 1.04–1.07x through the reactor. The buffer still grows
+    /// only as bytes arrive, to at most about twice what has: a peer that
+    /// declares a large message and sends it slowly holds no more than
+    /// that, and a declared size over the largest message accepted gets
+    /// no room ahead at all.
     pub fn read_buf(&mut self) -> &mut BytesMut {
-        if self.input.capacity() - self.input.len() < 16 * 1024 {
-            self.input.reserve(64 * 1024);
+        let have = self.input.len();
+        let ahead = self.lacking().min(have).min(READ_AHEAD_MAX);
+        if self.input.capacity() - have < ahead.max(16 * 1024) {
+            self.input.reserve(ahead.max(64 * 1024));
         }
         &mut self.input
+    }
+
+    /// Bytes the message at the head of the input still lacks (0 when its
+    /// header is not all in, is malformed, or declares more than the
+    /// largest message accepted: the decoder refuses it).
+    fn lacking(&self) -> usize {
+        match self.input.get(..HEADER_LEN).map(Header::parse) {
+            Some(Ok(h)) if h.size as usize <= self.decoder.config().max_message_size => {
+                h.total_len().saturating_sub(self.input.len())
+            }
+            _ => 0,
+        }
     }
 
     /// The most the next read should take: what the message at the head
@@ -510,11 +540,7 @@ impl ServerConn {
         self.asked = if self.last_len == 0 || self.full_reads >= DRAIN_AFTER {
             usize::MAX
         } else {
-            let lacking = match self.input.get(..HEADER_LEN).map(Header::parse) {
-                Some(Ok(h)) => h.total_len().saturating_sub(self.input.len()),
-                _ => 0,
-            };
-            lacking.max(2 * self.last_len).max(READ_MIN)
+            self.lacking().max(2 * self.last_len).max(READ_MIN)
         };
         self.asked
     }

@@ -586,6 +586,46 @@ fn reads_take_what_the_head_lacks_or_two_messages_the_size_of_the_last() {
     assert_eq!(s.read_limit(), 12 + 40_000 - 112);
 }
 
+/// Room for the rest of a large message that has begun, made before it
+/// arrives: up to as much as has arrived, and to READ_AHEAD_MAX; none for
+/// a declared size alone, nor for one over the largest message accepted.
+#[test]
+fn the_read_buffer_makes_room_ahead_for_the_rest_of_a_large_message() {
+    let room = |s: &mut ServerConn| {
+        let b = s.read_buf();
+        b.capacity() - b.len()
+    };
+    let head = |size| Header::new(Version::V1_2, ByteOrder::Little, MsgType::Request, size);
+    let mut s = server(ServerConfig::default());
+    assert!(room(&mut s) >= 16 * 1024);
+    receive(&mut s, &head(200_000).to_bytes());
+    receive(&mut s, &[0; 100_000]);
+    assert!(room(&mut s) >= 100_012, "the rest of it: {}", room(&mut s));
+    // Declared, nothing sent: no more than without it.
+    let mut s = server(ServerConfig::default());
+    receive(&mut s, &head(100 << 20).to_bytes());
+    let r = room(&mut s);
+    assert!((16 * 1024..=64 * 1024).contains(&r), "{r}");
+    // Much sent of a very large message: at most READ_AHEAD_MAX ahead.
+    receive(&mut s, &vec![0; 600_000]);
+    let r = room(&mut s);
+    assert!(
+        (READ_AHEAD_MAX..2 * READ_AHEAD_MAX + 700_000).contains(&r),
+        "{r}"
+    );
+    // What a message lacks counts only under the limit, on a whole header.
+    for (limit, lacks) in [(2 << 20, (1 << 20) + 12 - 200_012), (64 << 10, 0)] {
+        let mut cfg = ServerConfig::default();
+        cfg.codec.max_message_size = limit;
+        let mut s = server(cfg);
+        receive(&mut s, &head(1 << 20).to_bytes()[..11]);
+        assert_eq!(s.lacking(), 0, "part of a header");
+        receive(&mut s, &head(1 << 20).to_bytes()[11..]);
+        receive(&mut s, &vec![0; 200_000]);
+        assert_eq!(s.lacking(), lacks, "limit {limit}");
+    }
+}
+
 #[test]
 fn reads_that_keep_taking_all_they_may_drain_the_input_until_it_runs_low() {
     let mut s = server(ServerConfig::default());
