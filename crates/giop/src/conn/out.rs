@@ -109,92 +109,87 @@ const WHOLE_MARGIN: f64 = 0.90;
 pub struct HeadFirstTuner {
     /// The message size the timings are for.
     size: usize,
-    /// Calls written headers-first, untimed, before the trial.
-    settled: u32,
-    /// Calls of the trial so far.
-    step: u32,
+    /// Calls written headers-first, untimed, before this trial:
+    /// [`HEAD_FIRST_SETTLE`] on a new connection or size class, none when
+    /// a warm connection times again.
+    settle: u32,
+    /// Calls since this trial (its settling included) began.
+    calls: u32,
     /// Round trips timed so far (ns): `[whole, head first]`.
     timed: [Vec<u64>; 2],
-    /// The way chosen (`true`: head first), once both were timed.
+    /// The way chosen (`true`: head first), once the trial is over.
     chosen: Option<bool>,
-    /// Calls written the chosen way since it was chosen.
-    since: u32,
 }
 
 impl HeadFirstTuner {
+    /// A trial for messages of `size`, after `settle` untimed calls.
+    fn start(size: usize, settle: u32) -> HeadFirstTuner {
+        HeadFirstTuner {
+            size,
+            settle,
+            ..HeadFirstTuner::default()
+        }
+    }
+
     /// Whether the next eligible request, `len` bytes, writes its head
     /// alone first.
     pub fn split(&mut self, len: usize) -> bool {
         let same_class =
             self.size > 0 && len >= self.size / 2 && len <= self.size.saturating_mul(2);
         if !same_class {
-            *self = HeadFirstTuner {
-                size: len,
-                ..HeadFirstTuner::default()
-            };
-        } else if self.since >= HEAD_FIRST_RETRY {
-            // Warm already: straight to a new trial.
-            *self = HeadFirstTuner {
-                size: self.size,
-                settled: HEAD_FIRST_SETTLE,
-                ..HeadFirstTuner::default()
-            };
+            *self = HeadFirstTuner::start(len, HEAD_FIRST_SETTLE);
+        } else if self.calls >= self.settle + TRIAL_CALLS + HEAD_FIRST_RETRY {
+            *self = HeadFirstTuner::start(self.size, 0);
         }
         match self.chosen {
             Some(way) => way,
-            None if self.settled < HEAD_FIRST_SETTLE => true,
-            None => self.trial_way().unwrap_or(true),
+            None => self.trial_step().and_then(trial_way).unwrap_or(true),
         }
     }
 
     /// A request written the way [`split`](Self::split) said (`split`)
     /// got its reply `round_trip` after its first byte was written.
     pub fn record(&mut self, split: bool, round_trip: std::time::Duration) {
-        if self.chosen.is_some() {
-            self.since += 1;
-            return;
+        if let Some(step) = self.trial_step() {
+            // The first call of a block, a change of way, is not timed.
+            if trial_way(step) == Some(split) && !step.is_multiple_of(HEAD_FIRST_SPACING) {
+                let ns = u64::try_from(round_trip.as_nanos()).unwrap_or(u64::MAX);
+                self.timed[usize::from(split)].push(ns);
+            }
+            if step + 1 == TRIAL_CALLS {
+                let [whole, head] = self.timed.each_mut().map(|t| trimmed_mean(t));
+                self.chosen = Some((whole as f64) >= (head as f64) * WHOLE_MARGIN);
+            }
         }
-        if self.settled < HEAD_FIRST_SETTLE {
-            self.settled += 1;
-            return;
-        }
-        let timed = self.trial_way().is_some_and(|w| w == split)
-            && !self.step.is_multiple_of(HEAD_FIRST_SPACING);
-        self.step += 1;
-        if timed {
-            let ns = u64::try_from(round_trip.as_nanos()).unwrap_or(u64::MAX);
-            self.timed[usize::from(split)].push(ns);
-        }
-        if self.step >= TRIAL_CALLS {
-            let [whole, head] = self.timed.each_mut().map(|t| trimmed_mean(t));
-            self.chosen = Some((whole as f64) >= (head as f64) * WHOLE_MARGIN);
-        }
+        self.calls = self.calls.saturating_add(1);
     }
 
-    /// The way of the trial's current call, if it is in one of its blocks
-    /// (else it is a call between blocks, headers-first).
-    fn trial_way(&self) -> Option<bool> {
-        (self.step % HEAD_FIRST_SPACING < HEAD_FIRST_BLOCK)
-            .then(|| TRIAL_WAYS[(self.step / HEAD_FIRST_SPACING) as usize % TRIAL_WAYS.len()])
-    }
-
-    /// The way chosen, once both were timed (`true`: head first).
-    pub fn chosen(&self) -> Option<bool> {
-        self.chosen
+    /// Where the next call is in the trial, once settled and while no way
+    /// is chosen.
+    fn trial_step(&self) -> Option<u32> {
+        let step = self.calls.checked_sub(self.settle)?;
+        (self.chosen.is_none() && step < TRIAL_CALLS).then_some(step)
     }
 }
 
-/// The mean of `v` without its largest seventh (at least one): a stall
-/// of the machine in a trial does not decide it, while a way that is
-/// slow on every other call (a peer that sleeps between some calls and
-/// not others) counts as slow as it is, which a median would hide.
+/// The way of the trial's call `step` if it is in one of the trial's
+/// blocks (else it falls between blocks and goes headers-first).
+fn trial_way(step: u32) -> Option<bool> {
+    (step % HEAD_FIRST_SPACING < HEAD_FIRST_BLOCK)
+        .then(|| TRIAL_WAYS[(step / HEAD_FIRST_SPACING) as usize])
+}
+
+/// The mean of `v` without its largest seventh: a stall of the machine
+/// in a trial does not decide it, while a way that is slow on every
+/// other call (a peer that sleeps between some calls and not others)
+/// counts as slow as it is, which a median would hide.
 fn trimmed_mean(v: &mut [u64]) -> u64 {
     if v.is_empty() {
         return 0;
     }
     v.sort_unstable();
-    let keep = &v[..v.len() - (v.len() / 7).max(1)];
-    keep.iter().sum::<u64>() / keep.len().max(1) as u64
+    let keep = &v[..v.len() - v.len() / 7];
+    keep.iter().sum::<u64>() / keep.len() as u64
 }
 
 /// Bytes waiting to be written: `buf` with shared runs spliced in.
@@ -353,11 +348,11 @@ mod tests {
             want[..],
             "blocks of head first, whole, whole, head first, twice; headers-first between"
         );
-        assert_eq!(t.chosen(), Some(false), "whole writes got replies sooner");
+        assert_eq!(t.chosen, Some(false), "whole writes got replies sooner");
         assert!((0..100).all(|_| !t.split(65536)));
         let mut t = HeadFirstTuner::default();
         trial(&mut t, 65536, 30, 20);
-        assert_eq!(t.chosen(), Some(true));
+        assert_eq!(t.chosen, Some(true));
         assert!(t.split(40000) && t.split(131072), "the same size class");
     }
 
@@ -365,10 +360,10 @@ mod tests {
     fn head_first_tuner_keeps_headers_first_unless_whole_clearly_wins() {
         let mut t = HeadFirstTuner::default();
         trial(&mut t, 65536, 92, 100);
-        assert_eq!(t.chosen(), Some(true), "8 % is within the margin");
+        assert_eq!(t.chosen, Some(true), "8 % is within the margin");
         let mut t = HeadFirstTuner::default();
         trial(&mut t, 65536, 85, 100);
-        assert_eq!(t.chosen(), Some(false));
+        assert_eq!(t.chosen, Some(false));
     }
 
     /// Settle, then a trial whose round trips `us(split, step)` gives.
@@ -377,7 +372,7 @@ mod tests {
             let split = t.split(65536);
             t.record(split, Duration::from_millis(50));
         }
-        assert_eq!(t.chosen(), None, "settling times nothing");
+        assert_eq!(t.chosen, None, "settling times nothing");
         for i in 0..TRIAL {
             let split = t.split(65536);
             t.record(split, Duration::from_micros(us(split, i)));
@@ -395,7 +390,7 @@ mod tests {
             (false, _) => 20,
             (true, _) => 25,
         });
-        assert_eq!(t.chosen(), Some(false));
+        assert_eq!(t.chosen, Some(false));
     }
 
     #[test]
@@ -409,25 +404,24 @@ mod tests {
             true => 20,
             false => 25,
         });
-        assert_eq!(t.chosen(), Some(false));
+        assert_eq!(t.chosen, Some(false));
     }
 
     #[test]
     fn head_first_tuner_times_again_for_another_size_and_after_a_while() {
         let mut t = HeadFirstTuner::default();
         trial(&mut t, 65536, 20, 30);
-        assert_eq!(t.chosen(), Some(false));
+        assert_eq!(t.chosen, Some(false));
         // Four times the size: timed anew, and here head first wins.
         trial(&mut t, 262144, 60, 40);
-        assert_eq!(t.chosen(), Some(true));
+        assert_eq!(t.chosen, Some(true));
         for _ in 0..HEAD_FIRST_RETRY {
             assert!(t.split(262144));
             t.record(true, Duration::from_micros(40));
         }
         assert!(t.split(262144), "a new trial starts head first");
         assert_eq!(
-            t.chosen(),
-            None,
+            t.chosen, None,
             "after HEAD_FIRST_RETRY calls both are timed again"
         );
         // Without settling again: a block of headers-first and the calls

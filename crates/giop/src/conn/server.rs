@@ -491,9 +491,15 @@ impl ServerConn {
     /// no room ahead at all.
     pub fn read_buf(&mut self) -> &mut BytesMut {
         let have = self.input.len();
-        let ahead = self.lacking().min(have).min(READ_AHEAD_MAX);
-        if self.input.capacity() - have < ahead.max(16 * 1024) {
-            self.input.reserve(ahead.max(64 * 1024));
+        let room = self.input.capacity() - have;
+        // Room ahead is at most `have`: the header is looked at only when
+        // the room falls short of that (not on every read of small
+        // messages).
+        if room < have.clamp(16 * 1024, READ_AHEAD_MAX) {
+            let ahead = self.lacking().min(have).min(READ_AHEAD_MAX);
+            if room < ahead.max(16 * 1024) {
+                self.input.reserve(ahead.max(64 * 1024));
+            }
         }
         &mut self.input
     }

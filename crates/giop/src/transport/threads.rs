@@ -517,40 +517,32 @@ impl<H: Handler> ConnThread<H> {
                 continue;
             }
             let deadline = self.conn.next_deadline(Instant::now);
-            let wait = deadline.map_or(STOP_CHECK, |d| {
-                d.saturating_duration_since(Instant::now()).min(STOP_CHECK)
-            });
+            let until = |cap: Duration| {
+                deadline.map_or(cap, |d| {
+                    d.saturating_duration_since(Instant::now()).min(cap)
+                })
+            };
+            let wait = until(STOP_CHECK);
             let can_read = self.conn.can_read();
-            let input = if can_read && (self.conn.in_flight() == 0 || stream.buffered()) {
-                if self.quiet && !stream.buffered() {
-                    // Quiet: sleep until bytes, the stop or the deadline.
-                    let until = deadline.map_or(LONG_WAIT, |d| {
-                        d.saturating_duration_since(Instant::now()).min(LONG_WAIT)
-                    });
-                    match readable(stream.sock().as_raw_fd(), Some(stop_fd), until) {
-                        Ok((true, _)) => self.read(stream, wait, phases),
-                        Ok((false, _)) => Input::Waited,
-                        Err(_) => Input::Gone,
-                    }
-                } else {
-                    // Nothing else can happen (or the input is here
-                    // already): block in recv.
-                    self.read(stream, wait, phases)
-                }
+            let only_input = can_read && (self.conn.in_flight() == 0 || stream.buffered());
+            let sock = stream.sock().as_raw_fd();
+            // What to `poll` for before reading: nothing (block in recv)
+            // when only input can come, or it is here already, and the
+            // connection is busy; when it is quiet, the bytes or the stop,
+            // with no timer but the deadline; with asynchronous calls in
+            // flight, the bytes (if it may read) or a reply.
+            let poll_for = if only_input && (!self.quiet || stream.buffered()) {
+                None
+            } else if only_input {
+                Some((sock, Some(stop_fd), until(LONG_WAIT)))
             } else {
-                match readable(
-                    if can_read {
-                        stream.sock().as_raw_fd()
-                    } else {
-                        -1
-                    },
-                    self.wake.as_ref().map(|w| w.bell.fd()),
-                    wait,
-                ) {
-                    Ok((true, _)) => self.read(stream, wait, phases),
-                    Ok((false, _)) => Input::Waited,
-                    Err(_) => Input::Gone,
-                }
+                let fd = if can_read { sock } else { -1 };
+                Some((fd, self.wake.as_ref().map(|w| w.bell.fd()), wait))
+            };
+            let input = match poll_for.map(|(fd, other, t)| readable(fd, other, t)) {
+                None | Some(Ok((true, _))) => self.read(stream, wait, phases),
+                Some(Ok((false, _))) => Input::Waited,
+                Some(Err(_)) => Input::Gone,
             };
             self.quiet = matches!(input, Input::Waited);
             match input {
