@@ -132,6 +132,12 @@ pub fn human(r: &Results) -> String {
         Some("recv") => out.push_str(
             "  baseline: raw round trips whose server blocks in recv, a thread per connection\n",
         ),
+        Some("poll") if r.kind == "latency" => out.push_str(
+            "  baseline: raw round trips whose server polls for each request before it blocks in recv, as this server does\n",
+        ),
+        Some("poll") => out.push_str(
+            "  baseline: raw TCP whose server polls for its bytes before it blocks in recv: the fastest way this machine moves them\n",
+        ),
         _ => {}
     }
     let has_lat = r.cases.iter().any(|c| c.latency_us.is_some());
@@ -218,6 +224,9 @@ pub fn human(r: &Results) -> String {
     if let Some(n) = joining_note(r) {
         out.push_str(&n);
     }
+    if let Some(n) = waking_note(r) {
+        out.push_str(&n);
+    }
     breakdown_table(r, &mut out);
     for f in &r.fits {
         out.push_str(&format!(
@@ -287,6 +296,42 @@ fn joining_note(r: &Results) -> Option<String> {
          (the stream lets the kernel join small frames, Nagle on, as TTCP and iperf3 send; \
          these oneways went a segment each, TCP_NODELAY per call, as ORB clients send by default; \
          --coalesce-oneways sends as the stream does)\n"
+    ))
+}
+
+/// Why a twoway's "vs tcp" can be far below 1 at small sizes: the raw
+/// round trips' server polls for each request (the fastest round trip),
+/// while a server that sleeps between requests is woken for each call, a
+/// scheduler wake-up the raw ones never pay. Said when some twoway or echo
+/// fell below 0.9x of such a baseline and the server is not known to poll
+/// (our embedded server with `--server-spin-limit` polls as it does).
+fn waking_note(r: &Results) -> Option<String> {
+    let polled = r
+        .params
+        .get("baseline_server_wait")
+        .and_then(|v| v.as_str())
+        == Some("poll");
+    let short = r.cases.iter().any(|c| {
+        matches!(c.params.mode.as_str(), "twoway" | "echo")
+            && c.baseline.as_ref().is_some_and(|b| b.ratio < 0.9)
+    });
+    if !polled || !short || r.target.server_spin_limit_us.is_some() {
+        return None;
+    }
+    let t = &r.target;
+    let how = match (t.kind.as_str(), t.server_model.as_deref()) {
+        ("embedded", Some("reactor")) => "this server waits in epoll between requests",
+        ("embedded", _) => "this server blocks in recv between requests",
+        _ => "a server that sleeps between requests",
+    };
+    let fix = match t.kind.as_str() {
+        "embedded" => "--server-model threads --server-spin-limit 1ms polls as it does",
+        _ => "`iiopbench serve --server-model threads --spin-limit 1ms` polls as it does",
+    };
+    Some(format!(
+        "  vs tcp, twoways: the raw round trips' server polls for each request, the fastest round trip; \
+         {how} and is woken for each call\n    \
+         ({fix}; bench latency --baseline sets beside it raw round trips that wait as it does)\n"
     ))
 }
 
@@ -506,5 +551,60 @@ mod tests {
             case("tcp stream 1KiB", "tcp-stream", 1024, 30.0, false),
         ]);
         assert_eq!(joining_note(&r), None);
+    }
+
+    /// The wake-up note comes only where a twoway fell short of round trips
+    /// whose server polled, and the server measured is not known to poll;
+    /// it says how the embedded server waited and how to make it poll.
+    #[test]
+    fn the_waking_note_explains_twoways_short_of_polled_round_trips() {
+        let mut r = results(vec![
+            case("twoway octet 1KiB", "twoway", 1024, 1.0, true),
+            case(
+                "tcp pingpong-ack 1KiB",
+                "tcp-pingpong-ack",
+                1024,
+                1.0,
+                false,
+            ),
+        ]);
+        r.target.kind = "embedded".into();
+        r.target.server_model = Some("reactor".into());
+        assert_eq!(waking_note(&r), None, "no baseline_server_wait recorded");
+        r.params
+            .insert("baseline_server_wait".into(), serde_json::json!("poll"));
+        let note = waking_note(&r).expect("0.2x of polled round trips");
+        assert!(
+            note.contains("this server waits in epoll between requests"),
+            "{note}"
+        );
+        assert!(note.contains("--server-spin-limit 1ms"), "{note}");
+        assert!(human(&r).contains(&note));
+        r.target.server_model = Some("threads".into());
+        assert!(waking_note(&r).unwrap().contains("blocks in recv"));
+        // A server that polls, or a ratio near 1, or a raw server that
+        // slept too: nothing to explain.
+        r.target.server_spin_limit_us = Some(1000.0);
+        assert_eq!(waking_note(&r), None);
+        r.target.server_spin_limit_us = None;
+        r.cases[0].baseline.as_mut().unwrap().ratio = 0.95;
+        assert_eq!(waking_note(&r), None);
+        r.cases[0].baseline.as_mut().unwrap().ratio = 0.2;
+        r.params
+            .insert("baseline_server_wait".into(), serde_json::json!("recv"));
+        assert_eq!(waking_note(&r), None);
+        // A remote target: how to start our server polling.
+        r.params
+            .insert("baseline_server_wait".into(), serde_json::json!("poll"));
+        r.target.kind = "ior".into();
+        let note = waking_note(&r).unwrap();
+        assert!(
+            note.contains("a server that sleeps between requests"),
+            "{note}"
+        );
+        assert!(
+            note.contains("iiopbench serve --server-model threads --spin-limit 1ms"),
+            "{note}"
+        );
     }
 }

@@ -35,6 +35,25 @@ fn run_json(name: &str, args: &[&str]) -> (i32, Value) {
     (code, v)
 }
 
+/// One run of `bench latency --baseline` on the embedded server: `count`
+/// pings, no warm-up, and `extra` flags.
+fn latency_with_baseline(name: &str, count: u32, extra: &[&str]) -> (i32, Value) {
+    let count = count.to_string();
+    let mut args = vec![
+        "bench",
+        "latency",
+        "--runs",
+        "1",
+        "--count",
+        &count,
+        "--warmup",
+        "0",
+        "--baseline",
+    ];
+    args.extend_from_slice(extra);
+    run_json(name, &args)
+}
+
 fn cases(v: &Value) -> &Vec<Value> {
     v["cases"].as_array().unwrap()
 }
@@ -176,6 +195,15 @@ fn a_oneway_buffer_sends_many_oneways_per_segment_and_loses_none() {
         .find(|c| c["params"]["mode"] == "oneway")
         .unwrap();
     assert!(giop["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+    // The raw server polls before its reads when it has a CPU apart from
+    // the client's, and says so.
+    let apart = v["placement"]["relation"] == "cross-cpu";
+    let wait = if apart { "poll" } else { "recv" };
+    assert_eq!(
+        v["params"]["baseline_server_wait"], wait,
+        "{}",
+        v["placement"]
+    );
 }
 
 /// `head_first_calls`: where the client waits on read, every oneway of
@@ -469,20 +497,7 @@ fn latency_closed_open_and_many_connections() {
     // 200 calls at 2000/s take at least 99.5 ms of schedule.
     assert!(cases(&v)[0]["seconds"].as_f64().unwrap() >= 0.0995);
 
-    let (code, v) = run_json(
-        "lat4.json",
-        &[
-            "bench",
-            "latency",
-            "--runs",
-            "1",
-            "--count",
-            "200",
-            "--warmup",
-            "0",
-            "--baseline",
-        ],
-    );
+    let (code, v) = latency_with_baseline("lat4.json", 200, &[]);
     assert_eq!(code, 0);
     let cs = cases(&v);
     assert_eq!(cs.len(), 2);
@@ -511,23 +526,10 @@ fn latency_closed_open_and_many_connections() {
     // server's model does: in epoll beside the default reactor.
     assert_eq!(v["params"]["baseline_server_wait"], "epoll");
     // --slices 1: the baseline after the point, as other shapes measure it.
-    let (code, v) = run_json(
+    let (code, v) = latency_with_baseline(
         "lat5.json",
-        &[
-            "bench",
-            "latency",
-            "--runs",
-            "1",
-            "--count",
-            "50",
-            "--warmup",
-            "0",
-            "--baseline",
-            "--slices",
-            "1",
-            "--server-model",
-            "threads",
-        ],
+        50,
+        &["--slices", "1", "--server-model", "threads"],
     );
     assert_eq!(code, 0);
     assert_eq!(v["params"]["baseline_server_wait"], "recv");
@@ -536,6 +538,35 @@ fn latency_closed_open_and_many_connections() {
     assert!(cs[0]["params"].get("slices").is_none());
     assert_eq!(cs[0]["calls"], 50);
     assert!(cs[0]["baseline"]["ratio"].as_f64().unwrap() > 0.0);
+}
+
+/// `--server-spin-limit` makes the embedded thread-per-connection server
+/// poll after every message; the results say so, and the latency
+/// baseline's raw server polls as it does. Without the threads model, or
+/// with another server than the embedded one, it is refused.
+#[test]
+fn the_embedded_server_polls_with_server_spin_limit() {
+    let flags = ["--server-model", "threads", "--server-spin-limit", "1ms"];
+    let (code, v) = latency_with_baseline("lat_spin.json", 50, &flags);
+    let wait = &v["params"]["baseline_server_wait"];
+    assert_eq!((code, wait.as_str()), (0, Some("poll")));
+    assert_eq!(v["target"]["server_spin_limit_us"], 1000.0);
+    assert!(
+        v["target"]["isolation"]
+            .as_str()
+            .unwrap()
+            .contains("polling up to 1ms"),
+        "{}",
+        v["target"]
+    );
+    assert_eq!(cases(&v)[0]["calls"], 50);
+    // Refused beside the reactor, and with a server of another's making.
+    for refused in [&[][..], &["--target", "corbaloc::127.0.0.1:9/x"][..]] {
+        let mut args = vec!["bench", "latency", "--count", "10", "--quiet"];
+        args.extend_from_slice(refused);
+        args.extend(["--server-spin-limit", "1ms"]);
+        assert_ne!(run(&args), 0, "{args:?}");
+    }
 }
 
 #[test]

@@ -267,10 +267,12 @@ pub enum ServerWait {
 }
 
 impl ServerWait {
-    /// Its name in results: `recv` or `epoll`.
+    /// Its name in results: `recv`, `poll` (polls, then blocks in recv)
+    /// or `epoll`.
     pub fn name(self) -> &'static str {
         match self {
-            ServerWait::Recv(_) => "recv",
+            ServerWait::Recv(None) => "recv",
+            ServerWait::Recv(Some(_)) => "poll",
             ServerWait::Epoll => "epoll",
         }
     }

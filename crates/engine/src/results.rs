@@ -174,6 +174,11 @@ pub struct TargetInfo {
     /// (thread per connection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_model: Option<String>,
+    /// For our embedded server with `--server-spin-limit`: how long each
+    /// connection's thread polls for the next request after every message
+    /// before it blocks in recv (µs). Absent: it sleeps between requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_spin_limit_us: Option<f64>,
     /// The forwards the client followed from the reference to the object
     /// (LOCATION_FORWARD / OBJECT_FORWARD hops, in order), e.g.
     /// `LOCATION_FORWARD from 127.0.0.1:2809 key "Bench" to 127.0.0.1:2809 key 0x14…`.

@@ -39,6 +39,12 @@ pub struct TargetOpts {
     /// How the embedded server waits for requests: tokio tasks (reactor)
     /// or a thread per connection blocking in recv (threads).
     pub server_model: ServerModel,
+    /// With [`ServerModel::Threads`]: how long a connection's thread of the
+    /// embedded server polls for its next request after every message,
+    /// replies too, before it blocks (`serve --spin-limit`; the raw-TCP
+    /// baseline's server polls so). `None`: it polls only while oneways
+    /// stream in.
+    pub server_spin_limit: Option<Duration>,
     /// Timeout of every call (and of connecting).
     pub timeout: Duration,
     /// Fragment our GIOP 1.2 requests above this size (for ORBs with
@@ -115,6 +121,7 @@ impl Default for TargetOpts {
             skeleton: Skeleton::Typed,
             server_threads: None,
             server_model: ServerModel::Reactor,
+            server_spin_limit: None,
             timeout: Duration::from_secs(30),
             fragment_size: None,
             waiting: WaitOpts::default(),
@@ -298,18 +305,29 @@ pub async fn resolve(
         let threads = t
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
+        let spin = t.server_spin_limit.filter(|d| !d.is_zero());
+        anyhow::ensure!(
+            spin.is_none() || t.server_model == ServerModel::Threads,
+            "--server-spin-limit needs --server-model threads: the reactor's threads \
+             serve many connections each and must not poll one of them"
+        );
         let opts = ServerOptions {
             skeleton: t.skeleton,
             model: t.server_model,
             // Thread per connection with a CPU apart: poll while oneways
-            // stream in, as the raw-TCP baseline's server does. Not after
-            // replies: between one client's calls a thread that polls holds
-            // a CPU its other connections may need (`serve --spin-limit`
-            // polls after replies too, and so does the raw baseline's
-            // server, the fastest round trip).
-            polling: iiop_giop::transport::threads::Polling::streams(
-                cpus.apart().then_some(crate::rawtcp::SERVER_SPIN),
-            ),
+            // stream in, as the raw-TCP baseline's server does. After
+            // replies only when asked (--server-spin-limit): between one
+            // client's calls a thread that polls holds a CPU its other
+            // connections may need, though it is the fastest round trip
+            // (the raw baseline's server polls so).
+            polling: match spin {
+                Some(limit) => {
+                    iiop_giop::transport::threads::Polling::after_each_message(Some(limit))
+                }
+                None => iiop_giop::transport::threads::Polling::streams(
+                    cpus.apart().then_some(crate::rawtcp::SERVER_SPIN),
+                ),
+            },
             threads,
             cpus: Some(cpus.server_or_all()),
             config: iiop_giop::transport::server::ServerConfig {
@@ -345,7 +363,12 @@ pub async fn resolve(
                 "own tokio runtime, {threads} thread{}",
                 if threads == 1 { "" } else { "s" }
             ),
-            ServerModel::Threads => "a thread per connection".to_string(),
+            ServerModel::Threads => match spin {
+                Some(d) => format!(
+                    "a thread per connection, polling up to {d:?} for the next request after each message"
+                ),
+                None => "a thread per connection".to_string(),
+            },
         };
         info.isolation = Some(format!(
             "embedded in this process: {model}{}, CPUs {}",
@@ -363,6 +386,7 @@ pub async fn resolve(
         ));
         info.skeleton = Some(t.skeleton.name().into());
         info.server_model = Some(t.server_model.name().into());
+        info.server_spin_limit_us = spin.map(|d| d.as_secs_f64() * 1e6);
         return Ok(Resolved {
             ior,
             info,
@@ -372,6 +396,10 @@ pub async fn resolve(
             plain,
         });
     };
+    anyhow::ensure!(
+        t.server_spin_limit.is_none_or(|d| d.is_zero()),
+        "--server-spin-limit sets how the embedded server waits; with --target, the server waits as it was started (`iiopbench serve --server-model threads --spin-limit …`)"
+    );
     let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
     let kind = match &parsed {
         Target::Ior(_) => "ior",
@@ -443,6 +471,7 @@ pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> Targe
         isolation: None,
         skeleton: None,
         server_model: None,
+        server_spin_limit_us: None,
         forwards: Vec::new(),
     }
 }

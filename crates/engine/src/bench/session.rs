@@ -472,14 +472,20 @@ pub fn baseline_server(
 
 /// How the local raw-TCP server of `s`'s baseline waits: as the embedded
 /// server's model does when `wait_as_server` (latency: the raw round trip
-/// that waits the same way), else in recv, polling before every read when
-/// it has a CPU of its own (throughput: the fastest way this machine moves
-/// the bytes, for streams and round trips alike).
+/// that waits the same way; polling as long as the embedded server does
+/// with `--server-spin-limit`), else in recv, polling before every read
+/// when it has a CPU of its own (throughput: the fastest way this machine
+/// moves the bytes, for streams and round trips alike).
 pub fn raw_server_wait(s: &Session, wait_as_server: bool) -> crate::rawtcp::ServerWait {
-    let reactor = s.embedded() && s.resolved.info.server_model.as_deref() == Some("reactor");
+    let info = &s.resolved.info;
+    let reactor = s.embedded() && info.server_model.as_deref() == Some("reactor");
+    let polls = info
+        .server_spin_limit_us
+        .filter(|_| s.embedded())
+        .map(|us| Duration::from_secs_f64(us / 1e6));
     match (wait_as_server, reactor) {
         (true, true) => crate::rawtcp::ServerWait::Epoll,
-        (true, false) => crate::rawtcp::ServerWait::Recv(None),
+        (true, false) => crate::rawtcp::ServerWait::Recv(polls),
         (false, _) => {
             crate::rawtcp::ServerWait::Recv(s.cpus.apart().then_some(crate::rawtcp::SERVER_SPIN))
         }

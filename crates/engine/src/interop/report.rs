@@ -42,6 +42,7 @@ pub fn target_info(ior: &Ior, kind: &str, reference: &str) -> TargetInfo {
         isolation: (kind == "embedded").then(|| "in-process, own runtime".to_string()),
         skeleton: (kind == "embedded").then(|| "typed".to_string()),
         server_model: (kind == "embedded").then(|| "reactor".to_string()),
+        server_spin_limit_us: None,
         forwards: Vec::new(),
     }
 }
