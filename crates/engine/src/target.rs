@@ -306,11 +306,11 @@ pub async fn resolve(
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
         let spin = t.server_spin_limit.filter(|d| !d.is_zero());
-        anyhow::ensure!(
-            spin.is_none() || t.server_model == ServerModel::Threads,
-            "--server-spin-limit needs --server-model threads: the reactor's threads \
-             serve many connections each and must not poll one of them"
-        );
+        if spin.is_some() {
+            t.server_model
+                .may_poll("--server-spin-limit")
+                .map_err(anyhow::Error::msg)?;
+        }
         let opts = ServerOptions {
             skeleton: t.skeleton,
             model: t.server_model,

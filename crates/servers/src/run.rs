@@ -35,6 +35,20 @@ impl ServerModel {
             ServerModel::Threads => "threads",
         }
     }
+
+    /// Whether its connections may poll for the next request after each
+    /// reply (`flag`, the option that asks, names it in the refusal): a
+    /// thread per connection may; the reactor's threads serve many
+    /// connections each and must not poll one of them.
+    pub fn may_poll(self, flag: &str) -> Result<(), String> {
+        match self {
+            ServerModel::Threads => Ok(()),
+            ServerModel::Reactor => Err(format!(
+                "{flag} needs --server-model threads: the reactor's threads \
+                 serve many connections each and must not poll one of them"
+            )),
+        }
+    }
 }
 
 /// How to run the server.

@@ -254,10 +254,9 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     };
     let progress = &o.progress;
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    if o.baseline && o.baseline_target.is_none() {
+    if o.baseline {
         // The raw round trip waits as the server it is set beside does.
-        let wait = session::raw_server_wait(s, true).name();
-        param(&mut r.params, "baseline_server_wait", wait);
+        session::record_baseline_wait(s, r, o.baseline_target.as_deref(), true);
     }
     // Baselines measured alongside each point, sliced; else after them.
     let mut sliced = match sliced(o) {

@@ -479,9 +479,9 @@ pub fn baseline_server(
 pub fn raw_server_wait(s: &Session, wait_as_server: bool) -> crate::rawtcp::ServerWait {
     let info = &s.resolved.info;
     let reactor = s.embedded() && info.server_model.as_deref() == Some("reactor");
+    // Set for our embedded server only.
     let polls = info
         .server_spin_limit_us
-        .filter(|_| s.embedded())
         .map(|us| Duration::from_secs_f64(us / 1e6));
     match (wait_as_server, reactor) {
         (true, true) => crate::rawtcp::ServerWait::Epoll,
@@ -489,6 +489,21 @@ pub fn raw_server_wait(s: &Session, wait_as_server: bool) -> crate::rawtcp::Serv
         (false, _) => {
             crate::rawtcp::ServerWait::Recv(s.cpus.apart().then_some(crate::rawtcp::SERVER_SPIN))
         }
+    }
+}
+
+/// Record in `r.params.baseline_server_wait` how the local raw-TCP server
+/// of the baseline waits ([`raw_server_wait`]); nothing with a remote one
+/// (`--baseline-target`), which waits as it was started.
+pub fn record_baseline_wait(
+    s: &Session,
+    r: &mut Results,
+    remote: Option<&str>,
+    wait_as_server: bool,
+) {
+    if remote.is_none() {
+        let wait = raw_server_wait(s, wait_as_server).name();
+        crate::context::param(&mut r.params, "baseline_server_wait", wait);
     }
 }
 

@@ -320,12 +320,11 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     // shared machine moves both sides of a ratio; the table keeps the
     // usual order (mode, type, size), the raw points last.
     // Over TLS, a raw TLS-over-TCP point follows each raw-TCP one.
-    if o.baseline && o.baseline_target.is_none() {
+    if o.baseline {
         // The fastest way this machine moves the bytes: whether its server
         // polled says what a server that sleeps between requests is up
         // against in the twoways' ratios.
-        let wait = session::raw_server_wait(s, false).name();
-        param(&mut r.params, "baseline_server_wait", wait);
+        session::record_baseline_wait(s, r, o.baseline_target.as_deref(), false);
     }
     let (_srv, mut raw_client) = match o.baseline {
         true => {

@@ -272,7 +272,7 @@ impl BlockingConnection {
             let split = self.head_first.split(self.conn.outbox().len());
             (split, Instant::now())
         });
-        if split.is_some_and(|(s, _)| !s) {
+        if let Some((false, _)) = split {
             first = usize::MAX;
         }
         self.head_first_writes += u64::from(first != usize::MAX);

@@ -145,11 +145,11 @@ impl CodeSetsInArg {
 
 /// The server options a `serve` command line asks for.
 pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
-    if !o.spin_limit.is_zero() && o.server_model != ServerModelArg::Threads {
-        anyhow::bail!(
-            "--spin-limit needs --server-model threads: the reactor's threads \
-             serve many connections each and must not poll one of them"
-        );
+    if !o.spin_limit.is_zero() {
+        o.server_model
+            .model()
+            .may_poll("--spin-limit")
+            .map_err(anyhow::Error::msg)?;
     }
     let cpus = o.server_cpus.as_deref().map(parse_cpu_list).transpose()?;
     let max = usize::try_from(o.max_message_size).unwrap_or(usize::MAX);
