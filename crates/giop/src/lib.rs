@@ -42,6 +42,7 @@ pub mod error;
 pub mod exception;
 pub mod header;
 pub mod ior;
+pub mod memo;
 pub mod message;
 pub mod transport;
 

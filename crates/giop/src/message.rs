@@ -413,7 +413,7 @@ impl Message {
         };
         let msg = match header.msg_type {
             MsgType::Request => {
-                let header = decode_request_header(&mut r, version, &payload)?;
+                let (header, _) = decode_request_header(&mut r, version, &payload)?;
                 if version.is_12() && r.remaining() > 0 {
                     skip_body_pad(&mut r);
                 }
@@ -422,6 +422,29 @@ impl Message {
                     version,
                     header,
                     body,
+                })
+            }
+            MsgType::Reply
+                if version.is_12() && segs.is_empty() && quiet_reply(&payload, order) =>
+            {
+                // No service contexts, one stream: the three ulongs read
+                // where they lie (what the loop below reads, without it).
+                let word = |at: usize| read_u32_at(&payload, at, order);
+                let status = ReplyStatus::from_u32(word(4), version, HEADER_LEN + 4)?;
+                // The ulongs end 8-aligned (at offset 24): no pad.
+                Message::Reply(Reply {
+                    version,
+                    header: ReplyHeader {
+                        request_id: word(0),
+                        status,
+                        contexts: ServiceContextList::default(),
+                    },
+                    body: Body {
+                        bytes: payload.slice(12..),
+                        offset: HEADER_LEN + 12,
+                        order,
+                        segments: None,
+                    },
                 })
             }
             MsgType::Reply => {
@@ -511,9 +534,32 @@ impl Message {
     }
 }
 
+/// A GIOP 1.2 Reply payload whose header is whole and carries no service
+/// contexts.
+fn quiet_reply(payload: &[u8], order: ByteOrder) -> bool {
+    payload.len() >= 12 && read_u32_at(payload, 8, order) == 0
+}
+
+/// The ulong at `at` in `payload` (which holds it).
+pub(crate) fn read_u32_at(payload: &[u8], at: usize, order: ByteOrder) -> u32 {
+    let b: [u8; 4] = payload[at..at + 4].try_into().unwrap_or_default();
+    match order {
+        ByteOrder::Big => u32::from_be_bytes(b),
+        ByteOrder::Little => u32::from_le_bytes(b),
+    }
+}
+
+/// `v` as a ulong's bytes in `order`.
+pub(crate) fn u32_bytes(v: u32, order: ByteOrder) -> [u8; 4] {
+    match order {
+        ByteOrder::Big => v.to_be_bytes(),
+        ByteOrder::Little => v.to_le_bytes(),
+    }
+}
+
 /// Skip the 1.2 pad before a non-empty body; an unpadded empty body (or a
 /// pad without a body) is accepted too.
-fn skip_body_pad(r: &mut Reader<'_>) {
+pub(crate) fn skip_body_pad(r: &mut Reader<'_>) {
     let pad = r.position().wrapping_neg() & 7;
     if pad <= r.remaining() {
         // Cannot fail: checked against the bytes left.
@@ -533,13 +579,16 @@ fn expect_end(r: &Reader<'_>, what: &'static str) -> Result<()> {
     }
 }
 
-fn decode_request_header(
+/// A Request header, and the payload index of its request id.
+pub(crate) fn decode_request_header(
     r: &mut Reader<'_>,
     version: Version,
     payload: &Bytes,
-) -> Result<RequestHeader> {
+) -> Result<(RequestHeader, usize)> {
     if version.is_12() {
         let request_id = r.read_u32().map_err(GiopError::cdr("request id"))?;
+        // After the read: it aligned first.
+        let id_at = r.index() - 4;
         let at = r.position();
         let flags = r.read_u8().map_err(GiopError::cdr("response flags"))?;
         let response = ResponseMode::from_flags(flags, at)?;
@@ -547,17 +596,19 @@ fn decode_request_header(
         let target = TargetAddress::decode(r)?;
         let operation = read_operation(r, payload)?;
         let contexts = ServiceContextList::decode(r)?;
-        Ok(RequestHeader {
+        let header = RequestHeader {
             request_id,
             response,
             target,
             operation,
             contexts,
             principal: Bytes::new(),
-        })
+        };
+        Ok((header, id_at))
     } else {
         let contexts = ServiceContextList::decode(r)?;
         let request_id = r.read_u32().map_err(GiopError::cdr("request id"))?;
+        let id_at = r.index() - 4;
         let expected = r.read_bool().map_err(GiopError::cdr("response expected"))?;
         if version.minor == 1 {
             r.take(3).map_err(GiopError::cdr("request reserved"))?;
@@ -567,7 +618,7 @@ fn decode_request_header(
         let principal = r
             .read_octet_bytes()
             .map_err(GiopError::cdr("requesting principal"))?;
-        Ok(RequestHeader {
+        let header = RequestHeader {
             request_id,
             response: if expected {
                 ResponseMode::Twoway
@@ -578,7 +629,8 @@ fn decode_request_header(
             operation,
             contexts,
             principal,
-        })
+        };
+        Ok((header, id_at))
     }
 }
 
@@ -635,6 +687,11 @@ impl Pending {
         self.start
     }
 
+    /// Buffer index where the header ends (the 1.2 pad, if any, follows).
+    pub(crate) fn head_end(&self) -> usize {
+        self.pad_at
+    }
+
     /// Buffer index where the body starts.
     pub fn body_start(&self) -> usize {
         self.body_start
@@ -683,7 +740,12 @@ impl Pending {
     }
 }
 
-fn begin(buf: &mut BytesMut, version: Version, order: ByteOrder, msg_type: MsgType) -> usize {
+pub(crate) fn begin(
+    buf: &mut BytesMut,
+    version: Version,
+    order: ByteOrder,
+    msg_type: MsgType,
+) -> usize {
     let start = buf.len();
     buf.extend_from_slice(&Header::new(version, order, msg_type, 0).to_bytes());
     start
@@ -732,7 +794,7 @@ pub fn begin_request(
     Ok(body_pending(buf, version, order, opts, start, None))
 }
 
-fn body_pending(
+pub(crate) fn body_pending(
     buf: &mut BytesMut,
     version: Version,
     order: ByteOrder,
@@ -799,24 +861,40 @@ pub fn begin_reply(
 ) -> Result<Pending> {
     status.check_version(version)?;
     let start = begin(buf, version, order, MsgType::Reply);
-    let mut w = Writer::with_origin(buf, order, start).options(opts);
-    let status_at;
-    let res = if version.is_12() {
-        w.write_u32(request_id);
-        status_at = w.buf_len();
-        w.write_u32(status as u32);
-        encode_contexts(&mut w, contexts)
+    let status_at = if contexts.is_empty() {
+        // What every reply of ours but the first carries: three ulongs,
+        // aligned where they fall, written at once.
+        let (words, status_at) = match version.is_12() {
+            true => ([request_id, status as u32, 0], start + 16),
+            false => ([0, request_id, status as u32], start + 20),
+        };
+        let mut head = [0u8; 12];
+        for (to, v) in head.chunks_exact_mut(4).zip(words) {
+            to.copy_from_slice(&u32_bytes(v, order));
+        }
+        buf.extend_from_slice(&head);
+        status_at
     } else {
-        let r = encode_contexts(&mut w, contexts);
-        w.write_u32(request_id);
-        status_at = w.buf_len();
-        w.write_u32(status as u32);
-        r
+        let mut w = Writer::with_origin(buf, order, start).options(opts);
+        let status_at;
+        let res = if version.is_12() {
+            w.write_u32(request_id);
+            status_at = w.buf_len();
+            w.write_u32(status as u32);
+            encode_contexts(&mut w, contexts)
+        } else {
+            let r = encode_contexts(&mut w, contexts);
+            w.write_u32(request_id);
+            status_at = w.buf_len();
+            w.write_u32(status as u32);
+            r
+        };
+        if let Err(e) = res {
+            buf.truncate(start);
+            return Err(e);
+        }
+        status_at
     };
-    if let Err(e) = res {
-        buf.truncate(start);
-        return Err(e);
-    }
     Ok(body_pending(
         buf,
         version,

@@ -266,6 +266,39 @@ fn reply_layouts() {
         reply(Version::V1_1, ReplyStatus::UserException, Some(1)),
         hex("47494f50 01010001 00000010 00000000 00000005 00000001 00000001")
     );
+    // Little-endian, the same places.
+    let mut buf = BytesMut::new();
+    let no_body = |_: &mut iiop_cdr::Writer<'_>| Ok(());
+    let status = ReplyStatus::NoException;
+    let opts = Options::default();
+    encode_reply(
+        &mut buf,
+        Version::V1_2,
+        ByteOrder::Little,
+        opts,
+        7,
+        status,
+        &[],
+        no_body,
+    )
+    .unwrap();
+    assert_eq!(
+        buf.to_vec(),
+        hex("47494f50 01020101 0c000000 07000000 00000000 00000000")
+    );
+    // A 1.2 status beyond 5 is refused, at the status's offset.
+    let mut b = reply(Version::V1_2, ReplyStatus::NoException, Some(3));
+    b[19] = 6;
+    let mut d = Decoder::default();
+    let f = d.decode(&mut BytesMut::from(&b[..])).unwrap().unwrap();
+    assert_eq!(
+        Message::decode(&f.header, f.payload, opts),
+        Err(GiopError::BadValue {
+            what: "reply status",
+            value: 6,
+            offset: 16
+        })
+    );
     for v in [Version::V1_0, Version::V1_1, Version::V1_2] {
         match decode(&reply(v, ReplyStatus::LocationForward, None)) {
             Message::Reply(r) => {

@@ -50,6 +50,7 @@ use crate::error::GiopError;
 use crate::exception::SystemException;
 use crate::header::{MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
+use crate::memo::RequestHeadCache;
 use crate::message::{
     begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply,
     LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
@@ -466,13 +467,15 @@ impl Wire {
         &self,
         out: &mut BytesMut,
         splices: &mut Splices,
+        heads: &mut RequestHeadCache,
         head: &RequestHead<'_>,
         body: F,
     ) -> Result<(), ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let p = begin_request(out, self.version, self.order, self.opts, head)
+        let p = heads
+            .begin_request(out, self.version, self.order, self.opts, head)
             .map_err(ClientError::Encode)?;
         let encoded = if self.splice {
             body(&mut p.writer_spliced(out, splices))
@@ -718,6 +721,8 @@ pub struct SendQueue {
     /// The last message queued went into an empty queue (its head may go
     /// alone: [`first_write`](Self::first_write)).
     alone: bool,
+    /// The last Request header encoded, for the next one like it.
+    heads: RequestHeadCache,
     /// Something queued since the queue was last empty is answered
     /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
     /// goodbye): no Nagle wait behind it ([`only_oneways`](Self::only_oneways)).
@@ -733,6 +738,7 @@ impl SendQueue {
             holding: false,
             alone: true,
             urgent: false,
+            heads: RequestHeadCache::default(),
         }
     }
 
@@ -825,7 +831,9 @@ impl SendQueue {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        self.push(s, Sending::Request(response), |out, splices, due| {
+        // The cache is the queue's, lent to the encoding for this message.
+        let mut heads = std::mem::take(&mut self.heads);
+        let r = self.push(s, Sending::Request(response), |out, splices, due| {
             let contexts = with_code_sets(contexts, due);
             let head = RequestHead {
                 request_id: id,
@@ -834,8 +842,10 @@ impl SendQueue {
                 operation,
                 contexts: &contexts,
             };
-            s.wire.encode_request(out, splices, &head, body)
-        })
+            s.wire.encode_request(out, splices, &mut heads, &head, body)
+        });
+        self.heads = heads;
+        r
     }
 
     /// Queue a [`Prepared`] request with request id `id`.

@@ -43,6 +43,7 @@ use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
 use crate::header::{Header, MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
+use crate::memo::RequestHeadMemo;
 use crate::message::{
     begin_reply, encode_empty, encode_locate_reply, Body, LocateReply, LocateStatus, Message,
     Pending, ReplyStatus, Request,
@@ -415,6 +416,8 @@ pub struct ServerConn {
     full_reads: u32,
     /// The driver's clock, for phase timing only.
     clock: Option<fn() -> Instant>,
+    /// The last Request header decoded, for the next one like it.
+    head_memo: RequestHeadMemo,
 }
 
 /// The least a read is limited to (see [`ServerConn::read_limit`]).
@@ -465,6 +468,7 @@ impl ServerConn {
             asked: usize::MAX,
             full_reads: 0,
             clock: clock.filter(|_| cfg.phases.is_some()),
+            head_memo: RequestHeadMemo::default(),
             cfg,
         }
     }
@@ -784,12 +788,11 @@ impl ServerConn {
         let version = frame.header.version;
         self.last_version = version;
         let t = self.clock();
-        let msg = match Message::decode_segmented(
-            &frame.header,
-            frame.payload,
-            frame.segments,
-            self.options(version),
-        ) {
+        let opts = self.options(version);
+        let msg = match self
+            .head_memo
+            .decode(&frame.header, frame.payload, frame.segments, opts)
+        {
             Ok(m) => m,
             Err(_) => return self.message_error(),
         };

@@ -317,12 +317,19 @@ impl BlockingConnection {
                 }
             } else {
                 // Nothing spliced: a plain send from the buffer, as the
-                // other ORBs' clients do; else the pieces with writev.
-                let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                let n = out.slices(limit, &mut iov);
-                match self.tls.as_deref_mut() {
-                    None => send_spinning(&self.sock, &iov[..n], &mut spin),
-                    Some(t) => send_tls(t, &self.sock, &iov[..n], &mut spin),
+                // other ORBs' clients do (without filling a table of
+                // slices for it); else the pieces with writev.
+                let mut send = |bufs: &[IoSlice<'_>]| match self.tls.as_deref_mut() {
+                    None => send_spinning(&self.sock, bufs, &mut spin),
+                    Some(t) => send_tls(t, &self.sock, bufs, &mut spin),
+                };
+                match out.contiguous() {
+                    Some(b) => send(&[IoSlice::new(&b[..b.len().min(limit)])]),
+                    None => {
+                        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+                        let n = out.slices(limit, &mut iov);
+                        send(&iov[..n])
+                    }
                 }
             };
             match r {

@@ -1,0 +1,479 @@
+//! Request headers remembered per connection, so that a call like the one
+//! before costs neither side a header's encoding or decoding.
+//!
+//! A client calling one operation on one object sends the same Request
+//! header every time but for the request id. On a loopback ping, encoding
+//! it was a sixth of the client's own instructions per call and decoding
+//! it a third of the server's (callgrind; `docs/performance.md`), and
+//! those instructions are most of what a GIOP round trip costs beyond a
+//! raw TCP one.
+//! - [`RequestHeadCache`] (client): the last header's bytes, copied with
+//!   the new request id when the next request has the same target,
+//!   operation, response mode and encoding, and no service contexts.
+//! - [`RequestHeadMemo`] (server): the last header decoded, taken again
+//!   when the next Request's bytes are the same up to the header's end
+//!   (the request id aside). Decoding reads its bytes in order and decides
+//!   each step by the bytes read so far, the message's version and byte
+//!   order and the connection's options only, so the same bytes under the
+//!   same settings decode to the same header and end at the same place:
+//!   nothing is trusted that a full decode would have refused.
+//!
+//! Both hold copies, never the connection's buffers, and neither
+//! allocates on a call that matches.
+
+use bytes::{Bytes, BytesMut};
+use iiop_cdr::{ByteOrder, Options, Reader};
+
+use crate::context::{ServiceContext, ServiceContextList};
+use crate::error::Result;
+use crate::header::{Header, MsgType, Version, HEADER_LEN};
+use crate::message::{
+    begin, begin_request, body_pending, decode_request_header, read_u32_at, skip_body_pad,
+    u32_bytes, Body, Message, Pending, Request, RequestHead, RequestHeader, ResponseMode,
+    TargetAddress,
+};
+
+/// What the encoding of a Request header depends on besides its id.
+#[derive(Debug, PartialEq, Eq)]
+struct EncodeKey {
+    version: Version,
+    order: ByteOrder,
+    opts: Options,
+    response: ResponseMode,
+}
+
+/// The client's side: the last Request header encoded on a connection
+/// whose target was an object key and which carried no service contexts.
+#[derive(Debug, Default)]
+pub struct RequestHeadCache {
+    key: Option<EncodeKey>,
+    object_key: Bytes,
+    operation: String,
+    /// The header after the GIOP header, up to its end (the 1.2 body pad
+    /// excluded).
+    bytes: Vec<u8>,
+    /// Where in `bytes` the request id lies.
+    id_at: usize,
+}
+
+impl RequestHeadCache {
+    /// [`begin_request`]: the GIOP header, then the request header, copied
+    /// from the last one where only the id differs.
+    pub fn begin_request(
+        &mut self,
+        buf: &mut BytesMut,
+        version: Version,
+        order: ByteOrder,
+        opts: Options,
+        head: &RequestHead<'_>,
+    ) -> Result<Pending> {
+        let TargetAddress::Key(object_key) = head.target else {
+            return begin_request(buf, version, order, opts, head);
+        };
+        if !head.contexts.is_empty() {
+            return begin_request(buf, version, order, opts, head);
+        }
+        let key = EncodeKey {
+            version,
+            order,
+            opts,
+            response: head.response,
+        };
+        let same = self.key.as_ref() == Some(&key)
+            && self.operation == head.operation
+            && ((self.object_key.as_ptr() == object_key.as_ptr()
+                && self.object_key.len() == object_key.len())
+                || self.object_key == *object_key);
+        if same {
+            let start = begin(buf, version, order, MsgType::Request);
+            let at = buf.len() + self.id_at;
+            buf.extend_from_slice(&self.bytes);
+            buf[at..at + 4].copy_from_slice(&u32_bytes(head.request_id, order));
+            return Ok(body_pending(buf, version, order, opts, start, None));
+        }
+        let p = begin_request(buf, version, order, opts, head)?;
+        self.bytes.clear();
+        self.bytes
+            .extend_from_slice(&buf[p.start() + HEADER_LEN..p.head_end()]);
+        // 1.2 leads with the id; 1.0 and 1.1 put the (empty) context list
+        // first.
+        self.id_at = if version.is_12() { 0 } else { 4 };
+        self.operation.clear();
+        self.operation.push_str(head.operation);
+        self.object_key = object_key.clone();
+        self.key = Some(key);
+        Ok(p)
+    }
+}
+
+/// The server's side: the last Request header decoded on a connection.
+#[derive(Debug, Default)]
+pub struct RequestHeadMemo {
+    last: Option<Decoded>,
+}
+
+/// A header's bytes and, once they came twice in a row, what they decode
+/// to.
+#[derive(Debug)]
+struct Decoded {
+    version: Version,
+    order: ByteOrder,
+    opts: Options,
+    /// The payload from its first byte to the header's end.
+    bytes: Vec<u8>,
+    /// Where in `bytes` the request id lies (excluded from the match).
+    id_at: usize,
+    /// The header, its bytes copied out of the message they came in.
+    header: Option<RequestHeader>,
+}
+
+impl Decoded {
+    fn matches(&self, h: &Header, payload: &[u8], opts: Options) -> bool {
+        let (n, at) = (self.bytes.len(), self.id_at);
+        self.version == h.version
+            && self.order == h.order
+            && self.opts == opts
+            && payload.len() >= n
+            && payload[..at] == self.bytes[..at]
+            && payload[at + 4..n] == self.bytes[at + 4..]
+    }
+}
+
+impl RequestHeadMemo {
+    /// [`Message::decode_segmented`], the header of a Request taken from
+    /// the last one where the bytes are the same. Reassembled fragments
+    /// (`segments`) are always decoded in full.
+    pub fn decode(
+        &mut self,
+        header: &Header,
+        payload: Bytes,
+        segments: Option<std::sync::Arc<[usize]>>,
+        opts: Options,
+    ) -> Result<Message> {
+        if header.msg_type != MsgType::Request || segments.is_some() {
+            return Message::decode_segmented(header, payload, segments, opts);
+        }
+        if let Some(d) = &self.last {
+            if let Some(known) = d
+                .header
+                .as_ref()
+                .filter(|_| d.matches(header, &payload, opts))
+            {
+                let mut head = known.clone();
+                head.request_id = read_u32_at(&payload, d.id_at, header.order);
+                let end = d.bytes.len();
+                return Ok(Message::Request(request(header, head, payload, end, opts)));
+            }
+        }
+        let mut r = Reader::from_bytes(&payload, header.order)
+            .with_base(HEADER_LEN)
+            .options(opts);
+        let (head, id_at) = decode_request_header(&mut r, header.version, &payload)?;
+        let end = r.index();
+        self.remember(header, &payload, end, id_at, &head, opts);
+        Ok(Message::Request(request(header, head, payload, end, opts)))
+    }
+
+    /// Keep the header's bytes; keep what they decode to once they came
+    /// twice in a row (a connection that varies its calls pays a copy of
+    /// the header's bytes, no allocation once warm).
+    fn remember(
+        &mut self,
+        h: &Header,
+        payload: &Bytes,
+        end: usize,
+        id_at: usize,
+        head: &RequestHeader,
+        opts: Options,
+    ) {
+        let again = self.last.as_ref().is_some_and(|d| {
+            d.id_at == id_at && d.bytes.len() == end && d.matches(h, payload, opts)
+        });
+        let d = self.last.get_or_insert_with(|| Decoded {
+            version: h.version,
+            order: h.order,
+            opts,
+            bytes: Vec::new(),
+            id_at,
+            header: None,
+        });
+        d.header = None;
+        if !again {
+            d.version = h.version;
+            d.order = h.order;
+            d.opts = opts;
+            d.id_at = id_at;
+            d.bytes.clear();
+            d.bytes.extend_from_slice(&payload[..end]);
+            return;
+        }
+        // Only an object key is kept: the other addresses carry whole
+        // profiles, which no client sends call after call.
+        let TargetAddress::Key(key) = &head.target else {
+            return;
+        };
+        let own = Bytes::copy_from_slice(&payload[..end]);
+        let moved = |b: &Bytes| rebased(&payload[..end], b).map(|r| own.slice(r));
+        let contexts = head
+            .contexts
+            .0
+            .iter()
+            .map(|c| moved(&c.data).map(|data| ServiceContext { id: c.id, data }));
+        let kept = (|| {
+            Some(RequestHeader {
+                request_id: 0,
+                response: head.response,
+                target: TargetAddress::Key(moved(key)?),
+                operation: moved(&head.operation)?,
+                contexts: ServiceContextList(contexts.collect::<Option<_>>()?),
+                principal: moved(&head.principal)?,
+            })
+        })();
+        d.header = kept;
+    }
+}
+
+/// Where `part` lies in `within` (empty: anywhere); `None` if it is not
+/// a slice of it.
+fn rebased(within: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
+    if part.is_empty() {
+        return Some(0..0);
+    }
+    let at = (part.as_ptr() as usize).checked_sub(within.as_ptr() as usize)?;
+    (at + part.len() <= within.len()).then(|| at..at + part.len())
+}
+
+/// The Request whose header, decoded, ends at payload index `end`: its
+/// body after the 1.2 pad, as [`Message::decode_segmented`] gives it.
+fn request(h: &Header, head: RequestHeader, payload: Bytes, end: usize, opts: Options) -> Request {
+    let mut r = Reader::from_bytes(&payload, h.order)
+        .with_base(HEADER_LEN)
+        .options(opts);
+    // The header's bytes were read once already.
+    let _ = r.take(end);
+    if h.version.is_12() && r.remaining() > 0 {
+        skip_body_pad(&mut r);
+    }
+    let at = r.index();
+    let offset = r.align_offset();
+    Request {
+        version: h.version,
+        header: head,
+        body: Body {
+            bytes: payload.slice(at..),
+            offset,
+            order: h.order,
+            segments: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const VERSIONS: [Version; 3] = [Version::V1_0, Version::V1_1, Version::V1_2];
+
+    /// One call: which operation, object, response mode and contexts, and
+    /// how many body bytes.
+    #[derive(Debug, Clone)]
+    struct Call {
+        op: &'static str,
+        key: &'static [u8],
+        response: ResponseMode,
+        contexts: bool,
+        body: usize,
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        (
+            prop::sample::select(vec!["ping", "echo_long", "x"]),
+            prop::sample::select(vec![&b"K"[..], &b"BenchObject"[..], &b""[..]]),
+            prop::sample::select(vec![ResponseMode::Twoway, ResponseMode::Oneway]),
+            prop::bool::weighted(0.2),
+            prop::sample::select(vec![0usize, 1, 5, 16]),
+        )
+            .prop_map(|(op, key, response, contexts, body)| Call {
+                op,
+                key,
+                response,
+                contexts,
+                body,
+            })
+    }
+
+    /// Calls that often repeat the one before (the memo's and the
+    /// cache's case), with something else now and then.
+    fn calls() -> impl Strategy<Value = Vec<Call>> {
+        prop::collection::vec((call(), prop::bool::weighted(0.7)), 1..16).prop_map(|v| {
+            let mut out: Vec<Call> = Vec::new();
+            for (c, again) in v {
+                let next = match (again, out.last()) {
+                    (true, Some(last)) => last.clone(),
+                    _ => c,
+                };
+                out.push(next);
+            }
+            out
+        })
+    }
+
+    fn contexts(c: &Call) -> Vec<ServiceContext> {
+        match c.contexts {
+            true => vec![ServiceContext {
+                id: 7,
+                data: Bytes::from_static(&[0, 1, 2]),
+            }],
+            false => Vec::new(),
+        }
+    }
+
+    /// The whole message for `c`, its header through `begin` (cached or
+    /// not), then the body and the size.
+    fn encode(
+        begin: &mut dyn FnMut(&mut BytesMut, &RequestHead<'_>) -> Result<Pending>,
+        c: &Call,
+        id: u32,
+    ) -> Vec<u8> {
+        let target = TargetAddress::Key(Bytes::from_static(c.key));
+        let contexts = contexts(c);
+        let head = RequestHead {
+            request_id: id,
+            response: c.response,
+            target: &target,
+            operation: c.op,
+            contexts: &contexts,
+        };
+        let mut buf = BytesMut::new();
+        let p = begin(&mut buf, &head).unwrap();
+        let mut w = p.writer(&mut buf);
+        for i in 0..c.body {
+            w.write_u8(i as u8);
+        }
+        p.finish(&mut buf).unwrap();
+        buf.to_vec()
+    }
+
+    /// `ping()` on the object `key`.
+    fn ping(key: &'static [u8]) -> Call {
+        Call {
+            op: "ping",
+            key,
+            response: ResponseMode::Twoway,
+            contexts: false,
+            body: 0,
+        }
+    }
+
+    fn split(msg: &[u8]) -> (Header, Bytes) {
+        let h = Header::parse(&msg[..HEADER_LEN]).unwrap();
+        (h, Bytes::copy_from_slice(&msg[HEADER_LEN..]))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Every message the cache writes is byte for byte the one
+        /// `begin_request` writes, whatever came before it.
+        #[test]
+        fn the_cache_writes_what_begin_request_writes(
+            v in prop::sample::select(VERSIONS.to_vec()),
+            big in any::<bool>(),
+            calls in calls(),
+        ) {
+            let order = if big { ByteOrder::Big } else { ByteOrder::Little };
+            let opts = Options::default();
+            let mut cache = RequestHeadCache::default();
+            for (i, c) in calls.iter().enumerate() {
+                let id = 1000 + i as u32 * 7919;
+                let cached = encode(&mut |b, h| cache.begin_request(b, v, order, opts, h), c, id);
+                let plain = encode(&mut |b, h| begin_request(b, v, order, opts, h), c, id);
+                prop_assert_eq!(cached, plain, "call {} {:?}", i, c);
+            }
+        }
+
+        /// Every message the memo decodes is what a full decode gives,
+        /// whatever came before it, also for a message cut short after a
+        /// header the memo knows.
+        #[test]
+        fn the_memo_decodes_what_a_full_decode_gives(
+            v in prop::sample::select(VERSIONS.to_vec()),
+            big in any::<bool>(),
+            calls in calls(),
+            cuts in prop::collection::vec(0usize..40, 16),
+        ) {
+            let order = if big { ByteOrder::Big } else { ByteOrder::Little };
+            let opts = Options::default();
+            let mut memo = RequestHeadMemo::default();
+            for (i, (c, cut)) in calls.iter().zip(&cuts).enumerate() {
+                let msg = encode(&mut |b, h| begin_request(b, v, order, opts, h), c, i as u32);
+                let (h, payload) = split(&msg);
+                // A payload shorter than its header says (the codec never
+                // passes one; the memo must not read past it either).
+                let payload = match *cut {
+                    0..=29 => payload,
+                    n => payload.slice(..payload.len().saturating_sub(n - 29)),
+                };
+                let full = Message::decode(&h, payload.clone(), opts);
+                let memo = memo.decode(&h, payload, None, opts);
+                prop_assert_eq!(format!("{full:?}"), format!("{memo:?}"), "call {} {:?}", i, c);
+            }
+        }
+    }
+
+    #[test]
+    fn a_repeated_header_is_taken_from_the_memo_with_the_new_id() {
+        let c = ping(b"BenchObject");
+        let opts = Options::default();
+        let mut memo = RequestHeadMemo::default();
+        for id in 1..=3 {
+            let msg = encode(
+                &mut |b, h| begin_request(b, Version::V1_2, ByteOrder::Little, opts, h),
+                &c,
+                id,
+            );
+            let (h, payload) = split(&msg);
+            let Message::Request(r) = memo.decode(&h, payload, None, opts).unwrap() else {
+                panic!("not a request");
+            };
+            assert_eq!(r.header.request_id, id);
+            assert_eq!(r.header.operation(), "ping");
+            // Known after the second time in a row.
+            assert_eq!(
+                memo.last.as_ref().unwrap().header.is_some(),
+                id >= 2,
+                "call {id}"
+            );
+        }
+        // The memo's bytes are its own: not the last message's buffer.
+        let d = memo.last.as_ref().unwrap();
+        let TargetAddress::Key(k) = &d.header.as_ref().unwrap().target else {
+            panic!("not a key");
+        };
+        assert_eq!(&k[..], b"BenchObject");
+    }
+
+    #[test]
+    fn other_options_decode_in_full() {
+        let c = ping(b"K");
+        let opts = Options::default();
+        let mut memo = RequestHeadMemo::default();
+        let msg = encode(
+            &mut |b, h| begin_request(b, Version::V1_2, ByteOrder::Big, opts, h),
+            &c,
+            9,
+        );
+        let (h, payload) = split(&msg);
+        for _ in 0..2 {
+            memo.decode(&h, payload.clone(), None, opts).unwrap();
+        }
+        assert!(memo.last.as_ref().unwrap().header.is_some());
+        let mut other = opts;
+        other.limits.max_len = 3;
+        // "ping" is longer than the other options allow: refused, as a
+        // full decode refuses it, not taken from the memo.
+        assert!(memo.decode(&h, payload.clone(), None, other).is_err());
+        assert!(Message::decode(&h, payload, other).is_err());
+    }
+}
