@@ -544,12 +544,73 @@ fn merge_is_lossless() {
     let merged = Latency::from_base64(c.histogram.as_deref().unwrap()).unwrap();
     assert_eq!(merged.inner(), all.inner());
     assert_eq!(c.latency_us.unwrap(), all.summary());
+    // Each file measured the case once: the merged case holds both runs,
+    // and its intervals span them (not the first file's alone).
+    assert_eq!(c.runs.len(), 2);
+    let p50 = c.intervals["p50"];
+    assert_eq!(p50.n, 2);
+    let (pa50, pb50) = (
+        a.cases[0].latency_us.unwrap().p50,
+        b.cases[0].latency_us.unwrap().p50,
+    );
+    assert_eq!((p50.min, p50.max), (pa50, pb50));
     assert_eq!(m.cases[1].calls, 10);
     assert_eq!(m.cases[2].calls, 5);
     // Fits are recomputed over the merged means: three sizes, one series.
     assert_eq!(m.fits.len(), 1);
     assert_eq!(m.fits[0].label, "echo octet");
     assert_eq!(m.fits[0].points, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files of several `--runs` each merge into one case holding every run,
+/// and `compare` names a side whose runs fall in two groups (its verdicts
+/// compare mixtures of them).
+#[test]
+fn merged_runs_all_count_and_runs_in_two_groups_are_named() {
+    let ping = |p50s: &[u64]| {
+        let runs = p50s
+            .iter()
+            .map(|&ns| vec![lat_case("ping", "ping", 0, &[ns; 50], 0.0)])
+            .collect();
+        file("latency", iiopbench_engine::runs::aggregate(runs))
+    };
+    let dir = tmp("groups");
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    // A: two files of three runs, at 7.85 or 8.79 µs; B: steady.
+    for (name, p50s) in [
+        ("a1.json", &[7_850, 7_850, 7_850][..]),
+        ("a2.json", &[8_790, 8_790, 8_790][..]),
+        ("b.json", &[8_550, 8_560, 8_540, 8_550, 8_555, 8_545][..]),
+    ] {
+        results::write_atomic(Path::new(&path(name)), &results::to_json(&ping(p50s))).unwrap();
+    }
+    let merge = [
+        "merge",
+        &path("a1.json"),
+        &path("a2.json"),
+        "--json",
+        &path("a.json"),
+    ];
+    assert_eq!(run(&merge), 0);
+    let a = results::read(Path::new(&path("a.json"))).unwrap();
+    assert_eq!(a.cases[0].runs.len(), 6);
+    assert_eq!(a.cases[0].intervals["p50"].n, 6);
+    let cmp = [
+        "compare",
+        &path("a.json"),
+        &path("b.json"),
+        "--json",
+        &path("c.json"),
+    ];
+    assert_eq!(run(&cmp), 0);
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path("c.json")).unwrap()).unwrap();
+    let split = &c["rows"][0]["split_runs"];
+    assert_eq!(split.as_array().map(Vec::len), Some(1), "{c}");
+    let said = split[0].as_str().unwrap();
+    assert!(said.starts_with("A: p50 7.8"), "{said}");
+    assert!(said.contains("µs in 3 runs, 8.7"), "{said}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -131,6 +131,11 @@ pub struct Row {
     /// A's and B's placement when they differ.
     #[serde(serialize_with = "placements_json")]
     pub placements: Option<(String, String)>,
+    /// Sides whose runs fall in two groups ([`crate::runs::two_groups`]),
+    /// each said as `A: p50 7.850 µs in 5 runs, 8.790 µs in 4`: a verdict
+    /// there compares mixtures of the two.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub split_runs: Vec<String>,
 }
 
 /// A row's placements as `{"a", "b"}`, or null when they agree.
@@ -373,6 +378,14 @@ pub fn compare(
             p99_ratio: la.zip(lb).and_then(|(x, y)| ratio(x.p99, y.p99)),
             p99: lat_or_runs(0.99, "p99"),
             placements: (pa != pb).then_some((pa, pb)),
+            split_runs: [("A", ca), ("B", *cb)]
+                .into_iter()
+                .filter_map(|(side, c)| {
+                    let (what, unit, decimals, v) = crate::runs::headline_runs(c)?;
+                    let g = crate::runs::two_groups(&v)?;
+                    Some(format!("{side}: {what} {}", g.describe(unit, decimals)))
+                })
+                .collect(),
         });
     }
     Ok(rows)

@@ -164,6 +164,16 @@ fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
 pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> anyhow::Result<()> {
     match overlap {
         Overlap::Sequential => {
+            // Every run of both (a case measured once is one run), and
+            // the intervals across all of them: the first file's alone
+            // would describe a part of the calls and judge `compare`'s
+            // verdicts by it.
+            let runs_of = |c: &Case| match c.runs.is_empty() {
+                true => vec![crate::runs::figures(c)],
+                false => c.runs.clone(),
+            };
+            a.runs = [runs_of(a), runs_of(b)].concat();
+            a.intervals = crate::runs::intervals(&a.runs);
             let recv_bits = |c: &Case| c.receiver_throughput_mbps.map(|m| m * c.seconds);
             a.receiver_throughput_mbps = match (recv_bits(a), recv_bits(b)) {
                 (Some(x), Some(y)) => Some((x + y) / (a.seconds + b.seconds).max(1e-12)),

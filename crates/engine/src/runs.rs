@@ -8,13 +8,104 @@
 use std::collections::BTreeMap;
 
 use crate::context::param;
-use crate::hist::Latency;
+use crate::hist::{Latency, LatencySummary};
 use crate::noise::Noise;
 use crate::results::{Baseline, Case, CpuFigures, Interval, Results, RunFigures};
 
 /// The spread across runs (95 % interval half-width over the mean) above
 /// which a case is called unstable.
 pub const SPREAD_LIMIT: f64 = 0.10;
+
+/// Two groups of runs are called apart when the gap between them is at
+/// least this share of the median run …
+pub const GROUP_GAP: f64 = 0.05;
+
+/// … and at least this many times as wide as either group's own range.
+pub const GROUP_TIGHTNESS: f64 = 3.0;
+
+/// Runs of one case that fell in two groups ([`two_groups`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TwoGroups {
+    /// The lower group's median figure and how many runs it holds.
+    pub low: f64,
+    pub low_runs: usize,
+    /// The higher group's.
+    pub high: f64,
+    pub high_runs: usize,
+}
+
+impl TwoGroups {
+    /// `7.850 µs in 5 runs, 8.790 µs in 4`, with `unit` (and its
+    /// precision) after each figure.
+    pub fn describe(&self, unit: &str, decimals: usize) -> String {
+        format!(
+            "{:.*} {unit} in {} runs, {:.*} {unit} in {}",
+            decimals, self.low, self.low_runs, decimals, self.high, self.high_runs
+        )
+    }
+}
+
+/// Whether per-run figures fall in two groups rather than scatter around
+/// one value: split at the widest gap between neighbours, each side holds
+/// at least two runs and a fifth of them, and the gap is at least [`GROUP_GAP`] of the median
+/// and [`GROUP_TIGHTNESS`] times either side's own range. A mean or an
+/// interval over such runs describes neither group, and a ratio between
+/// two such cases depends on which group each run fell in (seen here: a
+/// raw-TCP round trip whose connections settled at 7.8 µs or at 8.8 µs,
+/// so that the same GIOP figure was 1.09x or 0.97x of it).
+pub fn two_groups(runs: &[f64]) -> Option<TwoGroups> {
+    let mut v: Vec<f64> = runs.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.len() < 4 {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let median = |g: &[f64]| match g.len() % 2 {
+        1 => g[g.len() / 2],
+        _ => (g[g.len() / 2 - 1] + g[g.len() / 2]) / 2.0,
+    };
+    // The widest gap with at least two runs, and a fifth of them, on
+    // either side (a few slow slices of many are outliers, not a group).
+    let least = 2.max(v.len().div_ceil(5));
+    if v.len() < 2 * least {
+        return None;
+    }
+    let (at, gap) = (least - 1..v.len() - least)
+        .map(|i| (i, v[i + 1] - v[i]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let (low, high) = v.split_at(at + 1);
+    let range = |g: &[f64]| g[g.len() - 1] - g[0];
+    let widest = range(low).max(range(high));
+    let apart = gap >= GROUP_GAP * median(&v).abs() && gap >= GROUP_TIGHTNESS * widest && gap > 0.0;
+    apart.then(|| TwoGroups {
+        low: median(low),
+        low_runs: low.len(),
+        high: median(high),
+        high_runs: high.len(),
+    })
+}
+
+/// The figure a case's runs are judged by, one per run, with its name,
+/// unit and precision: the median latency of round-trip cases, else the
+/// throughput (the receiving server's where every run has one).
+pub fn headline_runs(c: &Case) -> Option<(&'static str, &'static str, usize, Vec<f64>)> {
+    if c.runs.is_empty() {
+        return None;
+    }
+    if c.intervals.contains_key("p50") {
+        let v: Option<Vec<f64>> = c.runs.iter().map(|r| r.latency_us.map(|l| l.p50)).collect();
+        return v.map(|v| ("p50", "µs", 3, v));
+    }
+    let received: Option<Vec<f64>> = c.runs.iter().map(|r| r.receiver_throughput_mbps).collect();
+    Some(match received {
+        Some(v) => ("throughput counted by the server", "Mbit/s", 0, v),
+        None => (
+            "throughput",
+            "Mbit/s",
+            0,
+            c.runs.iter().map(|r| r.throughput_mbps).collect(),
+        ),
+    })
+}
 
 /// The runs' baselines of one case as one: the mean baseline value, and
 /// the median of the runs' ratios. Each run's ratio pairs a case with the
@@ -46,6 +137,48 @@ pub fn figures(c: &Case) -> RunFigures {
         tls_baseline_ratio: c.tls_baseline.as_ref().map(|b| b.ratio),
         noise: c.noise.clone(),
     }
+}
+
+/// The 95 % interval across `runs` of each figure that every run has
+/// (none for fewer than two runs): throughput (the client's and the
+/// receiving server's), calls per second, latency percentiles, and the
+/// ratios to the raw baselines.
+pub fn intervals(runs: &[RunFigures]) -> BTreeMap<String, Interval> {
+    let mut iv = BTreeMap::new();
+    let mut put = |k: &str, xs: Option<Vec<f64>>| {
+        if let Some(xs) = xs.filter(|xs| xs.len() >= 2) {
+            iv.insert(k.to_string(), Interval::of(&xs));
+        }
+    };
+    put(
+        "throughput_mbps",
+        Some(runs.iter().map(|r| r.throughput_mbps).collect()),
+    );
+    put(
+        "calls_per_sec",
+        Some(
+            runs.iter()
+                .map(|r| r.calls as f64 / r.seconds.max(1e-12))
+                .collect(),
+        ),
+    );
+    put(
+        "receiver_throughput_mbps",
+        runs.iter().map(|r| r.receiver_throughput_mbps).collect(),
+    );
+    let lat = |f: fn(&LatencySummary) -> f64| -> Option<Vec<f64>> {
+        runs.iter().map(|r| r.latency_us.as_ref().map(f)).collect()
+    };
+    put("p50", lat(|l| l.p50));
+    put("p90", lat(|l| l.p90));
+    put("p99", lat(|l| l.p99));
+    put("p999", lat(|l| l.p999));
+    put("vs_tcp", runs.iter().map(|r| r.baseline_ratio).collect());
+    put(
+        "vs_tls_tcp",
+        runs.iter().map(|r| r.tls_baseline_ratio).collect(),
+    );
+    iv
 }
 
 /// Fold the cases of several runs (each run's cases in the order they
@@ -128,46 +261,7 @@ fn fold(mut cases: Vec<Case>) -> Case {
     if let Some(n) = total_extra(&cases, "head_first_calls") {
         param(&mut out.extra, "head_first_calls", n);
     }
-    let mut iv = BTreeMap::new();
-    let mut put = |k: &str, xs: Vec<f64>| {
-        if xs.len() == cases.len() {
-            iv.insert(k.to_string(), Interval::of(&xs));
-        }
-    };
-    put(
-        "throughput_mbps",
-        cases.iter().map(|c| c.throughput_mbps).collect(),
-    );
-    put(
-        "calls_per_sec",
-        cases.iter().map(|c| c.calls_per_sec).collect(),
-    );
-    put(
-        "receiver_throughput_mbps",
-        cases
-            .iter()
-            .filter_map(|c| c.receiver_throughput_mbps)
-            .collect(),
-    );
-    let lats: Vec<_> = cases.iter().filter_map(|c| c.latency_us).collect();
-    put("p50", lats.iter().map(|l| l.p50).collect());
-    put("p90", lats.iter().map(|l| l.p90).collect());
-    put("p99", lats.iter().map(|l| l.p99).collect());
-    put("p999", lats.iter().map(|l| l.p999).collect());
-    put(
-        "vs_tcp",
-        cases
-            .iter()
-            .filter_map(|c| c.baseline.as_ref().map(|b| b.ratio))
-            .collect(),
-    );
-    put(
-        "vs_tls_tcp",
-        cases
-            .iter()
-            .filter_map(|c| c.tls_baseline.as_ref().map(|b| b.ratio))
-            .collect(),
-    );
+    let iv = intervals(&runs);
     out.baseline = fold_baseline(cases.iter().map(|c| c.baseline.as_ref()), iv.get("vs_tcp"));
     out.tls_baseline = fold_baseline(
         cases.iter().map(|c| c.tls_baseline.as_ref()),
@@ -300,6 +394,25 @@ pub fn warnings(r: &Results) -> Vec<String> {
             list(&unstable)
         ));
     }
+    let split: Vec<String> = r
+        .cases
+        .iter()
+        .filter_map(|c| {
+            let (what, unit, decimals, v) = headline_runs(c)?;
+            let g = two_groups(&v)?;
+            Some(format!(
+                "{} ({what} {})",
+                c.name,
+                g.describe(unit, decimals)
+            ))
+        })
+        .collect();
+    if !split.is_empty() {
+        out.push(format!(
+            "Warning: runs fall in two groups on {}: a mean or a ratio over them describes neither; find what differs between the groups (a connection's or the machine's state, placement) before comparing, or compare group with group.",
+            list(&split)
+        ));
+    }
     let moved: Vec<String> = r
         .cases
         .iter()
@@ -427,6 +540,56 @@ mod tests {
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("jumpy"), "{w:?}");
         assert!(!w[0].contains("steady"), "{w:?}");
+    }
+
+    #[test]
+    fn two_groups_are_told_from_scatter() {
+        // The raw round trips of one A/B: two groups, 7.8 and 8.8 µs.
+        let raw = [
+            8.855, 8.839, 8.783, 8.295, 8.831, 8.175, 8.799, 8.775, 8.759,
+        ];
+        let g = two_groups(&raw).expect("two groups");
+        assert_eq!((g.low_runs, g.high_runs), (2, 7));
+        assert!((g.low - 8.235).abs() < 1e-9, "{g:?}");
+        assert!((g.high - 8.799).abs() < 1e-9, "{g:?}");
+        assert_eq!(g.describe("µs", 3), "8.235 µs in 2 runs, 8.799 µs in 7");
+        // The GIOP round trips of the same runs: one group.
+        let giop = [
+            8.559, 8.543, 8.535, 8.559, 8.519, 8.527, 8.543, 8.535, 8.543,
+        ];
+        assert_eq!(two_groups(&giop), None);
+        // Scatter: no gap three times as wide as the groups.
+        assert_eq!(two_groups(&[10.0, 11.0, 12.5, 13.0, 14.2, 15.0]), None);
+        // A lone outlier is not a group, nor two slow slices of sixteen.
+        assert_eq!(two_groups(&[10.0, 10.1, 10.05, 10.02, 14.0]), None);
+        let mut slices = vec![20.4; 14];
+        slices.extend([22.3, 22.4]);
+        assert_eq!(two_groups(&slices), None);
+        slices.extend([22.3, 22.4]);
+        assert!(two_groups(&slices).is_some());
+        // Apart, but by less than 5 %.
+        assert_eq!(two_groups(&[100.0, 100.1, 103.0, 103.1]), None);
+        // Too few runs to tell.
+        assert_eq!(two_groups(&[1.0, 1.0, 2.0]), None);
+        assert!(two_groups(&[1.0, 1.01, 2.0, 2.01]).is_some());
+    }
+
+    #[test]
+    fn runs_in_two_groups_are_said() {
+        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let run = |ns: u64| {
+            vec![
+                case("tcp ack 1B", 0.0, &[ns; 5], None),
+                case("ping", 0.0, &[8_550; 5], None),
+            ]
+        };
+        r.cases = aggregate([7_850, 8_790, 7_850, 8_790, 8_790].map(run).to_vec());
+        let w = warnings(&r);
+        let split: Vec<&String> = w.iter().filter(|l| l.contains("two groups")).collect();
+        assert_eq!(split.len(), 1, "{w:?}");
+        assert!(split[0].contains("tcp ack 1B (p50 7."), "{w:?}");
+        assert!(split[0].contains("in 2 runs, 8."), "{w:?}");
+        assert!(!split[0].contains("ping"), "{w:?}");
     }
 
     #[test]

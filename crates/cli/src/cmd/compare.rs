@@ -123,6 +123,13 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
              server's count where both have one (receiver), else the client's (sender)"
         );
         print!("{}", render(&rows));
+        for r in rows.iter().filter(|r| !r.split_runs.is_empty()) {
+            println!(
+                "  Warning: runs fall in two groups on {} ({}): its verdicts compare mixtures of the groups; find what differs between them, or rerun until each side's runs agree.",
+                r.case,
+                r.split_runs.join("; ")
+            );
+        }
         if let Some((pa, pb)) = mixed.first() {
             println!(
                 "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
