@@ -34,6 +34,7 @@ use serde::{Serialize, Serializer};
 use crate::hist::Latency;
 use crate::merge::{case_key, tag};
 use crate::results::{Case, Results};
+use crate::runs::Headline;
 
 /// How B compares with A on one figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -380,11 +381,7 @@ pub fn compare(
             placements: (pa != pb).then_some((pa, pb)),
             split_runs: [("A", ca), ("B", *cb)]
                 .into_iter()
-                .filter_map(|(side, c)| {
-                    let (what, unit, decimals, v) = crate::runs::headline_runs(c)?;
-                    let g = crate::runs::two_groups(&v)?;
-                    Some(format!("{side}: {what} {}", g.describe(unit, decimals)))
-                })
+                .filter_map(|(side, c)| Some(format!("{side}: {}", Headline::split(c)?)))
                 .collect(),
         });
     }

@@ -84,27 +84,71 @@ pub fn two_groups(runs: &[f64]) -> Option<TwoGroups> {
     })
 }
 
-/// The figure a case's runs are judged by, one per run, with its name,
-/// unit and precision: the median latency of round-trip cases, else the
-/// throughput (the receiving server's where every run has one).
-pub fn headline_runs(c: &Case) -> Option<(&'static str, &'static str, usize, Vec<f64>)> {
-    if c.runs.is_empty() {
-        return None;
+/// The figure a case's runs are judged by: the median latency of
+/// round-trip cases, else the throughput, the receiving server's where
+/// every run has one (what `compare` judges throughput by).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Headline {
+    P50,
+    Received,
+    Sent,
+}
+
+impl Headline {
+    /// The headline of `c`: the first of p50, the server's and the
+    /// client's throughput that has an interval across its runs.
+    pub fn of(c: &Case) -> Option<Headline> {
+        [Headline::P50, Headline::Received, Headline::Sent]
+            .into_iter()
+            .find(|h| c.intervals.contains_key(h.key()))
     }
-    if c.intervals.contains_key("p50") {
-        let v: Option<Vec<f64>> = c.runs.iter().map(|r| r.latency_us.map(|l| l.p50)).collect();
-        return v.map(|v| ("p50", "µs", 3, v));
+
+    /// Its key in `intervals`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Headline::P50 => "p50",
+            Headline::Received => "receiver_throughput_mbps",
+            Headline::Sent => "throughput_mbps",
+        }
     }
-    let received: Option<Vec<f64>> = c.runs.iter().map(|r| r.receiver_throughput_mbps).collect();
-    Some(match received {
-        Some(v) => ("throughput counted by the server", "Mbit/s", 0, v),
-        None => (
-            "throughput",
-            "Mbit/s",
-            0,
-            c.runs.iter().map(|r| r.throughput_mbps).collect(),
-        ),
-    })
+
+    /// How warnings name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Headline::P50 => "p50",
+            Headline::Received => "throughput counted by the server",
+            Headline::Sent => "throughput",
+        }
+    }
+
+    /// Its unit, and the decimals it is shown with.
+    pub fn unit(self) -> (&'static str, usize) {
+        match self {
+            Headline::P50 => ("µs", 3),
+            _ => ("Mbit/s", 0),
+        }
+    }
+
+    /// This figure of each run of `c` (none where a run lacks it).
+    pub fn runs(self, c: &Case) -> Option<Vec<f64>> {
+        c.runs
+            .iter()
+            .map(|r| match self {
+                Headline::P50 => r.latency_us.map(|l| l.p50),
+                Headline::Received => r.receiver_throughput_mbps,
+                Headline::Sent => Some(r.throughput_mbps),
+            })
+            .collect()
+    }
+
+    /// Whether `c`'s runs fall in two groups by its headline, said as
+    /// `p50 7.850 µs in 5 runs, 8.790 µs in 4`.
+    pub fn split(c: &Case) -> Option<String> {
+        let h = Headline::of(c)?;
+        let g = two_groups(&h.runs(c)?)?;
+        let (unit, decimals) = h.unit();
+        Some(format!("{} {}", h.name(), g.describe(unit, decimals)))
+    }
 }
 
 /// The runs' baselines of one case as one: the mean baseline value, and
@@ -326,17 +370,6 @@ fn cpu_sum(cases: &[Case], bytes: u64) -> Option<CpuFigures> {
     })
 }
 
-/// The figure whose spread decides whether a case is stable: its
-/// throughput, or its median latency for round-trip cases.
-fn headline(c: &Case) -> Option<(&'static str, Interval)> {
-    if let Some(i) = c.intervals.get("p50") {
-        return Some(("p50", *i));
-    }
-    c.intervals
-        .get("throughput_mbps")
-        .map(|i| ("throughput", *i))
-}
-
 /// What a reader must know before trusting the numbers, one line each
 /// (empty when the run was clean): background load or steal during a
 /// run, a case whose runs disagree by more than [`SPREAD_LIMIT`], a thread
@@ -376,7 +409,8 @@ pub fn warnings(r: &Results) -> Vec<String> {
         .cases
         .iter()
         .filter_map(|c| {
-            let (what, i) = headline(c)?;
+            let h = Headline::of(c)?;
+            let (what, i) = (h.name(), c.intervals[h.key()]);
             (i.n >= 2 && i.relative() > SPREAD_LIMIT).then(|| {
                 format!(
                     "{} ({what} ±{:.0} % over {} runs)",
@@ -397,15 +431,7 @@ pub fn warnings(r: &Results) -> Vec<String> {
     let split: Vec<String> = r
         .cases
         .iter()
-        .filter_map(|c| {
-            let (what, unit, decimals, v) = headline_runs(c)?;
-            let g = two_groups(&v)?;
-            Some(format!(
-                "{} ({what} {})",
-                c.name,
-                g.describe(unit, decimals)
-            ))
-        })
+        .filter_map(|c| Some(format!("{} ({})", c.name, Headline::split(c)?)))
         .collect();
     if !split.is_empty() {
         out.push(format!(

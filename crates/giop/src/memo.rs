@@ -30,19 +30,9 @@ use crate::context::{ServiceContext, ServiceContextList};
 use crate::error::Result;
 use crate::header::{Header, MsgType, Version, HEADER_LEN};
 use crate::message::{
-    begin, begin_request, body_pending, decode_request_header, read_u32_at, skip_body_pad,
-    u32_bytes, Body, Message, Pending, Request, RequestHead, RequestHeader, ResponseMode,
-    TargetAddress,
+    begin, begin_request, body_pending, decode_request_header, read_u32_at, request_after_header,
+    u32_bytes, Message, Pending, RequestHead, RequestHeader, ResponseMode, TargetAddress,
 };
-
-/// What the encoding of a Request header depends on besides its id.
-#[derive(Debug, PartialEq, Eq)]
-struct EncodeKey {
-    version: Version,
-    order: ByteOrder,
-    opts: Options,
-    response: ResponseMode,
-}
 
 /// How many headers each side keeps per connection: a client that calls a
 /// few operations in turn (get, set, …) finds each of them again.
@@ -58,16 +48,42 @@ pub const MISSES_BEFORE_BYPASS: u32 = 16;
 /// How many calls go the full way before keeping is tried again.
 pub const BYPASS_CALLS: u32 = 1024;
 
-/// Whether to look up kept headers now, from how lookups went lately.
-#[derive(Debug, Default)]
-struct Backoff {
+/// What a header's bytes depend on besides the header: the message's
+/// version and byte order and the connection's CDR options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Encoding {
+    version: Version,
+    order: ByteOrder,
+    opts: Options,
+}
+
+/// Up to [`HEADS_KEPT`] entries, the oldest replaced first, and when to
+/// stop looking among them.
+#[derive(Debug)]
+struct Kept<T> {
+    entries: Vec<T>,
+    /// The entry a new one replaces next (round robin).
+    next: usize,
+    /// Misses in a row with a full table.
     misses: u32,
+    /// Calls left that go the full way without looking.
     skip: u32,
 }
 
-impl Backoff {
-    /// Whether this call should look (else it goes the full way, and
-    /// counts down the bypass).
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            entries: Vec::new(),
+            next: 0,
+            misses: 0,
+            skip: 0,
+        }
+    }
+}
+
+impl<T> Kept<T> {
+    /// Whether this call looks among the entries (else it goes the full
+    /// way, and counts down the bypass).
     fn look(&mut self) -> bool {
         if self.skip == 0 {
             return true;
@@ -76,17 +92,36 @@ impl Backoff {
         false
     }
 
-    fn hit(&mut self) {
-        self.misses = 0;
+    /// The first entry `is` holds for, counting the look as a hit or a
+    /// miss.
+    fn find(&mut self, is: impl Fn(&T) -> bool) -> Option<usize> {
+        let found = self.entries.iter().position(is);
+        match found {
+            Some(_) => self.misses = 0,
+            None if self.entries.len() == HEADS_KEPT => {
+                self.misses += 1;
+                if self.misses >= MISSES_BEFORE_BYPASS {
+                    self.misses = 0;
+                    self.skip = BYPASS_CALLS;
+                }
+            }
+            None => {}
+        }
+        found
     }
 
-    /// A miss with `full` tables.
-    fn miss(&mut self, full: bool) {
-        self.misses += u32::from(full);
-        if self.misses >= MISSES_BEFORE_BYPASS {
-            self.misses = 0;
-            self.skip = BYPASS_CALLS;
-        }
+    /// Room for a new entry: `fresh()` while there are fewer than
+    /// [`HEADS_KEPT`], else the oldest, whose buffers the caller reuses.
+    fn slot(&mut self, fresh: impl FnOnce() -> T) -> &mut T {
+        let i = if self.entries.len() < HEADS_KEPT {
+            self.entries.push(fresh());
+            self.entries.len() - 1
+        } else {
+            let i = self.next;
+            self.next = (i + 1) % HEADS_KEPT;
+            i
+        };
+        &mut self.entries[i]
     }
 }
 
@@ -95,34 +130,19 @@ impl Backoff {
 /// contexts.
 #[derive(Debug, Default)]
 pub struct RequestHeadCache {
-    entries: Vec<Encoded>,
-    /// The entry a new header replaces next (round robin).
-    next: usize,
-    backoff: Backoff,
+    kept: Kept<Encoded>,
 }
 
 /// One encoded header and what it was encoded from.
 #[derive(Debug)]
 struct Encoded {
-    key: EncodeKey,
+    encoding: Encoding,
+    response: ResponseMode,
     object_key: Bytes,
     operation: String,
     /// The header after the GIOP header, up to its end (the 1.2 body pad
     /// excluded).
     bytes: Vec<u8>,
-    /// Where in `bytes` the request id lies.
-    id_at: usize,
-}
-
-impl Encoded {
-    fn encodes(&self, key: &EncodeKey, object_key: &Bytes, operation: &str) -> bool {
-        // The operation first: what differs between calls on one object.
-        self.operation == operation
-            && self.key == *key
-            && ((self.object_key.as_ptr() == object_key.as_ptr()
-                && self.object_key.len() == object_key.len())
-                || self.object_key == *object_key)
-    }
 }
 
 impl RequestHeadCache {
@@ -139,53 +159,47 @@ impl RequestHeadCache {
         let TargetAddress::Key(object_key) = head.target else {
             return begin_request(buf, version, order, opts, head);
         };
-        if !head.contexts.is_empty() || !self.backoff.look() {
+        if !head.contexts.is_empty() || !self.kept.look() {
             return begin_request(buf, version, order, opts, head);
         }
-        let key = EncodeKey {
+        let encoding = Encoding {
             version,
             order,
             opts,
-            response: head.response,
         };
-        let found = self
-            .entries
-            .iter()
-            .find(|e| e.encodes(&key, object_key, head.operation));
-        if let Some(e) = found {
-            self.backoff.hit();
-            let start = begin(buf, version, order, MsgType::Request);
-            let at = buf.len() + e.id_at;
-            buf.extend_from_slice(&e.bytes);
-            buf[at..at + 4].copy_from_slice(&u32_bytes(head.request_id, order));
-            return Ok(body_pending(buf, version, order, opts, start, None));
-        }
-        self.backoff.miss(self.entries.len() == HEADS_KEPT);
-        let p = begin_request(buf, version, order, opts, head)?;
-        let bytes = &buf[p.start() + HEADER_LEN..p.head_end()];
+        // The operation first: what differs between calls on one object.
+        let found = self.kept.find(|e| {
+            e.operation == head.operation
+                && e.encoding == encoding
+                && e.response == head.response
+                && e.object_key == *object_key
+        });
         // 1.2 leads with the id; 1.0 and 1.1 put the (empty) context list
         // first.
         let id_at = if version.is_12() { 0 } else { 4 };
-        if self.entries.len() < HEADS_KEPT {
-            self.entries.push(Encoded {
-                key,
-                object_key: object_key.clone(),
-                operation: head.operation.to_string(),
-                bytes: bytes.to_vec(),
-                id_at,
-            });
-            return Ok(p);
+        if let Some(i) = found {
+            let start = begin(buf, version, order, MsgType::Request);
+            let at = buf.len() + id_at;
+            buf.extend_from_slice(&self.kept.entries[i].bytes);
+            buf[at..at + 4].copy_from_slice(&u32_bytes(head.request_id, order));
+            return Ok(body_pending(buf, version, order, opts, start, None));
         }
-        // The oldest entry's buffers take the new header.
-        let e = &mut self.entries[self.next];
-        self.next = (self.next + 1) % HEADS_KEPT;
-        e.bytes.clear();
-        e.bytes.extend_from_slice(bytes);
-        e.id_at = id_at;
+        let p = begin_request(buf, version, order, opts, head)?;
+        let e = self.kept.slot(|| Encoded {
+            encoding,
+            response: head.response,
+            object_key: Bytes::new(),
+            operation: String::new(),
+            bytes: Vec::new(),
+        });
+        e.encoding = encoding;
+        e.response = head.response;
+        e.object_key = object_key.clone();
         e.operation.clear();
         e.operation.push_str(head.operation);
-        e.object_key = object_key.clone();
-        e.key = key;
+        e.bytes.clear();
+        e.bytes
+            .extend_from_slice(&buf[p.start() + HEADER_LEN..p.head_end()]);
         Ok(p)
     }
 }
@@ -194,19 +208,14 @@ impl RequestHeadCache {
 /// a connection.
 #[derive(Debug, Default)]
 pub struct RequestHeadMemo {
-    entries: Vec<Decoded>,
-    /// The entry a new header replaces next (round robin).
-    next: usize,
-    backoff: Backoff,
+    kept: Kept<Decoded>,
 }
 
 /// A header's bytes and, once they came a second time, what they decode
 /// to.
 #[derive(Debug)]
 struct Decoded {
-    version: Version,
-    order: ByteOrder,
-    opts: Options,
+    encoding: Encoding,
     /// The payload from its first byte to the header's end.
     bytes: Vec<u8>,
     /// Where in `bytes` the request id lies (excluded from the match).
@@ -216,11 +225,9 @@ struct Decoded {
 }
 
 impl Decoded {
-    fn matches(&self, h: &Header, payload: &[u8], opts: Options) -> bool {
+    fn matches(&self, encoding: &Encoding, payload: &[u8]) -> bool {
         let (n, at) = (self.bytes.len(), self.id_at);
-        self.version == h.version
-            && self.order == h.order
-            && self.opts == opts
+        self.encoding == *encoding
             && payload.len() >= n
             && payload[..at] == self.bytes[..at]
             && payload[at + 4..n] == self.bytes[at + 4..]
@@ -238,73 +245,55 @@ impl RequestHeadMemo {
         segments: Option<std::sync::Arc<[usize]>>,
         opts: Options,
     ) -> Result<Message> {
-        if header.msg_type != MsgType::Request || segments.is_some() || !self.backoff.look() {
+        if header.msg_type != MsgType::Request || segments.is_some() || !self.kept.look() {
             return Message::decode_segmented(header, payload, segments, opts);
         }
-        let known = self
-            .entries
-            .iter()
-            .find(|d| d.header.is_some() && d.matches(header, &payload, opts));
-        if let Some(d) = known {
-            self.backoff.hit();
-            let mut head = d.header.clone().unwrap_or_else(|| unreachable!());
-            head.request_id = read_u32_at(&payload, d.id_at, header.order);
-            let end = d.bytes.len();
-            return Ok(Message::Request(request(header, head, payload, end, opts)));
-        }
-        let mut r = Reader::from_bytes(&payload, header.order)
+        let (version, order) = (header.version, header.order);
+        let encoding = Encoding {
+            version,
+            order,
+            opts,
+        };
+        let mut r = Reader::from_bytes(&payload, order)
             .with_base(HEADER_LEN)
             .options(opts);
-        let (head, id_at) = decode_request_header(&mut r, header.version, &payload)?;
-        let end = r.index();
-        self.remember(header, &payload, end, id_at, &head, opts);
-        Ok(Message::Request(request(header, head, payload, end, opts)))
-    }
-
-    /// Keep the header's bytes; keep what they decode to once they come a
-    /// second time while kept (a connection that varies its calls more
-    /// than the table holds pays a copy of the header's bytes, and no
-    /// allocation once warm).
-    fn remember(
-        &mut self,
-        h: &Header,
-        payload: &Bytes,
-        end: usize,
-        id_at: usize,
-        head: &RequestHeader,
-        opts: Options,
-    ) {
-        let seen = self
-            .entries
-            .iter_mut()
-            .find(|d| d.id_at == id_at && d.bytes.len() == end && d.matches(h, payload, opts));
-        if let Some(d) = seen {
-            d.header = owned(&payload[..end], head);
-            return;
+        let found = self.kept.find(|d| d.matches(&encoding, &payload));
+        if let Some(d) = found.map(|i| &self.kept.entries[i]) {
+            if let Some(known) = &d.header {
+                let mut head = known.clone();
+                head.request_id = read_u32_at(&payload, d.id_at, order);
+                // The header's bytes were read when they were kept.
+                let _ = r.take(d.bytes.len());
+                let req = request_after_header(&mut r, version, head, &payload, &[]);
+                return Ok(Message::Request(req));
+            }
         }
-        self.backoff.miss(self.entries.len() == HEADS_KEPT);
-        let d = if self.entries.len() < HEADS_KEPT {
-            self.entries.push(Decoded {
-                version: h.version,
-                order: h.order,
-                opts,
-                bytes: Vec::new(),
-                id_at,
-                header: None,
-            });
-            self.entries.last_mut().unwrap_or_else(|| unreachable!())
-        } else {
-            let d = &mut self.entries[self.next];
-            self.next = (self.next + 1) % HEADS_KEPT;
-            d
-        };
-        d.version = h.version;
-        d.order = h.order;
-        d.opts = opts;
-        d.id_at = id_at;
-        d.header = None;
-        d.bytes.clear();
-        d.bytes.extend_from_slice(&payload[..end]);
+        let (head, id_at) = decode_request_header(&mut r, version, &payload)?;
+        let end = r.index();
+        match found {
+            // The second time: what the bytes decode to is kept too (the
+            // same bytes end the header at the same place).
+            Some(i) => {
+                let d = &mut self.kept.entries[i];
+                debug_assert_eq!((d.bytes.len(), d.id_at), (end, id_at));
+                d.header = owned(&payload[..end], &head);
+            }
+            None => {
+                let d = self.kept.slot(|| Decoded {
+                    encoding,
+                    bytes: Vec::new(),
+                    id_at,
+                    header: None,
+                });
+                d.encoding = encoding;
+                d.id_at = id_at;
+                d.header = None;
+                d.bytes.clear();
+                d.bytes.extend_from_slice(&payload[..end]);
+            }
+        }
+        let req = request_after_header(&mut r, version, head, &payload, &[]);
+        Ok(Message::Request(req))
     }
 }
 
@@ -341,31 +330,6 @@ fn rebased(within: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
     }
     let at = (part.as_ptr() as usize).checked_sub(within.as_ptr() as usize)?;
     (at + part.len() <= within.len()).then(|| at..at + part.len())
-}
-
-/// The Request whose header, decoded, ends at payload index `end`: its
-/// body after the 1.2 pad, as [`Message::decode_segmented`] gives it.
-fn request(h: &Header, head: RequestHeader, payload: Bytes, end: usize, opts: Options) -> Request {
-    let mut r = Reader::from_bytes(&payload, h.order)
-        .with_base(HEADER_LEN)
-        .options(opts);
-    // The header's bytes were read once already.
-    let _ = r.take(end);
-    if h.version.is_12() && r.remaining() > 0 {
-        skip_body_pad(&mut r);
-    }
-    let at = r.index();
-    let offset = r.align_offset();
-    Request {
-        version: h.version,
-        header: head,
-        body: Body {
-            bytes: payload.slice(at..),
-            offset,
-            order: h.order,
-            segments: None,
-        },
-    }
 }
 
 #[cfg(test)]
@@ -524,7 +488,11 @@ mod tests {
 
     /// Whether each kept header of `memo` is known (decoded), in order.
     fn known(memo: &RequestHeadMemo) -> Vec<bool> {
-        memo.entries.iter().map(|d| d.header.is_some()).collect()
+        memo.kept
+            .entries
+            .iter()
+            .map(|d| d.header.is_some())
+            .collect()
     }
 
     #[test]
@@ -548,7 +516,7 @@ mod tests {
             assert_eq!(known(&memo), [id >= 2], "call {id}");
         }
         // The memo's bytes are its own: not the last message's buffer.
-        let d = &memo.entries[0];
+        let d = &memo.kept.entries[0];
         let TargetAddress::Key(k) = &d.header.as_ref().unwrap().target else {
             panic!("not a key");
         };
@@ -578,11 +546,16 @@ mod tests {
             call(&mut memo, &mut cache, op, id as u32);
         }
         assert_eq!(known(&memo), [true; 4]);
-        assert_eq!(cache.entries.len(), HEADS_KEPT);
+        assert_eq!(cache.kept.entries.len(), HEADS_KEPT);
         // A fifth takes the oldest place, not yet known.
         call(&mut memo, &mut cache, ops[4], 8);
         assert_eq!(known(&memo), [false, true, true, true]);
-        let ops_kept: Vec<&str> = cache.entries.iter().map(|e| e.operation.as_str()).collect();
+        let ops_kept: Vec<&str> = cache
+            .kept
+            .entries
+            .iter()
+            .map(|e| e.operation.as_str())
+            .collect();
         assert_eq!(ops_kept, ["stats", "set", "ping", "reset"]);
         // Five in turn miss every time: after MISSES_BEFORE_BYPASS of them
         // both sides stop looking for a while, and every call still
@@ -592,10 +565,10 @@ mod tests {
             call(&mut memo, &mut cache, op, id);
             id += 1;
         }
-        assert!(memo.backoff.skip > 0 && cache.backoff.skip > 0);
-        let skipping = memo.backoff.skip;
+        assert!(memo.kept.skip > 0 && cache.kept.skip > 0);
+        let skipping = memo.kept.skip;
         call(&mut memo, &mut cache, "ping", id);
-        assert_eq!(memo.backoff.skip, skipping - 1);
+        assert_eq!(memo.kept.skip, skipping - 1);
     }
 
     #[test]

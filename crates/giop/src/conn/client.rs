@@ -721,7 +721,7 @@ pub struct SendQueue {
     /// The last message queued went into an empty queue (its head may go
     /// alone: [`first_write`](Self::first_write)).
     alone: bool,
-    /// The last Request header encoded, for the next one like it.
+    /// The last Request headers encoded, for the next ones like them.
     heads: RequestHeadCache,
     /// Something queued since the queue was last empty is answered
     /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
@@ -831,9 +831,7 @@ impl SendQueue {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        // The cache is the queue's, lent to the encoding for this message.
-        let mut heads = std::mem::take(&mut self.heads);
-        let r = self.push(s, Sending::Request(response), |out, splices, due| {
+        self.push(s, Sending::Request(response), |out, splices, due, heads| {
             let contexts = with_code_sets(contexts, due);
             let head = RequestHead {
                 request_id: id,
@@ -842,16 +840,14 @@ impl SendQueue {
                 operation,
                 contexts: &contexts,
             };
-            s.wire.encode_request(out, splices, &mut heads, &head, body)
-        });
-        self.heads = heads;
-        r
+            s.wire.encode_request(out, splices, heads, &head, body)
+        })
     }
 
     /// Queue a [`Prepared`] request with request id `id`.
     pub fn prepared(&mut self, s: &ClientSetup, p: &Prepared, id: u32) -> Result<(), ClientError> {
         p.check_for(s.wire.version, s.wire.order)?;
-        self.push(s, Sending::Request(p.response), |out, splices, _| {
+        self.push(s, Sending::Request(p.response), |out, splices, _, _| {
             p.append(out, splices, id);
             Ok(())
         })
@@ -864,7 +860,7 @@ impl SendQueue {
         id: u32,
         target: &TargetAddress,
     ) -> Result<(), ClientError> {
-        self.push(s, Sending::Locate, |out, _, _| {
+        self.push(s, Sending::Locate, |out, _, _, _| {
             encode_locate_request(out, s.wire.version, s.wire.order, id, target)
                 .map(|_| ())
                 .map_err(ClientError::Encode)
@@ -897,7 +893,8 @@ impl SendQueue {
 
     /// Encode one message at the end of the queue, then fragment it as
     /// configured; on an error nothing stays queued. `encode` gets the
-    /// CodeSets context when this message must carry it.
+    /// CodeSets context when this message must carry it, and the queue's
+    /// request headers kept for the next like them.
     fn push(
         &mut self,
         s: &ClientSetup,
@@ -906,6 +903,7 @@ impl SendQueue {
             &mut BytesMut,
             &mut Splices,
             Option<&ServiceContext>,
+            &mut RequestHeadCache,
         ) -> Result<(), ClientError>,
     ) -> Result<(), ClientError> {
         let carries = matches!(what, Sending::Request(_)) && !self.code_sets_sent;
@@ -913,7 +911,7 @@ impl SendQueue {
         let alone = self.out.is_empty();
         let (buf, splices) = self.out.parts();
         let start = buf.len();
-        let r = encode(buf, splices, due)
+        let r = encode(buf, splices, due, &mut self.heads)
             .and_then(|()| fragment_from(s.wire.version, s.fragment_size, buf, splices, start));
         match r {
             Ok(()) => {

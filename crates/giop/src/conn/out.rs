@@ -274,6 +274,19 @@ impl Outbox {
         n
     }
 
+    /// `f` over the queue's first `limit` bytes as write pieces
+    /// ([`slices`](Self::slices)): the one slice alone when nothing is
+    /// spliced, without filling a table of [`MAX_IOV`] for it (a
+    /// sixteenth of the client's own instructions on a loopback ping).
+    pub fn with_slices<R>(&self, limit: usize, f: impl FnOnce(&[IoSlice<'_>]) -> R) -> R {
+        if self.splices.is_empty() {
+            return f(&[IoSlice::new(&self.buf[..self.buf.len().min(limit)])]);
+        }
+        let mut iov = [IoSlice::new(&[]); MAX_IOV];
+        let n = self.slices(limit, &mut iov);
+        f(&iov[..n])
+    }
+
     /// Whether nothing is spliced (the queue is one contiguous buffer).
     pub fn is_contiguous(&self) -> bool {
         self.splices.is_empty()

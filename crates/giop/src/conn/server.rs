@@ -416,7 +416,7 @@ pub struct ServerConn {
     full_reads: u32,
     /// The driver's clock, for phase timing only.
     clock: Option<fn() -> Instant>,
-    /// The last Request header decoded, for the next one like it.
+    /// The last Request headers decoded, for the next ones like them.
     head_memo: RequestHeadMemo,
 }
 

@@ -43,7 +43,7 @@ use crate::conn::client::{
 };
 use crate::conn::deadline::{check_interval, Timer};
 use crate::conn::endpoint::Endpoint;
-use crate::conn::out::{HeadFirstTuner, MAX_IOV};
+use crate::conn::out::HeadFirstTuner;
 use crate::context::CodeSetComponentInfo;
 use crate::header::Version;
 
@@ -317,20 +317,11 @@ impl BlockingConnection {
                 }
             } else {
                 // Nothing spliced: a plain send from the buffer, as the
-                // other ORBs' clients do (without filling a table of
-                // slices for it); else the pieces with writev.
-                let mut send = |bufs: &[IoSlice<'_>]| match self.tls.as_deref_mut() {
+                // other ORBs' clients do; else the pieces with writev.
+                out.with_slices(limit, |bufs| match self.tls.as_deref_mut() {
                     None => send_spinning(&self.sock, bufs, &mut spin),
                     Some(t) => send_tls(t, &self.sock, bufs, &mut spin),
-                };
-                match out.contiguous() {
-                    Some(b) => send(&[IoSlice::new(&b[..b.len().min(limit)])]),
-                    None => {
-                        let mut iov = [IoSlice::new(&[]); MAX_IOV];
-                        let n = out.slices(limit, &mut iov);
-                        send(&iov[..n])
-                    }
-                }
+                })
             };
             match r {
                 Ok(0) => return Err(self.io(std::io::ErrorKind::WriteZero.into())),

@@ -707,11 +707,10 @@ async fn writer_task(
 /// `write` when it is one piece, `writev` over the pieces otherwise.
 /// Returns the bytes written; the caller consumes them.
 fn try_write_spliced(wr: &OwnedWriteHalf, out: &Outbox, limit: usize) -> std::io::Result<usize> {
-    let mut iov = [IoSlice::new(&[]); MAX_IOV];
-    match out.slices(limit, &mut iov) {
-        1 => wr.try_write(&iov[0]),
-        n => wr.try_write_vectored(&iov[..n]),
-    }
+    out.with_slices(limit, |iov| match iov {
+        [one] => wr.try_write(one),
+        _ => wr.try_write_vectored(iov),
+    })
 }
 
 /// Write what the socket takes now of the queued stream, consuming it;
