@@ -606,6 +606,12 @@ def targets(res):
                 + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ONE_CALL[m]['raw']} moved at most {most:.0f}" for lbl, need, most, m in past)
                 + ". No client that " + " or ".join(w["client"] for w in ways)
                 + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if ONE_CALL["oneway"] in ways else "."))
+    joined = joined_by_a_busy_server(rows, servers)
+    if joined:
+        note = ((note + "\n\n") if note else "") + (
+            "Where a busy server joined the client's calls: "
+            + "; ".join(f"{lbl} against {NAMES[s]}'s server ({v:.2f}x): the omniORB client's segments carried {theirs:.1f} calls each to {NAMES[s]}'s server, busy {cpu:.2f} of the run, and {ours:.1f} to ours" for lbl, s, v, theirs, ours, cpu in joined)
+            + ". A server that reads late lets data wait in the connection, and the client's kernel joins the sends queued meanwhile into large segments, so each call pays a fraction of a segment's sending and receiving; ours reads each segment as it arrives, and each of the client's sends pays a whole segment. Where the omniORB client is the bottleneck (its CPU, not the server's), the other server's lateness makes the client's calls cheaper: such a row says how the two servers' reading shapes that client's sends, not which server does more per call.")
     return (["## Targets: what this run shows\n",
              "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise.\n",
              "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
@@ -632,6 +638,38 @@ def beyond_one_call(res, rows):
         need, most = limit * o["median"], max(c["samples"])
         if v["median"] < limit and need > most:
             out.append((f"{case(r)} (≥ {limit:g}x)", need, most, r["mode"]))
+    return out
+
+
+# A server "joined" the client's calls on a row where its segments carried
+# at least this many times as many calls as ours did, and at least
+# JOINED_AT_LEAST each, while it was busy at least BUSY of the run.
+JOINED_TIMES, JOINED_AT_LEAST, BUSY = 3.0, 2.0, 0.9
+
+
+def known(xs):
+    """The measured values of a per-round list (None where a round had none)."""
+    return [x for x in xs or [] if x is not None]
+
+
+def joined_by_a_busy_server(rows, servers):
+    """Rows where our server is short of another under the omniORB client
+    (section 2's targets) while that server, busy, received the client's
+    oneways joined into far fewer segments than ours did: (label, server,
+    our ratio to it, its calls per segment, ours, its CPU share)."""
+    out = []
+    for r in rows:
+        segs, cpu = r.get("calls_per_segment") or {}, r.get("server_cpu") or {}
+        for s in servers:
+            if s == "ours" or f"omniorb>{s}" not in r["samples"] or "omniorb>ours" not in r["samples"]:
+                continue
+            v = paired(r["samples"]["omniorb>ours"], r["samples"][f"omniorb>{s}"])
+            theirs, ours, busy = known(segs.get(f"omniorb>{s}")), known(segs.get("omniorb>ours")), known(cpu.get(f"omniorb>{s}"))
+            if not (v and theirs and ours and busy) or v["median"] >= 1.0:
+                continue
+            t, o, c = med(theirs), med(ours), med(busy)
+            if t >= JOINED_AT_LEAST and t >= JOINED_TIMES * o and c >= BUSY:
+                out.append((case(r), s, v["median"], t, o, c))
     return out
 
 

@@ -391,6 +391,40 @@ class BeyondOneCallAtATime(unittest.TestCase):
         self.assertFalse(any("for oneways shorter than a segment" in l for l in lines))
 
 
+class JoinedByABusyServer(unittest.TestCase):
+    """A server short of another under the omniORB client where the other,
+    busy, got the client's oneways joined into far fewer segments."""
+
+    def res(self, their_segs, their_cpu, their_mbps=(1100, 1100, 1100)):
+        samples = {"ours>ours": [1200] * 3, "omniorb>ours": [1000] * 3, "ours>omniorb": [1000] * 3,
+                   "omniorb>omniorb": [1000] * 3, "ours>tao": [1000] * 3, "omniorb>tao": list(their_mbps)}
+        r = run.throughput_row("oneway", "char", 1024, SERVERS + ["tao"], samples,
+                               {k: [their_cpu if k == "omniorb>tao" else 0.98] * 3 for k in samples},
+                               {k: [their_segs if k == "omniorb>tao" else 1.0] * 3 for k in samples}, False, [])
+        res = results()
+        res["servers"] = SERVERS + ["tao"]
+        res["throughput"] = [r]
+        return res
+
+    def note(self, res):
+        return [l for l in run.targets(res) if l.startswith("Where a busy server")]
+
+    def test_a_busy_server_that_joined_calls_is_named_with_its_figures(self):
+        lines = self.note(self.res(17.7, 0.99))
+        self.assertEqual(len(lines), 1)
+        self.assertIn("oneway char 1KiB against TAO's server (0.91x): the omniORB client's segments carried 17.7 calls each to TAO's server, busy 0.99 of the run, and 1.0 to ours", lines[0])
+
+    def test_not_where_the_other_server_was_idle_or_joined_as_few(self):
+        self.assertEqual(self.note(self.res(17.7, 0.5)), [])
+        self.assertEqual(self.note(self.res(2.5, 0.99)), [])
+        # Nor where ours is not short of it.
+        self.assertEqual(self.note(self.res(17.7, 0.99, (900, 900, 900))), [])
+        # Nor from results without calls per segment (every round None).
+        res = self.res(17.7, 0.99)
+        res["throughput"][0]["calls_per_segment"] = {k: [None] * 3 for k in res["throughput"][0]["samples"]}
+        self.assertEqual(self.note(res), [])
+
+
 class FromJson(unittest.TestCase):
     def script(self, *args):
         return subprocess.run([sys.executable, run.__file__, *args], capture_output=True, text=True, timeout=60)
