@@ -432,15 +432,21 @@ def client_row(r, servers, client, key, both, note):
     return line
 
 
+def measured(row, what, pair):
+    """A pair's per-round values of `what` ("calls_per_segment",
+    "server_cpu") that were measured (a round without one holds None)."""
+    return [x for x in (row.get(what) or {}).get(pair) or [] if x is not None]
+
+
 def per_segment_text(row, client, server):
     """` [N/seg]`: the pair's median calls per TCP segment, or nothing."""
-    segs = [x for x in (row.get("calls_per_segment") or {}).get(f"{client}>{server}") or [] if x is not None]
+    segs = measured(row, "calls_per_segment", f"{client}>{server}")
     return f" [{med(segs):.1f}/seg]" if segs else ""
 
 
 def cpu_text(row, client, server):
     """` (0.42)`: the median server CPU share of a pair's rounds, if known."""
-    xs = [x for x in (row.get("server_cpu") or {}).get(f"{client}>{server}", []) if x is not None]
+    xs = measured(row, "server_cpu", f"{client}>{server}")
     return f" ({med(xs):.2f})" if xs else ""
 
 
@@ -456,7 +462,7 @@ def segment_table(rows, servers):
         cells = []
         for s in servers:
             for c in ["omniorb", "ours"]:
-                xs = [x for x in r["calls_per_segment"].get(f"{c}>{s}", []) if x is not None]
+                xs = measured(r, "calls_per_segment", f"{c}>{s}")
                 cells.append(f"{med(xs):.1f}" if xs else "-")
         L.append(f"| {r['type']} {r['size'] // 1024} KiB | " + " | ".join(cells) + " |")
     L.append("")
@@ -647,11 +653,6 @@ def beyond_one_call(res, rows):
 JOINED_TIMES, JOINED_AT_LEAST, BUSY = 3.0, 2.0, 0.9
 
 
-def known(xs):
-    """The measured values of a per-round list (None where a round had none)."""
-    return [x for x in xs or [] if x is not None]
-
-
 def joined_by_a_busy_server(rows, servers):
     """Rows where our server is short of another under the omniORB client
     (section 2's targets) while that server, busy, received the client's
@@ -659,12 +660,12 @@ def joined_by_a_busy_server(rows, servers):
     our ratio to it, its calls per segment, ours, its CPU share)."""
     out = []
     for r in rows:
-        segs, cpu = r.get("calls_per_segment") or {}, r.get("server_cpu") or {}
         for s in servers:
             if s == "ours" or f"omniorb>{s}" not in r["samples"] or "omniorb>ours" not in r["samples"]:
                 continue
             v = paired(r["samples"]["omniorb>ours"], r["samples"][f"omniorb>{s}"])
-            theirs, ours, busy = known(segs.get(f"omniorb>{s}")), known(segs.get("omniorb>ours")), known(cpu.get(f"omniorb>{s}"))
+            theirs, ours = (measured(r, "calls_per_segment", f"omniorb>{k}") for k in (s, "ours"))
+            busy = measured(r, "server_cpu", f"omniorb>{s}")
             if not (v and theirs and ours and busy) or v["median"] >= 1.0:
                 continue
             t, o, c = med(theirs), med(ours), med(busy)
