@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::bench::stats::median;
 use crate::context::param;
 use crate::hist::{Latency, LatencySummary};
 use crate::noise::Noise;
@@ -59,10 +60,6 @@ pub fn two_groups(runs: &[f64]) -> Option<TwoGroups> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    let median = |g: &[f64]| match g.len() % 2 {
-        1 => g[g.len() / 2],
-        _ => (g[g.len() / 2 - 1] + g[g.len() / 2]) / 2.0,
-    };
     // The widest gap with at least two runs, and a fifth of them, on
     // either side (a few slow slices of many are outliers, not a group).
     let least = 2.max(v.len().div_ceil(5));
@@ -75,11 +72,12 @@ pub fn two_groups(runs: &[f64]) -> Option<TwoGroups> {
     let (low, high) = v.split_at(at + 1);
     let range = |g: &[f64]| g[g.len() - 1] - g[0];
     let widest = range(low).max(range(high));
-    let apart = gap >= GROUP_GAP * median(&v).abs() && gap >= GROUP_TIGHTNESS * widest && gap > 0.0;
-    apart.then(|| TwoGroups {
-        low: median(low),
+    let apart =
+        gap >= GROUP_GAP * median(&v)?.abs() && gap >= GROUP_TIGHTNESS * widest && gap > 0.0;
+    apart.then_some(TwoGroups {
+        low: median(low)?,
         low_runs: low.len(),
-        high: median(high),
+        high: median(high)?,
         high_runs: high.len(),
     })
 }
