@@ -155,6 +155,13 @@ impl Decoder {
         &self.cfg
     }
 
+    /// A whole GIOP 1.2 message with request id `id` was taken off the
+    /// stream by its reader ([`Reply::take_quiet`](crate::message::Reply::take_quiet)),
+    /// as [`decode`](Self::decode) would have handed it over.
+    pub(crate) fn completed_12(&mut self, id: u32) {
+        self.last_complete_12 = Some(id);
+    }
+
     /// Whether a fragmented message is being reassembled.
     pub fn in_progress(&self) -> bool {
         self.partial11.is_some() || !self.partial12.is_empty()

@@ -413,23 +413,14 @@ impl Message {
             {
                 // No service contexts, one stream: the three ulongs read
                 // where they lie (what the loop below reads, without it).
-                let word = |at: usize| read_u32_at(&payload, at, order);
-                let status = ReplyStatus::from_u32(word(4), version, HEADER_LEN + 4)?;
-                // The ulongs end 8-aligned (at offset 24): no pad.
-                Message::Reply(Reply {
+                let (request_id, status) = quiet_reply_head(&payload, order)?;
+                Message::Reply(quiet_reply_of(
                     version,
-                    header: ReplyHeader {
-                        request_id: word(0),
-                        status,
-                        contexts: ServiceContextList::default(),
-                    },
-                    body: Body {
-                        bytes: payload.slice(12..),
-                        offset: HEADER_LEN + 12,
-                        order,
-                        segments: None,
-                    },
-                })
+                    order,
+                    request_id,
+                    status,
+                    payload.slice(12..),
+                ))
             }
             MsgType::Reply => {
                 let (request_id, status, contexts);
@@ -560,6 +551,76 @@ pub(crate) fn request_after_header(
 /// contexts.
 fn quiet_reply(payload: &[u8], order: ByteOrder) -> bool {
     payload.len() >= 12 && read_u32_at(payload, 8, order) == 0
+}
+
+/// The request id and status of a [`quiet_reply`] payload.
+fn quiet_reply_head(payload: &[u8], order: ByteOrder) -> Result<(u32, ReplyStatus)> {
+    let word = |at: usize| read_u32_at(payload, at, order);
+    let status = ReplyStatus::from_u32(word(4), Version::V1_2, HEADER_LEN + 4)?;
+    Ok((word(0), status))
+}
+
+/// The Reply of a [`quiet_reply`] payload: its body is what follows the
+/// three ulongs, which end 8-aligned (at stream offset 24), so no pad.
+fn quiet_reply_of(
+    version: Version,
+    order: ByteOrder,
+    request_id: u32,
+    status: ReplyStatus,
+    body: Bytes,
+) -> Reply {
+    Reply {
+        version,
+        header: ReplyHeader {
+            request_id,
+            status,
+            contexts: ServiceContextList::default(),
+        },
+        body: Body {
+            bytes: body,
+            offset: HEADER_LEN + 12,
+            order,
+            segments: None,
+        },
+    }
+}
+
+impl Reply {
+    /// The GIOP 1.2 Reply at the start of `buf`, taken off it and read
+    /// where it lies, when it is one a client gets for almost every call:
+    /// whole, of one piece, within `decoder`'s size limit, without service
+    /// contexts and with a known status. That is what
+    /// [`Decoder::decode`](crate::codec::Decoder::decode) and then
+    /// [`Message::decode_frame`] make of it, without building a frame or
+    /// a message around it (for a one-call-at-a-time client, most of what
+    /// reading a reply cost). `None`, with `buf` untouched, for anything
+    /// else: those two then read it as usual and report what is wrong.
+    pub fn take_quiet(decoder: &mut crate::codec::Decoder, buf: &mut BytesMut) -> Option<Reply> {
+        let head = buf.get(..HEADER_LEN + 12)?;
+        let h = Header::parse(head).ok()?;
+        let payload = &head[HEADER_LEN..];
+        if h.msg_type != MsgType::Reply
+            || !h.version.is_12()
+            || h.more_fragments
+            || h.size < 12
+            || h.size as usize > decoder.config().max_message_size
+            || buf.len() < h.total_len()
+            || !quiet_reply(payload, h.order)
+        {
+            return None;
+        }
+        let (request_id, status) = quiet_reply_head(payload, h.order).ok()?;
+        decoder.completed_12(request_id);
+        let mut message = buf.split_to(h.total_len());
+        bytes::Buf::advance(&mut message, HEADER_LEN + 12);
+        Some(quiet_reply_of(
+            h.version,
+            h.order,
+            request_id,
+            status,
+            message.freeze(),
+        ))
+    }
 }
 
 /// The ulong at `at` in `payload` (which holds it).
@@ -1092,4 +1153,188 @@ pub fn encode_empty(
 ) -> usize {
     buf.extend_from_slice(&Header::new(version, order, msg_type, 0).to_bytes());
     HEADER_LEN
+}
+
+#[cfg(test)]
+mod quiet_reply_tests {
+    use super::*;
+    use crate::codec::{CodecConfig, Decoder};
+    use proptest::prelude::*;
+
+    /// A message: a GIOP header as given (its size `size_delta` off the
+    /// true one) and a payload laid out as a 1.2 Reply's, with `contexts`
+    /// empty service contexts.
+    #[allow(clippy::too_many_arguments)]
+    fn message(
+        minor: u8,
+        little: bool,
+        more: bool,
+        ty: u8,
+        id: u32,
+        status: u32,
+        contexts: u32,
+        body: &[u8],
+        size_delta: i64,
+    ) -> Vec<u8> {
+        let order = ByteOrder::from_flag(little);
+        let word = |v: u32| u32_bytes(v, order);
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&word(id));
+        payload.extend_from_slice(&word(status));
+        payload.extend_from_slice(&word(contexts));
+        for c in 0..contexts {
+            payload.extend_from_slice(&word(c + 1));
+            payload.extend_from_slice(&word(0));
+        }
+        if !body.is_empty() && contexts > 0 {
+            // The 1.2 body starts 8-aligned.
+            while !(HEADER_LEN + payload.len()).is_multiple_of(8) {
+                payload.push(0);
+            }
+        }
+        payload.extend_from_slice(body);
+        let size = (payload.len() as i64 + size_delta).max(0) as u32;
+        let mut m = vec![b'G', b'I', b'O', b'P', 1, minor];
+        m.push(u8::from(little) | if more { 2 } else { 0 });
+        m.push(ty);
+        m.extend_from_slice(&word(size));
+        m.extend_from_slice(&payload);
+        m
+    }
+
+    /// A whole GIOP 1.2 Fragment of request `id`.
+    fn fragment(little: bool, id: u32) -> Vec<u8> {
+        message(2, little, false, 7, id, 0, 0, &[], -8)
+    }
+
+    fn quiet(little: bool, id: u32, body: &[u8]) -> Vec<u8> {
+        message(2, little, false, 1, id, 0, 0, body, 0)
+    }
+
+    #[test]
+    fn takes_a_quiet_reply_as_the_full_decode_reads_it() {
+        for little in [false, true] {
+            let mut bytes = quiet(little, 42, &[1, 2, 3, 4, 5]);
+            bytes.extend_from_slice(&fragment(little, 42));
+            let (mut a, mut b) = (Decoder::default(), Decoder::default());
+            let (mut ba, mut bb) = (BytesMut::from(&bytes[..]), BytesMut::from(&bytes[..]));
+            let r = Reply::take_quiet(&mut a, &mut ba).expect("a quiet reply");
+            assert_eq!(r.header.request_id, 42);
+            assert_eq!(&r.body.bytes[..], &[1, 2, 3, 4, 5]);
+            assert_eq!(r.body.offset, 24);
+            let full =
+                Message::decode_frame(b.decode(&mut bb).unwrap().unwrap(), Options::default());
+            assert_eq!(full.unwrap(), Message::Reply(r));
+            assert_eq!(ba, bb);
+            // The decoder knows the reply was whole: a fragment for it after
+            // it is named as such, as after the full decode.
+            let after = a.decode(&mut ba);
+            assert_eq!(after, b.decode(&mut bb));
+            assert_eq!(
+                after,
+                Err(GiopError::FragmentAfterComplete {
+                    request_id: Some(42)
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn leaves_every_other_message_to_the_full_decode() {
+        let cases: [(&str, Vec<u8>); 9] = [
+            (
+                "a service context",
+                message(2, true, false, 1, 1, 0, 1, &[9], 0),
+            ),
+            ("GIOP 1.1", message(1, true, false, 1, 1, 0, 0, &[], 0)),
+            (
+                "a first piece",
+                message(2, true, true, 1, 1, 0, 0, &[9; 8], 0),
+            ),
+            ("a Request", message(2, true, false, 0, 1, 0, 0, &[], 0)),
+            (
+                "an unknown status",
+                message(2, true, false, 1, 1, 6, 0, &[], 0),
+            ),
+            (
+                "a size short of the reply header",
+                message(2, true, false, 1, 1, 0, 0, &[], -4),
+            ),
+            (
+                "a size past the bytes here",
+                message(2, true, false, 1, 1, 0, 0, &[], 1),
+            ),
+            ("a bad magic", {
+                let mut m = quiet(true, 1, &[]);
+                m[0] = b'X';
+                m
+            }),
+            (
+                "only part of the header",
+                quiet(true, 1, &[])[..20].to_vec(),
+            ),
+        ];
+        for (what, bytes) in cases {
+            let mut buf = BytesMut::from(&bytes[..]);
+            assert!(
+                Reply::take_quiet(&mut Decoder::default(), &mut buf).is_none(),
+                "{what}"
+            );
+            assert_eq!(&buf[..], &bytes[..], "{what}: untouched");
+        }
+        // Over the size limit.
+        let bytes = quiet(true, 1, &[0; 64]);
+        let mut small = Decoder::new(CodecConfig {
+            max_message_size: 64,
+            max_reassembled_size: 64,
+        });
+        let mut buf = BytesMut::from(&bytes[..]);
+        assert!(Reply::take_quiet(&mut small, &mut buf).is_none());
+        assert!(matches!(
+            small.decode(&mut buf),
+            Err(GiopError::TooLarge { .. })
+        ));
+    }
+
+    proptest! {
+        /// Whatever the bytes, the quick path either leaves them untouched
+        /// or takes exactly the message the full decode takes, reads it
+        /// alike, and leaves the decoder as the full decode does.
+        #[test]
+        fn agrees_with_the_full_decode(
+            minor in prop::sample::select(vec![0u8, 1, 2, 2, 2]),
+            little: bool,
+            more in prop::bool::weighted(0.2),
+            ty in prop::sample::select(vec![1u8, 1, 1, 0, 4, 7]),
+            id: u32,
+            status in 0u32..8,
+            contexts in prop::sample::select(vec![0u32, 0, 0, 1, 2]),
+            body in prop::collection::vec(any::<u8>(), 0..40),
+            size_delta in prop::sample::select(vec![0i64, 0, 0, -13, -4, -1, 1, 5]),
+            then in 0..3u8,
+            limit in prop::sample::select(vec![512usize << 20, 24, 40]),
+        ) {
+            let mut bytes = message(minor, little, more, ty, id, status, contexts, &body, size_delta);
+            match then {
+                0 => {}
+                1 => bytes.extend_from_slice(&fragment(little, id)),
+                _ => bytes.extend_from_slice(&quiet(little, id.wrapping_add(1), &body)),
+            }
+            let cfg = CodecConfig { max_message_size: limit, max_reassembled_size: 512 << 20 };
+            let (mut a, mut b) = (Decoder::new(cfg), Decoder::new(cfg));
+            let (mut ba, mut bb) = (BytesMut::from(&bytes[..]), BytesMut::from(&bytes[..]));
+            match Reply::take_quiet(&mut a, &mut ba) {
+                None => prop_assert_eq!(&ba[..], &bytes[..]),
+                Some(r) => {
+                    let frame = b.decode(&mut bb);
+                    prop_assert!(matches!(frame, Ok(Some(_))), "{:?}", frame);
+                    let full = Message::decode_frame(frame.unwrap().unwrap(), Options::default());
+                    prop_assert_eq!(full, Ok(Message::Reply(r)));
+                    prop_assert_eq!(&ba, &bb);
+                    prop_assert_eq!(a.decode(&mut ba), b.decode(&mut bb));
+                    prop_assert_eq!(&ba, &bb);
+                }
+            }
+        }
+    }
 }

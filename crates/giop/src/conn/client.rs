@@ -1116,6 +1116,9 @@ impl Inbound {
     /// malformed input (answer it with MessageError: [`ClientSetup::farewell`]),
     /// the peer's CloseConnection or MessageError.
     pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
+        if let Some(r) = Reply::take_quiet(&mut self.decoder, &mut self.buf) {
+            return Ok(Some((r.header.request_id, Incoming::Reply(r))));
+        }
         let Some(frame) = self
             .decoder
             .decode(&mut self.buf)
