@@ -590,21 +590,24 @@ def targets(res):
         if sl:
             line(f"{name} p50 ≤ {limit}x raw TCP waiting the same way (section 5, sliced)", [(name, summary(sl), limit, False)])
     if "omniorb" in servers and "ours" in servers:
-        def both(r, v):
+        past = beyond_one_call(res, rows)
+        past_joined = beyond_one_call(res, rows, coalesced=True)
+
+        def both(r, v, beyond=()):
             limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
-            return (f"{case(r)} (≥ {limit:g}x)", v, limit, True)
+            past_it = any(lbl == target_label(r) for lbl, *_ in beyond)
+            return (f"{case(r)} (≥ {limit:g}x{BEYOND_MARK if past_it else ''})", v, limit, True)
         goal = ", ".join(f"{t} ≥ {x:g}x" for t, x in BOTH_TARGETS.items()) + f", any other type ≥ {DEFAULT_BOTH:g}x"
         line(f"ours → ours / omniORB → omniORB, one write per call: {goal} (section 3)",
-             [both(r, r.get("both_ratio")) for r in rows])
+             [both(r, r.get("both_ratio"), past) for r in rows])
         line("the same, our client buffering oneways (section 6)",
              [both(r, (r.get("buffered_vs_omniorb") or {}).get("ours")) for r in rows if r.get("buffered_vs_omniorb")])
         line("the same, our client coalescing oneways: one write per call, Nagle on between them (section 7)",
-             [both(r, (r.get("coalesced_vs_omniorb") or {}).get("ours")) for r in rows if r.get("coalesced_vs_omniorb")])
+             [both(r, (r.get("coalesced_vs_omniorb") or {}).get("ours"), past_joined) for r in rows if r.get("coalesced_vs_omniorb")])
     if not out:
         return []
     note = spread_note([(u, o, x) for _, u, o, x in spreads])
     if "omniorb" in servers and "ours" in servers:
-        past = beyond_one_call(res, rows)
         if past:
             ways = [w for m, w in ONE_CALL.items() if any(m == pm for *_, pm in past)]
             note = ((note + "\n\n") if note else "") + (
@@ -612,14 +615,22 @@ def targets(res):
                 + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ONE_CALL[m]['raw']} moved at most {most:.0f}" for lbl, need, most, m in past)
                 + ". No client that " + " or ".join(w["client"] for w in ways)
                 + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if ONE_CALL["oneway"] in ways else "."))
+        if past_joined:
+            note = ((note + "\n\n") if note else "") + (
+                f"Beyond joining oneways as the kernel does: {len(past_joined)} of the rows short of section 7's target {'asks' if len(past_joined) == 1 else 'ask'} for more than raw TCP moved written that way (section 4's stream, its fastest run): "
+                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {COALESCED_RAW} moved at most {most:.0f}" for lbl, need, most, _ in past_joined)
+                + f". No client that writes each oneway when it is made, Nagle on or off, can meet {'it' if len(past_joined) == 1 else 'them'} here; section 6's buffering client, which writes many oneways at once, is not bound so.")
     joined = joined_by_a_busy_server(rows, servers)
     if joined:
         note = ((note + "\n\n") if note else "") + (
             "Where a busy server joined the client's calls: "
             + "; ".join(f"{lbl} against {NAMES[s]}'s server ({v:.2f}x): the omniORB client's segments carried {theirs:.1f} calls each to {NAMES[s]}'s server, busy {cpu:.2f} of the run, and {ours:.1f} to ours" for lbl, s, v, theirs, ours, cpu in joined)
             + ". A server that reads late lets data wait in the connection, and the client's kernel joins the sends queued meanwhile into large segments, so each call pays a fraction of a segment's sending and receiving; ours reads each segment as it arrives, and each of the client's sends pays a whole segment. Where the omniORB client is the bottleneck (its CPU, not the server's), the other server's lateness makes the client's calls cheaper: such a row says how the two servers' reading shapes that client's sends, not which server does more per call.")
+    marked = ""
+    if "omniorb" in servers and "ours" in servers and (past or past_joined):
+        marked = f" Marked \"{BEYOND_MARK.lstrip(', ')}\": a row whose target asks for more than raw TCP moved on this machine written the way that row's client writes (beneath the table): no client that writes so can meet it here, whatever its ORB."
     return (["## Targets: what this run shows\n",
-             "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise.\n",
+             "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise." + marked + "\n",
              "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
 
 
@@ -630,20 +641,41 @@ def one_call_limits(res):
     return {(mode, t["size"]): t[w["key"]] for t in res.get("tcp") or [] for mode, w in ONE_CALL.items() if t.get(w["key"])}
 
 
-def beyond_one_call(res, rows):
-    """Rows of section 3 short of their target whose target asks for more
-    than raw TCP moved the same way: (label, Mbit/s the target needs, the
-    most raw TCP moved so in any run, mode)."""
-    ceil = one_call_limits(res)
+# How the targets table marks a row whose target asks for more than raw
+# TCP moved written the way that row's client writes.
+BEYOND_MARK = ", more than raw TCP moved"
+# What section 7's rows are bounded by: our coalescing client writes each
+# oneway when it is made with Nagle on between them, as section 4's stream
+# writes frames shorter than a segment.
+COALESCED_RAW = "raw TCP written a frame per write with Nagle on"
+
+
+def target_label(r):
+    """A row of sections 3, 6 and 7 with its target: `oneway char 1KiB (≥ 10x)`."""
+    return f"{case(r)} (≥ {BOTH_TARGETS.get(r['type'], DEFAULT_BOTH):g}x)"
+
+
+def beyond_one_call(res, rows, coalesced=False):
+    """Rows short of their target whose target asks for more than raw TCP
+    moved written the same way: section 3's (a oneway per write with
+    TCP_NODELAY, or a twoway per round trip), or with `coalesced` section
+    7's (a oneway per write with Nagle on: section 4's stream, for frames
+    shorter than a segment). (label, Mbit/s the target needs, the most raw
+    TCP moved so in any run, mode)."""
+    if coalesced:
+        ceil = {("oneway", t["size"]): t for t in res.get("tcp") or [] if t["size"] < SEPARATE_BELOW and t.get("samples")}
+    else:
+        ceil = one_call_limits(res)
     out = []
     for r in rows:
-        c, o, v = ceil.get((r["mode"], r["size"])), r["pairs"].get("omniorb>omniorb"), r.get("both_ratio")
+        v = (r.get("coalesced_vs_omniorb") or {}).get("ours") if coalesced else r.get("both_ratio")
+        c, o = ceil.get((r["mode"], r["size"])), r["pairs"].get("omniorb>omniorb")
         if not (c and o and v):
             continue
         limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
         need, most = limit * o["median"], max(c["samples"])
         if v["median"] < limit and need > most:
-            out.append((f"{case(r)} (≥ {limit:g}x)", need, most, r["mode"]))
+            out.append((target_label(r), need, most, r["mode"]))
     return out
 
 

@@ -391,6 +391,61 @@ class BeyondOneCallAtATime(unittest.TestCase):
         self.assertFalse(any("for oneways shorter than a segment" in l for l in lines))
 
 
+def paragraphs(lines):
+    """The targets section's lines, its notes split into paragraphs."""
+    return [p for l in lines for p in l.split("\n\n")]
+
+
+class MarkedBeyondRawTcp(unittest.TestCase):
+    """Rows whose target asks for more than raw TCP moved written the way
+    their client writes are marked in the targets table, and section 7's
+    are named beneath it against the raw stream."""
+
+    SECTION_3 = "ours → ours / omniORB → omniORB, one write per call"
+    SECTION_7 = "the same, our client coalescing oneways"
+
+    def cells(self, res, prefix):
+        hits = [v for k, v in table(run.targets(res)).items() if k.startswith(prefix)]
+        self.assertEqual(len(hits), 1, prefix)
+        return hits[0]
+
+    def test_a_section_3_row_past_the_separate_writes_is_marked(self):
+        res = with_separate(results(), 8192, [3000, 3400, 3200])
+        _, _, short, every = self.cells(res, self.SECTION_3)
+        self.assertIn("oneway char 8KiB (≥ 10x, more than raw TCP moved) 5.00x", short)
+        self.assertIn("oneway char 8KiB (≥ 10x, more than raw TCP moved) 5.00x", every)
+        intro = run.targets(res)[1]
+        self.assertIn('Marked "more than raw TCP moved": a row whose target asks for more than raw TCP moved', intro)
+
+    def test_a_row_within_reach_is_not_marked(self):
+        for res in (with_separate(results(), 8192, [9000, 12000]), results()):
+            lines = run.targets(res)
+            _, _, short, _ = self.cells(res, self.SECTION_3)
+            self.assertIn("oneway char 8KiB (≥ 10x) 5.00x", short)
+            self.assertNotIn("more than raw TCP moved", "\n".join(lines))
+
+    def test_a_section_7_row_past_the_raw_stream_is_marked_and_named(self):
+        # Coalesced chars at 8 KiB: 9x of 10x, so 10000 Mbit/s needed; the
+        # raw stream, a frame per write with Nagle on, moved at most 8000.
+        res = with_separate(results(), 8192, [9000, 12000])
+        res["tcp"][-1].update(mbps=7500, samples=[7000, 8000, 7500])
+        _, _, short, _ = self.cells(res, self.SECTION_7)
+        self.assertIn("oneway char 8KiB (≥ 10x, more than raw TCP moved) 9.00x", short)
+        # Section 3's row is within the separate writes' reach: unmarked.
+        self.assertIn("oneway char 8KiB (≥ 10x) 5.00x", self.cells(res, self.SECTION_3)[2])
+        named = [p for p in paragraphs(run.targets(res)) if p.startswith("Beyond joining oneways")]
+        self.assertEqual(len(named), 1)
+        self.assertIn("1 of the rows short of section 7's target asks for more than raw TCP moved written that way (section 4's stream, its fastest run): "
+                      "oneway char 8KiB (≥ 10x) needs 10000 Mbit/s, raw TCP written a frame per write with Nagle on moved at most 8000", named[0])
+        self.assertFalse(any(p.startswith("Beyond one call at a time") for p in paragraphs(run.targets(res))))
+
+    def test_a_section_7_row_within_the_raw_stream_is_not(self):
+        res = with_separate(results(), 8192, [9000, 12000])
+        _, _, short, _ = self.cells(res, self.SECTION_7)
+        self.assertIn("oneway char 8KiB (≥ 10x) 9.00x", short)
+        self.assertFalse(any(p.startswith("Beyond joining oneways") for p in paragraphs(run.targets(res))))
+
+
 class JoinedByABusyServer(unittest.TestCase):
     """A server short of another under the omniORB client where the other,
     busy, got the client's oneways joined into far fewer segments."""
