@@ -155,11 +155,34 @@ impl Decoder {
         &self.cfg
     }
 
-    /// A whole GIOP 1.2 message with request id `id` was taken off the
-    /// stream by its reader ([`Reply::take_quiet`](crate::message::Reply::take_quiet)),
-    /// as [`decode`](Self::decode) would have handed it over.
-    pub(crate) fn completed_12(&mut self, id: u32) {
-        self.last_complete_12 = Some(id);
+    /// The GIOP 1.2 message of type `ty` at the start of `buf` when it is
+    /// whole, of one piece and within the size limit, and `read` (given
+    /// its byte order and payload) makes something of it: taken off `buf`
+    /// with its header, as [`decode`](Self::decode) would hand it over
+    /// (and noted as complete, as `decode` notes it). `None`, with `buf`
+    /// untouched, for anything else: `decode` then takes it, and reports
+    /// what is wrong with it. For a reader that reads its usual message
+    /// in place, without a [`Frame`] around it
+    /// ([`Reply::take_quiet`](crate::message::Reply::take_quiet)).
+    pub fn take_whole_12<T>(
+        &mut self,
+        buf: &mut BytesMut,
+        ty: MsgType,
+        read: impl FnOnce(ByteOrder, &[u8]) -> Option<T>,
+    ) -> Option<(Header, T, BytesMut)> {
+        let h = Header::parse(buf.get(..HEADER_LEN)?).ok()?;
+        if h.msg_type != ty
+            || !h.version.is_12()
+            || h.more_fragments
+            || h.size as usize > self.cfg.max_message_size
+            || buf.len() < h.total_len()
+        {
+            return None;
+        }
+        let payload = &buf[HEADER_LEN..h.total_len()];
+        let t = read(h.order, payload)?;
+        self.completed(&h, payload);
+        Some((h, t, buf.split_to(h.total_len())))
     }
 
     /// Whether a fragmented message is being reassembled.
@@ -351,11 +374,7 @@ impl Decoder {
             return self.fragment(h, payload);
         }
         if !h.more_fragments {
-            if starts_with_request_id(&h) {
-                self.last_complete_12 = read_u32(&payload, h.order);
-            } else if h.version.minor == 1 {
-                self.any_complete_11 = true;
-            }
+            self.completed(&h, &payload);
             return Ok(Some(Frame {
                 header: h,
                 payload,
@@ -384,6 +403,16 @@ impl Decoder {
             self.partial11 = Some(partial);
         }
         Ok(None)
+    }
+
+    /// The message `h`, of one piece, is complete: a Fragment after it is
+    /// named as coming after a complete message.
+    fn completed(&mut self, h: &Header, payload: &[u8]) {
+        if starts_with_request_id(h) {
+            self.last_complete_12 = read_u32(payload, h.order);
+        } else if h.version.minor == 1 {
+            self.any_complete_11 = true;
+        }
     }
 
     fn grow(&mut self, n: usize) -> Result<()> {

@@ -413,7 +413,7 @@ impl Message {
             {
                 // No service contexts, one stream: the three ulongs read
                 // where they lie (what the loop below reads, without it).
-                let (request_id, status) = quiet_reply_head(&payload, order)?;
+                let (request_id, status) = quiet_reply_head(&payload, version, order)?;
                 Message::Reply(quiet_reply_of(
                     version,
                     order,
@@ -553,10 +553,14 @@ fn quiet_reply(payload: &[u8], order: ByteOrder) -> bool {
     payload.len() >= 12 && read_u32_at(payload, 8, order) == 0
 }
 
-/// The request id and status of a [`quiet_reply`] payload.
-fn quiet_reply_head(payload: &[u8], order: ByteOrder) -> Result<(u32, ReplyStatus)> {
+/// The request id and status of a [`quiet_reply`] payload of `version`.
+fn quiet_reply_head(
+    payload: &[u8],
+    version: Version,
+    order: ByteOrder,
+) -> Result<(u32, ReplyStatus)> {
     let word = |at: usize| read_u32_at(payload, at, order);
-    let status = ReplyStatus::from_u32(word(4), Version::V1_2, HEADER_LEN + 4)?;
+    let status = ReplyStatus::from_u32(word(4), version, HEADER_LEN + 4)?;
     Ok((word(0), status))
 }
 
@@ -596,22 +600,12 @@ impl Reply {
     /// reading a reply cost). `None`, with `buf` untouched, for anything
     /// else: those two then read it as usual and report what is wrong.
     pub fn take_quiet(decoder: &mut crate::codec::Decoder, buf: &mut BytesMut) -> Option<Reply> {
-        let head = buf.get(..HEADER_LEN + 12)?;
-        let h = Header::parse(head).ok()?;
-        let payload = &head[HEADER_LEN..];
-        if h.msg_type != MsgType::Reply
-            || !h.version.is_12()
-            || h.more_fragments
-            || h.size < 12
-            || h.size as usize > decoder.config().max_message_size
-            || buf.len() < h.total_len()
-            || !quiet_reply(payload, h.order)
-        {
-            return None;
-        }
-        let (request_id, status) = quiet_reply_head(payload, h.order).ok()?;
-        decoder.completed_12(request_id);
-        let mut message = buf.split_to(h.total_len());
+        let (h, (request_id, status), mut message) =
+            decoder.take_whole_12(buf, MsgType::Reply, |order, payload| {
+                quiet_reply(payload, order)
+                    .then(|| quiet_reply_head(payload, Version::V1_2, order).ok())
+                    .flatten()
+            })?;
         bytes::Buf::advance(&mut message, HEADER_LEN + 12);
         Some(quiet_reply_of(
             h.version,
