@@ -589,14 +589,14 @@ def targets(res):
         sl = (vs.get(name) or {}).get("sliced") or []
         if sl:
             line(f"{name} p50 ≤ {limit}x raw TCP waiting the same way (section 5, sliced)", [(name, summary(sl), limit, False)])
+    # Rows of sections 3 and 7 whose target raw TCP cannot reach here.
+    past, past_joined = [], []
     if "omniorb" in servers and "ours" in servers:
-        past = beyond_one_call(res, rows)
-        past_joined = beyond_one_call(res, rows, coalesced=True)
+        past, past_joined = beyond_one_call(res, rows), beyond_joined(res, rows)
 
         def both(r, v, beyond=()):
-            limit = BOTH_TARGETS.get(r["type"], DEFAULT_BOTH)
-            past_it = any(lbl == target_label(r) for lbl, *_ in beyond)
-            return (f"{case(r)} (≥ {limit:g}x{BEYOND_MARK if past_it else ''})", v, limit, True)
+            marked = any(lbl == target_label(r) for lbl, *_ in beyond)
+            return (target_label(r, marked), v, BOTH_TARGETS.get(r["type"], DEFAULT_BOTH), True)
         goal = ", ".join(f"{t} ≥ {x:g}x" for t, x in BOTH_TARGETS.items()) + f", any other type ≥ {DEFAULT_BOTH:g}x"
         line(f"ours → ours / omniORB → omniORB, one write per call: {goal} (section 3)",
              [both(r, r.get("both_ratio"), past) for r in rows])
@@ -606,32 +606,41 @@ def targets(res):
              [both(r, (r.get("coalesced_vs_omniorb") or {}).get("ours"), past_joined) for r in rows if r.get("coalesced_vs_omniorb")])
     if not out:
         return []
-    note = spread_note([(u, o, x) for _, u, o, x in spreads])
-    if "omniorb" in servers and "ours" in servers:
-        if past:
-            ways = [w for m, w in ONE_CALL.items() if any(m == pm for *_, pm in past)]
-            note = ((note + "\n\n") if note else "") + (
-                f"Beyond one call at a time: {len(past)} of the rows short of section 3's target {'asks' if len(past) == 1 else 'ask'} for more than raw TCP moved the same way (section 4's " + " and ".join(w["name"] for w in ways) + ", its fastest run): "
-                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {ONE_CALL[m]['raw']} moved at most {most:.0f}" for lbl, need, most, m in past)
-                + ". No client that " + " or ".join(w["client"] for w in ways)
-                + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if ONE_CALL["oneway"] in ways else "."))
-        if past_joined:
-            note = ((note + "\n\n") if note else "") + (
-                f"Beyond joining oneways as the kernel does: {len(past_joined)} of the rows short of section 7's target {'asks' if len(past_joined) == 1 else 'ask'} for more than raw TCP moved written that way (section 4's stream, its fastest run): "
-                + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {COALESCED_RAW} moved at most {most:.0f}" for lbl, need, most, _ in past_joined)
-                + f". No client that writes each oneway when it is made, Nagle on or off, can meet {'it' if len(past_joined) == 1 else 'them'} here; section 6's buffering client, which writes many oneways at once, is not bound so.")
+    paras = [spread_note([(u, o, x) for _, u, o, x in spreads])]
+    if past:
+        ways = [w for m, w in ONE_CALL.items() if any(m == pm for *_, pm in past)]
+        paras.append(beyond_paragraph(
+            "Beyond one call at a time", 3, "the same way (section 4's " + " and ".join(w["name"] for w in ways), past, lambda m: ONE_CALL[m]["raw"],
+            "No client that " + " or ".join(w["client"] for w in ways)
+            + " can meet them here" + ("; sections 6 and 7 show our client meeting the oneway ones when it may join oneways." if ONE_CALL["oneway"] in ways else ".")))
+    if past_joined:
+        paras.append(beyond_paragraph(
+            "Beyond joining oneways as the kernel does", 7, "written that way (section 4's stream", past_joined, lambda _: COALESCED_RAW,
+            "No client that writes each oneway when it is made, Nagle on or off, can meet them here; section 6's buffering client, which writes many oneways at once, is not bound so."))
     joined = joined_by_a_busy_server(rows, servers)
     if joined:
-        note = ((note + "\n\n") if note else "") + (
+        paras.append(
             "Where a busy server joined the client's calls: "
             + "; ".join(f"{lbl} against {NAMES[s]}'s server ({v:.2f}x): the omniORB client's segments carried {theirs:.1f} calls each to {NAMES[s]}'s server, busy {cpu:.2f} of the run, and {ours:.1f} to ours" for lbl, s, v, theirs, ours, cpu in joined)
             + ". A server that reads late lets data wait in the connection, and the client's kernel joins the sends queued meanwhile into large segments, so each call pays a fraction of a segment's sending and receiving; ours reads each segment as it arrives, and each of the client's sends pays a whole segment. Where the omniORB client is the bottleneck (its CPU, not the server's), the other server's lateness makes the client's calls cheaper: such a row says how the two servers' reading shapes that client's sends, not which server does more per call.")
+    note = "\n\n".join(p for p in paras if p)
     marked = ""
-    if "omniorb" in servers and "ours" in servers and (past or past_joined):
+    if past or past_joined:
         marked = f" Marked \"{BEYOND_MARK.lstrip(', ')}\": a row whose target asks for more than raw TCP moved on this machine written the way that row's client writes (beneath the table): no client that writes so can meet it here, whatever its ORB."
     return (["## Targets: what this run shows\n",
              "Each target against the rows of this run that it covers (medians of paired ratios, as in the sections below); a row short of its target is listed, worst first. Short in every round: of the short rows, those whose every round missed the target (for ratios, even the round nearest it; their ranges are in the sections below); each other short row had a round that met it, so this run cannot tell it from the machine's noise." + marked + "\n",
              "| target | holds | rows that meet it | short of it | short in every round |", "|---|---|---|---|---|"] + out + [""] + ([note, ""] if note else []))
+
+
+def beyond_paragraph(lead, section, source, past, raw, tail):
+    """The note beneath the targets table on `past`, rows of section
+    `section` whose target raw TCP did not reach written as their client
+    writes (`source`: how, opening the bracket that names section 4's
+    run; `raw(mode)`: that run in prose), ending with `tail`."""
+    n = len(past)
+    return (f"{lead}: {n} of the rows short of section {section}'s target {'asks' if n == 1 else 'ask'} for more than raw TCP moved {source}, its fastest run): "
+            + ", ".join(f"{lbl} needs {need:.0f} Mbit/s, {raw(m)} moved at most {most:.0f}" for lbl, need, most, m in past)
+            + ". " + tail)
 
 
 def one_call_limits(res):
@@ -650,25 +659,36 @@ BEYOND_MARK = ", more than raw TCP moved"
 COALESCED_RAW = "raw TCP written a frame per write with Nagle on"
 
 
-def target_label(r):
-    """A row of sections 3, 6 and 7 with its target: `oneway char 1KiB (≥ 10x)`."""
-    return f"{case(r)} (≥ {BOTH_TARGETS.get(r['type'], DEFAULT_BOTH):g}x)"
+def target_label(r, marked=False):
+    """A row of sections 3, 6 and 7 with its target: `oneway char 1KiB
+    (≥ 10x)`; `marked`: with [`BEYOND_MARK`] in the brackets."""
+    return f"{case(r)} (≥ {BOTH_TARGETS.get(r['type'], DEFAULT_BOTH):g}x{BEYOND_MARK if marked else ''})"
 
 
-def beyond_one_call(res, rows, coalesced=False):
-    """Rows short of their target whose target asks for more than raw TCP
-    moved written the same way: section 3's (a oneway per write with
-    TCP_NODELAY, or a twoway per round trip), or with `coalesced` section
-    7's (a oneway per write with Nagle on: section 4's stream, for frames
-    shorter than a segment). (label, Mbit/s the target needs, the most raw
-    TCP moved so in any run, mode)."""
-    if coalesced:
-        ceil = {("oneway", t["size"]): t for t in res.get("tcp") or [] if t["size"] < SEPARATE_BELOW and t.get("samples")}
-    else:
-        ceil = one_call_limits(res)
+def beyond_one_call(res, rows):
+    """Rows of section 3 short of their target whose target asks for more
+    than raw TCP moved the same way (a oneway per write with TCP_NODELAY,
+    a twoway per round trip): see [`beyond_raw`]."""
+    return beyond_raw(rows, one_call_limits(res), lambda r: r.get("both_ratio"))
+
+
+def beyond_joined(res, rows):
+    """Rows of section 7 short of their target whose target asks for more
+    than raw TCP moved written as our coalescing client writes (a oneway
+    per write with Nagle on: section 4's stream, for frames shorter than a
+    segment): see [`beyond_raw`]."""
+    stream = {("oneway", t["size"]): t for t in res.get("tcp") or [] if t["size"] < SEPARATE_BELOW and t.get("samples")}
+    return beyond_raw(rows, stream, lambda r: (r.get("coalesced_vs_omniorb") or {}).get("ours"))
+
+
+def beyond_raw(rows, ceil, ratio):
+    """Rows whose `ratio` (ours over omniORB -> omniORB) is short of their
+    target while the target asks for more than the raw-TCP run `ceil` has
+    for their (mode, size) moved in any run: (label, Mbit/s the target
+    needs, the most raw TCP moved so, mode)."""
     out = []
     for r in rows:
-        v = (r.get("coalesced_vs_omniorb") or {}).get("ours") if coalesced else r.get("both_ratio")
+        v = ratio(r)
         c, o = ceil.get((r["mode"], r["size"])), r["pairs"].get("omniorb>omniorb")
         if not (c and o and v):
             continue
