@@ -438,8 +438,8 @@ fn call_without_target_uses_the_embedded_reference_server() {
 #[test]
 fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
     use iiop_giop::ior::Ior;
-    use iiop_giop::transport::tls::{server_config, test_pki::TestPki};
     use iiop_servers::run::TlsServer;
+    use iiop_transport::tls::{server_config, test_pki::TestPki};
 
     let pki = TestPki::new("idl-serve");
     let o = IdlServeOpts {

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iiop_cdr::{Reader, Writer};
-use iiop_giop::transport::server::{
+use iiop_servers::reference::{BenchHandler, References, Skeleton};
+use iiop_transport::server::{
     serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
 };
-use iiop_servers::reference::{BenchHandler, References, Skeleton};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
@@ -595,7 +595,7 @@ fn a_server_that_swaps_utf16_in_giop_1_1_le_is_named_not_failed() {
 #[test]
 fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
     use clap::Parser;
-    use iiop_giop::transport::tls::test_pki::TestPki;
+    use iiop_transport::tls::test_pki::TestPki;
     use iiopbench::opts::{Cli, Command};
     let pki = TestPki::new("interop");
     let path = |p: &PathBuf| p.to_str().unwrap().to_string();

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use iiop_giop::header::{Header, MsgType};
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::client::ClientConfig;
 use iiop_giop::Version;
 use iiop_servers::bench::elements::Elem;
 use iiop_servers::bench::types::{Outgoing, Payload};
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::BenchClient;
+use iiop_transport::client::ClientConfig;
 
 /// A running `iiopbench serve`, killed on drop if still running.
 struct Serve {

@@ -35,9 +35,9 @@ use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
 use iiop_giop::context::{CodeSetContext, ServiceContext};
 use iiop_giop::header::Version;
 use iiop_giop::message::{LocateStatus, Reply};
-use iiop_giop::transport::client::{Client, ClientConfig, ClientError, Connection};
-use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Ior, ReplyStatus, ResponseMode, Target, TargetAddress};
+use iiop_transport::client::{Client, ClientConfig, ClientError, Connection};
+use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
 use crate::hist::Latency;

@@ -18,9 +18,9 @@ use iiop_giop::conn::endpoint::endpoint_for;
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::ior::{IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply};
-use iiop_giop::transport::client::{reply_result_from, ClientConfig, ClientError, Connection};
-use iiop_giop::transport::{BlockingConnection, PhaseTotals, Prepared};
 use iiop_giop::{ResponseMode, TargetAddress, Version};
+use iiop_transport::client::{reply_result_from, ClientConfig, ClientError, Connection};
+use iiop_transport::{BlockingConnection, PhaseTotals, Prepared};
 
 use crate::bench::elements::{CallMode, Elem};
 use crate::bench::types::{seq_typecode, Outgoing, Payload, StatsWire};

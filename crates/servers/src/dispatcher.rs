@@ -13,11 +13,11 @@ use std::thread::JoinHandle;
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::exception::{Completion, VMCID_IIOPBENCH};
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::server::{
+use iiop_giop::SystemException;
+use iiop_transport::server::{
     arguments_end_body, handle_builtin, serve, Dispatch, Handler, LocateOutcome, Outcome,
     RequestContext, ServerConfig,
 };
-use iiop_giop::SystemException;
 use tokio::sync::oneshot;
 
 /// Repository id of the dispatcher interface.

@@ -16,17 +16,17 @@ use iiop_cdr::typecode::UnionMember;
 use iiop_cdr::{Any, TCKind, TcDef, TypeCode, Value};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::server::{
+use iiop_giop::SystemException;
+use iiop_idl::{DefId, Direction, Spec};
+use iiop_transport::server::{
     arguments_end_body, handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
     ServerConfig,
 };
-use iiop_giop::SystemException;
-use iiop_idl::{DefId, Direction, Spec};
 
 use crate::bench::counters::Counters;
 use crate::reference::served_ior;
 use crate::run::{ServerModel, ServerThread, Serving, TlsServer};
-use iiop_giop::transport::threads::Polling;
+use iiop_transport::threads::Polling;
 
 /// What the server answers.
 #[derive(Debug, Clone, Default)]

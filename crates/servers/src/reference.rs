@@ -12,11 +12,11 @@ use std::time::Instant;
 use iiop_cdr::{CharCodeSet, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::{tls_only_profile, CodeSetsSource, IiopProfile, Ior, IorBuilder};
-use iiop_giop::transport::server::{
+use iiop_giop::SystemException;
+use iiop_transport::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
     LocateOutcome, Outcome, RequestContext,
 };
-use iiop_giop::SystemException;
 
 use crate::bench::counters::Counters;
 use crate::bench::elements::{CallMode, Elem};

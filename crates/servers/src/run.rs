@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use iiop_giop::ior::CodeSetsSource;
-use iiop_giop::transport::server::{serve, serve_tls, Handler, ServerConfig};
-use iiop_giop::transport::threads::{serve_threads, Polling, StopFlag, ThreadsConfig};
-use iiop_giop::transport::tls::RustlsServerConfig;
+use iiop_transport::server::{serve, serve_tls, Handler, ServerConfig};
+use iiop_transport::threads::{serve_threads, Polling, StopFlag, ThreadsConfig};
+use iiop_transport::tls::RustlsServerConfig;
 use tokio::sync::oneshot;
 
 use crate::bench::counters::{Stats, SERVER_THREAD_PREFIX};
@@ -91,7 +91,7 @@ pub struct Serving {
 #[derive(Debug, Clone)]
 pub struct TlsServer {
     /// Certificate, key, client verification
-    /// ([`server_config`](iiop_giop::transport::tls::server_config)).
+    /// ([`server_config`](iiop_transport::tls::server_config)).
     pub config: Arc<RustlsServerConfig>,
     /// Whether clients must present a certificate (the IORs then require
     /// EstablishTrustInClient).

@@ -8,14 +8,14 @@ use std::time::Duration;
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::ior::Ior;
 use iiop_giop::message::LocateStatus;
-use iiop_giop::transport::client::{ClientConfig, ClientError};
-use iiop_giop::transport::server::{
-    serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
-};
 use iiop_servers::bench::ops::POA_KEY_PREFIX;
 use iiop_servers::client::{BenchClient, BenchError, Wait};
 use iiop_servers::reference::Forwarding;
 use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_transport::client::{ClientConfig, ClientError};
+use iiop_transport::server::{
+    serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
+};
 
 fn cfg() -> ClientConfig {
     ClientConfig {

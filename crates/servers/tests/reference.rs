@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use iiop_cdr::ByteOrder;
-use iiop_giop::transport::client::{ClientConfig, ClientError};
 use iiop_giop::Version;
 use iiop_servers::bench::elements::{CallMode, Elem};
 use iiop_servers::bench::types::Payload;
@@ -13,6 +12,7 @@ use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::client::{BenchClient, BenchError};
 use iiop_servers::reference::Skeleton;
 use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_transport::client::{ClientConfig, ClientError};
 
 fn server(skeleton: Skeleton) -> RunningServer {
     RunningServer::start(ServerOptions {

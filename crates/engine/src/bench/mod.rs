@@ -40,8 +40,8 @@ pub enum OnError {
 
 /// A short stable name for an error, used as the key of `errors`.
 pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
-    use iiop_giop::transport::client::ClientError as C;
     use iiop_servers::client::BenchError as B;
+    use iiop_transport::client::ClientError as C;
     match e {
         B::Call(C::System(s)) => s.repo_id.to_string(),
         B::Call(C::User { repo_id, .. }) => repo_id.clone(),

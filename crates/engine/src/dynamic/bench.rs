@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use iiop_cdr::Writer;
-use iiop_giop::transport::client::Prepared;
 use iiop_giop::ResponseMode;
 use iiop_servers::client::{BenchClient, BenchError};
+use iiop_transport::client::Prepared;
 
 use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};

@@ -16,13 +16,13 @@ use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
-use iiop_giop::transport::client::{ClientConfig, ClientError, TlsMode};
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_servers::bench::ops::PERF_ID;
 use iiop_servers::bench::types::{Payload, StatsWire};
 use iiop_servers::bench::work::{Dist, Kind};
 use iiop_servers::bench::{CallMode, Elem};
 use iiop_servers::client::{BenchClient, BenchError};
+use iiop_transport::client::{ClientConfig, ClientError, TlsMode};
 use serde::Serialize;
 
 use crate::target::TlsOpts;
@@ -1314,7 +1314,7 @@ fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, Bench
     };
     let status = reply.header.status;
     let body = hex(&reply.body.bytes, 32);
-    match iiop_giop::transport::client::reply_result(reply) {
+    match iiop_transport::client::reply_result(reply) {
         Err(ClientError::System(x)) => {
             let d = system_text(&x);
             if x.name() == "MARSHAL" {
@@ -1424,7 +1424,7 @@ async fn echo_body(c: &BenchClient, p: &Payload) -> Result<(), Result<(String, P
         .map_err(|x| Err(format!("{op} {n} elements: {x}")))?
         .ok_or_else(|| Err(format!("{op} {n} elements: no reply")))?;
     if reply.header.status != ReplyStatus::NoException {
-        let r = iiop_giop::transport::client::reply_result(reply);
+        let r = iiop_transport::client::reply_result(reply);
         return Err(Err(match r {
             Err(x) => format!("{op} {n} elements: {}", describe(&BenchError::Call(x))),
             Ok(_) => format!("{op} {n} elements: unexpected reply status"),

@@ -3,7 +3,7 @@
 //! bytes to write (a buffer with shared runs spliced in), completed
 //! requests and replies, forward and retry decisions, and the next
 //! deadline come out. Every protocol decision of a connection is made
-//! here, once, for all drivers ([`crate::transport`]): request ids, the
+//! here, once, for all drivers (the `iiop-transport` crate): request ids, the
 //! CodeSets context sent once, reply matching, timeouts and
 //! CancelRequest, fragment reassembly, forwards, MessageError and
 //! CloseConnection.
@@ -21,6 +21,7 @@
 pub mod client;
 pub mod deadline;
 pub mod endpoint;
+pub mod error;
 pub mod out;
 pub mod server;
 

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use iiop_giop::transport::client::ClientConfig;
 use iiop_giop::Version;
 use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_transport::client::ClientConfig;
 
 pub fn cfg() -> ClientConfig {
     ClientConfig {

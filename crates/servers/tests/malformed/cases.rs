@@ -15,8 +15,8 @@ use iiop_giop::message::{
     encode_cancel_request, encode_empty, encode_locate_request, encode_request,
     encode_system_exception, LocateStatus, Message, ReplyStatus, RequestHead, ResponseMode,
 };
-use iiop_giop::transport::server::ServerConfig;
-use iiop_giop::transport::tls::rustls;
+use iiop_transport::server::ServerConfig;
+use iiop_transport::tls::rustls;
 use iiop_giop::{TargetAddress, Version};
 use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
 
@@ -1380,7 +1380,7 @@ impl Wire for TlsStream {
 
 #[test]
 fn every_malformed_case_gets_the_same_reaction_over_tls() {
-    use iiop_giop::transport::tls::test_pki::TestPki;
+    use iiop_transport::tls::test_pki::TestPki;
     let pki = TestPki::new("malformed");
     let srv = RunningServer::start(ServerOptions {
         threads: 2,

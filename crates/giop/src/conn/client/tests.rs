@@ -24,14 +24,14 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn cfg() -> ClientConfig {
-    ClientConfig {
+fn cfg() -> ConnConfig {
+    ConnConfig {
         order: ByteOrder::Big,
-        ..ClientConfig::default()
+        ..ConnConfig::default()
     }
 }
 
-fn conn_with(version: Version, cfg: &ClientConfig, code_sets: bool) -> ClientConn {
+fn conn_with(version: Version, cfg: &ConnConfig, code_sets: bool) -> ClientConn {
     let cs = CodeSetComponentInfo::ours();
     let setup = ClientSetup::negotiate(ADDR.into(), version, cfg, code_sets.then_some(&cs));
     ClientConn::new(setup, cfg)
@@ -386,7 +386,7 @@ fn fragmented_replies_are_reassembled() {
 
 #[test]
 fn large_requests_are_fragmented_and_spliced_runs_survive_it() {
-    let cfg = ClientConfig {
+    let cfg = ConnConfig {
         fragment_size: Some(128),
         splice_cutoff: Some(64),
         ..cfg()
@@ -646,7 +646,7 @@ fn oneway_of(c: &mut ClientConn, n: usize) {
 
 #[test]
 fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued() {
-    let cfg = ClientConfig {
+    let cfg = ConnConfig {
         oneway_buffer: Some(1000),
         ..cfg()
     };
@@ -694,24 +694,21 @@ fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued(
 /// leaves the state as it was.
 #[test]
 fn coalescing_switches_nodelay_only_when_it_must() {
-    let setup = |coalesce: bool, nodelay: bool| {
-        let cfg = ClientConfig {
+    let setup = |coalesce: bool| {
+        let cfg = ConnConfig {
             coalesce_oneways: coalesce,
-            nodelay,
-            ..ClientConfig::default()
+            ..ConnConfig::default()
         };
         ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg, None)
     };
     // Oneways only, or something answered (a twoway, a LocateRequest, the
     // goodbye) among what is queued.
     let (oneway, twoway) = (true, false);
-    for (coalesce, nodelay) in [(false, true), (true, false)] {
-        let mut c = Coalescing::new(&setup(coalesce, nodelay), || panic!("not asked"));
-        for what in [oneway, twoway] {
-            c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
-        }
+    let mut c = Coalescing::new(&setup(false), || panic!("not asked"));
+    for what in [oneway, twoway] {
+        c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
     }
-    let mut c = Coalescing::new(&setup(true, true), || Some(1000));
+    let mut c = Coalescing::new(&setup(true), || Some(1000));
     let mut set = Vec::new();
     let steps = [
         (oneway, 100),
@@ -731,7 +728,7 @@ fn coalescing_switches_nodelay_only_when_it_must() {
     }
     assert_eq!(set, [false, true, false, true, false, true]);
     // A failed switch is tried again at the next write.
-    let mut c = Coalescing::new(&setup(true, true), || None);
+    let mut c = Coalescing::new(&setup(true), || None);
     c.before_write(oneway, 10, |_| Err(std::io::ErrorKind::Other.into()));
     let mut again = None;
     c.before_write(oneway, 10, |d| {

@@ -14,20 +14,20 @@
 //! holds a complete message so the same request can be sent again with
 //! only its request id patched.
 //!
-//! Over TLS ([`crate::conn::endpoint`] decides) the stream is tokio-rustls'
+//! Over TLS ([`iiop_giop::conn::endpoint`] decides) the stream is tokio-rustls'
 //! over the TCP socket, split into a read half for the reader task and a
 //! write half the writer task alone writes (no direct write from the
 //! calling task: a TLS write needs the session's lock and a flush).
 //!
 //! This module is a driver: the connection's protocol decisions are made
-//! by the pure core's parts ([`crate::conn::client`]), which the tasks hold
+//! by the pure core's parts ([`iiop_giop::conn::client`]), which the tasks hold
 //! where they need them: the pending-request table under one lock, the
 //! send queue under another, the received bytes in the reader task alone.
 //! A twoway call takes the same three lock acquisitions as ever (register
 //! its waiter, queue its bytes, and the reader's to hand the reply over).
 //!
 //! Zero-copy output: the output queue is a buffer plus a
-//! [`Splices`](iiop_cdr::Splices) list ([`crate::conn::out`]).
+//! [`Splices`](iiop_cdr::Splices) list ([`iiop_giop::conn::out`]).
 //! Shared runs of at least [`ClientConfig::splice_cutoff`] bytes (an
 //! [`Octets`](iiop_cdr::Octets) or [`CharSeq`](iiop_cdr::CharSeq) in a
 //! request body, the body of a [`Prepared`] message) are not copied into
@@ -51,22 +51,22 @@ use tokio::sync::{oneshot, watch, Notify};
 use tokio_rustls::client::TlsStream;
 
 use super::tls::{handshake_failure, server_name, Side};
-use crate::codec::CodecConfig;
-pub use crate::conn::client::{
-    reply_result, reply_result_from, ClientConfig, ClientError, Prepared, TlsMode,
-    DEFAULT_SPLICE_CUTOFF,
+pub use crate::config::{ClientConfig, TlsMode};
+use iiop_giop::codec::CodecConfig;
+pub use iiop_giop::conn::client::{
+    reply_result, reply_result_from, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
 };
-use crate::conn::client::{
+use iiop_giop::conn::client::{
     ClientSetup, Coalescing, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue,
     Step,
 };
-use crate::conn::deadline::Timer;
-use crate::conn::endpoint::{endpoint_for, Endpoint};
-use crate::conn::out::{Outbox, MAX_IOV};
-use crate::context::CodeSetComponentInfo;
-use crate::header::Version;
-use crate::ior::{IiopProfile, Ior};
-use crate::message::{Body, LocateStatus, Reply, ResponseMode, TargetAddress};
+use iiop_giop::conn::deadline::Timer;
+use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
+use iiop_giop::conn::out::{Outbox, MAX_IOV};
+use iiop_giop::context::CodeSetComponentInfo;
+use iiop_giop::header::Version;
+use iiop_giop::ior::{IiopProfile, Ior};
+use iiop_giop::message::{Body, LocateStatus, Reply, ResponseMode, TargetAddress};
 
 /// Output bytes queued (spliced runs included) beyond which new requests
 /// wait for the writer.
@@ -382,7 +382,7 @@ impl Connection {
         cfg: &ClientConfig,
         code_sets: Option<&CodeSetComponentInfo>,
     ) -> Connection {
-        let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
+        let setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (wr, tls_wr) = match wr {
             WriteSide::Tcp(w) => (Some(w), None),
@@ -403,7 +403,7 @@ impl Connection {
             deadline_sooner: Notify::new(),
             ids: RequestIds::default(),
             out: Mutex::new(OutState {
-                q: SendQueue::new(cfg),
+                q: SendQueue::new(&cfg.conn()),
                 writing: false,
                 coalescing,
             }),
@@ -715,7 +715,7 @@ fn try_write_spliced(wr: &OwnedWriteHalf, out: &Outbox, limit: usize) -> std::io
 
 /// Write what the socket takes now of the queued stream, consuming it;
 /// its first `head` bytes alone first, unless `head` is `usize::MAX`
-/// ([`SendQueue::first_write`](crate::conn::client::SendQueue::first_write)
+/// ([`SendQueue::first_write`](iiop_giop::conn::client::SendQueue::first_write)
 /// says how many).
 fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head: usize) {
     if head != usize::MAX {
@@ -1089,7 +1089,7 @@ impl Client {
 fn wchar_without_code_sets<T>(r: &Result<T, ClientError>) -> bool {
     matches!(
         r,
-        Err(ClientError::Encode(crate::GiopError::Cdr {
+        Err(ClientError::Encode(iiop_giop::GiopError::Cdr {
             source: CdrError::WcharNotNegotiated { .. },
             ..
         }))

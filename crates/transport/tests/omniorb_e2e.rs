@@ -13,9 +13,9 @@ use iiop_giop::corbaloc::{NameComponent, Target};
 use iiop_giop::exception::{Completion, SystemException};
 use iiop_giop::ior::Ior;
 use iiop_giop::message::{LocateStatus, ReplyStatus, ResponseMode};
-use iiop_giop::transport::naming::write_name;
-use iiop_giop::transport::*;
 use iiop_giop::Version;
+use iiop_transport::naming::write_name;
+use iiop_transport::*;
 
 mod common;
 use common::{installed, skip_or_fail};
@@ -324,7 +324,7 @@ async fn our_blocking_client_against_omninames() {
                     })
                     .unwrap()
                     .unwrap();
-                iiop_giop::transport::client::reply_result(r)
+                iiop_transport::client::reply_result(r)
             };
             for _ in 0..3 {
                 let b = call(&mut c, "_non_existent", None).unwrap();

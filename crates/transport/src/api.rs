@@ -2,7 +2,7 @@
 //! [`Connection`](super::Connection) gets it `async` on `&self`, the
 //! [`BlockingConnection`](super::BlockingConnection) blocking on
 //! `&mut self`. Everything it does is the core's
-//! ([`crate::conn::client`]); a driver supplies two methods:
+//! ([`iiop_giop::conn::client`]); a driver supplies two methods:
 //!
 //! - `fn setup(&self) -> &ClientSetup`, what the connection fixed when it
 //!   opened;
@@ -23,7 +23,7 @@ macro_rules! client_api {
         }
 
         /// The GIOP version spoken.
-        pub fn version(&self) -> $crate::header::Version {
+        pub fn version(&self) -> ::iiop_giop::header::Version {
             self.setup().wire.version
         }
 
@@ -45,11 +45,11 @@ macro_rules! client_api {
         /// connection).
         pub $($async)? fn request<F>(
             & $($mut)? self,
-            target: &$crate::message::TargetAddress,
+            target: &::iiop_giop::message::TargetAddress,
             operation: &str,
-            response: $crate::message::ResponseMode,
+            response: ::iiop_giop::message::ResponseMode,
             body: F,
-        ) -> Result<Option<$crate::message::Reply>, $crate::conn::client::ClientError>
+        ) -> Result<Option<::iiop_giop::message::Reply>, ::iiop_giop::conn::client::ClientError>
         where
             F: FnOnce(&mut iiop_cdr::Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
         {
@@ -61,17 +61,17 @@ macro_rules! client_api {
         /// explicit timeout.
         pub $($async)? fn request_with<F>(
             & $($mut)? self,
-            target: &$crate::message::TargetAddress,
+            target: &::iiop_giop::message::TargetAddress,
             operation: &str,
-            response: $crate::message::ResponseMode,
-            contexts: &[$crate::context::ServiceContext],
+            response: ::iiop_giop::message::ResponseMode,
+            contexts: &[::iiop_giop::context::ServiceContext],
             timeout: Option<std::time::Duration>,
             body: F,
-        ) -> Result<Option<$crate::message::Reply>, $crate::conn::client::ClientError>
+        ) -> Result<Option<::iiop_giop::message::Reply>, ::iiop_giop::conn::client::ClientError>
         where
             F: FnOnce(&mut iiop_cdr::Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
         {
-            let out = $crate::conn::client::Outgoing::Request {
+            let out = ::iiop_giop::conn::client::Outgoing::Request {
                 target,
                 operation,
                 response,
@@ -79,7 +79,7 @@ macro_rules! client_api {
                 body,
             };
             let inc = self.exchange(out, timeout) $(.$await)? ?;
-            $crate::conn::client::reply_of(inc, self.addr())
+            ::iiop_giop::conn::client::reply_of(inc, self.addr())
         }
 
         /// Send a request whose body was marshalled beforehand (e.g. once,
@@ -88,15 +88,15 @@ macro_rules! client_api {
         /// only right where the body starts 8-aligned: always in GIOP 1.2;
         /// in 1.0/1.1 only when the request header happens to end
         /// 8-aligned, otherwise this fails with
-        /// [`ClientError::Encode`](crate::conn::client::ClientError::Encode)
+        /// [`ClientError::Encode`](iiop_giop::conn::client::ClientError::Encode)
         /// instead of sending misaligned data.
         pub $($async)? fn request_bytes(
             & $($mut)? self,
-            target: &$crate::message::TargetAddress,
+            target: &::iiop_giop::message::TargetAddress,
             operation: &str,
-            response: $crate::message::ResponseMode,
+            response: ::iiop_giop::message::ResponseMode,
             body: &[u8],
-        ) -> Result<Option<$crate::message::Reply>, $crate::conn::client::ClientError> {
+        ) -> Result<Option<::iiop_giop::message::Reply>, ::iiop_giop::conn::client::ClientError> {
             self.request(target, operation, response, |w| {
                 if !body.is_empty() && w.position() % 8 != 0 {
                     return Err(iiop_cdr::CdrError::Message(format!(
@@ -115,40 +115,40 @@ macro_rules! client_api {
         /// may be a connection's first request).
         pub fn prepare<F>(
             &self,
-            target: &$crate::message::TargetAddress,
+            target: &::iiop_giop::message::TargetAddress,
             operation: &str,
-            response: $crate::message::ResponseMode,
+            response: ::iiop_giop::message::ResponseMode,
             body: F,
-        ) -> Result<$crate::conn::client::Prepared, $crate::conn::client::ClientError>
+        ) -> Result<::iiop_giop::conn::client::Prepared, ::iiop_giop::conn::client::ClientError>
         where
             F: FnOnce(&mut iiop_cdr::Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
         {
-            $crate::conn::client::Prepared::build(self.setup(), target, operation, response, body)
+            ::iiop_giop::conn::client::Prepared::build(self.setup(), target, operation, response, body)
         }
 
-        /// Send a [`Prepared`](crate::conn::client::Prepared) request with
+        /// Send a [`Prepared`](iiop_giop::conn::client::Prepared) request with
         /// a fresh request id; nothing is re-marshalled. The bytes up to
         /// the request id are copied (and the id patched there); the rest
         /// is spliced when it reaches the splice cutoff, copied otherwise.
         pub $($async)? fn send_prepared(
             & $($mut)? self,
-            p: &$crate::conn::client::Prepared,
-        ) -> Result<Option<$crate::message::Reply>, $crate::conn::client::ClientError> {
+            p: &::iiop_giop::conn::client::Prepared,
+        ) -> Result<Option<::iiop_giop::message::Reply>, ::iiop_giop::conn::client::ClientError> {
             let timeout = self.setup().request_timeout;
-            let out = $crate::conn::client::Outgoing::prepared(p);
+            let out = ::iiop_giop::conn::client::Outgoing::prepared(p);
             let inc = self.exchange(out, timeout) $(.$await)? ?;
-            $crate::conn::client::reply_of(inc, self.addr())
+            ::iiop_giop::conn::client::reply_of(inc, self.addr())
         }
 
         /// Send a LocateRequest.
         pub $($async)? fn locate(
             & $($mut)? self,
-            target: &$crate::message::TargetAddress,
-        ) -> Result<$crate::message::LocateReply, $crate::conn::client::ClientError> {
+            target: &::iiop_giop::message::TargetAddress,
+        ) -> Result<::iiop_giop::message::LocateReply, ::iiop_giop::conn::client::ClientError> {
             let timeout = self.setup().request_timeout;
-            let out = $crate::conn::client::Outgoing::locate(target);
+            let out = ::iiop_giop::conn::client::Outgoing::locate(target);
             let inc = self.exchange(out, timeout) $(.$await)? ?;
-            $crate::conn::client::locate_of(inc, self.addr())
+            ::iiop_giop::conn::client::locate_of(inc, self.addr())
         }
     };
 }

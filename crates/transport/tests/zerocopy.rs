@@ -11,8 +11,8 @@ use iiop_cdr::{ByteOrder, CharSeq, Octets};
 use iiop_giop::codec::{CodecConfig, Decoder};
 use iiop_giop::header::MsgType;
 use iiop_giop::message::{ResponseMode, TargetAddress};
-use iiop_giop::transport::{ClientConfig, Connection};
 use iiop_giop::Version;
+use iiop_transport::{ClientConfig, Connection};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 

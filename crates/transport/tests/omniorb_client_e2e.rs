@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::context::CodeSetContext;
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::server::handle_builtin;
-use iiop_giop::transport::*;
 use iiop_giop::{SystemException, Version};
+use iiop_transport::server::handle_builtin;
+use iiop_transport::*;
 use tokio::net::TcpListener;
 
 mod common;

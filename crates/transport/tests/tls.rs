@@ -13,9 +13,9 @@ use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::exception::{Completion, SystemException};
 use iiop_giop::ior::{tls_only_profile, IiopProfile, Ior};
 use iiop_giop::message::{ReplyStatus, ResponseMode, TargetAddress};
-use iiop_giop::transport::tls::test_pki::TestPki;
-use iiop_giop::transport::*;
 use iiop_giop::Version;
+use iiop_transport::tls::test_pki::TestPki;
+use iiop_transport::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -134,7 +134,7 @@ async fn ne(c: &Connection) -> Result<bool, ClientError> {
         .request(&key(), "_non_existent", ResponseMode::Twoway, |_| Ok(()))
         .await?
         .expect("a reply");
-    let body = iiop_giop::transport::client::reply_result(r)?;
+    let body = iiop_transport::client::reply_result(r)?;
     Ok(body.reader(c.options()).read_bool().unwrap())
 }
 
@@ -142,7 +142,7 @@ fn ne_blocking(c: &mut BlockingConnection) -> Result<bool, ClientError> {
     let r = c
         .request(&key(), "_non_existent", ResponseMode::Twoway, |_| Ok(()))?
         .expect("a reply");
-    let body = iiop_giop::transport::client::reply_result(r)?;
+    let body = iiop_transport::client::reply_result(r)?;
     Ok(body.reader(c.options()).read_bool().unwrap())
 }
 
@@ -297,7 +297,7 @@ async fn every_handshake_failure_says_who_refused_and_why() {
     let s = Server::start(Some(pki.server(true)), ServerConfig::default()).await;
     let addr = format!("127.0.0.1:{}", s.port);
     // We do not trust the server's CA.
-    let wrong_ca = iiop_giop::transport::tls::client_config(&pki.other_ca, None).unwrap();
+    let wrong_ca = iiop_transport::tls::client_config(&pki.other_ca, None).unwrap();
     assert_eq!(
         failure(s.port, client_cfg(Some(wrong_ca))).await,
         format!(
@@ -315,11 +315,9 @@ async fn every_handshake_failure_says_who_refused_and_why() {
         )
     );
     // The server does not trust our certificate.
-    let stranger = iiop_giop::transport::tls::client_config(
-        &pki.ca,
-        Some((&pki.stranger_cert, &pki.stranger_key)),
-    )
-    .unwrap();
+    let stranger =
+        iiop_transport::tls::client_config(&pki.ca, Some((&pki.stranger_cert, &pki.stranger_key)))
+            .unwrap();
     let e = failure(s.port, client_cfg(Some(stranger))).await;
     assert!(
         e.starts_with(&format!(
@@ -349,7 +347,7 @@ fn handshake_in_memory(
     client: &Arc<rustls::ClientConfig>,
     server: &Arc<rustls::ServerConfig>,
 ) -> rustls::HandshakeKind {
-    let name = iiop_giop::transport::tls::server_name("localhost").unwrap();
+    let name = iiop_transport::tls::server_name("localhost").unwrap();
     let mut c = rustls::ClientConnection::new(client.clone(), name).unwrap();
     let mut s = rustls::ServerConnection::new(server.clone()).unwrap();
     let mut wire = Vec::new();

@@ -4,8 +4,8 @@
 use iiop_cdr::{CdrError, Options, Writer};
 
 use super::client::{Client, ClientError};
-use crate::corbaloc::{NameComponent, Target};
-use crate::ior::Ior;
+use iiop_giop::corbaloc::{NameComponent, Target};
+use iiop_giop::ior::Ior;
 
 /// `CosNaming::NamingContext::resolve(name)` on `naming`: the bound
 /// object's IOR. NotFound and friends come back as

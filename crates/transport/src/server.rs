@@ -46,11 +46,11 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
-pub use crate::conn::server::{
+pub use iiop_giop::conn::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
     LocateOutcome, Outcome, RequestContext, ServerConfig, ServerPhases,
 };
-use crate::conn::server::{AsyncCall, AsyncTicket, Ending, ServerConn};
+use iiop_giop::conn::server::{AsyncCall, AsyncTicket, Ending, ServerConn};
 
 /// Accept connections on `listener` and serve them with `handler` until
 /// `shutdown` completes; then stop accepting, let every connection finish

@@ -1,8 +1,11 @@
-//! The drivers: the only modules with I/O or a clock. They move bytes and
-//! time between sockets and the pure connection core ([`crate::conn`]),
-//! which makes every protocol decision. IIOP over tokio TCP, and one
-//! blocking client.
+//! The drivers of `iiop-giop`'s connection state machines: the only
+//! protocol crate with I/O, a clock, sockets or TLS. They move bytes and
+//! time between sockets and the pure core (`iiop_giop::conn`), which
+//! makes every protocol decision. IIOP over tokio TCP, TLS over either,
+//! one blocking client and a thread-per-connection server.
 //!
+//! - [`config`]: a client's settings, the state machine's part and the
+//!   drivers' (socket options, TLS, the pool);
 //! - [`client`]: a [`Connection`] is a cloneable handle to a driver (one
 //!   reader task, one writer task) that owns the socket; requests are
 //!   matched to replies by request id, one oneshot per twoway request.
@@ -13,20 +16,34 @@
 //!   connection dispatching to a [`Handler`]: a synchronous fast path that
 //!   writes the reply body straight into the connection's output buffer,
 //!   with an asynchronous escape hatch for handlers that must wait.
+//! - [`threads`]: the same server with a thread per connection.
 //! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
 //!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
 //! - [`tls`]: rustls settings from PEM files, handshake failures in one
 //!   line. Every driver runs over plain TCP or TLS over TCP, as
-//!   [`crate::conn::endpoint`] decides.
+//!   `iiop_giop::conn::endpoint` decides.
 //!
-//! Everything protocol-shaped is delegated to the pure layers
-//! ([`crate::conn`], [`crate::message`], [`crate::codec`]).
+//! A call through the client, from a textual reference:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use iiop_transport::{resolve_target, Client, ClientConfig};
+//! use iiop_giop::Target;
+//!
+//! let client = Client::new(ClientConfig::default());
+//! let target: Target = "corbaloc:iiop:1.2@127.0.0.1:2809/Bench".parse()?;
+//! let ior = resolve_target(&client, &target).await?;
+//! let body = client.call(&ior, "echo_long", |w| { w.write_i32(42); Ok(()) }).await?;
+//! assert_eq!(body.reader(iiop_cdr::Options::default()).read_i32()?, 42);
+//! # Ok(()) }
+//! ```
 
 #[macro_use]
 mod api;
 pub mod blocking;
 pub mod client;
+pub mod config;
 pub mod naming;
 pub mod server;
 pub mod threads;

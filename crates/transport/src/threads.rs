@@ -42,7 +42,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::blocking::{recv_spinning, Spin};
-use crate::conn::server::{
+use iiop_giop::conn::server::{
     AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
 };
 

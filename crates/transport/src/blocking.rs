@@ -23,7 +23,7 @@
 //!   timers are armed from there (never early, no clock read on the fast
 //!   path).
 //!
-//! Over TLS ([`crate::conn::endpoint`] decides), rustls' connection sits
+//! Over TLS ([`iiop_giop::conn::endpoint`] decides), rustls' connection sits
 //! between the core's bytes and the socket: requests are encrypted into
 //! its buffer and its records sent with the same spinning `send`; records
 //! are read with the same `recv` and decrypted into the core's read
@@ -38,14 +38,15 @@ use iiop_cdr::{CdrError, Writer};
 
 use super::client::tcp_socket;
 use super::tls::{handshake_failure, server_name, Side};
-use crate::conn::client::{
-    ClientConfig, ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
+use crate::config::ClientConfig;
+use iiop_giop::conn::client::{
+    ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
-use crate::conn::deadline::{check_interval, Timer};
-use crate::conn::endpoint::Endpoint;
-use crate::conn::out::HeadFirstTuner;
-use crate::context::CodeSetComponentInfo;
-use crate::header::Version;
+use iiop_giop::conn::deadline::{check_interval, Timer};
+use iiop_giop::conn::endpoint::Endpoint;
+use iiop_giop::conn::out::HeadFirstTuner;
+use iiop_giop::context::CodeSetComponentInfo;
+use iiop_giop::header::Version;
 
 /// Longest a blocked read or write goes before it looks at its deadline
 /// and the abort check.
@@ -152,14 +153,14 @@ impl BlockingConnection {
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
-        let setup = ClientSetup::negotiate(addr, version, cfg, code_sets);
+        let setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
         let coalescing = Coalescing::new(&setup, || segment_size(&sock).ok());
         Ok(BlockingConnection {
             sock,
             tls,
             handshake,
             local,
-            conn: ClientConn::new(setup, cfg),
+            conn: ClientConn::new(setup, &cfg.conn()),
             poll,
             abort: None,
             // Bounded by the poll interval, so the deadline and the abort

@@ -1,7 +1,7 @@
 //! TLS under IIOP (SSLIOP, TLS-secured IIOP): rustls settings built from
 //! PEM files, and what a failed handshake means, in one line that says
 //! which side refused and why. Which connections use TLS is the pure
-//! core's decision ([`crate::conn::endpoint`]); the drivers put a rustls
+//! core's decision ([`iiop_giop::conn::endpoint`]); the drivers put a rustls
 //! session over the TCP stream when it says so.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{AlertDescription, CertificateError};
 
-use crate::conn::client::{ClientError, ClientSetup};
+use iiop_giop::conn::client::{ClientError, ClientSetup};
 
 /// A TLS setting that cannot be used; says which file and why (the
 /// user's fault).
