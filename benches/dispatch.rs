@@ -15,6 +15,9 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::bench::{CallMode, Elem};
+use iiop_bench_idl::reference::{BenchHandler, Skeleton};
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::codec::Decoder;
 use iiop_giop::conn::server::{ServerConfig, ServerConn};
@@ -22,9 +25,6 @@ use iiop_giop::message::{
     encode_request, Message, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
 };
 use iiop_giop::Version;
-use iiop_servers::bench::types::Payload;
-use iiop_servers::bench::{CallMode, Elem};
-use iiop_servers::reference::{BenchHandler, Skeleton};
 
 /// The bytes of one request to the `Bench` object: `op` with `payload`
 /// (if any) as its argument, as our client encodes it.

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::reference::{BenchHandler, References, Skeleton};
 use iiop_cdr::{Reader, Writer};
-use iiop_servers::reference::{BenchHandler, References, Skeleton};
 use iiop_transport::server::{
     serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,
 };
@@ -303,7 +303,7 @@ fn code_sets_in_a_multiple_components_profile_are_used() {
     };
     let opts = iiopbench::cmd::serve::server_options(&o).unwrap();
     assert_eq!(opts.code_sets_in, CodeSetsSource::MultipleComponents);
-    let srv = iiop_servers::run::RunningServer::start(opts).unwrap();
+    let srv = iiop_bench_idl::run::RunningServer::start(opts).unwrap();
     let ior = srv.refs().ior.clone();
     assert_eq!(ior.iiop_profile().unwrap().code_sets(), None);
     assert_eq!(ior.profiles[1].tag, TAG_MULTIPLE_COMPONENTS);
@@ -519,7 +519,7 @@ impl Handler for SwapsUtf16In11Le {
         body: &mut Reader<'_>,
         reply: &mut Writer<'_>,
     ) -> Dispatch {
-        use iiop_servers::bench::types::Payload;
+        use iiop_bench_idl::bench::types::Payload;
         let wide = matches!(req.operation, "echo_wchar" | "echo_wstring");
         let v11le =
             req.version == iiop_giop::Version::V1_1 && req.order == iiop_cdr::ByteOrder::Little;
@@ -527,9 +527,9 @@ impl Handler for SwapsUtf16In11Le {
             return self.0.handle(req, body, reply);
         }
         let elem = if req.operation == "echo_wchar" {
-            iiop_servers::bench::Elem::WChar
+            iiop_bench_idl::bench::Elem::WChar
         } else {
-            iiop_servers::bench::Elem::WString
+            iiop_bench_idl::bench::Elem::WString
         };
         let p = Payload::decode(elem, body).unwrap();
         let back = match p {
@@ -618,9 +618,10 @@ fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
         Command::Serve(o) => o,
         _ => unreachable!("serve command"),
     };
-    let srv =
-        iiop_servers::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
-            .unwrap();
+    let srv = iiop_bench_idl::run::RunningServer::start(
+        iiopbench::cmd::serve::server_options(&o).unwrap(),
+    )
+    .unwrap();
     let ior_file = tmp("tls.ior");
     std::fs::write(&ior_file, format!("{}\n", srv.refs().ior)).unwrap();
     let target = path(&ior_file);

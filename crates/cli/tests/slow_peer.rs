@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 
 const BYTES_PER_SEC: f64 = 3e6;
 

@@ -19,10 +19,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
-use iiop_servers::client::{BenchClient, BenchError, Wait};
-use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::client::{BenchClient, BenchError, Wait};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
+use iiop_transport::hosted::TlsServer;
 use iiop_transport::tls::test_pki::TestPki;
 use iiop_transport::tls::RustlsClientConfig;
 use iiop_transport::{ClientConfig, ClientError, TlsMode};

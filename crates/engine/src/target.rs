@@ -6,13 +6,14 @@
 
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::client::Wait;
+use iiop_bench_idl::reference::Skeleton;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::ByteOrder;
 use iiop_giop::ior::{orb_type_name, Ior};
 use iiop_giop::{Target, Version};
-use iiop_servers::client::Wait;
-use iiop_servers::reference::Skeleton;
-use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
 use iiop_transport::client::{Client, ClientConfig, TlsMode};
+use iiop_transport::hosted::ServerModel;
 use iiop_transport::naming::resolve_target;
 
 use crate::options::Sockets;
@@ -335,7 +336,7 @@ pub async fn resolve(
                 phases,
                 ..Default::default()
             },
-            tls: pki.as_ref().map(|p| iiop_servers::run::TlsServer {
+            tls: pki.as_ref().map(|p| iiop_transport::hosted::TlsServer {
                 config: p.server.clone(),
                 client_certificates: false,
             }),

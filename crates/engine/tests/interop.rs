@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use iiop_servers::bench::Elem;
+use iiop_bench_idl::bench::Elem;
 use iiopbench_engine::interop::{self, suite::Verdict, InteropOpts};
 use iiopbench_engine::progress::Progress;
 

@@ -41,9 +41,11 @@
 
 #[macro_use]
 mod api;
+pub mod affinity;
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod hosted;
 pub mod naming;
 pub mod server;
 pub mod threads;

@@ -39,8 +39,8 @@ pub enum OnError {
 }
 
 /// A short stable name for an error, used as the key of `errors`.
-pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
-    use iiop_servers::client::BenchError as B;
+pub fn error_kind(e: &iiop_bench_idl::client::BenchError) -> String {
+    use iiop_bench_idl::client::BenchError as B;
     use iiop_transport::client::ClientError as C;
     match e {
         B::Call(C::System(s)) => s.repo_id.to_string(),
@@ -79,7 +79,7 @@ impl CloseOnInterrupt {
     }
 
     /// Close `c`'s connection on Ctrl-C.
-    pub(crate) fn closing(c: &iiop_servers::client::BenchClient) -> CloseOnInterrupt {
+    pub(crate) fn closing(c: &iiop_bench_idl::client::BenchClient) -> CloseOnInterrupt {
         let c = c.clone();
         CloseOnInterrupt::new(move || c.close())
     }

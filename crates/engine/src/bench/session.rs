@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use iiop_servers::client::BenchClient;
+use iiop_bench_idl::client::BenchClient;
 use iiop_transport::client::ClientConfig;
 
 use crate::noise::{NoiseMeter, Observed, ThreadWatch, WatchMark};
@@ -124,7 +124,7 @@ impl Session {
     /// BootManager send for short keys), so no measured call pays for a
     /// forward and no oneway is lost to one; the hops are recorded in the
     /// results' target.
-    pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+    pub async fn connect(&self) -> Result<BenchClient, iiop_bench_idl::client::BenchError> {
         let c = self.open().await?;
         {
             // Ctrl-C ends a resolution the server never answers.
@@ -139,7 +139,7 @@ impl Session {
     /// object's location unresolved): for timing the first request of a
     /// connection. Call [`note_forwards`](Self::note_forwards) once a
     /// request has been answered.
-    pub async fn open(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+    pub async fn open(&self) -> Result<BenchClient, iiop_bench_idl::client::BenchError> {
         let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
         Ok(c)

@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::{seq_typecode, Outgoing, Payload};
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{Reader, TypeCode, Value, Writer};
 use iiop_giop::ResponseMode;
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::{seq_typecode, Outgoing, Payload};
-use iiop_servers::client::{BenchClient, BenchError};
 use iiop_transport::client::Prepared;
 
 use super::session::{self, Session, Shape};

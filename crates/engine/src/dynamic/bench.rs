@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::Writer;
 use iiop_giop::ResponseMode;
-use iiop_servers::client::{BenchClient, BenchError};
 use iiop_transport::client::Prepared;
 
 use super::gen::GenSpec;

@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::{ReplyStatus, ResponseMode, Target};
-use iiop_servers::run::{RunningServer, ServerOptions};
 use iiop_transport::client::Client;
 use iiop_transport::naming::resolve_target;
 

@@ -12,13 +12,14 @@ pub mod call;
 pub mod gen;
 pub mod json;
 pub mod serve;
+pub mod server;
 
 use std::path::PathBuf;
 
 use iiop_cdr::{CdrError, Reader, Value, Writer};
 use iiop_idl::{Direction, Spec};
-pub use iiop_servers::idl_server::{OpSig, ParamSig};
 use serde_json::{Map, Value as Json};
+pub use server::{OpSig, ParamSig};
 
 /// The IDL options of `bench latency` / `bench throughput`.
 #[derive(Debug, Clone, Default)]

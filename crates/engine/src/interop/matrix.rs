@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use iiop_servers::run::RunningServer;
+use iiop_bench_idl::run::RunningServer;
 use serde::Serialize;
 
 use super::suite::{self, Suite, Verdict};

@@ -10,8 +10,8 @@ pub mod suite;
 
 use std::time::Duration;
 
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
-use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::progress::Progress;
 use crate::results::Results;

@@ -12,16 +12,16 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::bench::ops::PERF_ID;
+use iiop_bench_idl::bench::types::{Payload, StatsWire};
+use iiop_bench_idl::bench::work::{Dist, Kind};
+use iiop_bench_idl::bench::{CallMode, Elem};
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::{ResponseMode, Target, Version};
-use iiop_servers::bench::ops::PERF_ID;
-use iiop_servers::bench::types::{Payload, StatsWire};
-use iiop_servers::bench::work::{Dist, Kind};
-use iiop_servers::bench::{CallMode, Elem};
-use iiop_servers::client::{BenchClient, BenchError};
 use iiop_transport::client::{ClientConfig, ClientError, TlsMode};
 use serde::Serialize;
 
@@ -1155,7 +1155,7 @@ fn hops_text(c: &BenchClient) -> String {
 }
 
 /// Forwards in order: `A; then B`.
-fn chain_text(hops: &[iiop_servers::client::Hop]) -> String {
+fn chain_text(hops: &[iiop_bench_idl::client::Hop]) -> String {
     hops.iter()
         .map(|h| h.to_string())
         .collect::<Vec<_>>()

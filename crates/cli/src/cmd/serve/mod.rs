@@ -10,9 +10,10 @@ pub mod idl;
 use std::io::Write;
 use std::time::Duration;
 
+use iiop_bench_idl::reference::Forwarding;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::codec::CodecConfig;
-use iiop_servers::reference::Forwarding;
-use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
+use iiop_transport::hosted::TlsServer;
 use iiop_transport::server::ServerConfig;
 
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use iiop_cdr::{TypeCode, Value};
-use iiop_servers::idl_server::{default_value, Behaviour, FixedReply, IdlHandler};
+use iiopbench_engine::dynamic::server::{default_value, Behaviour, FixedReply, IdlHandler};
 
 const IDL: &str = r#"
 module M {

@@ -4,10 +4,10 @@
 //! a reply has confirmed), sends the same request, and hands a connection
 //! the server closed back to the full path, which reconnects.
 
-use iiop_servers::bench::elements::Elem;
-use iiop_servers::bench::types::{Outgoing, Payload};
-use iiop_servers::client::{BenchClient, Wait};
-use iiop_servers::run::RunningServer;
+use iiop_bench_idl::bench::elements::Elem;
+use iiop_bench_idl::bench::types::{Outgoing, Payload};
+use iiop_bench_idl::client::{BenchClient, Wait};
+use iiop_bench_idl::run::RunningServer;
 
 mod common;
 use common::{cfg, server};

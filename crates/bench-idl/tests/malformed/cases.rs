@@ -18,7 +18,8 @@ use iiop_giop::message::{
 use iiop_transport::server::ServerConfig;
 use iiop_transport::tls::rustls;
 use iiop_giop::{TargetAddress, Version};
-use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
+use iiop_transport::hosted::ServerModel;
 
 const LE: ByteOrder = ByteOrder::Little;
 const V10: Version = Version::V1_0;
@@ -1022,7 +1023,7 @@ fn trailing_bytes_after_the_arguments_get_marshal_from_the_typed_skeleton() {
 fn trailing_bytes_get_marshal_from_the_dynamic_skeleton() {
     let srv = RunningServer::start(ServerOptions {
         threads: 2,
-        skeleton: iiop_servers::reference::Skeleton::Dynamic,
+        skeleton: iiop_bench_idl::reference::Skeleton::Dynamic,
         config: hostile_config(),
         model: MODEL,
         ..Default::default()
@@ -1039,7 +1040,7 @@ fn trailing_bytes_get_marshal_from_the_dynamic_skeleton() {
 
 #[test]
 fn trailing_bytes_get_marshal_from_the_idl_driven_skeleton() {
-    use iiop_servers::idl_server::{Behaviour, IdlHandler, IdlServer, IdlServerOptions};
+    use iiopbench_engine::dynamic::server::{Behaviour, IdlHandler, IdlServer, IdlServerOptions};
     const IDL: &str = r#"
 module T {
   typedef sequence<long> LongSeq;
@@ -1386,7 +1387,7 @@ fn every_malformed_case_gets_the_same_reaction_over_tls() {
         threads: 2,
         config: hostile_config(),
         model: MODEL,
-        tls: Some(iiop_servers::run::TlsServer {
+        tls: Some(iiop_transport::hosted::TlsServer {
             config: pki.server(false),
             client_certificates: false,
         }),

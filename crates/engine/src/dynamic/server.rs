@@ -5,7 +5,7 @@
 //! inputs where the types match, zero/empty defaults otherwise, or fixed
 //! values. `_is_a` answers for the interface and all its bases; unknown
 //! operations get BAD_OPERATION. [`IdlServer::start`] runs it on threads
-//! of its own like [`crate::run::RunningServer`].
+//! of its own like [`iiop_bench_idl::run::RunningServer`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -23,9 +23,9 @@ use iiop_transport::server::{
     ServerConfig,
 };
 
-use crate::bench::counters::Counters;
-use crate::reference::served_ior;
-use crate::run::{ServerModel, ServerThread, Serving, TlsServer};
+use iiop_bench_idl::bench::counters::Counters;
+use iiop_bench_idl::reference::served_ior;
+use iiop_transport::hosted::{ServerModel, ServerThread, Serving, TlsServer};
 use iiop_transport::threads::Polling;
 
 /// What the server answers.

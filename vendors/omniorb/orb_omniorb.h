@@ -1,5 +1,5 @@
 // orb_omniorb.h -- the omniORB 4.2 specifics behind the shared C++ bench
-// server and client (crates/servers/cxx-common/): stub header, ORB_init
+// server and client (vendors/cxx-common/): stub header, ORB_init
 // options, fixed object keys through omniINSPOA, endpoint option.
 //
 // Interface every orb_<name>.h provides (namespace orbx):

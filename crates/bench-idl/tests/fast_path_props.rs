@@ -15,12 +15,12 @@
 //! runs a fixed number of cases ([`CASES`]).
 
 use bytes::BytesMut;
-use iiop_cdr::{ByteOrder, CharCodeSet, Limits, Options, Reader, Writer};
-use iiop_servers::bench::elements::Elem;
-use iiop_servers::bench::types::{
+use iiop_bench_idl::bench::elements::Elem;
+use iiop_bench_idl::bench::types::{
     Cd, CharStruct, DoubleStruct, FloatPair, FloatStruct, LongQuad, LongStruct, MixedQuad, Payload,
     PerfStruct,
 };
+use iiop_cdr::{ByteOrder, CharCodeSet, Limits, Options, Reader, Writer};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -28,7 +28,7 @@ use rand::{Rng, SeedableRng};
 const CASES: u64 = 512;
 
 /// The element types whose sequences take the fast path.
-use iiop_servers::bench::types::FAST_PATH as FAST;
+use iiop_bench_idl::bench::types::FAST_PATH as FAST;
 
 /// Run `case` for `CASES` seeds per fast element type; a failure names
 /// the element and seed. `case` says whether both paths accepted (true)

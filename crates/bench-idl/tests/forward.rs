@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use iiop_bench_idl::bench::ops::POA_KEY_PREFIX;
+use iiop_bench_idl::client::{BenchClient, BenchError, Wait};
+use iiop_bench_idl::reference::Forwarding;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::ior::Ior;
 use iiop_giop::message::LocateStatus;
-use iiop_servers::bench::ops::POA_KEY_PREFIX;
-use iiop_servers::client::{BenchClient, BenchError, Wait};
-use iiop_servers::reference::Forwarding;
-use iiop_servers::run::{RunningServer, ServerOptions};
 use iiop_transport::client::{ClientConfig, ClientError};
 use iiop_transport::server::{
     serve, Dispatch, Handler, LocateOutcome, Outcome, RequestContext, ServerConfig,

@@ -1,5 +1,5 @@
 // orb_tao.h -- the TAO specifics behind the shared C++ bench server and
-// client (crates/servers/cxx-common/): tao_idl stub headers, ORB_init
+// client (vendors/cxx-common/): tao_idl stub headers, ORB_init
 // options, fixed object keys through the IORTable, listen endpoint.
 //
 // Same interface as orb_omniorb.h (namespace orbx): Config, orb_name(),

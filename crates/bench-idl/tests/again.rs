@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use iiop_bench_idl::client::{BenchClient, Wait};
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::ior::Ior;
 use iiop_giop::message::{encode_reply, ReplyStatus};
 use iiop_giop::Version;
-use iiop_servers::client::{BenchClient, Wait};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::Version;
-use iiop_servers::run::{RunningServer, ServerOptions};
 use iiop_transport::client::ClientConfig;
 
 pub fn cfg() -> ClientConfig {

@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::bench::work::{Dist, Kind};
+use iiop_bench_idl::client::{BenchClient, BenchError};
+use iiop_bench_idl::reference::Skeleton;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::ByteOrder;
 use iiop_giop::Version;
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
-use iiop_servers::bench::work::{Dist, Kind};
-use iiop_servers::client::{BenchClient, BenchError};
-use iiop_servers::reference::Skeleton;
-use iiop_servers::run::{RunningServer, ServerOptions};
 use iiop_transport::client::{ClientConfig, ClientError};
 
 fn server(skeleton: Skeleton) -> RunningServer {

@@ -87,9 +87,7 @@ impl Counters {
     }
 }
 
-/// Thread-name prefix of our server's threads (as /proc shows it: names
-/// are cut to 15 bytes).
-pub const SERVER_THREAD_PREFIX: &str = "iiopbench-serv";
+pub use iiop_transport::hosted::SERVER_THREAD_PREFIX;
 
 /// CPU seconds of the server: the sum over this process's threads named
 /// [`SERVER_THREAD_PREFIX`] (so a server embedded in a benchmark process
