@@ -11,41 +11,73 @@ use std::time::{Duration, Instant};
 
 use iiop_giop::message::LocateStatus;
 
-use super::session::{self, Session};
-use super::{count_error, error_kind, OnError};
-use crate::context::param;
+use serde::{Deserialize, Serialize};
+
+use super::session::{self, BenchJob, Session};
+use super::{count_error, error_kind};
+use crate::error::{check, Error, JobError, Result};
 use crate::hist::Latency;
-use crate::options::{PlacementOpts, Sockets};
-use crate::results::{Case, CaseParams, Results};
+use crate::options::{OnError, PlacementOpts, Sockets};
+use crate::results::{param, Case, CaseParams, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench connect` options.
-#[derive(Debug, Clone)]
-pub struct ConnectOpts {
+/// A `bench connect` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectJob {
     pub target: TargetOpts,
     /// New connections to time.
     pub count: u64,
     /// Pause between connections (lets TIME_WAIT sockets and the server settle).
+    #[serde(with = "crate::units::duration")]
     pub pause: Duration,
     /// Stop at the first failure, or count failures and go on.
     pub on_error: OnError,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for ConnectOpts {
+impl Default for ConnectJob {
     fn default() -> Self {
-        ConnectOpts {
+        ConnectJob {
             target: TargetOpts::default(),
             count: 200,
             pause: Duration::ZERO,
             on_error: OnError::Stop,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
+    }
+}
+
+impl ConnectJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(self.count >= 1, || "`count` must be at least 1".into())?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+impl BenchJob for ConnectJob {
+    const KIND: &'static str = "connect";
+
+    fn target(&self) -> &TargetOpts {
+        &self.target
+    }
+
+    fn socket(&self) -> &Sockets {
+        &self.socket
+    }
+
+    fn placement(&self) -> &PlacementOpts {
+        &self.placement
+    }
+
+    fn validate(&self) -> Result<(), JobError> {
+        self.validate_fields()?;
+        self.target.validate(false)
     }
 }
 
@@ -58,14 +90,12 @@ const STEPS: [&str; 6] = [
     "reference-to-first-reply",
 ];
 
-/// Run `bench connect`.
-pub fn run(o: &ConnectOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a connect job.
+pub fn run(o: &ConnectJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "connect",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             param(&mut r.params, "count", o.count);
             param(&mut r.params, "pause_s", o.pause.as_secs_f64());
@@ -74,16 +104,16 @@ pub fn run(o: &ConnectOpts) -> (Results, Option<anyhow::Error>) {
     )
 }
 
-async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+async fn measure(o: &ConnectJob, s: &Session, r: &mut Results) -> Result<()> {
     let mut hists: Vec<Latency> = STEPS.iter().map(|_| Latency::new()).collect();
     let mut errors = BTreeMap::new();
     let mut ok = 0u64;
     let start = Instant::now();
-    let pb = o.progress.clone().case("connect");
+    let pb = s.progress.case("connect");
     let mut failure = None;
     for i in 0..o.count {
         if crate::interrupt::requested() {
-            failure = Some(anyhow::anyhow!("interrupted"));
+            failure = Some(Error::interrupted("interrupted"));
             break;
         }
         match one(s).await {
@@ -98,7 +128,10 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             Err((step, e)) => {
                 count_error(&mut errors, format!("{step}: {}", error_kind(&e)));
                 if o.on_error == OnError::Stop {
-                    failure = Some(anyhow::anyhow!("connection {}: {step} failed: {e}", i + 1));
+                    failure = Some(Error::target(format!(
+                        "connection {}: {step} failed: {e}",
+                        i + 1
+                    )));
                     break;
                 }
             }

@@ -68,7 +68,7 @@ impl InteropOpts {
 }
 
 /// A multi-thread runtime (two workers) for the client side.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -76,13 +76,13 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Our server in-process, on 127.0.0.1 and a free port, two threads.
-pub fn embedded_server() -> anyhow::Result<RunningServer> {
+pub fn embedded_server() -> crate::error::Result<RunningServer> {
     RunningServer::start(ServerOptions {
         listen: "127.0.0.1:0".into(),
         threads: 2,
         ..ServerOptions::default()
     })
-    .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
+    .map_err(|e| crate::error::fail!(Local, "starting the embedded server: {e}"))
 }
 
 /// What one suite run found.
@@ -104,7 +104,7 @@ impl SuiteRun {
 }
 
 /// Run the suite against `o.target` (or our embedded server).
-pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
+pub fn run(o: &InteropOpts) -> crate::error::Result<SuiteRun> {
     let rt = runtime()?;
     let (server, ior, kind, reference) = match &o.target {
         Some(t) => {

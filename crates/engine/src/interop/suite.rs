@@ -246,17 +246,20 @@ fn order_name(o: ByteOrder) -> &'static str {
 }
 
 /// Resolve a command-line reference (`IOR:`, `corbaloc:`, a file, `-`).
-pub fn load_target(arg: &str) -> anyhow::Result<Ior> {
-    let t = Target::load(arg).map_err(|e| anyhow::anyhow!("target {arg:?}: {e}"))?;
+pub fn load_target(arg: &str) -> crate::error::Result<Ior> {
+    let t = Target::load(arg).map_err(|e| crate::error::fail!(Job, "target {arg:?}: {e}"))?;
     t.direct_ior().ok_or_else(|| {
-        anyhow::anyhow!("target {arg:?}: corbaname needs a naming lookup; give an IOR or corbaloc")
+        crate::error::fail!(
+            Job,
+            "target {arg:?}: corbaname needs a naming lookup; give an IOR or corbaloc"
+        )
     })
 }
 
 /// The main IIOP profile of a reference, or why there is none.
-pub fn profile(ior: &Ior) -> anyhow::Result<IiopProfile> {
+pub fn profile(ior: &Ior) -> crate::error::Result<IiopProfile> {
     ior.iiop_profile()
-        .ok_or_else(|| anyhow::anyhow!("the reference has no IIOP profile"))
+        .ok_or_else(|| crate::error::fail!(Job, "the reference has no IIOP profile"))
 }
 
 /// One set of echo runs: a GIOP version, byte order and fragment size.
@@ -354,7 +357,7 @@ pub struct Suite {
 
 impl Suite {
     /// A suite for the server behind `ior`.
-    pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
+    pub fn new(ior: Ior, opts: SuiteOptions) -> crate::error::Result<Suite> {
         let profile = profile(&ior)?;
         let tls = opts.tls.mode()?;
         let large = if opts.quick {

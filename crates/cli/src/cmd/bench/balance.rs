@@ -1,18 +1,17 @@
-//! `iiopbench bench balance`: its flags, turned into the engine's [`BalanceOpts`];
-//! the measuring is [`iiopbench_engine::bench::balance`]'s.
+//! `iiopbench bench balance`: its flags, and their conversion into the
+//! engine's [`BalanceJob`]; the measuring is
+//! [`iiopbench_engine::bench::balance`]'s.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::balance::{self, BalanceOpts};
-use iiopbench_engine::bench::replicas::ServerKind;
-use iiopbench_engine::results::Results;
+use iiopbench_engine::bench::balance::{BalanceJob, System};
+use iiopbench_engine::bench::replicas::Replicas;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{DistArg, ServiceKindArg, WorkloadArgs};
-use crate::output::ci_json;
-use crate::table::{micros, num, Table};
+use crate::flags::{DistArg, ServiceKindArg, WorkloadArgs};
 
 /// `bench balance` flags.
 #[derive(Debug, Clone, Args)]
@@ -20,8 +19,8 @@ pub struct BalanceArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Systems as CLIENTSxSERVERS, comma-separated (even client counts).
-    #[arg(long, value_delimiter = ',', value_parser = iiopbench_engine::bench::balance::parse_system, default_value = "4x2,8x4", value_name = "CxS")]
-    pub systems: Vec<(usize, usize)>,
+    #[arg(long, value_delimiter = ',', value_parser = System::from_str, default_value = "4x2,8x4", value_name = "CxS")]
+    pub systems: Vec<System>,
     /// Server service times, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "10ms,40ms,120ms", value_name = "DURATION")]
     pub service: Vec<Duration>,
@@ -48,17 +47,17 @@ pub struct BalanceArgs {
     /// The replicas: `inproc` (ours, one thread each), `child` (ours, as
     /// processes) or `orb:NAME` (scripts/orbs/NAME/start).
     #[arg(long, value_parser = iiopbench_engine::bench::replicas::parse_kind, default_value = "inproc", value_name = "SERVERS")]
-    pub servers: ServerKind,
+    pub servers: Replicas,
     /// Our binary for `--servers child` (default: this executable).
     #[arg(long, value_name = "FILE")]
     pub server_exe: Option<PathBuf>,
 }
 
 impl BalanceArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> BalanceOpts {
-        let (w, b) = (&self.workload, self.workload.bench.engine());
-        BalanceOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> BalanceJob {
+        let w = &self.workload;
+        BalanceJob {
             target: w.target.engine(),
             systems: self.systems.clone(),
             service: self.service.clone(),
@@ -68,55 +67,9 @@ impl BalanceArgs {
             think_dist: self.think_dist.into(),
             strategies: self.strategies.clone(),
             servers: self.servers.clone(),
-            server_exe: self.server_exe.clone(),
             run: w.run.engine(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: w.bench.socket.engine(),
+            placement: w.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench balance` from the command line: measure, emit, print the summary.
-pub fn run(a: &BalanceArgs) -> anyhow::Result<()> {
-    a.workload
-        .bench
-        .finish_with(balance::run(&a.opts()), summary)
-}
-
-/// X per strategy and relative to strategy 1.
-pub fn summary(r: &Results) -> String {
-    let mut t = Table::new([
-        "system",
-        "service",
-        "strategy",
-        "X calls/s",
-        "X ci",
-        "vs strategy 1",
-        "busy X",
-        "non-busy X",
-        "R mean",
-    ]);
-    for c in &r.cases {
-        let (e, p) = (&c.extra, &c.params.extra);
-        t.row([
-            format!(
-                "C={} S={}",
-                p["clients"].as_u64().unwrap_or(0),
-                p["replicas"].as_u64().unwrap_or(0)
-            ),
-            micros(p["service_us"].as_f64().unwrap_or(0.0)),
-            c.params.mode.clone(),
-            num(c.calls_per_sec),
-            ci_json(&e["x_ci95"]),
-            e["relative_to_strategy_1"]
-                .as_f64()
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or_else(|| "-".into()),
-            num(e["busy_calls_per_sec"].as_f64().unwrap_or(0.0)),
-            num(e["nonbusy_calls_per_sec"].as_f64().unwrap_or(0.0)),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
-        ]);
-    }
-    format!("load balancing (system throughput X):\n{}", t.render())
 }

@@ -1,16 +1,14 @@
-//! `iiopbench bench closed`: its flags, turned into the engine's [`ClosedOpts`];
-//! the measuring is [`iiopbench_engine::bench::closed`]'s.
+//! `iiopbench bench closed`: its flags, and their conversion into the
+//! engine's [`ClosedJob`]; the measuring is
+//! [`iiopbench_engine::bench::closed`]'s.
 
 use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::closed::{self, ClosedOpts};
-use iiopbench_engine::results::Results;
+use iiopbench_engine::bench::closed::ClosedJob;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{DistArg, ServiceKindArg, WorkloadArgs};
-use crate::output::ci_json;
-use crate::table::{micros, num, Table};
+use crate::flags::{DistArg, ServiceKindArg, WorkloadArgs};
 
 /// `bench closed` flags.
 #[derive(Debug, Clone, Args)]
@@ -38,10 +36,10 @@ pub struct ClosedArgs {
 }
 
 impl ClosedArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> ClosedOpts {
-        let (w, b) = (&self.workload, self.workload.bench.engine());
-        ClosedOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> ClosedJob {
+        let w = &self.workload;
+        ClosedJob {
             target: w.target.engine(),
             clients: self.clients,
             think: self.think,
@@ -50,52 +48,8 @@ impl ClosedArgs {
             service_dist: self.service_dist.into(),
             service_kind: self.service_kind.into(),
             run: w.run.engine(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: w.bench.socket.engine(),
+            placement: w.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench closed` from the command line: measure, emit, print the summary.
-pub fn run(a: &ClosedArgs) -> anyhow::Result<()> {
-    a.workload
-        .bench
-        .finish_with(closed::run(&a.opts()), summary)
-}
-
-/// The closed-system summary: X, R, Z with their CIs and Little's law.
-pub fn summary(r: &Results) -> String {
-    let mut t = Table::new([
-        "case",
-        "X calls/s",
-        "X ci",
-        "R mean",
-        "R ci",
-        "Z mean",
-        "C",
-        "X·(R+Z)",
-        "Little err",
-        "stopped by",
-    ]);
-    for c in &r.cases {
-        let e = &c.extra;
-        let l = &e["littles_law"];
-        t.row([
-            c.name.clone(),
-            num(c.calls_per_sec),
-            ci_json(&e["x_ci95"]),
-            micros(l["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
-            micros(l["z_mean_us"].as_f64().unwrap_or(0.0)),
-            num(l["clients"].as_f64().unwrap_or(0.0)),
-            format!("{:.3}", l["x_times_r_plus_z"].as_f64().unwrap_or(0.0)),
-            format!(
-                "{:.2} %",
-                l["relative_error"].as_f64().unwrap_or(0.0) * 100.0
-            ),
-            e["stopped_by"].as_str().unwrap_or("?").to_string(),
-        ]);
-    }
-    format!("closed system (Little's law C = X·(R+Z)):\n{}", t.render())
 }

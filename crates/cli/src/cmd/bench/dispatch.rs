@@ -1,13 +1,11 @@
-//! `iiopbench bench dispatch`: its flags, turned into the engine's [`DispatchOpts`];
-//! the measuring is [`iiopbench_engine::bench::dispatch`]'s.
+//! `iiopbench bench dispatch`: its flags, and their conversion into the
+//! engine's [`DispatchJob`]; the measuring is
+//! [`iiopbench_engine::bench::dispatch`]'s.
 
 use clap::Args;
-use iiopbench_engine::bench::dispatch::{self, DispatchOpts};
-use iiopbench_engine::results::Results;
+use iiopbench_engine::bench::dispatch::DispatchJob;
 
-use crate::opts::WorkloadArgs;
-use crate::output::ci_json;
-use crate::table::{micros, Table};
+use crate::flags::WorkloadArgs;
 
 /// `bench dispatch` flags.
 #[derive(Debug, Clone, Args)]
@@ -24,52 +22,16 @@ pub struct DispatchArgs {
 }
 
 impl DispatchArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> DispatchOpts {
-        let (w, b) = (&self.workload, self.workload.bench.engine());
-        DispatchOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> DispatchJob {
+        let w = &self.workload;
+        DispatchJob {
             target: w.target.engine(),
             points: self.points,
             no_500: self.no_500,
             run: w.run.engine(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: w.bench.socket.engine(),
+            placement: w.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench dispatch` from the command line: measure, emit, print the summary.
-pub fn run(a: &DispatchArgs) -> anyhow::Result<()> {
-    a.workload
-        .bench
-        .finish_with(dispatch::run(&a.opts()), summary)
-}
-
-/// Mean R per model and position, and each model's slope.
-pub fn summary(r: &Results) -> String {
-    let mut t = Table::new(["model", "position", "operation", "R mean", "R ci"]);
-    for c in &r.cases {
-        let e = &c.extra;
-        t.row([
-            c.params.mode.clone(),
-            c.params.size.to_string(),
-            c.params.extra["operation"]
-                .as_str()
-                .unwrap_or("")
-                .to_string(),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
-        ]);
-    }
-    let mut s = format!("dispatch latency by method position:\n{}", t.render());
-    for f in &r.fits {
-        s.push_str(&format!(
-            "  {}: R = {} + {:.4} µs × position\n",
-            f.label,
-            micros(f.a_us),
-            f.b_us_per_byte
-        ));
-    }
-    s
 }

@@ -1,16 +1,14 @@
-//! `iiopbench bench setup`: its flags, turned into the engine's [`SetupOpts`];
-//! the measuring is [`iiopbench_engine::bench::setup`]'s.
+//! `iiopbench bench setup`: its flags, and their conversion into the
+//! engine's [`SetupJob`]; the measuring is
+//! [`iiopbench_engine::bench::setup`]'s.
 
 use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::setup::{self, SetupOpts};
-use iiopbench_engine::results::Results;
+use iiopbench_engine::bench::setup::SetupJob;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{BenchArgs, TargetArgs};
-use crate::output::ci_json;
-use crate::table::{micros, Table};
+use crate::flags::{BenchArgs, TargetArgs};
 
 /// `bench setup` flags.
 #[derive(Debug, Clone, Args)]
@@ -39,59 +37,17 @@ pub struct SetupArgs {
 }
 
 impl SetupArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> SetupOpts {
-        let b = self.bench.engine();
-        SetupOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> SetupJob {
+        SetupJob {
             target: self.target.engine(),
             count: self.count,
             spawn: self.spawn.clone(),
             spawn_ref: self.spawn_ref.clone(),
             spawn_count: self.spawn_count,
             spawn_timeout: self.spawn_timeout,
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench setup` from the command line: measure, emit, print the summary.
-pub fn run(a: &SetupArgs) -> anyhow::Result<()> {
-    a.bench.finish_with(setup::run(&a.opts()), summary)
-}
-
-/// T per server state, and relative to the running server in-process.
-pub fn summary(r: &Results) -> String {
-    let base = r
-        .cases
-        .iter()
-        .find(|c| c.params.mode == "in-process-running")
-        .and_then(|c| c.latency_us.as_ref().map(|l| l.mean));
-    let mut t = Table::new([
-        "state",
-        "set-ups",
-        "T mean",
-        "T ci",
-        "T p50",
-        "T max",
-        "vs in-process",
-    ]);
-    for c in &r.cases {
-        let l = c.latency_us.unwrap_or_default();
-        t.row([
-            c.params.mode.clone(),
-            c.calls.to_string(),
-            micros(l.mean),
-            ci_json(&c.extra["t_ci95"]),
-            micros(l.p50),
-            micros(l.max),
-            base.map(|b| format!("{:.1}x", l.mean / b.max(1e-9)))
-                .unwrap_or_else(|| "-".into()),
-        ]);
-    }
-    format!(
-        "connection set-up T (reference → first reply):\n{}",
-        t.render()
-    )
 }

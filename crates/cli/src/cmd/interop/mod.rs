@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::opts::TlsArgs;
+use crate::flags::TlsArgs;
 
 use iiopbench_engine::interop::{self, matrix};
 use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
@@ -125,11 +125,12 @@ impl CaseSink for NoSpinner {
 }
 
 /// Run the command; an error when any check (or cell) failed.
-pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
+pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     if o.matrix {
-        return run_matrix(o);
+        return run_matrix(o, argv);
     }
-    let run = interop::run(&o.engine())?;
+    let mut run = interop::run(&o.engine())?;
+    run.results.command = argv.to_vec();
     let rep = &run.report;
     // With `--json -` the JSON owns stdout; the human output goes to stderr.
     let human = if !o.quiet {
@@ -152,8 +153,9 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
 }
 
 /// Run the matrix and print it; an error when any cell failed.
-fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
-    let m = matrix::run(&o.matrix())?;
+fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
+    let mut m = matrix::run(&o.matrix())?;
+    m.results.command = argv.to_vec();
     if o.quiet {
         // Said as they happened when not quiet.
         for s in &m.skipped {
