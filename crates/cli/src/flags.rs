@@ -148,6 +148,10 @@ pub struct OutputOpts {
     /// No progress and no table (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print every column in one table (the default fits 100 columns: a
+    /// table per mode, the main figures only).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl OutputOpts {
@@ -159,6 +163,7 @@ impl OutputOpts {
             csv: None,
             hlog: None,
             quiet,
+            wide: false,
         }
     }
 

@@ -81,7 +81,13 @@ pub struct ThroughputArgs {
     /// one extra copy per call, so off by default.
     #[arg(long)]
     pub breakdown: bool,
-    /// Also measure raw TCP at the same sizes in this run and print ratios.
+    /// Also measure raw TCP at the same sizes in this run and print ratios:
+    /// "vs tcp" to raw TCP that writes and waits as our client and server
+    /// do (oneways a segment each with TCP_NODELAY, or as
+    /// --coalesce-oneways / --oneway-buffer write them; round trips whose
+    /// server waits as ours does), and a limit line per mode and size with
+    /// the fastest raw stream or round trip (frames joined by the kernel,
+    /// a server that polls) and the ratio to it.
     #[arg(long)]
     pub baseline: bool,
     /// Raw-TCP server for --baseline with a remote target
