@@ -845,7 +845,10 @@ pub fn closed_summary(r: &Results, st: Style) -> String {
             e["stopped_by"].as_str().unwrap_or("?").to_string(),
         ]);
     }
-    format!("closed system (Little's law C = X·(R+Z)):\n{}", fitted(t, st, &["X·(R+Z)", "Z mean", "C", "stopped by"]))
+    format!(
+        "closed system (Little's law C = X·(R+Z)):\n{}",
+        fitted(t, st, &["X·(R+Z)", "Z mean", "C", "stopped by"])
+    )
 }
 
 /// T per server state, and relative to the running server in-process.
@@ -928,7 +931,10 @@ pub fn dispatch_summary(r: &Results, st: Style) -> String {
             ci_json(&e["r_ci95"]),
         ]);
     }
-    let mut s = format!("dispatch latency by method position:\n{}", fitted(t, st, &["operation"]));
+    let mut s = format!(
+        "dispatch latency by method position:\n{}",
+        fitted(t, st, &["operation"])
+    );
     for f in &r.fits {
         s.push_str(&format!(
             "  {}: R = {} + {:.4} µs × position\n",
@@ -954,7 +960,10 @@ pub fn packing_summary(r: &Results, st: Style) -> String {
             ci_json(&e["x_ci95"]),
         ]);
     }
-    format!("packing (mean response time per mode):\n{}", fitted(t, st, &["X ci", "X calls/s"]))
+    format!(
+        "packing (mean response time per mode):\n{}",
+        fitted(t, st, &["X ci", "X calls/s"])
+    )
 }
 
 /// X per strategy and relative to strategy 1.
@@ -991,7 +1000,10 @@ pub fn balance_summary(r: &Results, st: Style) -> String {
             micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
         ]);
     }
-    format!("load balancing (system throughput X):\n{}", fitted(t, st, &["non-busy X", "busy X", "R mean"]))
+    format!(
+        "load balancing (system throughput X):\n{}",
+        fitted(t, st, &["non-busy X", "busy X", "R mean"])
+    )
 }
 
 /// `t` rendered: by default without the columns `drop` names, in turn,
