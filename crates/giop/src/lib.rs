@@ -8,7 +8,8 @@
 //! - [`context`]: service contexts and code set negotiation.
 //! - [`exception`]: system exceptions and minor codes.
 //! - [`codec`]: framing, size limits, fragment reassembly and splitting.
-//! - [`ior`], [`corbaloc`]: object references and their textual forms
+//! - [`ior`], [`corbaloc`], [`key`]: object references and their textual
+//!   forms, and object keys as text
 //!   (the [`Ior`] type is `iiop_cdr::ior`'s, re-exported: the same one a
 //!   dynamic value holds).
 //! - [`conn`]: the connection state machine, client side and server side:
@@ -26,6 +27,7 @@ pub mod error;
 pub mod exception;
 pub mod header;
 pub mod ior;
+pub mod key;
 pub mod memo;
 pub mod message;
 

@@ -25,7 +25,7 @@
 //!
 //! No clock is read here: timers start from the `now` the driver passes
 //! (lazily, only when a timer starts), and phase timing
-//! ([`ServerConfig::phases`]) reads time through the clock the driver
+//! ([`ServerConnConfig::phases`]) reads time through the clock the driver
 //! hands to [`ServerConn::new`].
 
 use std::future::Future;
@@ -49,11 +49,12 @@ use crate::message::{
     Pending, ReplyStatus, Request,
 };
 
-/// Server settings.
+/// What the server state machine reads of a server's settings: limits
+/// and timeouts of one connection, how replies are framed, and phase
+/// timing. The drivers' own settings (sockets, TLS, connection counts)
+/// live with them, whose configuration builds this.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Connections served at once; further accepts wait.
-    pub max_connections: usize,
+pub struct ServerConnConfig {
     /// Close a connection (with CloseConnection) after this long without
     /// a message and with nothing in flight.
     pub idle_timeout: Option<Duration>,
@@ -61,32 +62,21 @@ pub struct ServerConfig {
     /// whose first fragment has) must be complete within this time, or the
     /// connection is closed (no MessageError: nothing was malformed).
     pub read_timeout: Option<Duration>,
-    /// A TLS server's handshake must be over within this time, or the
-    /// connection is closed and its slot freed (a client that stops
-    /// mid-handshake holds nothing longer).
-    pub handshake_timeout: Duration,
     /// Asynchronous handler calls running at once per connection.
     pub max_in_flight: usize,
     /// Limits on incoming messages (maximum message size).
     pub codec: CodecConfig,
     /// Fragment GIOP 1.2 replies longer than this.
     pub fragment_size: Option<usize>,
-    /// TCP_NODELAY on accepted sockets.
-    pub nodelay: bool,
-    /// SO_SNDBUF of accepted sockets, if set.
-    pub send_buffer: Option<u32>,
-    /// SO_RCVBUF of accepted sockets, if set (applied to the listener as
-    /// well, so that the window scale agreed at connect time allows it).
-    pub recv_buffer: Option<u32>,
     /// Byte order of replies; `None` answers in the request's order.
     pub reply_order: Option<ByteOrder>,
     /// Time the server's phases into these totals (shared by every
-    /// connection; E0.5's server side). `None`: no clock reads.
+    /// connection). `None`: no clock reads.
     pub phases: Option<Arc<ServerPhases>>,
 }
 
 /// Where the server's time went, summed over every connection of a server
-/// with [`ServerConfig::phases`] set, in nanoseconds: `read` (reads that
+/// with [`ServerConnConfig::phases`] set, in nanoseconds: `read` (reads that
 /// brought bytes), `decode` (GIOP headers of each message), `upcall` (the
 /// handler: demarshalling the body, the operation, marshalling the result),
 /// `marshal` (reply headers and completion), `write` (writing replies).
@@ -138,19 +128,14 @@ impl ServerPhases {
     }
 }
 
-impl Default for ServerConfig {
+impl Default for ServerConnConfig {
     fn default() -> Self {
-        ServerConfig {
-            max_connections: 1024,
+        ServerConnConfig {
             idle_timeout: None,
             read_timeout: Some(Duration::from_secs(60)),
-            handshake_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             codec: CodecConfig::default(),
             fragment_size: None,
-            nodelay: true,
-            send_buffer: None,
-            recv_buffer: None,
             reply_order: None,
             phases: None,
         }
@@ -382,7 +367,7 @@ pub enum Ending {
 /// One server connection's protocol state.
 #[derive(Debug)]
 pub struct ServerConn {
-    cfg: Arc<ServerConfig>,
+    cfg: Arc<ServerConnConfig>,
     decoder: Decoder,
     input: BytesMut,
     out: BytesMut,
@@ -436,9 +421,9 @@ pub const DRAIN_MIN: usize = 16 * 1024;
 
 impl ServerConn {
     /// A new connection, numbered `id` (from 1 per server), from `peer`.
-    /// `clock` is read for phase timing ([`ServerConfig::phases`]) only.
+    /// `clock` is read for phase timing ([`ServerConnConfig::phases`]) only.
     pub fn new(
-        cfg: Arc<ServerConfig>,
+        cfg: Arc<ServerConnConfig>,
         id: u64,
         peer: Option<std::net::SocketAddr>,
         clock: Option<fn() -> Instant>,
@@ -976,7 +961,13 @@ impl ServerConn {
 
 /// Set the status for `outcome`, write its body if it has one of its own,
 /// finish, fragment if configured.
-fn finish(cfg: &ServerConfig, out: &mut BytesMut, p: Pending, version: Version, outcome: Outcome) {
+fn finish(
+    cfg: &ServerConnConfig,
+    out: &mut BytesMut,
+    p: Pending,
+    version: Version,
+    outcome: Outcome,
+) {
     let res = match outcome {
         Outcome::Reply => Ok(()),
         Outcome::UserException => {
