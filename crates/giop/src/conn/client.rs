@@ -248,6 +248,25 @@ pub enum ClientError {
     /// The peer sent something malformed.
     #[error("malformed message from {addr}: {error}")]
     Protocol { addr: String, error: GiopError },
+    /// The peer answered in another GIOP version than its request's: a
+    /// Reply or LocateReply must be in the version of the request it
+    /// answers (a 1.0 or 1.1 client cannot read a 1.2 reply header; the
+    /// only messages a server may send in another version are
+    /// MessageError and CloseConnection). The peer's error.
+    #[error(
+        "{} in GIOP {reply} to a GIOP {request} {} from {addr} (the peer's error: an answer must be in its request's GIOP version)",
+        answer.name(),
+        answer.answers().map_or("request", MsgType::name)
+    )]
+    ReplyVersion {
+        addr: String,
+        /// Reply or LocateReply.
+        answer: MsgType,
+        /// The answer's version.
+        reply: Version,
+        /// The request's.
+        request: Version,
+    },
     /// We could not encode the request (a body closure error, a status not
     /// in this GIOP version, …).
     #[error("cannot encode request: {0}")]
@@ -569,7 +588,9 @@ impl ClientSetup {
     /// (the peer is gone, or it was the one to give up).
     pub fn farewell(&self, why: &ClientError) -> Option<MsgType> {
         match why {
-            ClientError::Protocol { .. } => Some(MsgType::MessageError),
+            ClientError::Protocol { .. } | ClientError::ReplyVersion { .. } => {
+                Some(MsgType::MessageError)
+            }
             ClientError::LocallyClosed if self.wire.version.is_12() => {
                 Some(MsgType::CloseConnection)
             }
@@ -591,6 +612,25 @@ impl ClientSetup {
             addr: self.addr.clone(),
             message: e.to_string(),
         }
+    }
+
+    /// Whether a message of type `t` in `version` may come as an answer
+    /// on this connection: a Reply or LocateReply only in the version of
+    /// the request it answers, which is the connection's (every request
+    /// of a connection is in its version: [`Prepared`] requests are
+    /// checked for it), else [`ClientError::ReplyVersion`]. MessageError
+    /// and CloseConnection come in any version (a server answers a
+    /// version it does not speak with MessageError in its own).
+    pub fn answer_version(&self, t: MsgType, version: Version) -> Result<(), ClientError> {
+        if version == self.wire.version || t.answers().is_none() {
+            return Ok(());
+        }
+        Err(ClientError::ReplyVersion {
+            addr: self.addr.clone(),
+            answer: t,
+            reply: version,
+            request: self.wire.version,
+        })
     }
 
     /// A malformed message from the peer.
@@ -1113,10 +1153,12 @@ impl Inbound {
 
     /// The next answer in the bytes received, as (request id, answer);
     /// `Ok(None)` until more bytes arrive. An error ends the connection:
-    /// malformed input (answer it with MessageError: [`ClientSetup::farewell`]),
-    /// the peer's CloseConnection or MessageError.
+    /// malformed input or an answer in another version than its request's
+    /// (answer both with MessageError: [`ClientSetup::farewell`]), the
+    /// peer's CloseConnection or MessageError.
     pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
         if let Some(r) = Reply::take_quiet(&mut self.decoder, &mut self.buf) {
+            s.answer_version(MsgType::Reply, r.version)?;
             return Ok(Some((r.header.request_id, Incoming::Reply(r))));
         }
         let Some(frame) = self
@@ -1126,6 +1168,9 @@ impl Inbound {
         else {
             return Ok(None);
         };
+        // Before decoding: a header laid out for another version is not
+        // what the request's version says it is.
+        s.answer_version(frame.header.msg_type, frame.header.version)?;
         let msg = Message::decode_frame(frame, self.opts).map_err(|e| s.protocol(e))?;
         incoming(msg, &s.addr).map(Some)
     }
