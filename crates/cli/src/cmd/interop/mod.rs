@@ -183,7 +183,11 @@ fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
     print!("{}", report::matrix_table(&m.clients, &m.servers, &m.cells));
     for c in &m.cells {
         let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
-        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
+        let nothing = c.failures.is_empty()
+            && c.notes.is_empty()
+            && c.skipped.is_empty()
+            && c.error.is_none();
+        if quiet_skip || nothing {
             continue;
         }
         println!("\n{} client x {} server: {}", c.client, c.server, c.label());
