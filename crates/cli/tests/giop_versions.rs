@@ -32,28 +32,30 @@ const REPLY_12: [u8; 24] = [
     0x47, 0x49, 0x4f, 0x50, 1, 2, 1, 1, 0x0c, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 ];
 
-/// The peer: listening on 127.0.0.1, a thread per connection, stopped
-/// (and its threads ended within 100 ms) on drop.
-struct WrongVersionPeer {
+/// A raw-TCP peer listening on 127.0.0.1: `serve` runs on a thread per
+/// connection and must return within 100 ms of the stop flag; stopped,
+/// and its threads joined, on drop.
+struct Peer {
     port: u16,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl WrongVersionPeer {
-    fn start() -> WrongVersionPeer {
+impl Peer {
+    fn start(serve: impl Fn(TcpStream, &AtomicBool) + Send + Sync + 'static) -> Peer {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
         let port = l.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
+        let serve = Arc::new(serve);
         let thread = std::thread::spawn(move || {
             let mut conns = Vec::new();
             while !s.load(Ordering::Relaxed) {
                 match l.accept() {
                     Ok((c, _)) => {
-                        let s = s.clone();
-                        conns.push(std::thread::spawn(move || answer(c, &s)));
+                        let (s, serve) = (s.clone(), serve.clone());
+                        conns.push(std::thread::spawn(move || serve(c, &s)));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -62,19 +64,20 @@ impl WrongVersionPeer {
                 let _ = c.join();
             }
         });
-        WrongVersionPeer {
+        Peer {
             port,
             stop,
             thread: Some(thread),
         }
     }
 
+    /// `corbaloc:iiop:1.0@…/Bench` of this peer.
     fn corbaloc(&self) -> String {
         format!("corbaloc:iiop:1.0@127.0.0.1:{}/Bench", self.port)
     }
 }
 
-impl Drop for WrongVersionPeer {
+impl Drop for Peer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -157,13 +160,46 @@ fn iiopbench(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// What the quick `interop` against `target` ended with: exit status,
+/// stdout, stderr, and the results it wrote (parsed, and as text).
+struct Interop {
+    code: i32,
+    out: String,
+    err: String,
+    json: Value,
+    text: String,
+}
+
+fn interop_quick(target: &str, name: &str) -> Interop {
+    let path = std::env::temp_dir().join(format!("iiopbench-{name}-{}.json", std::process::id()));
+    let (code, out, err) = iiopbench(&[
+        "interop",
+        "--target",
+        target,
+        "--quick",
+        "--quiet",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let _ = std::fs::remove_file(&path);
+    let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Interop {
+        code,
+        out,
+        err,
+        json,
+        text,
+    }
+}
+
 /// The peer's error in the words our client uses.
 const NAMED: &str = "Reply in GIOP 1.2 to a GIOP 1.0 Request from 127.0.0.1:";
 const BLAME: &str = "(the peer's error: an answer must be in its request's GIOP version)";
 
 #[test]
 fn bench_latency_exits_1_naming_both_versions() {
-    let peer = WrongVersionPeer::start();
+    let peer = Peer::start(answer);
     let target = peer.corbaloc();
     let (code, out, err) = iiopbench(&[
         "bench", "latency", "--target", &target, "--count", "20", "--warmup", "2", "--quiet",
@@ -178,26 +214,11 @@ fn bench_latency_exits_1_naming_both_versions() {
 
 #[test]
 fn interop_fails_a_named_check() {
-    let peer = WrongVersionPeer::start();
-    let target = peer.corbaloc();
-    let json = std::env::temp_dir().join(format!(
-        "iiopbench-reply-version-{}.json",
-        std::process::id()
-    ));
-    let (code, out, err) = iiopbench(&[
-        "interop",
-        "--target",
-        &target,
-        "--quick",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let peer = Peer::start(answer);
+    let r = interop_quick(&peer.corbaloc(), "reply-version");
+    let (j, text) = (&r.json, &r.text);
     drop(peer);
-    let text = std::fs::read_to_string(&json).unwrap();
-    let _ = std::fs::remove_file(&json);
-    assert_eq!(code, 1, "stdout {out}\nstderr {err}");
-    let j: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r.code, 1, "stdout {}\nstderr {}", r.out, r.err);
     let check = |name: &str| -> Value {
         j["cases"]
             .as_array()
@@ -216,17 +237,19 @@ fn interop_fails_a_named_check() {
         assert!(d.contains(NAMED) && d.contains(BLAME), "{name}: {d}");
     }
     // The table a person reads names it too.
-    assert!(out.contains("reply GIOP version GIOP 1.0 LE"), "{out}");
+    assert!(
+        r.out.contains("reply GIOP version GIOP 1.0 LE"),
+        "{}",
+        r.out
+    );
 }
 
 /// Our server behind a relay that lets GIOP 1.0 through and answers any
 /// other version with a GIOP 1.0 MessageError, then closes (a 1.0-only
 /// peer); it counts the client's messages by version (`1.0`, `1.2` …).
 struct OnlyGiop10 {
-    port: u16,
+    peer: Peer,
     seen: Arc<Mutex<BTreeMap<String, u64>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
     _server: iiop_servers::run::RunningServer,
 }
 
@@ -239,43 +262,16 @@ impl OnlyGiop10 {
         })
         .unwrap();
         let upstream = server.addr();
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.set_nonblocking(true).unwrap();
-        let port = l.local_addr().unwrap().port();
-        let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        let (s, counts) = (stop.clone(), seen.clone());
-        let thread = std::thread::spawn(move || {
-            let mut conns = Vec::new();
-            while !s.load(Ordering::Relaxed) {
-                match l.accept() {
-                    Ok((c, _)) => {
-                        let up = TcpStream::connect(upstream).unwrap();
-                        let (s, counts) = (s.clone(), counts.clone());
-                        conns.push(std::thread::spawn(move || relay(c, up, &s, &counts)));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-            for c in conns {
-                let _ = c.join();
-            }
+        let counts = seen.clone();
+        let peer = Peer::start(move |c, stop| {
+            let up = TcpStream::connect(upstream).unwrap();
+            relay(c, up, stop, &counts)
         });
         OnlyGiop10 {
-            port,
+            peer,
             seen,
-            stop,
-            thread: Some(thread),
             _server: server,
-        }
-    }
-}
-
-impl Drop for OnlyGiop10 {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }
@@ -371,26 +367,13 @@ fn relay(
 #[test]
 fn interop_by_corbaloc_10_sends_giop_10_only() {
     let peer = OnlyGiop10::start();
-    let target = format!("corbaloc:iiop:1.0@127.0.0.1:{}/Bench", peer.port);
-    let json =
-        std::env::temp_dir().join(format!("iiopbench-giop10-only-{}.json", std::process::id()));
-    let (code, out, err) = iiopbench(&[
-        "interop",
-        "--target",
-        &target,
-        "--quick",
-        "--quiet",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let r = interop_quick(&peer.peer.corbaloc(), "giop10-only");
+    let (j, text) = (&r.json, &r.text);
     let seen = peer.seen.lock().unwrap().clone();
     drop(peer);
-    let text = std::fs::read_to_string(&json).unwrap();
-    let _ = std::fs::remove_file(&json);
-    assert_eq!(code, 0, "stdout {out}\nstderr {err}");
+    assert_eq!(r.code, 0, "stdout {}\nstderr {}", r.out, r.err);
     assert_eq!(seen.keys().collect::<Vec<_>>(), ["1.0"], "{seen:?}");
     assert!(seen["1.0"] > 100, "{seen:?}");
-    let j: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(j["params"]["failed"], 0, "{text}");
     let skipped: Vec<&str> = j["cases"]
         .as_array()

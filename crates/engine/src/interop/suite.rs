@@ -1857,34 +1857,45 @@ mod tests {
         assert_eq!(p.large, large);
     }
 
-    /// Our handler, except that the first `slow` echo_double calls take
-    /// 300 ms each (a JIT-compiled peer before it is warm).
-    struct SlowStart {
-        inner: std::sync::Arc<iiop_servers::reference::BenchHandler>,
-        slow: std::sync::atomic::AtomicUsize,
+    use iiop_giop::transport::server::{Dispatch, Handler, Outcome, RequestContext};
+    use iiop_servers::reference::BenchHandler;
+
+    /// What a test server does with a request: it sees the request first
+    /// and calls our handler (the first argument) itself, or not.
+    trait Around:
+        Fn(&BenchHandler, &RequestContext<'_>, &mut Reader<'_>, &mut Writer<'_>) -> Dispatch
+        + Send
+        + Sync
+        + 'static
+    {
     }
 
-    impl iiop_giop::transport::server::Handler for SlowStart {
+    impl<F> Around for F where
+        F: Fn(&BenchHandler, &RequestContext<'_>, &mut Reader<'_>, &mut Writer<'_>) -> Dispatch
+            + Send
+            + Sync
+            + 'static
+    {
+    }
+
+    /// Our handler behind an [`Around`].
+    struct Wrapped<F> {
+        inner: BenchHandler,
+        around: F,
+    }
+
+    impl<F: Around> Handler for Wrapped<F> {
         fn handle(
             &self,
-            req: &iiop_giop::transport::server::RequestContext<'_>,
+            req: &RequestContext<'_>,
             body: &mut Reader<'_>,
             reply: &mut Writer<'_>,
-        ) -> iiop_giop::transport::server::Dispatch {
-            use std::sync::atomic::Ordering::SeqCst;
-            let slow = req.operation == "echo_double"
-                && self
-                    .slow
-                    .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                    .is_ok();
-            if slow {
-                std::thread::sleep(Duration::from_millis(300));
-            }
-            self.inner.handle(req, body, reply)
+        ) -> Dispatch {
+            (self.around)(&self.inner, req, body, reply)
         }
     }
 
-    /// Our handler wrapped by `wrap`, served on 127.0.0.1 by a runtime of
+    /// Our handler behind `around`, served on 127.0.0.1 by a runtime of
     /// its own (two threads, which the test's client shares); stopped and
     /// joined on drop.
     struct TestServer {
@@ -1895,15 +1906,14 @@ mod tests {
     }
 
     impl TestServer {
-        fn start<H: iiop_giop::transport::server::Handler>(
-            wrap: impl FnOnce(std::sync::Arc<iiop_servers::reference::BenchHandler>) -> H,
-        ) -> TestServer {
-            use iiop_servers::reference::{BenchHandler, References, Skeleton};
+        fn start(around: impl Around) -> TestServer {
+            use iiop_servers::reference::{References, Skeleton};
             let inner = std::sync::Arc::new(BenchHandler::new(Skeleton::Typed));
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.set_nonblocking(true).unwrap();
             let ior = References::new(&inner, l.local_addr().unwrap()).ior.clone();
-            let h = std::sync::Arc::new(wrap(inner));
+            let inner = std::sync::Arc::into_inner(inner).expect("the references keep no handler");
+            let h = std::sync::Arc::new(Wrapped { inner, around });
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -1943,10 +1953,25 @@ mod tests {
     /// limits), and keeps the 2 s timeout the user gave.
     #[test]
     fn calibration_measures_a_peer_once_it_is_warm() {
-        let server = TestServer::start(|inner| SlowStart {
-            inner,
-            slow: 4.into(),
-        });
+        // The first 4 echo_double calls take 300 ms each (a JIT-compiled
+        // peer before it is warm).
+        let slow = std::sync::atomic::AtomicUsize::new(4);
+        let server = TestServer::start(
+            move |inner: &BenchHandler,
+                  req: &RequestContext<'_>,
+                  body: &mut Reader<'_>,
+                  reply: &mut Writer<'_>| {
+                use std::sync::atomic::Ordering::SeqCst;
+                let first = req.operation == "echo_double"
+                    && slow
+                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                if first {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                inner.handle(req, body, reply)
+            },
+        );
         let opts = SuiteOptions {
             timeout_given: true,
             ..opts(2, 120)
@@ -1979,41 +2004,27 @@ mod tests {
         );
     }
 
-    /// What a [`Padded`] server adds after every reply body.
-    #[derive(Clone, Copy)]
-    enum Pad {
-        /// Zeros up to the next 8-aligned offset (padding).
-        ToEight,
-        /// Two bytes, whatever the offset.
-        Two,
-    }
-
-    /// Our handler, with bytes after every NO_EXCEPTION result.
-    struct Padded {
-        inner: std::sync::Arc<iiop_servers::reference::BenchHandler>,
-        pad: Pad,
-        /// Replies that got any.
+    /// Our handler, with bytes after every NO_EXCEPTION result: zeros up
+    /// to the next 8-aligned offset (padding: `to_eight`), or two bytes
+    /// whatever the offset. Counts the replies that got any in `padded`.
+    fn padded(
+        to_eight: bool,
         padded: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    }
-
-    impl iiop_giop::transport::server::Handler for Padded {
-        fn handle(
-            &self,
-            req: &iiop_giop::transport::server::RequestContext<'_>,
-            body: &mut Reader<'_>,
-            reply: &mut Writer<'_>,
-        ) -> iiop_giop::transport::server::Dispatch {
-            use iiop_giop::transport::server::{Dispatch, Outcome};
-            let d = self.inner.handle(req, body, reply);
+    ) -> impl Around {
+        move |inner: &BenchHandler,
+              req: &RequestContext<'_>,
+              body: &mut Reader<'_>,
+              reply: &mut Writer<'_>| {
+            let d = inner.handle(req, body, reply);
             if matches!(d, Dispatch::Done(Outcome::Reply)) {
-                let n = match self.pad {
-                    Pad::ToEight => reply.position().wrapping_neg() & 7,
-                    Pad::Two => 2,
+                let n = if to_eight {
+                    reply.position().wrapping_neg() & 7
+                } else {
+                    2
                 };
                 reply.write_bytes(&[0u8; 8][..n]);
                 if n > 0 {
-                    self.padded
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    padded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
             }
             d
@@ -2026,13 +2037,8 @@ mod tests {
     /// rule.
     #[test]
     fn padding_after_a_result_is_accepted_and_nothing_else() {
-        let padded = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let n = padded.clone();
-        let server = TestServer::start(move |inner| Padded {
-            inner,
-            pad: Pad::ToEight,
-            padded: n,
-        });
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let server = TestServer::start(padded(true, count.clone()));
         let cfg = |v| ClientConfig {
             version: Some(v),
             order: ByteOrder::Little,
@@ -2057,14 +2063,10 @@ mod tests {
             assert_eq!(server.rt.block_on(is_a(&c, PERF_ID)), Ok(true), "GIOP {v}");
             c.close();
         }
-        assert!(padded.load(std::sync::atomic::Ordering::Relaxed) >= 6);
+        assert!(count.load(std::sync::atomic::Ordering::Relaxed) >= 6);
         drop(server);
 
-        let server = TestServer::start(|inner| Padded {
-            inner,
-            pad: Pad::Two,
-            padded: Default::default(),
-        });
+        let server = TestServer::start(padded(false, Default::default()));
         let c = server
             .rt
             .block_on(BenchClient::connect(&server.ior, &cfg(V12)))
@@ -2082,36 +2084,26 @@ mod tests {
         );
     }
 
-    /// Our handler, except that in GIOP 1.1 it refuses these operations
-    /// with MARSHAL (as Combat's `sequence<wchar>` decoder does
-    /// `echo_wchar`, or omniORB every wide type with BAD_PARAM).
-    struct Refuses11 {
-        inner: std::sync::Arc<iiop_servers::reference::BenchHandler>,
-        ops: &'static [&'static str],
-    }
-
-    impl iiop_giop::transport::server::Handler for Refuses11 {
-        fn handle(
-            &self,
-            req: &iiop_giop::transport::server::RequestContext<'_>,
-            body: &mut Reader<'_>,
-            reply: &mut Writer<'_>,
-        ) -> iiop_giop::transport::server::Dispatch {
-            use iiop_giop::transport::server::{Dispatch, Outcome};
-            if req.version == V11 && self.ops.contains(&req.operation) {
-                return Dispatch::Done(Outcome::System(SystemException::marshal(
-                    0,
-                    iiop_giop::Completion::No,
-                )));
-            }
-            self.inner.handle(req, body, reply)
-        }
-    }
-
     /// The wide checks of one GIOP 1.1 set against a server that refuses
     /// `ops` there: their verdicts and details.
     fn wide_checks_11(ops: &'static [&'static str]) -> Vec<(String, Verdict, String)> {
-        let server = TestServer::start(|inner| Refuses11 { inner, ops });
+        // In GIOP 1.1 `ops` are refused with MARSHAL (as Combat's
+        // `sequence<wchar>` decoder does echo_wchar, or omniORB every wide
+        // type with BAD_PARAM).
+        let server = TestServer::start(
+            move |inner: &BenchHandler,
+                  req: &RequestContext<'_>,
+                  body: &mut Reader<'_>,
+                  reply: &mut Writer<'_>| {
+                if req.version == V11 && ops.contains(&req.operation) {
+                    return Dispatch::Done(Outcome::System(SystemException::marshal(
+                        0,
+                        iiop_giop::Completion::No,
+                    )));
+                }
+                inner.handle(req, body, reply)
+            },
+        );
         let mut suite = Suite::new(server.ior.clone(), opts(10, 120)).unwrap();
         let set = EchoSet {
             version: V11,
