@@ -247,11 +247,14 @@ enum PendingKind {
     Call {
         op: usize,
         ts: u64,
+        /// The request's GIOP version, which its reply must have.
+        version: Version,
     },
     /// A LocateRequest (its slot is [`LOCATE_OP`] on the key located).
     Locate {
         op: usize,
         ts: u64,
+        version: Version,
     },
 }
 
@@ -371,19 +374,6 @@ fn version_order_name(v: Version, order: ByteOrder) -> Cow<'static, str> {
         (1, 2, true) => "1.2 big".into(),
         (1, 2, false) => "1.2 little".into(),
         _ => format!("{v} {}", if big { "big" } else { "little" }).into(),
-    }
-}
-
-fn msg_type_name(t: MsgType) -> &'static str {
-    match t {
-        MsgType::Request => "Request",
-        MsgType::Reply => "Reply",
-        MsgType::CancelRequest => "CancelRequest",
-        MsgType::LocateRequest => "LocateRequest",
-        MsgType::LocateReply => "LocateReply",
-        MsgType::CloseConnection => "CloseConnection",
-        MsgType::MessageError => "MessageError",
-        MsgType::Fragment => "Fragment",
     }
 }
 
@@ -640,7 +630,7 @@ impl<O: Observer> Analyzer<O> {
 
     fn message(&mut self, key: &ConnKey, d: usize, m: Decoded) {
         let h = m.frame.header;
-        bump(&mut self.s.messages, msg_type_name(h.msg_type));
+        bump(&mut self.s.messages, h.msg_type.name());
         bump(
             &mut self.s.versions,
             &version_order_name(h.version, h.order),
@@ -685,7 +675,12 @@ impl<O: Observer> Analyzer<O> {
                 let i = self.op_slot(LOCATE_OP, &located);
                 self.count_sent(i, h.version, m.wire_len, 0, true);
                 let ts = m.first_ts;
-                self.await_answer(key, d, lr.request_id, PendingKind::Locate { op: i, ts }, &m);
+                let what = PendingKind::Locate {
+                    op: i,
+                    ts,
+                    version: h.version,
+                };
+                self.await_answer(key, d, lr.request_id, what, &m);
                 self.observer.locate_request(&LocateRequestEvent {
                     connection,
                     frame: m.first_frame,
@@ -702,10 +697,11 @@ impl<O: Observer> Analyzer<O> {
                 let from_start = conn.dirs[1 - d].saw_everything();
                 let mut latency_ns = None;
                 match conn.pending.get(&(1 - d, lr.request_id)).copied() {
-                    Some(PendingKind::Locate { op, ts }) => {
+                    Some(PendingKind::Locate { op, ts, version }) => {
                         conn.pending.remove(&(1 - d, lr.request_id));
                         self.pending_total -= 1;
                         latency_ns = Some(self.count_answer(op, ts, &m, name));
+                        self.answer_version(key, &m, lr.request_id, version);
                     }
                     // The call stays pending: its Reply may still come.
                     Some(PendingKind::Call { .. }) => self.finding(
@@ -826,7 +822,12 @@ impl<O: Observer> Analyzer<O> {
         let id = req.header.request_id;
         if twoway {
             let ts = m.first_ts;
-            self.await_answer(key, d, id, PendingKind::Call { op: i, ts }, m);
+            let what = PendingKind::Call {
+                op: i,
+                ts,
+                version: req.version,
+            };
+            self.await_answer(key, d, id, what, m);
         } else {
             let conn = self.conns.get_mut(key).expect("live");
             if conn.oneway_ids.len() > 4096 {
@@ -850,7 +851,7 @@ impl<O: Observer> Analyzer<O> {
         let to_oneway = conn.oneway_ids.contains(&(1 - d, id));
         let mut latency = None;
         match conn.pending.remove(&(1 - d, id)) {
-            Some(PendingKind::Call { op, ts }) => {
+            Some(PendingKind::Call { op, ts, version }) => {
                 self.pending_total -= 1;
                 latency = Some(self.count_answer(op, ts, m, status_name(rep.header.status)));
                 let st = &mut self.ops[op];
@@ -858,6 +859,7 @@ impl<O: Observer> Analyzer<O> {
                 if let Some(x) = exception_name(&rep) {
                     *st.exceptions.entry(x).or_default() += 1;
                 }
+                self.answer_version(key, m, id, version);
             }
             Some(PendingKind::Locate { .. }) => {
                 self.pending_total -= 1;
@@ -904,6 +906,30 @@ impl<O: Observer> Analyzer<O> {
             reply: &rep,
             latency_ns: latency,
         });
+    }
+
+    /// The answer `m` to request `id`, a request in GIOP `asked`, must
+    /// be in that version (a 1.0 or 1.1 client cannot read a 1.2 reply
+    /// header, nor a 1.2 client a 1.0 one): else a finding against the
+    /// peer that answered.
+    fn answer_version(&mut self, key: &ConnKey, m: &Decoded, id: u32, asked: Version) {
+        let h = m.frame.header;
+        if h.version == asked {
+            return;
+        }
+        self.finding(
+            key,
+            m.first_frame,
+            "reply-version",
+            format!(
+                "{} in GIOP {} to request id {id}, a GIOP {asked} {}: the peer's error \
+                 (an answer must be in its request's GIOP version)",
+                h.msg_type.name(),
+                h.version,
+                h.msg_type.answers().map_or("request", MsgType::name)
+            ),
+            &m.head,
+        );
     }
 
     fn close(&mut self, key: ConnKey) {

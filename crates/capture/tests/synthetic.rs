@@ -587,3 +587,77 @@ fn locate_replies_and_replies_to_the_wrong_kind_of_request() {
         loc.latency.lowest_equivalent(100 * US)
     );
 }
+
+/// Hex with spaces and `|` ignored, as bytes.
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// An answer in another GIOP version than its request's is a finding
+/// against the peer: the bytes seen in the field (a GIOP 1.0 `ping`,
+/// request id 7, answered with a GIOP 1.2 Reply), a LocateReply of a
+/// lower version than its LocateRequest; a Reply in its request's
+/// version is not one.
+#[test]
+fn an_answer_in_another_version_than_its_request_is_a_finding() {
+    use iiop_giop::message::{
+        encode_locate_reply, encode_locate_request, LocateReply, LocateStatus,
+    };
+    let (c, s) = addrs(false);
+    let mut f = Flow::new(c, s, [100, 200]);
+    let mut segs = Vec::new();
+    for s in f.handshake() {
+        segs.push((T0, s));
+    }
+    let ping = unhex(
+        "47494f50 01 00 01 00 28000000 | 00000000 07000000 01000000 05000000 \
+         42656e6368000000 05000000 70696e6700000000 00000000",
+    );
+    let reply12 = unhex("47494f50 01 02 01 01 0c000000 | 07000000 00000000 00000000");
+    let mut locate = BytesMut::new();
+    let key = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+    encode_locate_request(&mut locate, Version::V1_2, ByteOrder::Big, 8, &key).unwrap();
+    let mut located = BytesMut::new();
+    let here = LocateReply {
+        request_id: 8,
+        status: LocateStatus::ObjectHere,
+    };
+    encode_locate_reply(&mut located, Version::V1_1, ByteOrder::Big, &here).unwrap();
+    let good = request(Version::V1_0, ByteOrder::Big, 9, "echo_long", false, 1, &[]);
+    let good_reply = reply(Version::V1_0, ByteOrder::Big, 9, 1);
+    let msgs: [(bool, &[u8]); 6] = [
+        (true, &ping),
+        (false, &reply12),
+        (true, &locate),
+        (false, &located),
+        (true, &good),
+        (false, &good_reply),
+    ];
+    for (i, (cl, m)) in msgs.iter().enumerate() {
+        for s in f.send(*cl, m, 1460) {
+            segs.push((T0 + (i as u64 + 1) * 100 * US, s));
+        }
+    }
+    let sum = run(&segs, ETHERNET);
+    let rules: Vec<(&str, u64)> = sum.findings.iter().map(|f| (f.rule, f.frame)).collect();
+    assert_eq!(rules, [("reply-version", 4), ("reply-version", 6)]);
+    assert_eq!(
+        sum.findings[0].detail,
+        "Reply in GIOP 1.2 to request id 7, a GIOP 1.0 Request: the peer's error \
+         (an answer must be in its request's GIOP version)"
+    );
+    assert_eq!(sum.findings[0].bytes, reply12);
+    assert_eq!(
+        sum.findings[1].detail,
+        "LocateReply in GIOP 1.1 to request id 8, a GIOP 1.2 LocateRequest: the peer's error \
+         (an answer must be in its request's GIOP version)"
+    );
+    // The answers are still paired and timed.
+    let ping_op = op(&sum, "ping");
+    assert_eq!((ping_op.calls, ping_op.replies), (1, 1));
+    assert_eq!(sum.finding_counts.get("reply-version"), Some(&2));
+}

@@ -260,15 +260,14 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// Whether a request body ends where its arguments did: nothing is left
-/// after the last argument but what alignment padding can explain —
-/// fewer than 8 bytes (zero-filled or not) that end on an 8-aligned
-/// offset from the alignment origin. Anything more is a mis-encoded body
-/// (a peer's `sequence<wchar>` in the wrong encoding leaves bytes over):
-/// skeletons answer MARSHAL (COMPLETED_NO) instead of acting on values
-/// decoded from it. docs/robustness.md has the rule and its tests.
+/// after the last argument but what alignment padding can explain
+/// ([`Reader::only_padding_left`], the rule our client holds replies to
+/// as well). Anything more is a mis-encoded body (a peer's
+/// `sequence<wchar>` in the wrong encoding leaves bytes over): skeletons
+/// answer MARSHAL (COMPLETED_NO) instead of acting on values decoded from
+/// it. docs/robustness.md has the rule and its tests.
 pub fn arguments_end_body(body: &Reader<'_>) -> bool {
-    let n = body.remaining();
-    n == 0 || (n < 8 && (body.align_offset() + n).is_multiple_of(8))
+    body.only_padding_left()
 }
 
 /// The operations every CORBA object has: `_is_a` (true for any of
