@@ -13,6 +13,9 @@
 //!   between tasks);
 //! - [`server`]: the server side ([`server::ServerConn`]), dispatching to
 //!   a [`server::Handler`];
+//! - [`observer`]: neither side — a connection seen from outside
+//!   ([`observer::Observer`]): requests paired with their answers, and
+//!   conformance findings, for captures and their replay;
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
 //! - [`deadline`]: timers computed from instants passed in;
@@ -22,6 +25,7 @@ pub mod client;
 pub mod deadline;
 pub mod endpoint;
 pub mod error;
+pub mod observer;
 pub mod out;
 pub mod server;
 
