@@ -26,7 +26,7 @@ use iiop_giop::conn::observer::{
     RequestSeen, Seen, Side, Sink, Unanswered,
 };
 use iiop_giop::header::{MsgType, Version};
-use iiop_giop::message::{LocateStatus, Reply};
+use iiop_giop::message::Reply;
 use iiop_giop::ReplyStatus;
 
 use crate::net::{self, Segment, Skip};
@@ -247,18 +247,6 @@ pub fn key_text(k: &[u8]) -> String {
 /// The operation name LocateRequests are counted under, per object key
 /// (no IDL operation can have it: IDL identifiers have no parentheses).
 pub const LOCATE_OP: &str = "(LocateRequest)";
-
-/// A LocateReply status as GIOP names it.
-pub fn locate_status_name(s: &LocateStatus) -> &'static str {
-    match s {
-        LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
-        LocateStatus::ObjectHere => "OBJECT_HERE",
-        LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
-        LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
-        LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
-        LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
-    }
-}
 
 fn status_name(s: ReplyStatus) -> &'static str {
     match s {
@@ -618,7 +606,7 @@ impl<O: Sink> Sink for Counting<'_, O> {
 
     fn locate_reply(&mut self, ev: LocateReplySeen<'_, Self::Tag>) {
         let (ours, theirs) = split(ev.answers);
-        let name = locate_status_name(&ev.reply.status);
+        let name = ev.reply.status.name();
         bump(&mut self.t.s.locate_replies, name);
         match ours {
             Answers::Request {

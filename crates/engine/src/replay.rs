@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iiop_capture::analysis::{locate_status_name, new_histogram, LOCATE_OP};
+use iiop_capture::analysis::{new_histogram, LOCATE_OP};
 use iiop_capture::{Analyzer, Config};
 use iiop_cdr::{ByteOrder, CdrError, Options};
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
@@ -779,8 +779,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.located else { continue };
-                let (now_name, cap_name) =
-                    (locate_status_name(now), locate_status_name(&cap.status));
+                let (now_name, cap_name) = (now.name(), cap.status.name());
                 match forwarding(
                     cap.status.is_forward(),
                     now.is_forward(),

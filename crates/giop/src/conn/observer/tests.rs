@@ -14,7 +14,7 @@ use crate::codec::fragment_message;
 use crate::context::ServiceContext;
 use crate::message::{
     encode_cancel_request, encode_empty, encode_locate_reply, encode_locate_request, encode_reply,
-    encode_request, LocateStatus, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+    LocateStatus, ReplyStatus, ResponseMode, TargetAddress,
 };
 
 use Side::{A, B};
@@ -111,17 +111,6 @@ impl Recorder {
     }
 }
 
-fn locate_name(s: &LocateStatus) -> &'static str {
-    match s {
-        LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
-        LocateStatus::ObjectHere => "OBJECT_HERE",
-        LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
-        LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
-        LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
-        LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
-    }
-}
-
 impl Sink for Recorder {
     type Tag = usize;
 
@@ -184,7 +173,7 @@ impl Sink for Recorder {
             conn: ev.seen.connection,
             side: ev.seen.side,
             id: ev.reply.request_id,
-            status: locate_name(&ev.reply.status),
+            status: ev.reply.status.name(),
             answers: ev.answers,
         });
     }
@@ -327,21 +316,7 @@ fn request(
     response: ResponseMode,
     contexts: &[ServiceContext],
 ) -> Vec<u8> {
-    let mut b = BytesMut::new();
-    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-    let head = RequestHead {
-        request_id: id,
-        response,
-        target: &target,
-        operation: op,
-        contexts,
-    };
-    encode_request(&mut b, version, order, Options::default(), &head, |w| {
-        w.write_u32(7);
-        Ok(())
-    })
-    .unwrap();
-    b.to_vec()
+    crate::conn::request_to_bench(version, order, id, op, response, contexts, 7).to_vec()
 }
 
 fn call(id: u32) -> Vec<u8> {
@@ -430,6 +405,17 @@ fn req_ev(id: u32, op: &str, key: &[u8], in_flight: usize, tag: usize) -> Ev {
     }
 }
 
+fn locate_ev(id: u32, in_flight: usize, tag: usize) -> Ev {
+    Ev::LocateRequest {
+        conn: 1,
+        side: A,
+        id,
+        key: b"Bench".to_vec(),
+        in_flight,
+        tag,
+    }
+}
+
 fn reply_ev(id: u32, status: ReplyStatus, answers: Answers<usize>) -> Ev {
     Ev::Reply {
         conn: 1,
@@ -496,14 +482,7 @@ fn a_reply_in_a_higher_version_than_its_request_is_a_finding() {
             Recorder::default()
         ),
         [
-            Ev::LocateRequest {
-                conn: 1,
-                side: A,
-                id: 3,
-                key: b"Bench".to_vec(),
-                in_flight: 0,
-                tag: 0
-            },
+            locate_ev(3, 0, 0),
             finding(
                 B,
                 1,
@@ -1084,14 +1063,7 @@ fn pairing_findings() {
             "Reply to request id 2, which was sent oneway (no response expected)",
         ),
         reply_ev(2, ReplyStatus::NoException, Answers::Unknown),
-        Ev::LocateRequest {
-            conn: 1,
-            side: A,
-            id: 3,
-            key: b"Bench".to_vec(),
-            in_flight: 0,
-            tag: 3,
-        },
+        locate_ev(3, 0, 3),
         finding(
             B,
             6,

@@ -59,28 +59,7 @@ fn server(cfg: ServerConfig) -> ServerConn {
 }
 
 fn request(version: Version, id: u32, op: &str, response: ResponseMode, v: u32) -> BytesMut {
-    let mut b = BytesMut::new();
-    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-    let head = RequestHead {
-        request_id: id,
-        response,
-        target: &target,
-        operation: op,
-        contexts: &[],
-    };
-    encode_request(
-        &mut b,
-        version,
-        ByteOrder::Little,
-        Options::default(),
-        &head,
-        |w| {
-            w.write_u32(v);
-            Ok(())
-        },
-    )
-    .unwrap();
-    b
+    crate::conn::request_to_bench(version, ByteOrder::Little, id, op, response, &[], v)
 }
 
 fn receive(s: &mut ServerConn, bytes: &[u8]) {
@@ -556,25 +535,8 @@ fn a_later_code_sets_context_does_not_change_the_connections_code_sets() {
             })
             .into_iter()
             .collect();
-        let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-        let head = RequestHead {
-            request_id: id,
-            response: ResponseMode::Twoway,
-            target: &target,
-            operation: "op",
-            contexts: &ctx,
-        };
-        let mut b = BytesMut::new();
-        encode_request(
-            &mut b,
-            Version::V1_2,
-            ByteOrder::Little,
-            Options::default(),
-            &head,
-            |_| Ok(()),
-        )
-        .unwrap();
-        b
+        let (v, o) = (Version::V1_2, ByteOrder::Little);
+        crate::conn::request_to_bench(v, o, id, "op", ResponseMode::Twoway, &ctx, 0)
     };
     let h = Sets(Mutex::new(Vec::new()));
     let mut s = server(ServerConfig::default());
