@@ -693,3 +693,47 @@ fn bytes_after_a_lost_first_segment_are_framed_at_the_end() {
     assert_eq!((sum.gaps, sum.missing_bytes), (1, calls[0].len() as u64));
     assert!(sum.findings.is_empty(), "{:?}", sum.findings);
 }
+
+/// The bound on calls awaiting replies is over every connection: with
+/// room for one, the first connection's call waits for its reply and the
+/// second's is counted unanswered at once (its reply then answers an id
+/// the analysis does not hold: a finding).
+#[test]
+fn the_pending_bound_is_shared_by_every_connection() {
+    let v = Version::V1_2;
+    let o = ByteOrder::Little;
+    let server: SocketAddr = "127.0.0.1:2809".parse().unwrap();
+    let mut a = Flow::new("127.0.0.1:40001".parse().unwrap(), server, [100, 200]);
+    let mut b = Flow::new("127.0.0.1:40002".parse().unwrap(), server, [300, 400]);
+    let (ra, rb) = (
+        request(v, o, 1, "echo_long", false, 1, &[]),
+        request(v, o, 1, "echo_short", false, 1, &[]),
+    );
+    let (pa, pb) = (reply(v, o, 1, 1), reply(v, o, 1, 1));
+    let mut segs = Vec::new();
+    for s in a.handshake().into_iter().chain(b.handshake()) {
+        segs.push((T0, s));
+    }
+    for s in [
+        a.send(true, &ra, 1460),
+        b.send(true, &rb, 1460),
+        b.send(false, &pb, 1460),
+        a.send(false, &pa, 1460),
+    ] {
+        segs.extend(s.into_iter().map(|s| (T0 + 10 * US, s)));
+    }
+    let mut w = PcapWriter::new(Vec::new(), ETHERNET).unwrap();
+    for (ts, s) in &segs {
+        w.segment(*ts, s).unwrap();
+    }
+    let cfg = Config {
+        max_pending: 1,
+        ..Config::default()
+    };
+    let sum = analyze(&w.into_inner()[..], cfg).unwrap();
+    let (l, s) = (op(&sum, "echo_long"), op(&sum, "echo_short"));
+    assert_eq!((l.calls, l.replies, l.unanswered), (1, 1, 0));
+    assert_eq!((s.calls, s.replies, s.unanswered), (1, 0, 1));
+    let rules: Vec<_> = sum.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["reply-unknown-id"]);
+}
