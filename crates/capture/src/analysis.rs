@@ -1,5 +1,5 @@
 //! The passive analysis of a capture: packets in, each TCP connection
-//! reassembled per direction ([`crate::tcp`]) and its bytes fed to an
+//! reassembled per direction ([`crate::reassembly`]) and its bytes fed to an
 //! observer of the pure GIOP core ([`iiop_giop::conn::observer`]), which
 //! frames the messages, pairs requests with their answers by connection
 //! and request id, and makes the conformance findings. What it reports
@@ -30,7 +30,7 @@ use iiop_giop::message::Reply;
 use iiop_giop::ReplyStatus;
 
 use crate::net::{self, Segment, Skip};
-use crate::tcp::{Delivery, Reassembler};
+use crate::reassembly::{Delivery, Reassembler};
 
 /// Limits of an analysis.
 #[derive(Debug, Clone, Copy)]
