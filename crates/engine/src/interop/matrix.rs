@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::run::RunningServer;
 
 use super::report::{self, Cell};
-use super::suite::{self, Suite, Verdict};
+use super::suite::{self, InteropSuite, Verdict};
 use super::{embedded_server, runtime, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
@@ -207,7 +207,7 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
             return cell;
         }
     };
-    match Suite::new(ior, o.suite_options()) {
+    match InteropSuite::new(ior, o.suite_options()) {
         Ok(s) => {
             let rep = rt.block_on(s.run());
             for c in &rep.checks {
@@ -442,7 +442,7 @@ pub fn availability(orbs: &[String]) -> crate::error::Result<Availability> {
 
 /// What to run in the matrix.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct InteropMatrixOpts {
     /// Our suite's settings (its `target` is not used: every server of
     /// the matrix is started here); `max_duration` also caps each vendor
     /// client's whole conformance run.
@@ -456,9 +456,9 @@ pub struct MatrixOpts {
     pub ready_timeout: Duration,
 }
 
-impl Default for MatrixOpts {
+impl Default for InteropMatrixOpts {
     fn default() -> Self {
-        MatrixOpts {
+        InteropMatrixOpts {
             suite: InteropOpts::default(),
             orbs: ["ours", "omniorb", "jacorb", "omniorbpy"]
                 .map(String::from)
@@ -496,7 +496,7 @@ impl MatrixRun {
 
 /// Run the matrix. News (skipped roles, servers starting, each cell's
 /// label as it ends) goes to `o.suite.progress` as notes.
-pub fn run(o: &MatrixOpts) -> crate::error::Result<MatrixRun> {
+pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
     let started_at = crate::results::now_rfc3339();
     let progress = &o.suite.progress;
     let mut a = availability(&o.orbs)?;

@@ -16,7 +16,7 @@ use iiop_giop::ior::Ior;
 use crate::progress::Progress;
 use crate::results::Results;
 use crate::target::TlsOpts;
-use suite::{Suite, SuiteOptions, SuiteReport, Verdict};
+use suite::{InteropSuite, InteropSuiteOptions, SuiteReport, Verdict};
 
 /// What the suite runs against and how (`iiopbench interop` without
 /// `--matrix`).
@@ -68,8 +68,8 @@ impl Default for InteropOpts {
 
 impl InteropOpts {
     /// The suite's own settings (at least 1 ms per request and 1 s in all).
-    pub fn suite_options(&self) -> SuiteOptions {
-        SuiteOptions {
+    pub fn suite_options(&self) -> InteropSuiteOptions {
+        InteropSuiteOptions {
             quick: self.quick,
             request_timeout: self.timeout.max(Duration::from_millis(1)),
             time_limit: self.max_duration.max(Duration::from_secs(1)),
@@ -141,7 +141,7 @@ pub fn run(o: &InteropOpts) -> crate::error::Result<SuiteRun> {
         }
     };
     let started_at = crate::results::now_rfc3339();
-    let suite = Suite::new(ior.clone(), o.suite_options())?;
+    let suite = InteropSuite::new(ior.clone(), o.suite_options())?;
     let case = o.progress.case("interop suite");
     let report = rt.block_on(suite.run());
     case.done();

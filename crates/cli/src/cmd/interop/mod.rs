@@ -102,8 +102,8 @@ impl InteropOpts {
     }
 
     /// The matrix's options in the engine.
-    fn matrix(&self) -> matrix::MatrixOpts {
-        matrix::MatrixOpts {
+    fn matrix(&self) -> matrix::InteropMatrixOpts {
+        matrix::InteropMatrixOpts {
             suite: self.engine(),
             orbs: self.orbs.clone(),
             corbaloc: self.corbaloc,
@@ -147,6 +147,7 @@ pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     }
     let mut run = interop::run(&o.engine())?;
     run.results.command = argv.to_vec();
+    crate::words::in_checks(&mut run.results);
     let rep = &run.report;
     // With `--json -` the JSON owns stdout; the human output goes to stderr.
     let human = if !o.quiet {
@@ -155,6 +156,8 @@ pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
         report::failures_only(&rep.checks)
     } + &rep.skip_lines()
         + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
+    // The calibration note names the suite's options as the engine does.
+    let human = crate::words::flags(&human);
     if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{human}");
     } else {
@@ -172,6 +175,7 @@ pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
 fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     let mut m = matrix::run(&o.matrix())?;
     m.results.command = argv.to_vec();
+    crate::words::in_checks(&mut m.results);
     if o.quiet {
         // Said as they happened when not quiet.
         for s in &m.skipped {
@@ -201,7 +205,7 @@ fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
         }
         if !o.quiet {
             for n in &c.notes {
-                println!("  note {n}");
+                println!("  note {}", crate::words::flags(n));
             }
         }
         if !c.skipped.is_empty() {
