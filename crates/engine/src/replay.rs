@@ -40,7 +40,7 @@ use iiop_transport::client::{Client, ClientConfig, ClientError, Connection};
 use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
-use crate::error::{bail, fail, Error, Result};
+use crate::error::{bail, fail, Error, JobError, Result};
 use crate::hist::Latency;
 use crate::progress::Progress;
 use crate::results::{Case, CaseParams, Results, TargetInfo};
@@ -101,7 +101,7 @@ pub enum Speed {
 }
 
 /// `1x`, `2x`, `0.5x` (the factor) or `max`.
-pub fn parse_speed(s: &str) -> Result<Speed, String> {
+pub fn parse_speed(s: &str) -> Result<Speed, JobError> {
     if s == "max" {
         return Ok(Speed::Max);
     }
@@ -109,11 +109,11 @@ pub fn parse_speed(s: &str) -> Result<Speed, String> {
         .strip_suffix('x')
         .unwrap_or(s)
         .parse()
-        .map_err(|_| format!("`{s}`: expected 1x, 2x, 0.5x … or max"))?;
+        .map_err(|_| JobError::new(format!("`{s}`: expected 1x, 2x, 0.5x … or max")))?;
     if f > 0.0 && f.is_finite() {
         Ok(Speed::Factor(f))
     } else {
-        Err(format!("`{s}`: the factor must be positive"))
+        Err(JobError::new(format!("`{s}`: the factor must be positive")))
     }
 }
 
