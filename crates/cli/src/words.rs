@@ -21,8 +21,9 @@ const RENAMED: [(&str, &str); 8] = [
 
 /// Job fields (and option names of the non-job commands) that are flags
 /// of the same name.
-const SAME: [&str; 81] = [
+const SAME: [&str; 82] = [
     "a_target",
+    "agents",
     "b_target",
     "args",
     "baseline",
