@@ -13,7 +13,7 @@ use iiop_giop::message::LocateStatus;
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::{count_error, error_kind};
 use crate::error::{check, Error, JobError, Result};
 use crate::hist::Latency;
@@ -60,26 +60,7 @@ impl ConnectJob {
     }
 }
 
-impl BenchJob for ConnectJob {
-    const KIND: &'static str = "connect";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(ConnectJob, "connect");
 
 const STEPS: [&str; 6] = [
     "tcp-connect",
