@@ -306,6 +306,10 @@ pub enum Command {
     /// and response times with the captured ones.
     #[command(after_help = examples::REPLAY)]
     Replay(Box<crate::cmd::replay::ReplayOpts>),
+    /// A GIOP proxy in front of one server: references lead back through
+    /// it; it injects faults and records what it passes.
+    #[command(after_help = crate::cmd::proxy::EXAMPLES)]
+    Proxy(Box<crate::cmd::proxy::ProxyOpts>),
 }
 
 #[derive(Debug, Subcommand)]
