@@ -293,7 +293,7 @@ pub enum Command {
     Agents(crate::cmd::agents::AgentsCommand),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     #[command(after_help = examples::INTEROP)]
-    Interop(crate::cmd::interop::InteropOpts),
+    Interop(Box<crate::cmd::interop::InteropOpts>),
     /// Look inside an object reference (like catior) or write one (like
     /// genior).
     #[command(subcommand, after_help = crate::cmd::ior::EXAMPLES)]

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use iiopbench_engine::interop::suite::load_target;
-use iiopbench_engine::proxy::{reference_ops_of_idl, Faults, Proxy, ProxyConfig, RelayStats};
+use iiopbench_engine::proxy::{reference_ops_of_idl, Faults, Proxy, ProxyConfig};
 
 /// `iiopbench proxy --help`'s examples.
 pub const EXAMPLES: &str = "\
@@ -55,35 +55,6 @@ pub struct ProxyOpts {
     pub idl: Option<PathBuf>,
 }
 
-/// What the proxy did, one line; the faults' counts only where nonzero.
-pub fn stats_line(s: &RelayStats) -> String {
-    let mut out = format!(
-        "proxy: {} connections, {} messages, {} bytes from clients, {} from servers, {} writes",
-        s.connections, s.messages, s.bytes_from_client, s.bytes_from_server, s.writes
-    );
-    for (n, what) in [
-        (s.fragmented, "messages fragmented"),
-        (s.fragments, "fragments"),
-        (s.delayed, "replies delayed"),
-        (s.reordered, "replies overtaken"),
-        (s.stripped, "CodeSets contexts stripped"),
-        (s.fillers, "filler contexts"),
-        (s.references_rewritten, "references rewritten"),
-        (s.close_connections, "CloseConnection injected"),
-        (s.message_errors, "MessageError injected"),
-        (s.duplicated, "messages duplicated"),
-        (s.corrupted, "messages corrupted"),
-        (s.corrupt_missed, "corruptions beyond their message"),
-        (s.dropped, "client messages dropped after CloseConnection"),
-        (s.opaque, "pieces passed as bytes"),
-    ] {
-        if n > 0 {
-            out.push_str(&format!(", {n} {what}"));
-        }
-    }
-    out
-}
-
 /// Run until interrupted; then the counts.
 pub fn run(o: &ProxyOpts) -> anyhow::Result<()> {
     let target = load_target(&o.target)?;
@@ -122,6 +93,6 @@ pub fn run(o: &ProxyOpts) -> anyhow::Result<()> {
     let st = p
         .stop()
         .map_err(|e| anyhow::anyhow!("iiopbench proxy: {e}"))?;
-    println!("{}", stats_line(&st));
+    println!("{}", st.summary());
     Ok(())
 }

@@ -110,6 +110,9 @@ pub fn reference_ops_of_idl(spec: &iiop_idl::Spec) -> BTreeSet<String> {
     out
 }
 
+/// Send buffer of the proxy's sockets when it dribbles.
+const DRIBBLE_SNDBUF: usize = 8 << 20;
+
 /// What every task of a proxy shares.
 #[derive(Debug)]
 struct Shared {
@@ -436,6 +439,13 @@ async fn run_connection(
         _ => return,
     };
     let _ = server.set_nodelay(true);
+    if shared.relay.faults.dribble.is_some() {
+        // Every small write takes a whole buffer slot in the kernel: with
+        // the default send buffer the writer stalls on each delayed ACK.
+        for s in [&client, &server] {
+            let _ = socket2::SockRef::from(s).set_send_buffer_size(DRIBBLE_SNDBUF);
+        }
+    }
     let ts = now_ns();
     let legs = shared.recorder.as_ref().and_then(|r| {
         let c = r.leg(client.peer_addr().ok()?, client.local_addr().ok()?, ts);

@@ -124,6 +124,37 @@ pub struct RelayStats {
 }
 
 impl RelayStats {
+    /// What the relays did in one line: connections, messages, bytes,
+    /// writes, and each fault's count where it is not zero.
+    pub fn summary(&self) -> String {
+        let s = self;
+        let mut out = format!(
+            "proxy: {} connections, {} messages, {} bytes from clients, {} from servers, {} writes",
+            s.connections, s.messages, s.bytes_from_client, s.bytes_from_server, s.writes
+        );
+        for (n, what) in [
+            (s.fragmented, "messages fragmented"),
+            (s.fragments, "fragments"),
+            (s.delayed, "replies delayed"),
+            (s.reordered, "replies overtaken"),
+            (s.stripped, "CodeSets contexts stripped"),
+            (s.fillers, "filler contexts"),
+            (s.references_rewritten, "references rewritten"),
+            (s.close_connections, "CloseConnection injected"),
+            (s.message_errors, "MessageError injected"),
+            (s.duplicated, "messages duplicated"),
+            (s.corrupted, "messages corrupted"),
+            (s.corrupt_missed, "corruptions beyond their message"),
+            (s.dropped, "client messages dropped after CloseConnection"),
+            (s.opaque, "pieces passed as bytes"),
+        ] {
+            if n > 0 {
+                out.push_str(&format!(", {n} {what}"));
+            }
+        }
+        out
+    }
+
     /// Add `o`'s counts to these.
     pub fn add(&mut self, o: &RelayStats) {
         let RelayStats {
