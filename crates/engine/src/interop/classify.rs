@@ -15,6 +15,10 @@
 //!   GIOP version and byte order: the bytes were valid, the refusal is the
 //!   peer's. If our own decoder refuses them, it is our failure
 //!   (`own-bytes-invalid`).
+//! - `proxy-fault`: a failure in a run through a proxy that injected
+//!   faults names them (the fault, and how often it acted): the pair did
+//!   not survive that fault. It comes first: the peer did not get the
+//!   bytes we sent, so no rule about whose they were applies.
 //! - A note is a difference the spec allows (`spec-legal`); a skip is a
 //!   skip.
 //!
@@ -179,6 +183,15 @@ pub fn classify(k: &Check, roles: Roles) -> Classified {
             )
         }
         Verdict::Fail => {}
+    }
+    // Through a proxy injecting faults the peer did not get the bytes we
+    // sent: no rule about whose they were applies.
+    if let Some(faults) = super::via::faults_named(&k.detail) {
+        return by(
+            Class::Failed,
+            Some("proxy-fault"),
+            format!("failed under the proxy's faults {faults}"),
+        );
     }
     if let Some((reply, request)) = reply_versions(&k.detail).filter(|(a, b)| a != b) {
         return if roles.server_ours {
@@ -459,6 +472,24 @@ mod tests {
             "big",
         );
         assert_eq!(classify(&k, OURS_CLIENT).rule, None);
+    }
+
+    #[test]
+    fn a_failure_under_injected_faults_names_them_first() {
+        let k = check(
+            Verdict::Fail,
+            "echo_double 100 elements: MARSHAL minor 0x41540009 (OmniOrb) completed No \
+             [through a proxy injecting corrupt=4@40: 1 messages corrupted]",
+            "double",
+            "1.2",
+            "big",
+        );
+        let c = classify(&k, OURS_CLIENT);
+        assert_eq!((c.class, c.rule), (Class::Failed, Some("proxy-fault")));
+        assert_eq!(
+            c.why,
+            "failed under the proxy's faults corrupt=4@40: 1 messages corrupted"
+        );
     }
 
     #[test]

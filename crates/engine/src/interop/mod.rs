@@ -172,12 +172,15 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
         .map_or_else(|| ior.clone(), |p| p.ior().clone());
     let suite = Suite::new(tested, o.suite_options())?;
     let case = o.progress.case("interop suite");
-    let report = rt.block_on(suite.run());
+    let mut report = rt.block_on(suite.run());
     case.done();
     let proxy = proxy
         .map(|p| p.stop())
         .transpose()
         .map_err(|e| anyhow::anyhow!("the proxy: {e}"))?;
+    if let (Some(f), Some(st)) = (&o.via_proxy, &proxy) {
+        via::name_faults(&mut report.checks, f, st);
+    }
     drop(server);
     let mut results = report::suite_results(&report, &ior, kind, &reference, &started_at, o.quick);
     if let (Some(f), Some(st)) = (&o.via_proxy, &proxy) {

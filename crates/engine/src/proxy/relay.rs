@@ -132,7 +132,32 @@ impl RelayStats {
             "proxy: {} connections, {} messages, {} bytes from clients, {} from servers, {} writes",
             s.connections, s.messages, s.bytes_from_client, s.bytes_from_server, s.writes
         );
-        for (n, what) in [
+        for (n, what) in self.counts() {
+            out.push_str(&format!(", {n} {what}"));
+        }
+        out
+    }
+
+    /// What the faults did, comma-separated (`3 MessageError injected`),
+    /// or `no fault acted`: for naming the faults in a failed check.
+    pub fn faults_acted(&self) -> String {
+        let acted: Vec<String> = self
+            .counts()
+            .into_iter()
+            .filter(|(_, what)| !matches!(*what, "references rewritten" | "pieces passed as bytes"))
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        if acted.is_empty() {
+            "no fault acted".into()
+        } else {
+            acted.join(", ")
+        }
+    }
+
+    /// Every count past the bytes that is not zero, with its words.
+    fn counts(&self) -> Vec<(u64, &'static str)> {
+        let s = self;
+        [
             (s.fragmented, "messages fragmented"),
             (s.fragments, "fragments"),
             (s.delayed, "replies delayed"),
@@ -147,12 +172,10 @@ impl RelayStats {
             (s.corrupt_missed, "corruptions beyond their message"),
             (s.dropped, "client messages dropped after CloseConnection"),
             (s.opaque, "pieces passed as bytes"),
-        ] {
-            if n > 0 {
-                out.push_str(&format!(", {n} {what}"));
-            }
-        }
-        out
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .collect()
     }
 
     /// Add `o`'s counts to these.
