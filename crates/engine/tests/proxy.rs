@@ -577,3 +577,25 @@ fn giop_11_fragments_reach_the_server_intact() {
             .all(|(h, _)| h.msg_type == MsgType::Fragment));
     }
 }
+
+/// `--record x.json`: what passed is kept as the `pcap` command's
+/// results (both legs, the call paired with its reply), and the pcapng
+/// it was analysed from is gone.
+#[test]
+fn a_json_recording_is_the_pcap_commands_results() {
+    let srv = server();
+    let file = tmp("rec.json");
+    let p = proxy(&srv.refs().ior, "none", &file);
+    let mut c = Raw::connect(p.addr());
+    c.send(&request(Version::V1_2, 1, "echo_octet", b"x", &[]));
+    assert!(matches!(c.recv(), Some(Message::Reply(_))));
+    drop(c);
+    stop(p);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(j["kind"], "pcap");
+    let text = j.to_string();
+    assert!(text.contains("echo_octet"), "{text}");
+    assert!(!file.with_extension("json.pcapng.part").exists());
+    let _ = std::fs::remove_file(&file);
+}
