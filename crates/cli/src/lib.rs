@@ -49,6 +49,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Ior(c) => cmd::ior::run(&c),
         Command::Pcap(o) => cmd::pcap::run(&o),
         Command::Replay(o) => cmd::replay::run(&o),
+        Command::Proxy(o) => cmd::proxy::run(&o),
     };
     match outcome {
         Ok(()) => 0,

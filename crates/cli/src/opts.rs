@@ -293,7 +293,7 @@ pub enum Command {
     Agents(crate::cmd::agents::AgentsCommand),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     #[command(after_help = examples::INTEROP)]
-    Interop(crate::cmd::interop::InteropOpts),
+    Interop(Box<crate::cmd::interop::InteropOpts>),
     /// Look inside an object reference (like catior) or write one (like
     /// genior).
     #[command(subcommand, after_help = crate::cmd::ior::EXAMPLES)]
@@ -306,6 +306,10 @@ pub enum Command {
     /// and response times with the captured ones.
     #[command(after_help = examples::REPLAY)]
     Replay(Box<crate::cmd::replay::ReplayOpts>),
+    /// A GIOP proxy in front of one server: references lead back through
+    /// it; it injects faults and records what it passes.
+    #[command(after_help = crate::cmd::proxy::EXAMPLES)]
+    Proxy(Box<crate::cmd::proxy::ProxyOpts>),
 }
 
 #[derive(Debug, Subcommand)]

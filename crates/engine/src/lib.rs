@@ -44,7 +44,8 @@
 //!   (any operation of any IDL, values as JSON), [`interop`] (the
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
 //!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
-//!   [`replay`] (captured traffic measured, and sent again);
+//!   [`replay`] (captured traffic measured, and sent again), [`proxy`]
+//!   (a fault-injecting GIOP proxy between any client and server);
 //! - distributed runs: [`agents`] (one bench run by N coordinated agents:
 //!   the coordinator, the agent, their results merged) and [`lab`] (the
 //!   benchmarks across an emulated network of namespaces: `lab run`,
@@ -83,6 +84,7 @@ pub mod orbs;
 pub mod placement;
 pub mod procnet;
 pub mod progress;
+pub mod proxy;
 pub mod rawtcp;
 pub mod replay;
 pub mod report;
