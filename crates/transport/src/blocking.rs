@@ -36,9 +36,10 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::{CdrError, Writer};
 
-use super::client::tcp_socket;
 use super::tls::{handshake_failure, server_name, Side};
 use crate::config::ClientConfig;
+use crate::socket::tcp_socket;
+pub use crate::socket::{data_segments_out, recv_spinning, segment_size, send_spinning, Spin};
 use iiop_giop::conn::client::{
     ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
@@ -447,121 +448,6 @@ impl Drop for BlockingConnection {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// The spin phase of one wait (`ClientConfig::spin`): the socket is polled
-/// without blocking, the CPU yielded between polls (to a server sharing
-/// it, if any), until `limit` has passed since the first poll that found
-/// nothing to do; then the caller blocks as usual.
-///
-/// A spinning caller picks a reply up as it lands, and refills a full send
-/// buffer as soon as there is room, without the wake-up of a sleeping
-/// thread (on a virtual machine, an idle CPU's wake-up costs tens of
-/// microseconds), at the price of keeping its CPU busy: for callers that
-/// own a CPU the server does not use. Reads no clock until a poll finds
-/// nothing to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Spin {
-    limit: Duration,
-    until: Option<Instant>,
-}
-
-impl Spin {
-    /// A spin phase of `limit`; none for `None` or zero.
-    pub fn new(limit: Option<Duration>) -> Option<Spin> {
-        limit
-            .filter(|d| !d.is_zero())
-            .map(|limit| Spin { limit, until: None })
-    }
-
-    /// A poll found nothing to do: yield and say to poll again, or say the
-    /// phase is over.
-    fn again(&mut self) -> bool {
-        let now = Instant::now();
-        if now >= *self.until.get_or_insert(now + self.limit) {
-            return false;
-        }
-        std::thread::yield_now();
-        true
-    }
-}
-
-/// TCP segments carrying data that socket `s` has sent so far
-/// (TCP_INFO's `tcpi_data_segs_out`, a counter that wraps at 2^32);
-/// `None` where the kernel does not say.
-pub fn data_segments_out(s: &impl std::os::fd::AsRawFd) -> Option<u32> {
-    // SAFETY: tcp_info is plain integers; the kernel fills at most `len`
-    // bytes of it and says how many.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    let end = std::mem::offset_of!(libc::tcp_info, tcpi_data_segs_out) + 4;
-    (rc == 0 && len as usize >= end).then_some(info.tcpi_data_segs_out)
-}
-
-/// The connection's maximum segment size (TCP_MAXSEG): a message shorter
-/// than it gains from Nagle's joining, a longer one only waits for an ACK
-/// with its tail (128 KiB oneways on loopback: ~10 % slower).
-pub fn segment_size(s: &impl std::os::fd::AsFd) -> std::io::Result<usize> {
-    socket2::SockRef::from(s)
-        .tcp_mss()
-        .map(|v| v.max(1) as usize)
-}
-
-/// Receive into `buf`, spinning first while `spin` lasts (it is cleared
-/// when it ends); then a plain blocking `recv`, which SO_RCVTIMEO may end
-/// with `WouldBlock`.
-pub fn recv_spinning(
-    sock: &TcpStream,
-    buf: &mut [MaybeUninit<u8>],
-    spin: &mut Option<Spin>,
-) -> std::io::Result<usize> {
-    let s = socket2::SockRef::from(sock);
-    while let Some(sp) = spin {
-        match s.recv_with_flags(buf, libc::MSG_DONTWAIT) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if !sp.again() {
-                    *spin = None;
-                }
-            }
-            r => return r,
-        }
-    }
-    s.recv(buf)
-}
-
-/// Send `bufs` (one slice with `send`, more with `sendmsg`), spinning
-/// first while `spin` lasts (it is cleared when it ends); then a plain
-/// blocking send, which SO_SNDTIMEO may end with `WouldBlock`.
-pub fn send_spinning(
-    sock: &TcpStream,
-    bufs: &[IoSlice<'_>],
-    spin: &mut Option<Spin>,
-) -> std::io::Result<usize> {
-    let s = socket2::SockRef::from(sock);
-    let send = |flags: libc::c_int| match bufs {
-        [one] => s.send_with_flags(one, flags | libc::MSG_NOSIGNAL),
-        _ => s.send_vectored_with_flags(bufs, flags | libc::MSG_NOSIGNAL),
-    };
-    while let Some(sp) = spin {
-        match send(libc::MSG_DONTWAIT) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if !sp.again() {
-                    *spin = None;
-                }
-            }
-            r => return r,
-        }
-    }
-    send(0)
 }
 
 /// The TLS handshake over a connected socket, bounded by the connect

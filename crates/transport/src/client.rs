@@ -337,7 +337,7 @@ impl Connection {
                 addr: addr.clone(),
                 message: "host name resolved to no address".into(),
             })?;
-        let socket = tcp_socket(sockaddr, cfg)
+        let socket = crate::socket::tcp_socket(sockaddr, cfg)
             .and_then(|s| {
                 s.set_nonblocking(true)?;
                 Ok(TcpSocket::from_std_stream(s.into()))
@@ -390,7 +390,7 @@ impl Connection {
         };
         let coalescing = Coalescing::new(&setup, || {
             let w = wr.as_ref()?;
-            super::blocking::segment_size(w.as_ref()).ok()
+            crate::socket::segment_size(w.as_ref()).ok()
         });
         let shared = Arc::new(Shared {
             setup,
@@ -861,27 +861,6 @@ fn drain_replies(
             let _ = w.send(Ok((inc, stamp)));
         }
     }
-}
-
-/// A TCP socket for `addr` with the configured options, before it
-/// connects (the receive buffer sets the window scale offered then).
-pub(super) fn tcp_socket(
-    addr: std::net::SocketAddr,
-    cfg: &ClientConfig,
-) -> std::io::Result<socket2::Socket> {
-    let s = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM,
-        Some(socket2::Protocol::TCP),
-    )?;
-    if let Some(n) = cfg.send_buffer {
-        s.set_send_buffer_size(n as usize)?;
-    }
-    if let Some(n) = cfg.recv_buffer {
-        s.set_recv_buffer_size(n as usize)?;
-    }
-    s.set_tcp_nodelay(cfg.nodelay)?;
-    Ok(s)
 }
 
 /// The TLS handshake over a connected socket, bounded by the connect

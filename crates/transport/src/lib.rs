@@ -20,6 +20,8 @@
 //! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
 //!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
+//! - [`socket`]: socket options and the spinning `recv`/`send` every
+//!   driver shares (a leaf: it knows no GIOP).
 //! - [`tls`]: rustls settings from PEM files, handshake failures in one
 //!   line. Every driver runs over plain TCP or TLS over TCP, as
 //!   `iiop_giop::conn::endpoint` decides.
@@ -48,6 +50,7 @@ pub mod config;
 pub mod hosted;
 pub mod naming;
 pub mod server;
+pub mod socket;
 pub mod threads;
 pub mod tls;
 

@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::blocking::{recv_spinning, Spin};
+use crate::socket::{recv_spinning, Spin};
 use iiop_giop::conn::server::{
     AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
 };
