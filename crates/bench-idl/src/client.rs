@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use iiop_cdr::{CdrError, Options, Reader, TypeCode, Value, Writer};
 use iiop_giop::conn::client::{Again, Follow, Step};
 use iiop_giop::conn::endpoint::endpoint_for;
+use iiop_giop::conn::route::version_for;
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::ior::{IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateReply, LocateStatus, Reply};
-use iiop_giop::{ResponseMode, TargetAddress, Version};
+use iiop_giop::{ResponseMode, TargetAddress};
 use iiop_transport::client::{reply_result_from, ClientConfig, ClientError, Connection};
 use iiop_transport::{BlockingConnection, PhaseTotals, Prepared};
 
@@ -68,10 +69,7 @@ impl Link {
         wait: Wait,
         abort: Option<fn() -> bool>,
     ) -> Result<(Link, Options), ClientError> {
-        let version = cfg.version.unwrap_or(Version {
-            major: 1,
-            minor: p.version.minor.min(2),
-        });
+        let version = version_for(p, cfg.version);
         let ep = endpoint_for(p, cfg.tls.wanted())?;
         Ok(match wait {
             Wait::Reactor => {

@@ -63,6 +63,7 @@ use iiop_giop::conn::client::{
 use iiop_giop::conn::deadline::Timer;
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
 use iiop_giop::conn::out::{Outbox, MAX_IOV};
+use iiop_giop::conn::route::version_for;
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::header::Version;
 use iiop_giop::ior::{IiopProfile, Ior};
@@ -947,11 +948,7 @@ impl Client {
         p: &IiopProfile,
         code_sets: Option<&CodeSetComponentInfo>,
     ) -> Result<Connection, ClientError> {
-        let version = self.cfg.version.unwrap_or(if p.version.minor > 2 {
-            Version::V1_2
-        } else {
-            p.version
-        });
+        let version = version_for(p, self.cfg.version);
         let ep = endpoint_for(p, self.cfg.tls.wanted())?;
         let key = (ep.clone(), version, code_sets.cloned());
         {

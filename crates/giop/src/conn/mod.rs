@@ -16,13 +16,16 @@
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
 //! - [`deadline`]: timers computed from instants passed in;
-//! - [`endpoint`]: plain TCP or TLS, and on which port, for a profile.
+//! - [`endpoint`]: plain TCP or TLS, and on which port, for a profile;
+//! - [`route`]: where a client's calls go (the GIOP version for a
+//!   profile).
 
 pub mod client;
 pub mod deadline;
 pub mod endpoint;
 pub mod error;
 pub mod out;
+pub mod route;
 pub mod server;
 
 /// Tests drive time by hand from one base instant: the only clock read in
