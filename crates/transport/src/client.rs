@@ -57,8 +57,7 @@ pub use iiop_giop::conn::client::{
     reply_result, reply_result_from, ClientError, Prepared, DEFAULT_SPLICE_CUTOFF,
 };
 use iiop_giop::conn::client::{
-    ClientSetup, Coalescing, Follow, Inbound, Incoming, Outgoing, RequestIds, Requests, SendQueue,
-    Step,
+    ClientSetup, Coalescing, Follow, Inbound, Incoming, Outgoing, Requests, SendQueue, Step,
 };
 use iiop_giop::conn::deadline::Timer;
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
@@ -179,7 +178,6 @@ struct Shared {
     reaper_at_us: AtomicU64,
     /// Woken when a request's deadline comes before `reaper_at_us`.
     deadline_sooner: Notify,
-    ids: RequestIds,
     out: Mutex<OutState>,
     /// A TCP connection's write half, shared with the writer task:
     /// `try_write` needs only `&self`. `None` over TLS (the writer task
@@ -402,7 +400,6 @@ impl Connection {
             epoch: Instant::now(),
             reaper_at_us: AtomicU64::new(u64::MAX),
             deadline_sooner: Notify::new(),
-            ids: RequestIds::default(),
             out: Mutex::new(OutState {
                 q: SendQueue::new(&cfg.conn()),
                 writing: false,
@@ -476,24 +473,21 @@ impl Connection {
     {
         let s = &self.shared;
         let what = out.sending();
-        let expects_reply = what.expects_reply();
-        let id = s.ids.next();
         let timer = timeout
-            .filter(|_| expects_reply)
+            .filter(|_| what.expects_reply())
             .map(|t| Timer::started(t, Instant::now()));
-        let (rx, alone) = {
+        let mut rx = None;
+        let (ticket, alone) = {
             let mut p = s.pending.lock().unwrap_or_else(|e| e.into_inner());
-            p.alive()?;
             // With nothing else in flight, writing from this task saves a
             // task switch; with company, the writer task batches instead.
             let alone = s.direct_write && p.is_empty();
-            if expects_reply {
-                let (tx, rx) = oneshot::channel();
-                p.insert(id, tx, timer);
-                (Some(rx), alone)
-            } else {
-                (None, alone)
-            }
+            let waiter = || {
+                let (tx, r) = oneshot::channel();
+                rx = Some(r);
+                tx
+            };
+            (p.begin(what, waiter, timer)?, alone)
         };
         if let Some(t) = timer {
             // The reaper sleeps until the earliest deadline it saw; wake it
@@ -521,7 +515,7 @@ impl Connection {
             };
             // (Held oneways go out with this.)
             let idle = alone && !st.writing && (st.q.pending().is_empty() || st.q.holds());
-            match st.q.queue(&s.setup, id, out) {
+            match st.q.queue(&s.setup, &ticket, out) {
                 Ok(()) => {
                     if timed {
                         t_encoded = Some(Instant::now());
@@ -554,7 +548,7 @@ impl Connection {
                 s.pending
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .complete(id);
+                    .abandon(ticket);
                 return Err(e);
             }
         }
@@ -832,14 +826,13 @@ fn drain_replies(
 ) -> Result<(), ClientError> {
     loop {
         let t_decode = clock.is_some().then(Instant::now);
-        let Some((id, inc)) = inbound.next(&shared.setup)? else {
+        let complete = |id| {
+            let mut p = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.complete(id)
+        };
+        let Some((_, waiter, inc)) = inbound.next_waited(&shared.setup, complete)? else {
             return Ok(());
         };
-        let waiter = shared
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .complete(id);
         let stamp = match (clock.as_deref_mut(), t_decode) {
             (Some(c), Some(t)) => {
                 let decoded = Instant::now();
@@ -858,9 +851,7 @@ fn drain_replies(
             }
             _ => None,
         };
-        if let Some(w) = waiter {
-            let _ = w.send(Ok((inc, stamp)));
-        }
+        let _ = waiter.send(Ok((inc, stamp)));
     }
 }
 

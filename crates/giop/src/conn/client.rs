@@ -10,8 +10,8 @@
 //!   order, negotiated code sets, fragmenting, timeouts);
 //! - [`SendQueue`]: the bytes to write and whether the CodeSets context
 //!   went out;
-//! - [`Requests`]: who waits for which request id, until when, and whether
-//!   the connection is dead;
+//! - [`Requests`]: the request ids (their one source), who waits for
+//!   which, until when, and whether the connection is dead;
 //! - [`Inbound`]: received bytes to replies (framing, reassembly, decoding,
 //!   what a server may send);
 //! - [`Follow`]: LOCATION_FORWARD / OBJECT_FORWARD hops, the one retry
@@ -19,7 +19,10 @@
 //!
 //! [`ClientConn`] puts them together for a driver that owns a connection
 //! alone (the blocking client, tests). The tokio driver keeps the parts
-//! under separate locks, so that a call takes no more locks than before.
+//! under separate locks, so that a call takes no more locks than before,
+//! and calls them in the same order ([`Requests`] says which):
+//! [`Requests::begin`], [`SendQueue::queue`] (or [`Requests::abandon`]),
+//! and for what arrives [`Inbound::next_waited`].
 //!
 //! Order of use of a [`ClientConn`], quinn-style: `send_*` a request (it
 //! is queued in [`outbox`](ClientConn::outbox); write it out, the first
@@ -34,7 +37,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -463,24 +465,6 @@ fn fragment_from(
     .map_err(ClientError::Encode)
 }
 
-/// Request ids, handed out in sequence from 1 (shared by the callers of
-/// one connection without a lock).
-#[derive(Debug)]
-pub struct RequestIds(AtomicU32);
-
-impl Default for RequestIds {
-    fn default() -> Self {
-        RequestIds(AtomicU32::new(1))
-    }
-}
-
-impl RequestIds {
-    /// The next id.
-    pub fn next(&self) -> u32 {
-        self.0.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
 /// Nagle's algorithm on a connection that coalesces oneways
 /// ([`ConnConfig::coalesce_oneways`]): each driver asks it before a
 /// write, and it turns TCP_NODELAY off or on through the driver's socket
@@ -611,16 +595,18 @@ impl SendQueue {
         }
     }
 
-    /// Queue `out` with request id `id`; nothing is queued on an error.
+    /// Queue `out`, begun as `t` ([`Requests::begin`]: its request id);
+    /// nothing is queued on an error (then [`Requests::abandon`] it).
     pub fn queue<F>(
         &mut self,
         s: &ClientSetup,
-        id: u32,
+        t: &Ticket,
         out: Outgoing<'_, F>,
     ) -> Result<(), ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        let id = t.id;
         match out {
             Outgoing::Request {
                 target,
@@ -804,12 +790,23 @@ impl<W> Expired<W> {
     }
 }
 
-/// The requests of one connection that wait for an answer, by request id,
-/// and whether the connection is dead (then no request may start).
+/// The requests of one connection: the request ids (handed out here
+/// alone, in sequence from 1), who waits for which answer, and whether the
+/// connection is dead (then no request may start).
+///
+/// A request goes through the parts in one order, whichever driver holds
+/// them and under however many locks: [`begin`](Self::begin) (its id, and
+/// its waiter registered before any byte of it can be written, so that no
+/// answer can come before it), then [`SendQueue::queue`] with the
+/// [`Ticket`], or [`abandon`](Self::abandon) when that fails. Answers go
+/// the other way through [`Inbound::next_waited`], which hands each to
+/// its waiter ([`complete`](Self::complete)).
 #[derive(Debug)]
 pub struct Requests<W> {
     map: HashMap<u32, Waiting<W>, BuildHasherDefault<IdHasher>>,
     dead: Option<ClientError>,
+    /// The next request id.
+    next_id: u32,
 }
 
 impl<W> Default for Requests<W> {
@@ -817,11 +814,46 @@ impl<W> Default for Requests<W> {
         Requests {
             map: HashMap::default(),
             dead: None,
+            next_id: 1,
         }
     }
 }
 
+/// A request begun ([`Requests::begin`]) and not yet queued: its id, for
+/// [`SendQueue::queue`], or to [`Requests::abandon`] it.
+#[derive(Debug)]
+#[must_use = "a begun request is queued or abandoned"]
+pub struct Ticket {
+    /// The request id.
+    pub id: u32,
+}
+
 impl<W> Requests<W> {
+    /// Begin a request of kind `what` on a live connection: the next
+    /// request id, and when an answer is expected, `waiter()` waits for it
+    /// until `timer` runs out (none: for ever). The connection's error
+    /// when it is dead.
+    pub fn begin(
+        &mut self,
+        what: Sending,
+        waiter: impl FnOnce() -> W,
+        timer: Option<Timer>,
+    ) -> Result<Ticket, ClientError> {
+        self.alive()?;
+        let id = self.next_id;
+        self.next_id = id.wrapping_add(1);
+        if what.expects_reply() {
+            self.insert(id, waiter(), timer);
+        }
+        Ok(Ticket { id })
+    }
+
+    /// A request begun that could not be queued: nobody waits for it any
+    /// more (its waiter, if it had one, is returned).
+    pub fn abandon(&mut self, t: Ticket) -> Option<W> {
+        self.complete(t.id)
+    }
+
     /// Why the connection is dead, if it is.
     pub fn dead(&self) -> Option<&ClientError> {
         self.dead.as_ref()
@@ -846,7 +878,7 @@ impl<W> Requests<W> {
     }
 
     /// Wait for the answer to `id`, until `timer` runs out.
-    pub fn insert(&mut self, id: u32, waiter: W, timer: Option<Timer>) {
+    fn insert(&mut self, id: u32, waiter: W, timer: Option<Timer>) {
         self.map.insert(id, Waiting { waiter, timer });
     }
 
@@ -929,6 +961,24 @@ impl Inbound {
     /// Whether bytes of a further message are buffered.
     pub fn has_buffered(&self) -> bool {
         !self.buf.is_empty()
+    }
+
+    /// The next answer somebody waits for, as (request id, its waiter,
+    /// the answer): `complete` says who waits for an id
+    /// ([`Requests::complete`]), and answers nobody waits for (late ones,
+    /// after a timeout) are dropped. `Ok(None)` until more bytes arrive;
+    /// an error ends the connection, as for [`next`](Self::next).
+    pub fn next_waited<W>(
+        &mut self,
+        s: &ClientSetup,
+        mut complete: impl FnMut(u32) -> Option<W>,
+    ) -> Result<Option<(u32, W, Incoming)>, ClientError> {
+        while let Some((id, inc)) = self.next(s)? {
+            if let Some(w) = complete(id) {
+                return Ok(Some((id, w, inc)));
+            }
+        }
+        Ok(None)
     }
 
     /// The next answer in the bytes received, as (request id, answer);
@@ -1065,7 +1115,6 @@ impl Prepared {
 #[derive(Debug)]
 pub struct ClientConn {
     setup: ClientSetup,
-    ids: u32,
     queue: SendQueue,
     requests: Requests<()>,
     inbound: Inbound,
@@ -1078,7 +1127,6 @@ impl ClientConn {
         let opts = setup.wire.opts;
         ClientConn {
             setup,
-            ids: 1,
             queue: SendQueue::new(cfg),
             requests: Requests::default(),
             inbound: Inbound::new(cfg.codec, opts),
@@ -1108,28 +1156,17 @@ impl ClientConn {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let what = out.sending();
-        let id = self.begin()?;
-        self.queue.queue(&self.setup, id, out)?;
-        self.wait(what, id, timeout, now);
-        Ok(id)
-    }
-
-    fn begin(&mut self) -> Result<u32, ClientError> {
-        self.requests.alive()?;
-        let id = self.ids;
-        self.ids = self.ids.wrapping_add(1);
-        Ok(id)
-    }
-
-    fn wait(&mut self, what: Sending, id: u32, timeout: Option<Duration>, now: Option<Instant>) {
-        if what.expects_reply() {
-            let timer = timeout.map(|t| match now {
-                Some(now) => Timer::started(t, now),
-                None => Timer::unarmed(t),
-            });
-            self.requests.insert(id, (), timer);
+        let timer = timeout.map(|t| match now {
+            Some(now) => Timer::started(t, now),
+            None => Timer::unarmed(t),
+        });
+        let t = self.requests.begin(out.sending(), || (), timer)?;
+        let id = t.id;
+        if let Err(e) = self.queue.queue(&self.setup, &t, out) {
+            self.requests.abandon(t);
+            return Err(e);
         }
+        Ok(id)
     }
 
     /// Whether request `id` still waits for its answer.
@@ -1178,16 +1215,13 @@ impl ClientConn {
     /// ([`fail`](Self::fail)): malformed input (MessageError is queued), the
     /// peer's CloseConnection (retryable) or MessageError.
     pub fn poll(&mut self) -> Result<Option<(u32, Incoming)>, ClientError> {
-        loop {
-            match self.inbound.next(&self.setup) {
-                Ok(Some((id, inc))) => {
-                    if self.requests.complete(id).is_some() {
-                        return Ok(Some((id, inc)));
-                    }
-                }
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(self.fail(e)),
-            }
+        let requests = &mut self.requests;
+        match self
+            .inbound
+            .next_waited(&self.setup, |id| requests.complete(id))
+        {
+            Ok(got) => Ok(got.map(|(id, (), inc)| (id, inc))),
+            Err(e) => Err(self.fail(e)),
         }
     }
 

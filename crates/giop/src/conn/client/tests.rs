@@ -152,6 +152,66 @@ fn request_ids_count_up_and_replies_match_in_any_order() {
     assert!(!c.is_waiting(1) && !c.is_waiting(2));
 }
 
+/// The parts in the order a driver that keeps them under separate locks
+/// calls them: one id sequence, the waiter registered before the bytes
+/// are queued, an abandoned request waited for no more, answers handed
+/// to their waiters.
+#[test]
+fn requests_begin_queue_or_abandon_and_answers_reach_their_waiters() {
+    let s = ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg(), None);
+    let mut q = SendQueue::new(&cfg());
+    let mut p: Requests<&'static str> = Requests::default();
+    let mut inbound = Inbound::new(CodecConfig::default(), s.wire.opts);
+    let target = key();
+    let twoway = Sending::Request(ResponseMode::Twoway);
+    let a = p.begin(twoway, || "a", None).unwrap();
+    assert_eq!((a.id, p.len()), (1, 1), "waiting before anything is queued");
+    q.queue(&s, &a, Outgoing::locate(&target)).unwrap();
+    let oneway = p
+        .begin(Sending::Request(ResponseMode::Oneway), || "never", None)
+        .unwrap();
+    assert_eq!((oneway.id, p.len()), (2, 1), "a oneway waits for nothing");
+    let _ = p.abandon(oneway);
+    let b = p.begin(twoway, || "b", None).unwrap();
+    assert_eq!(p.abandon(b), Some("b"));
+    assert_eq!(p.len(), 1);
+    let c = p.begin(Sending::Locate, || "c", None).unwrap();
+    assert_eq!(c.id, 4, "one sequence, abandoned ids included");
+    q.queue(&s, &c, Outgoing::locate(&target)).unwrap();
+    let here = |id| {
+        let mut b = BytesMut::new();
+        let status = LocateStatus::ObjectHere;
+        encode_locate_reply(
+            &mut b,
+            Version::V1_2,
+            ByteOrder::Big,
+            &LocateReply {
+                request_id: id,
+                status,
+            },
+        )
+        .unwrap();
+        b
+    };
+    for id in [3, 4, 1] {
+        inbound.read_buf().extend_from_slice(&here(id));
+    }
+    let mut got = Vec::new();
+    while let Some((id, w, _)) = inbound.next_waited(&s, |id| p.complete(id)).unwrap() {
+        got.push((id, w));
+    }
+    assert_eq!(
+        got,
+        [(4, "c"), (1, "a")],
+        "the abandoned id's answer is dropped"
+    );
+    p.fail(ClientError::LocallyClosed);
+    assert_eq!(
+        p.begin(twoway, || "d", None).unwrap_err(),
+        ClientError::LocallyClosed
+    );
+}
+
 #[test]
 fn a_oneway_waits_for_nothing_and_a_reply_arrives_byte_by_byte() {
     let mut c = conn(Version::V1_0);
