@@ -43,7 +43,7 @@ pub use crate::socket::{data_segments_out, recv_spinning, segment_size, send_spi
 use iiop_giop::conn::client::{
     ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
-use iiop_giop::conn::deadline::{check_interval, Timer};
+use iiop_giop::conn::deadline::check_interval;
 use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::conn::out::HeadFirstTuner;
 use iiop_giop::context::CodeSetComponentInfo;
@@ -230,7 +230,8 @@ impl BlockingConnection {
                 .before_write(false, 0, |d| sock.set_nodelay(d));
             if self.conn.queued() > 0 {
                 let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
-                if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
+                self.conn.write_within(t);
+                if let Err(e) = self.write_queued(usize::MAX) {
                     self.end(e);
                     return;
                 }
@@ -247,7 +248,8 @@ impl BlockingConnection {
     }
 
     /// Queue `out` with a new request id, write it, and (when a reply is
-    /// expected) read until it arrives. `timeout` also bounds the write.
+    /// expected) read until it arrives. `timeout` also bounds the write:
+    /// the core's write-deadline rule says what missing it means.
     fn exchange<F>(
         &mut self,
         out: Outgoing<'_, F>,
@@ -278,7 +280,7 @@ impl BlockingConnection {
             first = usize::MAX;
         }
         self.head_first_writes += u64::from(first != usize::MAX);
-        if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
+        if let Err(e) = self.write_queued(first) {
             return Err(self.end(e));
         }
         if !what.expects_reply() {
@@ -294,7 +296,7 @@ impl BlockingConnection {
             Err(e @ ClientError::Timeout { .. }) => {
                 // The core queued CancelRequest; the late reply is dropped
                 // on arrival.
-                if let Err(w) = self.write_queued(usize::MAX, None) {
+                if let Err(w) = self.write_queued(usize::MAX) {
                     self.end(w);
                 }
                 Err(e)
@@ -305,8 +307,10 @@ impl BlockingConnection {
 
     /// Write what the core queued, the first write at most `first` bytes
     /// (a large message's head goes alone: see the core's
-    /// `head_first_for`). A write that waits past `timer` loses the stream.
-    fn write_queued(&mut self, first: usize, mut timer: Option<Timer>) -> Result<(), ClientError> {
+    /// `head_first_for`). A write that waits asks the core what the
+    /// deadlines passed mean (a request not written whole in its time
+    /// loses the stream).
+    fn write_queued(&mut self, first: usize) -> Result<(), ClientError> {
         let mut limit = first;
         let mut spin = Spin::new(self.spin);
         loop {
@@ -334,19 +338,10 @@ impl BlockingConnection {
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
                     let now = Instant::now();
-                    let began = self.began_by(now);
-                    // The reply's timer counts from the same start.
-                    self.conn.arm(began);
-                    if let Some(t) = &mut timer {
-                        t.arm(began);
-                        if t.expired(now) {
-                            // Part of a message may be out: the stream is lost.
-                            return Err(self.io(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "the server stopped reading before the request was written",
-                            )));
-                        }
-                    }
+                    // The write's and the reply's timers count from the
+                    // same start.
+                    self.conn.arm(self.began_by(now));
+                    self.conn.on_timeout(now)?;
                 }
                 // A signal (a timed socket call is not restarted): try again;
                 // the abort check comes at the next poll interval, so a reply
@@ -386,7 +381,7 @@ impl BlockingConnection {
                     self.check_abort()?;
                     let now = Instant::now();
                     self.conn.arm(self.began_by(now));
-                    let expired = self.conn.on_timeout(now);
+                    let expired = self.conn.on_timeout(now)?;
                     if let Some((_, e)) = expired.into_iter().find(|(rid, _)| *rid == id) {
                         return Err(e);
                     }

@@ -185,6 +185,9 @@ struct Shared {
     wr: Option<OwnedWriteHalf>,
     out_ready: Notify,
     out_space: Notify,
+    /// Wakes the writer out of a write the stream can no longer finish
+    /// ([`Shared::lose`]).
+    write_lost: Notify,
     /// Who waits for which reply; whether the connection is dead.
     pending: Mutex<Requests<Waiter>>,
     handles: AtomicUsize,
@@ -205,6 +208,23 @@ impl Shared {
         self.out_space.notify_waiters();
     }
 
+    /// The stream is lost (a request could not be written in its time):
+    /// nothing more is written, the writer stops where it is, every
+    /// request fails with `err`, and the socket is shut down.
+    fn lose(&self, err: ClientError) {
+        self.out
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .q
+            .outbox()
+            .clear();
+        self.fail_all(err);
+        self.write_lost.notify_one();
+        if let Some(wr) = &self.wr {
+            let _ = socket2::SockRef::from(wr.as_ref()).shutdown(std::net::Shutdown::Both);
+        }
+    }
+
     /// The output queue, or while it holds more than [`HIGH_WATER`] (and
     /// the connection lives) what to wait on for room.
     fn out_with_room(&self) -> Result<MutexGuard<'_, OutState>, Notified<'_>> {
@@ -220,9 +240,19 @@ impl Shared {
         Err(room)
     }
 
-    /// Fail the requests whose deadline has passed at `now` with
-    /// [`ClientError::Timeout`], and tell the server with CancelRequest.
+    /// What the deadlines passed at `now` mean, as the core decides: a
+    /// request not written whole in its time loses the stream
+    /// ([`SendQueue::check_writes`]); requests whose answer is late fail
+    /// with [`ClientError::Timeout`] and the server gets CancelRequest.
     fn reap(&self, now: Instant) {
+        let lost = {
+            let mut st = self.out.lock().unwrap_or_else(|e| e.into_inner());
+            st.q.check_writes(&self.setup, now).err()
+        };
+        if let Some(e) = lost {
+            self.lose(e);
+            return;
+        }
         let expired = self
             .pending
             .lock()
@@ -408,6 +438,7 @@ impl Connection {
             wr,
             out_ready: Notify::new(),
             out_space: Notify::new(),
+            write_lost: Notify::new(),
             pending: Mutex::new(Requests::default()),
             handles: AtomicUsize::new(1),
             shutdown,
@@ -607,9 +638,14 @@ impl Connection {
 /// due.
 async fn reaper_task(shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
+        let writes = {
+            let st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+            st.q.next_deadline()
+        };
         let next = {
             let p = shared.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let next = p.next_deadline();
+            // A call's write deadline is its answer's, registered first.
+            let next = p.next_deadline().into_iter().chain(writes).min();
             // Published under the lock: a request inserted after this
             // compares its deadline with it, one inserted before is in
             // `next` already.
@@ -658,13 +694,30 @@ async fn writer_task(
                     st.before_write(wr);
                 }
                 st.writing = true;
-                Some(st.q.outbox().take())
+                Some(st.q.take())
             }
         };
         match data {
             Some(mut data) => {
-                let r = write_all_spliced(&shared, tls.as_mut(), &mut data).await;
-                shared.out.lock().unwrap_or_else(|e| e.into_inner()).writing = false;
+                // How far the batch got, for the core's write deadlines:
+                // told as it goes only while a batch takes several writes
+                // (one that goes at once costs no extra lock).
+                let (total, mut told) = (data.len(), 0);
+                let progress = |n| {
+                    told += n;
+                    let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+                    st.q.wrote(n);
+                };
+                let r = tokio::select! {
+                    r = write_all_spliced(&shared, tls.as_mut(), &mut data, progress) => r,
+                    // The stream is lost: nothing more is written.
+                    _ = shared.write_lost.notified() => return,
+                };
+                {
+                    let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+                    st.q.wrote(total - told);
+                    st.writing = false;
+                }
                 shared.out_space.notify_waiters();
                 if let Err(e) = r {
                     shared.fail_all(super::tls::client_io_error(&shared.setup, &e));
@@ -692,7 +745,7 @@ async fn writer_task(
             }
             st.q.outbox().take()
         };
-        let _ = write_all_spliced(&shared, tls.as_mut(), &mut last).await;
+        let _ = write_all_spliced(&shared, tls.as_mut(), &mut last, |_| {}).await;
     }
     // The write half shuts down when the last reference to it goes (over
     // TLS: when the read half goes too, as before).
@@ -730,11 +783,13 @@ fn try_write_now(wr: &OwnedWriteHalf, out: &mut Outbox, head: usize) {
 }
 
 /// Write the whole queued stream, consuming it: through `tls` when the
-/// connection is TLS, else on the shared TCP write half.
+/// connection is TLS, else on the shared TCP write half. `partial(n)`
+/// after each write that leaves some of it to write.
 async fn write_all_spliced(
     shared: &Shared,
     tls: Option<&mut TlsWriteHalf>,
     out: &mut Outbox,
+    mut partial: impl FnMut(usize),
 ) -> std::io::Result<()> {
     let wr = match (tls, &shared.wr) {
         (None, Some(wr)) => wr,
@@ -748,6 +803,9 @@ async fn write_all_spliced(
                     return Err(std::io::ErrorKind::WriteZero.into());
                 }
                 out.consume(n);
+                if !out.is_empty() {
+                    partial(n);
+                }
             }
             return tls.flush().await;
         }
@@ -756,7 +814,12 @@ async fn write_all_spliced(
         wr.writable().await?;
         match try_write_spliced(wr, out, usize::MAX) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => out.consume(n),
+            Ok(n) => {
+                out.consume(n);
+                if !out.is_empty() {
+                    partial(n);
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(e),
         }

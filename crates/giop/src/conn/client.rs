@@ -31,11 +31,13 @@
 //! requests from [`poll`](ClientConn::poll); at the
 //! [`next_deadline`](ClientConn::next_deadline) call
 //! [`on_timeout`](ClientConn::on_timeout) and write what it queued
-//! (CancelRequest); on any failure [`fail`](ClientConn::fail) and write
-//! what it queued (MessageError, CloseConnection) before hanging up.
+//! (CancelRequest), or hang up when it says a request not written whole
+//! in its time lost the stream ([`SendQueue::check_writes`]); on any
+//! failure [`fail`](ClientConn::fail) and write what it queued
+//! (MessageError, CloseConnection) before hanging up.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::{Duration, Instant};
 
@@ -531,6 +533,16 @@ pub struct SendQueue {
     /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
     /// goodbye): no Nagle wait behind it ([`only_oneways`](Self::only_oneways)).
     urgent: bool,
+    /// Bytes queued since the connection opened: where in the stream the
+    /// next message starts.
+    queued: u64,
+    /// Bytes a writer took ([`take`](Self::take)) and has not yet said it
+    /// wrote ([`wrote`](Self::wrote)).
+    in_flight: u64,
+    /// Messages that must be written whole in time ([`Ticket::write_by`]):
+    /// where each ends in the stream, in stream order, with its timer.
+    /// Those written are dropped as the stream moves on.
+    deadlines: VecDeque<(u64, Timer)>,
 }
 
 impl SendQueue {
@@ -543,7 +555,80 @@ impl SendQueue {
             alone: true,
             urgent: false,
             heads: RequestHeadCache::default(),
+            queued: 0,
+            in_flight: 0,
+            deadlines: VecDeque::new(),
         }
+    }
+
+    /// Everything queued, for a writer that writes it outside the queue's
+    /// lock; it reports progress with [`wrote`](Self::wrote).
+    pub fn take(&mut self) -> Outbox {
+        let batch = self.out.take();
+        self.in_flight += batch.len() as u64;
+        batch
+    }
+
+    /// A writer wrote `n` more bytes of what it took.
+    pub fn wrote(&mut self, n: usize) {
+        self.in_flight = self.in_flight.saturating_sub(n as u64);
+    }
+
+    /// Bytes of the stream written so far: queued, less what waits in the
+    /// queue and what a writer holds.
+    fn written(&self) -> u64 {
+        self.queued
+            .saturating_sub(self.out.len() as u64)
+            .saturating_sub(self.in_flight)
+    }
+
+    /// Everything queued so far must be written by `timer` (a driver's
+    /// bound on flushing before it closes).
+    pub fn write_by(&mut self, timer: Timer) {
+        self.deadlines.push_back((self.queued, timer));
+    }
+
+    /// The write-deadline rule, at `now`. A request with a timeout must be
+    /// written whole within it (the caller waits for no longer). One that
+    /// was is cancelled when its answer is late ([`expired`](Self::expired));
+    /// one that was not cannot be: GIOP has no way to take back the part
+    /// of a message already sent, and a CancelRequest cannot go inside
+    /// one; and the part not sent waits for a server that stopped reading.
+    /// The stream is lost: the error the connection fails with.
+    pub fn check_writes(&mut self, s: &ClientSetup, now: Instant) -> Result<(), ClientError> {
+        let written = self.written();
+        while self
+            .deadlines
+            .front()
+            .is_some_and(|&(end, _)| end <= written)
+        {
+            self.deadlines.pop_front();
+        }
+        match self.deadlines.iter().any(|(_, t)| t.expired(now)) {
+            true => Err(ClientError::Io {
+                addr: s.addr.clone(),
+                message: "the server stopped reading before the request was written".into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// Arm the write timers started without a time: the wait began no
+    /// later than `began_by`.
+    pub fn arm(&mut self, began_by: Instant) {
+        for (_, t) in &mut self.deadlines {
+            t.arm(began_by);
+        }
+    }
+
+    /// The earliest armed write deadline of what is not written yet.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let written = self.written();
+        self.deadlines
+            .iter()
+            .filter(|&&(end, _)| end > written)
+            .filter_map(|(_, t)| t.deadline())
+            .min()
     }
 
     /// The bytes to write.
@@ -617,7 +702,21 @@ impl SendQueue {
             } => self.request(s, id, target, operation, response, contexts, body),
             Outgoing::Prepared(p) => self.prepared(s, p, id),
             Outgoing::Locate(target) => self.locate(s, id, target),
+        }?;
+        if let Some(timer) = t.write_by {
+            // What is written needs no deadline any more (kept short on
+            // the fast path: one entry per call in flight).
+            let written = self.written();
+            while self
+                .deadlines
+                .front()
+                .is_some_and(|&(end, _)| end <= written)
+            {
+                self.deadlines.pop_front();
+            }
+            self.write_by(timer);
         }
+        Ok(())
     }
 
     /// Queue a Request with request id `id` and the body `body` writes;
@@ -678,10 +777,12 @@ impl SendQueue {
     pub fn expired<W>(&mut self, s: &ClientSetup, expired: &[Expired<W>]) {
         self.holding = false;
         self.urgent |= !expired.is_empty();
+        let before = self.out.len();
         let (buf, _) = self.out.parts();
         for e in expired {
             let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, e.request_id);
         }
+        self.queued += (self.out.len() - before) as u64;
     }
 
     /// Queue what the peer is told when the connection ends with `why`
@@ -692,8 +793,10 @@ impl SendQueue {
         };
         self.holding = false;
         self.urgent = true;
+        let before = self.out.len();
         let (buf, _) = self.out.parts();
         encode_empty(buf, s.wire.version, s.wire.order, t);
+        self.queued += (self.out.len() - before) as u64;
         true
     }
 
@@ -715,6 +818,7 @@ impl SendQueue {
         let carries = matches!(what, Sending::Request(_)) && !self.code_sets_sent;
         let due = s.code_sets.as_ref().filter(|_| carries);
         let alone = self.out.is_empty();
+        let before = self.out.len();
         let (buf, splices) = self.out.parts();
         let start = buf.len();
         let r = encode(buf, splices, due, &mut self.heads)
@@ -729,6 +833,7 @@ impl SendQueue {
                 self.holding = !what.expects_reply()
                     && (alone || self.holding)
                     && s.oneway_buffer.is_some_and(|b| self.out.len() < b);
+                self.queued += (self.out.len() - before) as u64;
                 Ok(())
             }
             Err(e) => {
@@ -826,13 +931,17 @@ impl<W> Default for Requests<W> {
 pub struct Ticket {
     /// The request id.
     pub id: u32,
+    /// The request must be written whole by then
+    /// ([`SendQueue::check_writes`]).
+    pub write_by: Option<Timer>,
 }
 
 impl<W> Requests<W> {
     /// Begin a request of kind `what` on a live connection: the next
-    /// request id, and when an answer is expected, `waiter()` waits for it
-    /// until `timer` runs out (none: for ever). The connection's error
-    /// when it is dead.
+    /// request id; when an answer is expected, `waiter()` waits for it
+    /// until `timer` runs out (none: for ever); and whatever the kind, the
+    /// request must be written whole by then. The connection's error when
+    /// it is dead.
     pub fn begin(
         &mut self,
         what: Sending,
@@ -845,7 +954,10 @@ impl<W> Requests<W> {
         if what.expects_reply() {
             self.insert(id, waiter(), timer);
         }
-        Ok(Ticket { id })
+        Ok(Ticket {
+            id,
+            write_by: timer,
+        })
     }
 
     /// A request begun that could not be queued: nobody waits for it any
@@ -1236,23 +1348,39 @@ impl ClientConn {
     /// since `began_by` at least.
     pub fn arm(&mut self, began_by: Instant) {
         self.requests.arm(began_by);
+        self.queue.arm(began_by);
     }
 
     /// The earliest time [`on_timeout`](Self::on_timeout) has work.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.requests.next_deadline()
+        let writes = self.queue.next_deadline();
+        let answers = self.requests.next_deadline();
+        writes.into_iter().chain(answers).min()
     }
 
-    /// Expire the requests whose time has run out at `now`: each gets
-    /// [`ClientError::Timeout`], the server a CancelRequest (queued), and
-    /// a late answer is dropped. The connection goes on.
-    pub fn on_timeout(&mut self, now: Instant) -> Vec<(u32, ClientError)> {
+    /// What the deadlines passed at `now` mean. A request not written
+    /// whole in its time loses the stream ([`SendQueue::check_writes`]):
+    /// the connection fails with that error (returned). Otherwise the
+    /// requests whose answer is late each get [`ClientError::Timeout`],
+    /// the server a CancelRequest (queued), and a late answer is dropped;
+    /// the connection goes on.
+    pub fn on_timeout(&mut self, now: Instant) -> Result<Vec<(u32, ClientError)>, ClientError> {
+        if let Err(e) = self.queue.check_writes(&self.setup, now) {
+            return Err(self.fail(e));
+        }
         let expired = self.requests.expire(now);
         self.queue.expired(&self.setup, &expired);
-        expired
+        Ok(expired
             .into_iter()
             .map(|e| (e.request_id, e.error(&self.setup.addr)))
-            .collect()
+            .collect())
+    }
+
+    /// Everything queued must be written within `within` (from the next
+    /// [`arm`](Self::arm)), or the stream is lost: a driver's bound on
+    /// flushing buffered oneways before it closes.
+    pub fn write_within(&mut self, within: Duration) {
+        self.queue.write_by(Timer::unarmed(within));
     }
 
     /// The connection ends with `err` (the first error sticks): waiting

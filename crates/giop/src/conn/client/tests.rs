@@ -280,8 +280,8 @@ fn timeouts_expire_exactly_cancel_on_the_wire_and_drop_the_late_reply() {
     let free = twoway(&mut c, None, Some(t0));
     written(&mut c);
     assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
-    assert!(c.on_timeout(t0 + ms(49)).is_empty());
-    let expired = c.on_timeout(t0 + ms(50));
+    assert!(c.on_timeout(t0 + ms(49)).unwrap().is_empty());
+    let expired = c.on_timeout(t0 + ms(50)).unwrap();
     assert_eq!(
         expired,
         [(
@@ -306,18 +306,117 @@ fn timeouts_expire_exactly_cancel_on_the_wire_and_drop_the_late_reply() {
     assert!(c.dead().is_none());
 }
 
+/// The write-deadline rule: a request written whole when its time runs
+/// out is cancelled and the connection goes on; one written in part (or
+/// not at all) loses the stream, whoever holds the bytes (the queue, or a
+/// writer that took them).
+#[test]
+fn a_request_not_written_whole_in_its_time_loses_the_stream() {
+    let t0 = epoch();
+    let lost = ClientError::Io {
+        addr: ADDR.into(),
+        message: "the server stopped reading before the request was written".into(),
+    };
+    // Written whole: cancelled.
+    let mut c = conn(Version::V1_2);
+    let a = twoway(&mut c, Some(ms(50)), Some(t0));
+    written(&mut c);
+    assert_eq!(c.on_timeout(t0 + ms(50)).unwrap()[0].0, a);
+    assert!(c.dead().is_none());
+    // Written in part: lost, and nothing more goes out (no CancelRequest
+    // inside the message, no goodbye after an I/O failure).
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, Some(ms(50)), Some(t0));
+    c.outbox().consume(5);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
+    assert!(c.on_timeout(t0 + ms(49)).unwrap().is_empty());
+    assert_eq!(c.on_timeout(t0 + ms(50)).unwrap_err(), lost);
+    assert_eq!(c.dead(), Some(&lost));
+    assert!(c.outbox().is_empty());
+    // A oneway too: its caller waits for its write.
+    let mut c = conn(Version::V1_2);
+    send_req(
+        &mut c,
+        ResponseMode::Oneway,
+        &[],
+        Some(ms(50)),
+        Some(t0),
+        |_| Ok(()),
+    )
+    .unwrap();
+    assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
+    assert_eq!(c.on_timeout(t0 + ms(60)).unwrap_err(), lost);
+    // Without a clock: armed when a write has waited, never early.
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, Some(ms(50)), None);
+    assert!(c.on_timeout(t0 + ms(500)).unwrap().is_empty());
+    c.arm(t0 + ms(400));
+    assert_eq!(c.on_timeout(t0 + ms(450)).unwrap_err(), lost);
+    // A writer that took the bytes says how far it got: the first
+    // request written whole is cancelled; the second, half out, is lost.
+    let s = ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg(), None);
+    let mut q = SendQueue::new(&cfg());
+    let mut p: Requests<()> = Requests::default();
+    let target = key();
+    for timeout in [ms(50), ms(80)] {
+        let t = p
+            .begin(Sending::Locate, || (), Some(Timer::started(timeout, t0)))
+            .unwrap();
+        q.queue(&s, &t, Outgoing::locate(&target)).unwrap();
+    }
+    let batch = q.take();
+    let first = batch.len() / 2;
+    assert!(q.pending().is_empty());
+    q.wrote(first + 4);
+    assert_eq!(q.next_deadline(), Some(t0 + ms(80)), "the first is out");
+    q.check_writes(&s, t0 + ms(60)).unwrap();
+    let expired = p.expire(t0 + ms(60));
+    q.expired(&s, &expired);
+    assert_eq!(q.pending().len(), 16, "a CancelRequest for the first");
+    assert_eq!(q.check_writes(&s, t0 + ms(80)).unwrap_err(), lost);
+    // … unless the rest of it went out in time.
+    q.wrote(batch.len() - first - 4);
+    q.outbox().consume(16);
+    q.check_writes(&s, t0 + ms(80)).unwrap();
+    assert_eq!(q.next_deadline(), None);
+}
+
+/// A driver's bound on flushing before it closes: everything queued by
+/// then must be out within it.
+#[test]
+fn everything_queued_can_be_bounded_to_go_out_within_a_time() {
+    let t0 = epoch();
+    let mut c = conn(Version::V1_2);
+    oneway_of(&mut c, 100);
+    c.write_within(ms(10));
+    c.arm(t0);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(10)));
+    c.outbox().consume(50);
+    assert!(c.on_timeout(t0 + ms(10)).is_err());
+    let mut c = conn(Version::V1_2);
+    oneway_of(&mut c, 100);
+    c.write_within(ms(10));
+    c.arm(t0);
+    written(&mut c);
+    assert!(c.on_timeout(t0 + ms(10)).unwrap().is_empty());
+}
+
 #[test]
 fn timers_started_without_a_clock_count_from_when_they_are_armed() {
     let t0 = epoch();
     let mut c = conn(Version::V1_2);
     let id = twoway(&mut c, Some(ms(50)), None);
+    written(&mut c);
     assert_eq!(c.next_deadline(), None);
-    assert!(c.on_timeout(t0 + ms(1000)).is_empty(), "never early");
+    assert!(
+        c.on_timeout(t0 + ms(1000)).unwrap().is_empty(),
+        "never early"
+    );
     c.arm(t0 + ms(1000));
     assert_eq!(c.next_deadline(), Some(t0 + ms(1050)));
     c.arm(t0 + ms(2000));
     assert_eq!(c.next_deadline(), Some(t0 + ms(1050)), "armed once");
-    assert_eq!(c.on_timeout(t0 + ms(1050))[0].0, id);
+    assert_eq!(c.on_timeout(t0 + ms(1050)).unwrap()[0].0, id);
 }
 
 #[test]
@@ -830,7 +929,7 @@ fn a_batch_is_a_oneway_only_while_nothing_in_it_must_go_at_once() {
     written(&mut c);
     oneway_of(&mut c, 10);
     assert!(c.queue.only_oneways());
-    assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).len(), 1);
+    assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).unwrap().len(), 1);
     assert!(!c.queue.only_oneways(), "a CancelRequest");
     written(&mut c);
     // And the goodbye.
