@@ -585,7 +585,7 @@ impl BenchClient {
             }?;
             let request_id = l.request_id;
             match f.on_locate(l, &route.addr)? {
-                Step::Done((status, _)) => {
+                Step::Done(status) => {
                     if status == LocateStatus::ObjectHere {
                         route.confirmed.store(true, Ordering::Relaxed);
                     }

@@ -178,6 +178,18 @@ pub enum ReplyStatus {
 }
 
 impl ReplyStatus {
+    /// The status as GIOP names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplyStatus::NoException => "NO_EXCEPTION",
+            ReplyStatus::UserException => "USER_EXCEPTION",
+            ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
+            ReplyStatus::LocationForward => "LOCATION_FORWARD",
+            ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
+            ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
+        }
+    }
+
     /// LOCATION_FORWARD or LOCATION_FORWARD_PERM: the reply names another
     /// reference.
     pub fn is_forward(self) -> bool {
@@ -319,6 +331,18 @@ pub enum LocateStatus {
 }
 
 impl LocateStatus {
+    /// The status as GIOP names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
+            LocateStatus::ObjectHere => "OBJECT_HERE",
+            LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
+            LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
+            LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
+            LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
+        }
+    }
+
     /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
     /// reference (as [`ReplyStatus::is_forward`] for Replies).
     pub fn is_forward(&self) -> bool {

@@ -1107,8 +1107,8 @@ impl Client {
         loop {
             let route = self.route(follow.target()).await?;
             let l = route.connection.locate(&route.target).await?;
-            if let Step::Done(found) = follow.on_locate(l, route.connection.addr())? {
-                return Ok(found);
+            if let Step::Done(status) = follow.on_locate(l, route.connection.addr())? {
+                return Ok((status, follow.target().clone()));
             }
         }
     }

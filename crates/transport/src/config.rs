@@ -186,6 +186,7 @@ impl ClientConfig {
             splice_cutoff: self.splice_cutoff,
             oneway_buffer: self.oneway_buffer,
             coalesce_oneways: self.coalesce_oneways && self.nodelay,
+            tls: self.tls.wanted(),
         }
     }
 }

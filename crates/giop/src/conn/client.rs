@@ -45,6 +45,7 @@ use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::deadline::Timer;
+use super::endpoint::TlsWanted;
 pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
@@ -93,6 +94,9 @@ pub struct ConnConfig {
     /// Let the kernel join oneways: Nagle on while only oneways go out,
     /// off again before a request that expects an answer.
     pub coalesce_oneways: bool,
+    /// Where TLS is used ([`endpoint_for`](super::endpoint::endpoint_for)
+    /// decides from it).
+    pub tls: TlsWanted,
 }
 
 /// Default [`ConnConfig::splice_cutoff`]: below this, copying into the
@@ -112,6 +116,7 @@ impl Default for ConnConfig {
             splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
             oneway_buffer: None,
             coalesce_oneways: false,
+            tls: TlsWanted::Off,
         }
     }
 }
@@ -1487,20 +1492,14 @@ impl<'a> Follow<'a> {
             Ok(Some(reply)) => reply,
         };
         match reply.header.status {
-            ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+            status @ (ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm) => {
                 self.hop(addr)?;
                 self.target =
                     Cow::Owned(reply.forward_ior().map_err(|error| ClientError::Protocol {
                         addr: addr.to_owned(),
                         error,
                     })?);
-                Ok(Step::Again(Again::Forward(
-                    if reply.header.status == ReplyStatus::LocationForwardPerm {
-                        "LOCATION_FORWARD_PERM"
-                    } else {
-                        "LOCATION_FORWARD"
-                    },
-                )))
+                Ok(Step::Again(Again::Forward(status.name())))
             }
             ReplyStatus::NeedsAddressingMode => {
                 let d = needed_disposition(&reply);
@@ -1516,17 +1515,17 @@ impl<'a> Follow<'a> {
     }
 
     /// What a LocateRequest's attempt at `addr` got back, and what comes
-    /// next: the final status and the reference it applies to, another
+    /// next: the final status (for [`target`](Self::target)), another
     /// attempt (OBJECT_FORWARD), or an error.
     pub fn on_locate(
         &mut self,
         l: LocateReply,
         addr: &str,
-    ) -> Result<Step<(LocateStatus, Ior)>, ClientError> {
-        let (name, next) = match l.status {
-            LocateStatus::ObjectForward(next) => ("OBJECT_FORWARD", next),
-            LocateStatus::ObjectForwardPerm(next) => ("OBJECT_FORWARD_PERM", next),
-            status => return Ok(Step::Done((status, self.target.as_ref().clone()))),
+    ) -> Result<Step<LocateStatus>, ClientError> {
+        let name = l.status.name();
+        let next = match l.status {
+            LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => next,
+            status => return Ok(Step::Done(status)),
         };
         self.hop(addr)?;
         self.target = Cow::Owned(next);

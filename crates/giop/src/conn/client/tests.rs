@@ -760,7 +760,7 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
         status: LocateStatus::ObjectHere,
     };
     match f.on_locate(here, "a:2") {
-        Ok(Step::Done((LocateStatus::ObjectHere, at))) => assert_eq!(at, ior(2)),
+        Ok(Step::Done(LocateStatus::ObjectHere)) => assert_eq!(f.target(), &ior(2)),
         r => panic!("{r:?}"),
     }
     let start = ior(1);
