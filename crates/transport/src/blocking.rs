@@ -36,10 +36,10 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::{CdrError, Writer};
 
-use super::tls::{handshake_failure, server_name, Side};
 use crate::config::ClientConfig;
 use crate::socket::tcp_socket;
 pub use crate::socket::{data_segments_out, recv_spinning, segment_size, send_spinning, Spin};
+use crate::tls::{handshake_failure, server_name, Side};
 use iiop_giop::conn::client::{
     ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
@@ -243,7 +243,7 @@ impl BlockingConnection {
     client_api!(async: [], self: [&mut], await: []);
 
     /// What the connection fixed when it opened.
-    fn setup(&self) -> &ClientSetup {
+    pub(crate) fn setup(&self) -> &ClientSetup {
         self.conn.setup()
     }
 
@@ -435,7 +435,7 @@ impl BlockingConnection {
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
-        super::tls::client_io_error(self.conn.setup(), &e)
+        crate::tls::client_io_error(self.conn.setup(), &e)
     }
 }
 

@@ -1,13 +1,16 @@
 //! Socket helpers every driver shares, below them all: a client socket
 //! with the configured options, the segment size and segment count the
 //! kernel reports, and the spinning `recv`/`send` of the blocking
-//! client, the thread-per-connection server and the raw-TCP baseline.
-//! Nothing here knows GIOP.
+//! client, the thread-per-connection server and the raw-TCP baseline, and
+//! the timed read of the runtime's reader tasks. Nothing here knows GIOP.
 
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::config::ClientConfig;
 
@@ -145,4 +148,29 @@ pub fn send_spinning(
         }
     }
     send(0)
+}
+
+/// `read_buf`, calling `on_read` with the start of the poll that read
+/// bytes (phase timing: the first poll usually finds nothing and parks;
+/// the one after the wake-up reads). Without `on_read`, a plain read.
+pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut BytesMut,
+    limit: usize,
+    on_read: Option<&mut (dyn FnMut(Instant) + Send)>,
+) -> std::io::Result<usize> {
+    let mut buf = bytes::BufMut::limit(buf, limit);
+    let Some(on_read) = on_read else {
+        return rd.read_buf(&mut buf).await;
+    };
+    let mut read = std::pin::pin!(rd.read_buf(&mut buf));
+    std::future::poll_fn(|cx| {
+        let t0 = Instant::now();
+        let r = std::future::Future::poll(read.as_mut(), cx);
+        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
+            on_read(t0);
+        }
+        r
+    })
+    .await
 }
