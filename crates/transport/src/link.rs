@@ -106,6 +106,7 @@ impl Link {
     }
 
     /// What it fixed when it opened.
+    #[inline]
     pub fn setup(&self) -> &ClientSetup {
         match &self.way {
             Way::Reactor(c) => c.setup(),
@@ -114,6 +115,7 @@ impl Link {
     }
 
     /// `host:port` of the peer.
+    #[inline]
     pub fn addr(&self) -> &str {
         &self.setup().addr
     }
@@ -132,6 +134,7 @@ impl Link {
     }
 
     /// One request on this connection (nothing followed).
+    #[inline]
     pub async fn request<F>(
         &self,
         target: &TargetAddress,

@@ -71,11 +71,13 @@ impl Bound {
         &self.route.destination().key
     }
 
+    #[inline]
     fn confirmed(&self) -> bool {
         self.confirmed.load(Ordering::Relaxed)
     }
 
     /// Written only when it changes: clones calling at once share it.
+    #[inline]
     fn confirm(&self) {
         if !self.confirmed() {
             self.confirmed.store(true, Ordering::Relaxed);
@@ -120,6 +122,7 @@ impl Stub {
     }
 
     /// Where calls go now.
+    #[inline]
     pub fn bound(&self) -> Arc<Bound> {
         self.shared
             .bound
@@ -290,17 +293,19 @@ impl Stub {
         F: Fn(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         let start = self.bound();
-        let mut call = start
-            .route
-            .call(op.kind(), start.confirmed(), &self.shared.conn);
-        let mut own = Own {
-            stub: self,
-            start: &start,
-            moved: None,
+        // The call lives in this block (dropped in place, not moved).
+        let (r, moved, confirmed) = {
+            let mut call = start
+                .route
+                .call(op.kind(), start.confirmed(), &self.shared.conn);
+            let mut own = Own {
+                stub: self,
+                start: &start,
+                moved: None,
+            };
+            let r = drive(&mut call, op, &mut own).await;
+            (r, own.moved, call.confirmed())
         };
-        let r = drive(&mut call, op, &mut own).await;
-        let (moved, confirmed) = (own.moved.take(), call.confirmed());
-        drop(call);
         let at = moved.unwrap_or(start);
         if confirmed {
             at.confirm();

@@ -709,15 +709,21 @@ impl SendQueue {
             Outgoing::Locate(target) => self.locate(s, id, target),
         }?;
         if let Some(timer) = t.write_by {
-            // What is written needs no deadline any more (kept short on
-            // the fast path: one entry per call in flight).
-            let written = self.written();
-            while self
-                .deadlines
-                .front()
-                .is_some_and(|&(end, _)| end <= written)
-            {
-                self.deadlines.pop_front();
+            // What is written needs no deadline any more: when this
+            // message went into an empty queue that no writer holds bytes
+            // of, that is everything before it (the fast path, one call at
+            // a time); else what the stream has passed.
+            if self.alone && self.in_flight == 0 {
+                self.deadlines.clear();
+            } else {
+                let written = self.written();
+                while self
+                    .deadlines
+                    .front()
+                    .is_some_and(|&(end, _)| end <= written)
+                {
+                    self.deadlines.pop_front();
+                }
             }
             self.write_by(timer);
         }
@@ -1489,6 +1495,9 @@ impl<'a> Follow<'a> {
             }
             Err(e) => return Err(e),
             Ok(None) => return Ok(Step::Done(None)),
+            Ok(Some(reply)) if Self::settles(reply.header.status) => {
+                return Ok(Step::Done(Some(reply)))
+            }
             Ok(Some(reply)) => reply,
         };
         match reply.header.status {
@@ -1512,6 +1521,13 @@ impl<'a> Follow<'a> {
             }
             _ => Ok(Step::Done(Some(reply))),
         }
+    }
+
+    /// Whether a reply with `status` is its call's result (NO_EXCEPTION,
+    /// USER_EXCEPTION, SYSTEM_EXCEPTION), not a reason to send again.
+    #[inline]
+    pub fn settles(status: ReplyStatus) -> bool {
+        !status.is_forward() && status != ReplyStatus::NeedsAddressingMode
     }
 
     /// What a LocateRequest's attempt at `addr` got back, and what comes

@@ -198,14 +198,9 @@ impl Route {
 
     /// One call of `kind` from here; `confirmed`: a reply has already
     /// come from this destination (no probe before a oneway).
+    #[inline]
     pub fn call(&self, kind: Kind, confirmed: bool, cfg: &ConnConfig) -> Call<'_> {
-        Call::starting(
-            &self.reference,
-            Cow::Borrowed(&self.dest),
-            kind,
-            confirmed,
-            cfg,
-        )
+        Call::starting(&self.reference, Dest::At(&self.dest), kind, confirmed, cfg)
     }
 
     /// Where later calls start after `call`, which started here, followed
@@ -215,7 +210,7 @@ impl Route {
         chain.extend_from_slice(&call.hops);
         Route {
             reference: call.follow.target().clone(),
-            dest: call.dest.as_ref().clone(),
+            dest: Destination::clone(&call.dest),
             chain,
             forwarded: self.forwarded || !call.hops.is_empty(),
         }
@@ -285,8 +280,16 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// Whether it is a Reply that ends its call
+    /// ([`Follow::settles`]).
+    #[inline]
+    fn settles(&self) -> bool {
+        matches!(self, Answer::Reply(Some(r)) if Follow::settles(r.header.status))
+    }
+
     /// A Request call's answer: its reply (`None` for a oneway), or a
     /// protocol error for a LocateReply in its place.
+    #[inline]
     pub fn into_reply(self, addr: &str) -> Result<Option<Reply>, ClientError> {
         match self {
             Answer::Reply(r) => Ok(r),
@@ -344,7 +347,7 @@ pub struct Call<'r> {
     kind: Kind,
     /// The reference (forwards, retry, addressing disposition).
     follow: Follow<'r>,
-    dest: Cow<'r, Destination>,
+    dest: Dest<'r>,
     /// The client's GIOP version and TLS, for the destination of a
     /// forward.
     version: Option<Version>,
@@ -353,12 +356,12 @@ pub struct Call<'r> {
     confirmed: bool,
     /// Wide characters could not be encoded for the destination, which
     /// names no code sets: the error, while a LocateRequest goes first.
-    locating: Option<ClientError>,
+    locating: Option<Box<ClientError>>,
     /// A LocateRequest went first once already.
     located: bool,
     /// The call can go no further; `next` says why (after a hop the
     /// driver still records).
-    failed: Option<ClientError>,
+    failed: Option<Box<ClientError>>,
     /// The forwards this call followed.
     hops: Vec<Hop>,
 }
@@ -370,16 +373,17 @@ impl<'r> Call<'r> {
         let dest = Destination::of(reference, cfg)?;
         Ok(Call::starting(
             reference,
-            Cow::Owned(dest),
+            Dest::Moved(Box::new(dest)),
             kind,
             false,
             cfg,
         ))
     }
 
+    #[inline]
     fn starting(
         reference: &'r Ior,
-        dest: Cow<'r, Destination>,
+        dest: Dest<'r>,
         kind: Kind,
         confirmed: bool,
         cfg: &ConnConfig,
@@ -409,6 +413,7 @@ impl<'r> Call<'r> {
     }
 
     /// Whether a reply has come from the destination the call is at.
+    #[inline]
     pub fn confirmed(&self) -> bool {
         self.confirmed
     }
@@ -419,9 +424,10 @@ impl<'r> Call<'r> {
     }
 
     /// What to send next, or why the call can go no further.
+    #[inline]
     pub fn next(&self) -> Result<Next<'_>, ClientError> {
         if let Some(e) = &self.failed {
-            return Err(e.clone());
+            return Err(e.as_ref().clone());
         }
         let address = self.follow.address(&self.dest.key)?;
         Ok(match self.planned() {
@@ -431,6 +437,7 @@ impl<'r> Call<'r> {
         })
     }
 
+    #[inline]
     fn planned(&self) -> Planned {
         match self.kind {
             Kind::Locate => Planned::Locate,
@@ -444,17 +451,24 @@ impl<'r> Call<'r> {
 
     /// What the message [`next`](Self::next) said to send got back at
     /// `addr` (the peer's `host:port`), and what the driver does next.
+    #[inline]
     pub fn on_answer(
         &mut self,
         answer: Result<Answer, ClientError>,
         addr: &str,
     ) -> Result<Progress, ClientError> {
         match answer {
+            // The call's own reply, and final: the common case, decided
+            // without taking the reply apart.
+            Ok(a @ Answer::Reply(Some(_))) if a.settles() && self.planned() == Planned::Request => {
+                self.confirmed = true;
+                Ok(Progress::Done(a))
+            }
             Ok(Answer::Locate(l)) => self.on_locate(l, addr),
             Ok(Answer::Reply(r)) => self.on_reply(Ok(r), addr),
             Err(e) if self.locates_first(&e) => {
                 self.located = true;
-                self.locating = Some(e);
+                self.locating = Some(Box::new(e));
                 Ok(Progress::Continue)
             }
             Err(e) => self.on_reply(Err(e), addr),
@@ -512,14 +526,16 @@ impl<'r> Call<'r> {
             Step::Again(_) => unreachable!("a LocateReply is done or forwarded"),
             // Located first, and not forwarded to where code sets are
             // known: the wide characters still cannot be encoded.
-            Step::Done(_) if self.locating.is_some() => Err(self.locating.take().expect("checked")),
-            Step::Done(status) => {
-                self.confirmed |= status == LocateStatus::ObjectHere;
-                Ok(Progress::Done(Answer::Locate(LocateReply {
-                    request_id,
-                    status,
-                })))
-            }
+            Step::Done(status) => match self.locating.take() {
+                Some(e) => Err(*e),
+                None => {
+                    self.confirmed |= status == LocateStatus::ObjectHere;
+                    Ok(Progress::Done(Answer::Locate(LocateReply {
+                        request_id,
+                        status,
+                    })))
+                }
+            },
         }
     }
 
@@ -539,7 +555,7 @@ impl<'r> Call<'r> {
             from: location(addr, &self.dest.key),
             to: location(&dest.endpoint.addr(), &dest.key),
         };
-        self.dest = Cow::Owned(dest);
+        self.dest = Dest::Moved(Box::new(dest));
         self.confirmed = false;
         self.hops.push(hop.clone());
         if let Some(e) = self.locating.take() {
@@ -550,12 +566,31 @@ impl<'r> Call<'r> {
             }
         }
         if let Kind::Prepared(_) = self.kind {
-            self.failed = Some(ClientError::PreparedCannotFollow {
+            self.failed = Some(Box::new(ClientError::PreparedCannotFollow {
                 addr: addr.to_owned(),
                 what: hop.to_string(),
-            });
+            }));
         }
         Ok(Progress::Forwarded(hop))
+    }
+}
+
+/// Where a call goes: the route's destination, borrowed, until a forward
+/// names one of its own (boxed: a call that stays is small to make).
+#[derive(Debug)]
+enum Dest<'r> {
+    At(&'r Destination),
+    Moved(Box<Destination>),
+}
+
+impl std::ops::Deref for Dest<'_> {
+    type Target = Destination;
+
+    fn deref(&self) -> &Destination {
+        match self {
+            Dest::At(d) => d,
+            Dest::Moved(d) => d,
+        }
     }
 }
 
