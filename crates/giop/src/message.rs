@@ -331,7 +331,16 @@ pub enum LocateStatus {
 }
 
 impl LocateStatus {
-    /// The status as GIOP names it.
+    /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
+    /// reference (as [`ReplyStatus::is_forward`] for Replies).
+    pub fn is_forward(&self) -> bool {
+        matches!(
+            self,
+            LocateStatus::ObjectForward(_) | LocateStatus::ObjectForwardPerm(_)
+        )
+    }
+
+    /// The status as GIOP names it (`OBJECT_HERE`, `OBJECT_FORWARD` …).
     pub fn name(&self) -> &'static str {
         match self {
             LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
@@ -341,15 +350,6 @@ impl LocateStatus {
             LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
             LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
         }
-    }
-
-    /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
-    /// reference (as [`ReplyStatus::is_forward`] for Replies).
-    pub fn is_forward(&self) -> bool {
-        matches!(
-            self,
-            LocateStatus::ObjectForward(_) | LocateStatus::ObjectForwardPerm(_)
-        )
     }
 
     fn code(&self) -> u32 {

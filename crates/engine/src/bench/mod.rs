@@ -51,6 +51,7 @@ pub fn error_kind(e: &iiop_bench_idl::client::BenchError) -> String {
         B::Call(C::Connect { .. }) | B::Call(C::ConnectTimeout { .. }) => "connect-failed".into(),
         B::Call(C::PeerMessageError { .. }) => "peer-message-error".into(),
         B::Call(C::Protocol { .. }) => "malformed-reply".into(),
+        B::Call(C::ReplyVersion { .. }) => "reply-version".into(),
         B::Call(C::TooManyForwards { .. }) => "too-many-forwards".into(),
         B::Call(_) => "call-failed".into(),
         B::Decode { .. } => "undecodable-reply".into(),

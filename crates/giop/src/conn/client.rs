@@ -398,7 +398,9 @@ impl ClientSetup {
     /// (the peer is gone, or it was the one to give up).
     pub fn farewell(&self, why: &ClientError) -> Option<MsgType> {
         match why {
-            ClientError::Protocol { .. } => Some(MsgType::MessageError),
+            ClientError::Protocol { .. } | ClientError::ReplyVersion { .. } => {
+                Some(MsgType::MessageError)
+            }
             ClientError::LocallyClosed if self.wire.version.is_12() => {
                 Some(MsgType::CloseConnection)
             }
@@ -420,6 +422,25 @@ impl ClientSetup {
             addr: self.addr.clone(),
             message: e.to_string(),
         }
+    }
+
+    /// Whether a message of type `t` in `version` may come as an answer
+    /// on this connection: a Reply or LocateReply only in the version of
+    /// the request it answers, which is the connection's (every request
+    /// of a connection is in its version: [`Prepared`] requests are
+    /// checked for it), else [`ClientError::ReplyVersion`]. MessageError
+    /// and CloseConnection come in any version (a server answers a
+    /// version it does not speak with MessageError in its own).
+    pub fn answer_version(&self, t: MsgType, version: Version) -> Result<(), ClientError> {
+        if version == self.wire.version || t.answers().is_none() {
+            return Ok(());
+        }
+        Err(ClientError::ReplyVersion {
+            addr: self.addr.clone(),
+            answer: t,
+            reply: version,
+            request: self.wire.version,
+        })
     }
 
     /// A malformed message from the peer.
@@ -1106,10 +1127,12 @@ impl Inbound {
 
     /// The next answer in the bytes received, as (request id, answer);
     /// `Ok(None)` until more bytes arrive. An error ends the connection:
-    /// malformed input (answer it with MessageError: [`ClientSetup::farewell`]),
-    /// the peer's CloseConnection or MessageError.
+    /// malformed input or an answer in another version than its request's
+    /// (answer both with MessageError: [`ClientSetup::farewell`]), the
+    /// peer's CloseConnection or MessageError.
     pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
         if let Some(r) = Reply::take_quiet(&mut self.decoder, &mut self.buf) {
+            s.answer_version(MsgType::Reply, r.version)?;
             return Ok(Some((r.header.request_id, Incoming::Reply(r))));
         }
         let Some(frame) = self
@@ -1119,6 +1142,9 @@ impl Inbound {
         else {
             return Ok(None);
         };
+        // Before decoding: a header laid out for another version is not
+        // what the request's version says it is.
+        s.answer_version(frame.header.msg_type, frame.header.version)?;
         let msg = Message::decode_frame(frame, self.opts).map_err(|e| s.protocol(e))?;
         incoming(msg, &s.addr).map(Some)
     }
