@@ -334,10 +334,15 @@ impl LocateStatus {
     /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
     /// reference (as [`ReplyStatus::is_forward`] for Replies).
     pub fn is_forward(&self) -> bool {
-        matches!(
-            self,
-            LocateStatus::ObjectForward(_) | LocateStatus::ObjectForwardPerm(_)
-        )
+        self.forward().is_some()
+    }
+
+    /// The reference an OBJECT_FORWARD or OBJECT_FORWARD_PERM names.
+    pub fn forward(&self) -> Option<&Ior> {
+        match self {
+            LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) => Some(ior),
+            _ => None,
+        }
     }
 
     /// The status as GIOP names it (`OBJECT_HERE`, `OBJECT_FORWARD` …).
