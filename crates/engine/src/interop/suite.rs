@@ -18,6 +18,7 @@ use iiop_bench_idl::bench::work::{Dist, Kind};
 use iiop_bench_idl::bench::{CallMode, Elem};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
+use iiop_giop::conn::route::version_for;
 use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
@@ -374,7 +375,7 @@ impl Suite {
             vec![(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
         };
         Ok(Suite {
-            ceiling: profile.version.min(V12),
+            ceiling: version_for(&profile, None),
             ior,
             profile,
             large,
