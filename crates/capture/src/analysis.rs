@@ -248,17 +248,6 @@ pub fn key_text(k: &[u8]) -> String {
 /// (no IDL operation can have it: IDL identifiers have no parentheses).
 pub const LOCATE_OP: &str = "(LocateRequest)";
 
-fn status_name(s: ReplyStatus) -> &'static str {
-    match s {
-        ReplyStatus::NoException => "NO_EXCEPTION",
-        ReplyStatus::UserException => "USER_EXCEPTION",
-        ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
-        ReplyStatus::LocationForward => "LOCATION_FORWARD",
-        ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
-        ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
-    }
-}
-
 /// Count one more `k` in `map`, allocating the key only the first time.
 fn bump(map: &mut BTreeMap<String, u64>, k: &str) {
     match map.get_mut(k) {
@@ -572,7 +561,7 @@ impl<O: Sink> Sink for Counting<'_, O> {
             Answers::Request {
                 tag, latency_ns, ..
             } => {
-                let status = status_name(rep.header.status);
+                let status = rep.header.status.name();
                 self.t
                     .count_answer(tag, latency_ns, ev.seen.wire_len, status);
                 let st = &mut self.t.ops[tag];

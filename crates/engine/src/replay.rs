@@ -313,9 +313,7 @@ impl Sink for Collect {
         else {
             return;
         };
-        if let LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) =
-            &ev.reply.status
-        {
+        if let Some(ior) = ev.reply.status.forward() {
             let from = self.reqs[i].key.clone();
             self.forwarded(ior, from);
         }

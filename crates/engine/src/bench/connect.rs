@@ -181,12 +181,8 @@ async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     }
     let l = c.locate().await.map_err(|e| ("locate", e))?;
     let t3 = Instant::now();
-    if !matches!(
-        l.status,
-        LocateStatus::ObjectHere
-            | LocateStatus::ObjectForward(_)
-            | LocateStatus::ObjectForwardPerm(_)
-    ) {
+    // The client followed any OBJECT_FORWARD: this is the final status.
+    if l.status != LocateStatus::ObjectHere {
         return Err((
             "locate",
             iiop_bench_idl::client::BenchError::Reference(format!("LocateReply {:?}", l.status)),

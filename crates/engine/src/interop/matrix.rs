@@ -15,7 +15,7 @@ use iiop_bench_idl::run::RunningServer;
 
 use super::report::{self, Cell};
 use super::suite::{self, InteropSuite, Verdict};
-use super::{embedded_server, runtime, InteropOpts};
+use super::{embedded_server, runtime, via, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
 use crate::results::Results;
@@ -210,6 +210,7 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
     match InteropSuite::new(ior, o.suite_options()) {
         Ok(s) => {
             let rep = rt.block_on(s.run());
+            cell.checks = rep.checks.clone();
             for c in &rep.checks {
                 let line = format!("{}: {}", c.name, c.detail);
                 match c.verdict {
@@ -272,6 +273,32 @@ struct VendorCheck {
     detail: String,
 }
 
+/// A vendor client's checks as the suite's (name, verdict, detail; its
+/// skips with their reasons).
+fn vendor_checks(r: &VendorReport) -> Vec<super::suite::Check> {
+    let check = |name: &str, verdict, detail: &str| super::suite::Check {
+        name: name.to_string(),
+        verdict,
+        detail: detail.to_string(),
+        ty: String::new(),
+        size: 0,
+        mode: "conformance".into(),
+        giop: String::new(),
+        order: String::new(),
+        calls: 1,
+        seconds: 0.0,
+    };
+    let run = r.checks.iter().map(|c| {
+        let v = if c.pass { Verdict::Pass } else { Verdict::Fail };
+        check(&c.name, v, &c.detail)
+    });
+    let skipped = r.skipped.iter().map(|s| match s {
+        VendorSkip::Named { name, detail } => check(name, Verdict::Skip, detail),
+        VendorSkip::Bare(name) => check(name, Verdict::Skip, ""),
+    });
+    run.chain(skipped).collect()
+}
+
 /// Fill `cell` from a vendor client's stdout (its last non-empty line is
 /// the conformance JSON).
 pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
@@ -290,6 +317,7 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
                 .map(|c| format!("{}: {}", c.name, c.detail))
                 .collect();
             cell.skipped = r.skipped.iter().map(VendorSkip::line).collect();
+            cell.checks = vendor_checks(&r);
             let listed = r.checks.iter().filter(|c| !c.pass).count();
             if listed != r.failed {
                 cell.notes.push(format!(
@@ -384,6 +412,19 @@ pub fn run_vendor_client(
     cell
 }
 
+/// The GIOP version of the reference `client` is given: the IIOP
+/// profile's in `ior_file`, 1.0 for a row through a plain corbaloc URL.
+fn reference_giop(ior_file: &Path, client: &str) -> String {
+    if client.ends_with(CORBALOC_SUFFIX) {
+        return iiop_giop::Version::V1_0.to_string();
+    }
+    suite::load_target(&ior_file.display().to_string())
+        .ok()
+        .and_then(|i| i.iiop_profile())
+        .map(|p| p.version.min(iiop_giop::Version::V1_2).to_string())
+        .unwrap_or_default()
+}
+
 /// Suffix of a vendor client row driven through a plain corbaloc URL.
 pub const CORBALOC_SUFFIX: &str = "@corbaloc";
 
@@ -454,6 +495,8 @@ pub struct InteropMatrixOpts {
     pub corbaloc: bool,
     /// How long a vendor server may take to print `ready`.
     pub ready_timeout: Duration,
+    /// With `suite.via_proxy`: one recording per cell in this directory.
+    pub record_dir: Option<PathBuf>,
 }
 
 impl Default for InteropMatrixOpts {
@@ -465,6 +508,7 @@ impl Default for InteropMatrixOpts {
                 .to_vec(),
             corbaloc: false,
             ready_timeout: Duration::from_secs(120),
+            record_dir: None,
         }
     }
 }
@@ -549,6 +593,28 @@ pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
                 break;
             }
             let case = progress.case(&format!("{client} client x {server} server"));
+            let front = via::CellTarget::start(
+                o.suite.via_proxy.as_ref(),
+                o.record_dir.as_deref(),
+                &ior_file,
+                client,
+                server,
+                &dir,
+            );
+            let front = match front {
+                Ok(f) => f,
+                Err(e) => {
+                    case.done();
+                    cells.push(Cell {
+                        client: client.clone(),
+                        server: server.clone(),
+                        error: Some(format!("proxy: {e:#}")),
+                        ..Cell::default()
+                    });
+                    continue;
+                }
+            };
+            let ior_file = front.ior_file().to_path_buf();
             let mut cell = if client == OURS {
                 run_ours(&rt, &o.suite, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
@@ -566,6 +632,12 @@ pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
             };
             case.done();
             cell.server = server.clone();
+            cell.reference_giop = reference_giop(&ior_file, client);
+            match front.finish(&mut cell) {
+                Ok(Some(st)) => progress.note(&format!("  {}", st.summary())),
+                Ok(None) => {}
+                Err(e) => progress.note(&format!("  {e:#}")),
+            }
             progress.note(&format!(
                 "  {client} client x {server} server: {} ({:.1} s)",
                 cell.label(),
