@@ -38,7 +38,9 @@ impl std::str::FromStr for ElemList {
     type Err = String;
 
     fn from_str(s: &str) -> Result<ElemList, String> {
-        iiopbench_engine::bench::parse_types(s).map(ElemList)
+        iiopbench_engine::bench::parse_types(s)
+            .map(ElemList)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -50,7 +52,9 @@ impl std::str::FromStr for ModeList {
     type Err = String;
 
     fn from_str(s: &str) -> Result<ModeList, String> {
-        iiopbench_engine::bench::parse_modes(s).map(ModeList)
+        iiopbench_engine::bench::parse_modes(s)
+            .map(ModeList)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -50,6 +50,7 @@ pub fn run(cli: Cli, argv: &[String]) -> i32 {
         Command::Pcap(o) => cmd::pcap::run(&o, argv),
         Command::Replay(o) => cmd::replay::run(&o, argv),
         Command::Job(c) => cmd::job::run(&c, argv),
+        Command::Proxy(o) => cmd::proxy::run(&o),
     };
     match outcome {
         Ok(()) => 0,

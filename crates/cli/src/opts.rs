@@ -60,7 +60,7 @@ pub enum Command {
     Agents(crate::cmd::agents::AgentsCommand),
     /// Conformance suite against one server, or the ORB x ORB matrix.
     #[command(after_help = crate::examples::INTEROP)]
-    Interop(crate::cmd::interop::InteropOpts),
+    Interop(Box<crate::cmd::interop::InteropOpts>),
     /// Look inside an object reference (like catior) or write one (like
     /// genior).
     #[command(subcommand, after_help = crate::cmd::ior::EXAMPLES)]
@@ -77,4 +77,8 @@ pub enum Command {
     /// host).
     #[command(subcommand, hide = true, after_help = crate::examples::JOB)]
     Job(crate::cmd::job::JobCommand),
+    /// A GIOP proxy in front of one server: references lead back through
+    /// it; it injects faults and records what it passes.
+    #[command(after_help = crate::cmd::proxy::EXAMPLES)]
+    Proxy(Box<crate::cmd::proxy::ProxyOpts>),
 }

@@ -7,19 +7,23 @@
 use iiopbench_engine::results::Results;
 
 /// Job fields whose flag is not the field's name with `-` for `_`.
-const RENAMED: [(&str, &str); 6] = [
+const RENAMED: [(&str, &str); 8] = [
     ("types", "--type"),
     ("sizes", "--size"),
     ("modes", "--mode"),
     ("writes", "--stream-writes"),
     ("links", "--link"),
     ("include", "--include"),
+    // The interop suite's own names of `timeout` and `max_duration`.
+    ("request_timeout", "--timeout"),
+    ("time_limit", "--max-duration"),
 ];
 
 /// Job fields (and option names of the non-job commands) that are flags
 /// of the same name.
-const SAME: [&str; 80] = [
+const SAME: [&str; 82] = [
     "a_target",
+    "agents",
     "b_target",
     "args",
     "baseline",
@@ -58,6 +62,7 @@ const SAME: [&str; 80] = [
     "pattern",
     "pin",
     "points",
+    "raise_limits",
     "rate",
     "rcvbuf",
     "reuse_request",
@@ -154,6 +159,17 @@ pub fn in_results(r: &mut Results) {
     }
 }
 
+/// `r`'s failure and its cases' `detail` (the interop suite's checks) in
+/// the command line's words.
+pub fn in_checks(r: &mut Results) {
+    in_results(r);
+    for c in &mut r.cases {
+        if let Some(serde_json::Value::String(d)) = c.extra.get_mut("detail") {
+            *d = flags(d);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +185,10 @@ mod tests {
             "--tls with a --target needs --tls-ca"
         );
         assert_eq!(flags("`sizes` of ping"), "--size of ping");
+        assert_eq!(
+            flags("give a larger `request_timeout`; `raise_limits` lets calibration raise it"),
+            "give a larger --timeout; --raise-limits lets calibration raise it"
+        );
         assert_eq!(
             flags("printed no `ready`; run `iiopbench serve --raw-tcp`"),
             "printed no `ready`; run `iiopbench serve --raw-tcp`"

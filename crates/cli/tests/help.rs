@@ -52,7 +52,7 @@ const IDEAS: &[Idea] = &[
         Some('t'),
         "target",
         "REF",
-        "bench * but tcp, soak, call, suite, interop, replay",
+        "bench * but tcp, soak, call, suite, interop, replay, proxy",
     ),
     idea(
         "A raw-TCP baseline server",
@@ -66,14 +66,14 @@ const IDEAS: &[Idea] = &[
         None,
         "listen",
         "HOST:PORT",
-        "serve, orbs start, agents run",
+        "serve, orbs start, agents run, proxy",
     ),
     idea(
         "A server's IOR, written to a file",
         None,
         "ior-file",
         "FILE",
-        "serve, orbs start, ior make",
+        "serve, orbs start, ior make, proxy",
     ),
     idea(
         "Results file (JSON; `-` is stdout)",
@@ -339,7 +339,7 @@ const IDEAS: &[Idea] = &[
         None,
         "idl",
         "FILE",
-        "bench throughput/latency, call, serve, replay",
+        "bench throughput/latency, call, serve, replay, proxy",
     ),
     idea(
         "Directory of included IDL",

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use iiop_capture::analysis::{Analyzer, Observer};
+use iiop_capture::analysis::Analyzer;
 use iiop_capture::{Config, OpStats, Summary};
 use serde_json::{json, Value};
 
@@ -15,7 +15,7 @@ use crate::hist::Latency;
 use crate::results::{Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo};
 
 /// Feed every file to `a`, numbering frames across files.
-pub fn feed_files<O: Observer>(
+pub fn feed_files<O: iiop_giop::conn::observer::Sink>(
     files: &[PathBuf],
     a: &mut Analyzer<O>,
 ) -> crate::error::Result<u64> {

@@ -48,7 +48,8 @@
 //!   (any operation of any IDL, values as JSON), [`interop`] (the
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
 //!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
-//!   [`replay`] (captured traffic measured, and sent again);
+//!   [`replay`] (captured traffic measured, and sent again), [`proxy`]
+//!   (a fault-injecting GIOP proxy between any client and server);
 //! - distributed runs: [`agents`] (one job run by N coordinated agents:
 //!   the coordinator, the agent, their results merged) and [`lab`] (jobs
 //!   across an emulated network of namespaces: `lab run`, `lab suite`,
@@ -89,6 +90,7 @@ pub mod placement;
 pub mod procnet;
 pub mod programs;
 pub mod progress;
+pub mod proxy;
 pub mod rawtcp;
 pub mod replay;
 pub mod report;

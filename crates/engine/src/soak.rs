@@ -15,7 +15,7 @@ use iiop_bench_idl::client::BenchClient;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::error_kind;
-use crate::bench::session::{self, BenchJob, Session};
+use crate::bench::session::{self, Session};
 use crate::error::{check, fail, Error, JobError, Result};
 use crate::hist::Latency;
 use crate::options::{PlacementOpts, Sockets};
@@ -97,26 +97,7 @@ impl SoakJob {
     }
 }
 
-impl BenchJob for SoakJob {
-    const KIND: &'static str = "soak";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(SoakJob, "soak");
 
 /// Resident set size of process `pid` (this process when `None`), KiB.
 pub fn rss_kib(pid: Option<u32>) -> Option<u64> {

@@ -27,7 +27,7 @@ use crate::run_context::RunContext;
 
 /// What to run and against what.
 #[derive(Debug, Clone)]
-pub struct SuiteOpts {
+pub struct StudySuiteOpts {
     /// The suite file (fixtures/suites/*.toml).
     pub file: PathBuf,
     /// Run against these servers (`IOR:…`, `corbaloc:…`, a file holding
@@ -44,11 +44,11 @@ pub struct SuiteOpts {
     pub ready_timeout: Duration,
 }
 
-impl Default for SuiteOpts {
+impl Default for StudySuiteOpts {
     /// The command line's defaults: no file yet, our server embedded, the
     /// whole suite, 300 s for a vendor server to say `ready`.
     fn default() -> Self {
-        SuiteOpts {
+        StudySuiteOpts {
             file: PathBuf::new(),
             targets: Vec::new(),
             all_orbs: false,
@@ -439,7 +439,7 @@ fn absorb(out: &mut Results, r: &Results, case: &SuiteCase, kind: &str, target: 
 /// on which target (notes), each case's progress and each case's results
 /// as it finishes ([`Progress::results`](crate::progress::Progress::results)),
 /// and gives the command line recorded.
-pub fn run(o: &SuiteOpts, ctx: &RunContext) -> Result<Results> {
+pub fn run(o: &StudySuiteOpts, ctx: &RunContext) -> Result<Results> {
     let suite = StudySuite::load(&o.file)?;
     let file = o.file.display().to_string();
     let plan = suite.plan_checked(&file, o.quick)?;

@@ -10,6 +10,7 @@ use iiop_bench_idl::client::Wait;
 use iiop_bench_idl::reference::Skeleton;
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::ByteOrder;
+use iiop_giop::conn::route::version_for;
 use iiop_giop::ior::{orb_type_name, Ior};
 use iiop_giop::{Target, Version};
 use iiop_transport::client::{Client, ClientConfig, TlsMode};
@@ -635,14 +636,10 @@ fn shorten(r: &str) -> String {
 /// The results' description of a target IOR.
 pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> TargetInfo {
     let p = ior.iiop_profile();
-    let version = t
-        .giop
-        .or_else(|| {
-            p.as_ref().map(|p| Version {
-                major: 1,
-                minor: p.version.minor.min(2),
-            })
-        })
+    let version = p
+        .as_ref()
+        .map(|p| version_for(p, t.giop))
+        .or(t.giop)
         .map(|v| format!("{}.{}", v.major, v.minor))
         .unwrap_or_default();
     TargetInfo {

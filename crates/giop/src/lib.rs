@@ -8,12 +8,16 @@
 //! - [`context`]: service contexts and code set negotiation.
 //! - [`exception`]: system exceptions and minor codes.
 //! - [`codec`]: framing, size limits, fragment reassembly and splitting.
-//! - [`ior`], [`corbaloc`]: object references and their textual forms
+//! - [`ior`], [`corbaloc`], [`key`]: object references and their textual
+//!   forms, and object keys as text
 //!   (the [`Ior`] type is `iiop_cdr::ior`'s, re-exported: the same one a
 //!   dynamic value holds).
 //! - [`conn`]: the connection state machine, client side and server side:
 //!   bytes and `now` in; bytes to write, events and the next deadline out.
-//!   Every protocol decision of a connection is made there.
+//!   Every protocol decision of a connection is made there. Beside them
+//!   the observer, which sends nothing: both sides' bytes in, requests
+//!   paired with their answers and conformance findings out (captures and
+//!   their replay).
 //!
 //! Nothing here does I/O or reads a clock: the drivers that put these
 //! state machines on sockets are the `iiop-transport` crate.
@@ -26,6 +30,7 @@ pub mod error;
 pub mod exception;
 pub mod header;
 pub mod ior;
+pub mod key;
 pub mod memo;
 pub mod message;
 

@@ -1,6 +1,7 @@
-//! A client's settings: what the pure state machine reads (built here as
-//! a [`ConnConfig`]) beside what only the drivers need: socket options,
-//! TLS, the connection pool, and how a caller waits for its reply.
+//! Client and server settings: what the pure state machines read (built
+//! here as a [`ConnConfig`] / [`ServerConnConfig`]) beside what only the
+//! drivers need: socket options, TLS, the connection pool, connection
+//! counts, and how a caller waits for its reply.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use iiop_cdr::ByteOrder;
 use iiop_giop::codec::CodecConfig;
 use iiop_giop::conn::client::{ConnConfig, DEFAULT_SPLICE_CUTOFF};
 use iiop_giop::conn::endpoint::TlsWanted;
+use iiop_giop::conn::server::{ServerConnConfig, ServerPhases};
 use iiop_giop::header::Version;
 
 /// A client's settings: the protocol's choices, which the state machine
@@ -60,7 +62,7 @@ pub struct ClientConfig {
     /// Wait-on-read connections only ([`BlockingConnection`]): before a
     /// reply read or a send would block, poll the socket without blocking,
     /// yielding the CPU between polls, for up to this long
-    /// ([`Spin`](crate::blocking::Spin)). The caller's CPU stays
+    /// ([`Spin`](crate::socket::Spin)). The caller's CPU stays
     /// busy while it waits; a reply is picked up the moment it lands and a
     /// full send buffer refilled the moment there is room, without the
     /// wake-up of a sleeping thread. `None` blocks at once.
@@ -186,6 +188,80 @@ impl ClientConfig {
             splice_cutoff: self.splice_cutoff,
             oneway_buffer: self.oneway_buffer,
             coalesce_oneways: self.coalesce_oneways && self.nodelay,
+            tls: self.tls.wanted(),
+        }
+    }
+}
+
+/// A server's settings: the connection state machine's part
+/// ([`conn`](ServerConfig::conn)) and the drivers' own (sockets, TLS,
+/// how many connections at once).
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Connections served at once; further accepts wait.
+    pub max_connections: usize,
+    /// Close a connection (with CloseConnection) after this long without
+    /// a message and with nothing in flight.
+    pub idle_timeout: Option<Duration>,
+    /// A message whose first byte has arrived (and a fragmented message
+    /// whose first fragment has) must be complete within this time, or the
+    /// connection is closed (no MessageError: nothing was malformed).
+    pub read_timeout: Option<Duration>,
+    /// A TLS server's handshake must be over within this time, or the
+    /// connection is closed and its slot freed (a client that stops
+    /// mid-handshake holds nothing longer).
+    pub handshake_timeout: Duration,
+    /// Asynchronous handler calls running at once per connection.
+    pub max_in_flight: usize,
+    /// Limits on incoming messages (maximum message size).
+    pub codec: CodecConfig,
+    /// Fragment GIOP 1.2 replies longer than this.
+    pub fragment_size: Option<usize>,
+    /// TCP_NODELAY on accepted sockets.
+    pub nodelay: bool,
+    /// SO_SNDBUF of accepted sockets, if set.
+    pub send_buffer: Option<u32>,
+    /// SO_RCVBUF of accepted sockets, if set (applied to the listener as
+    /// well, so that the window scale agreed at connect time allows it).
+    pub recv_buffer: Option<u32>,
+    /// Byte order of replies; `None` answers in the request's order.
+    pub reply_order: Option<ByteOrder>,
+    /// Time the server's phases into these totals (shared by every
+    /// connection). `None`: no clock reads.
+    pub phases: Option<Arc<ServerPhases>>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let conn = ServerConnConfig::default();
+        ServerConfig {
+            max_connections: 1024,
+            idle_timeout: conn.idle_timeout,
+            read_timeout: conn.read_timeout,
+            handshake_timeout: Duration::from_secs(10),
+            max_in_flight: conn.max_in_flight,
+            codec: conn.codec,
+            fragment_size: conn.fragment_size,
+            nodelay: true,
+            send_buffer: None,
+            recv_buffer: None,
+            reply_order: conn.reply_order,
+            phases: conn.phases,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// What the connection state machine reads of these settings.
+    pub fn conn(&self) -> ServerConnConfig {
+        ServerConnConfig {
+            idle_timeout: self.idle_timeout,
+            read_timeout: self.read_timeout,
+            max_in_flight: self.max_in_flight,
+            codec: self.codec,
+            fragment_size: self.fragment_size,
+            reply_order: self.reply_order,
+            phases: self.phases.clone(),
         }
     }
 }

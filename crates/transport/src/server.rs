@@ -46,9 +46,10 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+pub use crate::config::ServerConfig;
 pub use iiop_giop::conn::server::{
     arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
-    LocateOutcome, Outcome, RequestContext, ServerConfig, ServerPhases,
+    LocateOutcome, Outcome, RequestContext, ServerConnConfig, ServerPhases,
 };
 use iiop_giop::conn::server::{AsyncCall, AsyncTicket, Ending, ServerConn};
 
@@ -90,7 +91,7 @@ async fn serve_with<H: Handler>(
     tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let cfg = Arc::new(cfg);
+    let conn_cfg = Arc::new(cfg.conn());
     set_buffers(socket2::SockRef::from(&listener), &cfg)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let slots = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
@@ -122,8 +123,8 @@ async fn serve_with<H: Handler>(
         };
         let _ = stream.set_nodelay(cfg.nodelay);
         let _ = set_buffers(socket2::SockRef::from(&stream), &cfg);
-        let (h, c, rx) = (handler.clone(), cfg.clone(), stop_rx.clone());
-        let conn = ConnTask::new(h, c, next_conn, Some(peer));
+        let (h, c, rx) = (handler.clone(), conn_cfg.clone(), stop_rx.clone());
+        let conn = ConnTask::new(h, c, cfg.handshake_timeout, next_conn, Some(peer));
         // The handshake runs in the connection's own task, never in this
         // accept loop: a slow or stalled client delays no other accept.
         match tls.clone() {
@@ -177,14 +178,15 @@ struct ConnTask<H> {
 impl<H: Handler> ConnTask<H> {
     fn new(
         handler: Arc<H>,
-        cfg: Arc<ServerConfig>,
+        cfg: Arc<ServerConnConfig>,
+        handshake_timeout: Duration,
         id: u64,
         peer: Option<std::net::SocketAddr>,
     ) -> Self {
         let (done_tx, done_rx) = mpsc::unbounded_channel();
         ConnTask {
             handler,
-            handshake_timeout: cfg.handshake_timeout,
+            handshake_timeout,
             phases: cfg.phases.clone(),
             conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
             done_tx,
@@ -279,7 +281,7 @@ impl<H: Handler> ConnTask<H> {
                         conn.finish_async(ticket, reply);
                     }
                 }
-                r = super::read_timed(&mut stream, conn.read_buf(), limit, on_read), if can_read => match r {
+                r = crate::socket::read_timed(&mut stream, conn.read_buf(), limit, on_read), if can_read => match r {
                     Ok(0) | Err(_) => conn.on_eof(),
                     Ok(n) => conn.received(n),
                 },

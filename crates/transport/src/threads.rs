@@ -41,9 +41,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::blocking::{recv_spinning, Spin};
+use crate::config::ServerConfig;
+use crate::socket::{recv_spinning, Spin};
 use iiop_giop::conn::server::{
-    AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConfig, ServerConn, ServerPhases,
+    AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConn, ServerConnConfig, ServerPhases,
 };
 
 /// The most plaintext one read takes from rustls (the room zeroed for it).
@@ -199,7 +200,7 @@ pub fn serve_threads<H: Handler>(
     threads: ThreadsConfig,
     stop: Arc<StopFlag>,
 ) -> std::io::Result<()> {
-    let cfg = Arc::new(cfg);
+    let conn_cfg = Arc::new(cfg.conn());
     super::server::set_buffers(socket2::SockRef::from(&listener), &cfg)?;
     let open = Arc::new(AtomicUsize::new(0));
     let threads = Arc::new(threads);
@@ -236,18 +237,26 @@ pub fn serve_threads<H: Handler>(
         open.fetch_add(1, Ordering::AcqRel);
         let (h, c, t, s, o, freed) = (
             handler.clone(),
-            cfg.clone(),
+            conn_cfg.clone(),
             threads.clone(),
             stop.clone(),
             open.clone(),
             freed.clone(),
         );
-        let id = next_conn;
+        let (id, handshake) = (next_conn, cfg.handshake_timeout);
         let spawned = std::thread::Builder::new()
             .name(threads.thread_name.clone())
             .spawn(move || {
                 (t.on_thread_start)();
-                let conn = ConnThread::new(h, c, id, Some(peer), t.runtime.clone(), t.polling);
+                let conn = ConnThread::new(
+                    h,
+                    c,
+                    handshake,
+                    id,
+                    Some(peer),
+                    t.runtime.clone(),
+                    t.polling,
+                );
                 match &t.tls {
                     None => conn.run(Io::Tcp(stream), &s),
                     Some(tls) => conn.run_tls(tls.clone(), stream, &s),
@@ -431,7 +440,8 @@ struct ConnThread<H> {
 impl<H: Handler> ConnThread<H> {
     fn new(
         handler: Arc<H>,
-        cfg: Arc<ServerConfig>,
+        cfg: Arc<ServerConnConfig>,
+        handshake_timeout: Duration,
         id: u64,
         peer: Option<std::net::SocketAddr>,
         runtime: tokio::runtime::Handle,
@@ -439,7 +449,7 @@ impl<H: Handler> ConnThread<H> {
     ) -> Self {
         ConnThread {
             handler,
-            handshake_timeout: cfg.handshake_timeout,
+            handshake_timeout,
             phases: cfg.phases.clone(),
             conn: ServerConn::new(cfg, id, peer, Some(Instant::now)),
             runtime,

@@ -18,6 +18,7 @@ pub mod lab;
 pub mod merge;
 pub mod orbs;
 pub mod pcap;
+pub mod proxy;
 pub mod replay;
 pub mod report;
 pub mod serve;

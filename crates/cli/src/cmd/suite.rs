@@ -47,8 +47,8 @@ pub struct SuiteOpts {
 
 impl SuiteOpts {
     /// As the engine's options.
-    pub fn engine(&self) -> suite::SuiteOpts {
-        suite::SuiteOpts {
+    pub fn engine(&self) -> suite::StudySuiteOpts {
+        suite::StudySuiteOpts {
             file: self.file.clone(),
             targets: self.target.clone(),
             all_orbs: self.all_orbs,

@@ -29,7 +29,7 @@ use serde_json::json;
 
 use super::closed::ServiceKind;
 use super::replicas::{self, Replicas};
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::stats::Dist;
 use super::workload::{self, ClientSpec, RunRule};
 use crate::error::{check, fail, Error, JobError, Result};
@@ -189,26 +189,7 @@ impl BalanceJob {
     }
 }
 
-impl BenchJob for BalanceJob {
-    const KIND: &'static str = "balance";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(BalanceJob, "balance");
 
 /// The study's strategy names.
 pub fn strategy_name(k: u8) -> &'static str {

@@ -12,7 +12,7 @@ use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::stats::Dist;
 use super::workload::{self, ClientSpec, RunRule};
 use crate::error::{check, fail, Error, JobError, Result};
@@ -101,26 +101,7 @@ impl ClosedJob {
     }
 }
 
-impl BenchJob for ClosedJob {
-    const KIND: &'static str = "closed";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(ClosedJob, "closed");
 
 /// Run a closed-system job.
 pub fn run(o: &ClosedJob, ctx: &RunContext) -> (Results, Option<Error>) {

@@ -13,7 +13,7 @@ use iiop_giop::message::LocateStatus;
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::{count_error, error_kind};
 use crate::error::{check, Error, JobError, Result};
 use crate::hist::Latency;
@@ -60,26 +60,7 @@ impl ConnectJob {
     }
 }
 
-impl BenchJob for ConnectJob {
-    const KIND: &'static str = "connect";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(ConnectJob, "connect");
 
 const STEPS: [&str; 6] = [
     "tcp-connect",
@@ -200,12 +181,8 @@ async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     }
     let l = c.locate().await.map_err(|e| ("locate", e))?;
     let t3 = Instant::now();
-    if !matches!(
-        l.status,
-        LocateStatus::ObjectHere
-            | LocateStatus::ObjectForward(_)
-            | LocateStatus::ObjectForwardPerm(_)
-    ) {
+    // The client followed any OBJECT_FORWARD: this is the final status.
+    if l.status != LocateStatus::ObjectHere {
         return Err((
             "locate",
             iiop_bench_idl::client::BenchError::Reference(format!("LocateReply {:?}", l.status)),

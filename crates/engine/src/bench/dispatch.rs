@@ -18,7 +18,7 @@ use serde_json::json;
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::stats::Dist;
 use super::workload::{self, ClientSpec, RunRule};
 use crate::error::{bail, check, fail, Error, JobError, Result};
@@ -65,26 +65,7 @@ impl DispatchJob {
     }
 }
 
-impl BenchJob for DispatchJob {
-    const KIND: &'static str = "dispatch";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(DispatchJob, "dispatch");
 
 /// The positions measured among `methods` methods.
 pub fn positions(points: usize, methods: u32) -> Vec<u32> {

@@ -18,7 +18,7 @@ use iiop_bench_idl::client::{BenchClient, BenchError};
 use serde::{Deserialize, Serialize};
 
 use super::loops::{self, Invoke, Loop, Tally};
-use super::session::{self, BenchJob, Session, Shape};
+use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
 use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
@@ -192,25 +192,7 @@ impl LatencyJob {
     }
 }
 
-impl BenchJob for LatencyJob {
-    const KIND: &'static str = "latency";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        LatencyJob::validate(self)
-    }
-}
+session::bench_job!(LatencyJob, "latency", LatencyJob::validate);
 
 /// What one caller sends.
 #[derive(Debug, Clone)]

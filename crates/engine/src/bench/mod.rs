@@ -32,20 +32,24 @@ use std::collections::BTreeMap;
 
 use iiop_bench_idl::bench::elements::{CallMode, Elem};
 
+use crate::error::JobError;
+
 /// Parse a comma list of element tokens (`all` for every type), as users
 /// write them.
-pub fn parse_types(s: &str) -> Result<Vec<Elem>, String> {
+pub fn parse_types(s: &str) -> Result<Vec<Elem>, JobError> {
     if s.trim() == "all" {
         return Ok(Elem::ALL.to_vec());
     }
     s.split(',')
-        .map(|t| t.trim().parse::<Elem>().map_err(|e| e.to_string()))
+        .map(|t| t.trim().parse::<Elem>().map_err(JobError::new))
         .collect()
 }
 
 /// Parse a comma list of call modes (`oneway,twoway,echo`).
-pub fn parse_modes(s: &str) -> Result<Vec<CallMode>, String> {
-    s.split(',').map(|t| t.trim().parse::<CallMode>()).collect()
+pub fn parse_modes(s: &str) -> Result<Vec<CallMode>, JobError> {
+    s.split(',')
+        .map(|t| t.trim().parse::<CallMode>().map_err(JobError::new))
+        .collect()
 }
 
 /// The serde form of a list of element types: bench.idl's tokens
@@ -90,7 +94,7 @@ pub mod modes {
 
 /// A list read from a list of words or one comma list, each word parsed
 /// by `parse` (a comma list).
-fn words<'de, D, T>(d: D, parse: fn(&str) -> Result<Vec<T>, String>) -> Result<Vec<T>, D::Error>
+fn words<'de, D, T>(d: D, parse: fn(&str) -> Result<Vec<T>, JobError>) -> Result<Vec<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
@@ -123,6 +127,7 @@ pub fn error_kind(e: &iiop_bench_idl::client::BenchError) -> String {
         B::Call(C::Connect { .. }) | B::Call(C::ConnectTimeout { .. }) => "connect-failed".into(),
         B::Call(C::PeerMessageError { .. }) => "peer-message-error".into(),
         B::Call(C::Protocol { .. }) => "malformed-reply".into(),
+        B::Call(C::ReplyVersion { .. }) => "reply-version".into(),
         B::Call(C::TooManyForwards { .. }) => "too-many-forwards".into(),
         B::Call(_) => "call-failed".into(),
         B::Decode { .. } => "undecodable-reply".into(),

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use super::closed::ServiceKind;
 use super::replicas::{self, Replicas};
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::stats::Dist;
 use super::workload::{self, ClientSpec, RunRule};
 use crate::error::{check, fail, Error, JobError, Result};
@@ -129,26 +129,7 @@ impl PackingJob {
     }
 }
 
-impl BenchJob for PackingJob {
-    const KIND: &'static str = "packing";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(PackingJob, "packing");
 
 /// Run a packing job.
 pub fn run(o: &PackingJob, ctx: &RunContext) -> (Results, Option<Error>) {

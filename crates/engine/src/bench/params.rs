@@ -21,7 +21,7 @@ use serde_json::json;
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::workload::{self, ClientSpec, RunRule};
 use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
@@ -63,26 +63,7 @@ impl ParamsJob {
     }
 }
 
-impl BenchJob for ParamsJob {
-    const KIND: &'static str = "params";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(ParamsJob, "params");
 
 /// The three ways of passing the array.
 const OPTIONS: [(&str, &str); 3] = [

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
 
-use crate::error::{bail, ensure, fail, Error, Result};
+use crate::error::{bail, ensure, fail, Error, JobError, Result};
 use crate::programs::{Programs, ServerProcess};
 
 /// Which servers an experiment starts. Its serde form is its name:
@@ -55,7 +55,7 @@ impl Replicas {
 }
 
 /// `inproc`, `child` or `orb:NAME`.
-pub fn parse_kind(s: &str) -> Result<Replicas, String> {
+pub fn parse_kind(s: &str) -> Result<Replicas, JobError> {
     match s {
         "inproc" => Ok(Replicas::InProcess),
         "child" => Ok(Replicas::Child),
@@ -63,7 +63,9 @@ pub fn parse_kind(s: &str) -> Result<Replicas, String> {
             Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric()) => {
                 Ok(Replicas::Orb(n.into()))
             }
-            _ => Err(format!("{s:?}: use inproc, child or orb:NAME")),
+            _ => Err(JobError::new(format!(
+                "{s:?}: use inproc, child or orb:NAME"
+            ))),
         },
     }
 }

@@ -31,6 +31,41 @@ pub trait BenchJob: Serialize {
     fn validate(&self) -> Result<(), JobError>;
 }
 
+/// `impl BenchJob for $job` with the results' kind `$kind`, for a job
+/// whose `target`, `socket` and `placement` fields hold those options. Its
+/// check is `validate_fields()` then the target's, or `$validate`.
+macro_rules! bench_job {
+    ($job:ty, $kind:literal) => {
+        $crate::bench::session::bench_job!($job, $kind, |j: &$job| {
+            j.validate_fields()?;
+            j.target.validate(false)
+        });
+    };
+    ($job:ty, $kind:literal, $validate:expr) => {
+        impl $crate::bench::session::BenchJob for $job {
+            const KIND: &'static str = $kind;
+
+            fn target(&self) -> &$crate::target::TargetOpts {
+                &self.target
+            }
+
+            fn socket(&self) -> &$crate::options::Sockets {
+                &self.socket
+            }
+
+            fn placement(&self) -> &$crate::options::PlacementOpts {
+                &self.placement
+            }
+
+            fn validate(&self) -> std::result::Result<(), $crate::error::JobError> {
+                ($validate)(self)
+            }
+        }
+    };
+}
+
+pub(crate) use bench_job;
+
 /// The job as the results record it: its serde form, tagged with its
 /// kind as [`Job`](crate::job::Job) tags it.
 pub fn job_record<J: Serialize>(kind: &str, job: &J) -> Option<serde_json::Value> {

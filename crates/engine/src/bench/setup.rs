@@ -33,7 +33,7 @@ use serde_json::json;
 use serde::{Deserialize, Serialize};
 
 use super::replicas;
-use super::session::{self, BenchJob, Session};
+use super::session::{self, Session};
 use super::workload;
 use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
 use crate::hist::Latency;
@@ -101,26 +101,7 @@ impl SetupJob {
     }
 }
 
-impl BenchJob for SetupJob {
-    const KIND: &'static str = "setup";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        self.validate_fields()?;
-        self.target.validate(false)
-    }
-}
+session::bench_job!(SetupJob, "setup");
 
 /// Run a set-up job.
 pub fn run(o: &SetupJob, ctx: &RunContext) -> (Results, Option<Error>) {

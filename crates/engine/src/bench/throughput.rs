@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::count_error;
 use super::loops::{self, Budget, Sent};
-use super::session::{self, BenchJob, Session, Shape};
+use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
 use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
@@ -183,25 +183,7 @@ impl ThroughputJob {
     }
 }
 
-impl BenchJob for ThroughputJob {
-    const KIND: &'static str = "throughput";
-
-    fn target(&self) -> &TargetOpts {
-        &self.target
-    }
-
-    fn socket(&self) -> &Sockets {
-        &self.socket
-    }
-
-    fn placement(&self) -> &PlacementOpts {
-        &self.placement
-    }
-
-    fn validate(&self) -> Result<(), JobError> {
-        ThroughputJob::validate(self)
-    }
-}
+session::bench_job!(ThroughputJob, "throughput", ThroughputJob::validate);
 
 /// How the run's oneways went out, among its `params` (bench.idl's and
 /// an IDL's): buffered, coalesced, or neither.

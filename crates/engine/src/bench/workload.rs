@@ -458,12 +458,12 @@ impl EngineResult {
 }
 
 /// Parse `5%` into a relative half-width (0.05).
-pub fn parse_relative(s: &str) -> Result<f64, String> {
-    let v = crate::units::parse_percent(s).map_err(|e| e.to_string())? / 100.0;
+pub fn parse_relative(s: &str) -> Result<f64, JobError> {
+    let v = crate::units::parse_percent(s).map_err(JobError::new)? / 100.0;
     if !(v > 0.0 && v < 1.0) {
-        return Err(format!(
+        return Err(JobError::new(format!(
             "{s:?}: a relative half-width must be in (0 %, 100 %)"
-        ));
+        )));
     }
     Ok(v)
 }
@@ -517,9 +517,9 @@ mod relative {
         Option::<Form>::deserialize(d)?
             .map(|f| match f {
                 Form::Fraction(x) if x > 0.0 && x < 1.0 => Ok(x),
-                Form::Fraction(x) => Err(format!(
+                Form::Fraction(x) => Err(crate::error::JobError::new(format!(
                     "{x}: a relative half-width is a fraction in (0, 1), or a percentage (\"5%\")"
-                )),
+                ))),
                 Form::Text(t) => super::parse_relative(&t),
             })
             .transpose()

@@ -96,7 +96,7 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
             for p in sig.outputs() {
                 iiop_cdr::Value::decode(&p.tc, r)?;
             }
-            r.expect_end()
+            r.expect_body_end()
         }
     })
     .await

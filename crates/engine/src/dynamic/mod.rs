@@ -247,7 +247,9 @@ pub fn decode_reply(sig: &OpSig, r: &mut Reader<'_>) -> Result<Json> {
             json::to_json(&p.tc, &v).map_err(Error::target)?,
         );
     }
-    r.expect_end()
+    // Alignment padding may follow the last value, as after a request's
+    // last argument (Reader::only_padding_left).
+    r.expect_body_end()
         .map_err(|e| fail!(Target, "reply to {}: {e}", sig.name))?;
     Ok(Json::Object(m))
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::run::RunningServer;
 
 use super::report::{self, Cell};
-use super::suite::{self, Suite, Verdict};
-use super::{embedded_server, runtime, InteropOpts};
+use super::suite::{self, InteropSuite, Verdict};
+use super::{embedded_server, runtime, via, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
 use crate::results::Results;
@@ -207,9 +207,10 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
             return cell;
         }
     };
-    match Suite::new(ior, o.suite_options()) {
+    match InteropSuite::new(ior, o.suite_options()) {
         Ok(s) => {
             let rep = rt.block_on(s.run());
+            cell.checks = rep.checks.clone();
             for c in &rep.checks {
                 let line = format!("{}: {}", c.name, c.detail);
                 match c.verdict {
@@ -229,13 +230,39 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
     cell
 }
 
-/// What a vendor client's conformance JSON says.
+/// What a vendor client's conformance JSON says (docs/vendor-protocol.md).
 #[derive(Debug, serde::Deserialize)]
 struct VendorReport {
     #[serde(default)]
     checks: Vec<VendorCheck>,
     passed: usize,
     failed: usize,
+    /// Checks not run: neither passed nor failed.
+    #[serde(default)]
+    skipped: Vec<VendorSkip>,
+}
+
+/// A skipped check: its name and the reason (a bare name from clients
+/// built before skips carried their reason).
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum VendorSkip {
+    Named {
+        name: String,
+        #[serde(default)]
+        detail: String,
+    },
+    Bare(String),
+}
+
+impl VendorSkip {
+    /// `name: reason`, as the matrix lists skips.
+    fn line(&self) -> String {
+        match self {
+            VendorSkip::Named { name, detail } if !detail.is_empty() => format!("{name}: {detail}"),
+            VendorSkip::Named { name, .. } | VendorSkip::Bare(name) => name.clone(),
+        }
+    }
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -244,6 +271,32 @@ struct VendorCheck {
     pass: bool,
     #[serde(default)]
     detail: String,
+}
+
+/// A vendor client's checks as the suite's (name, verdict, detail; its
+/// skips with their reasons).
+fn vendor_checks(r: &VendorReport) -> Vec<super::suite::Check> {
+    let check = |name: &str, verdict, detail: &str| super::suite::Check {
+        name: name.to_string(),
+        verdict,
+        detail: detail.to_string(),
+        ty: String::new(),
+        size: 0,
+        mode: "conformance".into(),
+        giop: String::new(),
+        order: String::new(),
+        calls: 1,
+        seconds: 0.0,
+    };
+    let run = r.checks.iter().map(|c| {
+        let v = if c.pass { Verdict::Pass } else { Verdict::Fail };
+        check(&c.name, v, &c.detail)
+    });
+    let skipped = r.skipped.iter().map(|s| match s {
+        VendorSkip::Named { name, detail } => check(name, Verdict::Skip, detail),
+        VendorSkip::Bare(name) => check(name, Verdict::Skip, ""),
+    });
+    run.chain(skipped).collect()
 }
 
 /// Fill `cell` from a vendor client's stdout (its last non-empty line is
@@ -263,6 +316,8 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
                 .filter(|c| !c.pass)
                 .map(|c| format!("{}: {}", c.name, c.detail))
                 .collect();
+            cell.skipped = r.skipped.iter().map(VendorSkip::line).collect();
+            cell.checks = vendor_checks(&r);
             let listed = r.checks.iter().filter(|c| !c.pass).count();
             if listed != r.failed {
                 cell.notes.push(format!(
@@ -357,6 +412,19 @@ pub fn run_vendor_client(
     cell
 }
 
+/// The GIOP version of the reference `client` is given: the IIOP
+/// profile's in `ior_file`, 1.0 for a row through a plain corbaloc URL.
+fn reference_giop(ior_file: &Path, client: &str) -> String {
+    if client.ends_with(CORBALOC_SUFFIX) {
+        return iiop_giop::Version::V1_0.to_string();
+    }
+    suite::load_target(&ior_file.display().to_string())
+        .ok()
+        .and_then(|i| i.iiop_profile())
+        .map(|p| p.version.min(iiop_giop::Version::V1_2).to_string())
+        .unwrap_or_default()
+}
+
 /// Suffix of a vendor client row driven through a plain corbaloc URL.
 pub const CORBALOC_SUFFIX: &str = "@corbaloc";
 
@@ -415,7 +483,7 @@ pub fn availability(orbs: &[String]) -> crate::error::Result<Availability> {
 
 /// What to run in the matrix.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct InteropMatrixOpts {
     /// Our suite's settings (its `target` is not used: every server of
     /// the matrix is started here); `max_duration` also caps each vendor
     /// client's whole conformance run.
@@ -427,17 +495,20 @@ pub struct MatrixOpts {
     pub corbaloc: bool,
     /// How long a vendor server may take to print `ready`.
     pub ready_timeout: Duration,
+    /// With `suite.via_proxy`: one recording per cell in this directory.
+    pub record_dir: Option<PathBuf>,
 }
 
-impl Default for MatrixOpts {
+impl Default for InteropMatrixOpts {
     fn default() -> Self {
-        MatrixOpts {
+        InteropMatrixOpts {
             suite: InteropOpts::default(),
             orbs: ["ours", "omniorb", "jacorb", "omniorbpy"]
                 .map(String::from)
                 .to_vec(),
             corbaloc: false,
             ready_timeout: Duration::from_secs(120),
+            record_dir: None,
         }
     }
 }
@@ -469,7 +540,7 @@ impl MatrixRun {
 
 /// Run the matrix. News (skipped roles, servers starting, each cell's
 /// label as it ends) goes to `o.suite.progress` as notes.
-pub fn run(o: &MatrixOpts) -> crate::error::Result<MatrixRun> {
+pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
     let started_at = crate::results::now_rfc3339();
     let progress = &o.suite.progress;
     let mut a = availability(&o.orbs)?;
@@ -522,6 +593,28 @@ pub fn run(o: &MatrixOpts) -> crate::error::Result<MatrixRun> {
                 break;
             }
             let case = progress.case(&format!("{client} client x {server} server"));
+            let front = via::CellTarget::start(
+                o.suite.via_proxy.as_ref(),
+                o.record_dir.as_deref(),
+                &ior_file,
+                client,
+                server,
+                &dir,
+            );
+            let front = match front {
+                Ok(f) => f,
+                Err(e) => {
+                    case.done();
+                    cells.push(Cell {
+                        client: client.clone(),
+                        server: server.clone(),
+                        error: Some(format!("proxy: {e:#}")),
+                        ..Cell::default()
+                    });
+                    continue;
+                }
+            };
+            let ior_file = front.ior_file().to_path_buf();
             let mut cell = if client == OURS {
                 run_ours(&rt, &o.suite, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
@@ -539,6 +632,12 @@ pub fn run(o: &MatrixOpts) -> crate::error::Result<MatrixRun> {
             };
             case.done();
             cell.server = server.clone();
+            cell.reference_giop = reference_giop(&ior_file, client);
+            match front.finish(&mut cell) {
+                Ok(Some(st)) => progress.note(&format!("  {}", st.summary())),
+                Ok(None) => {}
+                Err(e) => progress.note(&format!("  {e:#}")),
+            }
             progress.note(&format!(
                 "  {client} client x {server} server: {} ({:.1} s)",
                 cell.label(),
@@ -582,6 +681,22 @@ mod tests {
         assert_eq!((c.passed, c.failed), (1, 1));
         assert_eq!(c.failures, vec!["echo_wchar 7: MARSHAL".to_string()]);
         assert_eq!(c.label(), "FAIL 1/2");
+        // Skips are neither passes nor failures, with their reasons (the
+        // C++ and Java clients' form; a bare name from older builds).
+        let mut s = Cell::default();
+        parse_vendor_output(
+            &mut s,
+            r#"{"orb":"o","mode":"conformance","checks":[{"name":"ping","pass":true,"detail":""}],"passed":1,"failed":0,"skipped":[{"name":"echo_wchar[0]","detail":"wchar needs the server's code sets"},"dispatch50_m00_m49"]}"#,
+        );
+        assert_eq!((s.passed, s.failed), (1, 0));
+        assert_eq!(
+            s.skipped,
+            [
+                "echo_wchar[0]: wchar needs the server's code sets",
+                "dispatch50_m00_m49"
+            ]
+        );
+        assert_eq!(s.label(), "pass 1/1");
         let mut d = Cell::default();
         parse_vendor_output(&mut d, "Segmentation fault\n");
         assert!(d.error.as_deref().unwrap().contains("Segmentation fault"));

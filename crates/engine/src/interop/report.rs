@@ -4,6 +4,7 @@
 //! line's.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use iiop_giop::ior::{orb_type_name, Ior};
 use serde::Serialize;
@@ -28,6 +29,14 @@ pub struct Cell {
     /// The client could not run to the end (timeout, crash, bad output).
     pub error: Option<String>,
     pub seconds: f64,
+    /// Every check as reported (a vendor client's with its verdict only,
+    /// in `reference_giop`), for classifying ([`super::classify`]).
+    pub checks: Vec<Check>,
+    /// The GIOP version of the reference the client was given.
+    pub reference_giop: String,
+    /// Where the bytes of this run were recorded (`--via-proxy` with
+    /// `--record-dir`).
+    pub recording: Option<PathBuf>,
 }
 
 impl Cell {

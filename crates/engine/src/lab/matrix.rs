@@ -23,7 +23,7 @@ use crate::run_context::RunContext;
 
 /// `lab matrix`'s options.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct LabMatrixOpts {
     /// Client hosts (`client0` …).
     pub client_hosts: u32,
     /// Server hosts (`server0` …), each running its own server.
@@ -31,7 +31,7 @@ pub struct MatrixOpts {
     pub fleet: FleetOpts,
 }
 
-impl MatrixOpts {
+impl LabMatrixOpts {
     /// The client hosts' names, `client0` ….
     pub fn clients(&self) -> Vec<String> {
         (0..self.client_hosts)
@@ -48,7 +48,7 @@ impl MatrixOpts {
 }
 
 /// The lab: every client host linked to every server host.
-pub fn spec_of(o: &MatrixOpts) -> Result<LabSpec> {
+pub fn spec_of(o: &LabMatrixOpts) -> Result<LabSpec> {
     ensure!(
         o.client_hosts >= 1 && o.server_hosts >= 1,
         Job,
@@ -83,7 +83,7 @@ struct Cell {
 /// each cell start and the coordinators' lines; `ctx` starts the
 /// processes and gives the results' command line. An `Err` when it could
 /// not start or no cell ran.
-pub fn run(o: &MatrixOpts, ctx: &RunContext, sink: &dyn LabSink) -> Result<Results> {
+pub fn run(o: &LabMatrixOpts, ctx: &RunContext, sink: &dyn LabSink) -> Result<Results> {
     let programs = super::programs(ctx)?;
     let f = &o.fleet;
     super::run::check_job(&f.job)?;
@@ -166,7 +166,7 @@ fn run_cell(
 /// cell's as the frame), each case and fit named after its cell and each
 /// case tagged with its hosts.
 fn combine(
-    o: &MatrixOpts,
+    o: &LabMatrixOpts,
     spec: &LabSpec,
     hosts: Vec<serde_json::Value>,
     cells: &[Cell],
@@ -238,8 +238,8 @@ mod tests {
     use super::*;
     use crate::results::{Case, Fit};
 
-    fn opts() -> MatrixOpts {
-        MatrixOpts {
+    fn opts() -> LabMatrixOpts {
+        LabMatrixOpts {
             client_hosts: 1,
             server_hosts: 2,
             fleet: FleetOpts {

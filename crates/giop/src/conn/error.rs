@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::error::GiopError;
 use crate::exception::SystemException;
+use crate::header::{MsgType, Version};
 use crate::message::Body;
 
 /// Why a call failed, and whose fault it was.
@@ -36,6 +37,25 @@ pub enum ClientError {
     /// The peer sent something malformed.
     #[error("malformed message from {addr}: {error}")]
     Protocol { addr: String, error: GiopError },
+    /// The peer answered in another GIOP version than its request's: a
+    /// Reply or LocateReply must be in the version of the request it
+    /// answers (a 1.0 or 1.1 client cannot read a 1.2 reply header; the
+    /// only messages a server may send in another version are
+    /// MessageError and CloseConnection). The peer's error.
+    #[error(
+        "{} in GIOP {reply} to a GIOP {request} {} from {addr} (the peer's error: an answer must be in its request's GIOP version)",
+        answer.name(),
+        answer.answers().map_or("request", MsgType::name)
+    )]
+    ReplyVersion {
+        addr: String,
+        /// Reply or LocateReply.
+        answer: MsgType,
+        /// The answer's version.
+        reply: Version,
+        /// The request's.
+        request: Version,
+    },
     /// We could not encode the request (a body closure error, a status not
     /// in this GIOP version, …).
     #[error("cannot encode request: {0}")]
@@ -53,6 +73,15 @@ pub enum ClientError {
     /// The IOR has no IIOP profile we can use.
     #[error("no usable IIOP profile in the IOR")]
     NoProfile,
+    /// A forward named a reference with no IIOP profile to go to; `addr`
+    /// sent it.
+    #[error("{addr} forwarded to a reference with no usable IIOP profile")]
+    ForwardedNowhere { addr: String },
+    /// A request prepared for reuse got an answer its bytes cannot follow
+    /// (they carry their target address): a forward (the client moved:
+    /// prepare it again there), or another addressing disposition.
+    #[error("{addr} answered a request prepared for reuse with {what}, which its prepared bytes cannot follow: prepare it again")]
+    PreparedCannotFollow { addr: String, what: String },
     /// The server raised a system exception.
     #[error("system exception: {0}")]
     System(SystemException),

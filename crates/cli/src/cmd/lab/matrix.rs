@@ -39,7 +39,7 @@ pub fn run(o: &LabMatrixArgs, argv: &[String]) -> anyhow::Result<()> {
     let f = &o.fleet;
     let (fleet, json_out) = f.split()?;
     common::require_root_and_signals()?;
-    let opts = lab::matrix::MatrixOpts {
+    let opts = lab::matrix::LabMatrixOpts {
         client_hosts: o.client_hosts,
         server_hosts: o.server_hosts,
         fleet,
