@@ -50,11 +50,11 @@ pub struct ThroughputArgs {
     #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub slices: u32,
     /// Marshal each request once and resend it with only the request id
-    /// patched (seed 000's request reuse, E0.4).
+    /// patched: what marshalling costs per call.
     #[arg(long)]
     pub reuse_request: bool,
     /// Build requests from run-time TypeCodes (Values) instead of compiled
-    /// serde types (the DII analogue, E0.3).
+    /// serde types (as CORBA's dynamic invocation interface does).
     #[arg(long)]
     pub dynamic: bool,
     /// Buffer oneways, as CORBA Messaging's SYNC_NONE with TAO's
@@ -77,7 +77,7 @@ pub struct ThroughputArgs {
     /// default.
     #[arg(long)]
     pub coalesce_oneways: bool,
-    /// Measure marshal / transport / demarshal time per call (E0.5); costs
+    /// Measure marshal / transport / demarshal time per call; costs
     /// one extra copy per call, so off by default.
     #[arg(long)]
     pub breakdown: bool,

@@ -81,8 +81,8 @@ pub enum LabCommand {
     /// server host; one merged result (docs/agents.md).
     #[command(after_help = crate::examples::LAB_AGENTS)]
     Agents(Box<agents::LabAgentsArgs>),
-    /// Every client host against every server host (the ATON host-pair
-    /// matrix, E2.1): each cell one merged agent run.
+    /// Every client host against every server host (a host-pair matrix of
+    /// round trips): each cell one merged agent run.
     #[command(after_help = crate::examples::LAB_MATRIX)]
     Matrix(Box<matrix::LabMatrixArgs>),
     /// Run a suite file (conditions × bench cases) in a lab.
