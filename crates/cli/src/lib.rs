@@ -8,10 +8,14 @@
 //! flags, their conversion into the engine's job or options, the run,
 //! what is printed); below them [`flags`] (the flag groups commands
 //! share), [`output`] / [`table`] (tables and results files),
-//! [`progress`] (the terminal spinner), [`words`] (the engine's words for
+//! [`progress`] (the terminal spinner), [`stdout`] (printing that a
+//! closed pipe ends quietly), [`words`] (the engine's words for
 //! options as flags), [`programs`] (this binary started as a server, an
 //! agent or a job's process) and [`examples`] (the `--help` examples).
 //! This file dispatches.
+
+#[macro_use]
+pub mod stdout;
 
 pub mod cmd;
 pub mod examples;

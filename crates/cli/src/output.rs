@@ -752,7 +752,7 @@ pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
 
 fn emit_shown(r: &Results, o: &OutputOpts, shown: String) -> anyhow::Result<()> {
     if o.shows_tables() {
-        print!("{shown}");
+        out!("{shown}");
     }
     if let Some(p) = &o.json {
         results::write_atomic(p, &results::to_json(r))?;

@@ -77,7 +77,7 @@ impl ProgressSink for Terminal {
                 wide: false,
                 color: self.spinners && std::env::var_os("NO_COLOR").is_none(),
             };
-            print!("{}", crate::output::show(&r, st));
+            out!("{}", crate::output::show(&r, st));
         }
     }
 }

@@ -118,20 +118,20 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
     }
     let to_stdout = o.json.as_deref() == Some(std::path::Path::new("-"));
     if !to_stdout {
-        println!(
+        outln!(
             "B = {bn} against A = {an}; verdicts say what B is; throughput is the receiving \
              server's count where both have one (receiver), else the client's (sender)"
         );
-        print!("{}", render(&rows));
+        out!("{}", render(&rows));
         for r in rows.iter().filter(|r| !r.split_runs.is_empty()) {
-            println!(
+            outln!(
                 "  Warning: runs fall in two groups on {} ({}): its verdicts compare mixtures of the groups; find what differs between them, or rerun until each side's runs agree.",
                 r.case,
                 r.split_runs.join("; ")
             );
         }
         if let Some((pa, pb)) = mixed.first() {
-            println!(
+            outln!(
                 "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
                 mixed.len()
             );

@@ -77,12 +77,12 @@ pub fn run(o: &ReplayOpts, argv: &[String]) -> anyhow::Result<()> {
     let mut run = replay::run(&o.engine())?;
     run.results.command = argv.to_vec();
     if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", human(o, &run));
+        out!("{}", human(o, &run));
     }
     if let Some(path) = &o.json {
         let text = results::to_json(&run.results);
         if path.as_os_str() == "-" {
-            println!("{text}");
+            outln!("{text}");
         } else {
             results::write_atomic(path, &text)?;
         }

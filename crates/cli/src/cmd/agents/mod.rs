@@ -204,7 +204,7 @@ pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
             connect_timeout: o.connect_timeout,
         })?),
         AgentsCommand::K8s(o) => {
-            print!("{}", manifests(o)?);
+            out!("{}", manifests(o)?);
             Ok(())
         }
     }
@@ -283,7 +283,7 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
         crate::words::in_results(&mut m);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
-            print!("{}", agents_table(&m));
+            out!("{}", agents_table(&m));
         }
     }
     match (err, merged) {

@@ -61,7 +61,7 @@ pub fn run(o: &LabSuiteArgs, argv: &[String]) -> anyhow::Result<()> {
     )?;
     crate::words::in_results(&mut r);
     if !o.quiet {
-        print!("{}", summary(&r));
+        out!("{}", summary(&r));
     }
     if let Some(f) = &o.json {
         results::write_atomic(f, &results::to_json(&r))?;

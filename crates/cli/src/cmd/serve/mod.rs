@@ -267,7 +267,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     let srv =
         RunningServer::start(opts.clone()).map_err(|e| anyhow::anyhow!("iiopbench serve: {e}"))?;
     let refs = srv.refs();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::Stdout;
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
@@ -325,7 +325,6 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     }
     writeln!(out, "ready")?;
     out.flush()?;
-    drop(out);
     iiopbench_engine::interrupt::wait();
     let handler = srv.handler().clone();
     let s = srv.stop()?;
@@ -334,7 +333,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     let conns = handler.connections();
     const SHOWN: usize = 100;
     for c in conns.iter().rev().take(SHOWN).rev() {
-        println!(
+        outln!(
             "connection {} peer={} requests={} oneways={} bytes_in={} bytes_out={} seconds={:.3}",
             c.id,
             c.peer.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
@@ -346,9 +345,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         );
     }
     if conns.len() > SHOWN {
-        println!("connections: {} more not shown", conns.len() - SHOWN);
+        outln!("connections: {} more not shown", conns.len() - SHOWN);
     }
-    println!(
+    outln!(
         "stats calls={} oneways={} bytes={} cpu_seconds={:.3} last_mark={} mark_disorder={} connections={}",
         s.calls,
         s.oneways,
@@ -401,7 +400,7 @@ fn run_idl(o: &ServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
             polling: base.polling,
         },
     )?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::Stdout;
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton=idl")?;
     writeln!(out, "config interface={name}")?;
@@ -428,14 +427,15 @@ fn run_idl(o: &ServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
     )?;
     writeln!(out, "ready")?;
     out.flush()?;
-    drop(out);
     iiopbench_engine::interrupt::wait();
     let counters = srv.handler().counters().clone();
     srv.stop()?;
     let s = counters.snapshot();
-    println!(
+    outln!(
         "stats calls={} oneways={} bytes={}",
-        s.calls, s.oneways, s.bytes
+        s.calls,
+        s.oneways,
+        s.bytes
     );
     Ok(())
 }
