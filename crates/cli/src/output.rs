@@ -787,11 +787,17 @@ pub fn show(r: &Results, st: Style) -> String {
     out
 }
 
-/// Emit a job's results ([`show`]n, in the command line's words) and
-/// make the run's error the command's outcome.
+/// Emit a job's results ([`show`]n, in the command line's words; no
+/// table when the run failed before it measured anything) and make the
+/// run's error the command's outcome.
 pub fn finish(mut r: Results, o: &OutputOpts, err: Option<Error>) -> anyhow::Result<()> {
     crate::words::in_results(&mut r);
-    let shown = show(&r, Style::of(o));
+    // Nothing measured: the error alone says it (once, on stderr).
+    let shown = if r.cases.is_empty() && err.is_some() {
+        String::new()
+    } else {
+        show(&r, Style::of(o))
+    };
     let written = emit_shown(&r, o, shown);
     match err {
         Some(e) => Err(anyhow::anyhow!(crate::words::flags(&e.to_string()))),

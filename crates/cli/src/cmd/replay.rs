@@ -42,7 +42,7 @@ pub struct ReplayOpts {
     #[arg(long, default_value = "Bench::Perf", value_name = "NAME")]
     pub interface: String,
     /// Per-request timeout.
-    #[arg(long, default_value = "30s", value_parser = iiopbench_engine::units::parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, default_value = "30s", value_parser = iiopbench_engine::units::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
     /// Write the results (kind `replay`) as JSON; `-` for stdout.
     #[arg(long, value_name = "FILE")]

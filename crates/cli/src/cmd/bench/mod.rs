@@ -109,7 +109,8 @@ impl BenchCommand {
     }
 }
 
-/// Run a job as this command line does: progress on the terminal unless
+/// Run a job as this command line does (refused in one line when it
+/// does not validate): progress on the terminal unless
 /// `quiet`, `argv` recorded, our own programs for processes; then show
 /// and write what was measured (also when the run failed half-way) and
 /// make its error the command's outcome.
@@ -119,6 +120,8 @@ pub fn run_job(
     argv: &[String],
     programs: ThisBinary,
 ) -> anyhow::Result<()> {
+    // Refused before anything starts: the error alone, no empty table.
+    job.validate()?;
     let ctx = RunContext::new()
         .with_progress(crate::progress::for_output(output))
         .with_command(argv.to_vec())

@@ -37,10 +37,10 @@ pub struct ThroughputArgs {
     pub total: u64,
     /// Minimum duration of each point in each run (16 MiB crosses loopback
     /// in ~10 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
     /// Measure each point of a run as N slices, taken in turn with the
     /// other types of the same mode and size and with their raw-TCP

@@ -61,16 +61,16 @@ pub struct InteropOpts {
     /// calibration may raise for a slow peer up to 3x; a value given here
     /// bounds every request as given unless --raise-limits]
     /// (docs/interop.md).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
     /// Matrix: how long a vendor server may take to print `ready`.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// Time cap of our whole suite, and in the matrix of each vendor
     /// client's whole conformance run [default: 120s, which calibration
     /// may raise for a slow peer up to 3x; a value given here stays as
     /// given unless --raise-limits].
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub max_duration: Option<Duration>,
     /// Let the suite's calibration raise a --timeout or --max-duration
     /// given here for a slow peer (to at most 3x).

@@ -52,7 +52,7 @@ pub struct ServeOpts {
     /// client's next segment finds the server awake (no wake-up for either
     /// side to pay). For a server with a CPU of its own: it keeps that CPU
     /// busy while traffic lasts. 0 = always block.
-    #[arg(long, value_parser = parse_duration, default_value = "0", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0", value_name = "DURATION")]
     pub spin_limit: Duration,
     /// Largest GIOP message accepted (declared size of one message; a
     /// larger one gets MessageError before its body is read).
@@ -71,11 +71,11 @@ pub struct ServeOpts {
     pub max_in_flight: usize,
     /// Close a connection with nothing in flight after this long without a
     /// message (default: never).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub idle_timeout: Option<Duration>,
     /// A message that has started must be complete within this time, else
     /// the connection is closed (0 = no limit).
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub read_timeout: Duration,
     /// Also serve the raw-TCP baseline (sink/echo) on this address
     /// (`bench tcp --baseline-target` talks to it).
@@ -85,7 +85,7 @@ pub struct ServeOpts {
     /// long before the read blocks — the fastest receiver, of streams and
     /// of requests, for a server with a CPU of its own (0 = always block
     /// in recv).
-    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
     pub raw_spin_limit: Duration,
     /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
     /// LocateRequests on the short keys (`Bench`, `Dispatch50`, `Single0`
