@@ -168,7 +168,7 @@ pub fn human_with(r: &Results, st: Style) -> String {
         compact_tables(r, &mut out);
         limit_lines(r, &mut out);
         if let Some(v) = verdict(r) {
-            out.push_str(&st.paint("1", &v));
+            out.push_str(&st.paint("1", wrap_lines(&v, WIDTH).trim_end()));
             out.push('\n');
         }
     } else {
@@ -220,7 +220,7 @@ pub fn human_with(r: &Results, st: Style) -> String {
 
 /// `line` and a newline; by default cut at a word to fit [`WIDTH`]
 /// columns, ending in `…` where it was cut.
-fn one_line(line: &str, st: Style) -> String {
+pub fn one_line(line: &str, st: Style) -> String {
     if st.wide || line.chars().count() <= WIDTH {
         return format!("{line}\n");
     }
@@ -231,7 +231,7 @@ fn one_line(line: &str, st: Style) -> String {
 
 /// Each line of `text` longer than `max` characters broken at spaces,
 /// its continuation indented by four.
-fn wrap_lines(text: &str, max: usize) -> String {
+pub fn wrap_lines(text: &str, max: usize) -> String {
     let mut out = String::new();
     for line in text.lines() {
         let mut rest = line.to_string();
@@ -335,48 +335,77 @@ fn ratio_range(ratios: &[f64]) -> String {
     }
 }
 
-/// The comparison in one line, as hyperfine ends its output: the median
-/// ratio of our cases to raw TCP that writes and waits as ours, and its
-/// range over the cases.
+/// The comparison in one line, as hyperfine ends its output: which ran
+/// faster, ours or raw TCP that writes and waits as ours, and how many
+/// times (the median over the cases; with one case its 95 % interval
+/// over the runs, with several their range).
 fn verdict(r: &Results) -> Option<String> {
-    let mut ratios: Vec<f64> = compared(r)
-        .filter_map(|c| c.baseline.as_ref())
-        .map(|b| b.ratio)
-        .filter(|q| q.is_finite() && *q > 0.0)
+    // Per case: how many times faster ours ran than raw TCP (a p50 ratio
+    // is time, so its inverse), and that figure's interval.
+    let mut speed: Vec<(f64, Option<f64>)> = compared(r)
+        .filter_map(|c| {
+            let b = c.baseline.as_ref()?;
+            let ci = c
+                .intervals
+                .get("vs_tcp")
+                .filter(|i| i.n >= 2)
+                .map(|i| i.ci95);
+            let q = b.ratio;
+            (q.is_finite() && q > 0.0).then(|| {
+                if b.metric == "p50" {
+                    (1.0 / q, ci.map(|c| c / (q * q)))
+                } else {
+                    (q, ci)
+                }
+            })
+        })
         .collect();
-    if ratios.is_empty() {
+    if speed.is_empty() {
         return None;
     }
-    ratios.sort_by(f64::total_cmp);
-    let n = ratios.len();
+    speed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = speed.len();
     let median = if n % 2 == 1 {
-        ratios[n / 2]
+        speed[n / 2].0
     } else {
-        (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        (speed[n / 2 - 1].0 + speed[n / 2].0) / 2.0
     };
-    let metric = compared(r)
-        .find_map(|c| c.baseline.as_ref())
-        .map(|b| b.metric.as_str())
-        .unwrap_or("throughput");
+    let latency = compared(r).any(|c| c.baseline.as_ref().is_some_and(|b| b.metric == "p50"));
     let like = r.params.contains_key("limit_server_wait") || r.kind == "latency";
-    let how = match (metric, like) {
-        ("p50", true) => format!(
-            "ours took {}x the p50 of raw round trips that wait as ours do",
-            sig3(median)
-        ),
-        ("p50", false) => format!("ours took {}x the p50 of raw round trips", sig3(median)),
-        (_, true) => format!(
-            "ours ran at {}x the speed of raw TCP written the same way",
-            sig3(median)
-        ),
-        (_, false) => format!("ours ran at {}x the speed of raw TCP", sig3(median)),
+    let tcp = match (latency, like) {
+        (true, true) => "raw round trips waiting as ours",
+        (true, false) => "raw round trips",
+        (false, true) => "raw TCP written as ours",
+        (false, false) => "raw TCP",
+    };
+    let (fast, slow, times, ci) = if median >= 1.0 {
+        ("ours", tcp, median, speed[0].1)
+    } else {
+        // The inverse's interval: ci / q².
+        (
+            tcp,
+            "ours",
+            1.0 / median,
+            speed[0].1.map(|c| c / (median * median)),
+        )
+    };
+    let how = if n == 1 {
+        crate::table::pm(times, ci)
+    } else {
+        sig3(times)
     };
     let spread = if n > 1 {
-        format!(" ({n} cases: {})", ratio_range(&ratios))
+        format!(
+            " (median of {n} cases: ours at {}x–{}x)",
+            sig3(speed[0].0),
+            sig3(speed[n - 1].0)
+        )
     } else {
         String::new()
     };
-    Some(format!("  {how}{spread}"))
+    Some(format!(
+        "  {fast} ran {how} times faster than {slow}{spread}"
+    ))
 }
 
 /// The cases as tables that fit [`WIDTH`] columns: one per mode (in the
@@ -818,41 +847,60 @@ fn summary_of(kind: &str) -> Option<fn(&Results, Style) -> String> {
     })
 }
 
+/// How the workload summaries say their intervals, once, in their caption.
+const BATCH_PM: &str = "± is the 95 % interval of the batch means";
+
+/// `v ± half-width` of a CI stored in a case's `extra` (JSON), to three
+/// significant digits.
+fn pm_json(v: f64, ci: &serde_json::Value) -> String {
+    pm(v, ci["half_width"].as_f64())
+}
+
+/// Microseconds `± half-width` of a CI stored in a case's `extra`.
+fn micros_json(us: f64, ci: &serde_json::Value) -> String {
+    micros3(us, ci["half_width"].as_f64())
+}
+
+/// `f` of a JSON number, `-` when it is none.
+fn or_dash(v: &serde_json::Value, f: impl Fn(f64) -> String) -> String {
+    v.as_f64()
+        .filter(|x| x.is_finite())
+        .map(f)
+        .unwrap_or_else(|| "-".into())
+}
+
 /// The closed-system summary: X, R, Z with their CIs and Little's law.
 pub fn closed_summary(r: &Results, st: Style) -> String {
     let mut t = Table::new([
         "case",
         "X calls/s",
-        "X ci",
         "R mean",
-        "R ci",
         "Z mean",
         "C",
         "X·(R+Z)",
         "Little err",
         "stopped by",
-    ]);
+    ])
+    .left_align(&[7]);
     for c in &r.cases {
         let e = &c.extra;
         let l = &e["littles_law"];
         t.row([
             c.name.clone(),
-            num(c.calls_per_sec),
-            ci_json(&e["x_ci95"]),
-            micros(l["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
-            micros(l["z_mean_us"].as_f64().unwrap_or(0.0)),
-            num(l["clients"].as_f64().unwrap_or(0.0)),
-            format!("{:.3}", l["x_times_r_plus_z"].as_f64().unwrap_or(0.0)),
+            pm_json(c.calls_per_sec, &e["x_ci95"]),
+            micros_json(l["r_mean_us"].as_f64().unwrap_or(0.0), &e["r_ci95"]),
+            micros3(l["z_mean_us"].as_f64().unwrap_or(0.0), None),
+            format!("{:.0}", l["clients"].as_f64().unwrap_or(0.0)),
+            sig3(l["x_times_r_plus_z"].as_f64().unwrap_or(0.0)),
             format!(
-                "{:.2} %",
-                l["relative_error"].as_f64().unwrap_or(0.0) * 100.0
+                "{} %",
+                sig3(l["relative_error"].as_f64().unwrap_or(0.0) * 100.0)
             ),
             e["stopped_by"].as_str().unwrap_or("?").to_string(),
         ]);
     }
     format!(
-        "closed system (Little's law C = X·(R+Z)):\n{}",
+        "closed system (Little's law C = X·(R+Z)); {BATCH_PM}:\n{}",
         fitted(t, st, &["X·(R+Z)", "Z mean", "C", "stopped by"])
     )
 }
@@ -868,7 +916,6 @@ pub fn setup_summary(r: &Results, st: Style) -> String {
         "state",
         "set-ups",
         "T mean",
-        "T ci",
         "T p50",
         "T max",
         "vs in-process",
@@ -878,16 +925,15 @@ pub fn setup_summary(r: &Results, st: Style) -> String {
         t.row([
             c.params.mode.clone(),
             c.calls.to_string(),
-            micros(l.mean),
-            ci_json(&c.extra["t_ci95"]),
-            micros(l.p50),
-            micros(l.max),
-            base.map(|b| format!("{:.1}x", l.mean / b.max(1e-9)))
+            micros_json(l.mean, &c.extra["t_ci95"]),
+            micros3(l.p50, None),
+            micros3(l.max, None),
+            base.map(|b| format!("{}x", sig3(l.mean / b.max(1e-9))))
                 .unwrap_or_else(|| "-".into()),
         ]);
     }
     format!(
-        "connection set-up T (reference → first reply):\n{}",
+        "connection set-up T (reference → first reply); ± is the 95 % interval of the mean:\n{}",
         fitted(t, st, &["T max", "T p50"])
     )
 }
@@ -898,32 +944,31 @@ pub fn params_summary(r: &Results, st: Style) -> String {
         "elements",
         "option",
         "R mean",
-        "R ci",
         "R / R(I)",
         "arg bytes",
         "padding",
-    ]);
+    ])
+    .left_align(&[1]);
     for c in &r.cases {
         let e = &c.extra;
         t.row([
             c.params.extra["elements"].to_string(),
             c.params.mode.clone(),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
-            format!("{:.3}", e["ratio_to_option_i"].as_f64().unwrap_or(f64::NAN)),
-            num(e["wire_arg_bytes"].as_f64().unwrap_or(0.0)),
-            num(e["padding_bytes"].as_f64().unwrap_or(0.0)),
+            micros_json(e["r_mean_us"].as_f64().unwrap_or(0.0), &e["r_ci95"]),
+            or_dash(&e["ratio_to_option_i"], sig3),
+            format!("{:.0}", e["wire_arg_bytes"].as_f64().unwrap_or(0.0)),
+            format!("{:.0}", e["padding_bytes"].as_f64().unwrap_or(0.0)),
         ]);
     }
     format!(
-        "parameter passing (R normalised to option I):\n{}",
+        "parameter passing (R normalised to option I); {BATCH_PM}:\n{}",
         fitted(t, st, &["padding", "arg bytes"])
     )
 }
 
 /// Mean R per model and position, and each model's slope.
 pub fn dispatch_summary(r: &Results, st: Style) -> String {
-    let mut t = Table::new(["model", "position", "operation", "R mean", "R ci"]);
+    let mut t = Table::new(["model", "position", "operation", "R mean"]).left_align(&[2]);
     for c in &r.cases {
         let e = &c.extra;
         t.row([
@@ -933,20 +978,20 @@ pub fn dispatch_summary(r: &Results, st: Style) -> String {
                 .as_str()
                 .unwrap_or("")
                 .to_string(),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
+            micros_json(e["r_mean_us"].as_f64().unwrap_or(0.0), &e["r_ci95"]),
         ]);
     }
     let mut s = format!(
-        "dispatch latency by method position:\n{}",
+        "dispatch latency by method position; {BATCH_PM}:\n{}",
         fitted(t, st, &["operation"])
     );
     for f in &r.fits {
         s.push_str(&format!(
-            "  {}: R = {} + {:.4} µs × position\n",
+            "  {}: R = {} {} {} µs × position\n",
             f.label,
-            micros(f.a_us),
-            f.b_us_per_byte
+            micros3(f.a_us, None),
+            if f.b_us_per_byte < 0.0 { "−" } else { "+" },
+            sig3(f.b_us_per_byte.abs())
         ));
     }
     s
@@ -954,21 +999,19 @@ pub fn dispatch_summary(r: &Results, st: Style) -> String {
 
 /// Mean R per N and mode.
 pub fn packing_summary(r: &Results, st: Style) -> String {
-    let mut t = Table::new(["N", "mode", "R mean", "R ci", "X calls/s", "X ci"]);
+    let mut t = Table::new(["N", "mode", "R mean", "X calls/s"]).left_align(&[1]);
     for c in &r.cases {
         let e = &c.extra;
         t.row([
             c.params.size.to_string(),
             c.params.mode.clone(),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
-            ci_json(&e["r_ci95"]),
-            num(c.calls_per_sec),
-            ci_json(&e["x_ci95"]),
+            micros_json(e["r_mean_us"].as_f64().unwrap_or(0.0), &e["r_ci95"]),
+            pm_json(c.calls_per_sec, &e["x_ci95"]),
         ]);
     }
     format!(
-        "packing (mean response time per mode):\n{}",
-        fitted(t, st, &["X ci", "X calls/s"])
+        "packing (mean response time per mode); {BATCH_PM}:\n{}",
+        fitted(t, st, &["X calls/s"])
     )
 }
 
@@ -979,12 +1022,12 @@ pub fn balance_summary(r: &Results, st: Style) -> String {
         "service",
         "strategy",
         "X calls/s",
-        "X ci",
         "vs strategy 1",
         "busy X",
         "non-busy X",
         "R mean",
-    ]);
+    ])
+    .left_align(&[2]);
     for c in &r.cases {
         let (e, p) = (&c.extra, &c.params.extra);
         t.row([
@@ -993,21 +1036,17 @@ pub fn balance_summary(r: &Results, st: Style) -> String {
                 p["clients"].as_u64().unwrap_or(0),
                 p["replicas"].as_u64().unwrap_or(0)
             ),
-            micros(p["service_us"].as_f64().unwrap_or(0.0)),
+            micros3(p["service_us"].as_f64().unwrap_or(0.0), None),
             c.params.mode.clone(),
-            num(c.calls_per_sec),
-            ci_json(&e["x_ci95"]),
-            e["relative_to_strategy_1"]
-                .as_f64()
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or_else(|| "-".into()),
-            num(e["busy_calls_per_sec"].as_f64().unwrap_or(0.0)),
-            num(e["nonbusy_calls_per_sec"].as_f64().unwrap_or(0.0)),
-            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+            pm_json(c.calls_per_sec, &e["x_ci95"]),
+            or_dash(&e["relative_to_strategy_1"], |v| format!("{}x", sig3(v))),
+            count3(e["busy_calls_per_sec"].as_f64().unwrap_or(0.0)),
+            count3(e["nonbusy_calls_per_sec"].as_f64().unwrap_or(0.0)),
+            micros3(e["r_mean_us"].as_f64().unwrap_or(0.0), None),
         ]);
     }
     format!(
-        "load balancing (system throughput X):\n{}",
+        "load balancing (system throughput X); {BATCH_PM}:\n{}",
         fitted(t, st, &["non-busy X", "busy X", "R mean"])
     )
 }
@@ -1019,14 +1058,6 @@ fn fitted(mut t: Table, st: Style, drop: &[&str]) -> String {
         t.fit(WIDTH, drop);
     }
     t.render()
-}
-
-/// `±x %` of a CI as stored in a case's `extra` (JSON).
-pub fn ci_json(v: &serde_json::Value) -> String {
-    match v["relative"].as_f64() {
-        Some(r) => format!("±{:.1} %", r * 100.0),
-        None => "-".into(),
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! Black-box: every bench command's default output, run briefly against
-//! our embedded server, fits 100 columns (counted in characters), and
-//! `--wide` still prints the full table. Also: `bench throughput
+//! Black-box: every bench command's default output (soak's and compare's
+//! too), run briefly against our embedded server, fits 100 columns
+//! (counted in characters), and `--wide` still prints the full table. Also: `bench throughput
 //! --baseline` sets its oneways beside a raw stream that sends a segment
 //! per frame, as they go, and keeps the fastest stream as the limit.
 
@@ -208,6 +208,53 @@ fn every_bench_commands_default_output_fits_100_columns() {
         let text = stdout_of(&a);
         problems.extend(misfits(&a, &text));
     }
+    // soak: its drift table.
+    let soak = [
+        "soak",
+        "--duration",
+        "2s",
+        "--interval",
+        "1s",
+        "--connections",
+        "2",
+    ];
+    problems.extend(misfits(&soak, &stdout_of(&soak)));
+    // compare: two brief runs of the same cases, then their comparison,
+    // which ends with a one-line verdict.
+    let (a, b) = (tmp("cmp-a.json"), tmp("cmp-b.json"));
+    for p in [&a, &b] {
+        stdout_of(&[
+            "bench",
+            "throughput",
+            "--type",
+            "octet,perfstruct",
+            "--mode",
+            "twoway",
+            "--size",
+            "1KiB",
+            "--total",
+            "64KiB",
+            "--min-duration",
+            "10ms",
+            "--slices",
+            "1",
+            "--runs",
+            "1",
+            "--quiet",
+            "--json",
+            p.to_str().unwrap(),
+        ]);
+    }
+    let cmp = ["compare", a.to_str().unwrap(), b.to_str().unwrap()];
+    let text = stdout_of(&cmp);
+    problems.extend(misfits(&cmp, &text));
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" times faster than ") && l.contains("on throughput")),
+        "no verdict under the comparison:\n{text}"
+    );
+    std::fs::remove_file(&a).unwrap();
+    std::fs::remove_file(&b).unwrap();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -257,9 +304,15 @@ fn the_default_throughput_table_splits_by_mode_and_ends_with_the_limit_and_a_ver
         text.contains("  limit twoway 1KiB: fastest raw round trip (polled) "),
         "{text}"
     );
+    // The verdict, as hyperfine says it.
+    let verdict = text
+        .lines()
+        .find(|l| l.contains(" times faster than "))
+        .unwrap_or_else(|| panic!("no verdict: {text}"));
     assert!(
-        text.contains("the speed of raw TCP written the same way (2 cases: "),
-        "{text}"
+        verdict.contains("raw TCP written as ours")
+            && verdict.contains("(median of 2 cases: ours at "),
+        "{verdict}"
     );
     // --wide: today's full table, one for all cases.
     let mut wide = args.to_vec();

@@ -109,19 +109,17 @@ impl BenchCommand {
     }
 }
 
-/// Run a job as this command line does (refused in one line when it
-/// does not validate): progress on the terminal unless
+/// Run a job as this command line does: progress on the terminal unless
 /// `quiet`, `argv` recorded, our own programs for processes; then show
-/// and write what was measured (also when the run failed half-way) and
-/// make its error the command's outcome.
+/// and write what was measured (also when the run failed half-way; a job
+/// that does not validate runs nothing, and then only its error is
+/// shown) and make its error the command's outcome.
 pub fn run_job(
     job: &Job,
     output: &OutputOpts,
     argv: &[String],
     programs: ThisBinary,
 ) -> anyhow::Result<()> {
-    // Refused before anything starts: the error alone, no empty table.
-    job.validate()?;
     let ctx = RunContext::new()
         .with_progress(crate::progress::for_output(output))
         .with_command(argv.to_vec())
