@@ -338,7 +338,7 @@ fn ratio_range(ratios: &[f64]) -> String {
 /// The comparison in one line, as hyperfine ends its output: which ran
 /// faster, ours or raw TCP that writes and waits as ours, and how many
 /// times (the median over the cases; with one case its 95 % interval
-/// over the runs, with several their range).
+/// over the runs, with several their range, said the same way).
 fn verdict(r: &Results) -> Option<String> {
     // Per case: how many times faster ours ran than raw TCP (a p50 ratio
     // is time, so its inverse), and that figure's interval.
@@ -394,12 +394,14 @@ fn verdict(r: &Results) -> Option<String> {
     } else {
         sig3(times)
     };
+    // The cases' range, as many times faster as the headline says.
+    let (lo, hi) = if median >= 1.0 {
+        (speed[0].0, speed[n - 1].0)
+    } else {
+        (1.0 / speed[n - 1].0, 1.0 / speed[0].0)
+    };
     let spread = if n > 1 {
-        format!(
-            " (median of {n} cases: ours at {}x–{}x)",
-            sig3(speed[0].0),
-            sig3(speed[n - 1].0)
-        )
+        format!(" (median of {n} cases: {}–{})", sig3(lo), sig3(hi))
     } else {
         String::new()
     };
