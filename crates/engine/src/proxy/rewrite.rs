@@ -154,17 +154,7 @@ pub fn edit(
             ))
         }
         Message::LocateReply(lr) => {
-            let (ior, perm) = match &lr.status {
-                LocateStatus::ObjectForward(i) => (i, false),
-                LocateStatus::ObjectForwardPerm(i) => (i, true),
-                _ => return None,
-            };
-            let new = rewrite_ior(ior, map)?;
-            let status = if perm {
-                LocateStatus::ObjectForwardPerm(new)
-            } else {
-                LocateStatus::ObjectForward(new)
-            };
+            let status = lr.status.map_forward(|ior| rewrite_ior(ior, map))?;
             let mut buf = BytesMut::new();
             let reply = LocateReply {
                 request_id: lr.request_id,
