@@ -1102,6 +1102,53 @@ mod tests {
         color: false,
     };
 
+    /// `case` with a "vs tcp" ratio `q` of `metric`.
+    fn compared(name: &str, metric: &str, q: f64) -> Case {
+        let mut c = case(name, "twoway", 1024, 1.0, false);
+        c.baseline = Some(Baseline {
+            metric: metric.into(),
+            baseline_value: 1.0,
+            ratio: q,
+        });
+        c
+    }
+
+    /// The verdict says which ran faster and how many times, as hyperfine
+    /// does: a throughput ratio as it is, a p50 ratio (time) inverted;
+    /// one case with its interval, several with their range.
+    #[test]
+    fn the_verdict_names_the_faster_side() {
+        let mut one = compared("twoway octet 1KiB", "throughput", 0.4);
+        one.intervals.insert(
+            "vs_tcp".into(),
+            Interval {
+                n: 3,
+                mean: 0.4,
+                median: 0.4,
+                ci95: 0.01,
+                min: 0.39,
+                max: 0.41,
+            },
+        );
+        let mut r = results(vec![one]);
+        r.params
+            .insert("limit_server_wait".into(), serde_json::json!("poll"));
+        assert_eq!(
+            verdict(&r).unwrap(),
+            "  raw TCP written as ours ran 2.50 ± 0.06 times faster than ours"
+        );
+        let r = results(vec![
+            compared("echo 1KiB", "p50", 0.5),
+            compared("echo 2KiB", "p50", 0.8),
+            compared("echo 4KiB", "p50", 1.25),
+        ]);
+        assert_eq!(
+            verdict(&r).unwrap(),
+            "  ours ran 1.25 times faster than raw round trips (median of 3 cases: 0.800–2.00)"
+        );
+        assert_eq!(verdict(&results(vec![])), None);
+    }
+
     /// The note names each size where the raw stream joined at least
     /// twice as many frames per segment as the oneways went, and only
     /// those; buffered oneways are set beside the stream that wrote the

@@ -214,3 +214,55 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iiopbench_engine::compare::Basis;
+
+    fn row(case: &str, q: f64, v: Verdict) -> Row {
+        Row {
+            case: case.into(),
+            throughput_ratio: Some(q),
+            throughput: v,
+            throughput_basis: Basis::Receiver,
+            p50_ratio: Some(1.0 / q),
+            p50: Verdict::Same,
+            p99_ratio: None,
+            p99: Verdict::Unknown,
+            placements: None,
+            split_runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_the_faster_side_by_the_median_ratio() {
+        let rows = [
+            row("oneway 1KiB", 1.5, Verdict::Faster),
+            row("twoway 1KiB", 1.2, Verdict::Faster),
+            row("echo 1KiB", 0.98, Verdict::Same),
+        ];
+        assert_eq!(
+            verdict(&rows).unwrap(),
+            "  B ran 1.20 times faster than A on throughput (median of 3: B faster on 2, same on 1, \
+             slower on 0)\n"
+        );
+        let rows = [row("oneway 1KiB", 0.5, Verdict::Slower)];
+        assert_eq!(
+            verdict(&rows).unwrap(),
+            "  A ran 2.00 times faster than B on throughput (B faster on 0, same on 0, slower on 1)\n"
+        );
+        assert_eq!(verdict(&[]), None);
+    }
+
+    #[test]
+    fn the_table_sets_each_ratio_beside_its_verdict() {
+        let text = render(&[row("oneway 1KiB", 2.0, Verdict::Faster)]);
+        let line = text.lines().nth(2).unwrap();
+        assert!(
+            line.contains("2.00x faster") && line.contains("0.500x same"),
+            "{text}"
+        );
+        assert!(line.ends_with("receiver"), "{text}");
+    }
+}
