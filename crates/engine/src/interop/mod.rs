@@ -1,5 +1,5 @@
 //! Interop conformance: our client's suite against one bench.idl server
-//! ([`suite`]), the ORB × ORB matrix of every available client against
+//! ([`suite`], its valuetype checks in [`values`]), the ORB × ORB matrix of every available client against
 //! every available server ([`matrix`]), and both as results documents
 //! ([`report`]; docs/results-schema.md, section "interop"). The tables a
 //! person reads are the command line's (`iiopbench interop`).
@@ -7,6 +7,7 @@
 pub mod matrix;
 pub mod report;
 pub mod suite;
+pub mod values;
 
 use std::time::Duration;
 

@@ -74,7 +74,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(name: impl Into<String>, mode: &str) -> Check {
+    pub(crate) fn new(name: impl Into<String>, mode: &str) -> Check {
         Check {
             name: name.into(),
             verdict: Verdict::Pass,
@@ -89,7 +89,7 @@ impl Check {
         }
     }
 
-    fn set(mut self, v: Verdict, detail: impl Into<String>) -> Check {
+    pub(crate) fn set(mut self, v: Verdict, detail: impl Into<String>) -> Check {
         self.verdict = v;
         self.detail = detail.into();
         self
@@ -492,6 +492,13 @@ impl Suite {
                 5 => self.in_flight(&c).await,
                 6 => self.references(&c).await,
                 _ => self.large(&c).await,
+            }
+        }
+        // Valuetypes (interop/values.rs), on the main connection.
+        if !self.expired() {
+            if let Ok(c) = self.live(&mut main).await {
+                let checks = super::values::checks(&c, self.ceiling).await;
+                self.checks.extend(checks);
             }
         }
         for set in echo_sets(self.opts.quick) {
