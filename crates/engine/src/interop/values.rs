@@ -119,6 +119,8 @@ fn cases(g: &Graph) -> Vec<Case> {
         enc: enc.clone(),
         expect: None,
     };
+    // Unchunked first, then chunked: a server that cannot read a
+    // chunked value and closes (or dies) costs only the checks after it.
     vec![
         case(
             "value: echo_node chain, unchunked",
@@ -135,26 +137,11 @@ fn cases(g: &Graph) -> Vec<Case> {
         ),
         case("value: echo_node null", Call::Node(None), &plain),
         case(
-            "value: echo_node chain, chunked",
-            Call::Node(Some(g.a)),
-            &chunked,
-        ),
-        case(
-            "value: echo_node chain, a chunk per member, end tags coalesced",
-            Call::Node(Some(g.a)),
-            &per_member,
-        ),
-        case(
             "value: echo_nodes one value twice (indirection)",
             Call::Nodes(vec![Some(g.a), Some(g.a), None]),
             &plain,
         ),
         case("value: echo_node cycle", Call::Node(Some(g.x)), &plain),
-        case(
-            "value: echo_node cycle, chunked",
-            Call::Node(Some(g.x)),
-            &chunked,
-        ),
         case(
             "value: echo_nodes repository ids indirected",
             Call::Nodes(vec![Some(g.a), Some(g.x)]),
@@ -169,6 +156,14 @@ fn cases(g: &Graph) -> Vec<Case> {
             "value: same_node two equal values",
             Call::Same(Some(g.p), Some(g.q), false),
             &plain,
+        ),
+        case("value: echo_box 42", Call::Box(Some(42)), &plain),
+        case("value: echo_box null", Call::Box(None), &plain),
+        case("value: echo_box chunked", Call::Box(Some(-1)), &chunked),
+        case(
+            "value: echo_node cycle, chunked",
+            Call::Node(Some(g.x)),
+            &chunked,
         ),
         case(
             "value: echo_node TaggedNode (truncatable, chunked)",
@@ -189,9 +184,16 @@ fn cases(g: &Graph) -> Vec<Case> {
             },
             expect: Some(g.nodes.truncated()),
         },
-        case("value: echo_box 42", Call::Box(Some(42)), &plain),
-        case("value: echo_box null", Call::Box(None), &plain),
-        case("value: echo_box chunked", Call::Box(Some(-1)), &chunked),
+        case(
+            "value: echo_node chain, chunked",
+            Call::Node(Some(g.a)),
+            &chunked,
+        ),
+        case(
+            "value: echo_node chain, a chunk per member, end tags coalesced",
+            Call::Node(Some(g.a)),
+            &per_member,
+        ),
     ]
 }
 
@@ -386,43 +388,64 @@ fn not_implemented(e: &BenchError) -> bool {
         if matches!(x.name(), "BAD_OPERATION" | "NO_IMPLEMENT"))
 }
 
-/// The valuetype checks on connection `c` (GIOP `version`, the host's
-/// byte order).
-pub async fn checks(c: &BenchClient, version: Version) -> Vec<Check> {
-    let g = graph();
-    let mut out = Vec::new();
-    // The main connection speaks the host's byte order.
-    let order = ByteOrder::NATIVE;
-    // A server without the operations: one skip per check, said once why.
-    let probe = c
+/// How many valuetype checks there are.
+pub fn count() -> usize {
+    cases(&graph()).len()
+}
+
+/// Why every valuetype check is a skip on this server (it does not
+/// implement the operations), or `None` to run them: one call of
+/// `echo_node(null)` tells.
+pub async fn probe(c: &BenchClient) -> Option<String> {
+    match c
         .echo_node(&Nodes::default(), None, &NodeEncoding::default())
-        .await;
-    let missing = match &probe {
-        Err(e) if not_implemented(e) => Some(format!(
+        .await
+    {
+        Err(e) if not_implemented(&e) => Some(format!(
             "the server does not implement bench.idl's valuetype operations ({})",
-            describe(e)
+            describe(&e)
         )),
         _ => None,
-    };
-    for case in cases(&g) {
-        let mut k = Check::new(case.name, "echo");
-        k.ty = "valuetype".into();
-        k.giop = version.to_string();
-        k.calls = 1;
-        if let Some(why) = &missing {
-            out.push(k.set(Verdict::Skip, why.clone()));
-            continue;
-        }
-        let t = std::time::Instant::now();
-        let r = run_case(c, &g, &case).await;
-        k.seconds = t.elapsed().as_secs_f64();
-        out.push(match r {
-            Ok((v, d)) => k.set(v, d),
-            Err(d) => k.set(
-                Verdict::Fail,
-                format!("{d}; request arguments {}", request_hex(&g, &case, order)),
-            ),
-        });
     }
-    out
+}
+
+/// A check that could not run: `why` (a connect failure) as its failure.
+pub fn not_run(index: usize, why: String) -> Check {
+    let g = graph();
+    let case = &cases(&g)[index];
+    Check::new(case.name, "echo").set(Verdict::Fail, why)
+}
+
+/// Valuetype check number `index` on connection `c` (GIOP `version`, the
+/// host's byte order); a skip for `missing`'s reason if set (from
+/// [`probe`]).
+pub async fn check(
+    c: &BenchClient,
+    version: Version,
+    index: usize,
+    missing: Option<&str>,
+) -> Check {
+    let g = graph();
+    let case = &cases(&g)[index];
+    let mut k = Check::new(case.name, "echo");
+    k.ty = "valuetype".into();
+    k.giop = version.to_string();
+    k.calls = 1;
+    if let Some(why) = missing {
+        return k.set(Verdict::Skip, why);
+    }
+    let t = std::time::Instant::now();
+    let r = run_case(c, &g, case).await;
+    k.seconds = t.elapsed().as_secs_f64();
+    match r {
+        Ok((v, d)) => k.set(v, d),
+        // The main connection speaks the host's byte order.
+        Err(d) => k.set(
+            Verdict::Fail,
+            format!(
+                "{d}; request arguments {}",
+                request_hex(&g, case, ByteOrder::NATIVE)
+            ),
+        ),
+    }
 }
