@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 STUBS = os.environ.get(
     "BENCH_PY_STUBS",
-    os.path.join(HERE, "..", "..", "..", "target", "vendor", "omniorbpy", "gen"),
+    os.path.join(HERE, "..", "..", "target", "vendor", "omniorbpy", "gen"),
 )
 sys.path.insert(0, STUBS)
 

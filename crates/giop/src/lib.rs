@@ -14,7 +14,10 @@
 //!   dynamic value holds).
 //! - [`conn`]: the connection state machine, client side and server side:
 //!   bytes and `now` in; bytes to write, events and the next deadline out.
-//!   Every protocol decision of a connection is made there.
+//!   Every protocol decision of a connection is made there. Beside them
+//!   the observer, which sends nothing: both sides' bytes in, requests
+//!   paired with their answers and conformance findings out (captures and
+//!   their replay).
 //!
 //! Nothing here does I/O or reads a clock: the drivers that put these
 //! state machines on sockets are the `iiop-transport` crate.

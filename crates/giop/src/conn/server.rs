@@ -38,7 +38,7 @@ use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, Options, Reader, Writer};
 
 use crate::codec::{fragment_message, CodecConfig, Decoder, Frame};
-use crate::context::{default_options, CodeSetContext, ServiceContextList};
+use crate::context::{ConnectionCodeSets, ServiceContextList};
 use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
 use crate::header::{Header, MsgType, Version, HEADER_LEN};
@@ -370,8 +370,9 @@ pub struct ServerConn {
     decoder: Decoder,
     input: BytesMut,
     out: BytesMut,
-    /// Code sets the client sent (CodeSets context), for later messages.
-    code_sets: Option<CodeSetContext>,
+    /// Code sets the client chose (its first CodeSets context), for
+    /// every later message.
+    code_sets: ConnectionCodeSets,
     /// Version of the last header seen: MessageError and CloseConnection
     /// are sent in it.
     last_version: Version,
@@ -431,7 +432,7 @@ impl ServerConn {
             decoder: Decoder::new(cfg.codec),
             input: BytesMut::with_capacity(64 * 1024),
             out: BytesMut::with_capacity(64 * 1024),
-            code_sets: None,
+            code_sets: ConnectionCodeSets::default(),
             last_version: Version::V1_0,
             in_flight: 0,
             started: None,
@@ -745,10 +746,7 @@ impl ServerConn {
     }
 
     fn options(&self, version: Version) -> Options {
-        match self.code_sets {
-            Some(cs) if version.minor >= 1 => cs.options(version),
-            _ => default_options(version),
-        }
+        self.code_sets.options(version)
     }
 
     /// Malformed input: MessageError (in the last version seen), then the
@@ -783,8 +781,10 @@ impl ServerConn {
         self.time(|p| &p.decode_ns, t);
         match msg {
             Message::Request(req) => {
+                // A context that names other sets than the first changes
+                // nothing (an observer reports it; a server just reads on).
                 if let Ok(Some(cs)) = req.header.contexts.code_sets() {
-                    self.code_sets = Some(cs);
+                    let _ = self.code_sets.offer(cs);
                 }
                 self.request(req, handler, spawn);
             }

@@ -59,28 +59,7 @@ fn server(cfg: ServerConnConfig) -> ServerConn {
 }
 
 fn request(version: Version, id: u32, op: &str, response: ResponseMode, v: u32) -> BytesMut {
-    let mut b = BytesMut::new();
-    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-    let head = RequestHead {
-        request_id: id,
-        response,
-        target: &target,
-        operation: op,
-        contexts: &[],
-    };
-    encode_request(
-        &mut b,
-        version,
-        ByteOrder::Little,
-        Options::default(),
-        &head,
-        |w| {
-            w.write_u32(v);
-            Ok(())
-        },
-    )
-    .unwrap();
-    b
+    crate::conn::request_to_bench(version, ByteOrder::Little, id, op, response, &[], v)
 }
 
 fn receive(s: &mut ServerConn, bytes: &[u8]) {
@@ -483,7 +462,7 @@ fn each_message_of_a_stream_gets_its_own_read_timeout() {
 
 #[test]
 fn code_sets_sent_by_the_client_apply_to_its_later_requests() {
-    use crate::context::{CodeSetContext, ServiceContext, SC_CODE_SETS};
+    use crate::context::{default_options, CodeSetContext, ServiceContext, SC_CODE_SETS};
     let mut s = server(ServerConnConfig::default());
     let cs = CodeSetContext {
         char_data: 0x0501_0001,
@@ -519,6 +498,66 @@ fn code_sets_sent_by_the_client_apply_to_its_later_requests() {
     turn(&mut s);
     assert_eq!(s.options(Version::V1_2), cs.options(Version::V1_2));
     assert_eq!(s.options(Version::V1_0), default_options(Version::V1_0));
+}
+
+/// CORBA 3.0 §13.10.2.6: code sets are negotiated once per connection. A
+/// client that sends a second, different CodeSets context does not
+/// change them: its later requests (the one with the new context among
+/// them) are read with the first context's sets, as an observer of the
+/// connection reads them (`ConnectionCodeSets::offer`, shared).
+#[test]
+fn a_later_code_sets_context_does_not_change_the_connections_code_sets() {
+    use crate::context::{CodeSetContext, ServiceContext, SC_CODE_SETS};
+    use iiop_cdr::CharCodeSet;
+    use std::sync::Mutex;
+    /// Records the char code set each request was read with.
+    struct Sets(Mutex<Vec<CharCodeSet>>);
+    impl Handler for Sets {
+        fn handle(
+            &self,
+            req: &RequestContext<'_>,
+            _: &mut Reader<'_>,
+            _: &mut Writer<'_>,
+        ) -> Dispatch {
+            self.0.lock().unwrap().push(req.options.char_set);
+            Dispatch::Done(Outcome::Reply)
+        }
+    }
+    let call = |id: u32, char_data: Option<u32>| {
+        let ctx: Vec<ServiceContext> = char_data
+            .map(|c| ServiceContext {
+                id: SC_CODE_SETS,
+                data: CodeSetContext {
+                    char_data: c,
+                    wchar_data: 0x0001_0109,
+                }
+                .encode(ByteOrder::Little),
+            })
+            .into_iter()
+            .collect();
+        let (v, o) = (Version::V1_2, ByteOrder::Little);
+        crate::conn::request_to_bench(v, o, id, "op", ResponseMode::Twoway, &ctx, 0)
+    };
+    let h = Sets(Mutex::new(Vec::new()));
+    let mut s = server(ServerConnConfig::default());
+    for b in [
+        call(1, None),
+        call(2, Some(CharCodeSet::Utf8.id())),
+        call(3, Some(CharCodeSet::Latin1.id())),
+        call(4, None),
+    ] {
+        receive(&mut s, &b);
+        s.process(&h, &mut |_| {});
+    }
+    assert_eq!(
+        *h.0.lock().unwrap(),
+        [
+            CharCodeSet::Latin1,
+            CharCodeSet::Utf8,
+            CharCodeSet::Utf8,
+            CharCodeSet::Utf8
+        ]
+    );
 }
 
 #[test]
