@@ -510,6 +510,7 @@ impl Suite {
     /// the main connection, reconnected if the server closed it.
     async fn values(&mut self, main: &mut Option<BenchClient>) {
         let mut missing = None;
+        let orb = self.profile.orb_type().and_then(orb_type_name);
         for i in 0..values::count() {
             if self.expired() {
                 break;
@@ -519,7 +520,7 @@ impl Suite {
                     if i == 0 {
                         missing = values::probe(&c).await;
                     }
-                    values::check(&c, self.ceiling, i, missing.as_deref()).await
+                    values::check(&c, self.ceiling, i, missing.as_deref(), orb).await
                 }
                 Err(e) => values::not_run(i, e),
             };
