@@ -4,6 +4,9 @@
 //! each decodes to the graph the client sent, sharing included, and what
 //! we encode from it decodes to the same graph.
 //!
+//! Replies of omniORB's (4.3, omniORBpy's server) to our chunked chain
+//! and cycle show how it writes nested chunked values.
+//!
 //! omniORB chunks a truncatable TaggedNode with chunks that end on a
 //! 4-byte boundary (padding inside the chunk), writes no type information
 //! for a Node of its formal type, and indirects a repeated repository id;
@@ -149,4 +152,22 @@ fn one_value_twice_from_omniorb_and_jacorb_is_one_value() {
         );
         assert_eq!(roundtrip(&got, order, true), got, "{file}");
     }
+}
+
+#[test]
+fn nested_chunks_with_one_coalesced_end_tag_from_omniorb_decode() {
+    // omniORB 4.3 (omniORBpy's server) echoing a chain a -> b -> c and a
+    // cycle x -> y -> x: every value chunked (its chunks padded to 4),
+    // no type information, one end tag (-1) closing all of them.
+    let b = fixture("omniorb-chain-chunked-reply.bin");
+    assert_eq!(b[b.len() - 4..], [0xff; 4]);
+    let chain = node(0, 1, "a", node(1, 2, "b", node(2, 3, "c", Value::Null)));
+    let got = decode(&b, ByteOrder::Little, &node_tc(), false);
+    assert_eq!(got, [chain]);
+    assert_eq!(roundtrip(&got, ByteOrder::Little, false), got);
+    let b = fixture("omniorb-cycle-chunked-reply.bin");
+    let cycle = node(0, 10, "x", node(1, 11, "y", Value::ValueRef(0)));
+    let got = decode(&b, ByteOrder::Little, &node_tc(), false);
+    assert_eq!(got, [cycle]);
+    assert_eq!(roundtrip(&got, ByteOrder::Little, false), got);
 }
