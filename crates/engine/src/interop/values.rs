@@ -420,18 +420,16 @@ struct Defect {
 /// The defect of ORB `orb` that check `name` runs into, if any.
 fn known_defect(orb: Option<&str>, name: &str) -> Option<Defect> {
     const OMNIORB_NESTED: &str = "omniORB (4.2.5, and 4.3.3 under omniORBpy) aborts \
-        (assertion pd_nestLevel == 0 in cdrValueChunkStream.cc) reading a chunked value nested \
-        in a chunked value that ends right after it (end tags back to back); the server dies, \
-        so the check is not sent";
+        (assertion pd_nestLevel == 0 in cdrValueChunkStream.cc) on end tags back to back (a \
+        chunked value nested in a chunked value that ends right after it, each with an end tag \
+        of its own; one coalesced end tag it reads); the server dies, so the check is not sent";
     match (orb?, name) {
         (
             "omniORB",
             "value: echo_node cycle, chunked"
             | "value: echo_node chain, chunked"
             | "value: echo_node TaggedNode (truncatable, chunked)"
-            | "value: echo_nodes TaggedNodes, id list indirected"
-            | "value: echo_node unknown truncatable type, truncated to Node"
-            | "value: echo_node chain, a chunk per member, end tags coalesced",
+            | "value: echo_node unknown truncatable type, truncated to Node",
         ) => Some(Defect {
             fatal: true,
             why: OMNIORB_NESTED,
