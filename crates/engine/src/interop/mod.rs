@@ -6,6 +6,7 @@
 //! ([`classify`]). The tables a person reads are the command line's
 //! (`iiopbench interop`).
 
+pub mod check;
 pub mod classify;
 pub mod matrix;
 pub mod report;

@@ -18,7 +18,7 @@ use iiop_giop::message::Body;
 use iiop_giop::Version;
 use iiop_transport::client::ClientError;
 
-use super::suite::{describe, hex, Check, Verdict, PADDING_RULE};
+use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
 
 /// A repository id no server can know: a truncatable type derived from
 /// Node, which the server must cut down to its Node part.
