@@ -22,8 +22,17 @@ use opts::{BenchCommand, Cli, Command};
 /// Run a parsed command line; returns the exit status. Benchmarks that
 /// fail half-way still write what they measured, then name the failure
 /// in one line on stderr and return 1.
-pub fn run(cli: Cli) -> i32 {
+pub fn run(mut cli: Cli) -> i32 {
     iiopbench_engine::interrupt::install();
+    // Live metrics: served from before the run starts until after it ends.
+    let metrics = match cli.command.metrics_mut().map(|m| m.start()) {
+        Some(Err(e)) => {
+            eprintln!("iiopbench: {e:#}");
+            return 1;
+        }
+        Some(Ok(m)) => m,
+        None => None,
+    };
     let outcome = match cli.command {
         Command::Bench(BenchCommand::Throughput(o)) => cmd::bench_throughput::run(&o),
         Command::Bench(BenchCommand::Latency(o)) => cmd::bench_latency::run(&o),
@@ -50,6 +59,9 @@ pub fn run(cli: Cli) -> i32 {
         Command::Pcap(o) => cmd::pcap::run(&o),
         Command::Replay(o) => cmd::replay::run(&o),
     };
+    if let Some(m) = metrics {
+        m.finish();
+    }
     match outcome {
         Ok(()) => 0,
         Err(e) => {

@@ -379,6 +379,30 @@ pub enum BenchCommand {
     Balance(Box<crate::cmd::bench_balance::BalanceArgs>),
 }
 
+impl Command {
+    /// The live-metrics flags of the command, if it has them (every bench,
+    /// `soak`, `serve`).
+    pub fn metrics_mut(&mut self) -> Option<&mut MetricsArgs> {
+        use BenchCommand as B;
+        let bench = match self {
+            Command::Serve(o) => return Some(&mut o.metrics),
+            Command::Soak(o) => &mut o.bench,
+            Command::Bench(B::Throughput(o)) => &mut o.bench,
+            Command::Bench(B::Latency(o)) => &mut o.bench,
+            Command::Bench(B::Connect(o)) => &mut o.bench,
+            Command::Bench(B::Tcp(o)) => &mut o.bench,
+            Command::Bench(B::Setup(o)) => &mut o.bench,
+            Command::Bench(B::Closed(o)) => &mut o.workload.bench,
+            Command::Bench(B::Params(o)) => &mut o.workload.bench,
+            Command::Bench(B::Dispatch(o)) => &mut o.workload.bench,
+            Command::Bench(B::Packing(o)) => &mut o.workload.bench,
+            Command::Bench(B::Balance(o)) => &mut o.workload.bench,
+            _ => return None,
+        };
+        Some(&mut bench.metrics)
+    }
+}
+
 /// Where the client and an embedded server run.
 #[derive(Debug, Clone, Args)]
 pub struct PlacementArgs {
@@ -717,7 +741,8 @@ fn parse_version(s: &str) -> Result<Version, String> {
 }
 
 /// The flag block every measuring command (the ten benches and `soak`)
-/// shares, flattened into each: sockets, placement and output.
+/// shares, flattened into each: sockets, placement, output and live
+/// metrics.
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -726,6 +751,92 @@ pub struct BenchArgs {
     pub placement: PlacementArgs,
     #[command(flatten)]
     pub output: OutputOpts,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+}
+
+/// `--metrics-listen` and `--metrics-linger`: the live metrics of a bench
+/// command or of `serve`, served for Prometheus while it runs
+/// (docs/metrics.md).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve live counters and latency histograms at
+    /// http://HOST:PORT/metrics while this runs, in the Prometheus or
+    /// OpenMetrics text format (port 0 picks a free port; the address is
+    /// printed on stderr as `metrics: URL`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving this long after the run has
+    /// ended, so that a last scrape sees the final counts.
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION", requires = "metrics_listen")]
+    pub metrics_linger: Duration,
+    /// The registry the run records into, once [`MetricsArgs::start`]
+    /// has started the exporter.
+    #[arg(skip)]
+    pub live: Option<LiveMetrics>,
+}
+
+/// A started exporter's registry and address, for the command to record
+/// into and name.
+#[derive(Debug, Clone)]
+pub struct LiveMetrics {
+    pub registry: std::sync::Arc<iiopbench_engine::metrics::Registry>,
+    /// `http://HOST:PORT/metrics`.
+    pub url: String,
+}
+
+/// The exporter of a command with `--metrics-listen`, until
+/// [`finish`](MetricsServer::finish).
+#[derive(Debug)]
+pub struct MetricsServer {
+    exporter: iiopbench_engine::metrics::http::Exporter,
+    linger: Duration,
+}
+
+impl MetricsArgs {
+    /// Start the exporter if `--metrics-listen` asks for one, and say
+    /// where it listens on stderr.
+    pub fn start(&mut self) -> anyhow::Result<Option<MetricsServer>> {
+        let Some(listen) = &self.metrics_listen else {
+            return Ok(None);
+        };
+        let registry = iiopbench_engine::metrics::Registry::new();
+        let exporter = iiopbench_engine::metrics::http::Exporter::start(listen, registry.clone())
+            .map_err(|e| anyhow::anyhow!("--metrics-listen {listen}: {e}"))?;
+        let url = exporter.url();
+        eprintln!("metrics: {url}");
+        self.live = Some(LiveMetrics { registry, url });
+        Ok(Some(MetricsServer {
+            exporter,
+            linger: self.metrics_linger,
+        }))
+    }
+
+    /// `progress`, recording into the live registry when there is one.
+    pub fn progress(
+        &self,
+        progress: iiopbench_engine::progress::Progress,
+    ) -> iiopbench_engine::progress::Progress {
+        match &self.live {
+            Some(l) => progress.with_metrics(l.registry.clone()),
+            None => progress,
+        }
+    }
+}
+
+impl MetricsServer {
+    /// Serve `--metrics-linger` longer (unless interrupted), then stop.
+    pub fn finish(self) {
+        let until = std::time::Instant::now() + self.linger;
+        while !iiopbench_engine::interrupt::requested() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        self.exporter.stop();
+    }
 }
 
 /// [`BenchArgs`] as the engine's option values, for a bench's options
@@ -743,7 +854,9 @@ impl BenchArgs {
         BenchParts {
             socket: self.socket.engine(),
             placement: self.placement.engine(),
-            progress: crate::progress::for_output(&self.output),
+            progress: self
+                .metrics
+                .progress(crate::progress::for_output(&self.output)),
         }
     }
 

@@ -69,6 +69,20 @@ const IDEAS: &[Idea] = &[
         "serve, orbs start, agents run",
     ),
     idea(
+        "Address live metrics are served on (Prometheus)",
+        None,
+        "metrics-listen",
+        "HOST:PORT",
+        "bench *, soak, serve",
+    ),
+    idea(
+        "Time live metrics are still served after the run",
+        None,
+        "metrics-linger",
+        "DURATION",
+        "bench *, soak, serve",
+    ),
+    idea(
         "A server's IOR, written to a file",
         None,
         "ior-file",

@@ -53,7 +53,8 @@
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
 //!   [`interrupt`] (Ctrl-C as a flag the loops poll), [`gate`] (the start
-//!   gate of an agent run);
+//!   gate of an agent run), [`metrics`] (live counters and histograms for
+//!   Prometheus while a run or a server runs);
 //! - what a run records: [`results`] (the schema of docs/results-schema.md,
 //!   read and written), [`hist`] (HDR histograms), [`runs`] (repeated runs
 //!   folded into intervals), [`noise`] / [`procnet`] / [`sysinfo`] (the
@@ -77,6 +78,7 @@ pub mod interop;
 pub mod interrupt;
 pub mod lab;
 pub mod merge;
+pub mod metrics;
 pub mod noise;
 pub mod options;
 pub mod orbs;

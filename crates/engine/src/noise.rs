@@ -851,8 +851,10 @@ impl ThreadWatch {
             if rec.last_epoch <= mark.epoch {
                 continue; // gone before the mark
             }
-            if rec.key.pid == st.pids[0] && rec.name == SAMPLER_NAME {
-                continue; // another watch's sampler
+            if rec.key.pid == st.pids[0]
+                && (rec.name == SAMPLER_NAME || rec.name == crate::metrics::http::THREAD_NAME)
+            {
+                continue; // another watch's sampler, or the metrics exporter
             }
             let base = mark.base.get(&rec.key);
             if rec.ticks <= base.map_or(0, |b| b.ticks) {

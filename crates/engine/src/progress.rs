@@ -3,8 +3,13 @@
 //! [`ProgressSink`] that hears when each case starts and ends, and the
 //! occasional line of news (a soak's interval figures). The default
 //! handle reports to nobody; the command line plugs a terminal spinner in.
+//! It also carries the live metrics [`Registry`] of a run that exports
+//! them (`--metrics-listen`): a benchmark asks its session for each
+//! case's handle ([`Session::live`](crate::bench::session::Session::live)).
 
 use std::sync::Arc;
+
+use crate::metrics::Registry;
 
 /// Receives a run's progress. Implementations must be cheap: `case` and
 /// `done` run between measured cases, never inside one.
@@ -23,13 +28,17 @@ pub trait CaseSink: Send {
     fn done(self: Box<Self>);
 }
 
-/// A cloneable handle on an optional [`ProgressSink`].
+/// A cloneable handle on an optional [`ProgressSink`], and on the live
+/// metrics of the run, if it exports them.
 #[derive(Clone, Default)]
-pub struct Progress(Option<Arc<dyn ProgressSink>>);
+pub struct Progress {
+    sink: Option<Arc<dyn ProgressSink>>,
+    metrics: Option<Arc<Registry>>,
+}
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
+        f.write_str(if self.sink.is_some() {
             "Progress(sink)"
         } else {
             "Progress(none)"
@@ -40,29 +49,45 @@ impl std::fmt::Debug for Progress {
 impl Progress {
     /// Report to nobody.
     pub fn none() -> Self {
-        Progress(None)
+        Progress::default()
     }
 
     /// Report to `sink`.
     pub fn to(sink: impl ProgressSink + 'static) -> Self {
-        Progress(Some(Arc::new(sink)))
+        Progress {
+            sink: Some(Arc::new(sink)),
+            metrics: None,
+        }
+    }
+
+    /// The same handle, the run's live figures recorded into `registry`.
+    pub fn with_metrics(self, registry: Arc<Registry>) -> Self {
+        Progress {
+            metrics: Some(registry),
+            ..self
+        }
+    }
+
+    /// Where the run's live figures go, if anywhere.
+    pub fn metrics(&self) -> Option<&Arc<Registry>> {
+        self.metrics.as_ref()
     }
 
     /// A case starts; call [`CaseProgress::done`] when it ends.
     pub fn case(&self, label: &str) -> CaseProgress {
-        CaseProgress(self.0.as_ref().map(|s| s.case(label)))
+        CaseProgress(self.sink.as_ref().map(|s| s.case(label)))
     }
 
     /// Pass a line of news on.
     pub fn note(&self, line: &str) {
-        if let Some(s) = &self.0 {
+        if let Some(s) = &self.sink {
             s.note(line);
         }
     }
 
     /// Whether anyone listens (so news need not be formatted otherwise).
     pub fn listening(&self) -> bool {
-        self.0.is_some()
+        self.sink.is_some()
     }
 }
 

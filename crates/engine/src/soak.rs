@@ -170,6 +170,9 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
         ..Tally::default()
     }));
     let mut workers = tokio::task::JoinSet::new();
+    // Live: every call of the mix counted, pings timed (as the total's
+    // latency is).
+    let live = s.live(&o.progress, "soak total");
     for i in 0..o.connections {
         let client = match s.connect().await {
             Ok(c) => c,
@@ -189,6 +192,7 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
             deadline,
             o.interval,
             tally.clone(),
+            live.clone(),
         ));
     }
     let quiet = !o.progress.listening();
@@ -332,6 +336,7 @@ async fn caller(
     deadline: Instant,
     interval: Duration,
     tally: Arc<Mutex<Tally>>,
+    live: crate::metrics::Live,
 ) {
     let mut k = id; // callers start at different points of the mix
     let mut fails_in_row = 0u32;
@@ -354,6 +359,10 @@ async fn caller(
             Ok(mismatch) => {
                 fails_in_row = 0;
                 match step {
+                    Step::Ping => live.call(ns),
+                    _ => live.untimed_calls(1),
+                }
+                match step {
                     Step::Ping => {
                         let slot = ((t0 - start).as_nanos() / interval.as_nanos()) as usize;
                         let last = t.ping.len() - 1;
@@ -369,6 +378,7 @@ async fn caller(
                 }
             }
             Err(e) => {
+                live.error(&error_kind(&e));
                 t.error(error_kind(&e), format!("connection {id}: {e}"));
                 drop(t);
                 fails_in_row += 1;
@@ -382,7 +392,13 @@ async fn caller(
             }
         }
     }
-    if let Err(e) = client.ping().await {
+    let last = client.ping().await;
+    // (Counted, not timed: the intervals' histograms leave it out too.)
+    match &last {
+        Ok(_) => live.untimed_calls(1),
+        Err(e) => live.error(&error_kind(e)),
+    }
+    if let Err(e) = last {
         tally
             .lock()
             .expect("tally lock")

@@ -295,7 +295,7 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                     micros(service.as_secs_f64() * 1e6)
                 );
                 let pb = progress.case(&name);
-                let res = workload::run(spec.clone(), clients).await;
+                let res = workload::run(spec.with_live(s.live(&progress, &name)), clients).await;
                 pb.done();
                 let params = workload::case_params(
                     "void",

@@ -116,7 +116,7 @@ pub fn run(o: &ClosedOpts) -> (Results, Option<anyhow::Error>) {
 
 async fn measure(o: &ClosedOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
     anyhow::ensure!(o.clients >= 1, "--clients must be at least 1");
-    let spec = o.run.spec(o.target.gate.as_ref())?;
+    let mut spec = o.run.spec(o.target.gate.as_ref())?;
     let mut clients = Vec::with_capacity(o.clients);
     for i in 0..o.clients {
         let c = s
@@ -139,15 +139,16 @@ async fn measure(o: &ClosedOpts, s: &Session, r: &mut Results) -> anyhow::Result
             }),
         });
     }
-    let pb = o.progress.clone().case("closed");
-    let res = workload::run(spec, clients).await;
-    pb.done();
     let name = format!(
         "C={} Z={} S={}",
         o.clients,
         micros(o.think.as_secs_f64() * 1e6),
         micros(o.service.as_secs_f64() * 1e6)
     );
+    spec.live = s.live(&o.progress, &name);
+    let pb = o.progress.clone().case("closed");
+    let res = workload::run(spec, clients).await;
+    pb.done();
     let params = workload::case_params(
         "void",
         0,

@@ -151,7 +151,7 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
             // interval, and a String per call would be an allocation each.
             let op2: std::sync::Arc<str> = op.as_str().into();
             let res = workload::run(
-                spec.clone(),
+                spec.with_live(s.live(&progress, &name)),
                 vec![ClientSpec {
                     think: Duration::ZERO,
                     think_dist: Dist::Fixed,

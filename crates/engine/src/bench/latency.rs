@@ -22,6 +22,7 @@ use super::throughput::parse_types;
 use super::{count_error, error_kind, OnError};
 use crate::context::param;
 use crate::hist::Latency;
+use crate::metrics::Live;
 use crate::options::{PlacementOpts, Sizes, Sockets};
 use crate::progress::{CaseProgress, Progress};
 use crate::results::{Case, CaseParams, CpuFigures, Fit, Results};
@@ -304,13 +305,18 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             extra: BTreeMap::new(),
         };
         let watch = s.watch_case();
+        let live = s.live(progress, &label);
         let (mut case, first_error) = match &mut sliced {
             Some(b) => {
                 let raw_size = if o.op == LatOp::Ping { 1 } else { size };
                 let pb = progress.case(&label);
-                sliced_point(o, &callers, &label, pb, params, per_call, b, raw_size).await?
+                let point = (params, per_call, &live);
+                sliced_point(o, &callers, &label, pb, point, b, raw_size).await?
             }
-            None => point(o, &callers, &label, progress.case(&label), params, per_call).await?,
+            None => {
+                let pb = progress.case(&label);
+                point(o, &callers, &label, pb, params, per_call, &live).await?
+            }
         };
         watch.finish(&mut case);
         if let Some(b) = &mut sliced {
@@ -390,18 +396,17 @@ impl Baselines {
 /// reverse order. The case's ratio to a baseline is the median over the
 /// rounds of the slice's p50 over the raw slice's: a change of the
 /// machine's speed during the point moves both sides of each ratio.
-#[allow(clippy::too_many_arguments)]
 async fn sliced_point<I: Invoke>(
     o: &LatencyOpts,
     callers: &[I],
     label: &str,
     pb: CaseProgress,
-    params: CaseParams,
-    per_call: u64,
+    (params, per_call, live): (CaseParams, u64, &Live),
     b: &mut Baselines,
     raw_size: u64,
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
+    live.bytes_per_call(per_call);
     let echo = o.op == LatOp::Echo;
     let pb = warm_up(o, callers, label, pb).await?;
     if o.warmup > 0 {
@@ -443,7 +448,7 @@ async fn sliced_point<I: Invoke>(
                 };
                 let cpu0 = CpuTime::thread_now();
                 let start = Instant::now();
-                let t = closed_loop(&so, callers).await;
+                let t = closed_loop(&so, callers, live).await;
                 secs += start.elapsed().as_secs_f64();
                 cpu = cpu.plus(CpuTime::thread_now().since(cpu0));
                 if !t.lat.is_empty() {
@@ -521,7 +526,8 @@ async fn warm_up<I: Invoke>(
 /// One point of a latency run (bench.idl calls and IDL-driven ones):
 /// warm-up spread over the callers (not recorded), the closed or open
 /// loop, and the case with its histogram, CPU and loop parameters. Also
-/// the first failure, for `--on-error stop`.
+/// the first failure, for `--on-error stop`. The measured calls are
+/// recorded into `live` too, as they complete.
 pub(crate) async fn point<I: Invoke>(
     o: &LatencyOpts,
     callers: &[I],
@@ -529,16 +535,18 @@ pub(crate) async fn point<I: Invoke>(
     pb: CaseProgress,
     params: CaseParams,
     per_call: u64,
+    live: &Live,
 ) -> anyhow::Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
+    live.bytes_per_call(per_call);
     let pb = warm_up(o, callers, label, pb).await?;
     // In an agent run, every agent starts this case at the same instant.
     crate::gate::case_start(o.target.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let tally = match o.rate {
-        None => closed_loop(o, callers).await,
-        Some(rate) => open_loop(o, callers, rate).await,
+        None => closed_loop(o, callers, live).await,
+        Some(rate) => open_loop(o, callers, rate, live).await,
     };
     let secs = start.elapsed().as_secs_f64();
     let cpu = CpuTime::thread_now().since(cpu0);
@@ -591,7 +599,7 @@ fn tally_case(
 
 /// Every caller issues its next call when the previous one returns,
 /// `--in-flight` times over, until `--count` calls or `--duration`.
-pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Tally {
+pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], live: &Live) -> Tally {
     let issued = Arc::new(AtomicU64::new(0));
     let deadline = o.duration.map(|d| Instant::now() + d);
     let count = if o.duration.is_some() {
@@ -603,7 +611,7 @@ pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Ta
     let mut tasks = Vec::new();
     for c in callers {
         for _ in 0..o.in_flight {
-            let (c, issued) = (c.clone(), issued.clone());
+            let (c, issued, live) = (c.clone(), issued.clone(), live.clone());
             tasks.push(tokio::spawn(async move {
                 let mut t = Tally::default();
                 loop {
@@ -616,12 +624,15 @@ pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Ta
                     let t0 = Instant::now();
                     match c.invoke().await {
                         Ok(()) => {
-                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                            let ns = t0.elapsed().as_nanos() as u64;
+                            t.lat.record_ns(ns);
+                            live.call(ns);
                             t.calls += 1;
                         }
                         // Cut short by Ctrl-C: not the server's failure.
                         Err(_) if crate::interrupt::requested() => break,
                         Err(e) => {
+                            live.error(&error_kind(&e));
                             t.fail(&e);
                             if stop_on_error {
                                 issued.store(u64::MAX / 2, Ordering::Relaxed);
@@ -652,7 +663,12 @@ fn close_on_interrupt<I: Invoke>(callers: &[I]) -> super::CloseOnInterrupt {
 /// Calls at fixed intended times; each latency counts from its intended
 /// time. At most 10 000 calls are outstanding; beyond that, calls are
 /// counted as `overload` errors rather than queued without bound.
-pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f64) -> Tally {
+pub(crate) async fn open_loop<I: Invoke>(
+    o: &LatencyOpts,
+    callers: &[I],
+    rate: f64,
+    live: &Live,
+) -> Tally {
     const MAX_OUTSTANDING: usize = 10_000;
     let n = match o.duration {
         Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
@@ -671,12 +687,14 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
         tokio::time::sleep_until(intended).await;
         if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
             count_error(&mut total.errors, "overload".into());
+            live.error("overload");
             continue;
         }
         outstanding.fetch_add(1, Ordering::Relaxed);
-        let (c, out) = (
+        let (c, out, live) = (
             callers[i as usize % callers.len()].clone(),
             outstanding.clone(),
+            live.clone(),
         );
         let intended = intended.into_std();
         // Each call hands back its figure; one histogram records them all
@@ -686,6 +704,11 @@ pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f
             let r = c.invoke().await;
             let ns = intended.elapsed().as_nanos() as u64;
             out.fetch_sub(1, Ordering::Relaxed);
+            match &r {
+                Ok(()) => live.call(ns),
+                Err(_) if crate::interrupt::requested() => {}
+                Err(e) => live.error(&error_kind(e)),
+            }
             (ns, r)
         }));
     }

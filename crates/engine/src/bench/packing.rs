@@ -165,7 +165,7 @@ async fn measure(o: &PackingOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             }
             let name = format!("N={n} {mode}");
             let pb = progress.case(&name);
-            let res = workload::run(spec.clone(), clients).await;
+            let res = workload::run(spec.with_live(s.live(&progress, &name)), clients).await;
             pb.done();
             drop(started);
             let params = workload::case_params(

@@ -31,6 +31,9 @@ pub struct Session {
     /// `--tls-vs-plain`: the cases now run against the plain twin of the
     /// embedded server ([`Resolved::plain`](crate::target::Resolved)).
     pub on_plain: std::sync::atomic::AtomicBool,
+    /// The results' `kind` (`latency`, `closed` …): the live metrics'
+    /// `bench` label.
+    pub kind: String,
 }
 
 /// What a run watches besides its own figures: where every thread runs
@@ -174,6 +177,29 @@ impl Session {
     /// Watch the machine while one case runs.
     pub fn watch_case(&self) -> CaseWatch<'_> {
         self.watching.case()
+    }
+
+    /// The live metrics handle of the case named `case` (its name in the
+    /// results), when `progress` carries a registry; else a handle that
+    /// records nothing. The exporter's threads are kept off the CPUs
+    /// client and server use where the process has one to spare, as the
+    /// thread sampler is.
+    pub fn live(&self, progress: &crate::progress::Progress, case: &str) -> crate::metrics::Live {
+        let Some(reg) = progress.metrics() else {
+            return crate::metrics::Live::off();
+        };
+        reg.place_exporter(&spare_cpus(&self.cpus));
+        let info = &self.resolved.info;
+        let target = match self.embedded() {
+            true => "embedded".to_string(),
+            false if info.port == 0 => info.reference.clone(),
+            false => format!("{}:{}", info.host, info.port),
+        };
+        reg.case(crate::metrics::CaseLabels {
+            bench: self.kind.clone(),
+            case: case.to_string(),
+            target,
+        })
     }
 }
 
@@ -377,6 +403,7 @@ where
         forwards: Default::default(),
         watching,
         on_plain: Default::default(),
+        kind: results.kind.clone(),
     };
     let vs_plain = session.resolved.plain.is_some();
     if vs_plain {

@@ -591,6 +591,7 @@ async fn point(
     let watch = s.watch_case();
     let segs0 = c.data_segments_out();
     let split0 = c.head_first_writes();
+    let live = s.live(&o.progress, label);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -599,13 +600,20 @@ async fn point(
         errors,
         lat,
         failure,
-    } = send_loop(o, label, per_call, mode != CallMode::Oneway, async || {
-        if o.breakdown {
-            breakdown.call(c, &out, elem, mode).await
-        } else {
-            call_once(c, &snd, elem, mode).await
-        }
-    })
+    } = send_loop(
+        o,
+        label,
+        per_call,
+        mode != CallMode::Oneway,
+        &live,
+        async || {
+            if o.breakdown {
+                breakdown.call(c, &out, elem, mode).await
+            } else {
+                call_once(c, &snd, elem, mode).await
+            }
+        },
+    )
     .await;
     let send_secs = start.elapsed().as_secs_f64();
     let client_cpu = CpuTime::thread_now().since(cpu0);
@@ -775,12 +783,14 @@ pub(crate) struct Sent {
 /// Make `once` calls back to back, each carrying `per_call` payload bytes,
 /// until `--total` bytes are sent (at once if calls carry none) and
 /// `--min-duration` has passed, or `--max-duration`, or Ctrl-C; the
-/// bench.idl and the IDL-driven runs share it.
+/// bench.idl and the IDL-driven runs share it. The calls go to `live`
+/// too: twoways as they complete, oneways at each reading of the clock.
 pub(crate) async fn send_loop(
     o: &ThroughputOpts,
     label: &str,
     per_call: u64,
     twoway: bool,
+    live: &crate::metrics::Live,
     mut once: impl AsyncFnMut() -> Result<(), BenchError>,
 ) -> Sent {
     let mut sent = Sent {
@@ -795,6 +805,9 @@ pub(crate) async fn send_loop(
     let every = if per_call < 4096 { 16 } else { 1 };
     let start = Instant::now();
     let mut n = 0u64;
+    live.bytes_per_call(per_call);
+    // Oneways completed and not yet added to `live`.
+    let mut untimed = 0u64;
     loop {
         n += 1;
         let t0 = twoway.then(Instant::now);
@@ -803,14 +816,21 @@ pub(crate) async fn send_loop(
             Ok(()) => {
                 sent.calls += 1;
                 sent.bytes += per_call;
-                if let Some(t0) = t0 {
-                    sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                match t0 {
+                    Some(t0) => {
+                        let ns = t0.elapsed().as_nanos() as u64;
+                        sent.lat.record_ns(ns);
+                        live.call(ns);
+                    }
+                    None => untimed += 1,
                 }
             }
             // Cut short by Ctrl-C: not the server's failure.
             Err(_) if crate::interrupt::requested() => break,
             Err(e) => {
-                count_error(&mut sent.errors, error_kind(&e));
+                let kind = error_kind(&e);
+                live.error(&kind);
+                count_error(&mut sent.errors, kind);
                 if o.on_error == OnError::Stop {
                     sent.failure = Some(anyhow::anyhow!(
                         "{label}: call {} failed: {e}",
@@ -825,6 +845,7 @@ pub(crate) async fn send_loop(
         if !reached && !n.is_multiple_of(every) {
             continue;
         }
+        live.untimed_calls(std::mem::take(&mut untimed));
         let el = start.elapsed();
         if ((sent.bytes >= o.total || per_call == 0) && el >= o.min_duration)
             || el >= o.max_duration
@@ -833,6 +854,7 @@ pub(crate) async fn send_loop(
             break;
         }
     }
+    live.untimed_calls(untimed);
     sent
 }
 

@@ -185,8 +185,9 @@ async fn latency_measure(
         extra: BTreeMap::new(),
     };
     let pb = o.progress.case(&label);
+    let live = s.live(&o.progress, &label);
     let (mut case, first_error) =
-        latency::point(o, &callers, &label, pb, params, ic.body_bytes).await?;
+        latency::point(o, &callers, &label, pb, params, ic.body_bytes, &live).await?;
     param(
         &mut case.extra,
         "request_message_bytes",
@@ -240,6 +241,7 @@ async fn throughput_measure(
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = o.progress.case(&label);
+    let live = s.live(&o.progress, &label);
     let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
     crate::gate::case_start(o.target.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
@@ -250,9 +252,14 @@ async fn throughput_measure(
         errors,
         lat,
         failure,
-    } = send_loop(o, &label, ic.body_bytes, !ic.sig.oneway, async || {
-        c.invoke().await
-    })
+    } = send_loop(
+        o,
+        &label,
+        ic.body_bytes,
+        !ic.sig.oneway,
+        &live,
+        async || c.invoke().await,
+    )
     .await;
     drop(ctrl_c);
     let send_secs = start.elapsed().as_secs_f64();
