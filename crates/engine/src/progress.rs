@@ -3,13 +3,8 @@
 //! [`ProgressSink`] that hears when each case starts and ends, and the
 //! occasional line of news (a soak's interval figures). The default
 //! handle reports to nobody; the command line plugs a terminal spinner in.
-//! It also carries the live metrics [`Registry`] of a run that exports
-//! them (`--metrics-listen`): a benchmark asks its session for each
-//! case's handle ([`Session::live`](crate::bench::session::Session::live)).
 
 use std::sync::Arc;
-
-use crate::metrics::Registry;
 
 /// Receives a run's progress. Implementations must be cheap: `case` and
 /// `done` run between measured cases, never inside one.
@@ -20,6 +15,11 @@ pub trait ProgressSink: Send + Sync {
     fn note(&self, line: &str) {
         let _ = line;
     }
+    /// One run of a larger one finished with these results (a suite's
+    /// case on one target), for callers that show each as it comes.
+    fn results(&self, r: &crate::results::Results) {
+        let _ = r;
+    }
 }
 
 /// Hears the end of one case.
@@ -28,17 +28,13 @@ pub trait CaseSink: Send {
     fn done(self: Box<Self>);
 }
 
-/// A cloneable handle on an optional [`ProgressSink`], and on the live
-/// metrics of the run, if it exports them.
+/// A cloneable handle on an optional [`ProgressSink`].
 #[derive(Clone, Default)]
-pub struct Progress {
-    sink: Option<Arc<dyn ProgressSink>>,
-    metrics: Option<Arc<Registry>>,
-}
+pub struct Progress(Option<Arc<dyn ProgressSink>>);
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.sink.is_some() {
+        f.write_str(if self.0.is_some() {
             "Progress(sink)"
         } else {
             "Progress(none)"
@@ -49,45 +45,36 @@ impl std::fmt::Debug for Progress {
 impl Progress {
     /// Report to nobody.
     pub fn none() -> Self {
-        Progress::default()
+        Progress(None)
     }
 
     /// Report to `sink`.
     pub fn to(sink: impl ProgressSink + 'static) -> Self {
-        Progress {
-            sink: Some(Arc::new(sink)),
-            metrics: None,
-        }
-    }
-
-    /// The same handle, the run's live figures recorded into `registry`.
-    pub fn with_metrics(self, registry: Arc<Registry>) -> Self {
-        Progress {
-            metrics: Some(registry),
-            ..self
-        }
-    }
-
-    /// Where the run's live figures go, if anywhere.
-    pub fn metrics(&self) -> Option<&Arc<Registry>> {
-        self.metrics.as_ref()
+        Progress(Some(Arc::new(sink)))
     }
 
     /// A case starts; call [`CaseProgress::done`] when it ends.
     pub fn case(&self, label: &str) -> CaseProgress {
-        CaseProgress(self.sink.as_ref().map(|s| s.case(label)))
+        CaseProgress(self.0.as_ref().map(|s| s.case(label)))
     }
 
     /// Pass a line of news on.
     pub fn note(&self, line: &str) {
-        if let Some(s) = &self.sink {
+        if let Some(s) = &self.0 {
             s.note(line);
+        }
+    }
+
+    /// Pass a finished part's results on.
+    pub fn results(&self, r: &crate::results::Results) {
+        if let Some(s) = &self.0 {
+            s.results(r);
         }
     }
 
     /// Whether anyone listens (so news need not be formatted otherwise).
     pub fn listening(&self) -> bool {
-        self.sink.is_some()
+        self.0.is_some()
     }
 }
 

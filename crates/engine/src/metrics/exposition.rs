@@ -407,7 +407,7 @@ mod tests {
             render(&[g(Value::Float(f64::INFINITY))], Format::Prometheus),
             "# HELP x_up Up.\n# TYPE x_up gauge\nx_up +Inf\n"
         );
-        assert_eq!(render(&[none.clone()], Format::Prometheus), "");
+        assert_eq!(render(std::slice::from_ref(&none), Format::Prometheus), "");
         assert_eq!(render(&[none], Format::OpenMetrics), "# EOF\n");
     }
 
