@@ -396,6 +396,13 @@ pub struct BenchArgs {
     pub output: OutputOpts,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    /// A gate the result must pass, for CI: `p99<2ms`, `p50<=500us`,
+    /// `mean<1ms`, `max<10ms`, `errors=0`, `throughput>5000/s`
+    /// (repeatable). Latencies and throughput are checked in every case,
+    /// errors over the whole run; the outcomes are listed after the table
+    /// and written to the JSON, and a failed gate makes the exit status 3.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub thresholds: Vec<iiopbench_engine::threshold::Threshold>,
 }
 
 /// `--metrics-listen` and `--metrics-linger`: the live metrics of a bench

@@ -335,6 +335,13 @@ const IDEAS: &[Idea] = &[
         "compare",
     ),
     idea(
+        "A gate the result must pass (exit 3 when not)",
+        None,
+        "threshold",
+        "EXPR",
+        "bench *, soak, agents run",
+    ),
+    idea(
         "Exit 1 when B is slower anywhere",
         None,
         "fail-if-slower",
@@ -401,6 +408,7 @@ const UNITS: &[(&str, &str)] = &[
     ("KEY", "an object key, %-escaped"),
     ("1.0|1.1|1.2", "a GIOP version"),
     ("SERVERS", "`inproc`, `child` or `orb:NAME`"),
+    ("EXPR", "a gate: a metric, `<` `<=` `>` `>=` `=`, a value: `p99<2ms`, `errors=0`, `throughput>5000/s`"),
 ];
 
 fn repo() -> PathBuf {

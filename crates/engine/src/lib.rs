@@ -59,7 +59,8 @@
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
 //!   [`interrupt`] (Ctrl-C as a flag the loops poll), [`gate`] (the start
 //!   gate of an agent run), [`error`] (who failed), [`metrics`] (live
-//!   counters and histograms for Prometheus while a run or a server runs);
+//!   counters and histograms for Prometheus while a run or a server runs),
+//!   [`threshold`] (the gates a result must pass, for CI);
 //! - what a run records: [`results`] (the schema of
 //!   docs/results-schema.md, read and written), [`hist`] (HDR
 //!   histograms), [`runs`] (repeated runs folded into intervals),
@@ -103,6 +104,7 @@ pub mod soak;
 pub mod suite;
 pub mod sysinfo;
 pub mod target;
+pub mod threshold;
 pub mod tls_vs_plain;
 pub mod units;
 

@@ -61,6 +61,10 @@ pub struct Results {
     /// ([`Job`](crate::job::Job)): run it again to repeat them (schema 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<serde_json::Value>,
+    /// The gates the run was checked against (`--threshold`), in the
+    /// order given, and how each came out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdOutcome>,
     pub outcome: Outcome,
 }
 
@@ -84,6 +88,7 @@ impl Results {
             quality: None,
             agents: None,
             job: None,
+            thresholds: Vec::new(),
             outcome: Outcome {
                 complete: false,
                 failure: None,
@@ -733,6 +738,7 @@ mod tests {
             quality: None,
             agents: None,
             job: None,
+            thresholds: Vec::new(),
             outcome: Outcome {
                 complete: true,
                 failure: None,

@@ -54,5 +54,5 @@ pub fn run(c: &JobCommand, argv: &[String]) -> anyhow::Result<()> {
     };
     let programs = crate::programs::ThisBinary::new()?;
     let metrics = crate::flags::MetricsArgs::default();
-    crate::cmd::bench::run_job(&job, &output, &metrics, argv, programs)
+    crate::cmd::bench::run_job(&job, &output, (&metrics, &[]), argv, programs)
 }

@@ -52,5 +52,6 @@ impl SoakArgs {
 pub fn run(a: &SoakArgs, argv: &[String]) -> anyhow::Result<()> {
     let programs = crate::programs::ThisBinary::new()?;
     let job = Job::Soak(a.job());
-    crate::cmd::bench::run_job(&job, &a.bench.output, &a.bench.metrics, argv, programs)
+    let run = (&a.bench.metrics, a.bench.thresholds.as_slice());
+    crate::cmd::bench::run_job(&job, &a.bench.output, run, argv, programs)
 }
