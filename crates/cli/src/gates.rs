@@ -1,11 +1,10 @@
 //! `--threshold`: the gates a run's result must pass, checked on the
-//! finished (or, for agents, merged) result by
-//! [`iiopbench_engine::threshold`], recorded in its `thresholds`, listed
+//! finished (or, for agents, merged) result by `Results::check`
+//! ([`iiopbench_engine::threshold`]), recorded in its `thresholds`, listed
 //! pass/fail, and a failed one made the command's outcome with its own
 //! exit status ([`EXIT_STATUS`]; docs/cli.md).
 
-use iiopbench_engine::results::Results;
-use iiopbench_engine::threshold::{self, Threshold, ThresholdOutcome};
+use iiopbench_engine::threshold::{Threshold, ThresholdOutcome};
 
 /// The exit status of a command whose run went through but whose result
 /// failed a `--threshold` (1 is a run that failed, 2 a command line that
@@ -39,14 +38,6 @@ impl std::fmt::Display for GatesFailed {
 }
 
 impl std::error::Error for GatesFailed {}
-
-/// Check `r` against `gates` and record the outcomes in it (nothing when
-/// there are none).
-pub fn check(r: &mut Results, gates: &[Threshold]) -> Vec<ThresholdOutcome> {
-    let out = threshold::evaluate(gates, r);
-    r.thresholds = out.clone();
-    out
-}
 
 /// List the outcomes on stdout when `show` (tables are shown), and make
 /// a failed gate an error of its own ([`GatesFailed`]).

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hist::LatencySummary;
 use crate::sysinfo::HostInfo;
+use crate::threshold::{Figures, Threshold, ThresholdOutcome};
 
 /// Bumped whenever a field changes meaning or disappears. Adding optional
 /// fields does not bump it.
@@ -64,11 +65,20 @@ pub struct Results {
     /// The gates the run was checked against (`--threshold`), in the
     /// order given, and how each came out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<crate::threshold::ThresholdOutcome>,
+    pub thresholds: Vec<ThresholdOutcome>,
     pub outcome: Outcome,
 }
 
 impl Results {
+    /// Check these results against `gates` (`--threshold`), recording
+    /// the outcomes in [`thresholds`](Results::thresholds); returns them.
+    pub fn check(&mut self, gates: &[Threshold]) -> Vec<ThresholdOutcome> {
+        let figures: Vec<Figures> = self.cases.iter().map(Case::figures).collect();
+        let out = crate::threshold::evaluate(gates, &figures);
+        self.thresholds = out.clone();
+        out
+    }
+
     /// A results skeleton for `kind` with no cases yet: this program, this
     /// host, the start time now, and `command`, the command line that
     /// asked for the run (empty when there was none).
@@ -460,6 +470,18 @@ pub struct Case {
     /// A merged agent run: each agent's share, in agent id order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentCase>,
+}
+
+impl Case {
+    /// What `--threshold` gates read of this case.
+    pub fn figures(&self) -> Figures<'_> {
+        Figures {
+            case: &self.name,
+            latency_us: self.latency_us.as_ref(),
+            calls_per_sec: self.calls_per_sec,
+            errors: self.errors.values().sum(),
+        }
+    }
 }
 
 /// Per-case parameters; `type`, `size` and `mode` always present.

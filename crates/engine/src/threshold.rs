@@ -1,8 +1,10 @@
 //! Gates a run's result must pass, for CI (`--threshold` on the command
 //! line): `p99<2ms`, `p50<=500us`, `errors=0`, `throughput>5000/s`,
 //! `mean<1ms`. Pure: a [`Threshold`] is parsed from its text before
-//! anything runs, and [`evaluate`] checks a finished (or merged)
-//! [`Results`] against it.
+//! anything runs, and [`evaluate`] checks the figures of a finished (or
+//! merged) run's cases against it
+//! ([`Results::check`](crate::results::Results::check) does both and
+//! records the outcomes).
 //!
 //! What each metric is measured on:
 //! - a latency (`min`, `mean`, `p50`, `p90`, `p99`, `p99.9`, `p99.99`,
@@ -21,7 +23,6 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::hist::LatencySummary;
-use crate::results::{Case, Results};
 
 /// What a gate measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,32 +295,44 @@ fn format_micros(us: f64) -> String {
     }
 }
 
+/// What the gates read of one case of a result.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figures<'a> {
+    /// The case's name.
+    pub case: &'a str,
+    /// Its latency, if it measured one (in µs).
+    pub latency_us: Option<&'a LatencySummary>,
+    pub calls_per_sec: f64,
+    /// Failed calls, every kind together.
+    pub errors: u64,
+}
+
 /// The value of `metric` in one case, if the case has it.
-fn case_value(metric: Metric, c: &Case) -> Option<f64> {
+fn case_value(metric: Metric, c: &Figures) -> Option<f64> {
     match metric {
         Metric::Throughput => Some(c.calls_per_sec),
-        Metric::Errors => Some(c.errors.values().sum::<u64>() as f64),
-        m => m.latency(c.latency_us.as_ref()?),
+        Metric::Errors => Some(c.errors as f64),
+        m => m.latency(c.latency_us?),
     }
 }
 
-/// Check `r` against every gate, in their order.
-pub fn evaluate(gates: &[Threshold], r: &Results) -> Vec<ThresholdOutcome> {
-    gates.iter().map(|g| evaluate_one(g, r)).collect()
+/// Check the cases' figures against every gate, in their order.
+pub fn evaluate(gates: &[Threshold], cases: &[Figures]) -> Vec<ThresholdOutcome> {
+    gates.iter().map(|g| evaluate_one(g, cases)).collect()
 }
 
-fn evaluate_one(g: &Threshold, r: &Results) -> ThresholdOutcome {
+fn evaluate_one(g: &Threshold, cases: &[Figures]) -> ThresholdOutcome {
     let (value, case) = if g.metric == Metric::Errors {
-        let total: f64 = r.cases.iter().filter_map(|c| case_value(g.metric, c)).sum();
+        let total: f64 = cases.iter().filter_map(|c| case_value(g.metric, c)).sum();
         (Some(total), None)
     } else {
         let mut worst: Option<(f64, &str)> = None;
-        for c in &r.cases {
+        for c in cases {
             let Some(v) = case_value(g.metric, c) else {
                 continue;
             };
             if worst.is_none_or(|(w, _)| g.op.worse(v, w, g.bound)) {
-                worst = Some((v, &c.name));
+                worst = Some((v, c.case));
             }
         }
         match worst {
@@ -351,33 +364,39 @@ mod tests {
         s.parse().unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn case(name: &str, p99_us: Option<f64>, rate: f64, errors: u64) -> Case {
-        let mut c = Case {
-            name: name.into(),
-            calls_per_sec: rate,
-            latency_us: p99_us.map(|p| LatencySummary {
-                min: p / 4.0,
-                mean: p / 2.0,
-                p50: p / 2.0,
-                p90: p * 0.9,
-                p99: p,
-                p999: p * 1.5,
-                p9999: p * 2.0,
-                max: p * 3.0,
-                ..Default::default()
-            }),
+    /// A case: its name, latency, calls/s and errors.
+    struct C(&'static str, Option<LatencySummary>, f64, u64);
+
+    fn case(name: &'static str, p99_us: Option<f64>, rate: f64, errors: u64) -> C {
+        let lat = p99_us.map(|p| LatencySummary {
+            min: p / 4.0,
+            mean: p / 2.0,
+            p50: p / 2.0,
+            p90: p * 0.9,
+            p99: p,
+            p999: p * 1.5,
+            p9999: p * 2.0,
+            max: p * 3.0,
             ..Default::default()
-        };
-        if errors > 0 {
-            c.errors.insert("timeout".into(), errors);
-        }
-        c
+        });
+        C(name, lat, rate, errors)
     }
 
-    fn results(cases: Vec<Case>) -> Results {
-        let mut r = Results::new("latency", Vec::new());
-        r.cases = cases;
-        r
+    fn results(cases: Vec<C>) -> Vec<C> {
+        cases
+    }
+
+    fn evaluate(gates: &[Threshold], cases: &[C]) -> Vec<ThresholdOutcome> {
+        let figures: Vec<Figures> = cases
+            .iter()
+            .map(|c| Figures {
+                case: c.0,
+                latency_us: c.1.as_ref(),
+                calls_per_sec: c.2,
+                errors: c.3,
+            })
+            .collect();
+        super::evaluate(gates, &figures)
     }
 
     #[test]

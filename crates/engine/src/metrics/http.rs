@@ -27,7 +27,7 @@ use super::exposition::negotiate;
 use super::Registry;
 
 /// The name of the exporter's threads.
-pub const THREAD_NAME: &str = "iiopbench-http";
+pub const THREAD_NAME: &str = crate::noise::EXPORTER_NAME;
 /// Largest request head (request line and headers) read.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// A request head must be whole this long after its first byte.

@@ -303,7 +303,7 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
     let mut checked = Vec::new();
     if let Some(mut m) = merged.clone() {
         crate::words::in_results(&mut m);
-        checked = crate::gates::check(&mut m, &gates);
+        checked = m.check(&gates);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
             print!("{}", agents_table(&m));

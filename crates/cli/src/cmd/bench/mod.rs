@@ -133,7 +133,7 @@ pub fn run_job(
         ctx = ctx.with_metrics(m.registry().clone());
     }
     let (mut r, err) = job.run(&ctx);
-    let checked = crate::gates::check(&mut r, gates);
+    let checked = r.check(gates);
     // Results first: whoever waits for them may still scrape the last
     // counts while the exporter lingers.
     let outcome = crate::output::finish(r, output, err);

@@ -113,7 +113,7 @@ pub fn run(o: &LabRunArgs, argv: &[String]) -> anyhow::Result<()> {
         &common::Printer { quiet: false },
     )?;
     crate::words::in_results(&mut r);
-    let checked = crate::gates::check(&mut r, &bench.thresholds);
+    let checked = r.check(&bench.thresholds);
     let error = error.map(|e| anyhow::anyhow!(crate::words::flags(&e.to_string())));
     if let Some(f) = o.json.as_ref().or(output.json.as_ref()) {
         if let Err(w) = results::write_atomic(f, &results::to_json(&r)) {
