@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use iiop_giop::ior::CodeSetsSource;
 use iiop_transport::hosted::{ServerModel, ServerThread, Serving, TlsServer};
-use iiop_transport::server::ServerConfig;
+use iiop_transport::server::{Handler, ServerConfig};
 use iiop_transport::threads::Polling;
 
 use crate::bench::counters::Stats;
@@ -69,6 +69,16 @@ pub struct RunningServer {
 impl RunningServer {
     /// Bind and start serving; returns once the listener is bound.
     pub fn start(opts: ServerOptions) -> std::io::Result<RunningServer> {
+        Self::start_wrapped(opts, |h| h)
+    }
+
+    /// [`start`](Self::start), the requests going to `wrap(handler)`: a
+    /// handler around ours (one that counts or times its calls) that
+    /// passes them on to it.
+    pub fn start_wrapped<W: Handler>(
+        opts: ServerOptions,
+        wrap: impl FnOnce(Arc<BenchHandler>) -> Arc<W>,
+    ) -> std::io::Result<RunningServer> {
         let handler = Arc::new(
             BenchHandler::new(opts.skeleton)
                 .with_forwarding(opts.forwarding)
@@ -76,7 +86,7 @@ impl RunningServer {
                 .with_tls(opts.tls.as_ref().map(|t| t.client_certificates)),
         );
         let server = ServerThread::spawn_model(
-            handler.clone(),
+            wrap(handler.clone()),
             &opts.listen,
             opts.threads,
             opts.cpus,

@@ -399,6 +399,32 @@ pub struct BenchArgs {
     pub placement: PlacementArgs,
     #[command(flatten)]
     pub output: OutputOpts,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
+    /// A gate the result must pass, for CI: `p99<2ms`, `p50<=500us`,
+    /// `mean<1ms`, `max<10ms`, `errors=0`, `throughput>5000/s`
+    /// (repeatable). Latencies and throughput are checked in every case,
+    /// errors over the whole run; the outcomes are listed after the table
+    /// and written to the JSON, and a failed gate makes the exit status 3.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub thresholds: Vec<iiopbench_engine::threshold::Threshold>,
+}
+
+/// `--metrics-listen` and `--metrics-linger`: the live metrics of a bench
+/// command or of `serve`, served for Prometheus while it runs
+/// (docs/metrics.md; [`crate::metrics`] starts the exporter).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve live counters and latency histograms at
+    /// http://HOST:PORT/metrics while this runs, in the Prometheus or
+    /// OpenMetrics text format (port 0 picks a free port; the address is
+    /// printed on stderr as `metrics: URL`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+    /// With --metrics-listen: keep serving this long after the run has
+    /// ended, so that a last scrape sees the final counts.
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION", requires = "metrics_listen")]
+    pub metrics_linger: Duration,
 }
 
 /// The flag block the workload benches (`closed`, `params`, `dispatch`,

@@ -20,6 +20,8 @@ pub mod stdout;
 pub mod cmd;
 pub mod examples;
 pub mod flags;
+pub mod gates;
+pub mod metrics;
 pub mod opts;
 pub mod output;
 pub mod programs;
@@ -34,7 +36,8 @@ use opts::{Cli, Command};
 /// Run a parsed command line (`argv`, as typed, is what results record);
 /// returns the exit status. Benchmarks that fail half-way still write
 /// what they measured, then name the failure in one line on stderr and
-/// return 1.
+/// return 1; a run whose result fails a `--threshold` returns
+/// [`gates::EXIT_STATUS`].
 pub fn run(cli: Cli, argv: &[String]) -> i32 {
     iiopbench_engine::interrupt::install();
     let outcome = match cli.command {
@@ -56,13 +59,11 @@ pub fn run(cli: Cli, argv: &[String]) -> i32 {
         Command::Job(c) => cmd::job::run(&c, argv),
         Command::Proxy(o) => cmd::proxy::run(&o),
     };
-    match outcome {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("iiopbench: {}", words::flags(&error_line(&e)));
-            1
-        }
+    let status = gates::exit_status(&outcome);
+    if let Err(e) = outcome {
+        eprintln!("iiopbench: {}", words::flags(&error_line(&e)));
     }
+    status
 }
 
 /// An error and its causes in one line, as `{:#}` writes them, but a

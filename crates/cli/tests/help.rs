@@ -69,6 +69,20 @@ const IDEAS: &[Idea] = &[
         "serve, orbs start, agents run, proxy",
     ),
     idea(
+        "Address live metrics are served on (Prometheus)",
+        None,
+        "metrics-listen",
+        "HOST:PORT",
+        "bench *, soak, serve",
+    ),
+    idea(
+        "Time live metrics are still served after the run",
+        None,
+        "metrics-linger",
+        "DURATION",
+        "bench *, soak, serve",
+    ),
+    idea(
         "A server's IOR, written to a file",
         None,
         "ior-file",
@@ -328,6 +342,13 @@ const IDEAS: &[Idea] = &[
         "compare",
     ),
     idea(
+        "A gate the result must pass (exit 3 when not)",
+        None,
+        "threshold",
+        "EXPR",
+        "bench *, soak, agents run",
+    ),
+    idea(
         "Exit 1 when B is slower anywhere",
         None,
         "fail-if-slower",
@@ -394,6 +415,7 @@ const UNITS: &[(&str, &str)] = &[
     ("KEY", "an object key, %-escaped"),
     ("1.0|1.1|1.2", "a GIOP version"),
     ("SERVERS", "`inproc`, `child` or `orb:NAME`"),
+    ("EXPR", "a gate: a metric, `<` `<=` `>` `>=` `=`, a value: `p99<2ms`, `errors=0`, `throughput>5000/s`"),
 ];
 
 fn repo() -> PathBuf {

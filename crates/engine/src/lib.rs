@@ -58,7 +58,9 @@
 //!   [`target`] (the reference, or our server embedded in this process),
 //!   [`placement`] (pinning), [`progress`] (who hears about cases),
 //!   [`interrupt`] (Ctrl-C as a flag the loops poll), [`gate`] (the start
-//!   gate of an agent run), [`error`] (who failed);
+//!   gate of an agent run), [`error`] (who failed), [`metrics`] (live
+//!   counters and histograms for Prometheus while a run or a server runs),
+//!   [`threshold`] (the gates a result must pass, for CI);
 //! - what a run records: [`results`] (the schema of
 //!   docs/results-schema.md, read and written), [`hist`] (HDR
 //!   histograms), [`runs`] (repeated runs folded into intervals),
@@ -83,6 +85,7 @@ pub mod interrupt;
 pub mod job;
 pub mod lab;
 pub mod merge;
+pub mod metrics;
 pub mod noise;
 pub mod options;
 pub mod orbs;
@@ -101,6 +104,7 @@ pub mod soak;
 pub mod suite;
 pub mod sysinfo;
 pub mod target;
+pub mod threshold;
 pub mod tls_vs_plain;
 pub mod units;
 

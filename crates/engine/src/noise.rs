@@ -509,6 +509,10 @@ const MAX_DEAD: usize = 1024;
 
 /// The sampler thread's name (15 bytes: the most a thread name keeps).
 const SAMPLER_NAME: &str = "iiopbench-watch";
+/// The name of the live-metrics exporter's threads
+/// ([`metrics::http`](crate::metrics::http)): helpers of the tool, left
+/// out of the observed placement as the sampler is.
+pub const EXPORTER_NAME: &str = "iiopbench-http";
 
 /// At most this many stat files stay open between samples: a pread of
 /// an open file costs a third of open+read+close (about 3 µs against 9 µs
@@ -851,8 +855,9 @@ impl ThreadWatch {
             if rec.last_epoch <= mark.epoch {
                 continue; // gone before the mark
             }
-            if rec.key.pid == st.pids[0] && rec.name == SAMPLER_NAME {
-                continue; // another watch's sampler
+            if rec.key.pid == st.pids[0] && (rec.name == SAMPLER_NAME || rec.name == EXPORTER_NAME)
+            {
+                continue; // another watch's sampler, or the metrics exporter
             }
             let base = mark.base.get(&rec.key);
             if rec.ticks <= base.map_or(0, |b| b.ticks) {

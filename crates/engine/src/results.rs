@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hist::LatencySummary;
 use crate::sysinfo::HostInfo;
+use crate::threshold::{Figures, Threshold, ThresholdOutcome};
 
 /// Bumped whenever a field changes meaning or disappears. Adding optional
 /// fields does not bump it.
@@ -65,10 +66,23 @@ pub struct Results {
     /// ([`Job`](crate::job::Job)): run it again to repeat them (schema 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<serde_json::Value>,
+    /// The gates the run was checked against (`--threshold`), in the
+    /// order given, and how each came out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdOutcome>,
     pub outcome: Outcome,
 }
 
 impl Results {
+    /// Check these results against `gates` (`--threshold`), recording
+    /// the outcomes in [`thresholds`](Results::thresholds); returns them.
+    pub fn check(&mut self, gates: &[Threshold]) -> Vec<ThresholdOutcome> {
+        let figures: Vec<Figures> = self.cases.iter().map(Case::figures).collect();
+        let out = crate::threshold::evaluate(gates, &figures);
+        self.thresholds = out.clone();
+        out
+    }
+
     /// A results skeleton for `kind` with no cases yet: this program, this
     /// host, the start time now, and `command`, the command line that
     /// asked for the run (empty when there was none).
@@ -88,6 +102,7 @@ impl Results {
             quality: None,
             agents: None,
             job: None,
+            thresholds: Vec::new(),
             outcome: Outcome {
                 complete: false,
                 failure: None,
@@ -470,6 +485,18 @@ pub struct Case {
     pub agents: Vec<AgentCase>,
 }
 
+impl Case {
+    /// What `--threshold` gates read of this case.
+    pub fn figures(&self) -> Figures<'_> {
+        Figures {
+            case: &self.name,
+            latency_us: self.latency_us.as_ref(),
+            calls_per_sec: self.calls_per_sec,
+            errors: self.errors.values().sum(),
+        }
+    }
+}
+
 /// Per-case parameters; `type`, `size` and `mode` always present.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CaseParams {
@@ -746,6 +773,7 @@ mod tests {
             quality: None,
             agents: None,
             job: None,
+            thresholds: Vec::new(),
             outcome: Outcome {
                 complete: true,
                 failure: None,

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::gate::Gate;
+use crate::metrics::Registry;
 use crate::programs::Programs;
 use crate::progress::Progress;
 
@@ -29,6 +30,9 @@ pub struct RunContext {
     /// An agent run's start gate: every case starts at its agent-wide
     /// slot, and the target is shared (its counters are left alone).
     pub gate: Option<Gate>,
+    /// Where the run's live figures go while it runs (`--metrics-listen`:
+    /// an exporter serves this registry), if anywhere.
+    pub metrics: Option<Arc<Registry>>,
 }
 
 impl RunContext {
@@ -55,6 +59,12 @@ impl RunContext {
         self
     }
 
+    /// The same, recording its live figures into `registry`.
+    pub fn with_metrics(mut self, registry: Arc<Registry>) -> RunContext {
+        self.metrics = Some(registry);
+        self
+    }
+
     /// The same, with an agent run's start gate.
     pub fn with_gate(mut self, gate: Gate) -> RunContext {
         self.gate = Some(gate);
@@ -69,6 +79,7 @@ impl std::fmt::Debug for RunContext {
             .field("command", &self.command)
             .field("programs", &self.programs.is_some())
             .field("gate", &self.gate)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }

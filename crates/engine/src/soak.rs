@@ -210,6 +210,9 @@ async fn soak(o: &SoakJob, s: &Session, r: &mut Results) -> Result<()> {
         ..Tally::default()
     }));
     let mut workers = tokio::task::JoinSet::new();
+    // Live: every call of the mix counted, pings timed (as the total's
+    // latency is).
+    let live = s.live("soak total");
     for i in 0..o.connections {
         let client = match s.connect().await {
             Ok(c) => c,
@@ -228,7 +231,7 @@ async fn soak(o: &SoakJob, s: &Session, r: &mut Results) -> Result<()> {
             start,
             deadline,
             o.interval,
-            tally.clone(),
+            (tally.clone(), live.clone()),
         ));
     }
     let quiet = !s.progress.listening();
@@ -364,6 +367,7 @@ async fn soak(o: &SoakJob, s: &Session, r: &mut Results) -> Result<()> {
 
 /// One connection's loop: the mix, round and round, until the deadline;
 /// then a final ping so its oneways are processed before the check.
+/// Every call goes to the run's tally and to its live metrics.
 async fn caller(
     id: usize,
     client: BenchClient,
@@ -371,7 +375,7 @@ async fn caller(
     start: Instant,
     deadline: Instant,
     interval: Duration,
-    tally: Arc<Mutex<Tally>>,
+    (tally, live): (Arc<Mutex<Tally>>, crate::metrics::Live),
 ) {
     let mut k = id; // callers start at different points of the mix
     let mut fails_in_row = 0u32;
@@ -394,6 +398,10 @@ async fn caller(
             Ok(mismatch) => {
                 fails_in_row = 0;
                 match step {
+                    Step::Ping => live.call(ns),
+                    _ => live.untimed_calls(1),
+                }
+                match step {
                     Step::Ping => {
                         let slot = ((t0 - start).as_nanos() / interval.as_nanos()) as usize;
                         let last = t.ping.len() - 1;
@@ -409,6 +417,7 @@ async fn caller(
                 }
             }
             Err(e) => {
+                live.error(&error_kind(&e));
                 t.error(error_kind(&e), format!("connection {id}: {e}"));
                 drop(t);
                 fails_in_row += 1;
@@ -422,7 +431,13 @@ async fn caller(
             }
         }
     }
-    if let Err(e) = client.ping().await {
+    let last = client.ping().await;
+    // (Counted, not timed: the intervals' histograms leave it out too.)
+    match &last {
+        Ok(_) => live.untimed_calls(1),
+        Err(e) => live.error(&error_kind(e)),
+    }
+    if let Err(e) = last {
         tally
             .lock()
             .expect("tally lock")

@@ -53,5 +53,7 @@ pub fn run(c: &JobCommand, argv: &[String]) -> anyhow::Result<()> {
         quiet: a.quiet,
         wide: false,
     };
-    crate::cmd::bench::run_job(&job, &output, argv, crate::programs::ThisBinary::new()?)
+    let programs = crate::programs::ThisBinary::new()?;
+    let metrics = crate::flags::MetricsArgs::default();
+    crate::cmd::bench::run_job(&job, &output, (&metrics, &[]), argv, programs)
 }

@@ -51,5 +51,7 @@ impl SoakArgs {
 /// measured (also when the run failed half-way).
 pub fn run(a: &SoakArgs, argv: &[String]) -> anyhow::Result<()> {
     let programs = crate::programs::ThisBinary::new()?;
-    crate::cmd::bench::run_job(&Job::Soak(a.job()), &a.bench.output, argv, programs)
+    let job = Job::Soak(a.job());
+    let run = (&a.bench.metrics, a.bench.thresholds.as_slice());
+    crate::cmd::bench::run_job(&job, &a.bench.output, run, argv, programs)
 }

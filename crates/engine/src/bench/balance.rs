@@ -378,7 +378,7 @@ async fn measure(
                     micros(service.as_secs_f64() * 1e6)
                 );
                 let pb = progress.case(&name);
-                let res = workload::run(spec.clone(), clients).await;
+                let res = workload::run(spec.with_live(s.live(&name)), clients).await;
                 pb.done();
                 let params = workload::case_params(
                     "void",

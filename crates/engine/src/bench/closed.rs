@@ -128,7 +128,7 @@ pub fn run(o: &ClosedJob, ctx: &RunContext) -> (Results, Option<Error>) {
 }
 
 async fn measure(o: &ClosedJob, s: &Session, r: &mut Results) -> Result<()> {
-    let spec = o.run.spec(s.gate.as_ref());
+    let mut spec = o.run.spec(s.gate.as_ref());
     let mut clients = Vec::with_capacity(o.clients);
     for i in 0..o.clients {
         let c = s
@@ -151,15 +151,16 @@ async fn measure(o: &ClosedJob, s: &Session, r: &mut Results) -> Result<()> {
             }),
         });
     }
-    let pb = s.progress.case("closed");
-    let res = workload::run(spec, clients).await;
-    pb.done();
     let name = format!(
         "C={} Z={} S={}",
         o.clients,
         micros(o.think.as_secs_f64() * 1e6),
         micros(o.service.as_secs_f64() * 1e6)
     );
+    spec.live = s.live(&name);
+    let pb = s.progress.case("closed");
+    let res = workload::run(spec, clients).await;
+    pb.done();
     let params = workload::case_params(
         "void",
         0,

@@ -161,7 +161,7 @@ async fn measure(o: &DispatchJob, s: &Session, r: &mut Results) -> Result<()> {
             // interval, and a String per call would be an allocation each.
             let op2: std::sync::Arc<str> = op.as_str().into();
             let res = workload::run(
-                spec.clone(),
+                spec.with_live(s.live(&name)),
                 vec![ClientSpec {
                     think: Duration::ZERO,
                     think_dist: Dist::Fixed,

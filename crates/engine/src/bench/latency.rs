@@ -21,6 +21,7 @@ use super::loops::{self, Invoke, Loop, Tally};
 use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
 use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
+use crate::metrics::Live;
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
 use crate::progress::CaseProgress;
 use crate::results::{param, Case, CaseParams, Fit, Results};
@@ -317,15 +318,18 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
             extra: BTreeMap::new(),
         };
         let watch = s.watch_case();
+        let live = s.live(&label);
         let (mut case, first_error) = match &mut sliced {
             Some(b) => {
                 let raw_size = if o.op == LatencyOp::Ping { 1 } else { size };
                 let pb = progress.case(&label);
-                sliced_point(o, &callers, &label, pb, params, per_call, b, raw_size).await?
+                let point = (params, per_call, &live);
+                sliced_point(o, &callers, &label, pb, point, b, raw_size).await?
             }
             None => {
                 let pb = progress.case(&label);
-                loops::point(&lo, s.gate.as_ref(), &callers, &label, pb, params, per_call).await?
+                let gate = s.gate.as_ref();
+                loops::point(&lo, gate, &callers, &label, pb, params, per_call, &live).await?
             }
         };
         watch.finish(&mut case);
@@ -401,19 +405,18 @@ impl Baselines {
 /// reverse order. The case's ratio to a baseline is the median over the
 /// rounds of the slice's p50 over the raw slice's: a change of the
 /// machine's speed during the point moves both sides of each ratio.
-#[allow(clippy::too_many_arguments)]
 async fn sliced_point<I: Invoke>(
     o: &LatencyJob,
     callers: &[I],
     label: &str,
     pb: CaseProgress,
-    params: CaseParams,
-    per_call: u64,
+    (params, per_call, live): (CaseParams, u64, &Live),
     b: &mut Baselines,
     raw_size: u64,
 ) -> Result<(Case, Option<String>)> {
     let lo = o.point_loop();
     let _ctrl_c = loops::close_on_interrupt(callers);
+    live.bytes_per_call(per_call);
     let echo = o.op == LatencyOp::Echo;
     let pb = loops::warm_up(&lo, callers, label, pb).await?;
     if o.warmup > 0 {
@@ -455,7 +458,7 @@ async fn sliced_point<I: Invoke>(
                 };
                 let cpu0 = CpuTime::thread_now();
                 let start = Instant::now();
-                let t = loops::closed_loop(&so, callers).await;
+                let t = loops::closed_loop(&so, callers, live).await;
                 secs += start.elapsed().as_secs_f64();
                 cpu = cpu.plus(CpuTime::thread_now().since(cpu0));
                 if !t.lat.is_empty() {

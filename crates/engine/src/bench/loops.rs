@@ -17,6 +17,7 @@ use super::{count_error, error_kind};
 use crate::error::{bail, Error, Result};
 use crate::gate::Gate;
 use crate::hist::Latency;
+use crate::metrics::Live;
 use crate::options::OnError;
 use crate::progress::CaseProgress;
 use crate::results::{param, Case, CaseParams, CpuFigures};
@@ -132,7 +133,9 @@ pub(crate) async fn warm_up<I: Invoke>(
 /// warm-up spread over the callers (not recorded), the closed or open
 /// loop (started at `gate`'s slot in an agent run), and the case with its
 /// histogram, CPU and loop parameters. Also the first failure, for
-/// `on_error` stop.
+/// `on_error` stop. The measured calls are recorded into `live` too, as
+/// they complete.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn point<I: Invoke>(
     lo: &Loop,
     gate: Option<&Gate>,
@@ -141,16 +144,18 @@ pub(crate) async fn point<I: Invoke>(
     pb: CaseProgress,
     params: CaseParams,
     per_call: u64,
+    live: &Live,
 ) -> Result<(Case, Option<String>)> {
     let _ctrl_c = close_on_interrupt(callers);
+    live.bytes_per_call(per_call);
     let pb = warm_up(lo, callers, label, pb).await?;
     // In an agent run, every agent starts this case at the same instant.
     crate::gate::case_start(gate).await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let tally = match lo.rate {
-        None => closed_loop(lo, callers).await,
-        Some(rate) => open_loop(lo, callers, rate).await,
+        None => closed_loop(lo, callers, live).await,
+        Some(rate) => open_loop(lo, callers, rate, live).await,
     };
     let secs = start.elapsed().as_secs_f64();
     let cpu = CpuTime::thread_now().since(cpu0);
@@ -203,7 +208,7 @@ pub(crate) fn tally_case(
 
 /// Every caller issues its next call when the previous one returns,
 /// `in_flight` times over, until `count` calls or `duration`.
-pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I]) -> Tally {
+pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live) -> Tally {
     let issued = Arc::new(AtomicU64::new(0));
     let deadline = lo.duration.map(|d| Instant::now() + d);
     let count = if lo.duration.is_some() {
@@ -215,7 +220,7 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I]) -> Tally {
     let mut tasks = Vec::new();
     for c in callers {
         for _ in 0..lo.in_flight {
-            let (c, issued) = (c.clone(), issued.clone());
+            let (c, issued, live) = (c.clone(), issued.clone(), live.clone());
             tasks.push(tokio::spawn(async move {
                 let mut t = Tally::default();
                 loop {
@@ -228,12 +233,15 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I]) -> Tally {
                     let t0 = Instant::now();
                     match c.invoke().await {
                         Ok(()) => {
-                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                            let ns = t0.elapsed().as_nanos() as u64;
+                            t.lat.record_ns(ns);
+                            live.call(ns);
                             t.calls += 1;
                         }
                         // Cut short by Ctrl-C: not the server's failure.
                         Err(_) if crate::interrupt::requested() => break,
                         Err(e) => {
+                            live.error(&error_kind(&e));
                             t.fail(&e);
                             if stop_on_error {
                                 issued.store(u64::MAX / 2, Ordering::Relaxed);
@@ -264,7 +272,12 @@ pub(crate) fn close_on_interrupt<I: Invoke>(callers: &[I]) -> super::CloseOnInte
 /// Calls at fixed intended times; each latency counts from its intended
 /// time. At most 10 000 calls are outstanding; beyond that, calls are
 /// counted as `overload` errors rather than queued without bound.
-pub(crate) async fn open_loop<I: Invoke>(lo: &Loop, callers: &[I], rate: f64) -> Tally {
+pub(crate) async fn open_loop<I: Invoke>(
+    lo: &Loop,
+    callers: &[I],
+    rate: f64,
+    live: &Live,
+) -> Tally {
     const MAX_OUTSTANDING: usize = 10_000;
     let n = match lo.duration {
         Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
@@ -283,12 +296,14 @@ pub(crate) async fn open_loop<I: Invoke>(lo: &Loop, callers: &[I], rate: f64) ->
         tokio::time::sleep_until(intended).await;
         if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
             count_error(&mut total.errors, "overload".into());
+            live.error("overload");
             continue;
         }
         outstanding.fetch_add(1, Ordering::Relaxed);
-        let (c, out) = (
+        let (c, out, live) = (
             callers[i as usize % callers.len()].clone(),
             outstanding.clone(),
+            live.clone(),
         );
         let intended = intended.into_std();
         // Each call hands back its figure; one histogram records them all
@@ -298,6 +313,11 @@ pub(crate) async fn open_loop<I: Invoke>(lo: &Loop, callers: &[I], rate: f64) ->
             let r = c.invoke().await;
             let ns = intended.elapsed().as_nanos() as u64;
             out.fetch_sub(1, Ordering::Relaxed);
+            match &r {
+                Ok(()) => live.call(ns),
+                Err(_) if crate::interrupt::requested() => {}
+                Err(e) => live.error(&error_kind(e)),
+            }
             (ns, r)
         }));
     }
@@ -348,13 +368,15 @@ pub(crate) struct Sent {
 /// Make `once` calls back to back, each carrying `per_call` payload bytes,
 /// until `b.total` bytes are sent (at once if calls carry none) and
 /// `b.min_duration` has passed, or `b.max_duration`, or Ctrl-C; the
-/// bench.idl and the IDL-driven runs share it.
+/// bench.idl and the IDL-driven runs share it. The calls go to `live`
+/// too: twoways as they complete, oneways at each reading of the clock.
 pub(crate) async fn send_loop(
     b: Budget,
     on_error: OnError,
     label: &str,
     per_call: u64,
     twoway: bool,
+    live: &Live,
     mut once: impl AsyncFnMut() -> Result<(), BenchError>,
 ) -> Sent {
     let mut sent = Sent {
@@ -369,6 +391,9 @@ pub(crate) async fn send_loop(
     let every = if per_call < 4096 { 16 } else { 1 };
     let start = Instant::now();
     let mut n = 0u64;
+    live.bytes_per_call(per_call);
+    // Oneways completed and not yet added to `live`.
+    let mut untimed = 0u64;
     loop {
         n += 1;
         let t0 = twoway.then(Instant::now);
@@ -377,14 +402,21 @@ pub(crate) async fn send_loop(
             Ok(()) => {
                 sent.calls += 1;
                 sent.bytes += per_call;
-                if let Some(t0) = t0 {
-                    sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                match t0 {
+                    Some(t0) => {
+                        let ns = t0.elapsed().as_nanos() as u64;
+                        sent.lat.record_ns(ns);
+                        live.call(ns);
+                    }
+                    None => untimed += 1,
                 }
             }
             // Cut short by Ctrl-C: not the server's failure.
             Err(_) if crate::interrupt::requested() => break,
             Err(e) => {
-                count_error(&mut sent.errors, error_kind(&e));
+                let kind = error_kind(&e);
+                live.error(&kind);
+                count_error(&mut sent.errors, kind);
                 if on_error == OnError::Stop {
                     sent.failure = Some(Error::target(format!(
                         "{label}: call {} failed: {e}",
@@ -399,6 +431,7 @@ pub(crate) async fn send_loop(
         if !reached && !n.is_multiple_of(every) {
             continue;
         }
+        live.untimed_calls(std::mem::take(&mut untimed));
         let el = start.elapsed();
         if ((sent.bytes >= b.total || per_call == 0) && el >= b.min_duration)
             || el >= b.max_duration
@@ -407,5 +440,6 @@ pub(crate) async fn send_loop(
             break;
         }
     }
+    live.untimed_calls(untimed);
     sent
 }

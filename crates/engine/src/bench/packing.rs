@@ -217,7 +217,7 @@ async fn measure(
             }
             let name = format!("N={n} {mode}");
             let pb = progress.case(&name);
-            let res = workload::run(spec.clone(), clients).await;
+            let res = workload::run(spec.with_live(s.live(&name)), clients).await;
             pb.done();
             drop(started);
             let params = workload::case_params(

@@ -145,7 +145,7 @@ async fn measure(o: &ParamsJob, s: &Session, r: &mut Results) -> Result<()> {
             let pb = progress.case(&name);
             let call = option_call(k, c.clone(), a.clone());
             let res = workload::run(
-                spec.clone(),
+                spec.with_live(s.live(&name)),
                 vec![ClientSpec {
                     think: std::time::Duration::ZERO,
                     think_dist: super::stats::Dist::Fixed,

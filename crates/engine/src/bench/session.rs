@@ -114,6 +114,11 @@ pub struct Session {
     /// An agent run's start gate ([`RunContext::gate`]): cases start at
     /// their agent-wide slots, and the target's counters are shared.
     pub gate: Option<Gate>,
+    /// Where live metrics go ([`RunContext::metrics`]), if anywhere.
+    pub metrics: Option<std::sync::Arc<crate::metrics::Registry>>,
+    /// The results' `kind` (`latency`, `closed` …): the live metrics'
+    /// `bench` label.
+    pub kind: String,
 }
 
 /// What a run watches besides its own figures: where every thread runs
@@ -257,6 +262,29 @@ impl Session {
     /// Watch the machine while one case runs.
     pub fn watch_case(&self) -> CaseWatch<'_> {
         self.watching.case()
+    }
+
+    /// The live metrics handle of the case named `case` (its name in the
+    /// results), when the run exports live metrics; else a handle that
+    /// records nothing. The exporter's threads are kept off the CPUs
+    /// client and server use where the process has one to spare, as the
+    /// thread sampler is.
+    pub fn live(&self, case: &str) -> crate::metrics::Live {
+        let Some(reg) = &self.metrics else {
+            return crate::metrics::Live::off();
+        };
+        reg.place_exporter(&spare_cpus(&self.cpus));
+        let info = &self.resolved.info;
+        let target = match self.embedded() {
+            true => "embedded".to_string(),
+            false if info.port == 0 => info.reference.clone(),
+            false => format!("{}:{}", info.host, info.port),
+        };
+        reg.case(crate::metrics::CaseLabels {
+            bench: self.kind.clone(),
+            case: case.to_string(),
+            target,
+        })
     }
 }
 
@@ -470,6 +498,8 @@ where
         on_plain: Default::default(),
         progress: ctx.progress.clone(),
         gate: ctx.gate.clone(),
+        metrics: ctx.metrics.clone(),
+        kind: results.kind.clone(),
     };
     let vs_plain = session.resolved.plain.is_some();
     if vs_plain {

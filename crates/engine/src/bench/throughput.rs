@@ -703,6 +703,7 @@ async fn point(
     let watch = s.watch_case();
     let segs0 = c.data_segments_out();
     let split0 = c.head_first_writes();
+    let live = s.live(label);
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -717,6 +718,7 @@ async fn point(
         label,
         per_call,
         mode != CallMode::Oneway,
+        &live,
         async || {
             if o.breakdown {
                 breakdown.call(c, &out, elem, mode).await

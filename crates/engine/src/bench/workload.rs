@@ -79,6 +79,19 @@ pub struct EngineSpec {
     pub stop_on_error: bool,
     /// An agent run's start gate ([`RunContext::gate`](crate::run_context::RunContext::gate)).
     pub gate: Option<crate::gate::Gate>,
+    /// Where the recorded cycles go as they complete (live metrics;
+    /// [`Live::off`](crate::metrics::Live::off) from [`RunOpts::spec`]).
+    pub live: crate::metrics::Live,
+}
+
+impl EngineSpec {
+    /// This spec, its cycles recorded into `live` as well.
+    pub fn with_live(&self, live: crate::metrics::Live) -> EngineSpec {
+        EngineSpec {
+            live,
+            ..self.clone()
+        }
+    }
 }
 
 /// What ended a run.
@@ -163,6 +176,7 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
         );
         let stop_on_error = spec.stop_on_error;
         let seed = spec.seed;
+        let live = spec.live.clone();
         tasks.push(tokio::task::spawn_local(async move {
             let mut rng = Rng::new(seed, i as u64 + 1);
             let mut mine = ClientResult {
@@ -188,6 +202,7 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
                             mine.sums.calls += 1;
                             mine.sums.r_ns += r;
                             mine.sums.z_ns += z;
+                            live.call(r as u64);
                             let mut s = shared.borrow_mut();
                             s.lat.record_ns(r as u64);
                             s.batch.calls += 1;
@@ -196,8 +211,10 @@ pub async fn run(spec: EngineSpec, clients: Vec<ClientSpec>) -> EngineResult {
                         }
                     }
                     Err(e) => {
+                        let kind = error_kind(&e);
+                        live.error(&kind);
                         let mut s = shared.borrow_mut();
-                        count_error(&mut s.errors, error_kind(&e));
+                        count_error(&mut s.errors, kind);
                         if s.first_error.is_none() {
                             s.first_error = Some(format!("client {i}: {e}"));
                         }
@@ -581,6 +598,7 @@ impl RunRule {
             seed: self.seed,
             stop_on_error: true,
             gate: gate.cloned(),
+            live: Default::default(),
         }
     }
 
@@ -640,6 +658,7 @@ mod tests {
             seed,
             stop_on_error: true,
             gate: None,
+            live: Default::default(),
         };
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -181,6 +181,7 @@ async fn latency_measure(idl: &IdlOp, lo: &Loop, s: &Session, r: &mut Results) -
         extra: BTreeMap::new(),
     };
     let pb = s.progress.case(&label);
+    let live = s.live(&label);
     let (mut case, first_error) = loops::point(
         lo,
         s.gate.as_ref(),
@@ -189,6 +190,7 @@ async fn latency_measure(idl: &IdlOp, lo: &Loop, s: &Session, r: &mut Results) -
         pb,
         params,
         ic.body_bytes,
+        &live,
     )
     .await?;
     param(
@@ -242,6 +244,7 @@ async fn throughput_measure(
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
     let pb = s.progress.case(&label);
+    let live = s.live(&label);
     let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
     crate::gate::case_start(s.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
@@ -258,6 +261,7 @@ async fn throughput_measure(
         &label,
         ic.body_bytes,
         !ic.sig.oneway,
+        &live,
         async || c.invoke().await,
     )
     .await;

@@ -29,6 +29,7 @@ use iiopbench_engine::agents;
 use iiopbench_engine::job::Job;
 use iiopbench_engine::results::Results;
 use iiopbench_engine::run_context::RunContext;
+use iiopbench_engine::threshold::Threshold;
 use iiopbench_engine::units::{format_duration, parse_duration};
 
 /// `iiopbench agents …`.
@@ -103,6 +104,11 @@ pub struct AgentsRunArgs {
     /// a bench command after `--` (how `agents k8s` hands it over).
     #[arg(long, value_name = "JSON", hide = true, conflicts_with = "bench")]
     pub job: Option<String>,
+    /// A gate the merged result must pass (as a bench's `--threshold`,
+    /// which may also be given in the bench command); a failed one makes
+    /// the exit status 3.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub thresholds: Vec<Threshold>,
     /// The bench command every agent runs, after `--`: `bench latency
     /// --target REF …` (latency, throughput or closed; `--idl` calls too).
     #[arg(
@@ -114,12 +120,19 @@ pub struct AgentsRunArgs {
 }
 
 impl AgentsRunArgs {
-    /// The job every agent runs: `--job`'s, or the bench command's.
-    pub fn job(&self) -> anyhow::Result<Job> {
-        match &self.job {
-            Some(j) => Job::from_json(j).map_err(|e| anyhow::anyhow!("--job: {e}")),
-            None => job_of(&self.bench),
-        }
+    /// The job every agent runs (`--job`'s, or the bench command's), and
+    /// the gates its merged result must pass (this command's and the
+    /// bench command's).
+    pub fn job(&self) -> anyhow::Result<(Job, Vec<Threshold>)> {
+        let (job, mut gates) = match &self.job {
+            Some(j) => (
+                Job::from_json(j).map_err(|e| anyhow::anyhow!("--job: {e}"))?,
+                Vec::new(),
+            ),
+            None => job_of(&self.bench)?,
+        };
+        gates.extend(self.thresholds.iter().cloned());
+        Ok((job, gates))
     }
 }
 
@@ -166,18 +179,20 @@ pub struct K8sArgs {
 
 /// Output options the agents' bench command may not carry (the
 /// coordinator writes the merged file), and why.
-const SET_BY_THE_RUN: [(&str, &str); 3] = [
+const SET_BY_THE_RUN: [(&str, &str); 4] = [
     (
         "--json",
         "the coordinator writes the merged file (give --json to `agents run`)",
     ),
     ("--csv", "the coordinator writes the merged file"),
     ("--hlog", "the coordinator writes the merged file"),
+    ("--metrics-listen", "agents serve no live metrics"),
 ];
 
 /// The job of the agents' bench command line (`bench latency --target
-/// REF …`); an error names what is wrong in one line.
-pub fn job_of(words: &[String]) -> anyhow::Result<Job> {
+/// REF …`) and its gates (checked on the merged result, not by the
+/// agents); an error names what is wrong in one line.
+pub fn job_of(words: &[String]) -> anyhow::Result<(Job, Vec<Threshold>)> {
     match words {
         [b, _, ..] if b == "bench" => {}
         _ => anyhow::bail!("agents run a bench command: `-- bench latency|throughput|closed …`"),
@@ -188,9 +203,9 @@ pub fn job_of(words: &[String]) -> anyhow::Result<Job> {
             anyhow::bail!("bench option {f} is set by the agent run: {why}");
         }
     }
-    let (job, _) = crate::cmd::bench::parse_words(words)
+    let (job, bench) = crate::cmd::bench::parse_words(words)
         .map_err(|e| anyhow::anyhow!("the agents' bench command: {e}"))?;
-    Ok(job)
+    Ok((job, bench.thresholds))
 }
 
 /// Run `agents …`.
@@ -216,7 +231,8 @@ pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
 /// rather than in the pods.
 pub fn manifests(o: &K8sArgs) -> anyhow::Result<String> {
     let c = o.coord.engine();
-    let job = agents::prepare_job(&job_of(&o.bench)?, c.duration)?;
+    let (job, gates) = job_of(&o.bench)?;
+    let job = agents::prepare_job(&job, c.duration)?;
     let cfg = c.config();
     let dur = |d: Duration| format_duration(d);
     let mut coordinator = vec![
@@ -237,8 +253,11 @@ pub fn manifests(o: &K8sArgs) -> anyhow::Result<String> {
         format!("0.0.0.0:{}", o.port),
         "--json".into(),
         iiop_agents::k8s::RESULTS_FILE.into(),
-        "--job".into(),
     ];
+    for g in &gates {
+        coordinator.extend(["--threshold".into(), g.text.clone()]);
+    }
+    coordinator.push("--job".into());
     coordinator.push(serde_json::to_string(&job)?);
     let agent_binary = ThisBinary {
         exe: PathBuf::from("iiopbench"),
@@ -266,12 +285,13 @@ pub fn manifests(o: &K8sArgs) -> anyhow::Result<String> {
 }
 
 fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
+    let (job, gates) = o.job()?;
     let opts = agents::CoordinatorOpts {
         coord: o.coord.engine(),
         listen: o.listen.clone(),
         local: o.local,
         quiet: o.quiet,
-        job: o.job()?,
+        job,
     };
     let ctx = RunContext::new()
         .with_progress(crate::progress::unless_quiet(o.quiet))
@@ -279,20 +299,27 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
         .with_programs(Arc::new(ThisBinary::new()?));
     let (merged, err) = agents::run(&opts, &ctx)?;
     let out = crate::flags::OutputOpts::json_only(o.json.clone(), o.quiet);
+    // Gated on the merged result: every agent's calls together.
+    let mut checked = Vec::new();
     if let Some(mut m) = merged.clone() {
         crate::words::in_results(&mut m);
+        checked = m.check(&gates);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
             out!("{}", agents_table(&m));
         }
     }
+    let verdict = crate::gates::verdict(&checked, out.shows_tables());
     match (err, merged) {
         (Some(e), _) => Err(e.into()),
         (None, Some(m)) if !m.outcome.complete => Err(anyhow::anyhow!(
             "{}",
             m.outcome.failure.clone().unwrap_or_default()
         )),
-        _ => Ok(()),
+        (None, None) if !gates.is_empty() => Err(anyhow::anyhow!(
+            "no merged result to check the thresholds against"
+        )),
+        _ => verdict,
     }
 }
 
@@ -377,12 +404,26 @@ mod tests {
             job_of(&args("serve")).unwrap_err().to_string(),
             "agents run a bench command: `-- bench latency|throughput|closed …`"
         );
-        let job = job_of(&args("bench closed --target x.ior --clients 2")).unwrap();
+        let (job, gates) = job_of(&args(
+            "bench closed --target x.ior --clients 2 --threshold errors=0",
+        ))
+        .unwrap();
+        assert_eq!(gates[0].text, "errors=0");
+        assert_eq!(
+            job_of(&args(
+                "bench latency --target x --metrics-listen 127.0.0.1:0"
+            ))
+            .unwrap_err()
+            .to_string(),
+            "bench option --metrics-listen is set by the agent run: agents serve no live metrics"
+        );
         let prepared = agents::prepare_job(&job, Duration::from_secs(1)).unwrap();
         let Job::Closed(c) = prepared else { panic!() };
         assert_eq!((c.clients, c.run.duration), (2, Duration::from_secs(1)));
         let e = agents::prepare_job(
-            &job_of(&args("bench latency --target x --count=5")).unwrap(),
+            &job_of(&args("bench latency --target x --count=5"))
+                .unwrap()
+                .0,
             Duration::from_secs(1),
         )
         .unwrap_err();
@@ -397,7 +438,7 @@ mod tests {
     #[test]
     fn k8s_manifests_read_back_and_carry_the_job() {
         let cli = Cli::try_parse_from(args(
-            "iiopbench agents k8s --agents 4 --image reg/iiopbench:1 --duration 30s -- bench latency --target corbaloc::10.0.0.5:2809/Bench",
+            "iiopbench agents k8s --agents 4 --image reg/iiopbench:1 --duration 30s -- bench latency --target corbaloc::10.0.0.5:2809/Bench --threshold p99<2ms",
         ))
         .unwrap();
         let Cmd::Agents(AgentsCommand::K8s(o)) = cli.command else {
@@ -435,9 +476,11 @@ mod tests {
         let Cmd::Agents(AgentsCommand::Run(r)) = parsed.command else {
             panic!("{coord:?}")
         };
-        let Job::Latency(l) = r.job().unwrap() else {
-            panic!()
-        };
+        // The bench command's gates are the coordinator's.
+        let (job, gates) = r.job().unwrap();
+        assert_eq!(gates.len(), 1);
+        assert_eq!(gates[0].text, "p99<2ms");
+        let Job::Latency(l) = job else { panic!() };
         assert_eq!(
             l.target.target.as_deref(),
             Some("corbaloc::10.0.0.5:2809/Bench")

@@ -21,9 +21,11 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use iiopbench_engine::job::Job;
 use iiopbench_engine::run_context::RunContext;
+use iiopbench_engine::threshold::Threshold;
 
 use crate::examples;
-use crate::flags::{BenchArgs, OutputOpts};
+use crate::flags::{BenchArgs, MetricsArgs, OutputOpts};
+use crate::metrics::MetricsServer;
 use crate::programs::ThisBinary;
 
 /// The benchmarks.
@@ -110,29 +112,46 @@ impl BenchCommand {
 }
 
 /// Run a job as this command line does: progress on the terminal unless
-/// `quiet`, `argv` recorded, our own programs for processes; then show
-/// and write what was measured (also when the run failed half-way; a job
-/// that does not validate runs nothing, and then only its error is
-/// shown) and make its error the command's outcome.
+/// `quiet`, `argv` recorded, our own programs for processes, live metrics
+/// served while it runs when `metrics` asks; then check the result
+/// against `gates`, show and write what was measured (also when the run
+/// failed half-way; a job that does not validate runs nothing, and then
+/// only its error is shown) and make its error, else a failed gate, the
+/// command's outcome.
 pub fn run_job(
     job: &Job,
     output: &OutputOpts,
+    (metrics, gates): (&MetricsArgs, &[Threshold]),
     argv: &[String],
     programs: ThisBinary,
 ) -> anyhow::Result<()> {
-    let ctx = RunContext::new()
+    let exporter = MetricsServer::start(metrics)?;
+    let mut ctx = RunContext::new()
         .with_progress(crate::progress::for_output(output))
         .with_command(argv.to_vec())
         .with_programs(Arc::new(programs));
-    let (r, err) = job.run(&ctx);
-    crate::output::finish(r, output, err)
+    if let Some(m) = &exporter {
+        ctx = ctx.with_metrics(m.registry().clone());
+    }
+    let (mut r, err) = job.run(&ctx);
+    let checked = r.check(gates);
+    // Results first: whoever waits for them may still scrape the last
+    // counts while the exporter lingers.
+    let outcome = crate::output::finish(r, output, err);
+    let verdict = crate::gates::verdict(&checked, output.shows_tables());
+    if let Some(m) = exporter {
+        m.finish();
+    }
+    outcome.and(verdict)
 }
 
 /// Run `bench <kind>`.
 pub fn run(c: &BenchCommand, argv: &[String]) -> anyhow::Result<()> {
     let job = c.job()?;
     let programs = ThisBinary::new()?.with_exe(c.server_exe());
-    run_job(&job, &c.bench().output, argv, programs)
+    let bench = c.bench();
+    let run = (&bench.metrics, bench.thresholds.as_slice());
+    run_job(&job, &bench.output, run, argv, programs)
 }
 
 /// A bench command line on its own: `bench <kind> …`.
@@ -149,10 +168,11 @@ enum Words {
     Bench(BenchCommand),
 }
 
-/// The job, and the output flags, of a bench command line given as words
-/// (`bench latency --target REF …`; the leading `bench` may be left out).
-/// The error is one line: clap's first.
-pub fn parse_words(words: &[String]) -> Result<(Job, OutputOpts), String> {
+/// The job, and the flags every bench shares (output, gates …), of a
+/// bench command line given as words (`bench latency --target REF …`;
+/// the leading `bench` may be left out). The error is one line: clap's
+/// first.
+pub fn parse_words(words: &[String]) -> Result<(Job, BenchArgs), String> {
     let mut argv: Vec<String> = Vec::with_capacity(words.len() + 1);
     if words.first().map(String::as_str) != Some("bench") {
         argv.push("bench".into());
@@ -174,7 +194,7 @@ pub fn parse_words(words: &[String]) -> Result<(Job, OutputOpts), String> {
     })?;
     let Words::Bench(b) = line.line;
     let job = b.job().map_err(|e| e.to_string())?;
-    Ok((job, b.bench().output.clone()))
+    Ok((job, b.bench().clone()))
 }
 
 #[cfg(test)]
@@ -187,10 +207,12 @@ mod tests {
 
     #[test]
     fn a_bench_line_becomes_its_job_and_output() {
-        let (job, out) = parse_words(&words(
-            "bench closed --target x.ior --clients 2 --json o.json",
+        let (job, bench) = parse_words(&words(
+            "bench closed --target x.ior --clients 2 --json o.json --threshold errors=0",
         ))
         .unwrap();
+        let out = bench.output;
+        assert_eq!(bench.thresholds[0].text, "errors=0");
         let Job::Closed(c) = &job else {
             panic!("{job:?}")
         };

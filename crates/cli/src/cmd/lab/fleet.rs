@@ -52,8 +52,13 @@ impl FleetArgs {
     /// their job; and where the results go (this command's `--json`, or
     /// one among the bench arguments).
     pub fn split(&self) -> anyhow::Result<(fleet::FleetOpts, Option<PathBuf>)> {
-        let (job, output) =
+        let (job, bench) =
             crate::cmd::bench::parse_words(&self.bench).map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(
+            bench.thresholds.is_empty() && bench.metrics.metrics_listen.is_none(),
+            "lab fleet checks no --threshold and serves no --metrics-listen"
+        );
+        let output = bench.output;
         Ok((
             fleet::FleetOpts {
                 coord: self.coord.engine(),

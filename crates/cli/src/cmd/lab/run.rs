@@ -77,7 +77,12 @@ pub fn job_output(o: &crate::flags::OutputOpts) -> Vec<String> {
 /// `iiopbench lab run`: the results go to `--json` (or a `--json` among
 /// the bench arguments), also when the run failed.
 pub fn run(o: &LabRunArgs, argv: &[String]) -> anyhow::Result<()> {
-    let (job, output) = crate::cmd::bench::parse_words(&o.bench).map_err(anyhow::Error::msg)?;
+    let (job, bench) = crate::cmd::bench::parse_words(&o.bench).map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        bench.metrics.metrics_listen.is_none(),
+        "lab run serves no --metrics-listen (the client runs inside a lab host)"
+    );
+    let output = bench.output;
     common::require_root_and_signals()?;
     let opts = lab::run::LabRunOpts {
         hosts: o
@@ -108,6 +113,7 @@ pub fn run(o: &LabRunArgs, argv: &[String]) -> anyhow::Result<()> {
         &common::Printer { quiet: false },
     )?;
     crate::words::in_results(&mut r);
+    let checked = r.check(&bench.thresholds);
     let error = error.map(|e| anyhow::anyhow!(crate::words::flags(&e.to_string())));
     if let Some(f) = o.json.as_ref().or(output.json.as_ref()) {
         if let Err(w) = results::write_atomic(f, &results::to_json(&r)) {
@@ -117,7 +123,8 @@ pub fn run(o: &LabRunArgs, argv: &[String]) -> anyhow::Result<()> {
             });
         }
     }
-    error.map_or(Ok(()), Err)
+    let verdict = crate::gates::verdict(&checked, true);
+    error.map_or(verdict, Err)
 }
 
 #[cfg(test)]

@@ -125,6 +125,8 @@ pub struct ServeOpts {
     pub server_cpus: Option<CpuList>,
     #[command(flatten)]
     pub idl: idl::IdlServeOpts,
+    #[command(flatten)]
+    pub metrics: crate::flags::MetricsArgs,
 }
 
 /// `serve --code-sets-in`.
@@ -252,6 +254,10 @@ fn print_tls(out: &mut impl Write, tls: Option<&TlsServer>) -> std::io::Result<(
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     if let Some(file) = &o.idl.idl {
+        anyhow::ensure!(
+            o.metrics.metrics_listen.is_none(),
+            "--metrics-listen exports the reference server's figures: not served with --idl"
+        );
         return run_idl(o, file);
     }
     let opts = server_options(o)?;
@@ -264,8 +270,25 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let srv =
-        RunningServer::start(opts.clone()).map_err(|e| anyhow::anyhow!("iiopbench serve: {e}"))?;
+    let exporter = crate::metrics::MetricsServer::start(&o.metrics)?;
+    let srv = match &exporter {
+        // Counted and timed per operation, only when metrics are served.
+        Some(live) => {
+            if let Some(cpus) = &opts.cpus {
+                let spare: Vec<usize> = iiopbench_engine::placement::process_cpus()
+                    .into_iter()
+                    .filter(|c| !cpus.contains(c))
+                    .collect();
+                live.registry().place_exporter(&spare);
+            }
+            let metrics = live.registry().server();
+            RunningServer::start_wrapped(opts.clone(), |h| {
+                std::sync::Arc::new(iiopbench_engine::metrics::serve::Metered::new(h, metrics))
+            })
+        }
+        None => RunningServer::start(opts.clone()),
+    }
+    .map_err(|e| anyhow::anyhow!("iiopbench serve: {e}"))?;
     let refs = srv.refs();
     let mut out = crate::stdout::Stdout;
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
@@ -315,6 +338,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     if let Some(r) = &raw {
         writeln!(out, "config raw_tcp={}", r.addr())?;
     }
+    if let Some(live) = &exporter {
+        writeln!(out, "config metrics={}", live.url())?;
+    }
     let ior = refs.ior.to_string();
     if let Some(f) = &o.ior_file {
         iiopbench_engine::results::write_atomic(f, &format!("{ior}\n"))?;
@@ -358,6 +384,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         conns.len()
     );
     drop(raw);
+    if let Some(m) = exporter {
+        m.finish();
+    }
     Ok(())
 }
 
