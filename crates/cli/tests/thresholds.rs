@@ -177,7 +177,7 @@ fn a_bad_gate_is_refused_before_the_run() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{gate}: {stderr}");
         let first = stderr.lines().next().unwrap_or_default();
-        assert!(first.starts_with("error: invalid value"), "{stderr}");
+        assert!(first.starts_with("iiopbench: invalid value"), "{stderr}");
         assert!(first.contains(why), "{gate}: {stderr}");
         assert!(!json.exists(), "{gate}: the run ran");
     }
