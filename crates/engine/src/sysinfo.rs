@@ -114,6 +114,92 @@ impl CpuTime {
     }
 }
 
+/// User and system CPU seconds process `pid` has used so far, from
+/// /proc (`None` when it cannot be read: gone, or not ours to see).
+pub fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu(&text).map(|ticks| ticks as f64 / clock_ticks())
+}
+
+/// utime + stime (clock ticks) of a /proc/PID/stat line: fields 14 and
+/// 15, counted after the command name's closing parenthesis (the name
+/// itself may hold spaces and parentheses).
+fn parse_stat_cpu(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): utime is field 14, stime 15.
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Resident memory of process `pid`, bytes (VmRSS of /proc/PID/status).
+pub fn proc_rss(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss(&text)
+}
+
+fn parse_vm_rss(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// This process's open-file limit, raised for a run that needs `needed`
+/// descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoFile {
+    /// The soft limit before.
+    pub before: u64,
+    /// The soft limit now.
+    pub soft: u64,
+    /// The hard limit (the most the soft one may be raised to).
+    pub hard: u64,
+    /// Descriptors the run needs.
+    pub needed: u64,
+    /// The limit is below what the run needs.
+    pub capped: bool,
+}
+
+/// Raise this process's RLIMIT_NOFILE soft limit to its hard limit when
+/// it is below `needed`, and say where it stands.
+pub fn raise_nofile(needed: usize) -> NoFile {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+    }
+    let before = r.rlim_cur;
+    if r.rlim_cur < needed as u64 && r.rlim_cur < r.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            r = raised;
+        }
+    }
+    NoFile {
+        before,
+        soft: r.rlim_cur,
+        hard: r.rlim_max,
+        needed: needed as u64,
+        capped: r.rlim_cur < needed as u64,
+    }
+}
+
 pub use iiop_transport::affinity::{current_affinity, pin_current_thread};
 
 pub use crate::options::format_cpu_list;
@@ -121,6 +207,29 @@ pub use crate::options::format_cpu_list;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_figures_are_read_past_odd_command_names() {
+        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 1 2 3";
+        assert_eq!(parse_stat_cpu(stat), Some(325));
+        assert_eq!(parse_stat_cpu("garbage"), None);
+        assert_eq!(
+            parse_vm_rss("Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t  1234 kB\n"),
+            Some(1234 * 1024)
+        );
+        // This process is readable.
+        assert!(proc_rss(std::process::id()).unwrap() > 0);
+        assert!(proc_cpu_s(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_only_when_needed() {
+        let n = raise_nofile(8);
+        assert!(!n.capped && n.soft >= 8 && n.hard >= n.soft, "{n:?}");
+        let huge = raise_nofile(usize::MAX / 2);
+        assert_eq!(huge.soft, huge.hard, "{huge:?}");
+        assert_eq!(huge.capped, huge.hard < (usize::MAX / 2) as u64, "{huge:?}");
+    }
 
     #[test]
     fn cpu_lists() {
