@@ -290,7 +290,7 @@ const IDEAS: &[Idea] = &[
         None,
         "service",
         "DURATION",
-        "bench closed/packing/balance",
+        "bench closed/packing/balance/sweep",
     ),
     idea(
         "Stop at this 95 % confidence interval",

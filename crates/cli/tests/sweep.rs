@@ -140,6 +140,69 @@ fn an_open_sweep_within_its_bound_has_its_last_step_as_knee() {
 }
 
 #[test]
+fn a_server_of_known_capacity_has_its_knee_found_within_one_step() {
+    // work(20ms) spun on the embedded server's one thread: it serves at
+    // most 50 calls/s, so 40/s is the highest step it keeps (20/s when
+    // the machine's other work delays it), and 80/s queues without
+    // bound: p99 far above the bound, the rate not kept. (A service
+    // time this long keeps the machine's scheduling delays small beside
+    // it.)
+    let (code, out, v) = sweep(
+        "known",
+        &[
+            "--open",
+            "10,20,40,80,160",
+            "--service",
+            "20ms",
+            "--service-kind",
+            "spin",
+            "--server-threads",
+            "1",
+            "--step-duration",
+            "2s",
+            "--warmup",
+            "20",
+            // Bounds far from the figures of a step within capacity on a
+            // busy machine, and far inside those of one beyond it (where
+            // the queue grows by 30 calls a second).
+            "--p99-bound",
+            "1s",
+            "--min-achieved",
+            "80%",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let p = &v["params"];
+    let knee = f(&p["knee"]["load"]);
+    // Never a step beyond the server's capacity.
+    assert!(knee <= 40.0, "{p}");
+    // Within one step of it, unless other work on the machine (measured
+    // during the step that stopped the sweep) slowed a step within it.
+    let steps = v["cases"].as_array().unwrap().len();
+    let busy_machine = f(&v["cases"][steps - 1]["noise"]["background_cpus"]) > 0.5;
+    assert!(knee >= 20.0 || busy_machine, "{p}");
+    // The sweep stopped at the step after the knee.
+    assert_eq!(steps as f64, f(&p["knee"]["step"]) + 1.0, "{p}");
+    let last = &v["cases"][steps - 1];
+    assert_eq!(last["params"]["mode"], "work");
+    let why = last["extra"]["stopped_by"].as_str().unwrap();
+    assert!(
+        why.starts_with("p99 ") || why.starts_with("achieved "),
+        "{why}"
+    );
+    // The server's CPU is the spinning thread's: up to the service time
+    // per call (less when other work shares its CPU: the spin counts
+    // wall time), far above what a ping costs.
+    let first = &v["cases"][0];
+    let busy = f(&first["cpu"]["server_s"]) / f(&first["calls"]);
+    assert!(busy > 0.002 && busy < 0.2, "{busy} s per call: {first}");
+    assert!(
+        out.contains(&format!("knee: {knee} calls/s offered")),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_bound_no_step_meets_stops_the_sweep_after_its_first_step() {
     let (code, out, v) = sweep(
         "bound",
@@ -272,6 +335,8 @@ fn a_sweep_of_omniorbs_server_reads_its_cpu_and_memory() {
             "500,1000",
             "--p99-bound",
             "1s",
+            "--min-achieved",
+            "1%",
         ],
     );
     assert_eq!(code, 0, "{out}");

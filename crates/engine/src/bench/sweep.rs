@@ -24,6 +24,7 @@ use iiop_bench_idl::bench::types::{Outgoing, Payload};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use serde::{Deserialize, Serialize};
 
+use super::closed::ServiceKind;
 use super::latency::{LatencyJob, LatencyOp};
 use super::loops::{self, Invoke, Loop};
 use super::session::{self, Session, Shape};
@@ -173,6 +174,12 @@ pub struct SweepJob {
     pub target: TargetOpts,
     /// The bench.idl operation.
     pub op: LatencyOp,
+    /// Call `work` with this service time instead of `op` (0: `op`): a
+    /// server whose capacity is known (spin: one thread serves 1/S calls/s).
+    #[serde(with = "crate::units::duration")]
+    pub service: Duration,
+    /// How the server spends `service`.
+    pub service_kind: ServiceKind,
     /// Element type for echo/send (one).
     #[serde(with = "super::elems")]
     pub types: Vec<Elem>,
@@ -212,6 +219,8 @@ impl Default for SweepJob {
         SweepJob {
             target: TargetOpts::default(),
             op: LatencyOp::Ping,
+            service: Duration::ZERO,
+            service_kind: ServiceKind::Spin,
             types: vec![Elem::Octet],
             sizes: Sizes(vec![0]),
             mode: SweepMode::Open,
@@ -267,6 +276,13 @@ impl SweepJob {
         })?;
         check(self.placement.runs.is_none_or(|r| r == 1), || {
             "`runs`: a sweep runs once; its steps are its repetitions".into()
+        })?;
+        check(
+            self.service_kind == d.service_kind || !self.service.is_zero(),
+            || "`service_kind` is how the server spends `service`, which is 0".into(),
+        )?;
+        check(self.service.is_zero() || self.op == d.op, || {
+            "`service` calls `work` instead of `op`: give one or the other".into()
         })?;
         match self.op {
             LatencyOp::Ping => check(self.types == d.types && self.sizes == d.sizes, || {
@@ -447,6 +463,8 @@ pub fn near_ceiling(achieved: f64, ceiling: Option<f64>) -> bool {
 enum Call {
     Ping,
     Payload(CallMode, Arc<Outgoing>),
+    /// `work(us)`, fixed, spent as the kind says.
+    Work(f64, iiop_bench_idl::bench::work::Kind),
 }
 
 /// A connection and what to send on it.
@@ -460,6 +478,11 @@ impl Invoke for Caller {
     async fn invoke(&self) -> Result<(), BenchError> {
         match &self.what {
             Call::Ping => self.c.ping().await,
+            Call::Work(us, kind) => self
+                .c
+                .work(*us, iiop_bench_idl::bench::work::Dist::Fixed, *kind)
+                .await
+                .map(drop),
             Call::Payload(mode, o) => match self.c.outgoing(*mode, o).await? {
                 Some(back) if &back != o.payload() => Err(BenchError::Reference(format!(
                     "echo_{} returned a different value",
@@ -517,6 +540,10 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             let p = &mut r.params;
             param(p, "mode", o.mode.name());
             param(p, "op", o.op.name());
+            if !o.service.is_zero() {
+                param(p, "service_s", o.service.as_secs_f64());
+                param(p, "service_kind", o.service_kind.name());
+            }
             param(p, "step_duration_s", o.step_duration.as_secs_f64());
             param(p, "warmup", o.warmup);
             param(p, "steps", &o.steps.0);
@@ -662,6 +689,11 @@ async fn measure(
         }
         let cs = conns[0].options().char_set;
         let (what, per_call, ty) = match (o.op, o.types.first()) {
+            _ if !o.service.is_zero() => (
+                Call::Work(o.service.as_secs_f64() * 1e6, o.service_kind.wire()),
+                0,
+                "void".to_string(),
+            ),
             (LatencyOp::Ping, _) | (_, None) => (Call::Ping, 0, "void".to_string()),
             (op, Some(&e)) => {
                 let mode = if op == LatencyOp::Echo {
@@ -689,7 +721,11 @@ async fn measure(
         let params = CaseParams {
             ty,
             size: o.size(),
-            mode: o.op.name().into(),
+            mode: if o.service.is_zero() {
+                o.op.name().into()
+            } else {
+                "work".into()
+            },
             extra: BTreeMap::new(),
         };
         // The warm-up first, so that the server's CPU is the step's only.
@@ -799,6 +835,11 @@ pub fn load_text(load: f64) -> String {
 /// echo and send.
 fn step_label(o: &SweepJob, load: f64) -> String {
     let what = match (o.op, o.types.first()) {
+        _ if !o.service.is_zero() => format!(
+            "work {} {}",
+            micros(o.service.as_secs_f64() * 1e6),
+            o.service_kind.name()
+        ),
         (LatencyOp::Ping, _) | (_, None) => "ping".to_string(),
         (op, Some(e)) => format!("{} {e} {}", op.name(), format_size(o.size())),
     };
@@ -954,5 +995,11 @@ mod tests {
         assert!(refused(&|j| j.sizes = Sizes(vec![64])).contains("ping sends none"));
         assert!(refused(&|j| j.placement.runs = Some(3)).contains("runs once"));
         assert!(refused(&|j| j.min_achieved = 1.5).contains("share"));
+        assert!(refused(&|j| j.service_kind = ServiceKind::Sleep).contains("which is 0"));
+        assert!(refused(&|j| {
+            j.service = Duration::from_millis(1);
+            j.op = LatencyOp::Echo;
+        })
+        .contains("one or the other"));
     }
 }

@@ -11,7 +11,7 @@ use iiopbench_engine::bench::sweep::{Steps, SweepJob, SweepMode};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::{parse_duration, parse_percent};
 
-use crate::flags::{BenchArgs, ElemList, TargetArgs};
+use crate::flags::{BenchArgs, ElemList, ServiceKindArg, TargetArgs};
 
 /// `--op` of a sweep: bench.idl's ping, echo or send.
 fn parse_op(s: &str) -> Result<LatencyOp, String> {
@@ -51,6 +51,13 @@ pub struct SweepArgs {
     /// The operation: ping, echo or send.
     #[arg(long, default_value = "ping", value_parser = parse_op, value_name = "OP")]
     pub op: LatencyOp,
+    /// Call `work` with this service time instead of --op: a server
+    /// whose capacity is known (with spin, one thread serves 1/S calls/s).
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    pub service: Duration,
+    /// How the server spends --service.
+    #[arg(long, value_enum, default_value_t = ServiceKindArg::Spin)]
+    pub service_kind: ServiceKindArg,
     /// Element type for echo/send (one bench.idl token).
     #[arg(long = "type", value_parser = ElemList::from_str, default_value = "octet", value_name = "TYPES")]
     pub types: ElemList,
@@ -103,6 +110,8 @@ impl SweepArgs {
         SweepJob {
             target: self.target.engine(),
             op: self.op,
+            service: self.service,
+            service_kind: self.service_kind.into(),
             types: self.types.0.clone(),
             sizes: self.size.clone(),
             mode,
