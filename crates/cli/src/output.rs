@@ -256,6 +256,14 @@ fn cases_table(r: &Results) -> String {
             f.points
         ));
     }
+    out.push_str(&closing_lines(r));
+    out
+}
+
+/// The lines under a table: each case's errors by kind, the warnings,
+/// and the failure that left the run incomplete.
+fn closing_lines(r: &Results) -> String {
+    let mut out = String::new();
     for c in &r.cases {
         for (kind, n) in &c.errors {
             out.push_str(&format!("  {}: {n} × {kind}\n", c.name));
@@ -630,17 +638,7 @@ pub fn sweep_summary(r: &Results) -> String {
             ));
         }
     }
-    for c in &r.cases {
-        for (kind, n) in &c.errors {
-            out.push_str(&format!("  {}: {n} × {kind}\n", c.name));
-        }
-    }
-    for w in r.quality.iter().flat_map(|q| &q.warnings) {
-        out.push_str(&format!("  {w}\n"));
-    }
-    if let Some(f) = &r.outcome.failure {
-        out.push_str(&format!("  INCOMPLETE: {f}\n"));
-    }
+    out.push_str(&closing_lines(r));
     out
 }
 

@@ -114,33 +114,6 @@ impl CpuTime {
     }
 }
 
-/// User and system CPU seconds process `pid` has used so far, from
-/// /proc (`None` when it cannot be read: gone, or not ours to see).
-pub fn proc_cpu_s(pid: u32) -> Option<f64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_cpu(&text).map(|ticks| ticks as f64 / clock_ticks())
-}
-
-/// utime + stime (clock ticks) of a /proc/PID/stat line: fields 14 and
-/// 15, counted after the command name's closing parenthesis (the name
-/// itself may hold spaces and parentheses).
-fn parse_stat_cpu(text: &str) -> Option<u64> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): utime is field 14, stime 15.
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
 /// Resident memory of process `pid`, bytes (VmRSS of /proc/PID/status).
 pub fn proc_rss(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -209,17 +182,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn proc_figures_are_read_past_odd_command_names() {
-        let stat = "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0 1 2 3";
-        assert_eq!(parse_stat_cpu(stat), Some(325));
-        assert_eq!(parse_stat_cpu("garbage"), None);
+    fn resident_memory_is_read_from_proc() {
         assert_eq!(
             parse_vm_rss("Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t  1234 kB\n"),
             Some(1234 * 1024)
         );
+        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
         // This process is readable.
         assert!(proc_rss(std::process::id()).unwrap() > 0);
-        assert!(proc_cpu_s(std::process::id()).is_some());
     }
 
     #[test]

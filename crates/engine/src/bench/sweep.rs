@@ -623,7 +623,7 @@ impl ServerProbe {
     fn cpu(&self) -> Option<f64> {
         match self {
             ServerProbe::Embedded => Some(CpuTime::now().total()),
-            ServerProbe::Pids(p) => p.iter().map(|&p| crate::sysinfo::proc_cpu_s(p)).sum(),
+            ServerProbe::Pids(p) => p.iter().map(|&p| crate::noise::proc_cpu_s(p)).sum(),
             ServerProbe::Remote => None,
         }
     }
