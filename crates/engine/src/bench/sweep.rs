@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use iiop_bench_idl::bench::elements::{CallMode, Elem};
 use iiop_bench_idl::bench::types::{Outgoing, Payload};
-use iiop_bench_idl::client::{BenchClient, BenchError};
+use iiop_bench_idl::client::BenchClient;
 use serde::{Deserialize, Serialize};
 
 use super::closed::ServiceKind;
-use super::latency::{LatencyJob, LatencyOp};
-use super::loops::{self, Invoke, Loop};
+use super::latency::{Call, Caller, LatencyJob, LatencyOp};
+use super::loops::{self, Loop};
 use super::session::{self, Session, Shape};
 use crate::error::{bail, check, ensure, Error, JobError, Result};
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
@@ -456,46 +456,6 @@ pub fn knee(steps: &[StepLoad], rule: &StopRule) -> Option<usize> {
 /// `ceiling`: its figures may be the generator's, not the server's.
 pub fn near_ceiling(achieved: f64, ceiling: Option<f64>) -> bool {
     ceiling.is_some_and(|c| achieved > c / 2.0)
-}
-
-/// What one caller sends.
-#[derive(Debug, Clone)]
-enum Call {
-    Ping,
-    Payload(CallMode, Arc<Outgoing>),
-    /// `work(us)`, fixed, spent as the kind says.
-    Work(f64, iiop_bench_idl::bench::work::Kind),
-}
-
-/// A connection and what to send on it.
-#[derive(Debug, Clone)]
-struct Caller {
-    c: BenchClient,
-    what: Call,
-}
-
-impl Invoke for Caller {
-    async fn invoke(&self) -> Result<(), BenchError> {
-        match &self.what {
-            Call::Ping => self.c.ping().await,
-            Call::Work(us, kind) => self
-                .c
-                .work(*us, iiop_bench_idl::bench::work::Dist::Fixed, *kind)
-                .await
-                .map(drop),
-            Call::Payload(mode, o) => match self.c.outgoing(*mode, o).await? {
-                Some(back) if &back != o.payload() => Err(BenchError::Reference(format!(
-                    "echo_{} returned a different value",
-                    o.payload().elem()
-                ))),
-                _ => Ok(()),
-            },
-        }
-    }
-
-    fn close(&self) {
-        self.c.close();
-    }
 }
 
 /// Calls/s the generator's ceiling pass keeps in flight: connections ×
