@@ -281,6 +281,9 @@ fn a_clients_sweep_and_a_connections_sweep_report_memory_per_connection() {
     let n = &v["params"]["nofile"];
     // Our server in this process: two descriptors per connection.
     assert!(f(&n["needed"]) >= 200.0 && n["capped"] == false, "{n}");
+    // Our server serves every connection of the largest step (at least
+    // its usual 1024).
+    assert_eq!(v["job"]["target"]["server_max_connections"], 1024);
     for c in v["cases"].as_array().unwrap() {
         assert_eq!(f(&c["extra"]["offered_per_s"]), 500.0);
         assert_eq!(

@@ -490,6 +490,13 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
         }
     });
+    // Our embedded server serves every connection of the largest step.
+    let mut job = o.clone();
+    if o.target.target.is_none() && o.mode != SweepMode::Open {
+        let most = o.max_connections().max(1024);
+        job.target.server_max_connections = Some(most);
+    }
+    let o = &job;
     let fds = (o.mode != SweepMode::Open)
         .then(|| crate::sysinfo::raise_nofile(o.max_connections() * per_connection_fds(o) + 64));
     session::run(
