@@ -314,7 +314,7 @@ fn a_clients_sweep_and_a_connections_sweep_report_memory_per_connection() {
     assert!(svgs[0].contains("sweep"), "{svgs:?}");
     let svg = std::fs::read_to_string(rep.join(&svgs[0])).unwrap();
     assert!(
-        svg.contains("achieved calls/s") && svg.contains("p99.9"),
+        svg.contains("connections held open") && svg.contains("p99.9"),
         "{svg}"
     );
 }

@@ -806,10 +806,22 @@ fn agent_figures(
 /// and max latency against the calls/s each achieved, the knee marked.
 fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
     for (file, r) in inputs.iter().filter(|(_, r)| r.kind == "sweep") {
+        let mode = r
+            .params
+            .get("mode")
+            .and_then(|v| v.as_str())
+            .unwrap_or("open");
+        // A connections sweep offers one rate throughout: its x is the
+        // connections held.
+        let by_conns = mode == "connections";
+        let x_of = |c: &Case| match by_conns {
+            true => c.extra.get("load").and_then(|v| v.as_f64()),
+            false => Some(c.calls_per_sec),
+        };
         let steps: Vec<(f64, crate::hist::LatencySummary)> = r
             .cases
             .iter()
-            .filter_map(|c| c.latency_us.map(|l| (c.calls_per_sec, l)))
+            .filter_map(|c| Some((x_of(c)?, c.latency_us?)))
             .collect();
         if steps.is_empty() {
             continue;
@@ -853,9 +865,15 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
         }
         if let Some(k) = knee {
             let g = |n: &str| k.get(n).and_then(|v| v.as_f64());
-            if let (Some(x), Some(y)) = (g("achieved_per_s"), g("p99_us")) {
+            let x = if by_conns {
+                g("load")
+            } else {
+                g("achieved_per_s")
+            };
+            if let (Some(x), Some(y)) = (x, g("p99_us")) {
+                let unit = if by_conns { "connections" } else { "calls/s" };
                 series.push(Series {
-                    label: format!("knee {} calls/s", crate::units::num(x)),
+                    label: format!("knee {} {unit}", crate::units::num(x)),
                     points: vec![(x, y)],
                     style: Style::Markers,
                     color: 5,
@@ -863,22 +881,23 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
                 });
             }
         }
-        let mode = r
-            .params
-            .get("mode")
-            .and_then(|v| v.as_str())
-            .unwrap_or("open");
         let who = match r.target.orb_type.as_deref() {
             Some(o) => format!("{} ({o})", stem(file)),
             None => stem(file),
         };
-        let t = format!("Sweep ({mode}): latency vs throughput: {who}");
+        let t = match by_conns {
+            true => format!("Sweep (connections): latency vs connections held: {who}"),
+            false => format!("Sweep ({mode}): latency vs throughput: {who}"),
+        };
         figs.push((
             t.clone(),
             "Latency percentiles (µs, log scale) of each step of the sweep against the calls/s it achieved, with the p99 bound and the knee (the highest load that tripped no stop rule).".into(),
             Plot::Chart(Chart {
                 title: t,
-                x_desc: "achieved calls/s".into(),
+                x_desc: match by_conns {
+                    true => "connections held open".into(),
+                    false => "achieved calls/s".into(),
+                },
                 y_desc: "latency µs".into(),
                 x: XAxis::Linear,
                 log_y: true,
