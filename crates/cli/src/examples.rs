@@ -42,6 +42,12 @@ Examples:
   iiopbench bench closed --clients 8 --think 5ms --service 2ms --until-ci 5%
   iiopbench bench closed --clients 4 --think 500ms --think-dist exp --service 10ms --duration 30s --warmup-duration 1s";
 
+pub const BENCH_SWEEP: &str = "\
+Examples:
+  iiopbench bench sweep --quick --open 1000:2:64000 --p99-bound 1ms --ceiling
+  iiopbench bench sweep --clients 1,2,4,8,16,32 --op echo --size 1KiB --p99-bound 10ms --json sweep.json
+  iiopbench bench sweep --target bench.ior --connections 1,10,100,1000 --rate 2000";
+
 pub const BENCH_SETUP: &str = "\
 Examples:
   iiopbench bench setup --count 50

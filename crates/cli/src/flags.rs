@@ -277,6 +277,7 @@ impl TargetArgs {
             order: self.order.order(),
             skeleton: self.skeleton.skeleton(),
             server_threads: self.server_threads,
+            server_max_connections: None,
             server_model: self.server_model.model(),
             server_spin_limit: self.server_spin_limit,
             timeout: self.timeout,

@@ -46,9 +46,9 @@ pub fn verdict(outcomes: &[ThresholdOutcome], show: bool) -> anyhow::Result<()> 
         return Ok(());
     }
     if show {
-        crate::outln!("thresholds:");
+        outln!("thresholds:");
         for o in outcomes {
-            crate::outln!("  {}", o.line());
+            outln!("  {}", o.line());
         }
     }
     let failed: Vec<String> = outcomes

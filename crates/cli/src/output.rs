@@ -94,11 +94,8 @@ pub fn human(r: &Results) -> String {
     human_with(r, Style::default())
 }
 
-/// The human summary: a header saying what ran where, then the cases
-/// (by default a table per mode that fits [`WIDTH`] columns, with
-/// `wide` every column in one table), then the limit and verdict lines
-/// under a comparison, fits, and the warnings and failure if any.
-pub fn human_with(r: &Results, st: Style) -> String {
+/// The header of the human summary: what ran where, and how.
+fn header(r: &Results, st: Style) -> String {
     let mut out = String::new();
     let t = &r.target;
     out.push_str(&format!(
@@ -163,6 +160,15 @@ pub fn human_with(r: &Results, st: Style) -> String {
         );
     }
     baseline_lines(r, &mut out);
+    out
+}
+
+/// The human summary: a header saying what ran where, then the cases
+/// (by default a table per mode that fits [`WIDTH`] columns, with
+/// `wide` every column in one table), then the limit and verdict lines
+/// under a comparison, fits, and the warnings and failure if any.
+pub fn human_with(r: &Results, st: Style) -> String {
+    let mut out = header(r, st);
     if !st.wide {
         out = wrap_lines(&out, WIDTH);
         compact_tables(r, &mut out);
@@ -194,6 +200,14 @@ pub fn human_with(r: &Results, st: Style) -> String {
             f.points
         ));
     }
+    out.push_str(&closing_lines(r, st));
+    out
+}
+
+/// The lines under a table: each case's errors by kind, the warnings (one
+/// line each), and the failure that left the run incomplete.
+fn closing_lines(r: &Results, st: Style) -> String {
+    let mut out = String::new();
     for c in &r.cases {
         for (kind, n) in &c.errors {
             out.push_str(&one_line(&format!("  {}: {n} × {kind}", c.name), st));
@@ -801,6 +815,9 @@ fn emit_shown(r: &Results, o: &OutputOpts, shown: String) -> anyhow::Result<()> 
 /// workloads the target's resolution time and the experiment's own
 /// summary.
 pub fn show(r: &Results, st: Style) -> String {
+    if r.kind == "sweep" {
+        return wrap_lines(&header(r, st), WIDTH) + &sweep_summary(r, st);
+    }
     let mut out = human_with(r, st);
     let Some(summary) = summary_of(&r.kind) else {
         return out;
@@ -869,6 +886,168 @@ fn or_dash(v: &serde_json::Value, f: impl Fn(f64) -> String) -> String {
         .filter(|x| x.is_finite())
         .map(f)
         .unwrap_or_else(|| "-".into())
+}
+
+/// Bytes of memory as a table shows them (`812KiB`, `45.2MiB`).
+fn mem(bytes: f64) -> String {
+    match bytes {
+        b if b >= 1024.0 * 1024.0 => format!("{}MiB", num(b / 1048576.0)),
+        b if b >= 1024.0 => format!("{}KiB", num(b / 1024.0)),
+        b => format!("{}B", num(b)),
+    }
+}
+
+/// The sweep: one row per step (load, offered and achieved calls/s,
+/// percentiles, errors, CPU and memory), then the knee, why it stopped,
+/// the generator's ceiling and what the server figures are.
+pub fn sweep_summary(r: &Results, st: Style) -> String {
+    let p = &r.params;
+    let mode = p.get("mode").and_then(|v| v.as_str()).unwrap_or("open");
+    let f = |c: &results::Case, k: &str| c.extra.get(k).and_then(|v| v.as_f64());
+    let any = |k: &str| r.cases.iter().any(|c| c.extra.contains_key(k));
+    let (rss, per_conn, srv) = (
+        any("server_rss_bytes"),
+        any("rss_per_connection_bytes"),
+        any("server_cpu_util"),
+    );
+    // (The open sweep's load is its offered rate; the connections
+    // sweep's offered rate is one for every step, said below the table.)
+    let mut head = vec![if mode == "open" { "offered" } else { "load" }];
+    head.extend(["achieved", "p50", "p99", "p99.9", "max", "err", "cli%"]);
+    if srv {
+        head.push("srv%");
+    }
+    if rss {
+        head.push("RSS");
+    }
+    if per_conn {
+        head.push("RSS/conn");
+    }
+    let mut t = Table::new(head);
+    let pct = |v: Option<f64>| {
+        v.map(|u| format!("{:.0}%", u * 100.0))
+            .unwrap_or("-".into())
+    };
+    for c in &r.cases {
+        let load = f(c, "load").unwrap_or(0.0);
+        let mut row = vec![match mode {
+            "clients" => format!("C={load}"),
+            "connections" => format!("N={load}"),
+            _ => format!("{}/s", iiopbench_engine::bench::sweep::load_text(load)),
+        }];
+        let mark = if c.extra.contains_key("above_half_ceiling") {
+            "*"
+        } else {
+            ""
+        };
+        row.push(format!("{}{mark}", num(c.calls_per_sec)));
+        match &c.latency_us {
+            Some(l) => row.extend([micros(l.p50), micros(l.p99), micros(l.p999), micros(l.max)]),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
+        }
+        row.push(c.errors.values().sum::<u64>().to_string());
+        row.push(pct(f(c, "client_cpu_util")));
+        if srv {
+            row.push(pct(f(c, "server_cpu_util")));
+        }
+        if rss {
+            row.push(f(c, "server_rss_bytes").map(mem).unwrap_or("-".into()));
+        }
+        if per_conn {
+            row.push(
+                f(c, "rss_per_connection_bytes")
+                    .map(mem)
+                    .unwrap_or("-".into()),
+            );
+        }
+        t.row(row);
+    }
+    let mut out = t.render();
+    if let (Some("connections"), Some(rate)) = (Some(mode), p.get("rate").and_then(|v| v.as_f64()))
+    {
+        out.push_str(&format!(
+            "  N connections held open, {} calls/s offered through them at every step\n",
+            num(rate)
+        ));
+    }
+    if per_conn {
+        out.push_str("  RSS/conn: what each connection opened for the step added\n");
+    }
+    out.push_str(&format!("  {}\n", knee_line(r)));
+    if let Some(s) = p.get("stopped_by").and_then(|v| v.as_str()) {
+        out.push_str(&format!("  stopped after: {s}\n"));
+    }
+    match (
+        p.get("ceiling_per_s").and_then(|v| v.as_f64()),
+        p.get("ceiling_failure").and_then(|v| v.as_str()),
+    ) {
+        (Some(c), _) => out.push_str(&format!(
+            "  generator ceiling: {} calls/s against a server that does no work; * marks steps above half of it\n",
+            num(c)
+        )),
+        (_, Some(e)) => out.push_str(&format!("  generator ceiling not measured: {e}\n")),
+        _ => {}
+    }
+    match p.get("server_cpu_source").and_then(|v| v.as_str()) {
+        Some("process-less-client-thread") => out.push_str(
+            "  server in this process: srv% = its CPU less the client thread's; RSS = client + server\n",
+        ),
+        Some("none") => out.push_str("  server: not on this machine; its CPU and memory are not measured\n"),
+        _ => {}
+    }
+    if let Some(n) = p.get("nofile") {
+        let g = |k: &str| n.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        if n.get("capped").and_then(|v| v.as_bool()) == Some(true) {
+            out.push_str(&format!(
+                "  open files: capped at {} (hard limit {}), {} needed for the largest step\n",
+                g("soft"),
+                g("hard"),
+                g("needed")
+            ));
+        } else if g("soft") != g("before") {
+            out.push_str(&format!(
+                "  open files: limit raised from {} to {}\n",
+                g("before"),
+                g("soft")
+            ));
+        }
+    }
+    out.push_str(&closing_lines(r, st));
+    out
+}
+
+/// The headline of a sweep: the highest load that tripped no stop rule.
+pub fn knee_line(r: &Results) -> String {
+    let p = &r.params;
+    let bound = p.get("p99_bound_us").and_then(|v| v.as_f64());
+    let k = match p.get("knee") {
+        Some(k) if !k.is_null() => k,
+        _ => return "knee: none: the first step already tripped a stop rule".into(),
+    };
+    let g = |n: &str| k.get(n).and_then(|v| v.as_f64());
+    let (load, achieved) = (g("load").unwrap_or(0.0), g("achieved_per_s").unwrap_or(0.0));
+    let at = match p.get("mode").and_then(|v| v.as_str()) {
+        Some("clients") => format!("{load} clients, {} calls/s", num(achieved)),
+        Some("connections") => {
+            format!("{load} connections, {} calls/s through them", num(achieved))
+        }
+        _ => format!(
+            "{} calls/s offered, {} achieved",
+            iiopbench_engine::bench::sweep::load_text(load),
+            num(achieved)
+        ),
+    };
+    let p99 = g("p99_us").map(micros).unwrap_or("-".into());
+    let within = match bound {
+        Some(b) => format!("p99 {p99} ≤ {}", micros(b)),
+        None => format!("p99 {p99} (no p99 bound: the highest load without errors or shortfall)"),
+    };
+    let gen = if k.get("above_half_ceiling").and_then(|v| v.as_bool()) == Some(true) {
+        " (above half the generator's ceiling: may be the generator's limit)"
+    } else {
+        ""
+    };
+    format!("knee: {at}, {within}{gen}")
 }
 
 /// The closed-system summary: X, R, Z with their CIs and Little's law.

@@ -21,7 +21,7 @@ const RENAMED: [(&str, &str); 8] = [
 
 /// Job fields (and option names of the non-job commands) that are flags
 /// of the same name.
-const SAME: [&str; 82] = [
+const SAME: [&str; 87] = [
     "a_target",
     "agents",
     "b_target",
@@ -104,6 +104,11 @@ const SAME: [&str; 82] = [
     "warmup_duration",
     "hosts",
     "mtu",
+    "step_duration",
+    "spread",
+    "p99_bound",
+    "min_achieved",
+    "ceiling",
 ];
 
 /// The flag that sets the job field `field`, if there is one.

@@ -206,7 +206,7 @@ const IDEAS: &[Idea] = &[
         None,
         "warmup",
         "N",
-        "bench latency/tcp",
+        "bench latency/tcp/sweep",
     ),
     idea(
         "Unmeasured time first",
@@ -227,14 +227,14 @@ const IDEAS: &[Idea] = &[
         None,
         "connections",
         "N",
-        "bench latency, soak",
+        "bench latency/sweep, soak",
     ),
     idea(
         "Payload bytes per call",
         None,
         "size",
         "SIZES",
-        "bench throughput/latency/tcp",
+        "bench throughput/latency/tcp/sweep",
     ),
     idea(
         "Payload bytes per point",
@@ -311,7 +311,7 @@ const IDEAS: &[Idea] = &[
         None,
         "service",
         "DURATION",
-        "bench closed/packing/balance",
+        "bench closed/packing/balance/sweep",
     ),
     idea(
         "Stop at this 95 % confidence interval",
@@ -374,7 +374,7 @@ const IDEAS: &[Idea] = &[
         None,
         "quick",
         "—",
-        "suite, lab suite, interop",
+        "bench sweep, suite, lab suite, interop",
     ),
 ];
 
@@ -386,7 +386,10 @@ const UNITS: &[(&str, &str)] = &[
     ("SIZE", "bytes, with a unit: `64KiB`, `16MiB`, `1GiB` (also `B`, `KB`, `MB`, `GB`)"),
     ("SIZES", "a SIZE, a list `1,1KiB,64KiB` or a range `1KiB..128KiB` (doubling; `*4`, `+1KiB` steps)"),
     ("PERCENT", "a number and `%`: `5%`, `2.5%`"),
-    ("N", "a plain number (a count; lists `1,2,4` where the option says so)"),
+    (
+        "N",
+        "a plain number (a count; lists `1,2,4`, or a series `start:factor:max` such as `1000:2:64000`, where the option says so)",
+    ),
     ("PORT", "a TCP port"),
     ("PID", "a process id"),
     ("FILE", "a file; `-` is stdin or stdout where the option says so"),

@@ -35,6 +35,7 @@ use crate::bench::packing::{self, PackingJob};
 use crate::bench::params::{self, ParamsJob};
 use crate::bench::session::BenchJob;
 use crate::bench::setup::{self, SetupJob};
+use crate::bench::sweep::{self, SweepJob};
 use crate::bench::tcp_baseline::{self, TcpJob};
 use crate::bench::throughput::{self, ThroughputJob};
 use crate::error::{Error, JobError};
@@ -50,6 +51,7 @@ pub use crate::bench::latency::LatencyOp;
 pub use crate::bench::packing::PackingMode;
 pub use crate::bench::replicas::Replicas;
 pub use crate::bench::stats::Dist;
+pub use crate::bench::sweep::{Steps, SweepMode};
 pub use crate::bench::tcp_baseline::TcpPattern;
 pub use crate::bench::workload::RunRule;
 pub use crate::dynamic::{GenSpec, IdlOp, JsonArgs};
@@ -83,6 +85,8 @@ pub enum Job {
     Balance(BalanceJob),
     /// A bounded endurance run of mixed traffic (`soak`).
     Soak(SoakJob),
+    /// Latency against rising load, to the knee (`bench sweep`).
+    Sweep(SweepJob),
 }
 
 impl Job {
@@ -100,11 +104,12 @@ impl Job {
             Job::Packing(_) => PackingJob::KIND,
             Job::Balance(_) => BalanceJob::KIND,
             Job::Soak(_) => SoakJob::KIND,
+            Job::Sweep(_) => SweepJob::KIND,
         }
     }
 
     /// Every kind, in the order of `bench --help`.
-    pub const KINDS: [&'static str; 11] = [
+    pub const KINDS: [&'static str; 12] = [
         "throughput",
         "latency",
         "connect",
@@ -116,6 +121,7 @@ impl Job {
         "packing",
         "balance",
         "soak",
+        "sweep",
     ];
 
     /// The default job of `kind` (one of [`KINDS`](Self::KINDS); a soak
@@ -133,6 +139,7 @@ impl Job {
             "packing" => Job::Packing(Default::default()),
             "balance" => Job::Balance(Default::default()),
             "soak" => Job::Soak(SoakJob::new(std::time::Duration::from_secs(600))),
+            "sweep" => Job::Sweep(Default::default()),
             _ => return None,
         })
     }
@@ -154,6 +161,7 @@ impl Job {
             Job::Packing(j) => BenchJob::validate(j),
             Job::Balance(j) => BenchJob::validate(j),
             Job::Soak(j) => BenchJob::validate(j),
+            Job::Sweep(j) => BenchJob::validate(j),
         }
     }
 
@@ -173,6 +181,7 @@ impl Job {
             Job::Packing(j) => j.validate_fields(),
             Job::Balance(j) => j.validate_fields(),
             Job::Soak(j) => j.validate_fields(),
+            Job::Sweep(j) => j.validate_fields(),
         }
     }
 
@@ -194,6 +203,7 @@ impl Job {
             Job::Packing(j) => packing::run(j, ctx),
             Job::Balance(j) => balance::run(j, ctx),
             Job::Soak(j) => soak::run(j, ctx),
+            Job::Sweep(j) => sweep::run(j, ctx),
         }
     }
 
@@ -211,6 +221,7 @@ impl Job {
             Job::Packing(j) => Some(&j.target),
             Job::Balance(j) => Some(&j.target),
             Job::Soak(j) => Some(&j.target),
+            Job::Sweep(j) => Some(&j.target),
         }
     }
 
@@ -228,6 +239,7 @@ impl Job {
             Job::Packing(j) => Some(&mut j.target),
             Job::Balance(j) => Some(&mut j.target),
             Job::Soak(j) => Some(&mut j.target),
+            Job::Sweep(j) => Some(&mut j.target),
         }
     }
 
@@ -245,6 +257,7 @@ impl Job {
             Job::Packing(j) => &j.placement,
             Job::Balance(j) => &j.placement,
             Job::Soak(j) => &j.placement,
+            Job::Sweep(j) => &j.placement,
         }
     }
 
@@ -262,6 +275,7 @@ impl Job {
             Job::Packing(j) => &mut j.placement,
             Job::Balance(j) => &mut j.placement,
             Job::Soak(j) => &mut j.placement,
+            Job::Sweep(j) => &mut j.placement,
         }
     }
 
@@ -279,6 +293,7 @@ impl Job {
             Job::Packing(j) => &mut j.socket,
             Job::Balance(j) => &mut j.socket,
             Job::Soak(j) => &mut j.socket,
+            Job::Sweep(j) => &mut j.socket,
         }
     }
 
@@ -374,6 +389,12 @@ impl From<PackingJob> for Job {
 impl From<BalanceJob> for Job {
     fn from(j: BalanceJob) -> Job {
         Job::Balance(j)
+    }
+}
+
+impl From<SweepJob> for Job {
+    fn from(j: SweepJob) -> Job {
+        Job::Sweep(j)
     }
 }
 

@@ -213,6 +213,14 @@ impl Snapshot {
     }
 }
 
+/// User and system CPU seconds process `pid` has used so far, from
+/// /proc (`None` when it cannot be read: gone, or not ours to see).
+pub fn proc_cpu_s(pid: u32) -> Option<f64> {
+    let mut buf = Vec::with_capacity(1024);
+    read_into(&format!("/proc/{pid}/stat"), &mut buf).ok()?;
+    parse_task_stat(&buf).map(|s| s.ticks as f64 / clock_ticks_per_s())
+}
+
 /// USER_HZ, the unit of /proc/stat and /proc/PID/stat times (100 on
 /// every Linux we run on; asked anyway).
 fn clock_ticks_per_s() -> f64 {
@@ -957,6 +965,18 @@ mod tests {
         cpu1 331933 69326 80952 442647 5038 0 6274 385 0 0\n\
         intr 11337553 0 0 0\n\
         ctxt 123\n";
+
+    #[test]
+    fn a_process_cpu_time_is_read_and_grows() {
+        let me = std::process::id();
+        let before = proc_cpu_s(me).unwrap();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_millis(50) {
+            std::hint::spin_loop();
+        }
+        assert!(proc_cpu_s(me).unwrap() >= before);
+        assert_eq!(proc_cpu_s(u32::MAX), None);
+    }
 
     #[test]
     fn parses_proc_stat() {

@@ -331,7 +331,9 @@ fn percentile_figures(
 ) -> crate::error::Result<()> {
     let mut gs: Vec<(String, Vec<&Entry>)> = Vec::new();
     // One figure per group and size, one curve per source and type.
-    for (title, g) in groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0) {
+    // (A sweep's steps are drawn against throughput instead.)
+    let shown = |e: &Entry| e.c.histogram.is_some() && e.c.calls > 0 && e.r.kind != "sweep";
+    for (title, g) in groups(es, shown) {
         for e in g {
             let t = match e.c.params.size {
                 0 => title.clone(),
@@ -800,6 +802,111 @@ fn agent_figures(
     Ok(())
 }
 
+/// Sweeps (`bench sweep`): per results file, its steps' p50, p99, p99.9
+/// and max latency against the calls/s each achieved, the knee marked.
+fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
+    for (file, r) in inputs.iter().filter(|(_, r)| r.kind == "sweep") {
+        let mode = r
+            .params
+            .get("mode")
+            .and_then(|v| v.as_str())
+            .unwrap_or("open");
+        // A connections sweep offers one rate throughout: its x is the
+        // connections held.
+        let by_conns = mode == "connections";
+        let x_of = |c: &Case| match by_conns {
+            true => c.extra.get("load").and_then(|v| v.as_f64()),
+            false => Some(c.calls_per_sec),
+        };
+        let steps: Vec<(f64, crate::hist::LatencySummary)> = r
+            .cases
+            .iter()
+            .filter_map(|c| Some((x_of(c)?, c.latency_us?)))
+            .collect();
+        if steps.is_empty() {
+            continue;
+        }
+        type Quantile = fn(&crate::hist::LatencySummary) -> f64;
+        let quantiles: [(&str, Quantile); 4] = [
+            ("p50", |l| l.p50),
+            ("p99", |l| l.p99),
+            ("p99.9", |l| l.p999),
+            ("max", |l| l.max),
+        ];
+        let mut series: Vec<Series> = quantiles
+            .iter()
+            .enumerate()
+            .map(|(i, (name, q))| Series {
+                label: (*name).to_string(),
+                points: steps.iter().map(|(x, l)| (*x, q(l))).collect(),
+                style: Style::LineMarkers,
+                color: i,
+                marker: i,
+            })
+            .collect();
+        let knee = r.params.get("knee").filter(|k| !k.is_null());
+        let bound = r.params.get("p99_bound_us").and_then(|v| v.as_f64());
+        if let (Some(b), Some((x0, x1))) = (
+            bound,
+            steps
+                .iter()
+                .map(|s| s.0)
+                .fold(None, |m: Option<(f64, f64)>, x| {
+                    Some(m.map_or((x, x), |(a, b)| (a.min(x), b.max(x))))
+                }),
+        ) {
+            series.push(Series {
+                label: format!("p99 bound {}", crate::units::micros(b)),
+                points: vec![(x0, b), (x1, b)],
+                style: Style::Line,
+                color: 4,
+                marker: 0,
+            });
+        }
+        if let Some(k) = knee {
+            let g = |n: &str| k.get(n).and_then(|v| v.as_f64());
+            let x = if by_conns {
+                g("load")
+            } else {
+                g("achieved_per_s")
+            };
+            if let (Some(x), Some(y)) = (x, g("p99_us")) {
+                let unit = if by_conns { "connections" } else { "calls/s" };
+                series.push(Series {
+                    label: format!("knee {} {unit}", crate::units::num(x)),
+                    points: vec![(x, y)],
+                    style: Style::Markers,
+                    color: 5,
+                    marker: 2,
+                });
+            }
+        }
+        let who = match r.target.orb_type.as_deref() {
+            Some(o) => format!("{} ({o})", stem(file)),
+            None => stem(file),
+        };
+        let t = match by_conns {
+            true => format!("Sweep (connections): latency vs connections held: {who}"),
+            false => format!("Sweep ({mode}): latency vs throughput: {who}"),
+        };
+        figs.push((
+            t.clone(),
+            "Latency percentiles (µs, log scale) of each step of the sweep against the calls/s it achieved, with the p99 bound and the knee (the highest load that tripped no stop rule).".into(),
+            Plot::Chart(Chart {
+                title: t,
+                x_desc: match by_conns {
+                    true => "connections held open".into(),
+                    false => "achieved calls/s".into(),
+                },
+                y_desc: "latency µs".into(),
+                x: XAxis::Linear,
+                log_y: true,
+                series,
+            }),
+        ));
+    }
+}
+
 /// Every figure for these results files, as data to draw.
 pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>> {
     let es = entries(inputs);
@@ -811,6 +918,7 @@ pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>
     interval_figures(&es, &mut raw)?;
     interop_figures(inputs, &mut raw);
     agent_figures(inputs, &mut raw)?;
+    sweep_figures(inputs, &mut raw);
     Ok(raw
         .into_iter()
         .enumerate()

@@ -114,6 +114,65 @@ impl CpuTime {
     }
 }
 
+/// Resident memory of process `pid`, bytes (VmRSS of /proc/PID/status).
+pub fn proc_rss(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss(&text)
+}
+
+fn parse_vm_rss(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// This process's open-file limit, raised for a run that needs `needed`
+/// descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoFile {
+    /// The soft limit before.
+    pub before: u64,
+    /// The soft limit now.
+    pub soft: u64,
+    /// The hard limit (the most the soft one may be raised to).
+    pub hard: u64,
+    /// Descriptors the run needs.
+    pub needed: u64,
+    /// The limit is below what the run needs.
+    pub capped: bool,
+}
+
+/// Raise this process's RLIMIT_NOFILE soft limit to its hard limit when
+/// it is below `needed`, and say where it stands.
+pub fn raise_nofile(needed: usize) -> NoFile {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
+    }
+    let before = r.rlim_cur;
+    if r.rlim_cur < needed as u64 && r.rlim_cur < r.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: r.rlim_max,
+            rlim_max: r.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            r = raised;
+        }
+    }
+    NoFile {
+        before,
+        soft: r.rlim_cur,
+        hard: r.rlim_max,
+        needed: needed as u64,
+        capped: r.rlim_cur < needed as u64,
+    }
+}
+
 pub use iiop_transport::affinity::{current_affinity, pin_current_thread};
 
 pub use crate::options::format_cpu_list;
@@ -121,6 +180,26 @@ pub use crate::options::format_cpu_list;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resident_memory_is_read_from_proc() {
+        assert_eq!(
+            parse_vm_rss("Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t  1234 kB\n"),
+            Some(1234 * 1024)
+        );
+        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+        // This process is readable.
+        assert!(proc_rss(std::process::id()).unwrap() > 0);
+    }
+
+    #[test]
+    fn the_open_file_limit_is_raised_only_when_needed() {
+        let n = raise_nofile(8);
+        assert!(!n.capped && n.soft >= 8 && n.hard >= n.soft, "{n:?}");
+        let huge = raise_nofile(usize::MAX / 2);
+        assert_eq!(huge.soft, huge.hard, "{huge:?}");
+        assert_eq!(huge.capped, huge.hard < (usize::MAX / 2) as u64, "{huge:?}");
+    }
 
     #[test]
     fn cpu_lists() {

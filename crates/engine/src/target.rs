@@ -45,6 +45,11 @@ pub struct TargetOpts {
     /// 1 when pinned to one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_threads: Option<usize>,
+    /// Connections the embedded server serves at once (default: the
+    /// transport's, 1024); a connections sweep sets it to its largest
+    /// step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_max_connections: Option<usize>,
     /// How the embedded server waits for requests: tokio tasks (reactor)
     /// or a thread per connection blocking in recv (threads).
     #[serde(with = "server_model_form")]
@@ -264,6 +269,7 @@ impl Default for TargetOpts {
             order: Order::Native,
             skeleton: Skeleton::Typed,
             server_threads: None,
+            server_max_connections: None,
             server_model: ServerModel::Reactor,
             server_spin_limit: None,
             timeout: Duration::from_secs(30),
@@ -541,7 +547,12 @@ pub async fn resolve(
                 send_buffer: s.buffers_u32().0,
                 recv_buffer: s.buffers_u32().1,
                 phases,
-                ..Default::default()
+                ..iiop_transport::server::ServerConfig {
+                    max_connections: t
+                        .server_max_connections
+                        .unwrap_or(iiop_transport::server::ServerConfig::default().max_connections),
+                    ..Default::default()
+                }
             },
             tls: pki.as_ref().map(|p| iiop_transport::hosted::TlsServer {
                 config: p.server.clone(),

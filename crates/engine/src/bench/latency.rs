@@ -195,16 +195,22 @@ impl LatencyJob {
 
 session::bench_job!(LatencyJob, "latency", LatencyJob::validate);
 
-/// What one caller sends.
+/// What one caller sends (here and in a sweep's steps).
 #[derive(Debug, Clone)]
-enum Call {
+pub(crate) enum Call {
     Ping,
     Payload(CallMode, Arc<Outgoing>),
+    /// `work(us)`, fixed, spent as the kind says (a sweep's `service`).
+    Work(f64, iiop_bench_idl::bench::work::Kind),
 }
 
 async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
     match what {
         Call::Ping => c.ping().await,
+        Call::Work(us, kind) => c
+            .work(*us, iiop_bench_idl::bench::work::Dist::Fixed, *kind)
+            .await
+            .map(drop),
         Call::Payload(mode, o) => match c.outgoing(*mode, o).await? {
             Some(back) if &back != o.payload() => Err(BenchError::Reference(format!(
                 "echo_{} returned a different value",
@@ -217,9 +223,9 @@ async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
 
 /// A connection and what to send on it.
 #[derive(Debug, Clone)]
-struct Caller {
-    c: BenchClient,
-    what: Call,
+pub(crate) struct Caller {
+    pub(crate) c: BenchClient,
+    pub(crate) what: Call,
 }
 
 impl Invoke for Caller {

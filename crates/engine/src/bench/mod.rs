@@ -1,6 +1,7 @@
 //! The GIOP benchmarks: `bench throughput` (CORBA-TTCP, E0/E4.1),
 //! `bench latency` (ping-pong, closed or open loop, E3.1/E2.1) and
-//! `bench connect` (set-up cost, E1.1), and the application-level
+//! `bench connect` (set-up cost, E1.1), `bench sweep` (latency against
+//! rising load, to the knee), and the application-level
 //! workloads of seed 001 on the [`workload`] engine: `bench closed`,
 //! `setup` (E1.1 across server states), `params` (E1.2), `dispatch`
 //! (E1.3), `packing` (E1.4), `balance` (E1.5).
@@ -24,6 +25,7 @@ pub mod replicas;
 pub mod session;
 pub mod setup;
 pub mod stats;
+pub mod sweep;
 pub mod tcp_baseline;
 pub mod throughput;
 pub mod workload;

@@ -12,6 +12,7 @@ pub mod latency;
 pub mod packing;
 pub mod params;
 pub mod setup;
+pub mod sweep;
 pub mod tcp;
 pub mod throughput;
 
@@ -66,6 +67,10 @@ pub enum BenchCommand {
     /// Load balancing strategies 1-5 over S replicas with C clients.
     #[command(after_help = examples::BENCH_BALANCE)]
     Balance(Box<balance::BalanceArgs>),
+    /// Latency against rising load (open-loop rates, clients or
+    /// connections) until a stop rule: the knee, per step CPU and memory.
+    #[command(after_help = examples::BENCH_SWEEP)]
+    Sweep(Box<sweep::SweepArgs>),
 }
 
 impl BenchCommand {
@@ -82,6 +87,7 @@ impl BenchCommand {
             BenchCommand::Dispatch(a) => Job::Dispatch(a.job()),
             BenchCommand::Packing(a) => Job::Packing(a.job()),
             BenchCommand::Balance(a) => Job::Balance(a.job()),
+            BenchCommand::Sweep(a) => Job::Sweep(a.job()),
         })
     }
 
@@ -98,6 +104,7 @@ impl BenchCommand {
             BenchCommand::Dispatch(a) => &a.workload.bench,
             BenchCommand::Packing(a) => &a.workload.bench,
             BenchCommand::Balance(a) => &a.workload.bench,
+            BenchCommand::Sweep(a) => &a.bench,
         }
     }
 
