@@ -106,10 +106,16 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// Our server in-process, on 127.0.0.1 and a free port, two threads.
 pub fn embedded_server() -> anyhow::Result<RunningServer> {
+    embedded_server_with(ServerOptions::default())
+}
+
+/// [`embedded_server`] with `opts`' server behaviour (fragmented replies,
+/// forwards), on 127.0.0.1 and a free port, two threads.
+pub fn embedded_server_with(opts: ServerOptions) -> anyhow::Result<RunningServer> {
     RunningServer::start(ServerOptions {
         listen: "127.0.0.1:0".into(),
         threads: 2,
-        ..ServerOptions::default()
+        ..opts
     })
     .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
 }
