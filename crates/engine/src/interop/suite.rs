@@ -27,6 +27,8 @@ use serde::Serialize;
 
 use crate::target::TlsOpts;
 
+mod field;
+
 /// How a check ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -497,6 +499,7 @@ impl Suite {
         for set in echo_sets(self.opts.quick) {
             self.echo_set(&set).await;
         }
+        self.field().await;
         SuiteReport {
             checks: self.checks,
             seconds: t0.elapsed().as_secs_f64(),
