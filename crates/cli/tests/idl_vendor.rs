@@ -61,7 +61,7 @@ fn call_opts(ior: &str, op: &str, args: &serde_json::Value) -> CallOpts {
         "30s",
     ];
     match Cli::try_parse_from(argv).expect("parses").command {
-        Cmd::Call(o) => o.engine(),
+        Cmd::Call(o) => o.engine().unwrap(),
         _ => unreachable!("call command"),
     }
 }

@@ -34,7 +34,8 @@ use iiop_cdr::{ByteOrder, Options, Reader, WCharCodeSet, Writer};
 use iiop_giop::Version;
 use serde::Serialize;
 
-use super::matrix::{Cell, OURS};
+use super::matrix::OURS;
+use super::report::Cell;
 use super::suite::{Check, Verdict};
 
 /// How a check ended, classified.

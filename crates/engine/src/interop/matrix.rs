@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::reference::Forwarding;
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_transport::server::ServerConfig;
-use serde::Serialize;
 
-use super::suite::{self, Suite, Verdict};
-use super::{embedded_server_with, report, runtime, via, InteropOpts};
+use super::report::{self, Cell};
+use super::suite::{self, InteropSuite, Verdict};
+use super::{embedded_server_with, runtime, via, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
 use crate::results::Results;
@@ -71,51 +71,6 @@ pub fn ours_server(name: &str) -> Option<ServerOptions> {
     Some(o)
 }
 
-/// One client × server run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Cell {
-    pub client: String,
-    pub server: String,
-    pub passed: usize,
-    pub failed: usize,
-    /// `name: detail` of every failed check.
-    pub failures: Vec<String>,
-    /// `name: detail` of every note (allowed differences).
-    pub notes: Vec<String>,
-    /// `name: detail` of every skipped check (the reason is the detail).
-    pub skipped: Vec<String>,
-    /// The client could not run to the end (timeout, crash, bad output).
-    pub error: Option<String>,
-    pub seconds: f64,
-    /// Every check as reported (a vendor client's with its verdict only,
-    /// in `reference_giop`), for classifying ([`super::classify`]).
-    pub checks: Vec<super::suite::Check>,
-    /// The GIOP version of the reference the client was given.
-    pub reference_giop: String,
-    /// Where the bytes of this run were recorded (`--via-proxy` with
-    /// `--record-dir`).
-    pub recording: Option<PathBuf>,
-}
-
-impl Cell {
-    /// Nothing failed and the run completed.
-    pub fn ok(&self) -> bool {
-        self.failed == 0 && self.error.is_none() && self.passed > 0
-    }
-
-    /// `pass 195/195`, `FAIL 3/169` (passed / passed + failed) or `ERROR`.
-    pub fn label(&self) -> String {
-        let total = self.passed + self.failed;
-        if self.error.is_some() && total == 0 {
-            "ERROR".into()
-        } else if self.ok() {
-            format!("pass {}/{total}", self.passed)
-        } else {
-            format!("FAIL {}/{total}", self.passed)
-        }
-    }
-}
-
 /// A child process in its own process group, killed and reaped on drop.
 #[derive(Debug)]
 pub struct Child {
@@ -125,12 +80,12 @@ pub struct Child {
 
 impl Child {
     /// Spawn `cmd` as the leader of a new process group.
-    pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Child> {
+    pub fn spawn(mut cmd: Command, what: &str) -> crate::error::Result<Child> {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let inner = cmd
             .spawn()
-            .map_err(|e| anyhow::anyhow!("cannot start {what}: {e}"))?;
+            .map_err(|e| crate::error::fail!(Orb, "cannot start {what}: {e}"))?;
         Ok(Child {
             inner,
             what: what.to_string(),
@@ -211,7 +166,7 @@ pub fn start_server(
     dir: &Path,
     timeout: Duration,
     progress: &Progress,
-) -> anyhow::Result<(Server, PathBuf)> {
+) -> crate::error::Result<(Server, PathBuf)> {
     let ior_file = dir.join(format!("{orb}.ior"));
     if let Some(opts) = ours_server(orb) {
         let s = embedded_server_with(opts)?;
@@ -224,7 +179,7 @@ pub fn start_server(
     let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
     let out = child
         .take_stdout()
-        .ok_or_else(|| anyhow::anyhow!("{orb} server: no stdout"))?;
+        .ok_or_else(|| crate::error::fail!(Orb, "{orb} server: no stdout"))?;
     let (tx, rx) = mpsc::channel::<String>();
     // Reads (and keeps draining) the server's stdout until it exits.
     std::thread::spawn(move || {
@@ -242,16 +197,18 @@ pub fn start_server(
             Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let st = child.stop();
-                anyhow::bail!(
+                crate::error::bail!(
+                    Orb,
                     "{orb} server exited before `ready` ({st:?}); stderr: {}",
                     tail(&log, 5)
                 );
             }
             Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
-                anyhow::bail!("{orb} server: interrupted while starting");
+                crate::error::bail!(Orb, "{orb} server: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
-                anyhow::bail!(
+                crate::error::bail!(
+                    Orb,
                     "{orb} server did not print `ready` within {timeout:?}; stderr: {}",
                     tail(&log, 5)
                 );
@@ -259,8 +216,9 @@ pub fn start_server(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    anyhow::ensure!(
+    crate::error::ensure!(
         ior_file.is_file(),
+        Orb,
         "{orb} server said ready but wrote no {}",
         ior_file.display()
     );
@@ -297,7 +255,7 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
             return cell;
         }
     };
-    match Suite::new(ior, o.suite_options()) {
+    match InteropSuite::new(ior, o.suite_options()) {
         Ok(s) => {
             let rep = rt.block_on(s.run());
             cell.checks = rep.checks.clone();
@@ -442,7 +400,7 @@ pub fn run_vendor_client(
         server: server.into(),
         ..Cell::default()
     };
-    let r = (|| -> anyhow::Result<(String, Option<std::process::ExitStatus>)> {
+    let r = (|| -> crate::error::Result<(String, Option<std::process::ExitStatus>)> {
         let script = orbs::script(orb, "client")?;
         let log = dir.join(format!("{orb}-client-vs-{server}.log"));
         let mut cmd = Command::new(&script);
@@ -455,7 +413,7 @@ pub fn run_vendor_client(
         let mut child = Child::spawn(cmd, &format!("{orb} client"))?;
         let mut out = child
             .take_stdout()
-            .ok_or_else(|| anyhow::anyhow!("{orb} client: no stdout"))?;
+            .ok_or_else(|| crate::error::fail!(Orb, "{orb} client: no stdout"))?;
         let reader = std::thread::spawn(move || {
             let mut s = String::new();
             let _ = out.read_to_string(&mut s);
@@ -465,8 +423,13 @@ pub fn run_vendor_client(
         if st.is_none() {
             child.stop();
             let _ = reader.join();
-            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
-            anyhow::bail!(
+            crate::error::ensure!(
+                !crate::interrupt::requested(),
+                Orb,
+                "{orb} client: interrupted"
+            );
+            crate::error::bail!(
+                Orb,
                 "{orb} client did not finish within {timeout:?}; stderr: {}",
                 tail(&log, 3)
             );
@@ -474,7 +437,8 @@ pub fn run_vendor_client(
         child.stop();
         let text = reader.join().unwrap_or_default();
         if text.trim().is_empty() {
-            anyhow::bail!(
+            crate::error::bail!(
+                Orb,
                 "{orb} client printed nothing ({st:?}); stderr: {}",
                 tail(&log, 3)
             );
@@ -514,7 +478,7 @@ pub const CORBALOC_SUFFIX: &str = "@corbaloc";
 
 /// `corbaloc:iiop:HOST:PORT/Bench` (no `1.2@`: GIOP 1.0, no code sets) for
 /// the server whose IOR is in `ior_file`.
-pub fn corbaloc_of(ior_file: &Path) -> anyhow::Result<String> {
+pub fn corbaloc_of(ior_file: &Path) -> crate::error::Result<String> {
     let ior = suite::load_target(&ior_file.display().to_string())?;
     let p = suite::profile(&ior)?;
     Ok(format!("corbaloc:iiop:{}:{}/Bench", p.host, p.port))
@@ -530,7 +494,7 @@ pub struct Availability {
 }
 
 /// Decide from `orbs::status` (the `orbs list` logic).
-pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
+pub fn availability(orbs: &[String]) -> crate::error::Result<Availability> {
     let mut a = Availability::default();
     for orb in orbs {
         if orb == OURS {
@@ -542,8 +506,9 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
             a.servers.push(orb.clone());
             continue;
         }
-        anyhow::ensure!(
+        crate::error::ensure!(
             orbs::ORBS.iter().any(|(n, _)| n == orb),
+            Orb,
             "unknown ORB {orb:?}; known: ours, {}, {}",
             OURS_VARIANTS.map(|o| o.0).join(", "),
             orbs::ORBS.map(|o| o.0).join(", ")
@@ -571,7 +536,7 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
 
 /// What to run in the matrix.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct InteropMatrixOpts {
     /// Our suite's settings (its `target` is not used: every server of
     /// the matrix is started here); `max_duration` also caps each vendor
     /// client's whole conformance run.
@@ -588,9 +553,9 @@ pub struct MatrixOpts {
     pub record_dir: Option<PathBuf>,
 }
 
-impl Default for MatrixOpts {
+impl Default for InteropMatrixOpts {
     fn default() -> Self {
-        MatrixOpts {
+        InteropMatrixOpts {
             suite: InteropOpts::default(),
             orbs: std::iter::once(OURS)
                 .chain(OURS_VARIANTS.map(|v| v.0))
@@ -631,7 +596,7 @@ impl MatrixRun {
 
 /// Run the matrix. News (skipped roles, servers starting, each cell's
 /// label as it ends) goes to `o.suite.progress` as notes.
-pub fn run(o: &MatrixOpts) -> anyhow::Result<MatrixRun> {
+pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
     let started_at = crate::results::now_rfc3339();
     let progress = &o.suite.progress;
     let mut a = availability(&o.orbs)?;

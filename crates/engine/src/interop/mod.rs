@@ -23,7 +23,7 @@ use crate::progress::Progress;
 use crate::proxy::{Faults, RelayStats};
 use crate::results::Results;
 use crate::target::TlsOpts;
-use suite::{Suite, SuiteOptions, SuiteReport, Verdict};
+use suite::{InteropSuite, InteropSuiteOptions, SuiteReport, Verdict};
 
 /// What the suite runs against and how (`iiopbench interop` without
 /// `--matrix`).
@@ -83,8 +83,8 @@ impl Default for InteropOpts {
 
 impl InteropOpts {
     /// The suite's own settings (at least 1 ms per request and 1 s in all).
-    pub fn suite_options(&self) -> SuiteOptions {
-        SuiteOptions {
+    pub fn suite_options(&self) -> InteropSuiteOptions {
+        InteropSuiteOptions {
             quick: self.quick,
             request_timeout: self.timeout.max(Duration::from_millis(1)),
             time_limit: self.max_duration.max(Duration::from_secs(1)),
@@ -97,7 +97,7 @@ impl InteropOpts {
 }
 
 /// A multi-thread runtime (two workers) for the client side.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -105,19 +105,19 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Our server in-process, on 127.0.0.1 and a free port, two threads.
-pub fn embedded_server() -> anyhow::Result<RunningServer> {
+pub fn embedded_server() -> crate::error::Result<RunningServer> {
     embedded_server_with(ServerOptions::default())
 }
 
 /// [`embedded_server`] with `opts`' server behaviour (fragmented replies,
 /// forwards), on 127.0.0.1 and a free port, two threads.
-pub fn embedded_server_with(opts: ServerOptions) -> anyhow::Result<RunningServer> {
+pub fn embedded_server_with(opts: ServerOptions) -> crate::error::Result<RunningServer> {
     RunningServer::start(ServerOptions {
         listen: "127.0.0.1:0".into(),
         threads: 2,
         ..opts
     })
-    .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
+    .map_err(|e| crate::error::fail!(Local, "starting the embedded server: {e}"))
 }
 
 /// What one suite run found.
@@ -141,7 +141,7 @@ impl SuiteRun {
 }
 
 /// Run the suite against `o.target` (or our embedded server).
-pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
+pub fn run(o: &InteropOpts) -> crate::error::Result<SuiteRun> {
     let rt = runtime()?;
     let (server, ior, kind, reference) = match &o.target {
         Some(t) => {
@@ -176,14 +176,14 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
     let tested = proxy
         .as_ref()
         .map_or_else(|| ior.clone(), |p| p.ior().clone());
-    let suite = Suite::new(tested, o.suite_options())?;
+    let suite = InteropSuite::new(tested, o.suite_options())?;
     let case = o.progress.case("interop suite");
     let mut report = rt.block_on(suite.run());
     case.done();
     let proxy = proxy
         .map(|p| p.stop())
         .transpose()
-        .map_err(|e| anyhow::anyhow!("the proxy: {e}"))?;
+        .map_err(|e| crate::error::Error::local(format!("the proxy: {e}")))?;
     if let (Some(f), Some(st)) = (&o.via_proxy, &proxy) {
         via::name_faults(&mut report.checks, f, st);
     }

@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 
 use iiop_giop::Ior;
 
-use super::matrix::Cell;
+use super::report::Cell;
 use super::suite::{self, Check, Verdict};
 use crate::proxy::{Faults, Proxy, ProxyConfig, RelayStats};
 
 /// A proxy in front of `ior` injecting `faults`, recording to `record`.
-pub fn front(ior: &Ior, faults: &Faults, record: Option<PathBuf>) -> anyhow::Result<Proxy> {
+pub fn front(ior: &Ior, faults: &Faults, record: Option<PathBuf>) -> crate::error::Result<Proxy> {
     let mut cfg = ProxyConfig::new(ior.clone(), faults.clone());
     cfg.record = record;
-    Proxy::start(cfg).map_err(|e| anyhow::anyhow!("starting the proxy: {e}"))
+    Proxy::start(cfg).map_err(|e| crate::error::Error::local(format!("starting the proxy: {e}")))
 }
 
 /// How a failed check's detail names the faults it ran under: the detail,
@@ -88,7 +88,7 @@ impl CellTarget {
         client: &str,
         server: &str,
         dir: &Path,
-    ) -> anyhow::Result<CellTarget> {
+    ) -> crate::error::Result<CellTarget> {
         let Some(faults) = faults else {
             return Ok(CellTarget::Direct(ior_file.to_path_buf()));
         };
@@ -124,7 +124,7 @@ impl CellTarget {
 
     /// The cell ran: stop the proxy, name its faults in the cell's
     /// failures, note where its bytes are; the proxy's counts.
-    pub fn finish(self, cell: &mut Cell) -> anyhow::Result<Option<RelayStats>> {
+    pub fn finish(self, cell: &mut Cell) -> crate::error::Result<Option<RelayStats>> {
         match self {
             CellTarget::Direct(_) => Ok(None),
             CellTarget::Proxied {
@@ -136,7 +136,7 @@ impl CellTarget {
                 let _ = std::fs::remove_file(&file);
                 let st = proxy
                     .stop()
-                    .map_err(|e| anyhow::anyhow!("stopping the proxy: {e}"))?;
+                    .map_err(|e| crate::error::Error::local(format!("stopping the proxy: {e}")))?;
                 name_faults(&mut cell.checks, &faults, &st);
                 if !faults.is_none() {
                     let note = fault_note(&faults, &st);

@@ -181,7 +181,7 @@ pub fn page(v: &MatrixView, title: &str, about: &str, page_dir: Option<&Path>) -
 mod tests {
     use super::*;
     use iiopbench_engine::interop::classify::matrix_view;
-    use iiopbench_engine::interop::matrix::Cell;
+    use iiopbench_engine::interop::report::Cell;
     use iiopbench_engine::interop::suite::{Check, Verdict};
 
     fn check(verdict: Verdict, detail: &str, giop: &str) -> Check {

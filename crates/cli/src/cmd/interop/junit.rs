@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use iiopbench_engine::interop::classify::{classify, roles_of, Roles};
-use iiopbench_engine::interop::matrix::Cell;
+use iiopbench_engine::interop::report::Cell;
 use iiopbench_engine::interop::suite::{Check, Verdict};
 
 /// `s` escaped for XML text and attributes (characters XML 1.0 cannot

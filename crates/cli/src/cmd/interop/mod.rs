@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::opts::TlsArgs;
+use crate::flags::TlsArgs;
 
 use iiopbench_engine::interop::classify::{self, Roles};
 use iiopbench_engine::interop::{self, matrix};
@@ -139,8 +139,8 @@ impl InteropOpts {
     }
 
     /// The matrix's options in the engine.
-    fn matrix(&self) -> matrix::MatrixOpts {
-        matrix::MatrixOpts {
+    fn matrix(&self) -> matrix::InteropMatrixOpts {
+        matrix::InteropMatrixOpts {
             suite: self.engine(),
             orbs: self.orbs.clone(),
             corbaloc: self.corbaloc,
@@ -179,11 +179,13 @@ impl CaseSink for NoSpinner {
 }
 
 /// Run the command; an error when any check (or cell) failed.
-pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
+pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     if o.matrix {
-        return run_matrix(o);
+        return run_matrix(o, argv);
     }
-    let run = interop::run(&o.engine())?;
+    let mut run = interop::run(&o.engine())?;
+    run.results.command = argv.to_vec();
+    crate::words::in_checks(&mut run.results);
     let rep = &run.report;
     // With `--json -` the JSON owns stdout; the human output goes to stderr.
     let human = if !o.quiet {
@@ -192,6 +194,8 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         report::failures_only(&rep.checks)
     } + &rep.skip_lines()
         + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
+    // The calibration note names the suite's options as the engine does.
+    let human = crate::words::flags(&human);
     if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{human}");
     } else {
@@ -219,8 +223,10 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
 }
 
 /// Run the matrix and print it; an error when any cell failed.
-fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
-    let m = matrix::run(&o.matrix())?;
+fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
+    let mut m = matrix::run(&o.matrix())?;
+    m.results.command = argv.to_vec();
+    crate::words::in_checks(&mut m.results);
     if o.quiet {
         // Said as they happened when not quiet.
         for s in &m.skipped {
@@ -250,7 +256,7 @@ fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
         }
         if !o.quiet {
             for n in &c.notes {
-                println!("  note {n}");
+                println!("  note {}", crate::words::flags(n));
             }
         }
         if !c.skipped.is_empty() {

@@ -24,7 +24,7 @@ use iiop_giop::{Header, Ior, Message, MsgType, ResponseMode, TargetAddress};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{describe, echo_check, hex, Check, Suite, Verdict, V12};
+use super::{describe, echo_check, hex, Check, InteropSuite, Verdict, V12};
 
 /// The longest a probe waits for an answer of a few bytes (a peer
 /// that neither answers nor closes by then hangs the connection).
@@ -206,7 +206,7 @@ fn ping_outcome(r: &Reply) -> Result<(), String> {
     }
 }
 
-impl Suite {
+impl InteropSuite {
     /// Where the raw probes connect, or why they cannot run.
     fn raw_endpoint(&self) -> Result<(String, u16), String> {
         if self.ceiling < V12 {
@@ -688,7 +688,7 @@ impl Suite {
     }
 }
 
-/// Which malformed message [`Suite::malformed`] sends.
+/// Which malformed message [`InteropSuite::malformed`] sends.
 #[derive(Clone, Copy)]
 enum MalformedKind {
     /// An unknown message type.
