@@ -78,7 +78,7 @@ fn case<'a>(cases: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {name:?}"))
 }
 
-const FIELD: [&str; 25] = [
+const FIELD: [&str; 26] = [
     "TargetAddress KeyAddr: ping",
     "TargetAddress KeyAddr: LocateRequest",
     "TargetAddress ProfileAddr: ping",
@@ -89,6 +89,7 @@ const FIELD: [&str; 25] = [
     "CancelRequest for a slow call; the server keeps serving",
     "malformed message (message type 42) -> MessageError or close",
     "malformed message (GIOP 1.9 Request) -> MessageError or close",
+    "MessageError from the client -> close or ignore, keep serving",
     "exception reply, fragmented or whole, GIOP 1.2 LE",
     "exception reply, fragmented or whole, GIOP 1.2 BE",
     "request in 32-byte Fragments GIOP 1.2 LE",

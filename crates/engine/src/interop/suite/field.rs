@@ -1,10 +1,12 @@
 //! Checks of what breaks ORBs in the field, beyond the echo sets: the
 //! three GIOP 1.2 TargetAddress forms and NEEDS_ADDRESSING_MODE, a
-//! LocateRequest answered with a forward (followed), a CancelRequest for a slow call, malformed messages (the peer answers
-//! MessageError or closes), an exception reply read as the peer may
-//! fragment it, Requests split into Fragments at every 8-byte boundary
-//! from 32 to 64 bytes, wstrings of characters beyond U+FFFF (UTF-16
-//! surrogate pairs), and a reply above our maximum message size.
+//! LocateRequest answered with a forward (followed), a CancelRequest for
+//! a slow call, malformed messages (the peer answers MessageError or
+//! closes), a MessageError from the client (the peer closes or ignores
+//! it), an exception reply read as the peer may fragment it, Requests
+//! split into Fragments at every 8-byte boundary from 32 to 64 bytes,
+//! wstrings of characters beyond U+FFFF (UTF-16 surrogate pairs), and a
+//! reply above our maximum message size.
 //!
 //! A failure that is a known defect of the server's ORB
 //! ([`KNOWN_DEFECTS`], matched by TAG_ORB_TYPE, check and symptom) is
@@ -349,6 +351,9 @@ impl InteropSuite {
                 self.malformed(kind).await;
             }
         }
+        if !self.expired() {
+            self.message_error_to_server().await;
+        }
         for order in [ByteOrder::Little, ByteOrder::Big] {
             if !self.expired() {
                 self.exception_reply(order).await;
@@ -686,6 +691,77 @@ impl InteropSuite {
         .await;
         k.seconds = t.elapsed().as_secs_f64();
         k.calls = 2;
+        self.push_field(match r {
+            Ok(what) => k.set(
+                Verdict::Pass,
+                format!(
+                    "{what}; a new connection is served (sent {})",
+                    hex(&bytes, 12)
+                ),
+            ),
+            Err(e) => k.set(Verdict::Fail, format!("{e} (sent {})", hex(&bytes, 12))),
+        });
+    }
+
+    /// A MessageError from the client (what a client sends when a reply
+    /// was malformed), then `ping` on the same connection: the server may
+    /// close the connection or ignore the MessageError and answer, and
+    /// must go on serving new connections.
+    async fn message_error_to_server(&mut self) {
+        let order = ByteOrder::NATIVE;
+        let mut k = self.field_check(
+            "MessageError from the client -> close or ignore, keep serving".into(),
+            "twoway",
+            order,
+        );
+        k.calls = 2;
+        if let Err(e) = self.raw_endpoint() {
+            self.push_field(k.set(Verdict::Skip, e));
+            return;
+        }
+        let Some(target) = address(&self.ior, 0) else {
+            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+            return;
+        };
+        let bytes = Header::new(V12, order, MsgType::MessageError, 0).to_bytes();
+        let ping = request(order, 1, &target, "ping", |_| Ok(()));
+        let t = Instant::now();
+        let r = async {
+            let mut c = self.raw().await?;
+            c.send(&bytes).await?;
+            // A server that closes at once may reset the ping's write.
+            let sent = c.send(&ping).await;
+            let what = match (sent, c.next().await) {
+                (_, Next::Closed) | (Err(_), _) => "closed the connection",
+                (Ok(()), Next::Message(Message::Reply(r), _)) if r.header.request_id == 1 => {
+                    ping_outcome(&r).map_err(|e| format!("the ping after it: {e}"))?;
+                    "ignored it and answered the ping on the same connection"
+                }
+                (Ok(()), Next::Message(m, _)) => {
+                    return Err(format!(
+                        "answered {:?} (want the ping's reply or a close)",
+                        m.msg_type()
+                    ))
+                }
+                (Ok(()), Next::Silent) => {
+                    return Err(format!(
+                        "neither answered the ping nor closed within {:?} (a hang)",
+                        c.timeout
+                    ))
+                }
+                (Ok(()), Next::Garbage(e)) => return Err(format!("not GIOP: {e}")),
+            };
+            let mut c = self.raw().await.map_err(|e| format!("{what}; then {e}"))?;
+            c.send(&ping).await?;
+            let (r, _) = c
+                .reply(1)
+                .await
+                .map_err(|e| format!("{what}; then a new connection's ping: {e}"))?;
+            ping_outcome(&r).map_err(|e| format!("{what}; then a new connection's ping: {e}"))?;
+            Ok(what)
+        }
+        .await;
+        k.seconds = t.elapsed().as_secs_f64();
         self.push_field(match r {
             Ok(what) => k.set(
                 Verdict::Pass,
