@@ -69,25 +69,25 @@ const OMNIORB_TARGET: &str = "omniORB serves only the KeyAddr TargetAddress: its
 const KNOWN_DEFECTS: [KnownDefect; 5] = [
     KnownDefect {
         orb_type: OMNIORB,
-        check: "TargetAddress ProfileAddr: ping",
+        check: "TargetAddress ProfileAddr, ping",
         symptom: "UNKNOWN",
         defect: OMNIORB_TARGET,
     },
     KnownDefect {
         orb_type: OMNIORB,
-        check: "TargetAddress ReferenceAddr: ping",
+        check: "TargetAddress ReferenceAddr, ping",
         symptom: "UNKNOWN",
         defect: OMNIORB_TARGET,
     },
     KnownDefect {
         orb_type: OMNIORB,
-        check: "TargetAddress ProfileAddr: LocateRequest",
+        check: "TargetAddress ProfileAddr, LocateRequest",
         symptom: "no LocateReply",
         defect: OMNIORB_TARGET,
     },
     KnownDefect {
         orb_type: OMNIORB,
-        check: "TargetAddress ReferenceAddr: LocateRequest",
+        check: "TargetAddress ReferenceAddr, LocateRequest",
         symptom: "no LocateReply",
         defect: OMNIORB_TARGET,
     },
@@ -403,7 +403,7 @@ impl InteropSuite {
     /// answered by resending in the form asked for.
     async fn addressing(&mut self, d: i16) {
         let order = ByteOrder::NATIVE;
-        let name = format!("TargetAddress {}: ping", form_name(d));
+        let name = format!("TargetAddress {}, ping", form_name(d));
         let mut k = self.field_check(name, "twoway", order);
         let t = Instant::now();
         let v = self.addressed_ping(d, order).await;
@@ -454,7 +454,7 @@ impl InteropSuite {
     /// A LocateRequest addressed by disposition `d`.
     async fn locate_addressing(&mut self, d: i16) {
         let order = ByteOrder::NATIVE;
-        let name = format!("TargetAddress {}: LocateRequest", form_name(d));
+        let name = format!("TargetAddress {}, LocateRequest", form_name(d));
         let mut k = self.field_check(name, "locate", order);
         if let Err(e) = self.raw_endpoint() {
             self.push_field(k.set(Verdict::Skip, e));
@@ -1026,7 +1026,7 @@ mod tests {
     #[test]
     fn a_known_defect_is_matched_by_orb_check_and_symptom_only() {
         let k = failed(
-            "TargetAddress ProfileAddr: ping",
+            "TargetAddress ProfileAddr, ping",
             "answered UNKNOWN minor 0x4f4d0001 (Omg) completed COMPLETED_NO",
         );
         let d = known_defect(Some(OMNIORB), &k).expect("omniORB's ProfileAddr gap");
@@ -1035,11 +1035,11 @@ mod tests {
         assert!(known_defect(Some(JACORB), &k).is_none());
         assert!(known_defect(None, &k).is_none());
         let other = failed(
-            "TargetAddress ProfileAddr: ping",
+            "TargetAddress ProfileAddr, ping",
             "answered OBJECT_NOT_EXIST",
         );
         assert!(known_defect(Some(OMNIORB), &other).is_none());
-        let passed = Check::new("TargetAddress ProfileAddr: ping", "twoway");
+        let passed = Check::new("TargetAddress ProfileAddr, ping", "twoway");
         assert!(known_defect(Some(OMNIORB), &passed).is_none());
         let hang = failed(
             "malformed message (message type 42) -> MessageError or close",
