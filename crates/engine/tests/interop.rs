@@ -42,19 +42,29 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     assert_eq!(echo(Verdict::Pass), 5 * 26 - 2);
     assert_eq!(
         rep.skip_reasons(),
-        [(2, "wchar/wstring are illegal in GIOP 1.0".to_string())]
+        [
+            (2, "wchar/wstring are illegal in GIOP 1.0".to_string()),
+            (
+                1,
+                "the server answers OBJECT_HERE for the short key `Bench`: it does not forward it \
+                 (`serve --forward-keys` does)"
+                    .to_string()
+            )
+        ]
     );
     // Everything else that passes: 27 checks of locate, exceptions,
     // `_is_a`, counters, references, large payloads, and the reply's
-    // version and byte order per unfragmented set.
-    assert_eq!(rep.count(Verdict::Pass), 155);
+    // version and byte order per unfragmented set; and 25 field checks
+    // (the 26th, a LocateRequest forward, is skipped: this server does
+    // not forward).
+    assert_eq!(rep.count(Verdict::Pass), 180);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 155);
+    assert_eq!(r.params["passed"], 180);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -63,7 +73,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 155);
+    assert_eq!(passed_cases, 180);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();
