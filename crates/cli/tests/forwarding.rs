@@ -223,9 +223,17 @@ fn forwards_to_another_server_permanent_and_in_giop_1_0() {
 #[test]
 fn interop_suite_passes_through_a_forwarding_corbaloc() {
     let back = server(None);
-    for (fwd, hops) in [
-        (forwarding(false, None), "LOCATION_FORWARD from"),
-        (forwarding(true, Some(&back)), "LOCATION_FORWARD_PERM from"),
+    // The field check of a LocateRequest forward runs at the forwarded
+    // endpoint: a forwarding server there passes it, the plain `back`
+    // server is skipped (it serves `Bench` itself).
+    for (fwd, hops, locate_forward, skipped) in [
+        (forwarding(false, None), "LOCATION_FORWARD from", "pass", 2),
+        (
+            forwarding(true, Some(&back)),
+            "LOCATION_FORWARD_PERM from",
+            "skip",
+            3,
+        ),
     ] {
         let srv = server(fwd);
         let target = corbaloc(&srv, "Bench", true);
@@ -245,7 +253,13 @@ fn interop_suite_passes_through_a_forwarding_corbaloc() {
         // The forwarded IOR carries code sets: the wide checks ran (only
         // GIOP 1.0's, where wide types are illegal, are skipped).
         assert_eq!(by("echo wstring GIOP 1.2 LE")["extra"]["result"], "pass");
-        assert_eq!(v["params"]["skipped"], 2, "{}", v["params"]["skip_reasons"]);
+        assert_eq!(
+            v["params"]["skipped"], skipped,
+            "{}",
+            v["params"]["skip_reasons"]
+        );
+        let k = by("LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE");
+        assert_eq!(k["extra"]["result"], locate_forward, "{k}");
         // The Dispatch/Single objects through their own short keys.
         for name in [
             "corbaloc Dispatch50: m00, m49",

@@ -58,10 +58,10 @@ fn suite_passes_against_our_server() {
     assert_eq!(j["target"]["kind"], "embedded");
     assert_eq!(j["target"]["orb_type"], "iiopbench");
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 253);
+    assert_eq!(j["params"]["passed"], 278);
     assert_eq!(j["params"]["notes"], 5);
-    assert_eq!(j["params"]["skipped"], 4);
-    assert_eq!(j["cases"].as_array().unwrap().len(), 262);
+    assert_eq!(j["params"]["skipped"], 5);
+    assert_eq!(j["cases"].as_array().unwrap().len(), 288);
     assert!(cases_with(&j, "fail").is_empty());
     let notes = cases_with(&j, "note");
     assert_eq!(
@@ -75,7 +75,8 @@ fn suite_passes_against_our_server() {
         ]
     );
     // 8 echo sets × 26 types; the 4 wide checks in GIOP 1.0 are skipped,
-    // counted apart with their reason.
+    // counted apart with their reason; so is the forward check (our
+    // server serves the short key itself).
     assert_eq!(
         cases_with(&j, "skip"),
         [
@@ -83,12 +84,15 @@ fn suite_passes_against_our_server() {
             "echo wstring GIOP 1.0 BE",
             "echo wchar GIOP 1.0 LE",
             "echo wstring GIOP 1.0 LE",
+            "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE",
         ]
     );
+    let reasons = j["params"]["skip_reasons"].as_array().unwrap();
     assert_eq!(
-        j["params"]["skip_reasons"],
-        serde_json::json!([{"count": 4, "reason": "wchar/wstring are illegal in GIOP 1.0"}])
+        reasons[0],
+        serde_json::json!({"count": 4, "reason": "wchar/wstring are illegal in GIOP 1.0"})
     );
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
     let big = j["cases"]
         .as_array()
         .unwrap()
@@ -133,9 +137,9 @@ fn quick_suite_is_smaller() {
     let j = load(&json);
     assert_eq!(j["params"]["quick"], true);
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 172);
+    assert_eq!(j["params"]["passed"], 197);
     assert_eq!(j["params"]["notes"], 5);
-    assert_eq!(j["params"]["skipped"], 2);
+    assert_eq!(j["params"]["skipped"], 3);
 }
 
 /// Our handler, except that `echo_long` answers every value with its
@@ -560,6 +564,52 @@ fn vendors_ready() -> bool {
         .all(|orb| common::vendor_built("interop matrix", orb, true))
 }
 
+/// The checks of our suite a vendor server fails by a known defect, as
+/// measured here with omniORB 4.2.5 and JacORB 3.9 (docs/interop.md,
+/// "What fails in the field"): omniORB does not serve a ProfileAddr or
+/// ReferenceAddr naming its own profile (UNKNOWN to a Request, no
+/// LocateReply at all); JacORB neither answers MessageError to an
+/// unknown message type nor closes; omniORB aborts on chunked values whose
+/// end tags come back to back (those checks are not sent), JacORB misreads
+/// a chunked value box and an indirected repository id list. Each is a
+/// skip naming the defect.
+fn known_defects(client: &str, server: &str) -> Vec<&'static str> {
+    match (client, server) {
+        ("ours", "omniorb") => vec![
+            "TargetAddress ProfileAddr, LocateRequest",
+            "TargetAddress ProfileAddr, ping",
+            "TargetAddress ReferenceAddr, LocateRequest",
+            "TargetAddress ReferenceAddr, ping",
+            "value: echo_node TaggedNode (truncatable, chunked)",
+            "value: echo_node chain, chunked",
+            "value: echo_node cycle, chunked",
+            "value: echo_node unknown truncatable type, truncated to Node",
+        ],
+        ("ours", "jacorb") => vec![
+            "malformed message (message type 42) -> MessageError or close",
+            "value: echo_box chunked",
+            "value: echo_nodes TaggedNodes, id list indirected",
+        ],
+        _ => vec![],
+    }
+}
+
+/// The names of a matrix cell's checks skipped as a known defect, sorted.
+fn defect_skips(cell: &Value) -> Vec<String> {
+    let mut v: Vec<String> = cell["skip_list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| {
+            let (name, why) = f.as_str().unwrap().split_once(": known defect: ")?;
+            assert!(why.contains("tracker: "), "{f}");
+            Some(name.to_string())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// The matrix tests run one at a time: their embedded servers share this
 /// process, and a client's `reset`/`get_stats` checks must see only its
 /// own calls.
@@ -595,7 +645,14 @@ fn matrix_ours_omniorb_jacorb() {
         let e = &c["extra"];
         let name = c["name"].as_str().unwrap();
         assert!(e["error"].is_null(), "{name}: {}", e["error"]);
+        let (client, server) = (e["client"].as_str().unwrap(), e["server"].as_str().unwrap());
         assert_eq!(e["failed"], 0, "{name}: {}", e["failures"]);
+        assert_eq!(
+            defect_skips(e),
+            known_defects(client, server),
+            "{name}: {}",
+            e["skip_list"]
+        );
         assert!(e["passed"].as_u64().unwrap() > 0, "{name}");
     }
     let ours = |server: &str| {
@@ -606,7 +663,7 @@ fn matrix_ours_omniorb_jacorb() {
             .as_u64()
             .unwrap()
     };
-    assert_eq!(ours("ours"), 172);
+    assert_eq!(ours("ours"), 197);
     // The valuetype checks our client runs into a peer's known defect
     // with are skips naming it (omniORB's not even sent: its server
     // aborts); the rest pass.
@@ -655,6 +712,16 @@ fn matrix_counts_a_vendor_clients_skips_as_skips() {
         json.to_str().unwrap(),
     ]);
     let j = load(&json);
+    for c in j["cases"].as_array().unwrap() {
+        let e = &c["extra"];
+        let (client, server) = (e["client"].as_str().unwrap(), e["server"].as_str().unwrap());
+        assert_eq!(e["failed"], 0, "{client} x {server}: {}", e["failures"]);
+        assert_eq!(
+            defect_skips(e),
+            known_defects(client, server),
+            "{client} x {server}"
+        );
+    }
     assert_eq!(code, 0);
     let cell = |client: &str| {
         j["cases"]
@@ -870,7 +937,7 @@ fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
     assert_eq!(run(&[&quick[..], &tls[..]].concat()), 0);
     let r = load(&json);
     assert_eq!(r["params"]["failed"], 0);
-    assert_eq!(r["params"]["passed"], 172);
+    assert_eq!(r["params"]["passed"], 185);
     // Plain IIOP to the same server: every connection is refused.
     assert_eq!(run(&quick), 1);
     let r = load(&json);

@@ -42,12 +42,21 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     assert_eq!(echo(Verdict::Pass), 5 * 26 - 2);
     assert_eq!(
         rep.skip_reasons(),
-        [(2, "wchar/wstring are illegal in GIOP 1.0".to_string())]
+        [
+            (2, "wchar/wstring are illegal in GIOP 1.0".to_string()),
+            (
+                1,
+                "the server answers OBJECT_HERE for the short key `Bench`: it does not forward it \
+                 (`serve --forward-keys` does)"
+                    .to_string()
+            )
+        ]
     );
     // Everything else that passes: 27 checks of locate, exceptions,
     // `_is_a`, counters, references, large payloads, and the reply's
-    // version and byte order per unfragmented set; and the 17 valuetype
-    // checks.
+    // version and byte order per unfragmented set; the 17 valuetype
+    // checks; and 25 field checks (the 26th, a LocateRequest forward, is
+    // skipped: this server does not forward).
     let values = rep
         .checks
         .iter()
@@ -55,14 +64,14 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .map(|c| c.verdict)
         .collect::<Vec<_>>();
     assert_eq!(values, [Verdict::Pass; 17]);
-    assert_eq!(rep.count(Verdict::Pass), 172);
+    assert_eq!(rep.count(Verdict::Pass), 197);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 172);
+    assert_eq!(r.params["passed"], 197);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -71,7 +80,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 172);
+    assert_eq!(passed_cases, 197);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

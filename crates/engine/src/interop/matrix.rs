@@ -11,17 +11,65 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use iiop_bench_idl::run::RunningServer;
+use iiop_bench_idl::reference::Forwarding;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
+use iiop_transport::server::ServerConfig;
 
 use super::report::{self, Cell};
 use super::suite::{self, InteropSuite, Verdict};
-use super::{embedded_server, runtime, via, InteropOpts};
+use super::{embedded_server_with, runtime, via, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
 use crate::results::Results;
 
 /// The name of our own ORB in the matrix.
 pub const OURS: &str = "ours";
+
+/// Our server told to answer as ORBs are answered in the field: more
+/// server columns (no client rows), each against every client as is.
+/// Name, what it does.
+pub const OURS_VARIANTS: [(&str, &str); 4] = [
+    (
+        "ours-frag64",
+        "splits every GIOP 1.2 reply over 64 bytes into Fragments (exception replies too)",
+    ),
+    (
+        "ours-frag1024",
+        "splits every GIOP 1.2 reply over 1024 bytes into Fragments",
+    ),
+    (
+        "ours-frag16k",
+        "splits every GIOP 1.2 reply over 16 KiB into Fragments",
+    ),
+    (
+        "ours-forward",
+        "answers the short keys (corbaloc .../Bench) with LOCATION_FORWARD and OBJECT_FORWARD to its long key",
+    ),
+];
+
+/// The server options of `ours` or one of [`OURS_VARIANTS`]; `None` for
+/// any other name.
+pub fn ours_server(name: &str) -> Option<ServerOptions> {
+    let mut o = ServerOptions::default();
+    let frag = |n: usize| ServerConfig {
+        fragment_size: Some(n),
+        ..ServerConfig::default()
+    };
+    match name {
+        OURS => {}
+        "ours-frag64" => o.config = frag(64),
+        "ours-frag1024" => o.config = frag(1024),
+        "ours-frag16k" => o.config = frag(16 << 10),
+        "ours-forward" => {
+            o.forwarding = Some(Forwarding {
+                permanent: false,
+                to: None,
+            })
+        }
+        _ => return None,
+    }
+    Some(o)
+}
 
 /// A child process in its own process group, killed and reaped on drop.
 #[derive(Debug)]
@@ -120,8 +168,8 @@ pub fn start_server(
     progress: &Progress,
 ) -> crate::error::Result<(Server, PathBuf)> {
     let ior_file = dir.join(format!("{orb}.ior"));
-    if orb == OURS {
-        let s = embedded_server()?;
+    if let Some(opts) = ours_server(orb) {
+        let s = embedded_server_with(opts)?;
         crate::results::write_atomic(&ior_file, &format!("{}\n", s.refs().ior))?;
         return Ok((Server::Ours(s), ior_file));
     }
@@ -454,10 +502,15 @@ pub fn availability(orbs: &[String]) -> crate::error::Result<Availability> {
             a.clients.push(orb.clone());
             continue;
         }
+        if ours_server(orb).is_some() {
+            a.servers.push(orb.clone());
+            continue;
+        }
         crate::error::ensure!(
             orbs::ORBS.iter().any(|(n, _)| n == orb),
             Orb,
-            "unknown ORB {orb:?}; known: ours, {}",
+            "unknown ORB {orb:?}; known: ours, {}, {}",
+            OURS_VARIANTS.map(|o| o.0).join(", "),
             orbs::ORBS.map(|o| o.0).join(", ")
         );
         let st = orbs::status(orb);
@@ -488,7 +541,8 @@ pub struct InteropMatrixOpts {
     /// the matrix is started here); `max_duration` also caps each vendor
     /// client's whole conformance run.
     pub suite: InteropOpts,
-    /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`).
+    /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`;
+    /// servers only: [`OURS_VARIANTS`]).
     pub orbs: Vec<String>,
     /// Also run each vendor client through a plain
     /// `corbaloc:iiop:HOST:PORT/Bench`, as extra rows `<orb>@corbaloc`.
@@ -503,9 +557,11 @@ impl Default for InteropMatrixOpts {
     fn default() -> Self {
         InteropMatrixOpts {
             suite: InteropOpts::default(),
-            orbs: ["ours", "omniorb", "jacorb", "omniorbpy"]
+            orbs: std::iter::once(OURS)
+                .chain(OURS_VARIANTS.map(|v| v.0))
+                .chain(["omniorb", "jacorb", "omniorbpy"])
                 .map(String::from)
-                .to_vec(),
+                .collect(),
             corbaloc: false,
             ready_timeout: Duration::from_secs(120),
             record_dir: None,
@@ -721,5 +777,21 @@ mod tests {
     fn unknown_orb_is_rejected() {
         let e = availability(&["orbix".into()]).unwrap_err().to_string();
         assert!(e.contains("orbix") && e.contains("jacorb"), "{e}");
+    }
+
+    #[test]
+    fn our_server_variants_are_servers_that_answer_as_told() {
+        let names: Vec<String> = OURS_VARIANTS.map(|v| v.0.to_string()).to_vec();
+        let a = availability(&names).unwrap();
+        assert_eq!(a.servers, names);
+        assert!(a.clients.is_empty(), "{:?}", a.clients);
+        let frag = |n: &str| ours_server(n).unwrap().config.fragment_size;
+        assert_eq!(frag("ours"), None);
+        assert_eq!(frag("ours-frag64"), Some(64));
+        assert_eq!(frag("ours-frag1024"), Some(1024));
+        assert_eq!(frag("ours-frag16k"), Some(16384));
+        assert!(ours_server("ours-forward").unwrap().forwarding.is_some());
+        assert!(ours_server("ours").unwrap().forwarding.is_none());
+        assert!(ours_server("ours-frag7").is_none());
     }
 }

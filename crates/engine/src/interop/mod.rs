@@ -108,10 +108,16 @@ pub fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
 
 /// Our server in-process, on 127.0.0.1 and a free port, two threads.
 pub fn embedded_server() -> crate::error::Result<RunningServer> {
+    embedded_server_with(ServerOptions::default())
+}
+
+/// [`embedded_server`] with `opts`' server behaviour (fragmented replies,
+/// forwards), on 127.0.0.1 and a free port, two threads.
+pub fn embedded_server_with(opts: ServerOptions) -> crate::error::Result<RunningServer> {
     RunningServer::start(ServerOptions {
         listen: "127.0.0.1:0".into(),
         threads: 2,
-        ..ServerOptions::default()
+        ..opts
     })
     .map_err(|e| crate::error::fail!(Local, "starting the embedded server: {e}"))
 }

@@ -31,6 +31,8 @@ pub use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
 use super::values;
 use crate::target::TlsOpts;
 
+mod field;
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct InteropSuiteOptions {
@@ -394,6 +396,7 @@ impl InteropSuite {
             self.echo_set(&set).await;
         }
         self.values(&mut main).await;
+        self.field().await;
         SuiteReport {
             checks: self.checks,
             seconds: t0.elapsed().as_secs_f64(),

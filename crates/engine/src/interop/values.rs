@@ -422,7 +422,8 @@ fn known_defect(orb: Option<&str>, name: &str) -> Option<Defect> {
     const OMNIORB_NESTED: &str = "omniORB (4.2.5, and 4.3.3 under omniORBpy) aborts \
         (assertion pd_nestLevel == 0 in cdrValueChunkStream.cc) on end tags back to back (a \
         chunked value nested in a chunked value that ends right after it, each with an end tag \
-        of its own; one coalesced end tag it reads); the server dies, so the check is not sent";
+        of its own; one coalesced end tag it reads); the server dies, so the check is not sent; tracker: no \
+        entry known, the gap is in omniORB's cdrValueChunkStream.cc";
     match (orb?, name) {
         (
             "omniORB",
@@ -437,12 +438,13 @@ fn known_defect(orb: Option<&str>, name: &str) -> Option<Defect> {
         ("JacORB", "value: echo_box chunked") => Some(Defect {
             fatal: false,
             why: "JacORB reads a chunked value box as if unchunked (it returns the chunk's \
-                length as the value)",
+                length as the value); tracker: no entry known, the gap is in JacORB's value reader",
         }),
         ("JacORB", "value: echo_nodes TaggedNodes, id list indirected") => Some(Defect {
             fatal: false,
             why: "JacORB cannot read an indirection in place of a repository id list \
-                (NegativeArraySizeException: it takes the marker as the list's length)",
+                (NegativeArraySizeException: it takes the marker as the list's length); tracker: no \
+                entry known, the gap is in JacORB's value reader",
         }),
         _ => None,
     }

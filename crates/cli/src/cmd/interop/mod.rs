@@ -46,11 +46,14 @@ pub struct InteropOpts {
     /// as extra rows `<orb>@corbaloc`.
     #[arg(long, requires = "matrix")]
     pub corbaloc: bool,
-    /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`).
+    /// ORBs in the matrix (`ours`, `omniorb`, `jacorb`, `omniorbpy`, `tao`),
+    /// and servers of ours answering as told: `ours-frag64`,
+    /// `ours-frag1024`, `ours-frag16k` (fragmented replies),
+    /// `ours-forward` (short keys forwarded).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "ours,omniorb,jacorb,omniorbpy",
+        default_value = "ours,ours-frag64,ours-frag1024,ours-frag16k,ours-forward,omniorb,jacorb,omniorbpy",
         value_name = "NAMES"
     )]
     pub orbs: Vec<String>,

@@ -62,6 +62,13 @@ pub struct ServeOpts {
     /// partial messages of a connection (default: --max-message-size).
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub max_reassembled_size: Option<u64>,
+    /// Split every GIOP 1.2 reply longer than SIZE bytes (rounded down to
+    /// a multiple of 8, at least 32) into Fragments, in the request's byte
+    /// order: to test what clients make of fragmented replies, exceptions
+    /// included (1.0 has no Fragment; a 1.1 Fragment names no request, so
+    /// 1.0/1.1 replies stay whole).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub fragment_replies: Option<u64>,
     /// Connections served at once; further clients wait in the backlog.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
@@ -217,6 +224,9 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
             max_in_flight: o.max_in_flight.max(1),
             idle_timeout: o.idle_timeout.filter(|d| !d.is_zero()),
             read_timeout: Some(o.read_timeout).filter(|d| !d.is_zero()),
+            fragment_size: o
+                .fragment_replies
+                .map(|v| usize::try_from(v).unwrap_or(usize::MAX)),
             ..ServerConfig::default()
         },
     })
@@ -318,6 +328,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         "config max_message_size={}",
         opts.config.codec.max_message_size
     )?;
+    if let Some(f) = opts.config.fragment_size {
+        writeln!(out, "config fragment_replies={f}")?;
+    }
     writeln!(out, "config nodelay={}", opts.config.nodelay)?;
     for (name, v) in [
         ("sndbuf", opts.config.send_buffer),
