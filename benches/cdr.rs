@@ -215,7 +215,7 @@ fn cdr(c: &mut Criterion) {
     static_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
     fixed_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
     checked_case(&mut g, "perfstruct", &p, p.len() * PERF_STRUCT_STRIDE);
-    use iiop_servers::bench::{elements::Elem, types::seq_typecode};
+    use iiop_bench_idl::bench::{elements::Elem, types::seq_typecode};
     dynamic_case(
         &mut g,
         "perfstruct",

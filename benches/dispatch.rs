@@ -15,16 +15,16 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::bench::{CallMode, Elem};
+use iiop_bench_idl::reference::{BenchHandler, Skeleton};
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::codec::Decoder;
-use iiop_giop::conn::server::{ServerConfig, ServerConn};
+use iiop_giop::conn::server::{ServerConn, ServerConnConfig};
 use iiop_giop::message::{
     encode_request, Message, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
 };
 use iiop_giop::Version;
-use iiop_servers::bench::types::Payload;
-use iiop_servers::bench::{CallMode, Elem};
-use iiop_servers::reference::{BenchHandler, Skeleton};
 
 /// The bytes of one request to the `Bench` object: `op` with `payload`
 /// (if any) as its argument, as our client encodes it.
@@ -72,7 +72,7 @@ fn dispatch(c: &mut Criterion) {
         ),
     ] {
         let req = request(op, response, payload);
-        let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
+        let mut conn = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
         g.bench_function(name, |b| {
             b.iter(|| {
                 conn.read_buf().extend_from_slice(black_box(&req));
@@ -105,7 +105,7 @@ fn dispatch(c: &mut Criterion) {
 /// exception.
 fn conn_reply_len(req: &[u8], response: ResponseMode) -> usize {
     let handler = &BenchHandler::new(Skeleton::Typed);
-    let mut conn = ServerConn::new(Arc::new(ServerConfig::default()), 1, None, None);
+    let mut conn = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
     conn.read_buf().extend_from_slice(req);
     conn.received(req.len());
     conn.process(handler, &mut |_| unreachable!("no asynchronous operation"));

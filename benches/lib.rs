@@ -12,7 +12,7 @@ use serde::Serialize;
 pub const PAYLOAD_BYTES: usize = 64 * 1024;
 
 /// bench.idl's `PerfStruct` (24 bytes per element inside a sequence).
-pub use iiop_servers::bench::types::PerfStruct;
+pub use iiop_bench_idl::bench::types::PerfStruct;
 
 /// Wire size of one [`PerfStruct`] in a sequence.
 pub const PERF_STRUCT_STRIDE: usize = 24;

@@ -5,9 +5,12 @@
 apt_ensure() {
   local who="$1"
   shift
-  local missing=() p
+  local missing=() p status
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    # Captured, not piped into `grep -q`: under pipefail that fails when
+    # grep leaves early and the writer dies of SIGPIPE.
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) || status=""
+    [[ $status == *"ok installed"* ]] || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=""

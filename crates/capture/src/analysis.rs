@@ -1,30 +1,35 @@
-//! The passive observer: packets in, per-connection TCP reassembly and
-//! GIOP framing, requests paired with replies by connection and request
-//! id, and everything counted — per operation and object key, per second,
-//! per message type — plus conformance findings with the frame number and
-//! the bytes. Memory is bounded by the connections in flight, the
-//! out-of-order limit per direction, the largest message, the pending
-//! requests and the findings kept ([`Config`]).
+//! The passive analysis of a capture: packets in, each TCP connection
+//! reassembled per direction ([`crate::tcp`]) and its bytes fed to an
+//! observer of the pure GIOP core ([`iiop_giop::conn::observer`]), which
+//! frames the messages, pairs requests with their answers by connection
+//! and request id, and makes the conformance findings. What it reports
+//! is counted here — per operation and object key, per second, per message
+//! type — and the findings are kept with their connection's addresses.
+//! Nothing is paired here. Memory is bounded by the connections in
+//! flight, the out-of-order limit per direction, the largest message, the
+//! requests awaiting an answer and the findings kept ([`Config`]).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-// Every packet looks its connection up, and every message its pending
-// requests and operation: SipHash was a fifth of the analysis. foldhash
-// is seeded per map, so a capture crafted to collide in one run does not
-// collide in the next.
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+// Every packet looks its connection up, and every request its
+// operation: SipHash was a fifth of the analysis. foldhash is seeded per
+// map, so a capture crafted to collide in one run does not collide in the
+// next.
+use foldhash::{HashMap, HashMapExt};
 use std::net::SocketAddr;
 
 use hdrhistogram::Histogram;
-use iiop_cdr::{ByteOrder, Options};
-use iiop_giop::context::{default_options, CodeSetContext};
-use iiop_giop::header::{MsgType, Version};
-use iiop_giop::message::{LocateReply, LocateRequest, LocateStatus, Reply, Request};
-use iiop_giop::{Message, ReplyStatus};
+use iiop_cdr::ByteOrder;
+use iiop_giop::conn::observer::{
+    self, Answers, At, LocateReplySeen, LocateRequestSeen, Observer, ObserverConfig, ReplySeen,
+    RequestSeen, Seen, Side, Sink, Unanswered,
+};
+use iiop_giop::header::Version;
+use iiop_giop::message::Reply;
+use iiop_giop::ReplyStatus;
 
 use crate::net::{self, Segment, Skip};
-use crate::stream::{Decoded, Event, GiopStream};
 use crate::tcp::{Delivery, Reassembler};
 
 /// Limits of an analysis.
@@ -159,115 +164,31 @@ impl Summary {
     }
 }
 
-/// A request as it was decoded, for observers (replay).
-#[derive(Debug)]
-pub struct RequestEvent<'a> {
-    pub connection: u64,
-    pub frame: u64,
-    /// Capture time of its first byte.
-    pub ts_ns: u64,
-    pub request: &'a Request,
-}
-
-/// A reply as it was decoded, for observers (replay).
-#[derive(Debug)]
-pub struct ReplyEvent<'a> {
-    pub connection: u64,
-    pub frame: u64,
-    /// Capture time of its last byte.
-    pub ts_ns: u64,
-    pub reply: &'a Reply,
-    /// Response time at the capture point, when its request was seen.
-    pub latency_ns: Option<u64>,
-}
-
-/// A LocateRequest as it was decoded, for observers (replay re-sends
-/// it).
-#[derive(Debug)]
-pub struct LocateRequestEvent<'a> {
-    pub connection: u64,
-    pub frame: u64,
-    /// Capture time of its first byte.
-    pub ts_ns: u64,
-    pub version: Version,
-    pub order: ByteOrder,
-    pub request: &'a LocateRequest,
-}
-
-/// A LocateReply as it was decoded, for observers (replay compares it).
-#[derive(Debug)]
-pub struct LocateReplyEvent<'a> {
-    pub connection: u64,
-    pub frame: u64,
-    /// Capture time of its last byte.
-    pub ts_ns: u64,
-    pub reply: &'a LocateReply,
-    /// Response time at the capture point, when its LocateRequest was
-    /// seen.
-    pub latency_ns: Option<u64>,
-}
-
-/// Told about decoded requests and replies in capture order.
-pub trait Observer {
-    fn request(&mut self, _ev: &RequestEvent<'_>) {}
-    fn reply(&mut self, _ev: &ReplyEvent<'_>) {}
-    fn locate_request(&mut self, _ev: &LocateRequestEvent<'_>) {}
-    fn locate_reply(&mut self, _ev: &LocateReplyEvent<'_>) {}
-    /// The connection ended (FIN, RST, or end of capture).
-    fn closed(&mut self, _connection: u64) {}
-}
-
-/// An observer that does nothing.
+/// A sink that wants nothing but the summary.
 #[derive(Debug, Default)]
-pub struct NoObserver;
-impl Observer for NoObserver {}
+pub struct NoSink;
+
+impl Sink for NoSink {
+    type Tag = ();
+    fn request(&mut self, _: RequestSeen<'_>) {}
+    fn locate_request(&mut self, _: LocateRequestSeen<'_>) {}
+}
 
 #[derive(Debug)]
 struct Dir {
     tcp: Reassembler,
-    giop: Option<GiopStream>,
     fin: bool,
-    /// Frame and time of the last segment, for data flushed at the end.
-    last: (u64, u64),
-}
-
-impl Dir {
-    /// Whether every byte this direction sent was seen and delivered: only
-    /// then is an answer to an id it never sent the peer's fault (else
-    /// the request may be in what the capture missed).
-    fn saw_everything(&self) -> bool {
-        self.tcp.from_start && self.tcp.gaps == 0 && self.tcp.held_bytes() == 0
-    }
-}
-
-/// What awaits an answer: the operation slot its figures go to and when
-/// it was sent.
-#[derive(Debug, Clone, Copy)]
-enum PendingKind {
-    Call {
-        op: usize,
-        ts: u64,
-    },
-    /// A LocateRequest (its slot is [`LOCATE_OP`] on the key located).
-    Locate {
-        op: usize,
-        ts: u64,
-    },
+    /// When the last segment was seen, for data flushed at the end.
+    last: At,
 }
 
 #[derive(Debug)]
-struct Conn {
+struct Conn<T> {
     id: u64,
-    /// `addrs[d]` sends direction `d`.
+    /// `addrs[d]` sends direction `d` (the observer's side A is 0).
     addrs: [SocketAddr; 2],
     dirs: [Dir; 2],
-    /// Direction that sent the first Request/LocateRequest.
-    client: Option<usize>,
-    code_sets: Option<CodeSetContext>,
-    /// (direction of the request, request id) → what it was.
-    pending: HashMap<(usize, u32), PendingKind>,
-    /// Oneway request ids recently seen, to name a reply to one.
-    oneway_ids: HashSet<(usize, u32)>,
+    observer: Observer<T>,
     rst: bool,
 }
 
@@ -275,27 +196,38 @@ struct Conn {
 /// segments find it).
 type ConnKey = (SocketAddr, SocketAddr);
 
-impl Conn {
-    fn label(&self) -> String {
-        let c = self.client.unwrap_or(0);
-        format!("{} -> {}", self.addrs[c], self.addrs[1 - c])
+/// The observer's side that sends direction `d`.
+fn side(d: usize) -> Side {
+    if d == 0 {
+        Side::A
+    } else {
+        Side::B
     }
 }
 
-/// The analysis state; feed it packets, then [`finish`](Self::finish).
+/// What the analysis counts, apart from connections.
 #[derive(Debug)]
-pub struct Analyzer<O: Observer = NoObserver> {
+struct Tally {
     cfg: Config,
-    conns: HashMap<ConnKey, Conn>,
-    next_conn: u64,
     ops: Vec<OpStats>,
     /// Operation name → object key → index in `ops` (looked up by
     /// borrowed name and key: no allocation per message).
     op_index: HashMap<String, HashMap<Vec<u8>, usize>>,
-    pending_total: usize,
     s: Summary,
-    events: Vec<Event>,
-    pub observer: O,
+}
+
+/// The analysis state; feed it packets, then [`finish`](Self::finish).
+/// A [`Sink`] of the caller's own (replay's) hears every observer event
+/// too, with tags of its own.
+#[derive(Debug)]
+pub struct Analyzer<O: Sink = NoSink> {
+    conns: HashMap<ConnKey, Conn<(usize, O::Tag)>>,
+    next_conn: u64,
+    /// Requests awaiting an answer over every connection (bounded by
+    /// [`Config::max_pending`]).
+    pending_total: usize,
+    tally: Tally,
+    sink: O,
 }
 
 /// An object key, printable: ASCII graphic bytes as they are, every other
@@ -315,18 +247,6 @@ pub fn key_text(k: &[u8]) -> String {
 /// The operation name LocateRequests are counted under, per object key
 /// (no IDL operation can have it: IDL identifiers have no parentheses).
 pub const LOCATE_OP: &str = "(LocateRequest)";
-
-/// A LocateReply status as GIOP names it.
-pub fn locate_status_name(s: &LocateStatus) -> &'static str {
-    match s {
-        LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
-        LocateStatus::ObjectHere => "OBJECT_HERE",
-        LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
-        LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
-        LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
-        LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
-    }
-}
 
 fn status_name(s: ReplyStatus) -> &'static str {
     match s {
@@ -374,39 +294,27 @@ fn version_order_name(v: Version, order: ByteOrder) -> Cow<'static, str> {
     }
 }
 
-fn msg_type_name(t: MsgType) -> &'static str {
-    match t {
-        MsgType::Request => "Request",
-        MsgType::Reply => "Reply",
-        MsgType::CancelRequest => "CancelRequest",
-        MsgType::LocateRequest => "LocateRequest",
-        MsgType::LocateReply => "LocateReply",
-        MsgType::CloseConnection => "CloseConnection",
-        MsgType::MessageError => "MessageError",
-        MsgType::Fragment => "Fragment",
-    }
-}
-
-impl Analyzer<NoObserver> {
-    /// An analyzer with these limits and no observer.
+impl Analyzer<NoSink> {
+    /// An analyzer with these limits that only counts.
     pub fn new(cfg: Config) -> Self {
-        Analyzer::with_observer(cfg, NoObserver)
+        Analyzer::with_sink(cfg, NoSink)
     }
 }
 
-impl<O: Observer> Analyzer<O> {
-    /// An analyzer that tells `observer` about requests and replies.
-    pub fn with_observer(cfg: Config, observer: O) -> Self {
+impl<O: Sink> Analyzer<O> {
+    /// An analyzer that also tells `sink` what the observers see.
+    pub fn with_sink(cfg: Config, sink: O) -> Self {
         Analyzer {
-            cfg,
             conns: HashMap::new(),
             next_conn: 0,
-            ops: Vec::new(),
-            op_index: HashMap::new(),
             pending_total: 0,
-            s: Summary::default(),
-            events: Vec::new(),
-            observer,
+            tally: Tally {
+                cfg,
+                ops: Vec::new(),
+                op_index: HashMap::new(),
+                s: Summary::default(),
+            },
+            sink,
         }
     }
 
@@ -415,28 +323,30 @@ impl<O: Observer> Analyzer<O> {
     pub fn buffered_bytes(&self) -> usize {
         self.conns
             .values()
-            .flat_map(|c| c.dirs.iter())
-            .map(|d| d.tcp.held_bytes() + d.giop.as_ref().map_or(0, |g| g.buffered()))
+            .map(|c| {
+                c.dirs.iter().map(|d| d.tcp.held_bytes()).sum::<usize>() + c.observer.buffered()
+            })
             .sum()
     }
 
     /// One captured frame.
     pub fn packet(&mut self, frame: u64, ts_ns: u64, linktype: i32, data: &[u8]) {
-        self.s.frames += 1;
-        if self.s.first_ts_ns == 0 || ts_ns < self.s.first_ts_ns {
-            self.s.first_ts_ns = ts_ns;
+        let s = &mut self.tally.s;
+        s.frames += 1;
+        if s.first_ts_ns == 0 || ts_ns < s.first_ts_ns {
+            s.first_ts_ns = ts_ns;
         }
-        self.s.last_ts_ns = self.s.last_ts_ns.max(ts_ns);
+        s.last_ts_ns = s.last_ts_ns.max(ts_ns);
         match net::parse(linktype, data) {
             Ok(seg) => {
-                self.s.tcp_segments += 1;
-                self.segment(frame, ts_ns, &seg);
+                s.tcp_segments += 1;
+                self.segment(At { ns: ts_ns, frame }, &seg);
             }
-            Err(skip) => *self.s.skipped.entry(Skip::name(skip)).or_default() += 1,
+            Err(skip) => *s.skipped.entry(Skip::name(skip)).or_default() += 1,
         }
     }
 
-    fn segment(&mut self, frame: u64, ts: u64, seg: &Segment<'_>) {
+    fn segment(&mut self, at: At, seg: &Segment<'_>) {
         let key = if seg.src <= seg.dst {
             (seg.src, seg.dst)
         } else {
@@ -451,24 +361,26 @@ impl<O: Observer> Analyzer<O> {
         if reused {
             self.close(key);
         }
-        let max_message = self.cfg.max_message;
+        let cfg = self.tally.cfg;
         let conn = self.conns.entry(key).or_insert_with(|| {
             self.next_conn += 1;
-            self.s.connections += 1;
+            self.tally.s.connections += 1;
             let mk = || Dir {
-                tcp: Reassembler::new(self.cfg.out_of_order_limit),
-                giop: None,
+                tcp: Reassembler::new(cfg.out_of_order_limit),
                 fin: false,
-                last: (0, 0),
+                last: At::default(),
             };
             Conn {
                 id: self.next_conn,
                 addrs: [seg.src, seg.dst],
                 dirs: [mk(), mk()],
-                client: None,
-                code_sets: None,
-                pending: HashMap::new(),
-                oneway_ids: HashSet::new(),
+                observer: Observer::new(
+                    self.next_conn,
+                    ObserverConfig {
+                        max_message: cfg.max_message,
+                        max_pending: cfg.max_pending,
+                    },
+                ),
                 rst: false,
             }
         });
@@ -476,74 +388,276 @@ impl<O: Observer> Analyzer<O> {
         if seg.rst {
             conn.rst = true;
         }
-        let Dir {
-            tcp,
-            giop,
-            fin,
-            last,
-        } = &mut conn.dirs[d];
+        let Conn {
+            dirs,
+            observer,
+            addrs,
+            ..
+        } = conn;
+        let dir = &mut dirs[d];
         if seg.fin {
-            *fin = true;
+            dir.fin = true;
         }
-        *last = (frame, ts);
-        // Framed from its first byte only when the SYN was seen and the
-        // data starts right after it; otherwise GiopStream resynchronises.
-        let started = tcp.from_start || seg.syn;
-        let events = &mut self.events;
-        tcp.segment(seg.seq, seg.syn, seg.payload, &mut |del| match del {
-            Delivery::Data { pos, bytes } => {
-                let g =
-                    giop.get_or_insert_with(|| GiopStream::new(started && pos == 0, max_message));
-                g.data(pos, bytes, frame, ts, events);
-            }
-            Delivery::Gap { missing } => {
-                if let Some(g) = giop.as_mut() {
-                    g.gap(missing);
+        dir.last = at;
+        let side = side(d);
+        // A direction whose SYN was seen is framed from its first byte.
+        if seg.syn {
+            observer.from_start(side);
+        }
+        // The pending bound is over every connection: this one may hold
+        // what the others leave.
+        let before = observer.pending();
+        observer.limit_pending(before + cfg.max_pending.saturating_sub(self.pending_total));
+        let mut sink = Counting {
+            t: &mut self.tally,
+            addrs: *addrs,
+            user: &mut self.sink,
+        };
+        dir.tcp
+            .segment(seg.seq, seg.syn, seg.payload, &mut |del| match del {
+                Delivery::Data { bytes, .. } => observer.data(side, bytes, at, &mut sink),
+                Delivery::Gap { missing } => observer.gap(side, missing),
+            });
+        observer.holding(side, dir.tcp.held_bytes() > 0);
+        self.pending_total = self.pending_total + observer.pending() - before;
+    }
+
+    /// The connection ends (FIN and a new SYN, RST, or end of capture):
+    /// what TCP still holds is delivered, holes skipped; what is still
+    /// unanswered is counted so.
+    fn close(&mut self, key: ConnKey) {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let Conn {
+            dirs,
+            observer,
+            addrs,
+            ..
+        } = c;
+        // What it holds leaves the bound over every connection; what the
+        // flush adds is still within it.
+        let held = observer.pending();
+        let room = self
+            .tally
+            .cfg
+            .max_pending
+            .saturating_sub(self.pending_total);
+        observer.limit_pending(held + room);
+        self.pending_total -= held;
+        let mut sink = Counting {
+            t: &mut self.tally,
+            addrs: *addrs,
+            user: &mut self.sink,
+        };
+        for (d, dir) in dirs.iter_mut().enumerate() {
+            let (side, at) = (side(d), dir.last);
+            dir.tcp.flush(&mut |del| match del {
+                Delivery::Data { bytes, .. } => observer.data(side, bytes, at, &mut sink),
+                Delivery::Gap { missing } => observer.gap(side, missing),
+            });
+            observer.holding(side, false);
+        }
+        observer.end(&mut sink);
+        let c = self.conns.remove(&key).expect("looked up above");
+        let s = &mut self.tally.s;
+        for (d, dir) in c.dirs.iter().enumerate() {
+            s.retransmitted_bytes += dir.tcp.retransmitted_bytes;
+            s.out_of_order_segments += dir.tcp.out_of_order_segments;
+            s.gaps += dir.tcp.gaps;
+            s.missing_bytes += dir.tcp.missing_bytes;
+            let f = c.observer.framing(side(d));
+            s.resyncs += f.resyncs;
+            s.unframed_bytes += f.skipped_bytes + f.buffered as u64;
+        }
+        if !(c.dirs[0].tcp.from_start || c.dirs[1].tcp.from_start) {
+            s.mid_stream_connections += 1;
+        }
+    }
+
+    /// End of input: flush every connection; the summary, and the sink.
+    pub fn finish(mut self) -> (Summary, O) {
+        let mut keys: Vec<_> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
+        keys.sort();
+        for (_, k) in keys {
+            self.close(k);
+        }
+        let mut s = self.tally.s;
+        s.ops = self.tally.ops;
+        (s, self.sink)
+    }
+}
+
+/// An observer's events, counted, then handed to the caller's sink.
+struct Counting<'a, O> {
+    t: &'a mut Tally,
+    /// The connection's ends, to name it in findings.
+    addrs: [SocketAddr; 2],
+    user: &'a mut O,
+}
+
+/// The analysis's part of an answer and the caller's.
+fn split<U>(a: Answers<(usize, U)>) -> (Answers<usize>, Answers<U>) {
+    match a {
+        Answers::Request {
+            tag: (op, u),
+            sent,
+            latency_ns,
+        } => (
+            Answers::Request {
+                tag: op,
+                sent,
+                latency_ns,
+            },
+            Answers::Request {
+                tag: u,
+                sent,
+                latency_ns,
+            },
+        ),
+        Answers::OtherKind(Some((op, u))) => {
+            (Answers::OtherKind(Some(op)), Answers::OtherKind(Some(u)))
+        }
+        Answers::OtherKind(None) => (Answers::OtherKind(None), Answers::OtherKind(None)),
+        Answers::Unseen => (Answers::Unseen, Answers::Unseen),
+        Answers::Unknown => (Answers::Unknown, Answers::Unknown),
+    }
+}
+
+impl<O: Sink> Sink for Counting<'_, O> {
+    type Tag = (usize, O::Tag);
+
+    fn message(&mut self, seen: &Seen) {
+        let h = seen.header;
+        let s = &mut self.t.s;
+        bump(&mut s.messages, h.msg_type.name());
+        bump(&mut s.versions, &version_order_name(h.version, h.order));
+        if seen.pieces > 1 {
+            s.fragmented_messages += 1;
+            s.fragments += seen.pieces as u64 - 1;
+        }
+        s.giop_bytes += seen.wire_len;
+        let sec = self.t.per_second(seen.last.ns);
+        sec.messages += 1;
+        sec.bytes += seen.wire_len;
+        self.user.message(seen);
+    }
+
+    fn request(&mut self, ev: RequestSeen<'_>) -> Self::Tag {
+        let req = ev.request;
+        let key = req.header.target.object_key().unwrap_or_default();
+        let i = self.t.op_slot(req.header.operation(), &key);
+        let twoway = req.header.response.expects_reply();
+        let body_len = req.body.bytes.len() as u64;
+        self.t
+            .count_sent(i, req.version, ev.seen.wire_len, body_len, twoway);
+        self.t.per_second(ev.seen.first.ns).requests += 1;
+        (i, self.user.request(ev))
+    }
+
+    fn locate_request(&mut self, ev: LocateRequestSeen<'_>) -> Self::Tag {
+        self.t.s.locate_requests += 1;
+        let located = ev.request.target.object_key().unwrap_or_default();
+        let i = self.t.op_slot(LOCATE_OP, &located);
+        self.t
+            .count_sent(i, ev.seen.header.version, ev.seen.wire_len, 0, true);
+        (i, self.user.locate_request(ev))
+    }
+
+    fn reply(&mut self, ev: ReplySeen<'_, Self::Tag>) {
+        let (ours, theirs) = split(ev.answers);
+        let rep = ev.reply;
+        self.t.per_second(ev.seen.last.ns).replies += 1;
+        match ours {
+            Answers::Request {
+                tag, latency_ns, ..
+            } => {
+                let status = status_name(rep.header.status);
+                self.t
+                    .count_answer(tag, latency_ns, ev.seen.wire_len, status);
+                let st = &mut self.t.ops[tag];
+                st.reply_body_bytes += rep.body.bytes.len() as u64;
+                if let Some(x) = exception_name(rep) {
+                    *st.exceptions.entry(x).or_default() += 1;
                 }
             }
-        });
-        self.drain_events(&key, d);
-    }
-
-    fn drain_events(&mut self, key: &ConnKey, d: usize) {
-        let events = std::mem::take(&mut self.events);
-        for ev in events {
-            match ev {
-                Event::Message(m) => self.message(key, d, m),
-                Event::Finding {
-                    frame,
-                    rule,
-                    detail,
-                    bytes,
-                } => self.finding(key, frame, rule, detail, &bytes),
-            }
+            Answers::Unseen => self.t.s.unmatched_replies += 1,
+            Answers::OtherKind(_) | Answers::Unknown => {}
         }
+        self.user.reply(ReplySeen {
+            seen: ev.seen,
+            reply: rep,
+            answers: theirs,
+        });
     }
 
-    /// A finding on `key`'s connection. Its label and its copy of the
-    /// bytes are made only when it is kept: findings are rare, messages
-    /// are not.
-    fn finding(
-        &mut self,
-        key: &ConnKey,
-        frame: u64,
-        rule: &'static str,
-        detail: String,
-        bytes: &[u8],
-    ) {
-        *self.s.finding_counts.entry(rule).or_default() += 1;
-        if self.s.findings.len() < self.cfg.max_findings {
-            let connection = self.conns.get(key).map(Conn::label).unwrap_or_default();
-            self.s.findings.push(Finding {
-                frame,
-                connection,
+    fn locate_reply(&mut self, ev: LocateReplySeen<'_, Self::Tag>) {
+        let (ours, theirs) = split(ev.answers);
+        let name = ev.reply.status.name();
+        bump(&mut self.t.s.locate_replies, name);
+        match ours {
+            Answers::Request {
+                tag, latency_ns, ..
+            } => {
+                self.t.count_answer(tag, latency_ns, ev.seen.wire_len, name);
+            }
+            Answers::Unseen => self.t.s.unmatched_replies += 1,
+            Answers::OtherKind(_) | Answers::Unknown => {}
+        }
+        self.user.locate_reply(LocateReplySeen {
+            seen: ev.seen,
+            reply: ev.reply,
+            answers: theirs,
+        });
+    }
+
+    fn cancel(&mut self, seen: &Seen, request_id: u32) {
+        self.t.s.cancel_requests += 1;
+        self.user.cancel(seen, request_id);
+    }
+
+    fn close_connection(&mut self, seen: &Seen) {
+        self.t.s.close_connections += 1;
+        self.user.close_connection(seen);
+    }
+
+    fn message_error(&mut self, seen: &Seen) {
+        self.t.s.message_errors += 1;
+        self.user.message_error(seen);
+    }
+
+    fn unanswered(&mut self, (op, tag): Self::Tag, why: Unanswered) {
+        // A request whose id was reused is not counted unanswered: the
+        // answer that comes answers the later one, and which of the two
+        // it was meant for nobody can tell.
+        if why != Unanswered::Replaced {
+            self.t.ops[op].unanswered += 1;
+        }
+        self.user.unanswered(tag, why);
+    }
+
+    /// Counted by rule; kept, with the connection named client first and
+    /// a copy of the bytes, while fewer than `max_findings` are: findings
+    /// are rare, messages are not.
+    fn finding(&mut self, f: observer::Finding<'_>) {
+        let rule = f.rule.name();
+        let s = &mut self.t.s;
+        *s.finding_counts.entry(rule).or_default() += 1;
+        if s.findings.len() < self.t.cfg.max_findings {
+            let c = f.client.map_or(0, Side::index);
+            s.findings.push(Finding {
+                frame: f.at.frame,
+                connection: format!("{} -> {}", self.addrs[c], self.addrs[1 - c]),
                 rule,
-                detail,
-                bytes: bytes.to_vec(),
+                detail: f.detail.clone(),
+                bytes: f.bytes.to_vec(),
             });
         }
+        self.user.finding(f);
     }
+}
 
+impl Tally {
     /// A request (twoway or not) or a LocateRequest (twoway, no body) sent
     /// to the operation slot `i`.
     fn count_sent(
@@ -568,38 +682,14 @@ impl<O: Observer> Analyzer<O> {
         }
     }
 
-    /// `id`, sent in direction `d` of `key`'s connection, awaits its
-    /// answer. Bounded: past `max_pending` (the oldest are not known
-    /// cheaply) it counts as unanswered rather than grow; an id reused
-    /// while the first awaits its answer is a finding.
-    fn await_answer(&mut self, key: &ConnKey, d: usize, id: u32, what: PendingKind, m: &Decoded) {
-        let conn = self.conns.get_mut(key).expect("live");
-        let (PendingKind::Call { op, .. } | PendingKind::Locate { op, .. }) = what;
-        if self.pending_total >= self.cfg.max_pending {
-            self.ops[op].unanswered += 1;
-        } else if conn.pending.insert((d, id), what).is_some() {
-            self.finding(
-                key,
-                m.first_frame,
-                "duplicate-request-id",
-                format!("request id {id} reused while a request with it awaits its reply"),
-                &m.head,
-            );
-        } else {
-            self.pending_total += 1;
-        }
-    }
-
-    /// The answer (`m`, with this status) to what slot `op` sent at `ts`
-    /// arrived: counted and timed. Returns the response time.
-    fn count_answer(&mut self, op: usize, ts: u64, m: &Decoded, status: &str) -> u64 {
-        let ns = m.last_ts.saturating_sub(ts);
+    /// The answer (`wire_len` bytes, with this status) to what slot `op`
+    /// sent arrived `ns` after it: counted and timed.
+    fn count_answer(&mut self, op: usize, ns: u64, wire_len: u64, status: &str) {
         let st = &mut self.ops[op];
         st.replies += 1;
-        st.reply_bytes += m.wire_len;
+        st.reply_bytes += wire_len;
         st.latency.saturating_record(ns.clamp(1, MAX_LATENCY_NS));
         bump(&mut st.statuses, status);
-        ns
     }
 
     fn op_slot(&mut self, op: &str, key: &[u8]) -> usize {
@@ -636,333 +726,6 @@ impl<O: Observer> Analyzer<O> {
             self.s.seconds.resize(i + 1, Second::default());
         }
         &mut self.s.seconds[i]
-    }
-
-    fn message(&mut self, key: &ConnKey, d: usize, m: Decoded) {
-        let h = m.frame.header;
-        bump(&mut self.s.messages, msg_type_name(h.msg_type));
-        bump(
-            &mut self.s.versions,
-            &version_order_name(h.version, h.order),
-        );
-        if m.pieces > 1 {
-            self.s.fragmented_messages += 1;
-            self.s.fragments += m.pieces as u64 - 1;
-        }
-        self.s.giop_bytes += m.wire_len;
-        {
-            let sec = self.per_second(m.last_ts);
-            sec.messages += 1;
-            sec.bytes += m.wire_len;
-        }
-        let conn = self
-            .conns
-            .get_mut(key)
-            .expect("message of a live connection");
-        // The sender of a request is the client: set before any finding
-        // on the request names the connection client first.
-        if matches!(h.msg_type, MsgType::Request | MsgType::LocateRequest) {
-            conn.client.get_or_insert(d);
-        }
-        let connection = conn.id;
-        let opts: Options = match conn.code_sets {
-            Some(cs) if h.version.minor >= 1 => cs.options(h.version),
-            _ => default_options(h.version),
-        };
-        let msg = match Message::decode_frame(m.frame.clone(), opts) {
-            Ok(msg) => msg,
-            Err(e) => {
-                self.finding(key, m.first_frame, "decode", e.to_string(), &m.head);
-                return;
-            }
-        };
-        match msg {
-            Message::Request(req) => self.request(key, d, connection, &m, req),
-            Message::Reply(rep) => self.reply(key, d, connection, &m, rep),
-            Message::LocateRequest(lr) => {
-                self.s.locate_requests += 1;
-                let located = lr.target.object_key().unwrap_or_default();
-                let i = self.op_slot(LOCATE_OP, &located);
-                self.count_sent(i, h.version, m.wire_len, 0, true);
-                let ts = m.first_ts;
-                self.await_answer(key, d, lr.request_id, PendingKind::Locate { op: i, ts }, &m);
-                self.observer.locate_request(&LocateRequestEvent {
-                    connection,
-                    frame: m.first_frame,
-                    ts_ns: m.first_ts,
-                    version: h.version,
-                    order: h.order,
-                    request: &lr,
-                });
-            }
-            Message::LocateReply(lr) => {
-                let name = locate_status_name(&lr.status);
-                bump(&mut self.s.locate_replies, name);
-                let conn = self.conns.get_mut(key).expect("live");
-                let from_start = conn.dirs[1 - d].saw_everything();
-                let mut latency_ns = None;
-                match conn.pending.get(&(1 - d, lr.request_id)).copied() {
-                    Some(PendingKind::Locate { op, ts }) => {
-                        conn.pending.remove(&(1 - d, lr.request_id));
-                        self.pending_total -= 1;
-                        latency_ns = Some(self.count_answer(op, ts, &m, name));
-                    }
-                    // The call stays pending: its Reply may still come.
-                    Some(PendingKind::Call { .. }) => self.finding(
-                        key,
-                        m.first_frame,
-                        "locate-reply-to-request",
-                        format!(
-                            "LocateReply to request id {}, which was a Request",
-                            lr.request_id
-                        ),
-                        &m.head,
-                    ),
-                    None if from_start => self.finding(
-                        key,
-                        m.first_frame,
-                        "reply-unknown-id",
-                        format!(
-                            "LocateReply to request id {} that was never sent",
-                            lr.request_id
-                        ),
-                        &m.head,
-                    ),
-                    None => self.s.unmatched_replies += 1,
-                }
-                self.observer.locate_reply(&LocateReplyEvent {
-                    connection,
-                    frame: m.last_frame,
-                    ts_ns: m.last_ts,
-                    reply: &lr,
-                    latency_ns,
-                });
-            }
-            Message::CancelRequest { .. } => self.s.cancel_requests += 1,
-            Message::CloseConnection => {
-                self.s.close_connections += 1;
-                let conn = self.conns.get(key).expect("live");
-                if !h.version.is_12() && conn.client == Some(d) {
-                    self.finding(
-                        key,
-                        m.first_frame,
-                        "close-from-client",
-                        format!("CloseConnection sent by the client side in GIOP {}: only servers may send it before 1.2", h.version),
-                        &m.head,
-                    );
-                }
-            }
-            Message::MessageError => {
-                self.s.message_errors += 1;
-                self.finding(
-                    key,
-                    m.first_frame,
-                    "message-error",
-                    "the peer answered MessageError: it could not parse something sent to it"
-                        .into(),
-                    &m.head,
-                );
-            }
-        }
-    }
-
-    fn request(&mut self, key: &ConnKey, d: usize, connection: u64, m: &Decoded, req: Request) {
-        let h = m.frame.header;
-        let obj_key = req.header.target.object_key().unwrap_or_default();
-        let i = self.op_slot(req.header.operation(), &obj_key);
-        let body_len = req.body.bytes.len() as u64;
-        let twoway = req.header.response.expects_reply();
-        self.count_sent(i, req.version, m.wire_len, body_len, twoway);
-        self.per_second(m.first_ts).requests += 1;
-        // Code set rules.
-        if let Some(ctx) = req.header.contexts.get(1) {
-            if req.version == Version::V1_0 {
-                self.finding(
-                    key,
-                    m.first_frame,
-                    "codeset-in-1.0",
-                    "CodeSets service context in a GIOP 1.0 request: code sets are not negotiated in 1.0".into(),
-                    &m.head,
-                );
-            }
-            match CodeSetContext::decode(&ctx.data) {
-                Ok(cs) => {
-                    let conn = self.conns.get_mut(key).expect("live");
-                    match conn.code_sets {
-                        Some(prev) if prev != cs => self.finding(
-                            key,
-                            m.first_frame,
-                            "codeset-changed",
-                            format!(
-                                "CodeSets context changes the connection's code sets from char {:#010x} wchar {:#010x} to char {:#010x} wchar {:#010x}",
-                                prev.char_data, prev.wchar_data, cs.char_data, cs.wchar_data
-                            ),
-                            &m.head,
-                        ),
-                        _ => conn.code_sets = Some(cs),
-                    }
-                }
-                Err(e) => self.finding(
-                    key,
-                    m.first_frame,
-                    "codeset-context",
-                    e.to_string(),
-                    &m.head,
-                ),
-            }
-        }
-        if h.version.is_12() && !req.body.is_empty() && !req.body.offset.is_multiple_of(8) {
-            self.finding(
-                key,
-                m.first_frame,
-                "body-alignment",
-                format!(
-                    "GIOP 1.2 request body starts at offset {}, not 8-aligned",
-                    req.body.offset
-                ),
-                &m.head,
-            );
-        }
-        let id = req.header.request_id;
-        if twoway {
-            let ts = m.first_ts;
-            self.await_answer(key, d, id, PendingKind::Call { op: i, ts }, m);
-        } else {
-            let conn = self.conns.get_mut(key).expect("live");
-            if conn.oneway_ids.len() > 4096 {
-                conn.oneway_ids.clear();
-            }
-            conn.oneway_ids.insert((d, id));
-        }
-        self.observer.request(&RequestEvent {
-            connection,
-            frame: m.first_frame,
-            ts_ns: m.first_ts,
-            request: &req,
-        });
-    }
-
-    fn reply(&mut self, key: &ConnKey, d: usize, connection: u64, m: &Decoded, rep: Reply) {
-        self.per_second(m.last_ts).replies += 1;
-        let conn = self.conns.get_mut(key).expect("live");
-        let id = rep.header.request_id;
-        let from_start = conn.dirs[1 - d].saw_everything();
-        let to_oneway = conn.oneway_ids.contains(&(1 - d, id));
-        let mut latency = None;
-        match conn.pending.remove(&(1 - d, id)) {
-            Some(PendingKind::Call { op, ts }) => {
-                self.pending_total -= 1;
-                latency = Some(self.count_answer(op, ts, m, status_name(rep.header.status)));
-                let st = &mut self.ops[op];
-                st.reply_body_bytes += rep.body.bytes.len() as u64;
-                if let Some(x) = exception_name(&rep) {
-                    *st.exceptions.entry(x).or_default() += 1;
-                }
-            }
-            Some(PendingKind::Locate { .. }) => {
-                self.pending_total -= 1;
-                self.finding(
-                    key,
-                    m.first_frame,
-                    "reply-to-locate",
-                    format!("Reply to request id {id}, which was a LocateRequest"),
-                    &m.head,
-                );
-            }
-            None if to_oneway => self.finding(
-                key,
-                m.first_frame,
-                "reply-to-oneway",
-                format!("Reply to request id {id}, which was sent oneway (no response expected)"),
-                &m.head,
-            ),
-            None if from_start => self.finding(
-                key,
-                m.first_frame,
-                "reply-unknown-id",
-                format!("Reply to request id {id}, which was never sent on this connection"),
-                &m.head,
-            ),
-            None => self.s.unmatched_replies += 1,
-        }
-        if rep.version.is_12() && !rep.body.is_empty() && !rep.body.offset.is_multiple_of(8) {
-            self.finding(
-                key,
-                m.first_frame,
-                "body-alignment",
-                format!(
-                    "GIOP 1.2 reply body starts at offset {}, not 8-aligned",
-                    rep.body.offset
-                ),
-                &m.head,
-            );
-        }
-        self.observer.reply(&ReplyEvent {
-            connection,
-            frame: m.last_frame,
-            ts_ns: m.last_ts,
-            reply: &rep,
-            latency_ns: latency,
-        });
-    }
-
-    fn close(&mut self, key: ConnKey) {
-        for d in 0..2 {
-            let Some(c) = self.conns.get_mut(&key) else {
-                return;
-            };
-            let Dir {
-                tcp, giop, last, ..
-            } = &mut c.dirs[d];
-            let (frame, ts) = *last;
-            let events = &mut self.events;
-            tcp.flush(&mut |del| match del {
-                Delivery::Data { pos, bytes } => {
-                    if let Some(g) = giop.as_mut() {
-                        g.data(pos, bytes, frame, ts, events);
-                    }
-                }
-                Delivery::Gap { missing } => {
-                    if let Some(g) = giop.as_mut() {
-                        g.gap(missing)
-                    }
-                }
-            });
-            self.drain_events(&key, d);
-        }
-        let Some(c) = self.conns.remove(&key) else {
-            return;
-        };
-        for dir in &c.dirs {
-            self.s.retransmitted_bytes += dir.tcp.retransmitted_bytes;
-            self.s.out_of_order_segments += dir.tcp.out_of_order_segments;
-            self.s.gaps += dir.tcp.gaps;
-            self.s.missing_bytes += dir.tcp.missing_bytes;
-            if let Some(g) = &dir.giop {
-                self.s.resyncs += g.resyncs;
-                self.s.unframed_bytes += g.skipped_bytes + g.buffered() as u64;
-            }
-        }
-        if !(c.dirs[0].tcp.from_start || c.dirs[1].tcp.from_start) {
-            self.s.mid_stream_connections += 1;
-        }
-        for p in c.pending.values() {
-            let (PendingKind::Call { op, .. } | PendingKind::Locate { op, .. }) = p;
-            self.ops[*op].unanswered += 1;
-        }
-        self.pending_total -= c.pending.len();
-        self.observer.closed(c.id);
-    }
-
-    /// End of input: flush every connection and return the summary.
-    pub fn finish(mut self) -> (Summary, O) {
-        let mut keys: Vec<_> = self.conns.iter().map(|(k, c)| (c.id, *k)).collect();
-        keys.sort();
-        for (_, k) in keys {
-            self.close(k);
-        }
-        self.s.ops = std::mem::take(&mut self.ops);
-        (self.s, self.observer)
     }
 }
 

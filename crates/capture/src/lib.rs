@@ -1,11 +1,13 @@
 //! Passive GIOP analysis of packet captures: pcap and pcapng files are read
 //! as a stream ([`source`]), frames parsed down to TCP ([`net`]), each
-//! direction of each connection reassembled ([`tcp`]) and framed into GIOP
-//! messages ([`stream`]), which the pure GIOP layers decode; [`analysis`]
-//! pairs requests with replies and counts everything. No sockets and no
-//! results schema here: the engine (`iiopbench_engine::capture`) turns a
-//! [`Summary`] into a results document, and its replay drives a client
-//! with what an [`analysis::Observer`] is told.
+//! direction of each connection reassembled ([`tcp`]), and each
+//! connection's bytes fed to an observer of the pure GIOP core
+//! (`iiop_giop::conn::observer`), which frames the messages, pairs
+//! requests with their answers and makes the conformance findings;
+//! [`analysis`] counts what it reports. No sockets and no results schema
+//! here: the engine (`iiopbench_engine::capture`) turns a [`Summary`] into
+//! a results document, and its replay hears the observers through a sink
+//! of its own ([`Analyzer::with_sink`]).
 //!
 //! ```no_run
 //! let file = std::fs::File::open("capture.pcapng")?;
@@ -19,13 +21,10 @@
 pub mod analysis;
 pub mod net;
 pub mod source;
-pub mod stream;
 pub mod synth;
 pub mod tcp;
 
-pub use analysis::{
-    Analyzer, Config, Finding, Observer, OpStats, ReplyEvent, RequestEvent, Summary,
-};
+pub use analysis::{Analyzer, Config, Finding, NoSink, OpStats, Summary};
 
 /// Why a capture could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -48,7 +47,7 @@ pub fn analyze<R: std::io::Read + Send>(input: R, cfg: Config) -> Result<Summary
 
 /// Feed every packet of `input` to `analyzer` (several files may be fed
 /// to one analyzer, in order).
-pub fn feed<R: std::io::Read + Send, O: Observer>(
+pub fn feed<R: std::io::Read + Send, O: iiop_giop::conn::observer::Sink>(
     input: R,
     analyzer: &mut Analyzer<O>,
 ) -> Result<u64, CaptureError> {

@@ -587,3 +587,200 @@ fn locate_replies_and_replies_to_the_wrong_kind_of_request() {
         loc.latency.lowest_equivalent(100 * US)
     );
 }
+
+/// Hex with spaces and `|` ignored, as bytes.
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// An answer in another GIOP version than its request's is a finding
+/// against the peer: the bytes seen in the field (a GIOP 1.0 `ping`,
+/// request id 7, answered with a GIOP 1.2 Reply), a LocateReply of a
+/// lower version than its LocateRequest; a Reply in its request's
+/// version is not one.
+#[test]
+fn an_answer_in_another_version_than_its_request_is_a_finding() {
+    use iiop_giop::message::{
+        encode_locate_reply, encode_locate_request, LocateReply, LocateStatus,
+    };
+    let (c, s) = addrs(false);
+    let mut f = Flow::new(c, s, [100, 200]);
+    let mut segs = Vec::new();
+    for s in f.handshake() {
+        segs.push((T0, s));
+    }
+    let ping = unhex(
+        "47494f50 01 00 01 00 28000000 | 00000000 07000000 01000000 05000000 \
+         42656e6368000000 05000000 70696e6700000000 00000000",
+    );
+    let reply12 = unhex("47494f50 01 02 01 01 0c000000 | 07000000 00000000 00000000");
+    let mut locate = BytesMut::new();
+    let key = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+    encode_locate_request(&mut locate, Version::V1_2, ByteOrder::Big, 8, &key).unwrap();
+    let mut located = BytesMut::new();
+    let here = LocateReply {
+        request_id: 8,
+        status: LocateStatus::ObjectHere,
+    };
+    encode_locate_reply(&mut located, Version::V1_1, ByteOrder::Big, &here).unwrap();
+    let good = request(Version::V1_0, ByteOrder::Big, 9, "echo_long", false, 1, &[]);
+    let good_reply = reply(Version::V1_0, ByteOrder::Big, 9, 1);
+    let msgs: [(bool, &[u8]); 6] = [
+        (true, &ping),
+        (false, &reply12),
+        (true, &locate),
+        (false, &located),
+        (true, &good),
+        (false, &good_reply),
+    ];
+    for (i, (cl, m)) in msgs.iter().enumerate() {
+        for s in f.send(*cl, m, 1460) {
+            segs.push((T0 + (i as u64 + 1) * 100 * US, s));
+        }
+    }
+    let sum = run(&segs, ETHERNET);
+    let rules: Vec<(&str, u64)> = sum.findings.iter().map(|f| (f.rule, f.frame)).collect();
+    assert_eq!(rules, [("reply-version", 4), ("reply-version", 6)]);
+    assert_eq!(
+        sum.findings[0].detail,
+        "Reply in GIOP 1.2 to request id 7, a GIOP 1.0 Request: the peer's error \
+         (an answer must be in its request's GIOP version)"
+    );
+    assert_eq!(sum.findings[0].bytes, reply12);
+    assert_eq!(
+        sum.findings[1].detail,
+        "LocateReply in GIOP 1.1 to request id 8, a GIOP 1.2 LocateRequest: the peer's error \
+         (an answer must be in its request's GIOP version)"
+    );
+    // The answers are still paired and timed.
+    let ping_op = op(&sum, "ping");
+    assert_eq!((ping_op.calls, ping_op.replies), (1, 1));
+    assert_eq!(sum.finding_counts.get("reply-version"), Some(&2));
+}
+
+/// Two connections whose clients both number their calls from 1, the
+/// calls and replies interleaved: each reply is paired with its own
+/// connection's request (Wireshark pairs it with the latest request of
+/// the id on any connection). `echo_long` on one connection is answered
+/// after 300 µs, `echo_short` on the other after 100 µs, though the
+/// other's request of the same id came last.
+#[test]
+fn connections_reusing_request_ids_pair_their_own_requests() {
+    let v = Version::V1_2;
+    let o = ByteOrder::Little;
+    let server: SocketAddr = "127.0.0.1:2809".parse().unwrap();
+    let mut a = Flow::new("127.0.0.1:40001".parse().unwrap(), server, [100, 200]);
+    let mut b = Flow::new("127.0.0.1:40002".parse().unwrap(), server, [300, 400]);
+    let (ra, rb) = (
+        request(v, o, 1, "echo_long", false, 1, &[]),
+        request(v, o, 1, "echo_short", false, 1, &[]),
+    );
+    let (pa, pb) = (reply(v, o, 1, 1), reply(v, o, 1, 1));
+    let mut segs = Vec::new();
+    for s in a.handshake().into_iter().chain(b.handshake()) {
+        segs.push((T0, s));
+    }
+    for (t, s) in [
+        (0, a.send(true, &ra, 1460)),
+        (100, b.send(true, &rb, 1460)),
+        (200, b.send(false, &pb, 1460)),
+        (300, a.send(false, &pa, 1460)),
+    ] {
+        segs.extend(s.into_iter().map(|s| (T0 + t * US, s)));
+    }
+    let sum = run(&segs, ETHERNET);
+    for (name, us) in [("echo_long", 300), ("echo_short", 100)] {
+        let e = op(&sum, name);
+        assert_eq!((e.calls, e.replies, e.unanswered), (1, 1, 0), "{name}");
+        assert_eq!(
+            e.latency.max(),
+            e.latency.highest_equivalent(us * US),
+            "{name}"
+        );
+    }
+    assert!(sum.findings.is_empty(), "{:?}", sum.findings);
+}
+
+/// The capture saw the client's SYN but lost its first data segment;
+/// the segments after it wait out of order until the capture ends. They
+/// are framed from the next message start, as after any hole: the
+/// second and third calls are counted (unanswered: their replies came
+/// while they were held, and pair with nothing).
+#[test]
+fn bytes_after_a_lost_first_segment_are_framed_at_the_end() {
+    let (c, s) = addrs(false);
+    let mut f = Flow::new(c, s, [100, 200]);
+    let v = Version::V1_2;
+    let o = ByteOrder::Big;
+    let mut segs: Vec<_> = f.handshake().into_iter().map(|s| (T0, s)).collect();
+    let calls: Vec<_> = (1..=3)
+        .map(|id| request(v, o, id, "echo_long", false, 2, &[]))
+        .collect();
+    let replies: Vec<_> = (1..=3).map(|id| reply(v, o, id, 2)).collect();
+    for (i, m) in calls.iter().enumerate() {
+        // The first call's one segment is lost.
+        let sent = f.send(true, m, 1460);
+        if i > 0 {
+            segs.extend(sent.into_iter().map(|s| (T0 + i as u64 * 100 * US, s)));
+        }
+    }
+    for (i, m) in replies.iter().enumerate() {
+        let t = T0 + (i as u64 * 100 + 50) * US;
+        segs.extend(f.send(false, m, 1460).into_iter().map(|s| (t, s)));
+    }
+    let sum = run(&segs, ETHERNET);
+    let e = op(&sum, "echo_long");
+    // The replies came while the calls were held: not paired then.
+    assert_eq!((e.calls, e.replies, e.unanswered), (2, 0, 2));
+    assert_eq!(sum.unmatched_replies, 3);
+    assert_eq!((sum.gaps, sum.missing_bytes), (1, calls[0].len() as u64));
+    assert!(sum.findings.is_empty(), "{:?}", sum.findings);
+}
+
+/// The bound on calls awaiting replies is over every connection: with
+/// room for one, the first connection's call waits for its reply and the
+/// second's is counted unanswered at once (its reply then answers an id
+/// the analysis does not hold: a finding).
+#[test]
+fn the_pending_bound_is_shared_by_every_connection() {
+    let v = Version::V1_2;
+    let o = ByteOrder::Little;
+    let server: SocketAddr = "127.0.0.1:2809".parse().unwrap();
+    let mut a = Flow::new("127.0.0.1:40001".parse().unwrap(), server, [100, 200]);
+    let mut b = Flow::new("127.0.0.1:40002".parse().unwrap(), server, [300, 400]);
+    let (ra, rb) = (
+        request(v, o, 1, "echo_long", false, 1, &[]),
+        request(v, o, 1, "echo_short", false, 1, &[]),
+    );
+    let (pa, pb) = (reply(v, o, 1, 1), reply(v, o, 1, 1));
+    let mut segs = Vec::new();
+    for s in a.handshake().into_iter().chain(b.handshake()) {
+        segs.push((T0, s));
+    }
+    for s in [
+        a.send(true, &ra, 1460),
+        b.send(true, &rb, 1460),
+        b.send(false, &pb, 1460),
+        a.send(false, &pa, 1460),
+    ] {
+        segs.extend(s.into_iter().map(|s| (T0 + 10 * US, s)));
+    }
+    let mut w = PcapWriter::new(Vec::new(), ETHERNET).unwrap();
+    for (ts, s) in &segs {
+        w.segment(*ts, s).unwrap();
+    }
+    let cfg = Config {
+        max_pending: 1,
+        ..Config::default()
+    };
+    let sum = analyze(&w.into_inner()[..], cfg).unwrap();
+    let (l, s) = (op(&sum, "echo_long"), op(&sum, "echo_short"));
+    assert_eq!((l.calls, l.replies, l.unanswered), (1, 1, 0));
+    assert_eq!((s.calls, s.replies, s.unanswered), (1, 0, 1));
+    let rules: Vec<_> = sum.findings.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, ["reply-unknown-id"]);
+}

@@ -20,7 +20,7 @@
 //! (and the reader's position after it) is serde's own. Elements before
 //! the steady phase, and segmented readers (GIOP 1.1 fragments realign),
 //! go through serde too. The bytes and values are identical to serde's,
-//! which the property tests of `crates/servers/tests/fast_path_props.rs`
+//! which the property tests of `vendors/tests/fast_path_props.rs`
 //! check.
 
 use serde::{de::DeserializeOwned, Serialize};

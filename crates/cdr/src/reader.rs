@@ -190,6 +190,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether a GIOP request or reply body ends here: nothing is left but
+    /// what alignment padding can explain — fewer than 8 bytes (their
+    /// contents unchecked) that end on an 8-aligned offset, counted from
+    /// the alignment origin like all CDR alignment. The sender's 8-byte
+    /// granularity can leave them; 8 or more bytes, or bytes ending off an
+    /// 8 boundary, are data no argument or result explains. The one rule
+    /// for both directions: our servers read request bodies by it, our
+    /// client reply bodies.
+    pub fn only_padding_left(&self) -> bool {
+        let n = self.remaining();
+        n == 0 || (n < 8 && (self.align_offset() + n).is_multiple_of(8))
+    }
+
+    /// Fail with `TrailingData` unless [`only_padding_left`](Self::only_padding_left).
+    pub fn expect_body_end(&self) -> Result<()> {
+        if self.only_padding_left() {
+            Ok(())
+        } else {
+            self.expect_end()
+        }
+    }
+
     fn truncated(&self, needed: usize) -> CdrError {
         CdrError::Truncated {
             offset: self.position(),
@@ -715,6 +737,36 @@ mod tests {
     use super::*;
     use crate::Writer;
     use bytes::BytesMut;
+
+    /// The end of a body: fewer than 8 bytes up to an 8-aligned offset
+    /// are padding (zero or not); 8 or more, or ending off a boundary,
+    /// are not.
+    #[test]
+    fn only_padding_may_follow_the_last_value_of_a_body() {
+        let data = [0u8; 16];
+        // A GIOP 1.0 body whose last value ends at offset 28.
+        let at = |read: usize, len: usize| {
+            let mut r = Reader::new(&data[..len], ByteOrder::Big).with_base(24);
+            r.take(read).unwrap();
+            r
+        };
+        assert!(at(4, 4).only_padding_left(), "nothing left");
+        assert!(at(4, 8).only_padding_left(), "4 bytes to 32");
+        assert!(Reader::new(&[1, 2, 3, 4], ByteOrder::Big)
+            .with_base(28)
+            .only_padding_left());
+        assert!(!at(4, 6).only_padding_left(), "2 bytes end at 30");
+        assert!(!at(4, 16).only_padding_left(), "12 bytes");
+        assert!(!at(0, 8).only_padding_left(), "8 bytes from 24 to 32");
+        assert_eq!(
+            at(4, 6).expect_body_end(),
+            Err(CdrError::TrailingData {
+                offset: 28,
+                remaining: 2
+            })
+        );
+        assert_eq!(at(4, 8).expect_body_end(), Ok(()));
+    }
 
     #[test]
     fn reads_what_writer_wrote_with_padding() {

@@ -6,11 +6,10 @@
 //! `iiopbench_engine` library. Modules: [`opts`] (the command tree and the
 //! flags every command shares, with their conversion into the engine's
 //! plain options), [`cmd`] (one module per command, all with the same
-//! `run` signature), [`deprecated`] (old spellings), [`output`] / [`table`]
+//! `run` signature), [`output`] / [`table`]
 //! (human tables and results files), [`progress`] (the terminal spinner).
 
 pub mod cmd;
-pub mod deprecated;
 pub mod opts;
 pub mod output;
 pub mod progress;
@@ -60,18 +59,14 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-/// Entry point used by `main`: rewrite deprecated spellings (one warning
-/// line each on stderr), parse `args` and run; returns the exit status.
+/// Entry point used by `main`: parse `args` and run; returns the exit
+/// status.
 pub fn main_with_args<I, T>(args: I) -> i32
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let rewritten = deprecated::rewrite(args.into_iter().map(Into::into).collect());
-    for w in &rewritten.warnings {
-        eprintln!("{w}");
-    }
-    match Cli::try_parse_from(rewritten.args) {
+    match Cli::try_parse_from(args) {
         Ok(cli) => run(cli),
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

@@ -474,10 +474,10 @@ pub enum SkeletonArg {
 
 impl SkeletonArg {
     /// As the server's type.
-    pub fn skeleton(self) -> iiop_servers::reference::Skeleton {
+    pub fn skeleton(self) -> iiop_bench_idl::reference::Skeleton {
         match self {
-            SkeletonArg::Typed => iiop_servers::reference::Skeleton::Typed,
-            SkeletonArg::Dynamic => iiop_servers::reference::Skeleton::Dynamic,
+            SkeletonArg::Typed => iiop_bench_idl::reference::Skeleton::Typed,
+            SkeletonArg::Dynamic => iiop_bench_idl::reference::Skeleton::Dynamic,
         }
     }
 }
@@ -494,10 +494,10 @@ pub enum ServerModelArg {
 
 impl ServerModelArg {
     /// As the server's type.
-    pub fn model(self) -> iiop_servers::run::ServerModel {
+    pub fn model(self) -> iiop_transport::hosted::ServerModel {
         match self {
-            ServerModelArg::Reactor => iiop_servers::run::ServerModel::Reactor,
-            ServerModelArg::Threads => iiop_servers::run::ServerModel::Threads,
+            ServerModelArg::Reactor => iiop_transport::hosted::ServerModel::Reactor,
+            ServerModelArg::Threads => iiop_transport::hosted::ServerModel::Threads,
         }
     }
 }

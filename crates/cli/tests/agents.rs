@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiopbench_engine::hist::Latency;
 use serde_json::Value;
 

@@ -9,10 +9,8 @@ use std::sync::Arc;
 use iiop_cdr::{Reader, Writer};
 use iiop_giop::exception::Completion;
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::server::{
-    serve, Dispatch, Handler, Outcome, RequestContext, ServerConfig,
-};
 use iiop_giop::SystemException;
+use iiop_transport::server::{serve, Dispatch, Handler, Outcome, RequestContext, ServerConfig};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {

@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
-use iiop_servers::reference::Forwarding;
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_bench_idl::reference::Forwarding;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
@@ -292,7 +292,7 @@ fn serve_forward_keys_from_the_command_line() {
     let parsed: iiop_giop::ior::Ior = ior.parse().unwrap();
     let key = parsed.iiop_profile().unwrap().object_key;
     assert!(
-        key.starts_with(iiop_servers::bench::ops::POA_KEY_PREFIX),
+        key.starts_with(iiop_bench_idl::bench::ops::POA_KEY_PREFIX),
         "{key:?}"
     );
     let (code, v) = run_json(

@@ -5,20 +5,16 @@
 //! - every option that carries one of the ideas of docs/cli.md's table is
 //!   named and typed as that table says (same flag, same unit, in exactly
 //!   the commands listed), and the table here and the one in docs/cli.md
-//!   are the same, row for row; so are the units and the deprecated
-//!   spellings (`iiopbench::deprecated::RULES`);
+//!   are the same, row for row; so are the units;
 //! - a value's unit is what its parser takes: a `DURATION` takes `10s`,
 //!   and an option taking `500ms` is a `DURATION`; the same for sizes and
 //!   percentages.
-//!
-//! Old spellings keep working for a release, with one warning line each.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
 use clap::{CommandFactory, Parser};
-use iiopbench::deprecated::{self, Fix, Rule, RULES};
 use iiopbench::opts::Cli;
 
 /// One idea, its flag, its unit and the commands that have it. docs/cli.md
@@ -515,29 +511,6 @@ fn unit_row((name, how): &(&str, &str)) -> String {
     format!("| `{}` | {how} |", name.replace('|', "\\|"))
 }
 
-/// What an old spelling becomes, as docs/cli.md says it.
-fn instead(r: &Rule) -> String {
-    match r.fix {
-        Fix::Rename(n) => format!("`{n}`"),
-        Fix::RenameSeconds(n) => format!("`{n}`, a duration (`20` → `{n} 20s`)"),
-        Fix::BareSeconds(ns) => format!(
-            "a bare number of seconds: {} (`120` → `120s`)",
-            ns.iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        ),
-        Fix::BarePercent => format!("`{} 10%` for a bare `10`", r.old),
-        Fix::BareFraction => format!("`{} 5%` for a bare `0.05`", r.old),
-        Fix::ListenHost | Fix::ListenPort => "`--listen HOST:PORT`".into(),
-        Fix::SwitchToStdout => format!("`{} -` (JSON on stdout)", r.old),
-    }
-}
-
-fn rule_row(r: &Rule) -> String {
-    format!("| `{}` | `{}` | {} |", r.command, r.old, instead(r))
-}
-
 /// The table rows (`| …`) under the heading `## {title}` of docs/cli.md.
 fn doc_rows(doc: &str, title: &str) -> Vec<String> {
     let head = format!("## {title}\n");
@@ -570,7 +543,6 @@ fn same_rows(title: &str, want: Vec<String>) {
 fn docs_have_the_same_tables() {
     same_rows("One name per idea", IDEAS.iter().map(idea_row).collect());
     same_rows("Units", UNITS.iter().map(unit_row).collect());
-    same_rows("Deprecated spellings", RULES.iter().map(rule_row).collect());
 }
 
 /// Which table flag an option means, judged from its unit and help text:
@@ -807,12 +779,7 @@ fn every_help_ends_with_examples_that_parse() {
                 if words[0] != "iiopbench" {
                     continue;
                 }
-                let args = words.iter().map(Into::into).collect();
-                let r = deprecated::rewrite(args);
-                if !r.warnings.is_empty() {
-                    problems.push(format!("`{name}`: example uses old spellings: {line}"));
-                }
-                if let Err(e) = Cli::try_parse_from(&r.args) {
+                if let Err(e) = Cli::try_parse_from(&words) {
                     let e = e.render().to_string();
                     problems.push(format!(
                         "`{name}`: example does not parse: {line}\n    {}",
@@ -825,72 +792,7 @@ fn every_help_ends_with_examples_that_parse() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-#[test]
-fn every_deprecated_spelling_leads_from_a_gone_flag_to_a_present_one() {
-    let cmds: BTreeMap<String, Vec<Flag>> = commands()
-        .into_iter()
-        .map(|(p, c)| (p, flags(&c)))
-        .collect();
-    let mut problems = Vec::new();
-    for r in RULES {
-        let Some(fs) = cmds.get(r.command) else {
-            problems.push(format!("{r:?}: no command `{}`", r.command));
-            continue;
-        };
-        let find = |opt: &str| {
-            fs.iter().find(|f| match opt.strip_prefix("--") {
-                Some(l) => f.long == l,
-                None => opt.strip_prefix('-').and_then(|s| s.chars().next()) == f.short,
-            })
-        };
-        let gone = |p: &mut Vec<String>| {
-            if find(r.old).is_some() {
-                p.push(format!("`{}` still has {}", r.command, r.old));
-            }
-        };
-        let present = |new: &str, p: &mut Vec<String>| {
-            if find(new).is_none() {
-                p.push(format!(
-                    "`{}` has no {new} ({} leads there)",
-                    r.command, r.old
-                ));
-            }
-        };
-        let now = |unit: &str, p: &mut Vec<String>| {
-            if find(r.old).map(|f| f.unit.as_str()) != Some(unit) {
-                p.push(format!(
-                    "`{}` {} should now take a {unit}",
-                    r.command, r.old
-                ));
-            }
-        };
-        match r.fix {
-            Fix::Rename(n) | Fix::RenameSeconds(n) => {
-                gone(&mut problems);
-                present(n, &mut problems);
-            }
-            Fix::BareSeconds(ns) => {
-                ns.iter().for_each(|n| present(n, &mut problems));
-                now("DURATION", &mut problems);
-            }
-            Fix::BarePercent | Fix::BareFraction => now("PERCENT", &mut problems),
-            Fix::ListenHost | Fix::ListenPort => {
-                gone(&mut problems);
-                present("--listen", &mut problems);
-            }
-            Fix::SwitchToStdout => now("FILE", &mut problems),
-        }
-    }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
 // ---- through the binary -------------------------------------------------
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("iiopbench-help-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
 
 /// Run the binary in the repository root: (status, stdout, stderr).
 fn iiopbench(args: &[&str]) -> (i32, String, String) {
@@ -904,118 +806,6 @@ fn iiopbench(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// A small real results file (raw-TCP ping-pong against the embedded
-/// baseline server).
-fn results_file(name: &str) -> String {
-    let f = tmp(name);
-    let p = f.to_str().unwrap();
-    let (code, _, err) = iiopbench(&[
-        "bench",
-        "tcp",
-        "--pattern",
-        "pingpong",
-        "--size",
-        "1",
-        "--count",
-        "200",
-        "--warmup",
-        "20",
-        "--runs",
-        "2",
-        "--quiet",
-        "--json",
-        p,
-    ]);
-    assert_eq!(code, 0, "{err}");
-    p.to_string()
-}
-
-#[test]
-fn old_spellings_still_work_and_warn() {
-    let (a, b) = (results_file("a.json"), results_file("b.json"));
-    let merged = tmp("merged.json");
-    let (code, _, err) = iiopbench(&["merge", &a, &b, "-o", merged.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(
-        err.trim(),
-        "warning: `-o` is deprecated for `merge`; use `--json`"
-    );
-    assert!(merged.is_file());
-
-    let (code, out, err) = iiopbench(&["compare", &a, &b, "--noise", "10", "--runs", &a, &b]);
-    assert_eq!(code, 0, "{err}");
-    assert!(out.contains("ratio") || !out.is_empty(), "{out}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.starts_with("warning: `"))
-        .collect();
-    assert_eq!(
-        lines,
-        [
-            "warning: `--noise 10` is deprecated for `compare`; use `--noise 10%`",
-            "warning: `--runs` is deprecated for `compare`; use `--noise-from`",
-        ],
-        "{err}"
-    );
-
-    let site = tmp("site");
-    let (code, _, err) = iiopbench(&["report", &a, "--out", site.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("warning: `--out` is deprecated for `report`; use `--report`"));
-    assert!(site.join("index.html").is_file());
-
-    let ior = tmp("made.ior");
-    let (code, _, err) = iiopbench(&[
-        "ior",
-        "make",
-        "--host",
-        "h",
-        "--port",
-        "1",
-        "--key",
-        "k",
-        "--type-id",
-        "IDL:X:1.0",
-        "-o",
-        ior.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("`-o` is deprecated for `ior make`; use `--ior-file`"));
-    let (code, out, err) = iiopbench(&["ior", "decode", "--json", ior.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("`--json` without a file is deprecated for `ior decode`"));
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["profiles"][0]["iiop"]["host"], "h");
-
-    // A bare number of seconds still runs, with one warning.
-    let (code, _, err) = iiopbench(&[
-        "bench",
-        "connect",
-        "--count",
-        "3",
-        "--runs",
-        "1",
-        "--pin",
-        "none",
-        "--timeout",
-        "5",
-        "--quiet",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
-    assert_eq!(
-        lines,
-        ["warning: `--timeout 5` (seconds, no unit) is deprecated for `bench connect`; use `--timeout 5s`"],
-        "{err}"
-    );
-
-    // Today's spellings: no warning.
-    let (code, _, err) = iiopbench(&["compare", &a, &b, "--noise", "10%", "--noise-from", &a, &b]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!err.contains("warning: `"), "{err}");
-    let _ = std::fs::remove_dir_all(tmp("x").parent().unwrap());
 }
 
 #[test]
@@ -1060,14 +850,7 @@ fn check_line(origin: &str, line: &str) -> Vec<String> {
         if words.first().map(String::as_str) != Some("iiopbench") {
             continue;
         }
-        let r = deprecated::rewrite(words.iter().map(Into::into).collect());
-        if !r.warnings.is_empty() {
-            problems.push(format!(
-                "{origin}: old spelling: {line}\n    {:?}",
-                r.warnings
-            ));
-        }
-        if let Err(e) = Cli::try_parse_from(&r.args) {
+        if let Err(e) = Cli::try_parse_from(&words) {
             let e = e.render().to_string();
             problems.push(format!(
                 "{origin}: does not parse: {line}\n    {}",

@@ -8,10 +8,10 @@ mod common;
 use std::path::PathBuf;
 
 use clap::Parser;
-use iiop_servers::idl_server::{IdlServer, IdlServerOptions};
 use iiopbench::opts::{Cli, Command};
 use iiopbench_engine::dynamic::call::{call, CallOpts};
 use iiopbench_engine::dynamic::serve::{start, IdlServeOpts};
+use iiopbench_engine::dynamic::server::{IdlServer, IdlServerOptions};
 use serde_json::json;
 
 fn idl() -> PathBuf {
@@ -302,7 +302,7 @@ fn is_a_answers_for_the_interface_and_its_bases() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let c = iiop_servers::client::BenchClient::connect(srv.ior(), &Default::default())
+        let c = iiop_bench_idl::client::BenchClient::connect(srv.ior(), &Default::default())
             .await
             .unwrap();
         for (id, want) in [
@@ -438,8 +438,8 @@ fn call_without_target_uses_the_embedded_reference_server() {
 #[test]
 fn the_idl_server_serves_tls_only_and_says_so_in_its_ior() {
     use iiop_giop::ior::Ior;
-    use iiop_giop::transport::tls::{server_config, test_pki::TestPki};
-    use iiop_servers::run::TlsServer;
+    use iiop_transport::hosted::TlsServer;
+    use iiop_transport::tls::{server_config, test_pki::TestPki};
 
     let pki = TestPki::new("idl-serve");
     let o = IdlServeOpts {

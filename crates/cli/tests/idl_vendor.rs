@@ -17,11 +17,11 @@ use std::process::Command;
 
 use bytes::BytesMut;
 use clap::Parser;
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::bench::work::{Dist, Kind};
+use iiop_bench_idl::client::BenchClient;
 use iiop_cdr::{ByteOrder, Reader, Value, Writer};
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
-use iiop_servers::bench::work::{Dist, Kind};
-use iiop_servers::client::BenchClient;
 use iiopbench::opts::{Cli, Command as Cmd};
 use iiopbench_engine::dynamic::call::{call, CallOpts};
 use iiopbench_engine::dynamic::json::to_json;

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use serde_json::Value;
 
 fn root() -> PathBuf {

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use serde_json::Value;
 
 fn root() -> PathBuf {

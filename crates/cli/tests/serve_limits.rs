@@ -12,14 +12,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::bench::elements::Elem;
+use iiop_bench_idl::bench::types::{Outgoing, Payload};
+use iiop_bench_idl::bench::work::{Dist, Kind};
+use iiop_bench_idl::client::BenchClient;
 use iiop_giop::header::{Header, MsgType};
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::client::ClientConfig;
 use iiop_giop::Version;
-use iiop_servers::bench::elements::Elem;
-use iiop_servers::bench::types::{Outgoing, Payload};
-use iiop_servers::bench::work::{Dist, Kind};
-use iiop_servers::client::BenchClient;
+use iiop_transport::client::ClientConfig;
 
 /// A running `iiopbench serve`, killed on drop if still running.
 struct Serve {

@@ -19,13 +19,14 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use iiop_giop::transport::tls::test_pki::TestPki;
-use iiop_giop::transport::tls::RustlsClientConfig;
-use iiop_giop::transport::{ClientConfig, ClientError, TlsMode};
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
-use iiop_servers::client::{BenchClient, BenchError, Wait};
-use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::client::{BenchClient, BenchError, Wait};
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
+use iiop_transport::hosted::TlsServer;
+use iiop_transport::tls::test_pki::TestPki;
+use iiop_transport::tls::RustlsClientConfig;
+use iiop_transport::{ClientConfig, ClientError, TlsMode};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -432,7 +432,7 @@ fn corbaname_target_resolves_through_omninames() {
         .stderr(Stdio::null())
         .spawn()
         .expect("omniNames (scripts/install-deps installs omniorb-nameserver)");
-    let srv = iiop_servers::run::RunningServer::start(iiop_servers::run::ServerOptions {
+    let srv = iiop_bench_idl::run::RunningServer::start(iiop_bench_idl::run::ServerOptions {
         threads: 1,
         ..Default::default()
     })

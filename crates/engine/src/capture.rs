@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use iiop_capture::analysis::{Analyzer, Observer};
+use iiop_capture::analysis::Analyzer;
 use iiop_capture::{Config, OpStats, Summary};
 use serde_json::{json, Value};
 
@@ -15,7 +15,10 @@ use crate::hist::Latency;
 use crate::results::{Case, CaseParams, Outcome, Overhead, Placement, Results, TargetInfo};
 
 /// Feed every file to `a`, numbering frames across files.
-pub fn feed_files<O: Observer>(files: &[PathBuf], a: &mut Analyzer<O>) -> anyhow::Result<u64> {
+pub fn feed_files<O: iiop_giop::conn::observer::Sink>(
+    files: &[PathBuf],
+    a: &mut Analyzer<O>,
+) -> anyhow::Result<u64> {
     let mut offset = 0u64;
     for f in files {
         let file = std::fs::File::open(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;

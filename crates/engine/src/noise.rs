@@ -1335,7 +1335,7 @@ mod tests {
         let sampler = |w: &ThreadWatch| {
             let tid = lock(&w.inner.state).skip_tid;
             assert_ne!(tid, 0, "the sampler named itself before start returned");
-            iiop_servers::affinity::affinity_of(tid as libc::pid_t)
+            iiop_transport::affinity::affinity_of(tid as libc::pid_t)
         };
         let on = ThreadWatch::start_on(&[], Duration::from_millis(20), Some(&[last]));
         assert_eq!(sampler(&on), vec![last]);

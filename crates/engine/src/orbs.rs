@@ -1,4 +1,4 @@
-//! The vendor ORBs of crates/servers/ as data: which there are, where
+//! The vendor ORBs of vendors/ as data: which there are, where
 //! their scripts live (`scripts/orbs/<orb>/`: `status`, `install`,
 //! `build`, `start`, `client`, following docs/vendor-protocol.md) and what
 //! their `status` script says. Running them for a user is the command

@@ -12,7 +12,7 @@ pub fn process_cpus() -> Vec<usize> {
     static CPUS: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
     CPUS.get_or_init(|| {
         // SAFETY: getpid has no preconditions.
-        let main = iiop_servers::affinity::affinity_of(unsafe { libc::getpid() });
+        let main = iiop_transport::affinity::affinity_of(unsafe { libc::getpid() });
         if main.is_empty() {
             current_affinity()
         } else {

@@ -50,10 +50,10 @@ use std::time::{Duration, Instant};
 use crate::hist::Latency;
 use iiop_giop::conn::client::DEFAULT_SPLICE_CUTOFF;
 use iiop_giop::conn::out::{first_write, head_first_for};
-use iiop_giop::transport::blocking::{
+use iiop_transport::blocking::{
     data_segments_out, recv_spinning, segment_size, send_spinning, Spin,
 };
-use iiop_giop::transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
+use iiop_transport::tls::{rustls, RustlsClientConfig, RustlsServerConfig};
 
 /// Header size, equal to GIOP's.
 pub const HEADER: usize = 12;
@@ -792,10 +792,7 @@ impl RawClient {
             conn.complete_io(&mut sock).map_err(|e| {
                 anyhow::anyhow!(
                     "raw TLS handshake with {addr}: {}",
-                    iiop_giop::transport::tls::handshake_failure(
-                        &e,
-                        iiop_giop::transport::tls::Side::Client
-                    )
+                    iiop_transport::tls::handshake_failure(&e, iiop_transport::tls::Side::Client)
                 )
             })?;
         }
@@ -1166,7 +1163,7 @@ mod tests {
 
     #[test]
     fn tls_frames_count_every_byte_and_echo_back() {
-        let pki = iiop_giop::transport::tls::EphemeralPki::new().unwrap();
+        let pki = iiop_transport::tls::EphemeralPki::new().unwrap();
         let srv =
             RawServer::start_tls("127.0.0.1:0", SocketOpts::default(), None, pki.server).unwrap();
         let mut c = RawClient::connect_tls(
@@ -1200,8 +1197,8 @@ mod tests {
     #[test]
     fn a_tls_client_refuses_a_server_its_ca_did_not_sign() {
         let (a, b) = (
-            iiop_giop::transport::tls::EphemeralPki::new().unwrap(),
-            iiop_giop::transport::tls::EphemeralPki::new().unwrap(),
+            iiop_transport::tls::EphemeralPki::new().unwrap(),
+            iiop_transport::tls::EphemeralPki::new().unwrap(),
         );
         let srv =
             RawServer::start_tls("127.0.0.1:0", SocketOpts::default(), None, a.server).unwrap();

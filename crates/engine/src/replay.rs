@@ -25,19 +25,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use iiop_capture::analysis::{
-    locate_status_name, new_histogram, LocateReplyEvent, LocateRequestEvent, Observer, ReplyEvent,
-    RequestEvent, LOCATE_OP,
-};
+use iiop_capture::analysis::{new_histogram, LOCATE_OP};
 use iiop_capture::{Analyzer, Config};
 use iiop_cdr::{ByteOrder, CdrError, Options};
 use iiop_giop::conn::endpoint::{endpoint_for, Endpoint};
-use iiop_giop::context::{CodeSetContext, ServiceContext};
+use iiop_giop::conn::observer::{
+    Answers, LocateReplySeen, LocateRequestSeen, ReplySeen, RequestSeen, Sink,
+};
+use iiop_giop::context::ServiceContext;
 use iiop_giop::header::Version;
 use iiop_giop::message::{LocateStatus, Reply};
-use iiop_giop::transport::client::{Client, ClientConfig, ClientError, Connection};
-use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Ior, ReplyStatus, ResponseMode, Target, TargetAddress};
+use iiop_transport::client::{Client, ClientConfig, ClientError, Connection};
+use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
 use crate::hist::Latency;
@@ -182,52 +182,17 @@ impl CapRequest {
     }
 }
 
+/// What replay keeps of a capture: its requests in capture order, each
+/// with its captured answer, as the capture's observers pair them.
 #[derive(Debug, Default)]
 struct Collect {
     reqs: Vec<CapRequest>,
-    by_id: HashMap<(u64, u32), usize>,
-    in_flight: HashMap<u64, usize>,
-    /// The CodeSets context of each captured connection (its first one).
-    code_sets: HashMap<u64, CodeSetContext>,
     /// Object keys a captured LOCATION_FORWARD or OBJECT_FORWARD led to,
     /// and the key each was forwarded from.
     forwarded_from: HashMap<Bytes, Bytes>,
 }
 
 impl Collect {
-    /// A captured request (or LocateRequest) `id` on `conn`; `answered`:
-    /// it awaits an answer. Whether nothing was in flight on `conn` when
-    /// it was sent (so the replay waits for every earlier answer first).
-    fn sent(&mut self, conn: u64, id: u32, answered: bool) -> bool {
-        let inflight = self.in_flight.entry(conn).or_default();
-        let after_replies = *inflight == 0;
-        if answered {
-            *inflight += 1;
-            self.by_id.insert((conn, id), self.reqs.len());
-        }
-        after_replies
-    }
-
-    /// An answer to the captured request `id` on `conn` arrived: when
-    /// that request was captured and `ends` it, it is no longer in flight.
-    /// Its index.
-    fn answered(
-        &mut self,
-        conn: u64,
-        id: u32,
-        ends: impl Fn(&CapRequest) -> bool,
-    ) -> Option<usize> {
-        let i = *self.by_id.get(&(conn, id))?;
-        if !ends(&self.reqs[i]) {
-            return None;
-        }
-        self.by_id.remove(&(conn, id));
-        if let Some(n) = self.in_flight.get_mut(&conn) {
-            *n = n.saturating_sub(1);
-        }
-        Some(i)
-    }
-
     /// A captured forward from the object `from` to `ior`: requests to
     /// the key it forwards to are requests to `from`'s object.
     fn forwarded(&mut self, ior: &Ior, from: Bytes) {
@@ -254,15 +219,16 @@ impl Collect {
     }
 }
 
-impl Observer for Collect {
-    fn request(&mut self, ev: &RequestEvent<'_>) {
+/// A request's tag is its index in `reqs`: its answer comes back with it.
+impl Sink for Collect {
+    type Tag = usize;
+
+    fn request(&mut self, ev: RequestSeen<'_>) -> usize {
         let r = ev.request;
         let h = &r.header;
-        let after_replies = self.sent(ev.connection, h.request_id, h.response.expects_reply());
-        if let Ok(Some(cs)) = h.contexts.code_sets() {
-            self.code_sets.entry(ev.connection).or_insert(cs);
-        }
-        let opts = match self.code_sets.get(&ev.connection) {
+        // Captured bodies read with the code sets their connection's
+        // first CodeSets context chose; UTF-16 for wchar without one.
+        let opts = match ev.code_sets {
             Some(cs) => cs.options(r.version),
             None => Options {
                 wchar_rules: r.version.wchar_rules(),
@@ -270,9 +236,9 @@ impl Observer for Collect {
             },
         };
         self.reqs.push(CapRequest {
-            conn: ev.connection,
-            frame: ev.frame,
-            ts_ns: ev.ts_ns,
+            conn: ev.seen.connection,
+            frame: ev.seen.first.frame,
+            ts_ns: ev.seen.first.ns,
             version: r.version,
             order: r.body.order,
             operation: h.operation().to_string(),
@@ -283,21 +249,21 @@ impl Observer for Collect {
             body_offset: r.body.offset,
             contexts: h.contexts.0.iter().filter(|c| c.id != 1).cloned().collect(),
             opts,
-            after_replies,
+            after_replies: ev.in_flight == 0,
             segmented: r.body.segments.is_some(),
             reply: None,
             located: None,
         });
+        self.reqs.len() - 1
     }
 
-    fn locate_request(&mut self, ev: &LocateRequestEvent<'_>) {
-        let after_replies = self.sent(ev.connection, ev.request.request_id, true);
+    fn locate_request(&mut self, ev: LocateRequestSeen<'_>) -> usize {
         self.reqs.push(CapRequest {
-            conn: ev.connection,
-            frame: ev.frame,
-            ts_ns: ev.ts_ns,
-            version: ev.version,
-            order: ev.order,
+            conn: ev.seen.connection,
+            frame: ev.seen.first.frame,
+            ts_ns: ev.seen.first.ns,
+            version: ev.seen.header.version,
+            order: ev.seen.header.order,
             operation: LOCATE_OP.to_string(),
             key: ev.request.target.object_key().unwrap_or_default(),
             object: Bytes::new(),
@@ -306,40 +272,43 @@ impl Observer for Collect {
             body_offset: 0,
             contexts: Vec::new(),
             opts: Options::default(),
-            after_replies,
+            after_replies: ev.in_flight == 0,
             segmented: false,
             reply: None,
             located: None,
         });
+        self.reqs.len() - 1
     }
 
-    fn reply(&mut self, ev: &ReplyEvent<'_>) {
+    fn reply(&mut self, ev: ReplySeen<'_, usize>) {
+        // Only a Request's Reply: one to a LocateRequest ends it but
+        // answers nothing replay can compare (pcap reports it).
+        let Answers::Request {
+            tag: i, latency_ns, ..
+        } = ev.answers
+        else {
+            return;
+        };
         let r = ev.reply;
-        // A Reply to a LocateRequest ends it but answers nothing replay
-        // can compare (pcap reports it as a finding).
-        if let Some(i) = self
-            .answered(ev.connection, r.header.request_id, |_| true)
-            .filter(|&i| !self.reqs[i].is_locate())
-        {
-            if r.header.status.is_forward() {
-                if let Ok(ior) = r.forward_ior() {
-                    let from = self.reqs[i].key.clone();
-                    self.forwarded(&ior, from);
-                }
+        if r.header.status.is_forward() {
+            if let Ok(ior) = r.forward_ior() {
+                let from = self.reqs[i].key.clone();
+                self.forwarded(&ior, from);
             }
-            self.reqs[i].reply = Some(CapReply {
-                status: r.header.status,
-                exception: iiop_capture::analysis::exception_name(r),
-                body: r.body.clone(),
-                latency_ns: ev.latency_ns,
-            });
         }
+        self.reqs[i].reply = Some(CapReply {
+            status: r.header.status,
+            exception: iiop_capture::analysis::exception_name(r),
+            body: r.body.clone(),
+            latency_ns: Some(latency_ns),
+        });
     }
 
-    fn locate_reply(&mut self, ev: &LocateReplyEvent<'_>) {
-        // Only a LocateRequest's: a Request's id stays pending for its
-        // own Reply.
-        let Some(i) = self.answered(ev.connection, ev.reply.request_id, CapRequest::is_locate)
+    fn locate_reply(&mut self, ev: LocateReplySeen<'_, usize>) {
+        // Only a LocateRequest's: a Request's id still awaits its Reply.
+        let Answers::Request {
+            tag: i, latency_ns, ..
+        } = ev.answers
         else {
             return;
         };
@@ -351,7 +320,7 @@ impl Observer for Collect {
         }
         self.reqs[i].located = Some(CapLocated {
             status: ev.reply.status.clone(),
-            latency_ns: ev.latency_ns,
+            latency_ns: Some(latency_ns),
         });
     }
 }
@@ -669,7 +638,7 @@ pub fn run(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
 }
 
 fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
-    let mut a = Analyzer::with_observer(Config::default(), Collect::default());
+    let mut a = Analyzer::with_sink(Config::default(), Collect::default());
     crate::capture::feed_files(std::slice::from_ref(&o.file), &mut a)?;
     let (_, mut collected) = a.finish();
     collected.resolve_forwards();
@@ -810,8 +779,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                     .get_or_insert_with(new_histogram)
                     .saturating_record(oc.ns.max(1));
                 let Some(cap) = &r.located else { continue };
-                let (now_name, cap_name) =
-                    (locate_status_name(now), locate_status_name(&cap.status));
+                let (now_name, cap_name) = (now.name(), cap.status.name());
                 match forwarding(
                     cap.status.is_forward(),
                     now.is_forward(),
@@ -999,8 +967,8 @@ mod tests {
         buf.to_vec()
     }
 
-    /// What `replay` collects from a capture.
-    fn collect(msgs: &[(bool, Vec<u8>)]) -> Collect {
+    /// What `replay` collects from a capture, and what `pcap` counts.
+    fn collect_counted(msgs: &[(bool, Vec<u8>)]) -> (iiop_capture::Summary, Collect) {
         let mut flow = Flow::new(
             "127.0.0.1:40000".parse().unwrap(),
             "127.0.0.1:2809".parse().unwrap(),
@@ -1018,11 +986,24 @@ mod tests {
             }
         }
         let pcap = w.into_inner();
-        let mut a = Analyzer::with_observer(Config::default(), Collect::default());
+        let mut a = Analyzer::with_sink(Config::default(), Collect::default());
         iiop_capture::feed(&pcap[..], &mut a).unwrap();
-        let (_, mut c) = a.finish();
+        let (sum, mut c) = a.finish();
         c.resolve_forwards();
-        c
+        (sum, c)
+    }
+
+    /// What `replay` collects from a capture.
+    fn collect(msgs: &[(bool, Vec<u8>)]) -> Collect {
+        collect_counted(msgs).1
+    }
+
+    /// `pcap`'s figures of `op` on `key`.
+    fn op<'a>(s: &'a iiop_capture::Summary, op: &str, key: &str) -> &'a iiop_capture::OpStats {
+        s.ops
+            .iter()
+            .find(|o| o.operation == op && o.object_key == key)
+            .unwrap_or_else(|| panic!("{op} {key}: {:?}", s.ops))
     }
 
     /// omniORB's client binding a corbaloc to a short key of JacORB's or
@@ -1084,7 +1065,7 @@ mod tests {
         // and 1.0 (fixtures/giop/jacorb/README.md): forwarded to its POA key.
         let raw = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../fixtures/giop/jacorb/pcap/raw.pcap");
-        let mut a = Analyzer::with_observer(Config::default(), Collect::default());
+        let mut a = Analyzer::with_sink(Config::default(), Collect::default());
         crate::capture::feed_files(&[raw], &mut a).unwrap();
         let (sum, c) = a.finish();
         assert_eq!(sum.locate_replies.get("OBJECT_FORWARD"), Some(&2));
@@ -1101,12 +1082,14 @@ mod tests {
         assert_eq!(&c.reqs[1].object[..], b"POA/Bench");
         // A LocateReply to a Request's id leaves the call waiting for its
         // own Reply, and is no LocateRequest's answer.
-        let c = collect(&[
+        let (sum, c) = collect_counted(&[
             (true, call(1, b"Bench", true)),
             (false, forward(LocateStatus::ObjectHere)),
+            (true, call(2, b"Bench", false)),
         ]);
         assert!(!c.reqs[0].is_locate() && c.reqs[0].located.is_none());
-        assert_eq!(c.by_id.len(), 1, "the call is still pending");
+        assert!(!c.reqs[1].after_replies, "the call is still in flight");
+        assert_eq!(op(&sum, "ping", "Bench").unanswered, 1);
         // A Reply to a LocateRequest ends it (the next call waited for
         // it) without being its answer.
         let mut reply = BytesMut::new();
@@ -1121,12 +1104,14 @@ mod tests {
             |_| Ok(()),
         )
         .unwrap();
-        let c = collect(&[
+        let (sum, c) = collect_counted(&[
             (true, locate.to_vec()),
             (false, reply.to_vec()),
             (true, call(2, b"Bench", false)),
         ]);
         assert!(c.reqs[0].is_locate() && c.reqs[0].located.is_none());
-        assert!(c.reqs[1].after_replies && c.by_id.is_empty());
+        assert!(c.reqs[1].after_replies);
+        let loc = op(&sum, LOCATE_OP, "Bench");
+        assert_eq!((loc.replies, loc.unanswered), (0, 0));
     }
 }

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::Payload;
-use iiop_servers::client::BenchClient;
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::Payload;
+use iiop_bench_idl::client::BenchClient;
 
 use crate::bench::error_kind;
 use crate::bench::session::{self, Session};

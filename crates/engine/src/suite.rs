@@ -363,11 +363,11 @@ impl OrbServer {
         let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
         if let Some(cpu) = cpu {
             use std::os::unix::process::CommandExt;
-            let set = iiop_servers::affinity::cpu_set(&[cpu])?;
+            let set = iiop_transport::affinity::cpu_set(&[cpu])?;
             // SAFETY: set_current_affinity is one system call and
             // allocates nothing, so it is safe between fork and exec.
             unsafe {
-                cmd.pre_exec(move || iiop_servers::affinity::set_current_affinity(&set));
+                cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
             }
         }
         let script = Path::new(cmd.get_program()).to_path_buf();

@@ -130,7 +130,7 @@ pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
     Ok(out)
 }
 
-pub use iiop_servers::affinity::{current_affinity, pin_current_thread};
+pub use iiop_transport::affinity::{current_affinity, pin_current_thread};
 
 /// Format a CPU list compactly for humans (`0-1,3`).
 pub fn format_cpu_list(cpus: &[usize]) -> String {

@@ -6,14 +6,15 @@
 
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::client::Wait;
+use iiop_bench_idl::reference::Skeleton;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::ByteOrder;
 use iiop_giop::ior::{orb_type_name, Ior};
-use iiop_giop::transport::client::{Client, ClientConfig, TlsMode};
-use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::{Target, Version};
-use iiop_servers::client::Wait;
-use iiop_servers::reference::Skeleton;
-use iiop_servers::run::{RunningServer, ServerModel, ServerOptions};
+use iiop_transport::client::{Client, ClientConfig, TlsMode};
+use iiop_transport::hosted::ServerModel;
+use iiop_transport::naming::resolve_target;
 
 use crate::options::Sockets;
 use crate::placement::Cpus;
@@ -84,12 +85,12 @@ impl TlsOpts {
     /// The rustls client settings, when a CA was given.
     pub fn client(
         &self,
-    ) -> anyhow::Result<Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>> {
+    ) -> anyhow::Result<Option<std::sync::Arc<iiop_transport::tls::RustlsClientConfig>>> {
         let Some(ca) = &self.tls_ca else {
             return Ok(None);
         };
         let id = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
-        Ok(Some(iiop_giop::transport::tls::client_config(ca, id)?))
+        Ok(Some(iiop_transport::tls::client_config(ca, id)?))
     }
 
     /// Which connections use TLS, with the settings read from the files:
@@ -275,7 +276,7 @@ pub struct Resolved {
     pub resolve_seconds: f64,
     /// The client settings that trust the embedded server's certificate,
     /// made in memory with it (`--tls` and no `--target`).
-    pub tls_client: Option<std::sync::Arc<iiop_giop::transport::tls::RustlsClientConfig>>,
+    pub tls_client: Option<std::sync::Arc<iiop_transport::tls::RustlsClientConfig>>,
     /// `--tls-vs-plain`: the same server on a plain port (its IOR), for
     /// the plain half of every case.
     pub plain: Option<(Ior, RunningServer)>,
@@ -290,14 +291,14 @@ pub async fn resolve(
     cfg: &ClientConfig,
     s: &Sockets,
     cpus: &Cpus,
-    phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
+    phases: Option<std::sync::Arc<iiop_transport::ServerPhases>>,
 ) -> anyhow::Result<Resolved> {
     let Some(reference) = &t.target else {
         // `--tls`: the embedded server serves TLS only, with a CA and a
         // certificate made for this run; the client trusts that CA.
         let pki = match t.tls.tls || t.tls_vs_plain {
             true => Some(
-                iiop_giop::transport::tls::EphemeralPki::new()
+                iiop_transport::tls::EphemeralPki::new()
                     .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
             ),
             false => None,
@@ -321,23 +322,21 @@ pub async fn resolve(
             // connections may need, though it is the fastest round trip
             // (the raw baseline's server polls so).
             polling: match spin {
-                Some(limit) => {
-                    iiop_giop::transport::threads::Polling::after_each_message(Some(limit))
-                }
-                None => iiop_giop::transport::threads::Polling::streams(
+                Some(limit) => iiop_transport::threads::Polling::after_each_message(Some(limit)),
+                None => iiop_transport::threads::Polling::streams(
                     cpus.apart().then_some(crate::rawtcp::SERVER_SPIN),
                 ),
             },
             threads,
             cpus: Some(cpus.server_or_all()),
-            config: iiop_giop::transport::server::ServerConfig {
+            config: iiop_transport::server::ServerConfig {
                 nodelay: s.nodelay,
                 send_buffer: s.buffers_u32().0,
                 recv_buffer: s.buffers_u32().1,
                 phases,
                 ..Default::default()
             },
-            tls: pki.as_ref().map(|p| iiop_servers::run::TlsServer {
+            tls: pki.as_ref().map(|p| iiop_transport::hosted::TlsServer {
                 config: p.server.clone(),
                 client_certificates: false,
             }),

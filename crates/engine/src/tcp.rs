@@ -13,7 +13,7 @@ use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts, StreamWrites};
 use crate::results::{Case, CaseParams, Results, TargetInfo};
 use crate::target::{WaitOpts, Waiting};
 use crate::units::format_size;
-use iiop_servers::client::Wait;
+use iiop_bench_idl::client::Wait;
 
 /// Which raw-TCP pattern to run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,13 +8,14 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use bytes::BytesMut;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_capture::synth::{Flow, PcapWriter, ETHERNET};
 use iiop_cdr::{ByteOrder, Options};
 use iiop_giop::header::Version;
 use iiop_giop::message::{encode_reply, encode_request, RequestHead};
-use iiop_giop::transport::tls::test_pki::TestPki;
 use iiop_giop::{ReplyStatus, ResponseMode, TargetAddress};
-use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
+use iiop_transport::hosted::TlsServer;
+use iiop_transport::tls::test_pki::TestPki;
 use iiopbench_engine::replay::{self, ReplayOpts};
 use iiopbench_engine::target::TlsOpts;
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use iiop_servers::bench::Elem;
+use iiop_bench_idl::bench::Elem;
 use iiopbench_engine::interop::{self, suite::Verdict, InteropOpts};
 use iiopbench_engine::progress::Progress;
 
@@ -44,16 +44,17 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         rep.skip_reasons(),
         [(2, "wchar/wstring are illegal in GIOP 1.0".to_string())]
     );
-    // Everything else that passes: 23 checks of locate, exceptions,
-    // `_is_a`, counters, references, large payloads.
-    assert_eq!(rep.count(Verdict::Pass), 151);
+    // Everything else that passes: 27 checks of locate, exceptions,
+    // `_is_a`, counters, references, large payloads, and the reply's
+    // version and byte order per unfragmented set.
+    assert_eq!(rep.count(Verdict::Pass), 155);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 151);
+    assert_eq!(r.params["passed"], 155);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -62,7 +63,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 151);
+    assert_eq!(passed_cases, 155);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

@@ -439,6 +439,17 @@ impl Decoder {
             None => self.partial11.as_mut(),
         };
         let Some(p) = slot else {
+            // A Fragment follows the version of the message it continues:
+            // a 1.1 one (no request id) while only 1.2 messages are in
+            // flight, or a 1.2 one while only a 1.1 message is, continues
+            // a message of another version.
+            let other_version = match id {
+                Some(_) => self.partial11.is_some() && self.partial12.is_empty(),
+                None => !self.partial12.is_empty(),
+            };
+            if other_version {
+                return Err(GiopError::FragmentMismatch { what: "version" });
+            }
             let after = match id {
                 Some(_) => self.last_complete_12 == id,
                 None => self.any_complete_11,

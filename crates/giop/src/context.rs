@@ -132,6 +132,49 @@ impl CodeSetContext {
     }
 }
 
+/// The code sets in force on one connection, as its server side holds
+/// them (and an observer of the connection, which must read its messages
+/// the way the server does): the first CodeSets context the client sends
+/// fixes them for the connection's life. CORBA 3.0 §13.10.2.6: code sets
+/// are negotiated once per connection, when the client first uses it, not
+/// per request; §13.10.2.5 has the client send the context on its first
+/// request. A later context naming other sets therefore changes nothing:
+/// it is the client's error ([`offer`](Self::offer) says so).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionCodeSets(Option<CodeSetContext>);
+
+impl ConnectionCodeSets {
+    /// The code sets in force: the first context the client sent, if any.
+    pub fn get(&self) -> Option<CodeSetContext> {
+        self.0
+    }
+
+    /// A request carried the CodeSets context `sent`. The connection's
+    /// first context fixes its code sets; a later one that names the same
+    /// sets is harmless; one that names others is refused with the sets
+    /// kept (`Err(kept)`), which stay in force.
+    pub fn offer(&mut self, sent: CodeSetContext) -> std::result::Result<(), CodeSetContext> {
+        match self.0 {
+            Some(kept) if kept != sent => Err(kept),
+            Some(_) => Ok(()),
+            None => {
+                self.0 = Some(sent);
+                Ok(())
+            }
+        }
+    }
+
+    /// CDR options for a message of `version` on this connection: the
+    /// code sets in force from GIOP 1.1 on; [`default_options`] in GIOP
+    /// 1.0 (which negotiates none) or before any context.
+    pub fn options(&self, version: Version) -> Options {
+        match self.0 {
+            Some(cs) if version.minor >= 1 => cs.options(version),
+            _ => default_options(version),
+        }
+    }
+}
+
 /// Start reading an encapsulation held whole in `data` (byte-order octet
 /// first): the reader is positioned after that octet.
 pub(crate) fn encapsulation<'a>(data: &'a [u8], what: &'static str) -> Result<Reader<'a>> {
@@ -245,6 +288,34 @@ mod tests {
         let b = c.encode(ByteOrder::Little);
         assert_eq!(&b[..], &[1, 0, 0, 0, 1, 0, 1, 0, 9, 1, 1, 0]);
         assert_eq!(CodeSetContext::decode(&b).unwrap(), c);
+    }
+
+    /// The first context a connection carries wins; the same one again is
+    /// harmless; another is refused and changes nothing; GIOP 1.0 reads
+    /// with the defaults whatever was sent.
+    #[test]
+    fn the_first_code_sets_context_of_a_connection_stays_in_force() {
+        let utf8 = CodeSetContext {
+            char_data: CharCodeSet::Utf8.id(),
+            wchar_data: WCharCodeSet::Utf16.id(),
+        };
+        let latin1 = CodeSetContext {
+            char_data: CharCodeSet::Latin1.id(),
+            wchar_data: WCharCodeSet::Ucs2.id(),
+        };
+        let mut cs = ConnectionCodeSets::default();
+        assert_eq!(cs.get(), None);
+        assert_eq!(cs.options(Version::V1_2), default_options(Version::V1_2));
+        assert_eq!(cs.offer(utf8), Ok(()));
+        assert_eq!(cs.offer(utf8), Ok(()));
+        assert_eq!(cs.offer(latin1), Err(utf8));
+        assert_eq!(cs.get(), Some(utf8));
+        assert_eq!(cs.options(Version::V1_1).char_set, CharCodeSet::Utf8);
+        assert_eq!(
+            cs.options(Version::V1_2).wchar_set,
+            Some(WCharCodeSet::Utf16)
+        );
+        assert_eq!(cs.options(Version::V1_0), default_options(Version::V1_0));
     }
 
     #[test]

@@ -12,6 +12,8 @@ use bytes::Bytes;
 use crate::error::{GiopError, Result};
 use crate::header::Version;
 use crate::ior::{IiopProfile, Ior};
+use crate::key::unreserved;
+pub use crate::key::{escape_key, unescape};
 
 /// The IANA port of corbaloc.
 pub const DEFAULT_PORT: u16 = 2809;
@@ -70,49 +72,6 @@ pub struct Corbaname {
 pub struct NameComponent {
     pub id: String,
     pub kind: String,
-}
-
-/// Characters a corbaloc key may hold unescaped (RFC 2396 unreserved and
-/// the reserved ones the spec lets through).
-fn unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b";/:?@&=+$,-_.!~*'()".contains(&b)
-}
-
-/// %-escape an object key for a corbaloc URL.
-pub fn escape_key(key: &[u8]) -> String {
-    let mut s = String::with_capacity(key.len());
-    for &b in key {
-        if unreserved(b) && b != b'/' {
-            s.push(b as char);
-        } else {
-            s.push_str(&format!("%{b:02x}"));
-        }
-    }
-    s
-}
-
-/// Undo %-escapes.
-pub fn unescape(s: &str, what: &'static str) -> Result<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| {
-                    GiopError::reference(what, format!("bad %-escape at character {i}"))
-                })?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
 }
 
 fn parse_addr(a: &str, what: &'static str) -> Result<ObjAddr> {

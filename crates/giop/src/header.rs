@@ -53,6 +53,31 @@ impl MsgType {
         })
     }
 
+    /// The type's name as the spec spells it (`LocateReply`).
+    pub fn name(self) -> &'static str {
+        match self {
+            MsgType::Request => "Request",
+            MsgType::Reply => "Reply",
+            MsgType::CancelRequest => "CancelRequest",
+            MsgType::LocateRequest => "LocateRequest",
+            MsgType::LocateReply => "LocateReply",
+            MsgType::CloseConnection => "CloseConnection",
+            MsgType::MessageError => "MessageError",
+            MsgType::Fragment => "Fragment",
+        }
+    }
+
+    /// What a message of this type answers: a Reply a Request, a
+    /// LocateReply a LocateRequest (and must be in its version); `None`
+    /// for the other types.
+    pub fn answers(self) -> Option<MsgType> {
+        match self {
+            MsgType::Reply => Some(MsgType::Request),
+            MsgType::LocateReply => Some(MsgType::LocateRequest),
+            _ => None,
+        }
+    }
+
     /// Whether a message of this type may carry the more-fragments flag in
     /// `version` (1.1: Request/Reply; 1.2: also Locate*; Fragment itself).
     pub fn fragmentable(self, version: Version) -> bool {

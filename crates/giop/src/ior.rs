@@ -54,7 +54,7 @@ pub fn summary(ior: &Ior) -> String {
                     ip.version,
                     ip.host,
                     ip.port,
-                    crate::corbaloc::escape_key(&ip.object_key)
+                    crate::key::escape_key(&ip.object_key)
                 );
                 if let Some(t) = ip.orb_type() {
                     let _ = write!(

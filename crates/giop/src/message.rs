@@ -328,6 +328,18 @@ impl LocateStatus {
         )
     }
 
+    /// The status as GIOP names it (`OBJECT_HERE`, `OBJECT_FORWARD` …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LocateStatus::UnknownObject => "UNKNOWN_OBJECT",
+            LocateStatus::ObjectHere => "OBJECT_HERE",
+            LocateStatus::ObjectForward(_) => "OBJECT_FORWARD",
+            LocateStatus::ObjectForwardPerm(_) => "OBJECT_FORWARD_PERM",
+            LocateStatus::SystemException(_) => "LOC_SYSTEM_EXCEPTION",
+            LocateStatus::NeedsAddressingMode(_) => "LOC_NEEDS_ADDRESSING_MODE",
+        }
+    }
+
     fn code(&self) -> u32 {
         match self {
             LocateStatus::UnknownObject => 0,

@@ -5,9 +5,9 @@
 
 mod common;
 
+use iiop_bench_idl::bench::types::seq_typecode;
+use iiop_bench_idl::bench::{CallMode, Elem};
 use iiop_idl::{Direction, Options, Type};
-use iiop_servers::bench::types::seq_typecode;
-use iiop_servers::bench::{CallMode, Elem};
 
 #[test]
 fn payload_operations_and_typecodes_match_the_servers_tables() {
@@ -43,7 +43,7 @@ fn payload_operations_and_typecodes_match_the_servers_tables() {
 
 #[test]
 fn every_idl_operation_is_served_with_the_same_oneway_flag() {
-    use iiop_servers::bench::{Object, Op};
+    use iiop_bench_idl::bench::{Object, Op};
     let spec = iiop_idl::parse_file(common::bench_idl(), &Options::default()).unwrap();
     for (obj, iface) in [
         (Object::Perf, "Bench::Perf"),

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
 # Sourced by scripts/orbs/jacorb/*: paths and the java command line of the
-# JacORB vendor programs (crates/servers/jacorb). Not executable on its own.
+# JacORB vendor programs (vendors/jacorb). Not executable on its own.
 # The repository root, absolute: the scripts do not cd, so relative paths
 # given to them (--ior-file, --target FILE) keep meaning the caller's.
 JACORB_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-JACORB_PROJECT="$JACORB_ROOT/crates/servers/jacorb"
+JACORB_PROJECT="$JACORB_ROOT/vendors/jacorb"
 JACORB_TARGET="$JACORB_PROJECT/target"
 JACORB_CLASSPATH_FILE="$JACORB_TARGET/classpath.txt"
 

@@ -6,7 +6,7 @@
 # otherwise the ones the last successful `build` used, recorded in
 # target/vendor/tao/ace-root.env. Sets tao_ok=yes|no and exports
 # LD_LIBRARY_PATH=$ACE_ROOT/lib:… : the bench programs carry an RPATH to
-# it anyway (crates/servers/tao/Makefile) and link libTAO_Codeset, but
+# it anyway (vendors/tao/Makefile) and link libTAO_Codeset, but
 # tao_idl (built by ACE's makefiles without an rpath) needs it, and so does
 # any library ACE's service configurator loads at run time (-ORBSvcConf).
 tao_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)

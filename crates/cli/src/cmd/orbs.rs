@@ -1,4 +1,4 @@
-//! `iiopbench orbs`: the vendor ORBs of crates/servers/ — list what is
+//! `iiopbench orbs`: the vendor ORBs of vendors/ — list what is
 //! installed and built, install, build, start a server, run a client. Each
 //! ORB is driven through its scripts in `scripts/orbs/<orb>/`
 //! (`status`, `install`, `build`, `start`, `client`), which follow

@@ -78,15 +78,8 @@ impl CaseRunner for ThisBinary {
             .unwrap_or_default()
     }
 
-    /// Old spellings are rewritten as on the command line, with a warning
-    /// line each on stderr.
     fn check(&self, what: &str, argv: &[String]) -> anyhow::Result<()> {
-        let v = crate::deprecated::rewrite(argv.iter().map(Into::into).collect());
-        for w in &v.warnings {
-            let w = w.strip_prefix("warning: ").unwrap_or(w);
-            eprintln!("warning: {what}: {w}");
-        }
-        Cli::try_parse_from(&v.args).map_err(|e| {
+        Cli::try_parse_from(argv).map_err(|e| {
             anyhow::anyhow!(
                 "{what}: arguments do not parse: {}",
                 e.render().to_string().lines().next().unwrap_or("")
@@ -96,9 +89,7 @@ impl CaseRunner for ThisBinary {
     }
 
     fn run(&self, argv: &[String]) -> i32 {
-        // Old spellings were warned about by `check`.
-        let v = crate::deprecated::rewrite(argv.iter().map(Into::into).collect()).args;
-        match Cli::try_parse_from(&v) {
+        match Cli::try_parse_from(argv) {
             Ok(cli) => crate::run(cli),
             Err(e) => {
                 let _ = e.print();

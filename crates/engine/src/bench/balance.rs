@@ -21,10 +21,10 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
+use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
+use iiop_bench_idl::client::{BenchClient, BenchError};
+use iiop_bench_idl::dispatcher::RunningDispatcher;
 use iiop_giop::ior::Ior;
-use iiop_servers::bench::work::{Dist as WireDist, Kind};
-use iiop_servers::client::{BenchClient, BenchError};
-use iiop_servers::dispatcher::RunningDispatcher;
 use serde_json::json;
 
 use super::closed::ServiceKind;

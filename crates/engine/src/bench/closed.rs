@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use iiop_servers::bench::work::{Dist as WireDist, Kind};
+use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
 use serde_json::json;
 
 use super::session::{self, Session};

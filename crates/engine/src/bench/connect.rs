@@ -141,7 +141,7 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     }
 }
 
-type StepError = (&'static str, iiop_servers::client::BenchError);
+type StepError = (&'static str, iiop_bench_idl::client::BenchError);
 
 /// One fresh connection, every step timed (the handshake only over TLS).
 async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
@@ -160,7 +160,7 @@ async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     if exists {
         return Err((
             "first-request",
-            iiop_servers::client::BenchError::Reference(
+            iiop_bench_idl::client::BenchError::Reference(
                 "the server says the object does not exist".into(),
             ),
         ));
@@ -175,7 +175,7 @@ async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     ) {
         return Err((
             "locate",
-            iiop_servers::client::BenchError::Reference(format!("LocateReply {:?}", l.status)),
+            iiop_bench_idl::client::BenchError::Reference(format!("LocateReply {:?}", l.status)),
         ));
     }
     c.ping().await.map_err(|e| ("warm-request", e))?;

@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
+use iiop_bench_idl::client::BenchClient;
 use iiop_giop::ior::Ior;
-use iiop_servers::client::BenchClient;
 use serde_json::json;
 
 use super::session::{self, Session};

@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::{Outgoing, Payload};
-use iiop_servers::client::{BenchClient, BenchError};
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::{Outgoing, Payload};
+use iiop_bench_idl::client::{BenchClient, BenchError};
 
 use super::session::{self, Session, Shape};
 use super::throughput::parse_types;

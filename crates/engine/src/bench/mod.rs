@@ -39,9 +39,9 @@ pub enum OnError {
 }
 
 /// A short stable name for an error, used as the key of `errors`.
-pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
-    use iiop_giop::transport::client::ClientError as C;
-    use iiop_servers::client::BenchError as B;
+pub fn error_kind(e: &iiop_bench_idl::client::BenchError) -> String {
+    use iiop_bench_idl::client::BenchError as B;
+    use iiop_transport::client::ClientError as C;
     match e {
         B::Call(C::System(s)) => s.repo_id.to_string(),
         B::Call(C::User { repo_id, .. }) => repo_id.clone(),
@@ -51,6 +51,7 @@ pub fn error_kind(e: &iiop_servers::client::BenchError) -> String {
         B::Call(C::Connect { .. }) | B::Call(C::ConnectTimeout { .. }) => "connect-failed".into(),
         B::Call(C::PeerMessageError { .. }) => "peer-message-error".into(),
         B::Call(C::Protocol { .. }) => "malformed-reply".into(),
+        B::Call(C::ReplyVersion { .. }) => "reply-version".into(),
         B::Call(C::TooManyForwards { .. }) => "too-many-forwards".into(),
         B::Call(_) => "call-failed".into(),
         B::Decode { .. } => "undecodable-reply".into(),
@@ -79,7 +80,7 @@ impl CloseOnInterrupt {
     }
 
     /// Close `c`'s connection on Ctrl-C.
-    pub(crate) fn closing(c: &iiop_servers::client::BenchClient) -> CloseOnInterrupt {
+    pub(crate) fn closing(c: &iiop_bench_idl::client::BenchClient) -> CloseOnInterrupt {
         let c = c.clone();
         CloseOnInterrupt::new(move || c.close())
     }

@@ -16,8 +16,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use iiop_servers::bench::work::{Dist as WireDist, Kind};
-use iiop_servers::client::BenchClient;
+use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
+use iiop_bench_idl::client::BenchClient;
 use serde_json::json;
 
 use super::closed::ServiceKind;

@@ -13,10 +13,10 @@
 use std::rc::Rc;
 
 use bytes::BytesMut;
+use iiop_bench_idl::bench::types::{Cd, Payload};
+use iiop_bench_idl::bench::Elem;
+use iiop_bench_idl::client::BenchClient;
 use iiop_cdr::{ByteOrder, Writer};
-use iiop_servers::bench::types::{Cd, Payload};
-use iiop_servers::bench::Elem;
-use iiop_servers::client::BenchClient;
 use serde_json::json;
 
 use super::session::{self, Session};

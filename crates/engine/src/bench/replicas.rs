@@ -11,8 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
-use iiop_servers::run::{RunningServer, ServerOptions};
 
 /// Which servers to start.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use iiop_giop::transport::client::ClientConfig;
-use iiop_servers::client::BenchClient;
+use iiop_bench_idl::client::BenchClient;
+use iiop_transport::client::ClientConfig;
 
 use crate::noise::{NoiseMeter, Observed, ThreadWatch, WatchMark};
 use crate::options::{PlacementOpts, Sockets};
@@ -21,7 +21,7 @@ pub struct Session {
     pub cfg: ClientConfig,
     pub socket: Sockets,
     /// The embedded server's phase totals under `--breakdown` (E0.5).
-    pub phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>>,
+    pub phases: Option<std::sync::Arc<iiop_transport::ServerPhases>>,
     /// How connections wait for replies (`--wait-strategy`).
     pub waiting: Waiting,
     /// The forwards the first connection followed to reach the object.
@@ -124,7 +124,7 @@ impl Session {
     /// BootManager send for short keys), so no measured call pays for a
     /// forward and no oneway is lost to one; the hops are recorded in the
     /// results' target.
-    pub async fn connect(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+    pub async fn connect(&self) -> Result<BenchClient, iiop_bench_idl::client::BenchError> {
         let c = self.open().await?;
         {
             // Ctrl-C ends a resolution the server never answers.
@@ -139,7 +139,7 @@ impl Session {
     /// object's location unresolved): for timing the first request of a
     /// connection. Call [`note_forwards`](Self::note_forwards) once a
     /// request has been answered.
-    pub async fn open(&self) -> Result<BenchClient, iiop_servers::client::BenchError> {
+    pub async fn open(&self) -> Result<BenchClient, iiop_bench_idl::client::BenchError> {
         let c = BenchClient::connect_with(self.ior(), &self.cfg, self.waiting.wait).await?;
         c.set_abort(crate::interrupt::requested);
         Ok(c)
@@ -329,7 +329,7 @@ where
         .build()?;
     // The embedded server starts (on its own threads and CPUs) before the
     // client thread is pinned.
-    let phases: Option<std::sync::Arc<iiop_giop::transport::ServerPhases>> =
+    let phases: Option<std::sync::Arc<iiop_transport::ServerPhases>> =
         shape.phase_timing.then(Default::default);
     // Built once (the TLS files read once): resolving and every
     // connection of the run share it.
@@ -337,7 +337,7 @@ where
     let resolved = rt.block_on(target::resolve(t, &cfg, socket, &cpus, phases.clone()))?;
     if let Some(c) = &resolved.tls_client {
         // (The embedded server's IOR offers TLS.)
-        cfg.tls = iiop_giop::transport::TlsMode::Offered(c.clone());
+        cfg.tls = iiop_transport::TlsMode::Offered(c.clone());
     }
     results.target = resolved.info.clone();
     // Whether the connections to the target go over TLS: the cases are
@@ -520,7 +520,7 @@ pub fn tls_baseline(
     if !crate::target::over_tls(s.ior(), &s.cfg) || remote.is_some() {
         return Ok(None);
     }
-    let pki = iiop_giop::transport::tls::EphemeralPki::new()?;
+    let pki = iiop_transport::tls::EphemeralPki::new()?;
     let srv = RawServer::start_tls(
         "127.0.0.1:0",
         s.socket.raw(),

@@ -22,12 +22,12 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::client::BenchClient;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
-use iiop_giop::transport::client::Client;
-use iiop_giop::transport::naming::resolve_target;
 use iiop_giop::Target;
-use iiop_servers::client::BenchClient;
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_transport::client::Client;
+use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
 use super::replicas;

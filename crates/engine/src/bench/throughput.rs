@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiop_bench_idl::bench::types::{seq_typecode, Outgoing, Payload};
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{Reader, TypeCode, Value, Writer};
-use iiop_giop::transport::client::Prepared;
 use iiop_giop::ResponseMode;
-use iiop_servers::bench::elements::{CallMode, Elem};
-use iiop_servers::bench::types::{seq_typecode, Outgoing, Payload};
-use iiop_servers::client::{BenchClient, BenchError};
+use iiop_transport::client::Prepared;
 
 use super::session::{self, Session, Shape};
 use super::{count_error, error_kind, OnError};
@@ -878,8 +878,8 @@ impl Breakdown {
     /// embedded server's (`server_requests` is a count).
     fn into_map(
         self,
-        t: iiop_giop::transport::PhaseTotals,
-        server: Option<&iiop_giop::transport::ServerPhases>,
+        t: iiop_transport::PhaseTotals,
+        server: Option<&iiop_transport::ServerPhases>,
     ) -> BTreeMap<String, f64> {
         let mut m = BTreeMap::from([
             ("marshal".to_string(), t.marshal.as_secs_f64()),

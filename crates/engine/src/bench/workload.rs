@@ -18,7 +18,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use iiop_servers::client::BenchError;
+use iiop_bench_idl::client::BenchError;
 use serde_json::json;
 
 use super::stats::{ratio_ci95, Ci, Dist, Rng};

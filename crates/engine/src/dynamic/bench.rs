@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::Writer;
-use iiop_giop::transport::client::Prepared;
 use iiop_giop::ResponseMode;
-use iiop_servers::client::{BenchClient, BenchError};
+use iiop_transport::client::Prepared;
 
 use super::gen::GenSpec;
 use super::{IdlOpts, OpSig};
@@ -99,7 +99,7 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
             for p in sig.outputs() {
                 iiop_cdr::Value::decode(&p.tc, r)?;
             }
-            r.expect_end()
+            r.expect_body_end()
         }
     })
     .await

@@ -8,10 +8,10 @@
 
 use std::path::PathBuf;
 
-use iiop_giop::transport::client::Client;
-use iiop_giop::transport::naming::resolve_target;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::{ReplyStatus, ResponseMode, Target};
-use iiop_servers::run::{RunningServer, ServerOptions};
+use iiop_transport::client::Client;
+use iiop_transport::naming::resolve_target;
 
 use super::gen::GenSpec;
 use crate::options::Sockets;

@@ -12,13 +12,14 @@ pub mod call;
 pub mod gen;
 pub mod json;
 pub mod serve;
+pub mod server;
 
 use std::path::PathBuf;
 
 use iiop_cdr::{CdrError, Reader, Value, Writer};
 use iiop_idl::{Direction, Spec};
-pub use iiop_servers::idl_server::{OpSig, ParamSig};
 use serde_json::{Map, Value as Json};
+pub use server::{OpSig, ParamSig};
 
 /// The IDL options of `bench latency` / `bench throughput`.
 #[derive(Debug, Clone, Default)]
@@ -186,7 +187,9 @@ pub fn decode_reply(sig: &OpSig, r: &mut Reader<'_>) -> anyhow::Result<Json> {
             json::to_json(&p.tc, &v).map_err(|e| anyhow::anyhow!("{e}"))?,
         );
     }
-    r.expect_end()
+    // Alignment padding may follow the last value, as after a request's
+    // last argument (Reader::only_padding_left).
+    r.expect_body_end()
         .map_err(|e| anyhow::anyhow!("reply to {}: {e}", sig.name))?;
     Ok(Json::Object(m))
 }

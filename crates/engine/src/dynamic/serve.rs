@@ -1,5 +1,5 @@
 //! Serving any interface of an IDL file through the dynamic skeleton
-//! (`iiop_servers::idl_server`), as `iiopbench serve --idl` does: the
+//! ([`super::server`]), as `iiopbench serve --idl` does: the
 //! interface chosen, the replies' behaviour (`echo`, `sink`, or fixed
 //! replies given as JSON, docs/json-mapping.md) checked against its
 //! operations, and the server started.
@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use super::server::{Behaviour, FixedReply, IdlHandler, IdlServer, IdlServerOptions};
 use iiop_idl::{DefKind, Spec};
-use iiop_servers::idl_server::{Behaviour, FixedReply, IdlHandler, IdlServer, IdlServerOptions};
 use serde_json::Value as Json;
 
 use super::{json, load_spec, read_json_arg};

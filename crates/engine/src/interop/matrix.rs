@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use iiop_servers::run::RunningServer;
+use iiop_bench_idl::run::RunningServer;
 use serde::Serialize;
 
 use super::suite::{self, Suite, Verdict};
@@ -263,13 +263,39 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
     cell
 }
 
-/// What a vendor client's conformance JSON says.
+/// What a vendor client's conformance JSON says (docs/vendor-protocol.md).
 #[derive(Debug, serde::Deserialize)]
 struct VendorReport {
     #[serde(default)]
     checks: Vec<VendorCheck>,
     passed: usize,
     failed: usize,
+    /// Checks not run: neither passed nor failed.
+    #[serde(default)]
+    skipped: Vec<VendorSkip>,
+}
+
+/// A skipped check: its name and the reason (a bare name from clients
+/// built before skips carried their reason).
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum VendorSkip {
+    Named {
+        name: String,
+        #[serde(default)]
+        detail: String,
+    },
+    Bare(String),
+}
+
+impl VendorSkip {
+    /// `name: reason`, as the matrix lists skips.
+    fn line(&self) -> String {
+        match self {
+            VendorSkip::Named { name, detail } if !detail.is_empty() => format!("{name}: {detail}"),
+            VendorSkip::Named { name, .. } | VendorSkip::Bare(name) => name.clone(),
+        }
+    }
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -297,6 +323,7 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
                 .filter(|c| !c.pass)
                 .map(|c| format!("{}: {}", c.name, c.detail))
                 .collect();
+            cell.skipped = r.skipped.iter().map(VendorSkip::line).collect();
             let listed = r.checks.iter().filter(|c| !c.pass).count();
             if listed != r.failed {
                 cell.notes.push(format!(
@@ -609,6 +636,22 @@ mod tests {
         assert_eq!((c.passed, c.failed), (1, 1));
         assert_eq!(c.failures, vec!["echo_wchar 7: MARSHAL".to_string()]);
         assert_eq!(c.label(), "FAIL 1/2");
+        // Skips are neither passes nor failures, with their reasons (the
+        // C++ and Java clients' form; a bare name from older builds).
+        let mut s = Cell::default();
+        parse_vendor_output(
+            &mut s,
+            r#"{"orb":"o","mode":"conformance","checks":[{"name":"ping","pass":true,"detail":""}],"passed":1,"failed":0,"skipped":[{"name":"echo_wchar[0]","detail":"wchar needs the server's code sets"},"dispatch50_m00_m49"]}"#,
+        );
+        assert_eq!((s.passed, s.failed), (1, 0));
+        assert_eq!(
+            s.skipped,
+            [
+                "echo_wchar[0]: wchar needs the server's code sets",
+                "dispatch50_m00_m49"
+            ]
+        );
+        assert_eq!(s.label(), "pass 1/1");
         let mut d = Cell::default();
         parse_vendor_output(&mut d, "Segmentation fault\n");
         assert!(d.error.as_deref().unwrap().contains("Segmentation fault"));

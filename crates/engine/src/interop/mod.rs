@@ -10,8 +10,8 @@ pub mod suite;
 
 use std::time::Duration;
 
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
-use iiop_servers::run::{RunningServer, ServerOptions};
 
 use crate::progress::Progress;
 use crate::results::Results;
@@ -28,11 +28,19 @@ pub struct InteropOpts {
     pub target: Option<String>,
     /// Fewer sizes and versions (a smoke test).
     pub quick: bool,
-    /// Timeout of every request our client makes.
+    /// Timeout of every request our client makes (calibration may raise
+    /// it for a slow peer: [`suite::SuitePlan::from_rate`]).
     pub timeout: Duration,
     /// Time cap of our whole suite (in the matrix also of each vendor
     /// client's whole conformance run).
     pub max_duration: Duration,
+    /// The user gave `timeout`: it bounds every request as given, unless
+    /// `raise_limits`.
+    pub timeout_given: bool,
+    /// The user gave `max_duration`: likewise for the suite's time cap.
+    pub max_duration_given: bool,
+    /// Let calibration raise limits the user gave.
+    pub raise_limits: bool,
     /// The client's TLS settings, to reach a server that offers or demands
     /// TLS.
     pub tls: TlsOpts,
@@ -49,6 +57,9 @@ impl Default for InteropOpts {
             quick: false,
             timeout: Duration::from_secs(20),
             max_duration: Duration::from_secs(120),
+            timeout_given: false,
+            max_duration_given: false,
+            raise_limits: false,
             tls: TlsOpts::default(),
             progress: Progress::none(),
         }
@@ -62,6 +73,9 @@ impl InteropOpts {
             quick: self.quick,
             request_timeout: self.timeout.max(Duration::from_millis(1)),
             time_limit: self.max_duration.max(Duration::from_secs(1)),
+            timeout_given: self.timeout_given,
+            time_limit_given: self.max_duration_given,
+            raise_limits: self.raise_limits,
             tls: self.tls.clone(),
         }
     }

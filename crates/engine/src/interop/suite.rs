@@ -12,17 +12,17 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use iiop_bench_idl::bench::ops::PERF_ID;
+use iiop_bench_idl::bench::types::{Payload, StatsWire};
+use iiop_bench_idl::bench::work::{Dist, Kind};
+use iiop_bench_idl::bench::{CallMode, Elem};
+use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::exception::{MinorVendor, SystemException};
 use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
-use iiop_giop::transport::client::{ClientConfig, ClientError, TlsMode};
 use iiop_giop::{ResponseMode, Target, Version};
-use iiop_servers::bench::ops::PERF_ID;
-use iiop_servers::bench::types::{Payload, StatsWire};
-use iiop_servers::bench::work::{Dist, Kind};
-use iiop_servers::bench::{CallMode, Elem};
-use iiop_servers::client::{BenchClient, BenchError};
+use iiop_transport::client::{ClientConfig, ClientError, TlsMode};
 use serde::Serialize;
 
 use crate::target::TlsOpts;
@@ -106,6 +106,14 @@ pub struct SuiteOptions {
     /// The whole suite: checks not started by then are not run, and one
     /// failed check says so.
     pub time_limit: Duration,
+    /// The user gave `request_timeout` (`--timeout`): calibration keeps it
+    /// unless `raise_limits`.
+    pub timeout_given: bool,
+    /// The user gave `time_limit` (`--max-duration`): likewise.
+    pub time_limit_given: bool,
+    /// Let calibration raise limits the user gave (still at most
+    /// [`RAISE_CAP`] times them).
+    pub raise_limits: bool,
     /// The client's TLS settings, for a server that offers or demands TLS.
     pub tls: TlsOpts,
 }
@@ -116,6 +124,9 @@ impl Default for SuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(300),
+            timeout_given: false,
+            time_limit_given: false,
+            raise_limits: false,
             tls: TlsOpts::default(),
         }
     }
@@ -338,6 +349,13 @@ fn echo_sets(quick: bool) -> Vec<EchoSet> {
 pub struct Suite {
     ior: Ior,
     profile: IiopProfile,
+    /// The GIOP version the reference asks for (its IIOP profile's: 1.0
+    /// for `corbaloc:iiop:1.0@…` or no version), at most 1.2: every
+    /// connection but the echo sets' speaks it, and it is the highest the
+    /// suite sends, forwards or not. A client must not send a higher version
+    /// than the profile publishes (CORBA 3.0 §15.4.1); no check here is
+    /// about version negotiation, so the echo sets above it are skipped.
+    ceiling: Version,
     opts: SuiteOptions,
     /// `opts.tls` as the client's TLS settings, the files read once for
     /// every connection.
@@ -363,6 +381,7 @@ impl Suite {
             vec![(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
         };
         Ok(Suite {
+            ceiling: profile.version.min(V12),
             ior,
             profile,
             large,
@@ -375,17 +394,19 @@ impl Suite {
         })
     }
 
-    /// `corbaloc:iiop:1.2@HOST:PORT` of the server's main profile, or
-    /// `corbaloc:ssliop:1.2@HOST:TLSPORT` where the profile's TLS offer is
+    /// `corbaloc:iiop:V@HOST:PORT` of the server's main profile, or
+    /// `corbaloc:ssliop:V@HOST:TLSPORT` where the profile's TLS offer is
     /// required or its plain port is 0 (a TLS-only server), so the
-    /// corbaloc checks reach the server the way the reference does.
+    /// corbaloc checks reach the server the way the reference does; V is
+    /// the version the suite speaks ([`ceiling`](Self::ceiling)).
     fn corbaloc_base(&self) -> String {
         let p = &self.profile;
+        let v = self.ceiling;
         match iiop_giop::ior::tls_offer(p) {
             Some(t) if t.required() || p.port == 0 => {
-                format!("corbaloc:ssliop:1.2@{}:{}", t.host, t.port)
+                format!("corbaloc:ssliop:{v}@{}:{}", t.host, t.port)
             }
-            _ => format!("corbaloc:iiop:1.2@{}:{}", p.host, p.port),
+            _ => format!("corbaloc:iiop:{v}@{}:{}", p.host, p.port),
         }
     }
 
@@ -407,13 +428,13 @@ impl Suite {
             .map_err(|e| format!("connect: {}", describe(&e)))
     }
 
-    /// The main connection (GIOP 1.2, native order), reconnected when the
-    /// server closed it.
+    /// The main connection (the [`ceiling`](Self::ceiling) version, native
+    /// order), reconnected when the server closed it.
     async fn live(&self, slot: &mut Option<BenchClient>) -> Result<BenchClient, String> {
         if let Some(c) = slot.as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
-        let c = self.connect(V12, ByteOrder::NATIVE).await?;
+        let c = self.connect(self.ceiling, ByteOrder::NATIVE).await?;
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -457,7 +478,8 @@ impl Suite {
             let c = match self.live(&mut main).await {
                 Ok(c) => c,
                 Err(e) => {
-                    self.push(Check::new("connect GIOP 1.2", "connect").set(Verdict::Fail, e));
+                    let name = format!("connect GIOP {}", self.ceiling);
+                    self.push(Check::new(name, "connect").set(Verdict::Fail, e));
                     break;
                 }
             };
@@ -486,7 +508,7 @@ impl Suite {
     /// suite then runs against the forwarded reference — its code sets
     /// among the rest — and says which forwards it followed.
     async fn resolve_reference(&mut self) {
-        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+        let c = match self.connect(self.ceiling, ByteOrder::NATIVE).await {
             Ok(c) => c,
             // The groups below report the connect failure.
             Err(_) => return,
@@ -522,37 +544,30 @@ impl Suite {
     }
 
     /// Measure how fast the peer echoes a small payload, and size the
-    /// suite from it: per-request timeout and suite time limit are raised
-    /// (never lowered) so that a correct but slow server can finish, and
-    /// the large-payload checks shrink to just above 2 MiB when their full
-    /// size would take long. Says what it chose in a note.
+    /// suite from it ([`SuitePlan::from_rate`]): per-request timeout and
+    /// suite time limit are raised, within bounds, so that a correct but
+    /// slow server can finish, and the large-payload checks shrink to just
+    /// above 2 MiB when their full size would take long. The peer is
+    /// warmed up first and its fastest call counts ([`echo_rate`]): a
+    /// JIT-compiled peer is slow for its first calls only. Says what it
+    /// chose in a note.
     async fn calibrate(&mut self) {
-        const PROBE: u64 = 8 << 10;
-        const ROUNDS: usize = 3;
         if self.unreachable {
             return;
         }
         let mut k = Check::new("calibration: echo rate", "echo");
         k.ty = Elem::Double.token().into();
         k.size = PROBE;
-        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+        let c = match self.connect(self.ceiling, ByteOrder::NATIVE).await {
             Ok(c) => c,
             Err(_) => return,
         };
-        let p = Payload::generate(
-            Elem::Double,
-            Elem::Double.count_for_size(PROBE) as usize,
-            false,
-        );
-        // One untimed call opens the way (forwards, code sets, warm-up);
-        // the timed ones follow.
-        let mut t = Instant::now();
-        for round in 0..=ROUNDS {
-            if round == 1 {
-                t = Instant::now();
-            }
-            if let Err(x) = echo_check(&c, &p).await {
-                c.close();
+        let t = Instant::now();
+        let m = echo_rate(&c, CALIBRATION).await;
+        c.close();
+        let m = match m {
+            Ok(m) => m,
+            Err(x) => {
                 self.push(k.set(
                     Verdict::Note,
                     format!(
@@ -562,17 +577,14 @@ impl Suite {
                 ));
                 return;
             }
-        }
-        c.close();
-        let secs = t.elapsed().as_secs_f64().max(1e-6);
-        k.calls = ROUNDS as u64 + 1;
-        k.seconds = secs;
-        let rate = (PROBE * ROUNDS as u64) as f64 / secs;
-        let plan = SuitePlan::from_rate(rate, &self.opts, &self.large, self.total_echo_bytes());
+        };
+        k.calls = (m.warmup + m.timed) as u64;
+        k.seconds = t.elapsed().as_secs_f64();
+        let plan = SuitePlan::from_rate(m.rate, &self.opts, &self.large, self.total_echo_bytes());
         self.large = plan.large.clone();
-        self.opts.request_timeout = plan.request_timeout;
-        self.opts.time_limit = plan.time_limit;
-        self.push(k.set(Verdict::Note, plan.describe(rate)));
+        self.opts.request_timeout = plan.request_timeout.value;
+        self.opts.time_limit = plan.time_limit.value;
+        self.push(k.set(Verdict::Note, plan.describe(&m)));
     }
 
     /// Payload bytes the echo sets will send (each echoed back).
@@ -762,18 +774,19 @@ impl Suite {
     }
 
     /// `echo_long` with 8 bytes after its sequence (more than padding can
-    /// explain), on a connection of its own: MARSHAL, a MessageError or
-    /// a closed connection (omniORB's strictIIOP) reject it (pass); a
-    /// normal answer ignores them (a note: lenient, not forbidden).
+    /// explain: [`PADDING_RULE`]), on a connection of its own: MARSHAL, a
+    /// MessageError or a closed connection (omniORB's strictIIOP) reject
+    /// it (pass); a normal answer ignores them (a note: lenient, not
+    /// forbidden). The detail says the rule.
     async fn trailing_bytes(&mut self) {
         let mut k = Check::new(
             "echo_long with 8 bytes after the arguments -> MARSHAL",
             "twoway",
         );
         k.ty = "long".into();
-        k.giop = "1.2".into();
+        k.giop = self.ceiling.to_string();
         k.calls = 1;
-        let c = match self.connect(V12, ByteOrder::NATIVE).await {
+        let c = match self.connect(self.ceiling, ByteOrder::NATIVE).await {
             Ok(c) => c,
             Err(e) => {
                 self.push(k.set(Verdict::Fail, e));
@@ -792,7 +805,9 @@ impl Suite {
             .await;
         k.seconds = t.elapsed().as_secs_f64();
         c.close();
-        self.push(trailing_verdict(k, r));
+        let k = trailing_verdict(k, r);
+        let detail = format!("{}; {PADDING_RULE}", k.detail);
+        self.push(Check { detail, ..k });
     }
 
     async fn counters(&mut self, c: &BenchClient) {
@@ -923,7 +938,7 @@ impl Suite {
             let p = ior
                 .iiop_profile()
                 .ok_or_else(|| "returned reference has no IIOP profile".to_string())?;
-            let s = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
+            let s = BenchClient::connect(&ior, &self.cfg(self.ceiling, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect to {}:{}: {}", p.host, p.port, describe(&e)))?;
             s.call("op", |_| Ok(()))
@@ -946,7 +961,7 @@ impl Suite {
         let k = Check::new("LocateRequest(corbaloc key Bench)", "locate");
         let r = async {
             let ior = load_target(&format!("{base}/Bench")).map_err(|e| e.to_string())?;
-            let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
+            let d = BenchClient::connect(&ior, &self.cfg(self.ceiling, ByteOrder::NATIVE, None))
                 .await
                 .map_err(|e| format!("connect: {}", describe(&e)))?;
             let l = d.locate().await.map_err(|e| e.to_string())?;
@@ -972,9 +987,10 @@ impl Suite {
             let k = Check::new(format!("corbaloc {key}: {}", ops.join(", ")), "twoway");
             let r = async {
                 let ior = load_target(&url).map_err(|e| e.to_string())?;
-                let d = BenchClient::connect(&ior, &self.cfg(V12, ByteOrder::NATIVE, None))
-                    .await
-                    .map_err(|e| format!("connect: {}", describe(&e)))?;
+                let d =
+                    BenchClient::connect(&ior, &self.cfg(self.ceiling, ByteOrder::NATIVE, None))
+                        .await
+                        .map_err(|e| format!("connect: {}", describe(&e)))?;
                 for op in ops {
                     d.call(op, |_| Ok(()))
                         .await
@@ -1004,7 +1020,7 @@ impl Suite {
             );
             k.ty = e.token().into();
             k.size = p.counted_bytes(CharCodeSet::Latin1);
-            k.giop = "1.2".into();
+            k.giop = self.ceiling.to_string();
             k.calls = 1;
             let t = Instant::now();
             let r = echo_check(c, &p).await;
@@ -1016,14 +1032,39 @@ impl Suite {
         }
     }
 
-    /// Which byte order the server answers in: its own choice (a note
-    /// when it is not the request's).
-    async fn reply_order(&mut self, set: &EchoSet, c: &BenchClient) {
-        let mut k = Check::new(format!("reply byte order {}", set.label()), "twoway");
-        k.giop = set.version.to_string();
-        k.order = order_name(set.order).into();
-        k.calls = 1;
+    /// A `ping` on the set's connection: its reply must be in the
+    /// request's GIOP version (our client refuses any other and names both:
+    /// the peer's error), and its byte order is the server's choice (a
+    /// note when it is not the request's).
+    async fn reply_checks(&mut self, set: &EchoSet, c: &BenchClient) {
         let r = c.request("ping", ResponseMode::Twoway, |_| Ok(())).await;
+        let named = |name: String| {
+            let mut k = Check::new(name, "twoway");
+            k.giop = set.version.to_string();
+            k.order = order_name(set.order).into();
+            k.calls = 1;
+            k
+        };
+        let k = named(format!("reply GIOP version {}", set.label()));
+        self.push(match &r {
+            Ok(Some(reply)) if reply.version == set.version => k.set(
+                Verdict::Pass,
+                format!("GIOP {}, the request's", reply.version),
+            ),
+            Ok(Some(reply)) => k.set(
+                Verdict::Fail,
+                format!(
+                    "reply in GIOP {} to a GIOP {} request (the peer's error)",
+                    reply.version, set.version
+                ),
+            ),
+            Ok(None) => k.set(Verdict::Fail, "no reply to ping"),
+            Err(BenchError::Call(e @ ClientError::ReplyVersion { .. })) => {
+                k.set(Verdict::Fail, e.to_string())
+            }
+            Err(e) => k.set(Verdict::Fail, format!("ping: {e}")),
+        });
+        let k = named(format!("reply byte order {}", set.label()));
         self.push(match r {
             Ok(Some(reply)) if reply.body.order == set.order => {
                 k.set(Verdict::Pass, "the request's byte order")
@@ -1043,6 +1084,21 @@ impl Suite {
 
     async fn echo_set(&mut self, set: &EchoSet) {
         let label = set.label();
+        if set.version > self.ceiling {
+            let mut k = Check::new(format!("echo {label}"), "echo");
+            k.giop = set.version.to_string();
+            k.order = order_name(set.order).into();
+            self.push(k.set(
+                Verdict::Skip,
+                format!(
+                    "not sent: the reference asks for GIOP {}, and a client sends no higher version \
+                     than the server's profile publishes (CORBA 3.0 §15.4.1); no check is about \
+                     version negotiation",
+                    self.ceiling
+                ),
+            ));
+            return;
+        }
         let cfg = self.cfg(set.version, set.order, set.fragment);
         let mut client = match BenchClient::connect(&self.ior, &cfg).await {
             Ok(c) => c,
@@ -1054,9 +1110,12 @@ impl Suite {
                 return;
             }
         };
+        // The wide checks that ran in this set: each one's index, and
+        // whether the server refused it cleanly (GIOP 1.1).
+        let mut wide: Vec<(usize, Elem, bool)> = Vec::new();
         for e in Elem::ALL {
             if self.expired() {
-                return;
+                break;
             }
             let mut k = Check::new(format!("echo {} {label}", e.token()), "echo");
             k.ty = e.token().into();
@@ -1104,24 +1163,18 @@ impl Suite {
                 .map(|n| n.to_string())
                 .collect::<Vec<_>>()
                 .join(",");
+            if e.is_wide() {
+                let refused = fail.as_ref().is_some_and(|x| refuses_wide(set, x));
+                wide.push((self.checks.len(), e, refused));
+            }
             self.push(match fail {
                 None => k.set(Verdict::Pass, format!("{list} elements exact")),
                 // GIOP 1.1's wchar encoding was ill-defined (fixed by 1.2);
                 // an ORB that cleanly refuses wide types there is limited,
                 // not wrong on the wire.
-                Some(x)
-                    if e.is_wide()
-                        && set.version == V11
-                        && matches!(
-                            x.exception.as_deref(),
-                            Some("BAD_PARAM" | "NO_IMPLEMENT" | "CODESET_INCOMPATIBLE" | "MARSHAL")
-                        ) =>
-                {
-                    k.set(
-                        Verdict::Note,
-                        format!("server supports no wchar/wstring in GIOP 1.1: {}", x.detail),
-                    )
-                }
+                // Which wide type was refused is said once the set is
+                // done (wide_refusals).
+                Some(x) if e.is_wide() && refuses_wide(set, &x) => k.set(Verdict::Note, x.detail),
                 // TAO 2.2.1 and Yoko 1.4 read BOM-less UTF-16 as big-endian
                 // in a little-endian GIOP 1.1 message (1.2's rule; 1.1 left
                 // the order of wide data ill-defined): named, with the bytes.
@@ -1138,10 +1191,66 @@ impl Suite {
                 Some(x) => k.set(Verdict::Fail, x.detail),
             });
         }
+        self.wide_refusals(&wide);
         if set.fragment.is_none() && !self.expired() {
-            self.reply_order(set, &client).await;
+            self.reply_checks(set, &client).await;
         }
     }
+
+    /// Say what the server refused among one set's wide checks (`wide`:
+    /// each one's index, type and whether it was refused cleanly):
+    /// "supports no wchar/wstring" only when it refused every one that
+    /// ran; otherwise the type and operation refused, next to those that
+    /// passed (an ORB whose `sequence<wchar>` decoder is broken may carry
+    /// `wstring` fine).
+    fn wide_refusals(&mut self, wide: &[(usize, Elem, bool)]) {
+        let passed: Vec<String> = wide
+            .iter()
+            .filter(|&&(i, _, _)| self.checks[i].verdict == Verdict::Pass)
+            .map(|&(_, e, _)| e.op_name(CallMode::Echo).to_string())
+            .collect();
+        let all_refused = wide.iter().all(|w| w.2);
+        for &(i, e, refused) in wide {
+            if !refused {
+                continue;
+            }
+            let k = &mut self.checks[i];
+            k.detail = if all_refused {
+                format!(
+                    "server supports no wchar/wstring in GIOP 1.1 (it refused every wide check): {}",
+                    k.detail
+                )
+            } else if passed.is_empty() {
+                format!(
+                    "server refused sequence<{}> ({}) in GIOP 1.1: {}",
+                    e.token(),
+                    e.op_name(CallMode::Echo),
+                    k.detail
+                )
+            } else {
+                format!(
+                    "server refused sequence<{}> ({}) in GIOP 1.1 while {} passed: not a lack of \
+                     wide character support, {} alone: {}",
+                    e.token(),
+                    e.op_name(CallMode::Echo),
+                    passed.join(", "),
+                    e.op_name(CallMode::Echo),
+                    k.detail
+                )
+            };
+        }
+    }
+}
+
+/// Whether an echo failure is a clean refusal of wide data in GIOP 1.1
+/// (its wchar encoding was ill-defined, fixed by 1.2: an ORB that refuses
+/// wide types there with an exception is limited, not wrong on the wire).
+fn refuses_wide(set: &EchoSet, x: &EchoFail) -> bool {
+    set.version == V11
+        && matches!(
+            x.exception.as_deref(),
+            Some("BAD_PARAM" | "NO_IMPLEMENT" | "CODESET_INCOMPATIBLE" | "MARSHAL")
+        )
 }
 
 /// `, after OBJECT_FORWARD from … to …` for a client that followed
@@ -1155,18 +1264,139 @@ fn hops_text(c: &BenchClient) -> String {
 }
 
 /// Forwards in order: `A; then B`.
-fn chain_text(hops: &[iiop_servers::client::Hop]) -> String {
+fn chain_text(hops: &[iiop_bench_idl::client::Hop]) -> String {
     hops.iter()
         .map(|h| h.to_string())
         .collect::<Vec<_>>()
         .join("; then ")
 }
 
+/// Payload bytes of the calibration echo (doubles).
+const PROBE: u64 = 8 << 10;
+
+/// How calibration measures a peer: calls before any is timed, timed
+/// calls (the fastest counts), and a time budget after which it stops
+/// with what it has (at least one timed call).
+#[derive(Debug, Clone, Copy)]
+pub struct Calibration {
+    pub warmup: usize,
+    pub rounds: usize,
+    pub budget: Duration,
+}
+
+/// Five calls to warm up (JacORB's JIT needs a few before the echo path
+/// runs compiled), seven timed, ten seconds at most (half for warming up).
+pub const CALIBRATION: Calibration = Calibration {
+    warmup: 5,
+    rounds: 7,
+    budget: Duration::from_secs(10),
+};
+
+/// What calibration measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Payload bytes per second of the fastest timed call.
+    pub rate: f64,
+    /// Its time.
+    pub best: Duration,
+    /// Untimed and timed calls made.
+    pub warmup: usize,
+    pub timed: usize,
+}
+
+/// Echo [`PROBE`] bytes of doubles as `cal` says and take the fastest
+/// timed call: the peer's pace once warm, not its first calls' (a JIT
+/// compiles after them; connection set-up, forwards and code sets fall
+/// on the first). The first failed call ends it.
+pub async fn echo_rate(c: &BenchClient, cal: Calibration) -> Result<Measured, EchoFail> {
+    let p = Payload::generate(
+        Elem::Double,
+        Elem::Double.count_for_size(PROBE) as usize,
+        false,
+    );
+    let start = Instant::now();
+    let mut warmup = 0;
+    while warmup < cal.warmup.max(1) && (warmup == 0 || start.elapsed() < cal.budget / 2) {
+        echo_check(c, &p).await?;
+        warmup += 1;
+    }
+    let mut best = Duration::MAX;
+    let mut timed = 0;
+    while timed < cal.rounds.max(1) && (timed == 0 || start.elapsed() < cal.budget) {
+        let t = Instant::now();
+        echo_check(c, &p).await?;
+        best = best.min(t.elapsed());
+        timed += 1;
+    }
+    Ok(Measured {
+        rate: PROBE as f64 / best.as_secs_f64().max(1e-6),
+        best,
+        warmup,
+        timed,
+    })
+}
+
+/// How far calibration may raise a limit: at most this many times what it
+/// starts from (the user's value, or the default).
+pub const RAISE_CAP: u32 = 3;
+
+/// A limit as calibration decided it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    /// What the run uses.
+    pub value: Duration,
+    /// What the peer's rate asks for.
+    pub wanted: Duration,
+    /// What it started from.
+    pub base: Duration,
+    /// The user gave `base` and did not let calibration raise it.
+    pub fixed: bool,
+}
+
+impl Limit {
+    /// `wanted` within bounds: `base` as it is when the user gave it
+    /// (`given`) without `raise`; otherwise at least `base` and at most
+    /// [`RAISE_CAP`] times it.
+    pub fn decide(wanted: Duration, base: Duration, given: bool, raise: bool) -> Limit {
+        let fixed = given && !raise;
+        let value = if fixed {
+            base
+        } else {
+            wanted.clamp(base, base * RAISE_CAP)
+        };
+        Limit {
+            value,
+            wanted,
+            base,
+            fixed,
+        }
+    }
+
+    /// `2 s as given (this rate asks for 35 s: --raise-limits lets calibration raise it)` …
+    fn describe(&self, flag: &str) -> String {
+        let s = |d: Duration| format!("{:.0} s", d.as_secs_f64().ceil());
+        let (v, w, b) = (s(self.value), s(self.wanted), s(self.base));
+        if self.fixed {
+            if self.wanted > self.base {
+                format!("{v} as given (this rate asks for {w}: --raise-limits lets calibration raise it)")
+            } else {
+                format!("{v} as given")
+            }
+        } else if self.value == self.base {
+            format!("{v} (not raised)")
+        } else if self.value < self.wanted {
+            format!("{v} (raised from {b} and capped at {RAISE_CAP}x; this rate asks for {w}: give a larger {flag})")
+        } else {
+            format!("{v} (raised from {b} for this rate)")
+        }
+    }
+}
+
 /// Timeouts and sizes chosen from a peer's measured echo rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuitePlan {
-    pub request_timeout: Duration,
-    pub time_limit: Duration,
+    pub request_timeout: Limit,
+    pub time_limit: Limit,
     pub large: Vec<(Elem, u64)>,
     /// The large payloads were scaled down.
     pub scaled: bool,
@@ -1178,10 +1408,12 @@ pub const ABOVE_2MIB: u64 = (2 << 20) + (64 << 10);
 
 impl SuitePlan {
     /// The plan for a peer that echoes `rate` payload bytes per second:
-    /// a large payload that would take over 30 s shrinks to
-    /// [`ABOVE_2MIB`]; each request may take 4x its expected time (plus
-    /// 2 s); the suite 3x the expected time of everything (plus 60 s).
-    /// Neither limit falls below `opts`.
+    /// each request may take 4x its expected time (plus 2 s), the suite 3x
+    /// the expected time of everything (plus 60 s), each within
+    /// [`Limit::decide`] (a limit the user gave stays as given unless
+    /// `opts.raise_limits`; no limit is raised beyond [`RAISE_CAP`] times
+    /// its start, nor lowered). A large payload shrinks to [`ABOVE_2MIB`]
+    /// when it would take over 30 s, or over half the request timeout.
     pub fn from_rate(
         rate: f64,
         opts: &SuiteOptions,
@@ -1190,25 +1422,43 @@ impl SuitePlan {
     ) -> SuitePlan {
         let rate = rate.max(1.0);
         let secs = |b: u64| b as f64 / rate;
-        let scaled = large.iter().any(|&(_, b)| secs(b) > 30.0);
-        let large: Vec<(Elem, u64)> = large
-            .iter()
-            .map(|&(e, b)| (e, if secs(b) > 30.0 { b.min(ABOVE_2MIB) } else { b }))
-            .collect();
+        let per = |b: u64| Duration::from_secs_f64(4.0 * secs(b) + 2.0);
+        let shrink = |large: &[(Elem, u64)], too_long: &dyn Fn(u64) -> bool| -> Vec<(Elem, u64)> {
+            large
+                .iter()
+                .map(|&(e, b)| (e, if too_long(b) { b.min(ABOVE_2MIB) } else { b }))
+                .collect()
+        };
+        let large = shrink(large, &|b| secs(b) > 30.0);
         let biggest = large.iter().map(|&(_, b)| b).max().unwrap_or(0);
-        let per_request = Duration::from_secs_f64(4.0 * secs(biggest) + 2.0);
+        let request_timeout = Limit::decide(
+            per(biggest),
+            opts.request_timeout,
+            opts.timeout_given,
+            opts.raise_limits,
+        );
+        let large = shrink(&large, &|b| {
+            2.0 * secs(b) > request_timeout.value.as_secs_f64()
+        });
+        let scaled = large.iter().any(|&(_, b)| b == ABOVE_2MIB);
         let all: u64 = echo_bytes + large.iter().map(|&(_, b)| b).sum::<u64>();
-        let total = Duration::from_secs_f64(3.0 * secs(all) + 60.0);
+        let time_limit = Limit::decide(
+            Duration::from_secs_f64(3.0 * secs(all) + 60.0),
+            opts.time_limit,
+            opts.time_limit_given,
+            opts.raise_limits,
+        );
         SuitePlan {
-            request_timeout: opts.request_timeout.max(per_request),
-            time_limit: opts.time_limit.max(total),
+            request_timeout,
+            time_limit,
             large,
             scaled,
         }
     }
 
-    /// One line for the report.
-    pub fn describe(&self, rate: f64) -> String {
+    /// One line for the report: the rate and how it was measured, and
+    /// what was decided from it.
+    pub fn describe(&self, m: &Measured) -> String {
         let sizes = self
             .large
             .iter()
@@ -1216,13 +1466,15 @@ impl SuitePlan {
             .collect::<Vec<_>>()
             .join(", ");
         format!(
-            "peer echoes {:.2} MB/s on 8 KiB of doubles; request timeout {:.0} s, suite limit {:.0} s; \
-             large payloads {sizes}{}",
-            rate / 1e6,
-            self.request_timeout.as_secs_f64(),
-            self.time_limit.as_secs_f64(),
+            "peer echoes {:.2} MB/s on 8 KiB of doubles (fastest of {} timed calls after {} to warm up); \
+             request timeout {}; suite limit {}; large payloads {sizes}{}",
+            m.rate / 1e6,
+            m.timed,
+            m.warmup,
+            self.request_timeout.describe("--timeout"),
+            self.time_limit.describe("--max-duration"),
             if self.scaled {
-                " (scaled down: the full size would take over 30 s at this rate)"
+                " (scaled down: the full size would take too long at this rate)"
             } else {
                 ""
             }
@@ -1230,8 +1482,9 @@ impl SuitePlan {
     }
 }
 
-/// A twoway call whose reply must decode with `f` and hold nothing more;
-/// otherwise the reply body's bytes are in the error.
+/// A twoway call whose reply must decode with `f` and hold nothing more
+/// but padding ([`PADDING_RULE`]); otherwise the reply body's bytes are
+/// in the error.
 async fn call_exact<T>(
     c: &BenchClient,
     op: &str,
@@ -1249,15 +1502,21 @@ async fn call_exact<T>(
             hex(&b.bytes, 64)
         )
     })?;
-    if r.remaining() > 0 {
+    if !r.only_padding_left() {
         return Err(format!(
-            "{op}: {} bytes after the result; reply body {}",
+            "{op}: {} bytes after the result ({PADDING_RULE}); reply body {}",
             r.remaining(),
             hex(&b.bytes, 64)
         ));
     }
     Ok(v)
 }
+
+/// What may follow the last argument of a request or the result of a
+/// reply ([`Reader::only_padding_left`]), in the words checks use: the one
+/// rule we hold both directions to.
+pub const PADDING_RULE: &str = "after the last argument or result only alignment padding may \
+     follow: fewer than 8 bytes ending 8-aligned";
 
 async fn is_a(c: &BenchClient, id: &str) -> Result<bool, String> {
     call_exact(c, "_is_a", |w| w.write_string(id), |r| r.read_bool()).await
@@ -1314,7 +1573,7 @@ fn trailing_verdict(k: Check, r: Result<Option<iiop_giop::message::Reply>, Bench
     };
     let status = reply.header.status;
     let body = hex(&reply.body.bytes, 32);
-    match iiop_giop::transport::client::reply_result(reply) {
+    match iiop_transport::client::reply_result(reply) {
         Err(ClientError::System(x)) => {
             let d = system_text(&x);
             if x.name() == "MARSHAL" {
@@ -1424,7 +1683,7 @@ async fn echo_body(c: &BenchClient, p: &Payload) -> Result<(), Result<(String, P
         .map_err(|x| Err(format!("{op} {n} elements: {x}")))?
         .ok_or_else(|| Err(format!("{op} {n} elements: no reply")))?;
     if reply.header.status != ReplyStatus::NoException {
-        let r = iiop_giop::transport::client::reply_result(reply);
+        let r = iiop_transport::client::reply_result(reply);
         return Err(Err(match r {
             Err(x) => format!("{op} {n} elements: {}", describe(&BenchError::Call(x))),
             Ok(_) => format!("{op} {n} elements: unexpected reply status"),
@@ -1463,9 +1722,9 @@ async fn echo_body(c: &BenchClient, p: &Payload) -> Result<(), Result<(String, P
             back,
         )));
     }
-    if r.remaining() > 0 {
+    if !r.only_padding_left() {
         return Err(Err(format!(
-            "{op} {n} elements: {} bytes after the result: {}",
+            "{op} {n} elements: {} bytes after the result ({PADDING_RULE}): {}",
             r.remaining(),
             hex(r.rest(), 32)
         )));
@@ -1484,44 +1743,417 @@ mod tests {
         assert_eq!(hex(&[], 4), "");
     }
 
+    fn opts(timeout: u64, limit: u64) -> SuiteOptions {
+        SuiteOptions {
+            quick: false,
+            request_timeout: Duration::from_secs(timeout),
+            time_limit: Duration::from_secs(limit),
+            ..SuiteOptions::default()
+        }
+    }
+
+    fn measured(rate: f64) -> Measured {
+        Measured {
+            rate,
+            best: Duration::from_secs_f64(PROBE as f64 / rate),
+            warmup: 5,
+            timed: 7,
+        }
+    }
+
     #[test]
     fn a_slow_peer_gets_longer_timeouts_and_smaller_large_payloads() {
-        let opts = SuiteOptions {
-            quick: false,
-            request_timeout: Duration::from_secs(20),
-            time_limit: Duration::from_secs(120),
-            tls: TlsOpts::default(),
-        };
+        let opts = opts(20, 120);
         let large = [(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)];
+        let secs = |d: Duration| d.as_secs_f64();
         // A fast peer: nothing changes.
         let p = SuitePlan::from_rate(40e6, &opts, &large, 1 << 20);
         assert_eq!(p.large, large);
         assert!(!p.scaled);
-        assert_eq!(p.request_timeout, Duration::from_secs(20));
-        assert_eq!(p.time_limit, Duration::from_secs(120));
-        // 100 kB/s: 4 MiB would take 42 s, 3 MiB 31 s: both shrink to
-        // just above 2 MiB (22 s), and the limits grow to fit.
+        assert_eq!(p.request_timeout.value, Duration::from_secs(20));
+        assert_eq!(p.time_limit.value, Duration::from_secs(120));
+        assert!(
+            p.describe(&measured(40e6)).contains(
+                "(fastest of 7 timed calls after 5 to warm up); request timeout 20 s (not raised); \
+                 suite limit 120 s (not raised)"
+            ),
+            "{}",
+            p.describe(&measured(40e6))
+        );
+        // 300 kB/s: 4 MiB would take 14 s, so 4x + 2 s = 58 s per request,
+        // within 3x the default; the suite 3x everything + 60 s.
+        let p = SuitePlan::from_rate(300e3, &opts, &large, 1 << 20);
+        assert!(!p.scaled);
+        let per = 4.0 * (4u64 << 20) as f64 / 300e3 + 2.0;
+        assert!((secs(p.request_timeout.value) - per).abs() < 1e-6);
+        let all = 3.0 * ((1u64 << 20) + (7 << 20)) as f64 / 300e3 + 60.0;
+        assert!((secs(p.time_limit.value) - all).abs() < 1e-6);
+        let d = p.describe(&measured(300e3));
+        assert!(
+            d.contains("request timeout 58 s (raised from 20 s for this rate)"),
+            "{d}"
+        );
+        // 100 kB/s: 4 MiB would take 42 s, 3 MiB 31 s: both shrink to just
+        // above 2 MiB (22 s, 90 s per request wanted), and the limits grow,
+        // but no further than 3x where they started.
         let p = SuitePlan::from_rate(100e3, &opts, &large, 1 << 20);
         assert!(p.scaled);
         assert_eq!(
             p.large,
             [(Elem::Octet, ABOVE_2MIB), (Elem::Double, ABOVE_2MIB)]
         );
-        let per = 4.0 * ABOVE_2MIB as f64 / 100e3 + 2.0;
-        assert!((p.request_timeout.as_secs_f64() - per).abs() < 1e-6);
+        assert_eq!(p.request_timeout.value, Duration::from_secs(60));
+        let wanted = 4.0 * ABOVE_2MIB as f64 / 100e3 + 2.0;
+        assert!((secs(p.request_timeout.wanted) - wanted).abs() < 1e-6);
         let all = 3.0 * ((1u64 << 20) + 2 * ABOVE_2MIB) as f64 / 100e3 + 60.0;
-        assert!((p.time_limit.as_secs_f64() - all).abs() < 1e-6);
+        assert!((secs(p.time_limit.value) - all).abs() < 1e-6);
+        let d = p.describe(&measured(100e3));
+        assert!(d.contains("scaled down"), "{d}");
         assert!(
-            p.describe(100e3).contains("scaled down"),
-            "{}",
-            p.describe(100e3)
+            d.contains("request timeout 60 s (raised from 20 s and capped at 3x; this rate asks for 89 s: give a larger --timeout)"),
+            "{d}"
         );
-        // 120 kB/s: only the 4 MiB one is over 30 s (35 s; 3 MiB takes 26 s).
-        let p = SuitePlan::from_rate(120e3, &opts, &large, 0);
+        // 120 kB/s: only the 4 MiB one is over 30 s (35 s; 3 MiB takes
+        // 26 s, within half the 107 s a request may take, 3x of 40 s).
+        let p = SuitePlan::from_rate(120e3, &super::tests::opts(40, 120), &large, 0);
         assert_eq!(
             p.large,
             [(Elem::Octet, ABOVE_2MIB), (Elem::Double, 3 << 20)]
         );
+    }
+
+    /// `--timeout 2s` given: every request is bounded by 2 s whatever the
+    /// rate, and a large payload that could not make it in 2 s shrinks;
+    /// `--raise-limits` lets calibration raise it, to at most 3x.
+    #[test]
+    fn a_timeout_the_user_gave_bounds_every_request() {
+        let large = [(Elem::Octet, 4 << 20)];
+        let given = SuiteOptions {
+            timeout_given: true,
+            time_limit_given: true,
+            ..opts(2, 60)
+        };
+        let p = SuitePlan::from_rate(1e6, &given, &large, 1 << 20);
+        assert_eq!(p.request_timeout.value, Duration::from_secs(2));
+        assert_eq!(p.time_limit.value, Duration::from_secs(60));
+        assert_eq!(p.large, [(Elem::Octet, ABOVE_2MIB)]);
+        let d = p.describe(&measured(1e6));
+        assert!(
+            d.contains("request timeout 2 s as given (this rate asks for 19 s: --raise-limits lets calibration raise it); suite limit 60 s as given"),
+            "{d}"
+        );
+        let raise = SuiteOptions {
+            raise_limits: true,
+            ..given.clone()
+        };
+        let p = SuitePlan::from_rate(1e6, &raise, &large, 1 << 20);
+        assert_eq!(p.request_timeout.value, Duration::from_secs(6));
+        assert_eq!(p.large, [(Elem::Octet, ABOVE_2MIB)]);
+        let all = 3.0 * ((1u64 << 20) + ABOVE_2MIB) as f64 / 1e6 + 60.0;
+        assert!((p.time_limit.value.as_secs_f64() - all).abs() < 1e-6);
+        // A fast peer keeps its large payloads within a given 2 s.
+        let p = SuitePlan::from_rate(40e6, &given, &large, 1 << 20);
+        assert_eq!(p.request_timeout.value, Duration::from_secs(2));
+        assert_eq!(p.large, large);
+    }
+
+    use iiop_bench_idl::reference::BenchHandler;
+    use iiop_transport::server::{Dispatch, Handler, Outcome, RequestContext};
+
+    /// What a test server does with a request: it sees the request first
+    /// and calls our handler (the first argument) itself, or not.
+    trait Around:
+        Fn(&BenchHandler, &RequestContext<'_>, &mut Reader<'_>, &mut Writer<'_>) -> Dispatch
+        + Send
+        + Sync
+        + 'static
+    {
+    }
+
+    impl<F> Around for F where
+        F: Fn(&BenchHandler, &RequestContext<'_>, &mut Reader<'_>, &mut Writer<'_>) -> Dispatch
+            + Send
+            + Sync
+            + 'static
+    {
+    }
+
+    /// Our handler behind an [`Around`].
+    struct Wrapped<F> {
+        inner: BenchHandler,
+        around: F,
+    }
+
+    impl<F: Around> Handler for Wrapped<F> {
+        fn handle(
+            &self,
+            req: &RequestContext<'_>,
+            body: &mut Reader<'_>,
+            reply: &mut Writer<'_>,
+        ) -> Dispatch {
+            (self.around)(&self.inner, req, body, reply)
+        }
+    }
+
+    /// Our handler behind `around`, served on 127.0.0.1 by a runtime of
+    /// its own (two threads, which the test's client shares); stopped and
+    /// joined on drop.
+    struct TestServer {
+        ior: Ior,
+        rt: tokio::runtime::Runtime,
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    }
+
+    impl TestServer {
+        fn start(around: impl Around) -> TestServer {
+            use iiop_bench_idl::reference::{References, Skeleton};
+            let inner = std::sync::Arc::new(BenchHandler::new(Skeleton::Typed));
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.set_nonblocking(true).unwrap();
+            let ior = References::new(&inner, l.local_addr().unwrap()).ior.clone();
+            let inner = std::sync::Arc::into_inner(inner).expect("the references keep no handler");
+            let h = std::sync::Arc::new(Wrapped { inner, around });
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let task = rt.spawn(async move {
+                let l = tokio::net::TcpListener::from_std(l)?;
+                let cfg = iiop_transport::server::ServerConfig::default();
+                iiop_transport::server::serve(l, h, cfg, async {
+                    let _ = stopped.await;
+                })
+                .await
+            });
+            TestServer {
+                ior,
+                rt,
+                stop: Some(stop),
+                task: Some(task),
+            }
+        }
+    }
+
+    impl Drop for TestServer {
+        fn drop(&mut self) {
+            if let Some(s) = self.stop.take() {
+                let _ = s.send(());
+            }
+            if let Some(t) = self.task.take() {
+                let _ = self.rt.block_on(t);
+            }
+        }
+    }
+
+    /// A peer slow for its first 4 calls and fast after: calibration
+    /// measures it warm (300 ms calls would read as 27 kB/s and raise the
+    /// limits), and keeps the 2 s timeout the user gave.
+    #[test]
+    fn calibration_measures_a_peer_once_it_is_warm() {
+        // The first 4 echo_double calls take 300 ms each (a JIT-compiled
+        // peer before it is warm).
+        let slow = std::sync::atomic::AtomicUsize::new(4);
+        let server = TestServer::start(
+            move |inner: &BenchHandler,
+                  req: &RequestContext<'_>,
+                  body: &mut Reader<'_>,
+                  reply: &mut Writer<'_>| {
+                use std::sync::atomic::Ordering::SeqCst;
+                let first = req.operation == "echo_double"
+                    && slow
+                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                if first {
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+                inner.handle(req, body, reply)
+            },
+        );
+        let opts = SuiteOptions {
+            timeout_given: true,
+            ..opts(2, 120)
+        };
+        let mut suite = Suite::new(server.ior.clone(), opts).unwrap();
+        let t = Instant::now();
+        server.rt.block_on(suite.calibrate());
+        let took = t.elapsed();
+        drop(server);
+        let k = suite.checks.last().expect("a calibration note");
+        assert_eq!(k.name, "calibration: echo rate");
+        assert_eq!(k.verdict, Verdict::Note);
+        assert_eq!(k.calls, 12, "{}", k.detail);
+        // The 4 slow calls are all warm-up: the fastest timed call is a
+        // fast one (a loopback echo of 8 KiB takes a few ms even here; a
+        // slow one 300 ms).
+        let mb_s: f64 = k.detail["peer echoes ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(mb_s > 0.5, "{}", k.detail);
+        assert!(took >= Duration::from_millis(1200), "{took:?}");
+        assert_eq!(suite.opts.request_timeout, Duration::from_secs(2));
+        assert!(
+            k.detail.contains("request timeout 2 s as given"),
+            "{}",
+            k.detail
+        );
+    }
+
+    /// Our handler, with bytes after every NO_EXCEPTION result: zeros up
+    /// to the next 8-aligned offset (padding: `to_eight`), or two bytes
+    /// whatever the offset. Counts the replies that got any in `padded`.
+    fn padded(
+        to_eight: bool,
+        padded: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    ) -> impl Around {
+        move |inner: &BenchHandler,
+              req: &RequestContext<'_>,
+              body: &mut Reader<'_>,
+              reply: &mut Writer<'_>| {
+            let d = inner.handle(req, body, reply);
+            if matches!(d, Dispatch::Done(Outcome::Reply)) {
+                let n = if to_eight {
+                    reply.position().wrapping_neg() & 7
+                } else {
+                    2
+                };
+                reply.write_bytes(&[0u8; 8][..n]);
+                if n > 0 {
+                    padded.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            d
+        }
+    }
+
+    /// Our client holds reply bodies to the rule our server holds request
+    /// bodies to: padding to an 8-aligned end after the result is accepted
+    /// (in every version), anything else after it is reported with the
+    /// rule.
+    #[test]
+    fn padding_after_a_result_is_accepted_and_nothing_else() {
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let server = TestServer::start(padded(true, count.clone()));
+        let cfg = |v| ClientConfig {
+            version: Some(v),
+            order: ByteOrder::Little,
+            request_timeout: Some(Duration::from_secs(10)),
+            ..ClientConfig::default()
+        };
+        for v in [V10, V11, V12] {
+            let c = server
+                .rt
+                .block_on(BenchClient::connect(&server.ior, &cfg(v)))
+                .unwrap();
+            for (e, count) in [
+                (Elem::Long, 0),
+                (Elem::Long, 1),
+                (Elem::Octet, 3),
+                (Elem::Char, 5),
+            ] {
+                let p = Payload::generate(e, count, false);
+                let r = server.rt.block_on(echo_check(&c, &p));
+                assert_eq!(r, Ok(()), "GIOP {v} echo {} of {count}", e.token());
+            }
+            assert_eq!(server.rt.block_on(is_a(&c, PERF_ID)), Ok(true), "GIOP {v}");
+            c.close();
+        }
+        assert!(count.load(std::sync::atomic::Ordering::Relaxed) >= 6);
+        drop(server);
+
+        let server = TestServer::start(padded(false, Default::default()));
+        let c = server
+            .rt
+            .block_on(BenchClient::connect(&server.ior, &cfg(V12)))
+            .unwrap();
+        let p = Payload::generate(Elem::Long, 1, false);
+        let e = server.rt.block_on(echo_check(&c, &p)).unwrap_err();
+        assert_eq!(
+            e.detail,
+            format!("echo_long 1 elements: 2 bytes after the result ({PADDING_RULE}): 0000")
+        );
+        let e = server.rt.block_on(is_a(&c, PERF_ID)).unwrap_err();
+        assert!(
+            e.starts_with("_is_a: 2 bytes after the result (after the last argument"),
+            "{e}"
+        );
+    }
+
+    /// The wide checks of one GIOP 1.1 set against a server that refuses
+    /// `ops` there: their verdicts and details.
+    fn wide_checks_11(ops: &'static [&'static str]) -> Vec<(String, Verdict, String)> {
+        // In GIOP 1.1 `ops` are refused with MARSHAL (as Combat's
+        // `sequence<wchar>` decoder does echo_wchar, or omniORB every wide
+        // type with BAD_PARAM).
+        let server = TestServer::start(
+            move |inner: &BenchHandler,
+                  req: &RequestContext<'_>,
+                  body: &mut Reader<'_>,
+                  reply: &mut Writer<'_>| {
+                if req.version == V11 && ops.contains(&req.operation) {
+                    return Dispatch::Done(Outcome::System(SystemException::marshal(
+                        0,
+                        iiop_giop::Completion::No,
+                    )));
+                }
+                inner.handle(req, body, reply)
+            },
+        );
+        let mut suite = Suite::new(server.ior.clone(), opts(10, 120)).unwrap();
+        let set = EchoSet {
+            version: V11,
+            order: ByteOrder::Little,
+            fragment: None,
+            counts: plain_counts,
+        };
+        server.rt.block_on(suite.echo_set(&set));
+        drop(server);
+        suite
+            .checks
+            .into_iter()
+            .filter(|k| k.ty == "wchar" || k.ty == "wstring")
+            .map(|k| (k.name, k.verdict, k.detail))
+            .collect()
+    }
+
+    /// A server whose `sequence<wchar>` decoding alone is broken in GIOP
+    /// 1.1 is not said to lack wide character support: the note names
+    /// what it refused and what passed. Only a server that refuses every
+    /// wide check is.
+    #[test]
+    fn the_wide_note_says_what_was_refused() {
+        let got = wide_checks_11(&["echo_wchar"]);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "echo wchar GIOP 1.1 LE");
+        assert_eq!(got[0].1, Verdict::Note);
+        assert!(
+            got[0].2.starts_with(
+                "server refused sequence<wchar> (echo_wchar) in GIOP 1.1 while echo_wstring passed: \
+                 not a lack of wide character support, echo_wchar alone: echo_wchar 0 elements: MARSHAL"
+            ),
+            "{}",
+            got[0].2
+        );
+        assert!(!got[0].2.contains("supports no"), "{}", got[0].2);
+        assert_eq!(got[1].0, "echo wstring GIOP 1.1 LE");
+        assert_eq!(got[1].1, Verdict::Pass);
+
+        let got = wide_checks_11(&["echo_wchar", "echo_wstring"]);
+        assert_eq!(got.len(), 2, "{got:?}");
+        for (name, verdict, detail) in &got {
+            assert_eq!(*verdict, Verdict::Note, "{name}");
+            assert!(
+                detail.starts_with(
+                    "server supports no wchar/wstring in GIOP 1.1 (it refused every wide check): echo_w"
+                ),
+                "{name}: {detail}"
+            );
+        }
     }
 
     #[test]

@@ -41,13 +41,13 @@ use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::deadline::Timer;
+pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
 use crate::context::{
     default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
 };
 use crate::error::GiopError;
-use crate::exception::SystemException;
 use crate::header::{MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
 use crate::memo::RequestHeadCache;
@@ -56,21 +56,16 @@ use crate::message::{
     LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
 };
 
-/// Client settings (the drivers' socket settings among them).
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
+/// What the client state machine reads of a client's settings: the
+/// protocol's choices, none of the drivers' (sockets, TLS, pools and
+/// waiting live with the drivers, whose configuration builds this).
+#[derive(Debug, Clone, Copy)]
+pub struct ConnConfig {
     /// GIOP version to speak; `None` uses the IOR profile's version (which
     /// is 1.0 for a corbaloc without `1.2@`, as every ORB does).
     pub version: Option<Version>,
     /// Byte order of our messages.
     pub order: ByteOrder,
-    /// TCP_NODELAY (on by default: request/reply traffic).
-    pub nodelay: bool,
-    /// SO_SNDBUF, if set.
-    pub send_buffer: Option<u32>,
-    /// SO_RCVBUF, if set.
-    pub recv_buffer: Option<u32>,
-    pub connect_timeout: Duration,
     /// Default per-request timeout (`None`: wait forever).
     pub request_timeout: Option<Duration>,
     /// Most LOCATION_FORWARD / OBJECT_FORWARD hops followed per call.
@@ -79,216 +74,41 @@ pub struct ClientConfig {
     pub codec: CodecConfig,
     /// Fragment outgoing GIOP 1.2 messages longer than this.
     pub fragment_size: Option<usize>,
-    /// Connections per endpoint in a [`Client`]'s pool (round robin).
-    /// Oneways keep their order only within one connection.
-    ///
-    /// [`Client`]: crate::transport::Client
-    pub pool_size: usize,
-    /// When a request is the only one in flight and nothing is queued,
-    /// write it from the calling task instead of waking the writer task.
-    pub direct_write: bool,
     /// Write requests at least this long in two parts, headers first
     /// ([`head_first_for`]; oneways only from 96 KiB on); `None` writes
     /// each message with one call.
     pub head_first: Option<usize>,
-    /// Time each twoway call's phases
-    /// ([`PhaseTotals`](crate::transport::PhaseTotals)): a few clock reads
-    /// per call, so off by default.
-    pub phase_timing: bool,
-    /// Send shared byte runs at least this long (octet/char sequences in
-    /// request bodies, prepared message bodies) by reference with vectored
-    /// writes instead of copying them into the output buffer; `None`
+    /// Send shared byte runs at least this long by reference (vectored
+    /// writes) instead of copying them into the output buffer; `None`
     /// always copies.
     pub splice_cutoff: Option<usize>,
-    /// Wait-on-read connections only ([`BlockingConnection`]): before a
-    /// reply read or a send would block, poll the socket without blocking,
-    /// yielding the CPU between polls, for up to this long
-    /// ([`Spin`](crate::transport::blocking::Spin)). The caller's CPU stays
-    /// busy while it waits; a reply is picked up the moment it lands and a
-    /// full send buffer refilled the moment there is room, without the
-    /// wake-up of a sleeping thread. `None` blocks at once.
-    ///
-    /// [`BlockingConnection`]: crate::transport::BlockingConnection
-    pub spin: Option<Duration>,
-    /// Which connections go over TLS, with which settings
-    /// ([`endpoint_for`](super::endpoint::endpoint_for) decides).
-    pub tls: TlsMode,
-    /// Buffer oneways (CORBA Messaging's `SYNC_NONE` with a
-    /// `BUFFER_MESSAGE_BYTES` constraint, as TAO offers it): a oneway
-    /// stays queued while fewer than this many bytes are, and the queue
-    /// is written, in one vectored call where it can be, by the oneway
-    /// that fills it, by the next request that expects an answer, or when
-    /// the connection closes. There is no flush timer: a caller that
-    /// stops sending oneways must make a twoway call or close the
-    /// connection. `None` (the default, `SYNC_WITH_TRANSPORT`, what
-    /// omniORB and TAO do by default) writes each oneway when it is made.
+    /// Oneways stay queued while fewer than this many bytes are (CORBA
+    /// Messaging's `SYNC_NONE` with `BUFFER_MESSAGE_BYTES`); `None` writes
+    /// each oneway when it is made.
     pub oneway_buffer: Option<usize>,
-    /// Let the kernel join oneways (Nagle's algorithm while only oneways
-    /// go out): each oneway is still written when it is made
-    /// (`SYNC_WITH_TRANSPORT`), but with TCP_NODELAY off, so while earlier
-    /// bytes wait for their ACK the next ones join them into full
-    /// segments; a request that expects an answer turns TCP_NODELAY back
-    /// on before it is written, which pushes everything queued at once
-    /// (no Nagle wait behind it, unlike `nodelay: false`, whose answer
-    /// can wait for a delayed ACK). Only with `nodelay` on, and only for
-    /// oneways shorter than a TCP segment (a longer one gains nothing and
-    /// its tail would wait for an ACK: 128 KiB oneways on loopback ran at
-    /// 0.73-0.82x). Both drivers honour it for every oneway: the
-    /// runtime's also when its writer task writes a batch of oneways that
-    /// callers queued while it was busy, and pushes any batch with
-    /// something answered in it.
+    /// Let the kernel join oneways: Nagle on while only oneways go out,
+    /// off again before a request that expects an answer.
     pub coalesce_oneways: bool,
 }
 
-/// Whether and where a client uses TLS: no settings, settings used where
-/// a reference offers TLS, or settings used on every connection. (`--tls`
-/// without settings cannot be said.)
-#[derive(Debug, Clone, Default)]
-pub enum TlsMode {
-    /// No TLS settings: plain TCP, and a reference that accepts only TLS
-    /// is an error before connecting.
-    #[default]
-    Off,
-    /// TLS (CA, client certificate) wherever a profile offers it.
-    Offered(std::sync::Arc<rustls::ClientConfig>),
-    /// TLS on every connection, also where the reference does not offer
-    /// it (`--tls`, for `corbaloc:iiop:` references).
-    Always(std::sync::Arc<rustls::ClientConfig>),
-}
-
-impl TlsMode {
-    /// The settings, if any.
-    pub fn config(&self) -> Option<&std::sync::Arc<rustls::ClientConfig>> {
-        match self {
-            TlsMode::Off => None,
-            TlsMode::Offered(c) | TlsMode::Always(c) => Some(c),
-        }
-    }
-
-    /// Whether every connection uses TLS.
-    pub fn always(&self) -> bool {
-        matches!(self, TlsMode::Always(_))
-    }
-
-    /// What the endpoint decision needs to know.
-    pub fn wanted(&self) -> super::endpoint::TlsWanted {
-        use super::endpoint::TlsWanted;
-        match self {
-            TlsMode::Off => TlsWanted::Off,
-            TlsMode::Offered(_) => TlsWanted::Offered,
-            TlsMode::Always(_) => TlsWanted::Always,
-        }
-    }
-
-    /// The settings for a connection that must be TLS; without any, the
-    /// reason both drivers give.
-    pub fn for_connection(&self) -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
-        self.config().cloned().ok_or_else(|| {
-            "this client has no TLS settings (a CA to verify the server: --tls-ca)".to_string()
-        })
-    }
-}
-
-/// Default [`ClientConfig::splice_cutoff`]: below this, copying into the
+/// Default [`ConnConfig::splice_cutoff`]: below this, copying into the
 /// output buffer costs less than an extra iovec and a reference count.
 pub const DEFAULT_SPLICE_CUTOFF: usize = 16 * 1024;
 
-impl Default for ClientConfig {
+impl Default for ConnConfig {
     fn default() -> Self {
-        ClientConfig {
+        ConnConfig {
             version: None,
             order: ByteOrder::NATIVE,
-            nodelay: true,
-            send_buffer: None,
-            recv_buffer: None,
-            connect_timeout: Duration::from_secs(5),
             request_timeout: None,
             max_forwards: 8,
             codec: CodecConfig::default(),
             fragment_size: None,
-            pool_size: 1,
-            direct_write: true,
-            splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
             head_first: Some(DEFAULT_SPLICE_CUTOFF),
-            phase_timing: false,
-            spin: None,
-            tls: TlsMode::Off,
+            splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
             oneway_buffer: None,
             coalesce_oneways: false,
         }
-    }
-}
-
-/// Why a call failed, and whose fault it was.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// TCP connect failed.
-    #[error("connect to {addr} failed: {message}")]
-    Connect { addr: String, message: String },
-    /// TCP connect did not finish in time.
-    #[error("connect to {addr} timed out after {after:?}")]
-    ConnectTimeout { addr: String, after: Duration },
-    /// The TLS handshake failed; `reason` says which side refused and why.
-    #[error("TLS handshake with {addr} failed: {reason}")]
-    Tls { addr: String, reason: String },
-    /// The reference asks for TLS and the client has no TLS settings.
-    #[error("{addr} accepts only TLS ({via} in its IOR) and this client has no TLS settings (a CA to verify it: --tls-ca)")]
-    TlsNotConfigured { addr: String, via: &'static str },
-    /// Reading or writing the socket failed.
-    #[error("I/O error on connection to {addr}: {message}")]
-    Io { addr: String, message: String },
-    /// The peer closed the connection. `retryable`: it sent CloseConnection
-    /// first, so the request was not processed and may be sent again.
-    #[error("connection to {addr} closed by the peer{}", if *.retryable { " (CloseConnection: retry)" } else { "" })]
-    Closed { addr: String, retryable: bool },
-    /// The peer sent MessageError: it could not parse something we sent.
-    #[error("peer {addr} sent MessageError")]
-    PeerMessageError { addr: String },
-    /// The peer sent something malformed.
-    #[error("malformed message from {addr}: {error}")]
-    Protocol { addr: String, error: GiopError },
-    /// We could not encode the request (a body closure error, a status not
-    /// in this GIOP version, …).
-    #[error("cannot encode request: {0}")]
-    Encode(GiopError),
-    /// No reply in time.
-    #[error("request {request_id} to {addr} timed out after {after:?}")]
-    Timeout {
-        addr: String,
-        request_id: u32,
-        after: Duration,
-    },
-    /// More forwards than `max_forwards` in one call; `addr` sent the last.
-    #[error("more than {limit} LOCATION_FORWARD/OBJECT_FORWARD hops (the last from {addr})")]
-    TooManyForwards { addr: String, limit: u32 },
-    /// The IOR has no IIOP profile we can use.
-    #[error("no usable IIOP profile in the IOR")]
-    NoProfile,
-    /// The server raised a system exception.
-    #[error("system exception: {0}")]
-    System(SystemException),
-    /// The server raised a user exception.
-    #[error("user exception {repo_id}")]
-    User { repo_id: String, body: Body },
-    /// The server asked for another addressing mode (GIOP 1.2).
-    #[error("server needs addressing disposition {0}")]
-    NeedsAddressingMode(i16),
-    /// The connection handle was closed by us.
-    #[error("connection closed locally")]
-    LocallyClosed,
-}
-
-impl ClientError {
-    /// Whether sending the request again (on a new connection) is safe.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            ClientError::Closed {
-                retryable: true,
-                ..
-            }
-        )
     }
 }
 
@@ -456,7 +276,7 @@ pub struct Wire {
     pub order: ByteOrder,
     /// CDR options: the negotiated code sets.
     pub opts: Options,
-    /// Whether bodies splice shared runs ([`ClientConfig::splice_cutoff`]).
+    /// Whether bodies splice shared runs ([`ConnConfig::splice_cutoff`]).
     pub splice: bool,
 }
 
@@ -510,9 +330,9 @@ pub struct ClientSetup {
     /// Timeout of requests sent without one of their own.
     pub request_timeout: Option<Duration>,
     /// Oneways wait in the queue while it holds fewer bytes
-    /// ([`ClientConfig::oneway_buffer`]).
+    /// ([`ConnConfig::oneway_buffer`]).
     pub oneway_buffer: Option<usize>,
-    /// Nagle on while only oneways go out ([`ClientConfig::coalesce_oneways`]).
+    /// Nagle on while only oneways go out ([`ConnConfig::coalesce_oneways`]).
     pub coalesce_oneways: bool,
 }
 
@@ -524,7 +344,7 @@ impl ClientSetup {
     pub fn negotiate(
         addr: String,
         version: Version,
-        cfg: &ClientConfig,
+        cfg: &ConnConfig,
         code_sets: Option<&CodeSetComponentInfo>,
     ) -> ClientSetup {
         let (opts, context) = match code_sets {
@@ -553,7 +373,7 @@ impl ClientSetup {
             head_first: cfg.head_first,
             request_timeout: cfg.request_timeout,
             oneway_buffer: cfg.oneway_buffer.filter(|&n| n > 0),
-            coalesce_oneways: cfg.coalesce_oneways && cfg.nodelay,
+            coalesce_oneways: cfg.coalesce_oneways,
         }
     }
 
@@ -569,7 +389,9 @@ impl ClientSetup {
     /// (the peer is gone, or it was the one to give up).
     pub fn farewell(&self, why: &ClientError) -> Option<MsgType> {
         match why {
-            ClientError::Protocol { .. } => Some(MsgType::MessageError),
+            ClientError::Protocol { .. } | ClientError::ReplyVersion { .. } => {
+                Some(MsgType::MessageError)
+            }
             ClientError::LocallyClosed if self.wire.version.is_12() => {
                 Some(MsgType::CloseConnection)
             }
@@ -591,6 +413,25 @@ impl ClientSetup {
             addr: self.addr.clone(),
             message: e.to_string(),
         }
+    }
+
+    /// Whether a message of type `t` in `version` may come as an answer
+    /// on this connection: a Reply or LocateReply only in the version of
+    /// the request it answers, which is the connection's (every request
+    /// of a connection is in its version: [`Prepared`] requests are
+    /// checked for it), else [`ClientError::ReplyVersion`]. MessageError
+    /// and CloseConnection come in any version (a server answers a
+    /// version it does not speak with MessageError in its own).
+    pub fn answer_version(&self, t: MsgType, version: Version) -> Result<(), ClientError> {
+        if version == self.wire.version || t.answers().is_none() {
+            return Ok(());
+        }
+        Err(ClientError::ReplyVersion {
+            addr: self.addr.clone(),
+            answer: t,
+            reply: version,
+            request: self.wire.version,
+        })
     }
 
     /// A malformed message from the peer.
@@ -662,7 +503,7 @@ impl RequestIds {
 }
 
 /// Nagle's algorithm on a connection that coalesces oneways
-/// ([`ClientConfig::coalesce_oneways`]): each driver asks it before a
+/// ([`ConnConfig::coalesce_oneways`]): each driver asks it before a
 /// write, and it turns TCP_NODELAY off or on through the driver's socket
 /// only when that must change (a stream of oneways costs no system call).
 #[derive(Debug, Default)]
@@ -731,7 +572,7 @@ pub struct SendQueue {
 
 impl SendQueue {
     /// An empty queue (splicing as `cfg` says).
-    pub fn new(cfg: &ClientConfig) -> SendQueue {
+    pub fn new(cfg: &ConnConfig) -> SendQueue {
         SendQueue {
             out: Outbox::new(16 * 1024, cfg.splice_cutoff),
             code_sets_sent: false,
@@ -753,7 +594,7 @@ impl SendQueue {
     }
 
     /// Whether what is queued may wait unwritten: only buffered oneways,
-    /// fewer bytes of them than the buffer ([`ClientConfig::oneway_buffer`]).
+    /// fewer bytes of them than the buffer ([`ConnConfig::oneway_buffer`]).
     /// Anything else queued behind them (a request that expects an
     /// answer, a CancelRequest, the goodbye, or the oneway that fills the
     /// buffer) makes all of it due.
@@ -1113,10 +954,12 @@ impl Inbound {
 
     /// The next answer in the bytes received, as (request id, answer);
     /// `Ok(None)` until more bytes arrive. An error ends the connection:
-    /// malformed input (answer it with MessageError: [`ClientSetup::farewell`]),
-    /// the peer's CloseConnection or MessageError.
+    /// malformed input or an answer in another version than its request's
+    /// (answer both with MessageError: [`ClientSetup::farewell`]), the
+    /// peer's CloseConnection or MessageError.
     pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
         if let Some(r) = Reply::take_quiet(&mut self.decoder, &mut self.buf) {
+            s.answer_version(MsgType::Reply, r.version)?;
             return Ok(Some((r.header.request_id, Incoming::Reply(r))));
         }
         let Some(frame) = self
@@ -1126,6 +969,9 @@ impl Inbound {
         else {
             return Ok(None);
         };
+        // Before decoding: a header laid out for another version is not
+        // what the request's version says it is.
+        s.answer_version(frame.header.msg_type, frame.header.version)?;
         let msg = Message::decode_frame(frame, self.opts).map_err(|e| s.protocol(e))?;
         incoming(msg, &s.addr).map(Some)
     }
@@ -1254,7 +1100,7 @@ pub struct ClientConn {
 impl ClientConn {
     /// A connection set up as `setup`, with the limits and splicing of
     /// `cfg`.
-    pub fn new(setup: ClientSetup, cfg: &ClientConfig) -> ClientConn {
+    pub fn new(setup: ClientSetup, cfg: &ConnConfig) -> ClientConn {
         let opts = setup.wire.opts;
         ClientConn {
             setup,

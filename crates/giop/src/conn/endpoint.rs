@@ -4,7 +4,7 @@
 //! driver and every client path; the drivers only carry it out.
 //!
 //! The rules, in order:
-//! 1. TLS always ([`TlsMode::Always`](super::client::TlsMode): the user said `--tls`, e.g. for a `corbaloc:iiop:`
+//! 1. TLS always ([`TLS always: the user said `--tls`, e.g. for a `corbaloc:iiop:`
 //!    reference, which cannot say so): TLS, on the offered port if the
 //!    profile offers one, else on the profile's own port.
 //! 2. The profile offers TLS and the client has TLS settings: TLS on the
@@ -16,7 +16,7 @@
 
 use crate::ior::{tls_offer, IiopProfile};
 
-use super::client::ClientError;
+use super::error::ClientError;
 
 /// Where and how to connect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -44,7 +44,7 @@ impl Endpoint {
 }
 
 /// What the client's TLS settings allow, as the decision needs it
-/// ([`TlsMode::wanted`](super::client::TlsMode::wanted)).
+/// (the drivers' TLS mode says which).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsWanted {
     /// No TLS settings.

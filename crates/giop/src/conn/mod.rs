@@ -3,7 +3,7 @@
 //! bytes to write (a buffer with shared runs spliced in), completed
 //! requests and replies, forward and retry decisions, and the next
 //! deadline come out. Every protocol decision of a connection is made
-//! here, once, for all drivers ([`crate::transport`]): request ids, the
+//! here, once, for all drivers (the `iiop-transport` crate): request ids, the
 //! CodeSets context sent once, reply matching, timeouts and
 //! CancelRequest, fragment reassembly, forwards, MessageError and
 //! CloseConnection.
@@ -13,6 +13,9 @@
 //!   between tasks);
 //! - [`server`]: the server side ([`server::ServerConn`]), dispatching to
 //!   a [`server::Handler`];
+//! - [`observer`]: neither side — a connection seen from outside
+//!   ([`observer::Observer`]): requests paired with their answers, and
+//!   conformance findings, for captures and their replay;
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
 //! - [`deadline`]: timers computed from instants passed in;
@@ -21,6 +24,8 @@
 pub mod client;
 pub mod deadline;
 pub mod endpoint;
+pub mod error;
+pub mod observer;
 pub mod out;
 pub mod server;
 
@@ -30,4 +35,41 @@ pub mod server;
 #[cfg(test)]
 pub(crate) fn epoch() -> std::time::Instant {
     std::time::Instant::now()
+}
+
+/// A Request to the object key `Bench` whose body is the u32 `arg`, for
+/// the tests of the server and the observer.
+#[cfg(test)]
+pub(crate) fn request_to_bench(
+    version: crate::header::Version,
+    order: iiop_cdr::ByteOrder,
+    id: u32,
+    op: &str,
+    response: crate::message::ResponseMode,
+    contexts: &[crate::context::ServiceContext],
+    arg: u32,
+) -> bytes::BytesMut {
+    use crate::message::{encode_request, RequestHead, TargetAddress};
+    let mut b = bytes::BytesMut::new();
+    let target = TargetAddress::Key(bytes::Bytes::from_static(b"Bench"));
+    let head = RequestHead {
+        request_id: id,
+        response,
+        target: &target,
+        operation: op,
+        contexts,
+    };
+    encode_request(
+        &mut b,
+        version,
+        order,
+        iiop_cdr::Options::default(),
+        &head,
+        |w| {
+            w.write_u32(arg);
+            Ok(())
+        },
+    )
+    .expect("a request to Bench encodes");
+    b
 }

@@ -25,7 +25,7 @@
 //!
 //! No clock is read here: timers start from the `now` the driver passes
 //! (lazily, only when a timer starts), and phase timing
-//! ([`ServerConfig::phases`]) reads time through the clock the driver
+//! ([`ServerConnConfig::phases`]) reads time through the clock the driver
 //! hands to [`ServerConn::new`].
 
 use std::future::Future;
@@ -38,7 +38,7 @@ use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, Options, Reader, Writer};
 
 use crate::codec::{fragment_message, CodecConfig, Decoder, Frame};
-use crate::context::{default_options, CodeSetContext, ServiceContextList};
+use crate::context::{ConnectionCodeSets, ServiceContextList};
 use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
 use crate::header::{Header, MsgType, Version, HEADER_LEN};
@@ -49,11 +49,12 @@ use crate::message::{
     Pending, ReplyStatus, Request,
 };
 
-/// Server settings.
+/// What the server state machine reads of a server's settings: limits
+/// and timeouts of one connection, how replies are framed, and phase
+/// timing. The drivers' own settings (sockets, TLS, connection counts)
+/// live with them, whose configuration builds this.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Connections served at once; further accepts wait.
-    pub max_connections: usize,
+pub struct ServerConnConfig {
     /// Close a connection (with CloseConnection) after this long without
     /// a message and with nothing in flight.
     pub idle_timeout: Option<Duration>,
@@ -61,32 +62,21 @@ pub struct ServerConfig {
     /// whose first fragment has) must be complete within this time, or the
     /// connection is closed (no MessageError: nothing was malformed).
     pub read_timeout: Option<Duration>,
-    /// A TLS server's handshake must be over within this time, or the
-    /// connection is closed and its slot freed (a client that stops
-    /// mid-handshake holds nothing longer).
-    pub handshake_timeout: Duration,
     /// Asynchronous handler calls running at once per connection.
     pub max_in_flight: usize,
     /// Limits on incoming messages (maximum message size).
     pub codec: CodecConfig,
     /// Fragment GIOP 1.2 replies longer than this.
     pub fragment_size: Option<usize>,
-    /// TCP_NODELAY on accepted sockets.
-    pub nodelay: bool,
-    /// SO_SNDBUF of accepted sockets, if set.
-    pub send_buffer: Option<u32>,
-    /// SO_RCVBUF of accepted sockets, if set (applied to the listener as
-    /// well, so that the window scale agreed at connect time allows it).
-    pub recv_buffer: Option<u32>,
     /// Byte order of replies; `None` answers in the request's order.
     pub reply_order: Option<ByteOrder>,
     /// Time the server's phases into these totals (shared by every
-    /// connection; E0.5's server side). `None`: no clock reads.
+    /// connection). `None`: no clock reads.
     pub phases: Option<Arc<ServerPhases>>,
 }
 
 /// Where the server's time went, summed over every connection of a server
-/// with [`ServerConfig::phases`] set, in nanoseconds: `read` (reads that
+/// with [`ServerConnConfig::phases`] set, in nanoseconds: `read` (reads that
 /// brought bytes), `decode` (GIOP headers of each message), `upcall` (the
 /// handler: demarshalling the body, the operation, marshalling the result),
 /// `marshal` (reply headers and completion), `write` (writing replies).
@@ -138,19 +128,14 @@ impl ServerPhases {
     }
 }
 
-impl Default for ServerConfig {
+impl Default for ServerConnConfig {
     fn default() -> Self {
-        ServerConfig {
-            max_connections: 1024,
+        ServerConnConfig {
             idle_timeout: None,
             read_timeout: Some(Duration::from_secs(60)),
-            handshake_timeout: Duration::from_secs(10),
             max_in_flight: 64,
             codec: CodecConfig::default(),
             fragment_size: None,
-            nodelay: true,
-            send_buffer: None,
-            recv_buffer: None,
             reply_order: None,
             phases: None,
         }
@@ -275,15 +260,14 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// Whether a request body ends where its arguments did: nothing is left
-/// after the last argument but what alignment padding can explain —
-/// fewer than 8 bytes (zero-filled or not) that end on an 8-aligned
-/// offset from the alignment origin. Anything more is a mis-encoded body
-/// (a peer's `sequence<wchar>` in the wrong encoding leaves bytes over):
-/// skeletons answer MARSHAL (COMPLETED_NO) instead of acting on values
-/// decoded from it. docs/robustness.md has the rule and its tests.
+/// after the last argument but what alignment padding can explain
+/// ([`Reader::only_padding_left`], the rule our client holds replies to
+/// as well). Anything more is a mis-encoded body (a peer's
+/// `sequence<wchar>` in the wrong encoding leaves bytes over): skeletons
+/// answer MARSHAL (COMPLETED_NO) instead of acting on values decoded from
+/// it. docs/robustness.md has the rule and its tests.
 pub fn arguments_end_body(body: &Reader<'_>) -> bool {
-    let n = body.remaining();
-    n == 0 || (n < 8 && (body.align_offset() + n).is_multiple_of(8))
+    body.only_padding_left()
 }
 
 /// The operations every CORBA object has: `_is_a` (true for any of
@@ -382,12 +366,13 @@ pub enum Ending {
 /// One server connection's protocol state.
 #[derive(Debug)]
 pub struct ServerConn {
-    cfg: Arc<ServerConfig>,
+    cfg: Arc<ServerConnConfig>,
     decoder: Decoder,
     input: BytesMut,
     out: BytesMut,
-    /// Code sets the client sent (CodeSets context), for later messages.
-    code_sets: Option<CodeSetContext>,
+    /// Code sets the client chose (its first CodeSets context), for
+    /// every later message.
+    code_sets: ConnectionCodeSets,
     /// Version of the last header seen: MessageError and CloseConnection
     /// are sent in it.
     last_version: Version,
@@ -436,9 +421,9 @@ pub const DRAIN_MIN: usize = 16 * 1024;
 
 impl ServerConn {
     /// A new connection, numbered `id` (from 1 per server), from `peer`.
-    /// `clock` is read for phase timing ([`ServerConfig::phases`]) only.
+    /// `clock` is read for phase timing ([`ServerConnConfig::phases`]) only.
     pub fn new(
-        cfg: Arc<ServerConfig>,
+        cfg: Arc<ServerConnConfig>,
         id: u64,
         peer: Option<std::net::SocketAddr>,
         clock: Option<fn() -> Instant>,
@@ -447,7 +432,7 @@ impl ServerConn {
             decoder: Decoder::new(cfg.codec),
             input: BytesMut::with_capacity(64 * 1024),
             out: BytesMut::with_capacity(64 * 1024),
-            code_sets: None,
+            code_sets: ConnectionCodeSets::default(),
             last_version: Version::V1_0,
             in_flight: 0,
             started: None,
@@ -761,10 +746,7 @@ impl ServerConn {
     }
 
     fn options(&self, version: Version) -> Options {
-        match self.code_sets {
-            Some(cs) if version.minor >= 1 => cs.options(version),
-            _ => default_options(version),
-        }
+        self.code_sets.options(version)
     }
 
     /// Malformed input: MessageError (in the last version seen), then the
@@ -799,8 +781,10 @@ impl ServerConn {
         self.time(|p| &p.decode_ns, t);
         match msg {
             Message::Request(req) => {
+                // A context that names other sets than the first changes
+                // nothing (an observer reports it; a server just reads on).
                 if let Ok(Some(cs)) = req.header.contexts.code_sets() {
-                    self.code_sets = Some(cs);
+                    let _ = self.code_sets.offer(cs);
                 }
                 self.request(req, handler, spawn);
             }
@@ -976,7 +960,13 @@ impl ServerConn {
 
 /// Set the status for `outcome`, write its body if it has one of its own,
 /// finish, fragment if configured.
-fn finish(cfg: &ServerConfig, out: &mut BytesMut, p: Pending, version: Version, outcome: Outcome) {
+fn finish(
+    cfg: &ServerConnConfig,
+    out: &mut BytesMut,
+    p: Pending,
+    version: Version,
+    outcome: Outcome,
+) {
     let res = match outcome {
         Outcome::Reply => Ok(()),
         Outcome::UserException => {

@@ -18,6 +18,11 @@ use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
 use iiopbench_engine::results;
 use iiopbench_engine::units::parse_duration;
 
+/// `--timeout` when not given.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+/// `--max-duration` when not given.
+const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(120);
+
 /// `iiopbench interop` options.
 #[derive(Debug, Clone, Args)]
 pub struct InteropOpts {
@@ -48,17 +53,25 @@ pub struct InteropOpts {
     /// Write the results as JSON (docs/results-schema.md, "interop").
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Timeout of every request our client makes (raised for a slow peer,
-    /// docs/interop.md).
-    #[arg(long, value_parser = parse_duration, default_value = "20s", value_name = "DURATION")]
-    pub timeout: Duration,
+    /// Timeout of every request our client makes [default: 20s, which
+    /// calibration may raise for a slow peer up to 3x; a value given here
+    /// bounds every request as given unless --raise-limits]
+    /// (docs/interop.md).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
     /// Matrix: how long a vendor server may take to print `ready`.
     #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// Time cap of our whole suite, and in the matrix of each vendor
-    /// client's whole conformance run.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
-    pub max_duration: Duration,
+    /// client's whole conformance run [default: 120s, which calibration
+    /// may raise for a slow peer up to 3x; a value given here stays as
+    /// given unless --raise-limits].
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub max_duration: Option<Duration>,
+    /// Let the suite's calibration raise a --timeout or --max-duration
+    /// given here for a slow peer (to at most 3x).
+    #[arg(long)]
+    pub raise_limits: bool,
     /// Only the summary line (and failures) on stdout.
     #[arg(long, short)]
     pub quiet: bool,
@@ -72,8 +85,11 @@ impl InteropOpts {
         interop::InteropOpts {
             target: self.target.clone(),
             quick: self.quick,
-            timeout: self.timeout,
-            max_duration: self.max_duration,
+            timeout: self.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            max_duration: self.max_duration.unwrap_or(DEFAULT_MAX_DURATION),
+            timeout_given: self.timeout.is_some(),
+            max_duration_given: self.max_duration.is_some(),
+            raise_limits: self.raise_limits,
             tls: self.tls.engine(),
             progress: if self.quiet {
                 Progress::none()
@@ -167,7 +183,11 @@ fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
     print!("{}", report::matrix_table(&m.clients, &m.servers, &m.cells));
     for c in &m.cells {
         let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
-        if quiet_skip || (c.failures.is_empty() && c.notes.is_empty() && c.error.is_none()) {
+        let nothing = c.failures.is_empty()
+            && c.notes.is_empty()
+            && c.skipped.is_empty()
+            && c.error.is_none();
+        if quiet_skip || nothing {
             continue;
         }
         println!("\n{} client x {} server: {}", c.client, c.server, c.label());

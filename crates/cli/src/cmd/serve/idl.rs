@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use iiop_servers::idl_server::IdlServerOptions;
+use iiopbench_engine::dynamic::server::IdlServerOptions;
 
 use iiopbench_engine::dynamic::serve;
 

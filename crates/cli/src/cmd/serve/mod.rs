@@ -10,10 +10,11 @@ pub mod idl;
 use std::io::Write;
 use std::time::Duration;
 
+use iiop_bench_idl::reference::Forwarding;
+use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::codec::CodecConfig;
-use iiop_giop::transport::server::ServerConfig;
-use iiop_servers::reference::Forwarding;
-use iiop_servers::run::{RunningServer, ServerOptions, TlsServer};
+use iiop_transport::hosted::TlsServer;
+use iiop_transport::server::ServerConfig;
 
 use std::path::PathBuf;
 
@@ -184,11 +185,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         .transpose()?;
     let tls = match (&o.tls_cert, &o.tls_key) {
         (Some(cert), Some(key)) => Some(TlsServer {
-            config: iiop_giop::transport::tls::server_config(
-                cert,
-                key,
-                o.tls_client_ca.as_deref(),
-            )?,
+            config: iiop_transport::tls::server_config(cert, key, o.tls_client_ca.as_deref())?,
             client_certificates: o.tls_client_ca.is_some(),
         }),
         _ => None,
@@ -202,7 +199,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
         model: o.server_model.model(),
         // Whether the client has a CPU apart is not known here: the user
         // says so (the embedded server decides by the placement).
-        polling: iiop_giop::transport::threads::Polling::after_each_message(Some(o.spin_limit)),
+        polling: iiop_transport::threads::Polling::after_each_message(Some(o.spin_limit)),
         threads: o.server_threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())

@@ -24,14 +24,14 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn cfg() -> ClientConfig {
-    ClientConfig {
+fn cfg() -> ConnConfig {
+    ConnConfig {
         order: ByteOrder::Big,
-        ..ClientConfig::default()
+        ..ConnConfig::default()
     }
 }
 
-fn conn_with(version: Version, cfg: &ClientConfig, code_sets: bool) -> ClientConn {
+fn conn_with(version: Version, cfg: &ConnConfig, code_sets: bool) -> ClientConn {
     let cs = CodeSetComponentInfo::ours();
     let setup = ClientSetup::negotiate(ADDR.into(), version, cfg, code_sets.then_some(&cs));
     ClientConn::new(setup, cfg)
@@ -330,6 +330,144 @@ fn malformed_input_is_answered_with_message_error_and_ends_the_connection() {
     ));
 }
 
+/// Hex with spaces and `|` ignored, as bytes.
+fn unhex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(char::is_ascii_hexdigit).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Bytes seen in the field: a GIOP 1.0 little-endian `ping` (request id
+/// 7, key `Bench`) answered with a GIOP 1.2 Reply. A 1.0 client cannot
+/// read a 1.2 reply header: the peer's error, named with both versions,
+/// and the connection ends with MessageError in the request's version.
+#[test]
+fn a_reply_in_another_version_than_its_request_is_the_peers_error() {
+    const REQUEST: &str = "47494f50 01 00 01 00 28000000 | 00000000 07000000 01000000 \
+        05000000 42656e6368000000 05000000 70696e6700000000 00000000";
+    const REPLY: &str = "47494f50 01 02 01 01 0c000000 | 07000000 00000000 00000000";
+    let cfg = ConnConfig {
+        order: ByteOrder::Little,
+        ..ConnConfig::default()
+    };
+    let mut c = conn_with(Version::V1_0, &cfg, false);
+    let target = key();
+    let mut sent = Vec::new();
+    for _ in 0..7 {
+        let out = Outgoing::Request {
+            target: &target,
+            operation: "ping",
+            response: ResponseMode::Twoway,
+            contexts: &[],
+            body: |_: &mut Writer<'_>| Ok(()),
+        };
+        c.send(out, None, None).unwrap();
+        sent = written(&mut c);
+    }
+    assert_eq!(sent, unhex(REQUEST), "request 7 as seen in the field");
+    receive(&mut c, &unhex(REPLY));
+    let e = c.poll().unwrap_err();
+    assert_eq!(
+        e,
+        ClientError::ReplyVersion {
+            addr: ADDR.into(),
+            answer: MsgType::Reply,
+            reply: Version::V1_2,
+            request: Version::V1_0,
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "Reply in GIOP 1.2 to a GIOP 1.0 Request from peer:2809 \
+         (the peer's error: an answer must be in its request's GIOP version)"
+    );
+    assert!(!c.is_waiting(7));
+    assert_eq!(c.dead(), Some(&e));
+    assert_eq!(written(&mut c), b"GIOP\x01\x00\x01\x06\0\0\0\0");
+}
+
+/// Every answer follows its request's version, up or down: a LocateReply
+/// (1.2 to a 1.1 LocateRequest), a Reply of a lower version (1.0 to a 1.2
+/// Request); a Fragment continuing a reply follows that reply (the
+/// codec's rule). MessageError and CloseConnection come in any version.
+#[test]
+fn every_answer_follows_its_requests_version() {
+    let mut c = conn(Version::V1_1);
+    let id = c.send(Outgoing::locate(&key()), None, None).unwrap();
+    let mut b = BytesMut::new();
+    let l = LocateReply {
+        request_id: id,
+        status: LocateStatus::ObjectHere,
+    };
+    encode_locate_reply(&mut b, Version::V1_2, ByteOrder::Big, &l).unwrap();
+    receive(&mut c, &b);
+    let e = c.poll().unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "LocateReply in GIOP 1.2 to a GIOP 1.1 LocateRequest from peer:2809 \
+         (the peer's error: an answer must be in its request's GIOP version)"
+    );
+
+    let mut c = conn(Version::V1_2);
+    let id = twoway(&mut c, None, None);
+    receive(&mut c, &reply(Version::V1_0, id, 5));
+    assert!(matches!(
+        c.poll().unwrap_err(),
+        ClientError::ReplyVersion {
+            reply: Version::V1_0,
+            request: Version::V1_2,
+            ..
+        }
+    ));
+
+    // A 1.1 Reply whose Fragment claims 1.2.
+    let mut c = conn(Version::V1_1);
+    let id = twoway(&mut c, None, None);
+    let whole = reply(Version::V1_1, id, 9);
+    let mut first = whole[..whole.len() - 4].to_vec();
+    first[6] |= 0x02;
+    let size = (first.len() - HEADER_LEN) as u32;
+    first[8..12].copy_from_slice(&size.to_le_bytes());
+    let mut frag = Header::new(Version::V1_2, ByteOrder::Little, MsgType::Fragment, 8)
+        .to_bytes()
+        .to_vec();
+    frag.extend_from_slice(&id.to_le_bytes());
+    frag.extend_from_slice(&whole[whole.len() - 4..]);
+    receive(&mut c, &first);
+    receive(&mut c, &frag);
+    assert!(matches!(
+        c.poll().unwrap_err(),
+        ClientError::Protocol {
+            error: GiopError::FragmentMismatch { what: "version" },
+            ..
+        }
+    ));
+
+    // MessageError and CloseConnection in another version are still read.
+    for (t, want) in [
+        (
+            MsgType::MessageError,
+            ClientError::PeerMessageError { addr: ADDR.into() },
+        ),
+        (
+            MsgType::CloseConnection,
+            ClientError::Closed {
+                addr: ADDR.into(),
+                retryable: true,
+            },
+        ),
+    ] {
+        let mut c = conn(Version::V1_2);
+        twoway(&mut c, None, None);
+        let mut b = BytesMut::new();
+        encode_empty(&mut b, Version::V1_0, ByteOrder::Big, t);
+        receive(&mut c, &b);
+        assert_eq!(c.poll().unwrap_err(), want);
+    }
+}
+
 #[test]
 fn closing_says_close_connection_in_giop_12_only_and_eof_is_not_retryable() {
     let mut c = conn(Version::V1_2);
@@ -386,7 +524,7 @@ fn fragmented_replies_are_reassembled() {
 
 #[test]
 fn large_requests_are_fragmented_and_spliced_runs_survive_it() {
-    let cfg = ClientConfig {
+    let cfg = ConnConfig {
         fragment_size: Some(128),
         splice_cutoff: Some(64),
         ..cfg()
@@ -646,7 +784,7 @@ fn oneway_of(c: &mut ClientConn, n: usize) {
 
 #[test]
 fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued() {
-    let cfg = ClientConfig {
+    let cfg = ConnConfig {
         oneway_buffer: Some(1000),
         ..cfg()
     };
@@ -694,24 +832,21 @@ fn buffered_oneways_are_held_until_the_buffer_fills_or_something_else_is_queued(
 /// leaves the state as it was.
 #[test]
 fn coalescing_switches_nodelay_only_when_it_must() {
-    let setup = |coalesce: bool, nodelay: bool| {
-        let cfg = ClientConfig {
+    let setup = |coalesce: bool| {
+        let cfg = ConnConfig {
             coalesce_oneways: coalesce,
-            nodelay,
-            ..ClientConfig::default()
+            ..ConnConfig::default()
         };
         ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg, None)
     };
     // Oneways only, or something answered (a twoway, a LocateRequest, the
     // goodbye) among what is queued.
     let (oneway, twoway) = (true, false);
-    for (coalesce, nodelay) in [(false, true), (true, false)] {
-        let mut c = Coalescing::new(&setup(coalesce, nodelay), || panic!("not asked"));
-        for what in [oneway, twoway] {
-            c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
-        }
+    let mut c = Coalescing::new(&setup(false), || panic!("not asked"));
+    for what in [oneway, twoway] {
+        c.before_write(what, 100, |_| panic!("no switch: {what:?}"));
     }
-    let mut c = Coalescing::new(&setup(true, true), || Some(1000));
+    let mut c = Coalescing::new(&setup(true), || Some(1000));
     let mut set = Vec::new();
     let steps = [
         (oneway, 100),
@@ -731,7 +866,7 @@ fn coalescing_switches_nodelay_only_when_it_must() {
     }
     assert_eq!(set, [false, true, false, true, false, true]);
     // A failed switch is tried again at the next write.
-    let mut c = Coalescing::new(&setup(true, true), || None);
+    let mut c = Coalescing::new(&setup(true), || None);
     c.before_write(oneway, 10, |_| Err(std::io::ErrorKind::Other.into()));
     let mut again = None;
     c.before_write(oneway, 10, |d| {

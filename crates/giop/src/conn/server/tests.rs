@@ -54,33 +54,12 @@ impl Handler for Echo {
     }
 }
 
-fn server(cfg: ServerConfig) -> ServerConn {
+fn server(cfg: ServerConnConfig) -> ServerConn {
     ServerConn::new(Arc::new(cfg), 1, None, None)
 }
 
 fn request(version: Version, id: u32, op: &str, response: ResponseMode, v: u32) -> BytesMut {
-    let mut b = BytesMut::new();
-    let target = TargetAddress::Key(Bytes::from_static(b"Bench"));
-    let head = RequestHead {
-        request_id: id,
-        response,
-        target: &target,
-        operation: op,
-        contexts: &[],
-    };
-    encode_request(
-        &mut b,
-        version,
-        ByteOrder::Little,
-        Options::default(),
-        &head,
-        |w| {
-            w.write_u32(v);
-            Ok(())
-        },
-    )
-    .unwrap();
-    b
+    crate::conn::request_to_bench(version, ByteOrder::Little, id, op, response, &[], v)
 }
 
 fn receive(s: &mut ServerConn, bytes: &[u8]) {
@@ -123,7 +102,7 @@ fn echoed(m: &Message) -> (u32, u32) {
 
 #[test]
 fn requests_are_answered_in_order_oneways_are_not_and_counted() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let mut input = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 10);
     input.extend_from_slice(&request(
         Version::V1_2,
@@ -155,7 +134,7 @@ fn a_oneway_that_fails_leaves_nothing_in_the_output() {
     // No reply header is begun for a oneway: an exception raised by its
     // handler must not reach the wire, and the twoway after it is
     // answered whole.
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let input = [Version::V1_2, Version::V1_1]
         .into_iter()
         .zip(1..)
@@ -176,7 +155,7 @@ fn a_oneway_that_fails_leaves_nothing_in_the_output() {
 
 #[test]
 fn a_fragmented_request_is_reassembled_byte_by_byte() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let whole = request(Version::V1_2, 7, "echo_long", ResponseMode::Twoway, 77);
     let mut pieces = BytesMut::new();
     fragment_message(&whole, 32, &mut pieces).unwrap();
@@ -194,7 +173,7 @@ fn a_fragmented_request_is_reassembled_byte_by_byte() {
 fn a_request_in_pieces_with_another_between_them_is_answered_in_order() {
     // Request 7 in pieces; request 8 whole after its first piece, so the
     // pieces cannot be joined in the buffer: the usual reassembly.
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let whole = request(Version::V1_2, 7, "echo_long", ResponseMode::Twoway, 77);
     let mut pieces = BytesMut::new();
     fragment_message(&whole, 32, &mut pieces).unwrap();
@@ -218,7 +197,7 @@ fn a_request_in_pieces_with_another_between_them_is_answered_in_order() {
 
 #[test]
 fn malformed_input_gets_message_error_in_the_last_version_and_the_connection_ends() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let mut input = request(Version::V1_1, 1, "echo_long", ResponseMode::Twoway, 1);
     input.extend_from_slice(b"GIOP\x01\x01\x00\x09\0\0\0\0"); // type 9
     input.extend_from_slice(&request(
@@ -247,7 +226,7 @@ fn malformed_input_gets_message_error_in_the_last_version_and_the_connection_end
 
 #[test]
 fn a_reply_from_a_client_and_an_oversized_header_are_malformed() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let mut b = BytesMut::new();
     crate::message::encode_reply(
         &mut b,
@@ -263,12 +242,12 @@ fn a_reply_from_a_client_and_an_oversized_header_are_malformed() {
     receive(&mut s, &b);
     turn(&mut s);
     assert!(matches!(written(&mut s)[..], [Message::MessageError]));
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         codec: CodecConfig {
             max_message_size: 100,
             max_reassembled_size: 100,
         },
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     // Declares 1 MiB; nothing after the header has arrived.
     receive(&mut s, b"GIOP\x01\x02\x00\x00\x00\x10\x00\x00");
@@ -279,7 +258,7 @@ fn a_reply_from_a_client_and_an_oversized_header_are_malformed() {
 
 #[test]
 fn the_peers_close_connection_stops_processing_and_ends_quietly() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let mut input = BytesMut::new();
     encode_empty(
         &mut input,
@@ -303,7 +282,7 @@ fn the_peers_close_connection_stops_processing_and_ends_quietly() {
 
 #[test]
 fn locate_requests_are_answered_by_the_handler() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let mut input = BytesMut::new();
     for (id, key) in [(1, &b"Bench"[..]), (2, b"Nope")] {
         let t = TargetAddress::Key(Bytes::copy_from_slice(key));
@@ -329,9 +308,9 @@ fn locate_requests_are_answered_by_the_handler() {
 
 #[test]
 fn asynchronous_calls_pause_reading_at_the_limit_and_finish_before_shutdown_ends() {
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         max_in_flight: 2,
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     let mut input = BytesMut::new();
     for id in 1..=3 {
@@ -385,9 +364,9 @@ fn asynchronous_calls_pause_reading_at_the_limit_and_finish_before_shutdown_ends
 #[test]
 fn the_idle_timeout_counts_from_the_last_event_and_closes_with_close_connection() {
     let t0 = epoch();
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         idle_timeout: Some(ms(100)),
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     assert_eq!(s.next_deadline(|| t0), Some(t0 + ms(100)));
     // A request at +60 restarts it.
@@ -415,10 +394,10 @@ fn the_idle_timeout_counts_from_the_last_event_and_closes_with_close_connection(
 #[test]
 fn the_idle_timeout_waits_while_calls_are_in_flight() {
     let t0 = epoch();
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         idle_timeout: Some(ms(100)),
         read_timeout: None,
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     receive(
         &mut s,
@@ -433,9 +412,9 @@ fn the_idle_timeout_waits_while_calls_are_in_flight() {
 #[test]
 fn a_started_message_must_be_complete_within_the_read_timeout() {
     let t0 = epoch();
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         read_timeout: Some(ms(100)),
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     assert_eq!(s.next_deadline(|| panic!("no timer runs")), None);
     let m = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 1);
@@ -455,9 +434,9 @@ fn a_started_message_must_be_complete_within_the_read_timeout() {
 #[test]
 fn each_message_of_a_stream_gets_its_own_read_timeout() {
     let t0 = epoch();
-    let mut s = server(ServerConfig {
+    let mut s = server(ServerConnConfig {
         read_timeout: Some(ms(100)),
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     let m = request(Version::V1_2, 1, "echo_long", ResponseMode::Oneway, 1);
     // Every read ends inside a message, for longer than the timeout.
@@ -483,8 +462,8 @@ fn each_message_of_a_stream_gets_its_own_read_timeout() {
 
 #[test]
 fn code_sets_sent_by_the_client_apply_to_its_later_requests() {
-    use crate::context::{CodeSetContext, ServiceContext, SC_CODE_SETS};
-    let mut s = server(ServerConfig::default());
+    use crate::context::{default_options, CodeSetContext, ServiceContext, SC_CODE_SETS};
+    let mut s = server(ServerConnConfig::default());
     let cs = CodeSetContext {
         char_data: 0x0501_0001,
         wchar_data: 0x0001_0109,
@@ -521,6 +500,66 @@ fn code_sets_sent_by_the_client_apply_to_its_later_requests() {
     assert_eq!(s.options(Version::V1_0), default_options(Version::V1_0));
 }
 
+/// CORBA 3.0 §13.10.2.6: code sets are negotiated once per connection. A
+/// client that sends a second, different CodeSets context does not
+/// change them: its later requests (the one with the new context among
+/// them) are read with the first context's sets, as an observer of the
+/// connection reads them (`ConnectionCodeSets::offer`, shared).
+#[test]
+fn a_later_code_sets_context_does_not_change_the_connections_code_sets() {
+    use crate::context::{CodeSetContext, ServiceContext, SC_CODE_SETS};
+    use iiop_cdr::CharCodeSet;
+    use std::sync::Mutex;
+    /// Records the char code set each request was read with.
+    struct Sets(Mutex<Vec<CharCodeSet>>);
+    impl Handler for Sets {
+        fn handle(
+            &self,
+            req: &RequestContext<'_>,
+            _: &mut Reader<'_>,
+            _: &mut Writer<'_>,
+        ) -> Dispatch {
+            self.0.lock().unwrap().push(req.options.char_set);
+            Dispatch::Done(Outcome::Reply)
+        }
+    }
+    let call = |id: u32, char_data: Option<u32>| {
+        let ctx: Vec<ServiceContext> = char_data
+            .map(|c| ServiceContext {
+                id: SC_CODE_SETS,
+                data: CodeSetContext {
+                    char_data: c,
+                    wchar_data: 0x0001_0109,
+                }
+                .encode(ByteOrder::Little),
+            })
+            .into_iter()
+            .collect();
+        let (v, o) = (Version::V1_2, ByteOrder::Little);
+        crate::conn::request_to_bench(v, o, id, "op", ResponseMode::Twoway, &ctx, 0)
+    };
+    let h = Sets(Mutex::new(Vec::new()));
+    let mut s = server(ServerConnConfig::default());
+    for b in [
+        call(1, None),
+        call(2, Some(CharCodeSet::Utf8.id())),
+        call(3, Some(CharCodeSet::Latin1.id())),
+        call(4, None),
+    ] {
+        receive(&mut s, &b);
+        s.process(&h, &mut |_| {});
+    }
+    assert_eq!(
+        *h.0.lock().unwrap(),
+        [
+            CharCodeSet::Latin1,
+            CharCodeSet::Utf8,
+            CharCodeSet::Utf8,
+            CharCodeSet::Utf8
+        ]
+    );
+}
+
 #[test]
 fn phase_timing_reads_only_the_drivers_clock() {
     use std::sync::atomic::AtomicU32;
@@ -533,9 +572,9 @@ fn phase_timing_reads_only_the_drivers_clock() {
         base + ms(u64::from(TICKS.fetch_add(1, Ordering::Relaxed)))
     }
     let phases = Arc::new(ServerPhases::default());
-    let cfg = Arc::new(ServerConfig {
+    let cfg = Arc::new(ServerConnConfig {
         phases: Some(phases.clone()),
-        ..ServerConfig::default()
+        ..ServerConnConfig::default()
     });
     let req = request(Version::V1_2, 1, "echo_long", ResponseMode::Twoway, 1);
     // No clock handed in: nothing is timed, the request still counted.
@@ -561,7 +600,7 @@ fn phase_timing_reads_only_the_drivers_clock() {
 
 #[test]
 fn reads_take_what_the_head_lacks_or_two_messages_the_size_of_the_last() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     assert_eq!(
         s.read_limit(),
         usize::MAX,
@@ -596,13 +635,13 @@ fn the_read_buffer_makes_room_ahead_for_the_rest_of_a_large_message() {
         b.capacity() - b.len()
     };
     let head = |size| Header::new(Version::V1_2, ByteOrder::Little, MsgType::Request, size);
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     assert!(room(&mut s) >= 16 * 1024);
     receive(&mut s, &head(200_000).to_bytes());
     receive(&mut s, &[0; 100_000]);
     assert!(room(&mut s) >= 100_012, "the rest of it: {}", room(&mut s));
     // Declared, nothing sent: no more than without it.
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     receive(&mut s, &head(100 << 20).to_bytes());
     let r = room(&mut s);
     assert!((16 * 1024..=64 * 1024).contains(&r), "{r}");
@@ -615,7 +654,7 @@ fn the_read_buffer_makes_room_ahead_for_the_rest_of_a_large_message() {
     );
     // What a message lacks counts only under the limit, on a whole header.
     for (limit, lacks) in [(2 << 20, (1 << 20) + 12 - 200_012), (64 << 10, 0)] {
-        let mut cfg = ServerConfig::default();
+        let mut cfg = ServerConnConfig::default();
         cfg.codec.max_message_size = limit;
         let mut s = server(cfg);
         receive(&mut s, &head(1 << 20).to_bytes()[..11]);
@@ -628,7 +667,7 @@ fn the_read_buffer_makes_room_ahead_for_the_rest_of_a_large_message() {
 
 #[test]
 fn reads_that_keep_taking_all_they_may_drain_the_input_until_it_runs_low() {
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     let one = request(Version::V1_2, 1, "ping", ResponseMode::Oneway, 0);
     receive(&mut s, &one);
     turn(&mut s);
@@ -655,7 +694,7 @@ fn reads_that_keep_taking_all_they_may_drain_the_input_until_it_runs_low() {
     receive(&mut s, &[0; 100]);
     assert!(s.read_limit() < DRAIN_MIN);
     // And one short read among full ones starts the count again.
-    let mut s = server(ServerConfig::default());
+    let mut s = server(ServerConnConfig::default());
     receive(&mut s, &one);
     turn(&mut s);
     for _ in 0..DRAIN_AFTER - 1 {

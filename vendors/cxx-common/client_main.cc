@@ -1,0 +1,564 @@
+// client_main.cc -- the bench.idl client of docs/vendor-protocol.md, shared
+// by every C++ ORB (ORB specifics from BENCH_ORB_HEADER).
+//
+//   bench-client --target REF --mode latency --op ping|send|echo|oneway
+//                [--type T] [--size BYTES] [--count N] [--warmup W]
+//   bench-client --target REF --mode throughput --op oneway|send|echo
+//                --type T --size BYTES [--total BYTES] [--min-duration S]
+//   bench-client --target REF --mode conformance
+//
+// REF is IOR:..., corbaloc:..., or a file holding either. -ORB... options
+// go to ORB_init. The last stdout line is one JSON object. Payloads are
+// built once before the timed loop; times come from CLOCK_MONOTONIC.
+
+#include BENCH_ORB_HEADER
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ior_addr.h"
+#include "servants.h"
+
+namespace {
+
+using bench::now_s;
+
+struct Args {
+  std::string target, mode, op, type = "octet";
+  uint64_t size = 0, total = 64ull << 20;
+  bool size_given = false;
+  unsigned long count = 1000, warmup = 100;
+  double min_duration = 1.0;
+};
+
+[[noreturn]] void die(const std::string& why) {
+  fprintf(stderr, "bench-client: %s\n", why.c_str());
+  exit(2);
+}
+
+uint64_t parse_u64(const std::string& opt, const char* v) {
+  char* end = 0;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (!*v || *end || errno || v[0] == '-') die(opt + " wants a non-negative integer, got '" + v + "'");
+  return x;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    unsigned char u = (unsigned char)ch;
+    if (ch == '"' || ch == '\\') {
+      o += '\\';
+      o += ch;
+    } else if (u < 0x20) {
+      char b[8];
+      snprintf(b, sizeof b, "\\u%04x", u);
+      o += b;
+    } else {
+      o += ch;
+    }
+  }
+  return o;
+}
+
+// A CORBA exception as "IDL:omg.org/CORBA/NAME:1.0 minor 0x... completed N".
+std::string describe(const CORBA::Exception& e) {
+  const CORBA::SystemException* se = CORBA::SystemException::_downcast(&e);
+  std::ostringstream o;
+  o << e._rep_id();
+  if (se) {
+    char b[64];
+    snprintf(b, sizeof b, " minor 0x%x completed %d", (unsigned)se->minor(), (int)se->completed());
+    o << b;
+  }
+  return o.str();
+}
+
+// The target string: a reference itself, or the first line of a file.
+std::string resolve_target(const std::string& t) {
+  if (t.compare(0, 4, "IOR:") == 0 || t.compare(0, 9, "corbaloc:") == 0 ||
+      t.compare(0, 10, "corbaname:") == 0)
+    return t;
+  std::ifstream f(t.c_str());
+  if (!f) die("--target '" + t + "' is neither IOR:, corbaloc: nor a readable file");
+  std::string line;
+  while (std::getline(f, line)) {
+    size_t a = line.find_first_not_of(" \t\r\n");
+    if (a == std::string::npos) continue;
+    size_t b = line.find_last_not_of(" \t\r\n");
+    return line.substr(a, b - a + 1);
+  }
+  die("--target file '" + t + "' holds no reference");
+}
+
+// Nearest-rank percentile of sorted samples.
+double pct(const std::vector<double>& s, double p) {
+  if (s.empty()) return 0.0;
+  size_t k = (size_t)ceil(p * (double)s.size());
+  if (k == 0) k = 1;
+  if (k > s.size()) k = s.size();
+  return s[k - 1];
+}
+
+// ---- latency ---------------------------------------------------------
+
+template <class T>
+std::function<void()> latency_call(Bench::Perf_ptr p, const std::string& op,
+                                   const typename T::Seq& s) {
+  if (op == "send") return [p, &s]() { T::send(p, s); };
+  if (op == "oneway") return [p, &s]() { T::oneway(p, s); };
+  return [p, &s]() { std::unique_ptr<typename T::Seq> r(T::echo(p, s)); };
+}
+
+template <class T>
+int run_latency(Bench::Perf_ptr p, const Args& a) {
+  typename T::Seq payload;
+  bench::Idx n = a.op == "ping" ? 0 : bench::elements_for(a.size, T::stride);
+  T::fill(payload, n, false);
+  std::function<void()> call =
+      a.op == "ping" ? std::function<void()>([p]() { p->ping(); }) : latency_call<T>(p, a.op, payload);
+  for (unsigned long i = 0; i < a.warmup; ++i) call();
+  std::vector<double> us(a.count);
+  double t0 = now_s();
+  for (unsigned long i = 0; i < a.count; ++i) {
+    double b = now_s();
+    call();
+    us[i] = (now_s() - b) * 1e6;
+  }
+  double secs = now_s() - t0;
+  double sum = 0;
+  for (double v : us) sum += v;
+  std::sort(us.begin(), us.end());
+  printf("{\"orb\":\"%s\",\"mode\":\"latency\",\"op\":\"%s\",\"type\":\"%s\",\"size\":%llu,"
+         "\"elements\":%u,\"calls\":%lu,\"seconds\":%.6f,\"latency_us\":{\"min\":%.3f,\"mean\":%.3f,"
+         "\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}}\n",
+         json_escape(orbx::orb_name()).c_str(), a.op.c_str(), T::name(),
+         (unsigned long long)(a.op == "ping" ? 0 : a.size), (unsigned)n, a.count, secs,
+         us.empty() ? 0.0 : us.front(), us.empty() ? 0.0 : sum / (double)us.size(), pct(us, 0.5),
+         pct(us, 0.9), pct(us, 0.99), pct(us, 0.999), us.empty() ? 0.0 : us.back());
+  return 0;
+}
+
+// ---- throughput ------------------------------------------------------
+
+template <class T>
+int run_throughput(Bench::Perf_ptr p, const Args& a) {
+  typename T::Seq payload;
+  bench::Idx n = bench::elements_for(a.size, T::stride);
+  T::fill(payload, n, true);
+  const uint64_t per_call = T::bytes(payload);
+  if (per_call == 0) die("throughput needs --size > 0");
+  p->reset();
+  uint64_t calls = 0, bytes = 0;
+  double t0 = now_s(), elapsed = 0;
+  const int op = a.op == "oneway" ? 0 : a.op == "send" ? 1 : 2;
+  do {
+    // Check the clock every 16 calls for small payloads, every call else.
+    for (int k = 0; k < (per_call < 4096 ? 16 : 1); ++k) {
+      if (op == 0)
+        T::oneway(p, payload);
+      else if (op == 1)
+        T::send(p, payload);
+      else
+        std::unique_ptr<typename T::Seq> r(T::echo(p, payload));
+      ++calls;
+      bytes += per_call;
+    }
+    elapsed = now_s() - t0;
+  } while (bytes < a.total || elapsed < a.min_duration);
+  Bench::Stats st = p->get_stats();
+  double recv = now_s() - t0;
+  printf("{\"orb\":\"%s\",\"mode\":\"throughput\",\"op\":\"%s\",\"type\":\"%s\",\"size\":%llu,"
+         "\"elements\":%u,\"calls\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"mbps\":%.3f,"
+         "\"server_bytes\":%llu,\"receiver_seconds\":%.6f,\"receiver_mbps\":%.3f,"
+         "\"server_calls\":%llu,\"server_oneways\":%llu,\"server_cpu_seconds\":%.6f}\n",
+         json_escape(orbx::orb_name()).c_str(), a.op.c_str(), T::name(), (unsigned long long)a.size,
+         (unsigned)n, (unsigned long long)calls, (unsigned long long)bytes, elapsed,
+         (double)bytes * 8.0 / elapsed / 1e6, (unsigned long long)st.bytes, recv,
+         (double)st.bytes * 8.0 / recv / 1e6, (unsigned long long)st.calls,
+         (unsigned long long)st.oneways, st.cpu_seconds);
+  return 0;
+}
+
+// ---- conformance -----------------------------------------------------
+
+struct Checks {
+  struct C {
+    std::string name, detail;
+    bool pass;
+  };
+  std::vector<C> v;
+  // Checks not run, with the reason: neither passed nor failed
+  // (docs/vendor-protocol.md: the "skipped" list, as the Java client's).
+  std::vector<C> skipped;
+  void skip(const std::string& name, const std::string& reason) { skipped.push_back(C{name, reason, false}); }
+  // Runs f(detail) -> pass; a CORBA exception fails the check with its name.
+  void run(const std::string& name, const std::function<bool(std::string&)>& f) {
+    std::string d;
+    bool ok = false;
+    try {
+      ok = f(d);
+    } catch (const CORBA::Exception& e) {
+      d = "exception " + describe(e);
+      ok = false;
+    }
+    v.push_back(C{name, d, ok});
+  }
+};
+
+std::string stats_str(const Bench::Stats& s) {
+  char b[256];
+  snprintf(b, sizeof b, "calls=%llu oneways=%llu bytes=%llu last_mark=%llu mark_disorder=%llu",
+           (unsigned long long)s.calls, (unsigned long long)s.oneways, (unsigned long long)s.bytes,
+           (unsigned long long)s.last_mark, (unsigned long long)s.mark_disorder);
+  return b;
+}
+
+// get_stats(), repeated (every 10 ms, at most 2 s) until `oneways` reaches
+// `want`: a server may still be dispatching the oneways sent before.
+Bench::Stats stats_after_oneways(Bench::Perf_ptr p, uint64_t want, int* polls) {
+  Bench::Stats s = p->get_stats();
+  int k = 1;
+  for (; s.oneways < want && k < 200; ++k) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, 0);
+    s = p->get_stats();
+  }
+  *polls = k;
+  return s;
+}
+
+template <class T>
+bool same_seq(const typename T::Seq& want, const typename T::Seq& got, std::string& d) {
+  if (want.length() != got.length()) {
+    d = "length " + std::to_string(got.length()) + ", want " + std::to_string(want.length());
+    return false;
+  }
+  for (bench::Idx i = 0; i < want.length(); ++i) {
+    if (!T::same(want, got, i)) {
+      d = "element " + std::to_string(i) + " differs";
+      return false;
+    }
+  }
+  d = std::to_string(want.length()) + " elements equal";
+  return true;
+}
+
+// Every check of one element type; `skip` (non-empty) records them all as
+// skipped with that reason instead (not run, not passed).
+template <class T>
+void conf_type(Checks& ck, Bench::Perf_ptr p, const std::string& skip) {
+  std::string tok = T::name();
+  const bench::Idx counts[] = {0, 1, 7, 1000};
+  if (!skip.empty()) {
+    for (bench::Idx n : counts) ck.skip("echo_" + tok + "[" + std::to_string(n) + "]", skip);
+    const char* rest[] = {"send_", "send_oneway_", "bytes_"};
+    for (const char* r : rest) ck.skip(r + tok + (r[0] == 'b' ? "[7]" : "[3]"), skip);
+    return;
+  }
+  for (bench::Idx n : counts) {
+    ck.run("echo_" + tok + "[" + std::to_string(n) + "]", [&](std::string& d) {
+      typename T::Seq s;
+      T::fill(s, n, false);
+      std::unique_ptr<typename T::Seq> r(T::echo(p, s));
+      return same_seq<T>(s, *r, d);
+    });
+  }
+  ck.run("send_" + tok + "[3]", [&](std::string& d) {
+    typename T::Seq s;
+    T::fill(s, 3, false);
+    T::send(p, s);
+    return true;
+  });
+  ck.run("send_oneway_" + tok + "[3]", [&](std::string& d) {
+    typename T::Seq s;
+    T::fill(s, 3, false);
+    T::oneway(p, s);
+    return true;
+  });
+  // The server's byte count for 7 conformance elements (for variant: every
+  // branch) against bench.idl's rules.
+  ck.run("bytes_" + tok + "[7]", [&](std::string& d) {
+    typename T::Seq s;
+    T::fill(s, 7, false);
+    p->reset();
+    T::send(p, s);
+    Bench::Stats st = p->get_stats();
+    uint64_t want = T::bytes(s);
+    d = "bytes=" + std::to_string((unsigned long long)st.bytes) + " want " + std::to_string(want) +
+        ", calls=" + std::to_string((unsigned long long)st.calls) + " want 1";
+    return st.bytes == want && st.calls == 1;
+  });
+}
+
+int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& target) {
+  Checks ck;
+  ck.run("ping", [&](std::string&) {
+    p->ping();
+    return true;
+  });
+  ck.run("reset_zero", [&](std::string& d) {
+    p->reset();
+    Bench::Stats s = p->get_stats();
+    d = stats_str(s);
+    return s.calls == 0 && s.oneways == 0 && s.bytes == 0 && s.last_mark == 0 &&
+           s.mark_disorder == 0 && s.cpu_seconds >= 0.0;
+  });
+  bool loc = target.compare(0, 9, "corbaloc:") == 0;
+  // A corbaloc reference carries no code set component, and a conforming
+  // client must not send wchar data then (CORBA 3.0 13.10.2.6: omniORB
+  // raises INV_OBJREF minor 1): the wide types need an IOR target.
+  const std::string no_wide =
+      loc ? "wchar needs the server's code sets, which a corbaloc reference lacks; use an IOR target"
+          : "";
+#define BENCH_CONF(tok) \
+  conf_type<bench::T_##tok>(ck, p, std::string(#tok) == "wchar" || std::string(#tok) == "wstring" ? no_wide : "");
+  BENCH_TOKENS(BENCH_CONF)
+#undef BENCH_CONF
+
+  // Known sequence: 9 counted twoways, 2 oneways, 136 payload bytes:
+  // send_long 3x4=12, send_oneway_octet 5, echo_string 2x(4+15+1)=40,
+  // pass_cd 2x16=32, pass_both 3+2x8=19, pass_chars 4, pass_doubles 3x8=24.
+  ck.run("stats_exact", [&](std::string& d) {
+    p->reset();
+    p->ping();
+    Bench::LongSeq l;
+    bench::T_long::fill(l, 3, false);
+    p->send_long(l);
+    Bench::OctetSeq o;
+    bench::T_octet::fill(o, 5, false);
+    p->send_oneway_octet(o);
+    Bench::StringSeq s;
+    bench::T_string::fill(s, 2, false);
+    Bench::StringSeq_var sr = p->echo_string(s);
+    Bench::CDSeq cd;
+    bench::T_cd::fill(cd, 2, false);
+    p->pass_cd(cd);
+    Bench::CharSeq c3, c4;
+    bench::T_char::fill(c3, 3, false);
+    bench::T_char::fill(c4, 4, false);
+    Bench::DoubleSeq d2, d3;
+    bench::T_double::fill(d2, 2, false);
+    bench::T_double::fill(d3, 3, false);
+    p->pass_both(c3, d2);
+    p->pass_chars(c4);
+    p->pass_doubles(d3);
+    p->work(0.0, Bench::DIST_FIXED, Bench::KIND_SLEEP);
+    Bench::Single_var one = p->get_single(0);
+    p->mark(1);
+    int polls = 0;
+    Bench::Stats st = stats_after_oneways(p, 2, &polls);
+    d = stats_str(st) + " (want calls=9 oneways=2 bytes=136 last_mark=1; " + std::to_string(polls) +
+        " get_stats)";
+    return st.calls == 9 && st.oneways == 2 && st.bytes == 136 && st.last_mark == 1 &&
+           st.mark_disorder == 0;
+  });
+  ck.run("mark_1000", [&](std::string& d) {
+    p->reset();
+    for (CORBA::ULongLong n = 1; n <= 1000; ++n) p->mark(n);
+    int polls = 0;
+    Bench::Stats st = stats_after_oneways(p, 1000, &polls);
+    d = stats_str(st) + " (" + std::to_string(polls) + " get_stats)";
+    return st.oneways == 1000 && st.last_mark == 1000 && st.mark_disorder == 0;
+  });
+  ck.run("work_1000us_sleep", [&](std::string& d) {
+    double us = p->work(1000.0, Bench::DIST_FIXED, Bench::KIND_SLEEP);
+    d = "returned " + std::to_string(us);
+    return us >= 1000.0;
+  });
+  ck.run("get_single_7", [&](std::string& d) {
+    Bench::Single_var s = p->get_single(7);
+    if (CORBA::is_nil(s.in())) {
+      d = "nil reference";
+      return false;
+    }
+    s->op();
+    return true;
+  });
+  // Dispatch objects: corbaloc on the target's host/port (from the IOR's
+  // first IIOP profile when the target is an IOR).
+  std::string base, why;
+  uint16_t tls_port = 0;
+  std::string tls_why;
+  // A TLS-only server (its TLS port in TAG_SSL_SEC_TRANS): the target IOR
+  // with each key, as no corbaloc form that omniORB reads says "TLS".
+  bool tls_ior = !loc && bench::ssl_port(target, &tls_port, &tls_why);
+  if (loc) {
+    base = target.substr(0, target.rfind('/') + 1);
+  } else if (tls_ior) {
+    base = "(the target IOR with key) ";
+  } else {
+    std::string host;
+    uint16_t port = 0;
+    if (bench::iiop_address(target, &host, &port, &why))
+      base = "corbaloc:iiop:" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+             std::to_string(port) + "/";
+  }
+  struct D {
+    const char* key;
+    const char* method;
+  };
+  const D ds[] = {{"Dispatch50", "m00"}, {"Dispatch50", "m49"}, {"Dispatch500", "m000"},
+                  {"Dispatch500", "m499"}};
+  for (const D& x : ds) {
+    ck.run(std::string(x.key) + "." + x.method, [&](std::string& d) {
+      if (base.empty()) {
+        d = "no host/port in the target: " + why;
+        return false;
+      }
+      std::string ref = base + x.key;
+      if (tls_ior && !bench::with_key(target, x.key, &ref, &why)) {
+        d = "cannot rewrite the target IOR: " + why;
+        return false;
+      }
+      CORBA::Object_var obj = orb->string_to_object(ref.c_str());
+      d = ref;
+      std::string m = x.method;
+      if (std::string(x.key) == "Dispatch50") {
+        Bench::Dispatch50_var o = Bench::Dispatch50::_narrow(obj.in());
+        if (m == "m00") o->m00(); else o->m49();
+      } else {
+        Bench::Dispatch500_var o = Bench::Dispatch500::_narrow(obj.in());
+        if (m == "m000") o->m000(); else o->m499();
+      }
+      return true;
+    });
+  }
+  ck.run("non_existent_false", [&](std::string& d) {
+    bool ne = p->_non_existent();
+    d = ne ? "true" : "false";
+    return !ne;
+  });
+  ck.run("is_a_perf", [&](std::string& d) {
+    bool ok = p->_is_a("IDL:Bench/Perf:1.0");
+    d = ok ? "true" : "false";
+    return ok;
+  });
+  ck.run("echo_octet_4MiB", [&](std::string& d) {
+    Bench::OctetSeq s;
+    bench::T_octet::fill(s, 4u << 20, false);
+    std::unique_ptr<Bench::OctetSeq> r(p->echo_octet(s));
+    return same_seq<bench::T_octet>(s, *r, d);
+  });
+
+  int passed = 0, failed = 0;
+  std::string js = "{\"orb\":\"" + json_escape(orbx::orb_name()) + "\",\"mode\":\"conformance\",\"checks\":[";
+  for (size_t i = 0; i < ck.v.size(); ++i) {
+    const Checks::C& c = ck.v[i];
+    (c.pass ? passed : failed)++;
+    if (!c.pass) fprintf(stderr, "FAIL %s: %s\n", c.name.c_str(), c.detail.c_str());
+    js += (i ? "," : "");
+    js += "{\"name\":\"" + json_escape(c.name) + "\",\"pass\":" + (c.pass ? "true" : "false") +
+          ",\"detail\":\"" + json_escape(c.detail) + "\"}";
+  }
+  js += "],\"passed\":" + std::to_string(passed) + ",\"failed\":" + std::to_string(failed) + ",\"skipped\":[";
+  for (size_t i = 0; i < ck.skipped.size(); ++i) {
+    const Checks::C& c = ck.skipped[i];
+    js += (i ? "," : "");
+    js += "{\"name\":\"" + json_escape(c.name) + "\",\"detail\":\"" + json_escape(c.detail) + "\"}";
+  }
+  js += "]}";
+  printf("%s\n", js.c_str());
+  return failed ? 1 : 0;
+}
+
+int dispatch_latency(Bench::Perf_ptr p, const Args& a) {
+#define BENCH_L(tok) \
+  if (a.type == #tok) return run_latency<bench::T_##tok>(p, a);
+  BENCH_TOKENS(BENCH_L)
+#undef BENCH_L
+  die("unknown --type '" + a.type + "'");
+}
+
+int dispatch_throughput(Bench::Perf_ptr p, const Args& a) {
+#define BENCH_T(tok) \
+  if (a.type == #tok) return run_throughput<bench::T_##tok>(p, a);
+  BENCH_TOKENS(BENCH_T)
+#undef BENCH_T
+  die("unknown --type '" + a.type + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  std::vector<char*> rest;
+  rest.push_back(argv[0]);
+  bench::TlsOptions tls;
+  for (int i = 1; i < argc; ++i) {
+    std::string o = argv[i], err;
+    if (tls.parse(argc, argv, &i, &err)) {
+      if (!err.empty()) die(err);
+      continue;
+    }
+    if (o.compare(0, 4, "-ORB") == 0) {
+      rest.push_back(argv[i]);
+      if (i + 1 < argc) rest.push_back(argv[++i]);
+      continue;
+    }
+    if (i + 1 >= argc) die(o + " needs a value (or is unknown)");
+    const char* v = argv[++i];
+    if (o == "--target") a.target = v;
+    else if (o == "--mode") a.mode = v;
+    else if (o == "--op") a.op = v;
+    else if (o == "--type") a.type = v;
+    else if (o == "--size") { a.size = parse_u64(o, v); a.size_given = true; }
+    else if (o == "--count") a.count = (unsigned long)parse_u64(o, v);
+    else if (o == "--warmup") a.warmup = (unsigned long)parse_u64(o, v);
+    else if (o == "--total") a.total = parse_u64(o, v);
+    else if (o == "--min-duration") {
+      char* end = 0;
+      a.min_duration = strtod(v, &end);
+      if (*end || !(a.min_duration >= 0)) die("--min-duration wants seconds >= 0");
+    } else die("unknown option " + o);
+  }
+  if (a.target.empty()) die("--target is required");
+  if (!tls.incomplete().empty()) die(tls.incomplete());
+  if (a.mode == "latency") {
+    if (a.op != "ping" && a.op != "send" && a.op != "echo" && a.op != "oneway")
+      die("--mode latency wants --op ping|send|echo|oneway");
+  } else if (a.mode == "throughput") {
+    if (a.op != "oneway" && a.op != "send" && a.op != "echo")
+      die("--mode throughput wants --op oneway|send|echo");
+    if (!a.size_given || a.size == 0) die("--mode throughput wants --size BYTES > 0");
+  } else if (a.mode != "conformance") {
+    die("--mode must be latency, throughput or conformance");
+  }
+  std::string ref = resolve_target(a.target);
+  signal(SIGPIPE, SIG_IGN);
+  rest.push_back(0);
+  int oargc = (int)rest.size() - 1;
+  try {
+    orbx::Config cfg;
+    CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), tls, cfg);
+    for (size_t i = 0; i < cfg.size(); ++i)
+      printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
+    CORBA::Object_var obj = orb->string_to_object(ref.c_str());
+    Bench::Perf_var p = Bench::Perf::_narrow(obj.in());
+    if (CORBA::is_nil(p.in())) die("target is not a Bench::Perf: " + ref);
+    int rc;
+    if (a.mode == "latency") rc = dispatch_latency(p.in(), a);
+    else if (a.mode == "throughput") rc = dispatch_throughput(p.in(), a);
+    else rc = run_conformance(orb.in(), p.in(), ref);
+    fflush(stdout);
+    orb->destroy();
+    return rc;
+  } catch (const CORBA::Exception& e) {
+    fflush(stdout);
+    fprintf(stderr, "bench-client: %s\n", describe(e).c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,144 @@
+// orb_omniorb.h -- the omniORB 4.2 specifics behind the shared C++ bench
+// server and client (vendors/cxx-common/): stub header, ORB_init
+// options, fixed object keys through omniINSPOA, endpoint option.
+//
+// Interface every orb_<name>.h provides (namespace orbx):
+//   Config                     ordered name=value pairs printed as `config`
+//   orb_name()                 "omniORB 4.2.5"
+//   init_server(argc, argv, host, port, tls, cfg)  ORB listening on
+//                                host:port, over TLS when tls.on()
+//                                (port 0: an ephemeral port, which the
+//                                server reads back from the IOR)
+//   bind_key(orb, key, servant)  activates servant so its object key is
+//                                exactly `key`; returns its reference
+//   activate(orb)              starts dispatching (POA managers)
+//   init_client(argc, argv, tls, cfg) ORB for the client (TLS wherever an
+//                                IOR offers it when tls.on())
+#ifndef IIOPBENCH_ORB_OMNIORB_H
+#define IIOPBENCH_ORB_OMNIORB_H
+
+#include <omniORB4/CORBA.h>
+#include <omniORB4/sslContext.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench.hh"
+#include "tls_opts.h"
+
+namespace orbx {
+
+typedef std::vector<std::pair<std::string, std::string> > Config;
+
+// 512 MiB: omniORB's default giopMaxMsgSize (2 MiB) rejects the 64 MiB
+// sequences of the throughput experiments with MARSHAL; the contract
+// requires at least 256 MiB. It bounds the sum of all fragments of one
+// message, in both directions.
+static const char* const kMaxMsg = "536870912";
+
+inline std::string orb_name() { return std::string("omniORB ") + omniORB::versionString(); }
+
+inline PortableServer::POA_var& ins_poa() {
+  static PortableServer::POA_var poa;
+  return poa;
+}
+
+// omniORB's SSL transport (libomnisslTP4, OpenSSL) reads its settings
+// from sslContext's statics before ORB_init: a CA file, and ONE file with
+// our certificate and key (so the two given files are joined into a
+// private temporary one, removed at exit), and a key password ("" for an
+// unencrypted key). A server that does not require client certificates
+// must not ask for one (SSL_VERIFY_NONE); a client verifies the server.
+inline void configure_ssl(const bench::TlsOptions& tls, bool server, Config& cfg) {
+  static std::string joined;
+  char path[] = "/tmp/iiopbench-omniorb-tls-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary file for the TLS key");
+  std::string pem;
+  for (const std::string& f : {tls.cert, tls.key}) {
+    std::ifstream in(f);
+    if (!in) throw std::runtime_error("cannot read " + f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    pem += ss.str();
+    if (!pem.empty() && pem.back() != '\n') pem += '\n';
+  }
+  if (write(fd, pem.data(), pem.size()) != (ssize_t)pem.size()) throw std::runtime_error("cannot write the TLS key file");
+  close(fd);
+  joined = path;
+  atexit([] { unlink(joined.c_str()); });
+  static std::string ca;
+  ca = tls.ca;
+  sslContext::certificate_authority_file = ca.c_str();
+  sslContext::key_file = joined.c_str();
+  sslContext::key_file_password = "";
+  sslContext::verify_mode = !server ? SSL_VERIFY_PEER
+                            : tls.require_client ? SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+                                                 : SSL_VERIFY_NONE;
+  cfg.push_back(std::make_pair("tls", std::string("omniORB SSL transport (OpenSSL), CA ") + tls.ca +
+                                          (server ? (tls.require_client ? ", client certificates required"
+                                                                        : ", no client certificates")
+                                                  : "")));
+}
+
+inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& host, int port,
+                                  const bench::TlsOptions& tls, Config& cfg) {
+  // Port 0: `giop:tcp:HOST:` (no port) makes omniORB bind an ephemeral one.
+  // TLS: a `giop:ssl:` endpoint alone, so only TLS is served.
+  std::string endpoint = std::string(tls.on() ? "giop:ssl:" : "giop:tcp:") + host + ":" +
+                         (port ? std::to_string(port) : std::string());
+  if (tls.on()) configure_ssl(tls, true, cfg);
+  // maxServerThreadPerConnection=1: one connection's requests are dispatched
+  // by one thread in arrival order, so a oneway burst (mark(1..n)) is not
+  // reordered by concurrent upcalls (omniORB's default is up to 100 threads
+  // per connection). Concurrency across connections is unaffected
+  // (thread-per-connection model). Any -ORB<param> on the command line wins.
+  const char* options[][2] = {{"endPoint", endpoint.c_str()},
+                              {"giopMaxMsgSize", kMaxMsg},
+                              {"maxServerThreadPerConnection", "1"},
+                              {0, 0}};
+  CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, "omniORB4", options);
+  cfg.push_back(std::make_pair("orb", orb_name()));
+  cfg.push_back(std::make_pair("endpoint", endpoint));
+  cfg.push_back(std::make_pair("max_message_size", std::to_string(omniORB::giopMaxMsgSize())));
+  cfg.push_back(std::make_pair("threads", "thread-per-connection"));
+  cfg.push_back(std::make_pair("maxServerThreadPerConnection", "1"));
+  cfg.push_back(std::make_pair("poa", "omniINSPOA (object key = ObjectId)"));
+  CORBA::Object_var obj = orb->resolve_initial_references("omniINSPOA");
+  ins_poa() = PortableServer::POA::_narrow(obj);
+  return orb;
+}
+
+// omniINSPOA makes the object key exactly the ObjectId bytes.
+inline CORBA::Object_ptr bind_key(CORBA::ORB_ptr, const char* key, PortableServer::Servant s) {
+  PortableServer::ObjectId_var oid = PortableServer::string_to_ObjectId(key);
+  ins_poa()->activate_object_with_id(oid, s);
+  return ins_poa()->id_to_reference(oid);
+}
+
+inline void activate(CORBA::ORB_ptr) {
+  PortableServer::POAManager_var pm = ins_poa()->the_POAManager();
+  pm->activate();
+}
+
+inline CORBA::ORB_ptr init_client(int& argc, char** argv, const bench::TlsOptions& tls,
+                                  Config& cfg) {
+  if (tls.on()) configure_ssl(tls, false, cfg);
+  const char* options[][2] = {{"giopMaxMsgSize", kMaxMsg}, {0, 0}};
+  CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, "omniORB4", options);
+  cfg.push_back(std::make_pair("orb", orb_name()));
+  cfg.push_back(std::make_pair("max_message_size", std::to_string(omniORB::giopMaxMsgSize())));
+  return orb;
+}
+
+}  // namespace orbx
+
+#endif
