@@ -110,7 +110,9 @@ fn a_cpu_hog_beside_the_run_is_reported_and_a_quiet_machine_is_not() {
     let mut last = None;
     let mut seen = Vec::new();
     for i in 0..3 {
-        let quiet = wait_for_quiet(Duration::from_secs(20));
+        // A quiet machine is quiet within the first 300 ms; a busy one
+        // may stay busy for minutes, which waiting longer does not fix.
+        let quiet = wait_for_quiet(Duration::from_secs(5));
         let (code, v, _) = run_json(&format!("quiet{i}.json"), &args);
         assert_eq!(code, 0);
         let w = busy_warnings(&v);
