@@ -28,13 +28,13 @@ pub struct JoinConfig {
     pub start_timeout: Duration,
 }
 
-/// What to run, as the agent sees it.
+/// What to run, as the agent sees it: `J` is the job's type.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Order {
+pub struct Order<J> {
     pub id: u32,
     pub agents: u32,
-    /// The bench command's arguments (after `iiopbench`).
-    pub spec: Vec<String>,
+    /// The job to run.
+    pub job: J,
     /// The first case's start on this agent's clock (Unix ns).
     pub start_local_ns: i64,
     /// Between the starts of consecutive cases.
@@ -43,7 +43,7 @@ pub struct Order {
     pub offset_ns: i64,
 }
 
-impl Order {
+impl<J> Order<J> {
     /// The start as an `Instant` (now plus what is left on `clock`; an
     /// instant in the past when the start has passed).
     pub fn start_instant(&self, clock: &dyn Clock) -> Instant {
@@ -91,12 +91,13 @@ pub enum AgentError {
     },
 }
 
-/// Join the run of `cfg.coordinator`; `run` executes the order and returns
-/// the results file as JSON, or why the command could not run at all.
-pub fn join(
+/// Join the run of `cfg.coordinator`; `run` executes the order (its job
+/// read as a `J`) and returns the results file as JSON, or why the job
+/// could not run at all.
+pub fn join<J: serde::de::DeserializeOwned + std::fmt::Debug>(
     cfg: &JoinConfig,
     clock: &dyn Clock,
-    run: &mut dyn FnMut(&Order) -> Result<serde_json::Value, String>,
+    run: &mut dyn FnMut(&Order<J>) -> Result<serde_json::Value, String>,
 ) -> Result<Joined, AgentError> {
     let addr = cfg.coordinator.clone();
     let mut c = connect(cfg)?;
@@ -113,7 +114,7 @@ pub fn join(
     .map_err(|e| conn_err("sending hello", e.into()))?;
     let registered = Instant::now() + Duration::from_secs(30);
     let id = match c
-        .recv::<ToAgent>(registered)
+        .recv::<ToAgent<J>>(registered)
         .map_err(|e| conn_err("waiting for welcome", e))?
     {
         ToAgent::Welcome { id } => id,
@@ -129,7 +130,7 @@ pub fn join(
     let deadline = Instant::now() + cfg.start_timeout;
     let order = loop {
         match c
-            .recv::<ToAgent>(deadline)
+            .recv::<ToAgent<J>>(deadline)
             .map_err(|e| conn_err("waiting for the start order", e))?
         {
             ToAgent::Ping { t1 } => {
@@ -144,7 +145,7 @@ pub fn join(
             ToAgent::Start {
                 id: sid,
                 agents,
-                spec,
+                job,
                 start_at,
                 offset_ns,
                 case_period_ns,
@@ -152,7 +153,7 @@ pub fn join(
                 break Order {
                     id: sid,
                     agents,
-                    spec,
+                    job,
                     start_local_ns: start_at + offset_ns,
                     case_period: Duration::from_nanos(case_period_ns),
                     offset_ns,

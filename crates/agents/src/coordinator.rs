@@ -1,7 +1,7 @@
 //! The coordinator's I/O around the pure [`Roster`]: accept agents until all
 //! have registered or the barrier's deadline passes, measure each one's
-//! clock offset as it registers, send every admitted agent the same bench
-//! arguments and start instant, then collect each agent's results (one
+//! clock offset as it registers, send every admitted agent the same job
+//! and start instant, then collect each agent's results (one
 //! thread per agent, all bounded by one deadline). Agents that never come,
 //! die, or whose clock is too far off are reported, never waited for
 //! beyond the deadlines and never left out silently.
@@ -51,12 +51,13 @@ pub struct Outcome {
     pub refused: Vec<(String, String)>,
 }
 
-/// Run the coordinator on `listener` for the bench arguments `spec`;
-/// `log` hears one line per event (registrations, refusals, the start).
-pub fn coordinate(
+/// Run the coordinator on `listener` for `job` (sent to every agent in
+/// its serde form); `log` hears one line per event (registrations,
+/// refusals, the start).
+pub fn coordinate<J: serde::Serialize>(
     listener: &TcpListener,
     cfg: &Config,
-    spec: &[String],
+    job: &J,
     clock: &dyn Clock,
     log: &dyn Fn(&str),
 ) -> std::io::Result<Outcome> {
@@ -88,7 +89,7 @@ pub fn coordinate(
     if admitted.is_empty() {
         log("no agent admitted: the run does not start");
         for c in conns.values_mut() {
-            let _ = c.send(&ToAgent::Abort {
+            let _ = c.send(&ToAgent::<()>::Abort {
                 reason: "no agent was admitted to the run".into(),
             });
         }
@@ -109,7 +110,7 @@ pub fn coordinate(
         let sent = c.send(&ToAgent::Start {
             id,
             agents: cfg.agents,
-            spec: spec.to_vec(),
+            job,
             start_at,
             offset_ns,
             case_period_ns: cfg.case_period.as_nanos() as u64,
@@ -130,7 +131,7 @@ pub fn coordinate(
                 let r = match c.recv::<FromAgent>(deadline) {
                     Ok(FromAgent::Results { results }) => Ok(results),
                     Ok(FromAgent::Failed { reason }) => {
-                        Err(format!("could not run the bench command: {reason}"))
+                        Err(format!("could not run the job: {reason}"))
                     }
                     Ok(other) => Err(format!("sent {other:?} instead of its results")),
                     Err(ConnError::Closed) => {
@@ -197,17 +198,18 @@ fn register(
         Ok(id) => id,
         Err(why) => {
             log(&format!("agent {name} ({peer}) refused: {why}"));
-            let _ = c.send(&ToAgent::Abort { reason: why });
+            let _ = c.send(&ToAgent::<()>::Abort { reason: why });
             return None;
         }
     };
     let mut exchange = || -> Result<Vec<Sample>, String> {
-        c.send(&ToAgent::Welcome { id })
+        c.send(&ToAgent::<()>::Welcome { id })
             .map_err(|e| e.to_string())?;
         let mut samples = Vec::with_capacity(cfg.pings);
         for _ in 0..cfg.pings {
             let t1 = clock.now_ns();
-            c.send(&ToAgent::Ping { t1 }).map_err(|e| e.to_string())?;
+            c.send(&ToAgent::<()>::Ping { t1 })
+                .map_err(|e| e.to_string())?;
             match c.recv::<FromAgent>(step()) {
                 Ok(FromAgent::Pong { t1: echo, t2, t3 }) if echo == t1 => samples.push(Sample {
                     t1,
@@ -242,7 +244,7 @@ fn register(
         }
         Err(why) => {
             log(&format!("agent {id} ({name}) rejected: {why}"));
-            let _ = c.send(&ToAgent::Abort { reason: why });
+            let _ = c.send(&ToAgent::<()>::Abort { reason: why });
             None
         }
     }

@@ -1,8 +1,9 @@
 //! iiop-agents: one iiopbench experiment run from many hosts at once.
 //! A coordinator waits at a start barrier (with a deadline) for N agents,
-//! measures each agent's clock offset, sends all of them the same bench
-//! arguments and one start instant, and collects each agent's results
-//! file; who did not run, and why, is always reported. Kubernetes is the
+//! measures each agent's clock offset, sends all of them the same job
+//! (of whatever serde type the caller's jobs are) and one start instant,
+//! and collects each agent's results file; who did not run, and why, is
+//! always reported. Kubernetes is the
 //! engine that places agents on many hosts: [`k8s`] writes the manifests.
 //!
 //! Modules:
@@ -13,7 +14,7 @@
 //!   (pure; time comes in as `now`).
 //! * `conn` — one blocking TCP connection carrying whole messages.
 //! * `coordinator` — the coordinator's I/O around the roster.
-//! * `agent` — an agent's I/O; running the bench is the caller's runner.
+//! * `agent` — an agent's I/O; running the job is the caller's runner.
 //! * `k8s` — Kubernetes manifests from typed API structs (pure).
 //!
 //! Merging the agents' results is done where the results schema lives

@@ -124,7 +124,7 @@ impl Roster {
             Some(i) if i >= self.limits.agents => {
                 return refuse(
                     self,
-                    format!("agent id {i} is not below --agents {}", self.limits.agents),
+                    format!("agent id {i} is not below `agents` {}", self.limits.agents),
                 )
             }
             Some(i) if self.entries.contains_key(&i) => {
@@ -313,7 +313,7 @@ mod tests {
         );
         assert_eq!(
             r.register(0, Some(7), "f", "1.0"),
-            Err("agent id 7 is not below --agents 3".into())
+            Err("agent id 7 is not below `agents` 3".into())
         );
         assert_eq!(r.refused().len(), 3);
     }

@@ -10,7 +10,7 @@
 //! agent → Hello{id?, name, version}
 //! coord → Welcome{id}                     (or Abort{reason} and close)
 //! coord → Ping{t1}   agent → Pong{t1, t2, t3}      × PINGS (clock offset)
-//! coord → Start{spec, start_at, offset, …}         (or Abort{reason})
+//! coord → Start{job, start_at, offset, …}          (or Abort{reason})
 //! agent → Results{results}                 (or Failed{reason})
 //! ```
 
@@ -41,23 +41,23 @@ pub enum FromAgent {
     Failed { reason: String },
 }
 
-/// Messages from the coordinator.
+/// Messages from the coordinator. `J` is the job every agent runs, in
+/// its serde form (the engine's typed job); this crate only carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToAgent {
+pub enum ToAgent<J = serde_json::Value> {
     /// Registered under this id.
     Welcome { id: u32 },
     /// Clock probe sent at `t1` on the coordinator's clock (Unix ns).
     Ping { t1: i64 },
-    /// Run `spec` (the bench command's arguments, after `iiopbench`) so
-    /// that its first measured case starts at `start_at` on the
-    /// coordinator's clock, its k-th at `start_at + k·case_period_ns`.
+    /// Run `job` so that its first measured case starts at `start_at` on
+    /// the coordinator's clock, its k-th at `start_at + k·case_period_ns`.
     /// `offset_ns` is the agent's clock minus the coordinator's, as
     /// measured: the agent starts at `start_at + offset_ns` on its own.
     Start {
         id: u32,
         agents: u32,
-        spec: Vec<String>,
+        job: J,
         start_at: i64,
         offset_ns: i64,
         case_period_ns: u64,
@@ -127,7 +127,7 @@ mod tests {
             ToAgent::Start {
                 id: 3,
                 agents: 4,
-                spec: vec!["bench".into(), "latency".into()],
+                job: serde_json::json!({"bench": "latency"}),
                 start_at: 1_700_000_000_000_000_000,
                 offset_ns: -1234,
                 case_period_ns: 2_000_000_000,

@@ -56,11 +56,11 @@ fn agent(
 ) -> std::thread::JoinHandle<Result<Joined, String>> {
     std::thread::spawn(move || {
         let clock = SkewedClock(skew);
-        let mut run = |o: &iiop_agents::Order| {
+        let mut run = |o: &iiop_agents::Order<serde_json::Value>| {
             let at = o.start_instant(&clock);
             starts.send((name, at)).unwrap();
             match behaviour {
-                Behaviour::Run => Ok(serde_json::json!({"agent": name, "spec": o.spec})),
+                Behaviour::Run => Ok(serde_json::json!({"agent": name, "job": o.job})),
                 Behaviour::Die => panic!("agent {name} dies mid-run"),
             }
         };
@@ -70,8 +70,8 @@ fn agent(
 
 fn run_coordinator(l: TcpListener, cfg: Config) -> std::thread::JoinHandle<Outcome> {
     std::thread::spawn(move || {
-        let spec = vec!["bench".to_string(), "latency".to_string()];
-        coordinate(&l, &cfg, &spec, &SystemClock, &|line| eprintln!("{line}")).unwrap()
+        let job = serde_json::json!({"bench": "latency"});
+        coordinate(&l, &cfg, &job, &SystemClock, &|line| eprintln!("{line}")).unwrap()
     })
 }
 
@@ -110,7 +110,7 @@ fn agents_start_together_whatever_their_clocks_say() {
         };
         assert!((c.offset_ns - expected).abs() < 20_000_000, "{a:?}");
         assert_eq!(c.samples, 8);
-        assert_eq!(a.results.as_ref().unwrap()["spec"][1], "latency");
+        assert_eq!(a.results.as_ref().unwrap()["job"]["bench"], "latency");
     }
 }
 
@@ -176,7 +176,12 @@ fn an_agent_without_a_coordinator_says_so() {
     drop(l);
     let mut cfg = join_cfg(&addr, "lonely");
     cfg.connect_timeout = Duration::from_millis(300);
-    let err = join(&cfg, &SystemClock, &mut |_| Ok(serde_json::Value::Null)).unwrap_err();
+    let err = join(&cfg, &SystemClock, &mut |_: &iiop_agents::Order<
+        serde_json::Value,
+    >| {
+        Ok(serde_json::Value::Null)
+    })
+    .unwrap_err();
     assert!(
         err.to_string()
             .starts_with(&format!("cannot reach the coordinator {addr} within 300ms")),

@@ -1,5 +1,5 @@
 //! The passive analysis of a capture: packets in, each TCP connection
-//! reassembled per direction ([`crate::tcp`]) and its bytes fed to an
+//! reassembled per direction ([`crate::reassembly`]) and its bytes fed to an
 //! observer of the pure GIOP core ([`iiop_giop::conn::observer`]), which
 //! frames the messages, pairs requests with their answers by connection
 //! and request id, and makes the conformance findings. What it reports
@@ -30,7 +30,7 @@ use iiop_giop::message::Reply;
 use iiop_giop::ReplyStatus;
 
 use crate::net::{self, Segment, Skip};
-use crate::tcp::{Delivery, Reassembler};
+use crate::reassembly::{Delivery, Reassembler};
 
 /// Limits of an analysis.
 #[derive(Debug, Clone, Copy)]
@@ -247,17 +247,6 @@ pub fn key_text(k: &[u8]) -> String {
 /// The operation name LocateRequests are counted under, per object key
 /// (no IDL operation can have it: IDL identifiers have no parentheses).
 pub const LOCATE_OP: &str = "(LocateRequest)";
-
-fn status_name(s: ReplyStatus) -> &'static str {
-    match s {
-        ReplyStatus::NoException => "NO_EXCEPTION",
-        ReplyStatus::UserException => "USER_EXCEPTION",
-        ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
-        ReplyStatus::LocationForward => "LOCATION_FORWARD",
-        ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
-        ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
-    }
-}
 
 /// Count one more `k` in `map`, allocating the key only the first time.
 fn bump(map: &mut BTreeMap<String, u64>, k: &str) {
@@ -572,7 +561,7 @@ impl<O: Sink> Sink for Counting<'_, O> {
             Answers::Request {
                 tag, latency_ns, ..
             } => {
-                let status = status_name(rep.header.status);
+                let status = rep.header.status.name();
                 self.t
                     .count_answer(tag, latency_ns, ev.seen.wire_len, status);
                 let st = &mut self.t.ops[tag];

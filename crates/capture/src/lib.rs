@@ -1,6 +1,6 @@
 //! Passive GIOP analysis of packet captures: pcap and pcapng files are read
 //! as a stream ([`source`]), frames parsed down to TCP ([`net`]), each
-//! direction of each connection reassembled ([`tcp`]), and each
+//! direction of each connection reassembled ([`reassembly`]), and each
 //! connection's bytes fed to an observer of the pure GIOP core
 //! (`iiop_giop::conn::observer`), which frames the messages, pairs
 //! requests with their answers and makes the conformance findings;
@@ -20,23 +20,12 @@
 
 pub mod analysis;
 pub mod net;
+pub mod reassembly;
 pub mod source;
 pub mod synth;
-pub mod tcp;
 
 pub use analysis::{Analyzer, Config, Finding, NoSink, OpStats, Summary};
-
-/// Why a capture could not be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CaptureError {
-    /// Opening or reading the file failed.
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    /// Not a pcap/pcapng file, or a damaged one.
-    #[error("capture format: {0}")]
-    Format(String),
-}
+pub use source::CaptureError;
 
 /// Analyse one capture read from `input` (streamed).
 pub fn analyze<R: std::io::Read + Send>(input: R, cfg: Config) -> Result<Summary, CaptureError> {

@@ -8,8 +8,6 @@ use std::io::Read;
 use pcap_parser::traits::PcapNGPacketBlock;
 use pcap_parser::{create_reader, Block, PcapBlockOwned, PcapError};
 
-use crate::CaptureError;
-
 /// One captured packet, borrowed from the reader's buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct RawPacket<'a> {
@@ -43,6 +41,18 @@ fn ts_to_ns(units: u64, resolution: u64) -> u64 {
     let secs = units / resolution;
     let frac = units % resolution;
     secs * 1_000_000_000 + (frac as u128 * 1_000_000_000 / resolution as u128) as u64
+}
+
+/// Why a capture could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// Opening or reading the file failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Not a pcap/pcapng file, or a damaged one.
+    #[error("capture format: {0}")]
+    Format(String),
 }
 
 /// Calls `f` for every packet of the capture read from `input`, in file

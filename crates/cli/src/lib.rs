@@ -3,57 +3,59 @@
 //! oha does). `main.rs` only calls [`main_with_args`].
 //!
 //! This crate is argument parsing and printing only; what measures is the
-//! `iiopbench_engine` library. Modules: [`opts`] (the command tree and the
-//! flags every command shares, with their conversion into the engine's
-//! plain options), [`cmd`] (one module per command, all with the same
-//! `run` signature), [`output`] / [`table`]
-//! (human tables and results files), [`progress`] (the terminal spinner).
+//! `iiopbench_engine` library, driven with typed jobs. Modules, top down:
+//! [`opts`] (the command tree), [`cmd`] (one module per command: its
+//! flags, their conversion into the engine's job or options, the run,
+//! what is printed); below them [`flags`] (the flag groups commands
+//! share), [`output`] / [`table`] (tables and results files),
+//! [`progress`] (the terminal spinner), [`words`] (the engine's words for
+//! options as flags), [`programs`] (this binary started as a server, an
+//! agent or a job's process) and [`examples`] (the `--help` examples).
+//! This file dispatches.
 
 pub mod cmd;
+pub mod examples;
+pub mod flags;
 pub mod opts;
 pub mod output;
+pub mod programs;
 pub mod progress;
 pub mod table;
+pub mod words;
 
 use clap::Parser;
 
-use opts::{BenchCommand, Cli, Command};
+use opts::{Cli, Command};
 
-/// Run a parsed command line; returns the exit status. Benchmarks that
-/// fail half-way still write what they measured, then name the failure
-/// in one line on stderr and return 1.
-pub fn run(cli: Cli) -> i32 {
+/// Run a parsed command line (`argv`, as typed, is what results record);
+/// returns the exit status. Benchmarks that fail half-way still write
+/// what they measured, then name the failure in one line on stderr and
+/// return 1.
+pub fn run(cli: Cli, argv: &[String]) -> i32 {
     iiopbench_engine::interrupt::install();
     let outcome = match cli.command {
-        Command::Bench(BenchCommand::Throughput(o)) => cmd::bench_throughput::run(&o),
-        Command::Bench(BenchCommand::Latency(o)) => cmd::bench_latency::run(&o),
-        Command::Bench(BenchCommand::Connect(o)) => cmd::bench_connect::run(&o),
-        Command::Bench(BenchCommand::Tcp(o)) => cmd::bench_tcp::run(&o),
-        Command::Bench(BenchCommand::Closed(o)) => cmd::bench_closed::run(&o),
-        Command::Bench(BenchCommand::Setup(o)) => cmd::bench_setup::run(&o),
-        Command::Bench(BenchCommand::Params(o)) => cmd::bench_params::run(&o),
-        Command::Bench(BenchCommand::Dispatch(o)) => cmd::bench_dispatch::run(&o),
-        Command::Bench(BenchCommand::Packing(o)) => cmd::bench_packing::run(&o),
-        Command::Bench(BenchCommand::Balance(o)) => cmd::bench_balance::run(&o),
+        Command::Bench(c) => cmd::bench::run(&c, argv),
         Command::Serve(o) => cmd::serve::run(&o),
-        Command::Soak(o) => cmd::soak::run(&o),
+        Command::Soak(o) => cmd::soak::run(&o, argv),
         Command::Call(o) => cmd::call::run(&o),
         Command::Orbs(c) => cmd::orbs::run(&c),
         Command::Report(o) => cmd::report::run(&o),
         Command::Compare(o) => cmd::compare::run(&o),
         Command::Merge(o) => cmd::merge::run(&o),
-        Command::Suite(o) => cmd::suite::run(&o),
-        Command::Lab(o) => cmd::lab::run(&o),
-        Command::Agents(c) => cmd::agents::run(&c),
-        Command::Interop(o) => cmd::interop::run(&o),
+        Command::Suite(o) => cmd::suite::run(&o, argv),
+        Command::Lab(o) => cmd::lab::run(&o, argv),
+        Command::Agents(c) => cmd::agents::run(&c, argv),
+        Command::Interop(o) => cmd::interop::run(&o, argv),
         Command::Ior(c) => cmd::ior::run(&c),
-        Command::Pcap(o) => cmd::pcap::run(&o),
-        Command::Replay(o) => cmd::replay::run(&o),
+        Command::Pcap(o) => cmd::pcap::run(&o, argv),
+        Command::Replay(o) => cmd::replay::run(&o, argv),
+        Command::Job(c) => cmd::job::run(&c, argv),
+        Command::Proxy(o) => cmd::proxy::run(&o),
     };
     match outcome {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("iiopbench: {e:#}");
+            eprintln!("iiopbench: {}", words::flags(&format!("{e:#}")));
             1
         }
     }
@@ -66,8 +68,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let argv: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     match Cli::try_parse_from(args) {
-        Ok(cli) => run(cli),
+        Ok(cli) => run(cli, &argv),
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();

@@ -7,11 +7,12 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
-use crate::opts::OutputOpts;
+use crate::flags::OutputOpts;
 use crate::table::{micros, num, Table};
 use iiopbench_engine::hist::Latency;
 use iiopbench_engine::results::{self, Baseline, Interval, Results};
 use iiopbench_engine::units::format_size;
+use iiopbench_engine::Error;
 
 /// The placement lines of the header: as chosen, and as observed.
 pub fn placement_lines(p: &iiopbench_engine::results::Placement) -> String {
@@ -421,10 +422,14 @@ pub fn hlog(r: &Results) -> anyhow::Result<String> {
     Ok(String::from_utf8(buf)?)
 }
 
-/// Print (unless quiet) and write every requested file.
+/// Print (unless quiet) the human table and write every requested file.
 pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
-    if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", human(r));
+    emit_shown(r, o, human(r))
+}
+
+fn emit_shown(r: &Results, o: &OutputOpts, shown: String) -> anyhow::Result<()> {
+    if o.shows_tables() {
+        print!("{shown}");
     }
     if let Some(p) = &o.json {
         results::write_atomic(p, &results::to_json(r))?;
@@ -437,43 +442,233 @@ pub fn emit(r: &Results, o: &OutputOpts) -> anyhow::Result<()> {
     }
     Ok(())
 }
-/// Emit the results and turn the run's error into the command's outcome.
-pub fn finish(r: &Results, o: &OutputOpts, err: Option<anyhow::Error>) -> anyhow::Result<()> {
-    outcome(err, emit(r, o))
+
+/// What a job's results show people: the human table, and for the
+/// workloads the target's resolution time and the experiment's own
+/// summary.
+pub fn show(r: &Results) -> String {
+    let mut out = human(r);
+    let Some(summary) = summary_of(&r.kind) else {
+        return out;
+    };
+    if let Some(s) = r.params.get("resolve_seconds").and_then(|v| v.as_f64()) {
+        out.push_str(&format!(
+            "  target resolved ({}) in {}\n",
+            r.target.kind,
+            micros(s * 1e6)
+        ));
+    }
+    if !r.cases.is_empty() {
+        out.push_str(&summary(r));
+    }
+    out
 }
 
-/// The command's outcome: the run's error first, else whether the results
-/// were written.
-fn outcome(err: Option<anyhow::Error>, written: anyhow::Result<()>) -> anyhow::Result<()> {
+/// Emit a job's results ([`show`]n, in the command line's words) and
+/// make the run's error the command's outcome.
+pub fn finish(mut r: Results, o: &OutputOpts, err: Option<Error>) -> anyhow::Result<()> {
+    crate::words::in_results(&mut r);
+    let shown = show(&r);
+    let written = emit_shown(&r, o, shown);
     match err {
-        Some(e) => Err(e),
+        Some(e) => Err(anyhow::anyhow!(crate::words::flags(&e.to_string()))),
         None => written,
     }
 }
 
-/// Emit the results (standard table and files), then, for people, the
-/// experiment's own summary and the target's resolution time; the run's
-/// error becomes the command's outcome.
-pub fn finish_workload(
-    r: &Results,
-    o: &OutputOpts,
-    err: Option<anyhow::Error>,
-    summary: impl Fn(&Results) -> String,
-) -> anyhow::Result<()> {
-    let written = emit(r, o);
-    if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
-        if let Some(s) = r.params.get("resolve_seconds").and_then(|v| v.as_f64()) {
-            println!(
-                "  target resolved ({}) in {}",
-                r.target.kind,
-                crate::table::micros(s * 1e6)
-            );
-        }
-        if !r.cases.is_empty() {
-            print!("{}", summary(r));
-        }
+/// The summary of the workload kinds, by results kind.
+fn summary_of(kind: &str) -> Option<fn(&Results) -> String> {
+    Some(match kind {
+        "closed" => closed_summary,
+        "setup" => setup_summary,
+        "params" => params_summary,
+        "dispatch" => dispatch_summary,
+        "packing" => packing_summary,
+        "balance" => balance_summary,
+        _ => return None,
+    })
+}
+
+/// The closed-system summary: X, R, Z with their CIs and Little's law.
+pub fn closed_summary(r: &Results) -> String {
+    let mut t = Table::new([
+        "case",
+        "X calls/s",
+        "X ci",
+        "R mean",
+        "R ci",
+        "Z mean",
+        "C",
+        "X·(R+Z)",
+        "Little err",
+        "stopped by",
+    ]);
+    for c in &r.cases {
+        let e = &c.extra;
+        let l = &e["littles_law"];
+        t.row([
+            c.name.clone(),
+            num(c.calls_per_sec),
+            ci_json(&e["x_ci95"]),
+            micros(l["r_mean_us"].as_f64().unwrap_or(0.0)),
+            ci_json(&e["r_ci95"]),
+            micros(l["z_mean_us"].as_f64().unwrap_or(0.0)),
+            num(l["clients"].as_f64().unwrap_or(0.0)),
+            format!("{:.3}", l["x_times_r_plus_z"].as_f64().unwrap_or(0.0)),
+            format!(
+                "{:.2} %",
+                l["relative_error"].as_f64().unwrap_or(0.0) * 100.0
+            ),
+            e["stopped_by"].as_str().unwrap_or("?").to_string(),
+        ]);
     }
-    outcome(err, written)
+    format!("closed system (Little's law C = X·(R+Z)):\n{}", t.render())
+}
+
+/// T per server state, and relative to the running server in-process.
+pub fn setup_summary(r: &Results) -> String {
+    let base = r
+        .cases
+        .iter()
+        .find(|c| c.params.mode == "in-process-running")
+        .and_then(|c| c.latency_us.as_ref().map(|l| l.mean));
+    let mut t = Table::new([
+        "state",
+        "set-ups",
+        "T mean",
+        "T ci",
+        "T p50",
+        "T max",
+        "vs in-process",
+    ]);
+    for c in &r.cases {
+        let l = c.latency_us.unwrap_or_default();
+        t.row([
+            c.params.mode.clone(),
+            c.calls.to_string(),
+            micros(l.mean),
+            ci_json(&c.extra["t_ci95"]),
+            micros(l.p50),
+            micros(l.max),
+            base.map(|b| format!("{:.1}x", l.mean / b.max(1e-9)))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    format!(
+        "connection set-up T (reference → first reply):\n{}",
+        t.render()
+    )
+}
+
+/// Per size: mean R of each option, its CI, ratio to option I, wire bytes.
+pub fn params_summary(r: &Results) -> String {
+    let mut t = Table::new([
+        "elements",
+        "option",
+        "R mean",
+        "R ci",
+        "R / R(I)",
+        "arg bytes",
+        "padding",
+    ]);
+    for c in &r.cases {
+        let e = &c.extra;
+        t.row([
+            c.params.extra["elements"].to_string(),
+            c.params.mode.clone(),
+            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+            ci_json(&e["r_ci95"]),
+            format!("{:.3}", e["ratio_to_option_i"].as_f64().unwrap_or(f64::NAN)),
+            num(e["wire_arg_bytes"].as_f64().unwrap_or(0.0)),
+            num(e["padding_bytes"].as_f64().unwrap_or(0.0)),
+        ]);
+    }
+    format!(
+        "parameter passing (R normalised to option I):\n{}",
+        t.render()
+    )
+}
+
+/// Mean R per model and position, and each model's slope.
+pub fn dispatch_summary(r: &Results) -> String {
+    let mut t = Table::new(["model", "position", "operation", "R mean", "R ci"]);
+    for c in &r.cases {
+        let e = &c.extra;
+        t.row([
+            c.params.mode.clone(),
+            c.params.size.to_string(),
+            c.params.extra["operation"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+            ci_json(&e["r_ci95"]),
+        ]);
+    }
+    let mut s = format!("dispatch latency by method position:\n{}", t.render());
+    for f in &r.fits {
+        s.push_str(&format!(
+            "  {}: R = {} + {:.4} µs × position\n",
+            f.label,
+            micros(f.a_us),
+            f.b_us_per_byte
+        ));
+    }
+    s
+}
+
+/// Mean R per N and mode.
+pub fn packing_summary(r: &Results) -> String {
+    let mut t = Table::new(["N", "mode", "R mean", "R ci", "X calls/s", "X ci"]);
+    for c in &r.cases {
+        let e = &c.extra;
+        t.row([
+            c.params.size.to_string(),
+            c.params.mode.clone(),
+            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+            ci_json(&e["r_ci95"]),
+            num(c.calls_per_sec),
+            ci_json(&e["x_ci95"]),
+        ]);
+    }
+    format!("packing (mean response time per mode):\n{}", t.render())
+}
+
+/// X per strategy and relative to strategy 1.
+pub fn balance_summary(r: &Results) -> String {
+    let mut t = Table::new([
+        "system",
+        "service",
+        "strategy",
+        "X calls/s",
+        "X ci",
+        "vs strategy 1",
+        "busy X",
+        "non-busy X",
+        "R mean",
+    ]);
+    for c in &r.cases {
+        let (e, p) = (&c.extra, &c.params.extra);
+        t.row([
+            format!(
+                "C={} S={}",
+                p["clients"].as_u64().unwrap_or(0),
+                p["replicas"].as_u64().unwrap_or(0)
+            ),
+            micros(p["service_us"].as_f64().unwrap_or(0.0)),
+            c.params.mode.clone(),
+            num(c.calls_per_sec),
+            ci_json(&e["x_ci95"]),
+            e["relative_to_strategy_1"]
+                .as_f64()
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or_else(|| "-".into()),
+            num(e["busy_calls_per_sec"].as_f64().unwrap_or(0.0)),
+            num(e["nonbusy_calls_per_sec"].as_f64().unwrap_or(0.0)),
+            micros(e["r_mean_us"].as_f64().unwrap_or(0.0)),
+        ]);
+    }
+    format!("load balancing (system throughput X):\n{}", t.render())
 }
 
 /// `±x %` of a CI as stored in a case's `extra` (JSON).
@@ -487,12 +682,12 @@ pub fn ci_json(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iiopbench_engine::results::{Case, Placement, TargetInfo};
+    use iiopbench_engine::results::{Case, Placement};
 
     fn results(cases: Vec<Case>) -> Results {
         let placement = Placement::new(vec![0], Some(vec![1]));
-        let mut r =
-            iiopbench_engine::context::new_results("throughput", TargetInfo::default(), placement);
+        let mut r = Results::new("throughput", Vec::new());
+        r.placement = placement;
         r.cases = cases;
         r
     }

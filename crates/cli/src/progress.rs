@@ -8,9 +8,10 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::results::Results;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::opts::OutputOpts;
+use crate::flags::OutputOpts;
 
 /// The engine's progress handle for these output options: nobody hears
 /// anything with `--quiet`.
@@ -25,13 +26,28 @@ pub fn unless_quiet(quiet: bool) -> Progress {
     }
     Progress::to(Terminal {
         spinners: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
+        parts: false,
     })
 }
 
-/// Spinners on a terminal, news lines on stderr.
+/// [`unless_quiet`], and the results of each part of a larger run (a
+/// suite's cases) shown on stdout as their own command would show them.
+pub fn showing_parts(quiet: bool) -> Progress {
+    if quiet {
+        return Progress::none();
+    }
+    Progress::to(Terminal {
+        spinners: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
+        parts: true,
+    })
+}
+
+/// Spinners on a terminal, news lines on stderr; with `parts`, the
+/// results of a larger run's parts on stdout.
 #[derive(Debug, Clone, Copy)]
 struct Terminal {
     spinners: bool,
+    parts: bool,
 }
 
 impl ProgressSink for Terminal {
@@ -51,6 +67,14 @@ impl ProgressSink for Terminal {
 
     fn note(&self, line: &str) {
         eprintln!("{line}");
+    }
+
+    fn results(&self, r: &Results) {
+        if self.parts {
+            let mut r = r.clone();
+            crate::words::in_results(&mut r);
+            print!("{}", crate::output::show(&r));
+        }
     }
 }
 

@@ -352,7 +352,7 @@ fn call_opts(
         .expect("parses")
         .command
     {
-        iiopbench::opts::Command::Call(o) => o.engine(),
+        iiopbench::opts::Command::Call(o) => o.engine().unwrap(),
         _ => unreachable!("call command"),
     }
 }

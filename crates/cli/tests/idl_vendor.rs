@@ -12,7 +12,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use bytes::BytesMut;
@@ -41,20 +41,7 @@ fn available(orb: &str) -> bool {
     common::vendor_built("idl_vendor", orb, true)
 }
 
-use common::{start, Proc};
-
-fn vendor_server(orb: &str, ior_file: &Path) -> Proc {
-    // Not every vendor server accepts port 0: take a free port first.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-        .to_string();
-    let mut c = Command::new(root().join(format!("scripts/orbs/{orb}/start")));
-    c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"])
-        .arg(ior_file);
-    start(c)
-}
+use common::{start, vendor_server};
 
 fn call_opts(ior: &str, op: &str, args: &serde_json::Value) -> CallOpts {
     let idl = bench_idl().display().to_string();
@@ -74,7 +61,7 @@ fn call_opts(ior: &str, op: &str, args: &serde_json::Value) -> CallOpts {
         "30s",
     ];
     match Cli::try_parse_from(argv).expect("parses").command {
-        Cmd::Call(o) => o.engine(),
+        Cmd::Call(o) => o.engine().unwrap(),
         _ => unreachable!("call command"),
     }
 }

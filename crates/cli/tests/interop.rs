@@ -391,7 +391,7 @@ fn code_sets_in_a_multiple_components_profile_are_used() {
         Command::Call(o) => o,
         _ => unreachable!("call command"),
     };
-    let (out, fine) = iiopbench_engine::dynamic::call::call(&call_opts.engine()).unwrap();
+    let (out, fine) = iiopbench_engine::dynamic::call::call(&call_opts.engine().unwrap()).unwrap();
     assert!(fine, "{out}");
     assert_eq!(out, serde_json::json!({"return": ["héllo", "Ж€"]}));
     std::fs::remove_file(&ior_file).unwrap();

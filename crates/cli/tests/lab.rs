@@ -319,16 +319,14 @@ name = "unused"
 link = "delay=1s"
 [[cases]]
 name = "pp"
-command = "latency"
-args = ["--op", "echo", "--size", "1,1KiB", "--count", "500", "--warmup", "2"]
+job = { bench = "latency", op = "echo", sizes = "1,1KiB", count = 500, warmup = 2 }
 [[cases]]
 name = "pp-nagle"
-command = "latency"
-args = ["--op", "echo", "--size", "1", "--count", "500", "--warmup", "2"]
+job = { bench = "latency", op = "echo", sizes = [1], count = 500, warmup = 2 }
 nagle = true
 [quick]
 conditions = ["fast", "slow"]
-set = { "--count" = "10" }
+set = { count = 10 }
 "#,
     )
     .unwrap();
@@ -450,8 +448,10 @@ fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
             .flatten()
             .any(|e| {
                 std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+                    // The job's process: `iiopbench job run DIR/job.json …`
+                    // in the run's scratch directory.
                     let c = String::from_utf8_lossy(&c);
-                    c.contains("latency") && c.contains("server.ior") && c.contains(&marker)
+                    c.contains("job") && c.contains("job.json") && c.contains(&marker)
                 })
             })
     };

@@ -167,8 +167,8 @@ fn suite_refuses_missing_commands_before_running() {
     std::fs::write(
         &f,
         "name = \"s\"\ntitle = \"t\"\n\
-         [[case]]\nid = \"a\"\ncommand = \"latency\"\nargs = [\"--count\", \"10\"]\n\
-         [[case]]\nid = \"b\"\ncommand = \"nosuch\"\n",
+         [[case]]\nid = \"a\"\njob = { bench = \"latency\", count = 10 }\n\
+         [[case]]\nid = \"b\"\njob = { bench = \"nosuch\" }\n",
     )
     .unwrap();
     let o = iiopbench::cmd::suite::SuiteOpts {
@@ -181,7 +181,7 @@ fn suite_refuses_missing_commands_before_running() {
         ready_timeout: std::time::Duration::from_secs(1),
         quiet: true,
     };
-    let e = iiopbench::cmd::suite::run_suite(&o)
+    let e = iiopbench::cmd::suite::run_suite(&o, &[])
         .unwrap_err()
         .to_string();
     assert!(
@@ -191,15 +191,16 @@ fn suite_refuses_missing_commands_before_running() {
     );
     // Nothing ran, nothing was written.
     assert!(!dir.join("out.json").exists());
-    // Every case of the seed-001 suite names a command this iiopbench has,
-    // with arguments that parse.
-    let s =
-        iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/application-2002.toml"))
-            .unwrap();
-    iiopbench::cmd::suite::validate("application-2002.toml", &s.plan(false)).unwrap();
-    let cmds: Vec<&str> = s.cases.iter().map(|c| c.command.as_str()).collect();
+    // Every case of the seed-001 suite is a job this iiopbench has, and
+    // one that can run (loading checks every case, full and quick).
+    let s = iiopbench_engine::suite::StudySuite::load(
+        &repo().join("fixtures/suites/application-2002.toml"),
+    )
+    .unwrap();
+    let plan = s.plan(false).unwrap();
+    let kinds: Vec<&str> = plan.iter().map(|(_, j)| j.kind()).collect();
     for c in ["closed", "params", "dispatch"] {
-        assert!(cmds.contains(&c), "{c}");
+        assert!(kinds.contains(&c), "{c}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -213,11 +214,12 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
         "network-2003-loopback",
         "babar-1998",
     ] {
-        let s =
-            iiopbench_engine::suite::Suite::load(&repo().join(format!("fixtures/suites/{f}.toml")))
-                .unwrap();
+        let s = iiopbench_engine::suite::StudySuite::load(
+            &repo().join(format!("fixtures/suites/{f}.toml")),
+        )
+        .unwrap();
         assert_eq!(s.name, f);
-        let (full, quick) = (s.plan(false), s.plan(true));
+        let (full, quick) = (s.plan(false).unwrap(), s.plan(true).unwrap());
         assert!(!quick.is_empty() && quick.len() <= full.len(), "{f}");
         assert_ne!(
             quick.iter().map(|q| &q.1).collect::<Vec<_>>(),
@@ -225,19 +227,24 @@ fn every_suite_file_parses_and_quick_plans_are_smaller() {
             "{f}: quick is a reduction"
         );
     }
-    let lab =
-        iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/network-2003.toml"))
-            .unwrap_err()
-            .to_string();
+    let lab = iiopbench_engine::suite::StudySuite::load(
+        &repo().join("fixtures/suites/network-2003.toml"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(lab.contains("iiopbench lab suite"), "{lab}");
-    let s = iiopbench_engine::suite::Suite::load(&repo().join("fixtures/suites/ttcp-1996.toml"))
-        .unwrap();
-    let q = s.plan(true);
-    let a = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
-    let at = |f: &str| a[a.iter().position(|x| x == f).unwrap() + 1].clone();
-    assert_eq!(at("--size"), "1KiB,4KiB");
-    assert_eq!(at("--total"), "256KiB");
-    assert!(a.contains(&"--dynamic".to_string()));
+    let s =
+        iiopbench_engine::suite::StudySuite::load(&repo().join("fixtures/suites/ttcp-1996.toml"))
+            .unwrap();
+    let q = s.plan(true).unwrap();
+    let job = &q.iter().find(|c| c.0.id == "oneway-dii").unwrap().1;
+    let iiopbench_engine::job::Job::Throughput(t) = job else {
+        panic!("{job:?}")
+    };
+    assert_eq!(t.sizes.0, [1024, 4096]);
+    assert_eq!(t.total, 256 * 1024);
+    assert!(t.dynamic);
+    assert_eq!(t.placement.runs, Some(1));
 }
 
 fn lat_case(name: &str, mode: &str, size: u64, values_ns: &[u64], mbps: f64) -> Case {
@@ -265,8 +272,9 @@ fn lat_case(name: &str, mode: &str, size: u64, values_ns: &[u64], mbps: f64) -> 
 }
 
 fn file(kind: &str, cases: Vec<Case>) -> Results {
-    let mut r =
-        iiopbench_engine::context::new_results(kind, TargetInfo::default(), Placement::default());
+    let mut r = Results::new(kind, Vec::new());
+    r.placement = Placement::default();
+    r.target = TargetInfo::default();
     r.cases = cases;
     r.outcome.complete = true;
     r

@@ -18,23 +18,24 @@ use crate::results::{Case, CaseParams, Outcome, Overhead, Placement, Results, Ta
 pub fn feed_files<O: iiop_giop::conn::observer::Sink>(
     files: &[PathBuf],
     a: &mut Analyzer<O>,
-) -> anyhow::Result<u64> {
+) -> crate::error::Result<u64> {
     let mut offset = 0u64;
     for f in files {
-        let file = std::fs::File::open(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        let file = std::fs::File::open(f)
+            .map_err(|e| crate::error::fail!(Local, "{}: {e}", f.display()))?;
         let input = std::io::BufReader::with_capacity(1 << 20, file);
         let n = iiop_capture::source::for_each_packet(input, |p| {
             a.packet(offset + p.frame, p.ts_ns, p.linktype, p.data);
             true
         })
-        .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        .map_err(|e| crate::error::fail!(Local, "{}: {e}", f.display()))?;
         offset += n;
     }
     Ok(offset)
 }
 
 /// Analyse the files.
-pub fn analyze(files: &[PathBuf], keep_findings: usize) -> anyhow::Result<Summary> {
+pub fn analyze(files: &[PathBuf], keep_findings: usize) -> crate::error::Result<Summary> {
     let mut a = Analyzer::new(Config {
         max_findings: keep_findings,
         ..Config::default()
@@ -44,12 +45,12 @@ pub fn analyze(files: &[PathBuf], keep_findings: usize) -> anyhow::Result<Summar
 }
 
 /// The latency histogram of an operation as the engine's [`Latency`].
-pub fn latency_of(op: &OpStats) -> anyhow::Result<Latency> {
+pub fn latency_of(op: &OpStats) -> crate::error::Result<Latency> {
     use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     let mut buf = Vec::new();
     V2DeflateSerializer::new()
         .serialize(&op.latency, &mut buf)
-        .map_err(|e| anyhow::anyhow!("histogram: {e:?}"))?;
+        .map_err(|e| crate::error::fail!(Local, "histogram: {e:?}"))?;
     use base64::Engine;
     Latency::from_base64(&base64::engine::general_purpose::STANDARD.encode(buf))
 }
@@ -91,7 +92,7 @@ pub fn mode(operation: &str, twoway: bool) -> &'static str {
 }
 
 /// The summary as a results document (kind `pcap`).
-pub fn to_results(s: &Summary, files: &[PathBuf]) -> anyhow::Result<Results> {
+pub fn to_results(s: &Summary, files: &[PathBuf]) -> crate::error::Result<Results> {
     let seconds = s.duration_s();
     let mut cases = Vec::new();
     for op in &s.ops {
@@ -219,7 +220,9 @@ pub fn complete_results(
     cases: Vec<Case>,
     failure: Option<String>,
 ) -> Results {
-    let mut r = crate::context::new_results(kind, target, Placement::new(Vec::new(), None));
+    let mut r = crate::results::Results::new(kind, Vec::new());
+    r.target = target;
+    r.placement = Placement::new(Vec::new(), None);
     r.params = params;
     r.cases = cases;
     r.outcome = Outcome {

@@ -288,7 +288,7 @@ fn index<'a>(
     name: &str,
     r: &'a Results,
     target: Option<&str>,
-) -> anyhow::Result<BTreeMap<String, &'a Case>> {
+) -> crate::error::Result<BTreeMap<String, &'a Case>> {
     let mut m: BTreeMap<String, &'a Case> = BTreeMap::new();
     for c in &r.cases {
         if let Some(t) = target {
@@ -298,9 +298,10 @@ fn index<'a>(
         }
         let k = case_key(r, c, false);
         if let Some(prev) = m.insert(k, c) {
-            anyhow::bail!(
+            crate::error::bail!(
+                Local,
                 "{name} has several cases measuring the same thing ({:?} on target {}, {:?} on target {}): \
-                 choose one target with --a-target/--b-target",
+                 choose one target with `a_target`/`b_target`",
                 prev.name,
                 tag(prev, "target").unwrap_or("?"),
                 c.name,
@@ -326,7 +327,7 @@ pub fn compare(
     noise: &BTreeMap<(String, Basis), f64>,
     default_noise: f64,
     min_effect: f64,
-) -> anyhow::Result<Vec<Row>> {
+) -> crate::error::Result<Vec<Row>> {
     let ia = index(a.0, a.1, a.2)?;
     let ib = index(b.0, b.1, b.2)?;
     let mut rows = Vec::new();

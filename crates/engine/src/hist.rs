@@ -88,13 +88,17 @@ impl Latency {
     }
 
     /// Inverse of [`to_base64`](Self::to_base64).
-    pub fn from_base64(s: &str) -> anyhow::Result<Latency> {
-        let raw = base64::engine::general_purpose::STANDARD.decode(s.trim())?;
-        let h: Histogram<u64> = Deserializer::new().deserialize(&mut &raw[..])?;
+    pub fn from_base64(s: &str) -> crate::error::Result<Latency> {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(s.trim())
+            .map_err(|e| crate::error::fail!(Local, "histogram is not base64: {e}"))?;
+        let h: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &raw[..])
+            .map_err(|e| crate::error::fail!(Local, "histogram undecodable: {e:?}"))?;
         let mut out = Latency::new();
         out.h
             .add(&h)
-            .map_err(|e| anyhow::anyhow!("histogram out of range: {e:?}"))?;
+            .map_err(|e| crate::error::fail!(Local, "histogram out of range: {e:?}"))?;
         Ok(out)
     }
 

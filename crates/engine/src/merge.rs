@@ -76,9 +76,9 @@ pub fn fit_label(c: &Case) -> String {
 }
 
 /// Merge `inputs` (labelled by their file names in errors).
-pub fn merge(inputs: &[(String, Results)]) -> anyhow::Result<Results> {
+pub fn merge(inputs: &[(String, Results)]) -> crate::error::Result<Results> {
     let Some((_, first)) = inputs.first() else {
-        anyhow::bail!("merge: no input files");
+        crate::error::bail!(Local, "merge: no input files");
     };
     let mut out = first.clone();
     out.cases.clear();
@@ -99,8 +99,9 @@ pub fn merge(inputs: &[(String, Results)]) -> anyhow::Result<Results> {
             let key = format!("{} || {}", r.kind, case_key(r, c, true));
             match index.get(&key) {
                 Some(&i) => {
-                    merge_case(&mut out.cases[i], c)
-                        .map_err(|e| anyhow::anyhow!("{name}: case {:?}: {e}", c.name))?;
+                    merge_case(&mut out.cases[i], c).map_err(|e| {
+                        crate::error::fail!(Local, "{name}: case {:?}: {e}", c.name)
+                    })?;
                     merged_from[i] += 1;
                 }
                 None => {
@@ -126,6 +127,10 @@ pub fn merge(inputs: &[(String, Results)]) -> anyhow::Result<Results> {
     }
     if inputs.iter().any(|(_, r)| r.kind != first.kind) {
         out.kind = "merged".into();
+    }
+    // One job ran them all, or the merge is of several: then none is.
+    if inputs.iter().any(|(_, r)| r.job != first.job) {
+        out.job = None;
     }
     out.fits = refit(&out);
     out.params.insert(
@@ -153,7 +158,7 @@ pub enum Overlap {
 }
 
 /// Fold `b` into `a` (same key).
-fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
+fn merge_case(a: &mut Case, b: &Case) -> crate::error::Result<()> {
     fold_case(a, b, Overlap::Sequential)
 }
 
@@ -161,7 +166,7 @@ fn merge_case(a: &mut Case, b: &Case) -> anyhow::Result<()> {
 /// histogram, CPU and phase breakdown add up; times and rates combine as
 /// `overlap` says. A figure only one side has is dropped, since it would
 /// describe part of the calls only.
-pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> anyhow::Result<()> {
+pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> crate::error::Result<()> {
     match overlap {
         Overlap::Sequential => {
             // Every run of both (a case measured once is one run), and
@@ -205,10 +210,10 @@ pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> anyhow::Result<()>
     match (&a.histogram, &b.histogram) {
         (Some(ha), Some(hb)) => {
             let mut h = Latency::from_base64(ha)
-                .map_err(|e| anyhow::anyhow!("first histogram undecodable: {e}"))?;
+                .map_err(|e| crate::error::fail!(Local, "first histogram undecodable: {e}"))?;
             h.merge(
                 &Latency::from_base64(hb)
-                    .map_err(|e| anyhow::anyhow!("histogram undecodable: {e}"))?,
+                    .map_err(|e| crate::error::fail!(Local, "histogram undecodable: {e}"))?,
             );
             a.latency_us = Some(h.summary());
             a.histogram = Some(h.to_base64());

@@ -18,22 +18,22 @@ pub const ORBS: [(&str, &str); 4] = [
 
 /// `HOST:PORT` (`[::1]:0` for IPv6) as the host and port a start script
 /// takes.
-pub fn split_listen(addr: &str) -> anyhow::Result<(String, u16)> {
+pub fn split_listen(addr: &str) -> crate::error::Result<(String, u16)> {
     let (host, port) = addr
         .rsplit_once(':')
-        .ok_or_else(|| anyhow::anyhow!("--listen {addr:?}: expected HOST:PORT"))?;
+        .ok_or_else(|| crate::error::fail!(Orb, "`listen` {addr:?}: expected HOST:PORT"))?;
     let port = port
         .parse()
-        .map_err(|_| anyhow::anyhow!("--listen {addr:?}: bad port {port:?}"))?;
+        .map_err(|_| crate::error::fail!(Orb, "`listen` {addr:?}: bad port {port:?}"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    anyhow::ensure!(!host.is_empty(), "--listen {addr:?}: no host");
+    crate::error::ensure!(!host.is_empty(), Orb, "`listen` {addr:?}: no host");
     Ok((host.to_string(), port))
 }
 
 /// The source tree holding `scripts/orbs`: `$IIOPBENCH_ROOT`, else the
 /// nearest ancestor of the working directory that has it, else the tree
 /// this binary was built from.
-pub fn repo_root() -> anyhow::Result<PathBuf> {
+pub fn repo_root() -> crate::error::Result<PathBuf> {
     if let Some(r) = std::env::var_os("IIOPBENCH_ROOT") {
         return Ok(PathBuf::from(r));
     }
@@ -52,14 +52,16 @@ pub fn repo_root() -> anyhow::Result<PathBuf> {
     if has(&built) {
         return Ok(built.canonicalize()?);
     }
-    anyhow::bail!(
+    crate::error::bail!(
+        Orb,
         "cannot find iiopbench's scripts/orbs: run from the source tree or set IIOPBENCH_ROOT"
     )
 }
 
-fn check_name(name: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
+fn check_name(name: &str) -> crate::error::Result<()> {
+    crate::error::ensure!(
         ORBS.iter().any(|(n, _)| *n == name),
+        Orb,
         "unknown ORB {name:?}; known: {}",
         ORBS.map(|o| o.0).join(", ")
     );
@@ -67,11 +69,12 @@ fn check_name(name: &str) -> anyhow::Result<()> {
 }
 
 /// The script `scripts/orbs/<orb>/<action>`, which must exist.
-pub fn script(orb: &str, action: &str) -> anyhow::Result<PathBuf> {
+pub fn script(orb: &str, action: &str) -> crate::error::Result<PathBuf> {
     check_name(orb)?;
     let p = repo_root()?.join("scripts/orbs").join(orb).join(action);
-    anyhow::ensure!(
+    crate::error::ensure!(
         p.is_file(),
+        Orb,
         "{orb} has no {action} script ({} is missing)",
         p.display()
     );
@@ -82,11 +85,11 @@ pub fn script(orb: &str, action: &str) -> anyhow::Result<PathBuf> {
 /// port (not every vendor server accepts port 0, so one is picked here)
 /// and writing its IOR to `ior_file`; stdin closed, stdout piped (where
 /// it says `ready`). The caller sets stderr and spawns it.
-pub fn start_command(orb: &str, ior_file: &Path) -> anyhow::Result<Command> {
+pub fn start_command(orb: &str, ior_file: &Path) -> crate::error::Result<Command> {
     let script = script(orb, "start")?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
-        .map_err(|e| anyhow::anyhow!("finding a free port for {orb}: {e}"))?
+        .map_err(|e| crate::error::fail!(Orb, "finding a free port for {orb}: {e}"))?
         .port();
     let mut cmd = Command::new(&script);
     cmd.args([

@@ -1,9 +1,10 @@
-//! Resolving `--pin`, `--client-cpus` and `--server-cpus` into CPU lists,
-//! pinning the client, and recording where everything ran.
+//! Resolving a job's placement (`pin`, `client_cpus`, `server_cpus`) into
+//! CPU lists, pinning the client, and recording where everything ran.
 
+use crate::error::{ensure, Error, Result};
 use crate::options::{Pin, PlacementOpts};
 use crate::results::Placement;
-use crate::sysinfo::{current_affinity, parse_cpu_list, pin_current_thread};
+use crate::sysinfo::{current_affinity, pin_current_thread};
 
 /// The CPUs this process may use, as it started: the main thread's
 /// affinity, read once (a client thread pinned by an earlier run in the
@@ -50,8 +51,8 @@ pub struct Cpus {
 impl Cpus {
     /// From the options, checking the CPUs exist on this machine.
     /// `starts_server`: this run starts the server (embedded, or a vendor
-    /// server it launches), so `--pin auto` places both sides.
-    pub fn resolve(o: &PlacementOpts, starts_server: bool) -> anyhow::Result<Cpus> {
+    /// server it launches), so `pin` auto places both sides.
+    pub fn resolve(o: &PlacementOpts, starts_server: bool) -> Result<Cpus> {
         let avail = process_cpus();
         let first = avail.first().copied().unwrap_or(0);
         let second = avail.get(1).copied();
@@ -69,25 +70,26 @@ impl Cpus {
             Pin::Same => (Some(vec![first]), Some(vec![first]), "pin same"),
             Pin::Cross => {
                 let s = second.ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "--pin cross needs two CPUs, and this process may use only CPU {first}"
-                    )
+                    Error::local(format!(
+                        "`pin` cross needs two CPUs, and this process may use only CPU {first}"
+                    ))
                 })?;
                 (Some(vec![first]), Some(vec![s]), "pin cross")
             }
         };
         if let Some(c) = &o.client_cpus {
-            client = Some(parse_cpu_list(c)?);
+            client = Some(c.cpus().to_vec());
             chosen = "cpus";
         }
         if let Some(s) = &o.server_cpus {
-            server = Some(parse_cpu_list(s)?);
+            server = Some(s.cpus().to_vec());
             chosen = "cpus";
         }
 
         for cpu in client.iter().flatten() {
-            anyhow::ensure!(
+            ensure!(
                 avail.contains(cpu),
+                Local,
                 "CPU {cpu} is not available to this process (available: {})",
                 crate::sysinfo::format_cpu_list(&avail)
             );
@@ -97,8 +99,9 @@ impl Cpus {
         // have to exist.
         let online = crate::sysinfo::online_cpus().unwrap_or_else(|| avail.clone());
         for cpu in server.iter().flatten() {
-            anyhow::ensure!(
+            ensure!(
                 online.contains(cpu) || avail.contains(cpu),
+                Local,
                 "CPU {cpu} is not online on this machine (online: {})",
                 crate::sysinfo::format_cpu_list(&online)
             );
@@ -132,7 +135,7 @@ impl Cpus {
     /// threads. The thread gets its affinity back when the guard drops,
     /// so a suite that runs case after case on one thread places each as
     /// its own options say.
-    pub fn pin_client(&self) -> anyhow::Result<PinGuard> {
+    pub fn pin_client(&self) -> Result<PinGuard> {
         let before = current_affinity();
         if let Some(c) = &self.client {
             pin_current_thread(c)?;

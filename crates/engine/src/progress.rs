@@ -15,6 +15,11 @@ pub trait ProgressSink: Send + Sync {
     fn note(&self, line: &str) {
         let _ = line;
     }
+    /// One run of a larger one finished with these results (a suite's
+    /// case on one target), for callers that show each as it comes.
+    fn results(&self, r: &crate::results::Results) {
+        let _ = r;
+    }
 }
 
 /// Hears the end of one case.
@@ -57,6 +62,13 @@ impl Progress {
     pub fn note(&self, line: &str) {
         if let Some(s) = &self.0 {
             s.note(line);
+        }
+    }
+
+    /// Pass a finished part's results on.
+    pub fn results(&self, r: &crate::results::Results) {
+        if let Some(s) = &self.0 {
+            s.results(r);
         }
     }
 

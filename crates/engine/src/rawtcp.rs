@@ -116,6 +116,17 @@ impl Default for SocketOpts {
     }
 }
 
+impl crate::options::Sockets {
+    /// As raw-TCP socket options.
+    pub fn raw(&self) -> SocketOpts {
+        SocketOpts {
+            nodelay: self.nodelay,
+            sndbuf: self.sndbuf.map(|v| v as usize),
+            rcvbuf: self.rcvbuf.map(|v| v as usize),
+        }
+    }
+}
+
 impl SocketOpts {
     /// Apply to a connected socket.
     pub fn apply(&self, s: &TcpStream) -> std::io::Result<()> {
@@ -164,7 +175,7 @@ impl RawServer {
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
         spin: Option<Duration>,
-    ) -> anyhow::Result<RawServer> {
+    ) -> crate::error::Result<RawServer> {
         Self::start_waiting(addr, opts, cpus, ServerWait::Recv(spin))
     }
 
@@ -176,7 +187,7 @@ impl RawServer {
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
         wait: ServerWait,
-    ) -> anyhow::Result<RawServer> {
+    ) -> crate::error::Result<RawServer> {
         Self::start_with(addr, opts, cpus, wait, None)
     }
 
@@ -187,7 +198,7 @@ impl RawServer {
         opts: SocketOpts,
         cpus: Option<Vec<usize>>,
         tls: Arc<RustlsServerConfig>,
-    ) -> anyhow::Result<RawServer> {
+    ) -> crate::error::Result<RawServer> {
         Self::start_with(addr, opts, cpus, ServerWait::Recv(None), Some(tls))
     }
 
@@ -197,9 +208,10 @@ impl RawServer {
         cpus: Option<Vec<usize>>,
         wait: ServerWait,
         tls: Option<Arc<RustlsServerConfig>>,
-    ) -> anyhow::Result<RawServer> {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| anyhow::anyhow!("raw-tcp server cannot listen on {addr}: {e}"))?;
+    ) -> crate::error::Result<RawServer> {
+        let listener = TcpListener::bind(addr).map_err(|e| {
+            crate::error::fail!(Local, "raw-tcp server cannot listen on {addr}: {e}")
+        })?;
         let local = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
@@ -729,7 +741,8 @@ pub struct RawClient {
 }
 
 /// How a raw stream's frames leave the client.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum StreamWrites {
     /// Frames shorter than a segment go with Nagle on, so the kernel joins
     /// those written while earlier bytes await their ACK into fuller
@@ -759,9 +772,9 @@ impl RawClient {
         addr: SocketAddr,
         opts: SocketOpts,
         timeout: Duration,
-    ) -> anyhow::Result<RawClient> {
+    ) -> crate::error::Result<RawClient> {
         let s = TcpStream::connect_timeout(&addr, timeout)
-            .map_err(|e| anyhow::anyhow!("raw-tcp connect to {addr}: {e}"))?;
+            .map_err(|e| crate::error::fail!(Target, "raw-tcp connect to {addr}: {e}"))?;
         opts.apply(&s)?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
         Ok(RawClient {
@@ -780,17 +793,19 @@ impl RawClient {
         opts: SocketOpts,
         timeout: Duration,
         tls: Arc<RustlsClientConfig>,
-    ) -> anyhow::Result<RawClient> {
+    ) -> crate::error::Result<RawClient> {
         let Wire::Tcp(mut sock) = Self::connect(addr, opts, timeout)?.s else {
             unreachable!("connect makes a TCP client")
         };
         let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-        let mut conn = rustls::ClientConnection::new(tls, name)?;
+        let mut conn =
+            rustls::ClientConnection::new(tls, name).map_err(crate::error::Error::local)?;
         sock.set_read_timeout(Some(timeout))?;
         sock.set_write_timeout(Some(timeout))?;
         while conn.is_handshaking() {
             conn.complete_io(&mut sock).map_err(|e| {
-                anyhow::anyhow!(
+                crate::error::fail!(
+                    Target,
                     "raw TLS handshake with {addr}: {}",
                     iiop_transport::tls::handshake_failure(&e, iiop_transport::tls::Side::Client)
                 )
@@ -879,7 +894,7 @@ impl RawClient {
         total: u64,
         min_duration: Duration,
         max_duration: Duration,
-    ) -> anyhow::Result<RawRun> {
+    ) -> crate::error::Result<RawRun> {
         self.stream_batched(size, None, total, min_duration, max_duration)
     }
 
@@ -893,7 +908,7 @@ impl RawClient {
         total: u64,
         min_duration: Duration,
         max_duration: Duration,
-    ) -> anyhow::Result<RawRun> {
+    ) -> crate::error::Result<RawRun> {
         let per_write = batch.map_or(1, |b| b.div_ceil(HEADER + size).max(1));
         let placed = Placed::frames(Kind::Sink, size, per_write);
         let frame = placed.bytes();
@@ -951,13 +966,13 @@ impl RawClient {
     }
 
     /// Ask the server for its received-bytes counter on this connection.
-    pub fn stats(&mut self) -> anyhow::Result<u64> {
+    pub fn stats(&mut self) -> crate::error::Result<u64> {
         self.s.write_all(&header(Kind::Stats, 0))?;
         self.s.flush()?;
         let mut h = [0u8; HEADER];
         self.s.read_exact(&mut h)?;
         let (_, len) = parse_header(&h)?;
-        anyhow::ensure!(len == 8, "raw-tcp stats reply of {len} bytes");
+        crate::error::ensure!(len == 8, Target, "raw-tcp stats reply of {len} bytes");
         let mut b = [0u8; 8];
         self.s.read_exact(&mut b)?;
         Ok(u64::from_le_bytes(b))
@@ -973,7 +988,7 @@ impl RawClient {
         warmup: u64,
         count: u64,
         duration: Option<Duration>,
-    ) -> anyhow::Result<RawRun> {
+    ) -> crate::error::Result<RawRun> {
         self.pingpong_for(size, echo, warmup, count, Duration::ZERO, duration)
     }
 
@@ -988,7 +1003,7 @@ impl RawClient {
         count: u64,
         min: Duration,
         duration: Option<Duration>,
-    ) -> anyhow::Result<RawRun> {
+    ) -> crate::error::Result<RawRun> {
         let kind = if echo { Kind::Echo } else { Kind::Ack };
         let placed = Placed::frames(kind, size, 1);
         let frame = placed.bytes();
@@ -1019,8 +1034,9 @@ impl RawClient {
             elapsed = t1 - start;
         }
         run.seconds = start.elapsed().as_secs_f64();
-        anyhow::ensure!(
+        crate::error::ensure!(
             !echo || reply[HEADER..] == frame[HEADER..],
+            Target,
             "raw-tcp echo returned different bytes"
         );
         Ok(run)

@@ -40,6 +40,7 @@ use iiop_transport::client::{Client, ClientConfig, ClientError, Connection};
 use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
+use crate::error::{bail, fail, Error, JobError, Result};
 use crate::hist::Latency;
 use crate::progress::Progress;
 use crate::results::{Case, CaseParams, Results, TargetInfo};
@@ -100,7 +101,7 @@ pub enum Speed {
 }
 
 /// `1x`, `2x`, `0.5x` (the factor) or `max`.
-pub fn parse_speed(s: &str) -> Result<Speed, String> {
+pub fn parse_speed(s: &str) -> Result<Speed, JobError> {
     if s == "max" {
         return Ok(Speed::Max);
     }
@@ -108,11 +109,11 @@ pub fn parse_speed(s: &str) -> Result<Speed, String> {
         .strip_suffix('x')
         .unwrap_or(s)
         .parse()
-        .map_err(|_| format!("`{s}`: expected 1x, 2x, 0.5x … or max"))?;
+        .map_err(|_| JobError::new(format!("`{s}`: expected 1x, 2x, 0.5x … or max")))?;
     if f > 0.0 && f.is_finite() {
         Ok(Speed::Factor(f))
     } else {
-        Err(format!("`{s}`: the factor must be positive"))
+        Err(JobError::new(format!("`{s}`: the factor must be positive")))
     }
 }
 
@@ -312,9 +313,7 @@ impl Sink for Collect {
         else {
             return;
         };
-        if let LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) =
-            &ev.reply.status
-        {
+        if let Some(ior) = ev.reply.status.forward() {
             let from = self.reqs[i].key.clone();
             self.forwarded(ior, from);
         }
@@ -630,27 +629,28 @@ pub struct ReplayRun {
 /// Replay the capture; an error only when nothing could be replayed (no
 /// capture, no requests in it, no target). Differences are in the
 /// returned run and its results' `outcome`.
-pub fn run(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
+pub fn run(o: &ReplayOpts) -> Result<ReplayRun> {
     let case = o.progress.case(&format!("replay {}", o.file.display()));
     let r = replay(o);
     case.done();
     r
 }
 
-fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
+fn replay(o: &ReplayOpts) -> Result<ReplayRun> {
     let mut a = Analyzer::with_sink(Config::default(), Collect::default());
     crate::capture::feed_files(std::slice::from_ref(&o.file), &mut a)?;
     let (_, mut collected) = a.finish();
     collected.resolve_forwards();
     let reqs = collected.reqs;
     if reqs.is_empty() {
-        anyhow::bail!("{}: no GIOP requests in the capture", o.file.display());
+        bail!(Job, "{}: no GIOP requests in the capture", o.file.display());
     }
-    let target = Target::load(&o.target).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+    let target = Target::load(&o.target).map_err(|e| fail!(Job, "`target`: {e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| fail!(Local, "starting the replay's runtime: {e}"))?;
     // The most used captured object (the earliest of equals) is the one
     // the replay targets.
     let mut key_counts: HashMap<Bytes, (usize, std::cmp::Reverse<usize>)> = HashMap::new();
@@ -676,10 +676,10 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         let client = Client::new(cfg.clone());
         let ior = resolve_target(&client, &target)
             .await
-            .map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+            .map_err(|e| fail!(Target, "`target`: {e}"))?;
         let p = ior
             .iiop_profile()
-            .ok_or_else(|| anyhow::anyhow!("--target has no IIOP profile"))?;
+            .ok_or_else(|| fail!(Job, "`target` has no IIOP profile"))?;
         let code_sets = ior.code_sets().map(|(c, _)| c);
         let new_key = p.object_key.clone();
         let mk = main_key.clone();
@@ -697,8 +697,7 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
                 per_conn.entry(r.conn).or_default().push(i);
             }
         }
-        let ep =
-            endpoint_for(&p, cfg.tls.wanted()).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+        let ep = endpoint_for(&p, cfg.tls.wanted()).map_err(|e| fail!(Job, "`target`: {e}"))?;
         let plan = Arc::new(ReplayPlan {
             ep,
             cfg,
@@ -717,9 +716,12 @@ fn replay(o: &ReplayOpts) -> anyhow::Result<ReplayRun> {
         }
         let mut all = Vec::new();
         for t in tasks {
-            all.extend(t.await?);
+            all.extend(
+                t.await
+                    .map_err(|e| fail!(Local, "a replayed connection's task: {e}"))?,
+            );
         }
-        Ok::<_, anyhow::Error>(all)
+        Ok::<_, Error>(all)
     })?;
     // Compare.
     let spec = match &o.idl {

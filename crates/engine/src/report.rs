@@ -278,7 +278,10 @@ fn series_of<'a, 'b>(
     out
 }
 
-fn throughput_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+fn throughput_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> crate::error::Result<()> {
     let gs = groups(es, |e| {
         matches!(case_command(e.r, e.c), "throughput" | "tcp")
             && e.c.calls > 0
@@ -322,7 +325,10 @@ fn throughput_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> a
     Ok(())
 }
 
-fn percentile_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+fn percentile_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> crate::error::Result<()> {
     let mut gs: Vec<(String, Vec<&Entry>)> = Vec::new();
     // One figure per group and size, one curve per source and type.
     for (title, g) in groups(es, |e| e.c.histogram.is_some() && e.c.calls > 0) {
@@ -341,7 +347,9 @@ fn percentile_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> a
         let mut series = Vec::new();
         for (i, e) in g.iter().enumerate() {
             let h = Latency::from_base64(e.c.histogram.as_deref().unwrap_or_default()).map_err(
-                |err| anyhow::anyhow!("case {:?}: histogram undecodable: {err}", e.c.name),
+                |err| {
+                    crate::error::fail!(Local, "case {:?}: histogram undecodable: {err}", e.c.name)
+                },
             )?;
             if h.is_empty() {
                 continue;
@@ -400,7 +408,7 @@ fn fit_for<'a>(r: &'a Results, c: &Case) -> Option<&'a Fit> {
 fn latency_size_figures(
     es: &[Entry],
     figs: &mut Vec<(String, String, Plot)>,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let gs = groups(es, |e| {
         matches!(case_command(e.r, e.c), "latency" | "tcp")
             && matches!(e.c.params.mode.as_str(), "echo" | "send" | "pingpong")
@@ -475,7 +483,10 @@ fn latency_size_figures(
     Ok(())
 }
 
-fn breakdown_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+fn breakdown_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> crate::error::Result<()> {
     let gs = groups(es, |e| e.c.breakdown.is_some() && e.c.calls > 0);
     for (title, g) in gs {
         let mut rows: Vec<Bar> = Vec::new();
@@ -564,7 +575,10 @@ fn interval_name(base: &str) -> String {
     }
 }
 
-fn interval_figures(es: &[Entry], figs: &mut Vec<(String, String, Plot)>) -> anyhow::Result<()> {
+fn interval_figures(
+    es: &[Entry],
+    figs: &mut Vec<(String, String, Plot)>,
+) -> crate::error::Result<()> {
     let gs = groups(es, |e| !intervals(e.c).is_empty());
     for (title, g) in gs {
         let mut keys: Vec<String> = g
@@ -701,7 +715,7 @@ fn interop_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String,
 fn agent_figures(
     inputs: &[(String, Results)],
     figs: &mut Vec<(String, String, Plot)>,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     for (file, r) in inputs {
         let Some(info) = &r.agents else { continue };
         let name = |id: u32| {
@@ -743,7 +757,8 @@ fn agent_figures(
             for (i, a) in c.agents.iter().enumerate() {
                 if let Some(h) = a.histogram.as_deref() {
                     let h = Latency::from_base64(h).map_err(|e| {
-                        anyhow::anyhow!(
+                        crate::error::fail!(
+                            Local,
                             "case {:?} agent {}: histogram undecodable: {e}",
                             c.name,
                             a.agent
@@ -760,7 +775,7 @@ fn agent_figures(
             }
             if let Some(h) = c.histogram.as_deref() {
                 let h = Latency::from_base64(h).map_err(|e| {
-                    anyhow::anyhow!("case {:?}: histogram undecodable: {e}", c.name)
+                    crate::error::fail!(Local, "case {:?}: histogram undecodable: {e}", c.name)
                 })?;
                 series.push(Series {
                     label: "all agents".into(),
@@ -786,7 +801,7 @@ fn agent_figures(
 }
 
 /// Every figure for these results files, as data to draw.
-pub fn figures(inputs: &[(String, Results)]) -> anyhow::Result<Vec<Figure>> {
+pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>> {
     let es = entries(inputs);
     let mut raw = Vec::new();
     throughput_figures(&es, &mut raw)?;
@@ -883,8 +898,8 @@ pub fn describe(name: &str, r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interop::matrix::Cell;
     use crate::interop::report::matrix_results;
+    use crate::interop::report::Cell;
 
     #[test]
     fn an_interop_matrix_becomes_a_grid_of_its_cells() {

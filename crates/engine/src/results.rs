@@ -24,7 +24,10 @@ use crate::sysinfo::HostInfo;
 /// case's counts are sums over agents, its `seconds` the longest agent's
 /// window and its rates sums of the agents' rates. Version 1 and 2 files
 /// still read.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: top-level `job`, the typed job that produced the file; an agent
+/// run's `agents.spec` (its bench command line) gives way to it. Files of
+/// versions 1 to 3 still read.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,7 +36,8 @@ pub struct Results {
     pub tool: Tool,
     /// Which command produced it: `throughput`, `latency`, `connect`, `tcp`…
     pub kind: String,
-    /// The command line, for rerunning.
+    /// The command line that asked for the run, as its caller gave it
+    /// ([`RunContext::command`](crate::run_context::RunContext::command)).
     pub command: Vec<String>,
     /// UTC start time, RFC 3339.
     pub started_at: String,
@@ -53,7 +57,48 @@ pub struct Results {
     /// A distributed run (`iiopbench agents`): who ran, clocks, the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents: Option<AgentsInfo>,
+    /// The job that produced these results, in its serde form
+    /// ([`Job`](crate::job::Job)): run it again to repeat them (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<serde_json::Value>,
     pub outcome: Outcome,
+}
+
+impl Results {
+    /// A results skeleton for `kind` with no cases yet: this program, this
+    /// host, the start time now, and `command`, the command line that
+    /// asked for the run (empty when there was none).
+    pub fn new(kind: &str, command: Vec<String>) -> Results {
+        Results {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::current(),
+            kind: kind.to_string(),
+            command,
+            started_at: now_rfc3339(),
+            host: HostInfo::current(),
+            target: TargetInfo::default(),
+            placement: Placement::default(),
+            params: BTreeMap::new(),
+            cases: Vec::new(),
+            fits: Vec::new(),
+            quality: None,
+            agents: None,
+            job: None,
+            outcome: Outcome {
+                complete: false,
+                failure: None,
+            },
+        }
+    }
+}
+
+/// Insert a parameter into a params map (`Results::params`, a case's
+/// `params.extra` or `extra`).
+pub fn param(map: &mut BTreeMap<String, serde_json::Value>, k: &str, v: impl Serialize) {
+    map.insert(
+        k.to_string(),
+        serde_json::to_value(v).expect("plain values serialize"),
+    );
 }
 
 /// How a run of N agents went (schema 3).
@@ -74,7 +119,9 @@ pub struct AgentsInfo {
     pub duration_s: f64,
     /// Case k of every agent started at `start_at + k·case_period_s`.
     pub case_period_s: f64,
-    /// The bench command every agent ran (after `iiopbench`).
+    /// Schema 3: the bench command every agent ran (after `iiopbench`).
+    /// Absent from schema 4, whose top-level `job` is what every agent ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spec: Vec<String>,
     /// One per agent id, in id order.
     pub agents: Vec<AgentEntry>,
@@ -598,7 +645,7 @@ fn csv_field(s: &str) -> String {
 }
 
 /// Write `contents` to `path` atomically (`-` is stdout).
-pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, contents: &str) -> crate::error::Result<()> {
     if path.as_os_str() == "-" {
         std::io::stdout().write_all(contents.as_bytes())?;
         return Ok(());
@@ -609,7 +656,7 @@ pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     }
     let name = path
         .file_name()
-        .ok_or_else(|| anyhow::anyhow!("{} is not a file path", path.display()))?;
+        .ok_or_else(|| crate::error::fail!(Local, "{} is not a file path", path.display()))?;
     let tmp = path.with_file_name(format!(
         ".{}.tmp.{}",
         name.to_string_lossy(),
@@ -624,17 +671,23 @@ pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    res.map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))
+    res.map_err(|e| crate::error::fail!(Local, "writing {}: {e}", path.display()))
 }
 
 /// Read a results file, checking the schema version.
-pub fn read(path: &Path) -> anyhow::Result<Results> {
+pub fn read(path: &Path) -> crate::error::Result<Results> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-    let r: Results = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{} is not an iiopbench results file: {e}", path.display()))?;
-    anyhow::ensure!(
+        .map_err(|e| crate::error::fail!(Local, "reading {}: {e}", path.display()))?;
+    let r: Results = serde_json::from_str(&text).map_err(|e| {
+        crate::error::fail!(
+            Local,
+            "{} is not an iiopbench results file: {e}",
+            path.display()
+        )
+    })?;
+    crate::error::ensure!(
         r.schema_version <= SCHEMA_VERSION,
+        Local,
         "{} has schema version {}, newer than this iiopbench ({SCHEMA_VERSION})",
         path.display(),
         r.schema_version
@@ -679,6 +732,7 @@ mod tests {
             fits: vec![],
             quality: None,
             agents: None,
+            job: None,
             outcome: Outcome {
                 complete: true,
                 failure: None,

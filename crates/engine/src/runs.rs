@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::bench::stats::median;
-use crate::context::param;
 use crate::hist::{Latency, LatencySummary};
 use crate::noise::Noise;
+use crate::results::param;
 use crate::results::{Baseline, Case, CpuFigures, Interval, Results, RunFigures};
 
 /// The spread across runs (95 % interval half-width over the mean) above
@@ -394,12 +394,12 @@ pub fn warnings(r: &Results) -> Vec<String> {
         .collect();
     if !noisy.is_empty() {
         out.push(format!(
-            "Warning: the machine was busy with other work during {}: rerun on an idle machine, or with more --runs.",
+            "Warning: the machine was busy with other work during {}: rerun on an idle machine, or with more `runs`.",
             list(&noisy)
         ));
     } else if !run_problems.is_empty() {
         out.push(format!(
-            "Warning: the machine was busy with other work ({}): rerun on an idle machine, or with more --runs.",
+            "Warning: the machine was busy with other work ({}): rerun on an idle machine, or with more `runs`.",
             run_problems.join("; ")
         ));
     }
@@ -421,7 +421,7 @@ pub fn warnings(r: &Results) -> Vec<String> {
         .collect();
     if !unstable.is_empty() {
         out.push(format!(
-            "Warning: runs disagree by more than {:.0} % on {}: more --runs, a longer --min-duration or a quieter machine would narrow it.",
+            "Warning: runs disagree by more than {:.0} % on {}: more `runs`, a longer `min_duration` or a quieter machine would narrow it.",
             100.0 * SPREAD_LIMIT,
             list(&unstable)
         ));
@@ -445,7 +445,7 @@ pub fn warnings(r: &Results) -> Vec<String> {
         .collect();
     if !moved.is_empty() {
         out.push(format!(
-            "Warning: threads moved between CPUs during {}: those histograms mix placements; pin with --pin or --client-cpus/--server-cpus.",
+            "Warning: threads moved between CPUs during {}: those histograms mix placements; pin with `pin` or `client_cpus`/`server_cpus`.",
             list(&moved)
         ));
     }
@@ -544,8 +544,7 @@ mod tests {
 
     #[test]
     fn spread_beyond_the_limit_is_said_and_a_tight_one_is_not() {
-        let mut r =
-            crate::context::new_results("throughput", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("throughput", Vec::new());
         r.cases = aggregate(vec![
             vec![
                 case("steady", 100.0, &[], None),
@@ -600,7 +599,7 @@ mod tests {
 
     #[test]
     fn runs_in_two_groups_are_said() {
-        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("latency", Vec::new());
         let run = |ns: u64| {
             vec![
                 case("tcp ack 1B", 0.0, &[ns; 5], None),
@@ -618,7 +617,7 @@ mod tests {
 
     #[test]
     fn moved_threads_are_said() {
-        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("latency", Vec::new());
         let mut c = case("ping", 0.0, &[1000], None);
         c.moved = vec!["iiopbench (12)".into()];
         r.cases = vec![c];

@@ -12,34 +12,92 @@ use iiop_bench_idl::bench::elements::{CallMode, Elem};
 use iiop_bench_idl::bench::types::Payload;
 use iiop_bench_idl::client::BenchClient;
 
+use serde::{Deserialize, Serialize};
+
 use crate::bench::error_kind;
 use crate::bench::session::{self, Session};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::hist::Latency;
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::{Case, CaseParams, Results};
+use crate::results::{param, Case, CaseParams, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
 /// Longest soak accepted: a soak is a bounded test, not a service.
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
 
-/// Options of `iiopbench soak`.
-#[derive(Debug, Clone)]
-pub struct SoakOpts {
+/// A `soak` job. It has no `Default`: how long it runs is the caller's
+/// to choose ([`SoakJob::new`]); the other fields default as the command
+/// line's do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoakJob {
+    #[serde(default)]
     pub target: TargetOpts,
-    /// How long to run (required; at most 1h), e.g. `10m`.
+    /// How long to run (at most 1h), e.g. `10m`.
+    #[serde(with = "crate::units::duration")]
     pub duration: Duration,
     /// Connections, each one caller sending mixed traffic.
+    #[serde(default = "default_connections")]
     pub connections: usize,
     /// Length of a latency interval (one row of the drift table).
+    #[serde(with = "crate::units::duration", default = "default_interval")]
     pub interval: Duration,
-    /// With --target: the server's process id, to read its resident memory
+    /// With a target: the server's process id, to read its resident memory
     /// from /proc (the embedded server's is this process's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_pid: Option<u32>,
+    #[serde(default)]
     pub socket: Sockets,
+    #[serde(default)]
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
+
+fn default_connections() -> usize {
+    32
+}
+
+fn default_interval() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl SoakJob {
+    /// A soak of `duration` with the command line's other defaults.
+    pub fn new(duration: Duration) -> SoakJob {
+        SoakJob {
+            target: TargetOpts::default(),
+            duration,
+            connections: default_connections(),
+            interval: default_interval(),
+            server_pid: None,
+            socket: Sockets::default(),
+            placement: PlacementOpts::default(),
+        }
+    }
+
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(
+            !self.duration.is_zero() && self.duration <= MAX_DURATION,
+            || {
+                format!(
+                    "`duration` must be more than 0 and at most 1h (got {:?})",
+                    self.duration
+                )
+            },
+        )?;
+        check((1..=1024).contains(&self.connections), || {
+            "`connections` must be 1..=1024".into()
+        })?;
+        check(!self.interval.is_zero(), || {
+            "`interval` must be more than 0".into()
+        })?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(SoakJob, "soak");
 
 /// Resident set size of process `pid` (this process when `None`), KiB.
 pub fn rss_kib(pid: Option<u32>) -> Option<u64> {
@@ -118,49 +176,31 @@ impl Tally {
 
 /// Run the soak; the results and the error that makes the run fail (any
 /// error counted), if any.
-pub fn run(o: &SoakOpts) -> (Results, Option<anyhow::Error>) {
-    let bad = if o.duration.is_zero() || o.duration > MAX_DURATION {
-        Some(anyhow::anyhow!(
-            "--duration must be more than 0 and at most 1h (got {:?})",
-            o.duration
-        ))
-    } else if o.connections == 0 || o.connections > 1024 {
-        Some(anyhow::anyhow!("--connections must be 1..=1024"))
-    } else if o.interval.is_zero() {
-        Some(anyhow::anyhow!("--interval must be more than 0"))
-    } else {
-        None
-    };
-    if let Some(e) = bad {
-        let r = crate::context::new_results("soak", Default::default(), Default::default());
-        return (r, Some(e));
-    }
+pub fn run(o: &SoakJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "soak",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
-            crate::context::param(&mut r.params, "duration_s", o.duration.as_secs_f64());
-            crate::context::param(&mut r.params, "connections", o.connections);
-            crate::context::param(&mut r.params, "interval_s", o.interval.as_secs_f64());
+            param(&mut r.params, "duration_s", o.duration.as_secs_f64());
+            param(&mut r.params, "connections", o.connections);
+            param(&mut r.params, "interval_s", o.interval.as_secs_f64());
         },
         async |s: &Session, r: &mut Results| soak(o, s, r).await,
     )
 }
 
-async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+async fn soak(o: &SoakJob, s: &Session, r: &mut Results) -> Result<()> {
     let pid = if s.embedded() { None } else { o.server_pid };
     let rss_known = s.embedded() || o.server_pid.is_some();
     let control = s
         .connect()
         .await
-        .map_err(|e| anyhow::anyhow!("soak: connecting: {e}"))?;
+        .map_err(|e| fail!(Target, "soak: connecting: {e}"))?;
     control
         .reset()
         .await
-        .map_err(|e| anyhow::anyhow!("soak: reset: {e}"))?;
+        .map_err(|e| fail!(Target, "soak: reset: {e}"))?;
     let rss_start = rss_known.then(|| rss_kib(pid)).flatten();
     let start = Instant::now();
     let deadline = start + o.duration;
@@ -191,7 +231,7 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
             tally.clone(),
         ));
     }
-    let quiet = !o.progress.listening();
+    let quiet = !s.progress.listening();
     let mut shown = 0usize;
     let mut tick = tokio::time::interval_at(
         tokio::time::Instant::from_std(start + o.interval),
@@ -204,7 +244,7 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
                 let t = tally.lock().expect("tally lock");
                 if let Some(h) = t.ping.get(shown) {
                     let l = h.summary();
-                    o.progress.note(&format!(
+                    s.progress.note(&format!(
                         "soak: interval {} pings={} p50={:.1}us p99={:.1}us errors={} rss={}",
                         shown + 1,
                         h.len(),
@@ -269,7 +309,7 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
             latency_us: (!h.is_empty()).then(|| h.summary()),
             ..Case::default()
         };
-        crate::context::param(&mut c.params.extra, "interval", i + 1);
+        param(&mut c.params.extra, "interval", i + 1);
         r.cases.push(c);
     }
     let mut all = Latency::new();
@@ -304,20 +344,20 @@ async fn soak(o: &SoakOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> 
         ..Case::default()
     };
     let x = &mut total.extra;
-    crate::context::param(x, "pings", t.pings);
-    crate::context::param(x, "echoes", t.echoes);
-    crate::context::param(x, "oneways", t.oneways);
-    crate::context::param(x, "get_stats", t.stats_calls);
-    crate::context::param(x, "server_rss_start_kib", rss_start);
-    crate::context::param(x, "server_rss_end_kib", rss_end);
+    param(x, "pings", t.pings);
+    param(x, "echoes", t.echoes);
+    param(x, "oneways", t.oneways);
+    param(x, "get_stats", t.stats_calls);
+    param(x, "server_rss_start_kib", rss_start);
+    param(x, "server_rss_end_kib", rss_end);
     if let (Some(f), Some(l)) = (first, last) {
-        crate::context::param(x, "p50_drift_ratio", l.p50 / f.p50.max(1e-9));
-        crate::context::param(x, "p99_drift_ratio", l.p99 / f.p99.max(1e-9));
+        param(x, "p50_drift_ratio", l.p50 / f.p50.max(1e-9));
+        param(x, "p99_drift_ratio", l.p99 / f.p99.max(1e-9));
     }
     r.cases.push(total);
     let n: u64 = t.errors.values().sum();
     match t.first_error {
-        Some(first) => Err(anyhow::anyhow!("soak: {n} errors; first: {first}")),
+        Some(first) => Err(fail!(Target, "soak: {n} errors; first: {first}")),
         None => Ok(()),
     }
 }

@@ -1,17 +1,14 @@
 //! Rerunning a whole study (`iiopbench suite FILE`). A suite file
-//! (`fixtures/suites/*.toml`) lists cases, each a bench subcommand with
-//! its arguments exactly as on the command line; `[quick]` says how to
-//! shrink it for smoke runs. Every case runs against every target (ours
-//! embedded, given references, or every installed and built vendor ORB,
-//! whose servers are started and stopped here), and all cases land in ONE
-//! results value of `kind: "suite"` whose cases are tagged with `command`,
-//! `target` and `suite_case` (docs/results-schema.md).
-//!
-//! The cases are command lines, so whoever parses command lines runs them:
-//! [`run`] hands each case's argument vector (with `--json` to a temporary
-//! file) to a [`CaseRunner`] — the command line's own entry point in
-//! `iiopbench` — and reads back the results it wrote. Every case is
-//! checked by the runner before any runs.
+//! (`fixtures/suites/*.toml`) lists cases, each a typed [`Job`] in TOML
+//! (`job = { bench = "throughput", sizes = "1KiB..128KiB", … }`); `[quick]`
+//! says how to shrink it for smoke runs (fewer cases, and job fields set
+//! to other values wherever a case sets them). Every case runs against
+//! every target (ours embedded, given references, or every installed and
+//! built vendor ORB, whose servers are started and stopped here), in this
+//! process, and all cases land in ONE results value of `kind: "suite"`
+//! whose cases are tagged with `command` (the job's kind), `target` and
+//! `suite_case` (docs/results-schema.md). Every case is checked before
+//! any runs.
 
 use std::collections::BTreeMap;
 use std::io::BufRead;
@@ -22,13 +19,15 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::context::param;
-use crate::progress::Progress;
-use crate::results::{self, Results, TargetInfo};
+use crate::error::{bail, ensure, fail, Error, Result};
+use crate::job::Job;
+use crate::options::CpuList;
+use crate::results::{param, Results, TargetInfo};
+use crate::run_context::RunContext;
 
 /// What to run and against what.
 #[derive(Debug, Clone)]
-pub struct SuiteOpts {
+pub struct StudySuiteOpts {
     /// The suite file (fixtures/suites/*.toml).
     pub file: PathBuf,
     /// Run against these servers (`IOR:…`, `corbaloc:…`, a file holding
@@ -43,49 +42,31 @@ pub struct SuiteOpts {
     /// How long a vendor server may take to say `ready` (it may build
     /// first).
     pub ready_timeout: Duration,
-    /// The cases print no tables (`--quiet` on each case).
-    pub quiet: bool,
-    /// Hears which case runs on which target, and vendor ORBs skipped.
-    pub progress: Progress,
 }
 
-impl Default for SuiteOpts {
+impl Default for StudySuiteOpts {
     /// The command line's defaults: no file yet, our server embedded, the
     /// whole suite, 300 s for a vendor server to say `ready`.
     fn default() -> Self {
-        SuiteOpts {
+        StudySuiteOpts {
             file: PathBuf::new(),
             targets: Vec::new(),
             all_orbs: false,
             quick: false,
             ready_timeout: Duration::from_secs(300),
-            quiet: false,
-            progress: Progress::none(),
         }
     }
 }
 
-/// Runs one case's command line.
-pub trait CaseRunner {
-    /// The bench subcommands it can run (`throughput`, `latency`, …).
-    fn commands(&self) -> Vec<String>;
-    /// Whether `argv` (a full command line, `iiopbench bench …`) parses;
-    /// `what` names the case in messages (`FILE: case "ID"`).
-    fn check(&self, what: &str, argv: &[String]) -> anyhow::Result<()>;
-    /// Run `argv`, which writes its results to the `--json` file it names;
-    /// the exit status.
-    fn run(&self, argv: &[String]) -> i32;
-}
-
-/// A suite file.
+/// A study's suite file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Suite {
+pub struct StudySuite {
     /// Short name, e.g. `ttcp-1996`.
     pub name: String,
     /// The study it reproduces.
     pub title: String,
-    /// Which seed paper (file name prefix in /work/shared/seeds).
+    /// Which seed paper.
     #[serde(default)]
     pub seed: Option<String>,
     #[serde(default)]
@@ -96,22 +77,18 @@ pub struct Suite {
     pub quick: Option<Quick>,
 }
 
-/// One case: a bench subcommand and its arguments.
+/// One case: an id and a job.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteCase {
     /// Unique within the file; becomes `params.suite_case`.
     pub id: String,
-    /// The bench subcommand: `throughput`, `latency`, `connect`, `tcp`, …
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Arguments to use instead of `args` with `--quick`.
-    #[serde(default)]
-    pub quick_args: Option<Vec<String>>,
     /// What the study calls it (figure / table).
     #[serde(default)]
     pub about: Option<String>,
+    /// The job, in its serde form (`bench` names its kind); read into a
+    /// [`Job`] by [`StudySuite::plan`], after `[quick]`'s changes.
+    pub job: toml::Table,
 }
 
 /// The `[quick]` reduction.
@@ -121,134 +98,148 @@ pub struct Quick {
     /// Only these case ids (all when absent).
     #[serde(default)]
     pub cases: Option<Vec<String>>,
-    /// Option values replaced in every case that sets the option, e.g.
-    /// `"--size" = "1KiB,4KiB"`; cases without it are left alone.
+    /// Job fields given other values in every case that sets them, e.g.
+    /// `{ sizes = "1KiB,4KiB", total = "256KiB" }` (a table sets the
+    /// fields of a table, e.g. `run = { duration = "1s" }`); cases
+    /// without the field are left alone.
     #[serde(default)]
-    pub set: BTreeMap<String, String>,
+    pub set: toml::Table,
 }
 
-/// Commands that do not talk to an ORB (run once, not per target).
+/// `set`'s values in `job` wherever `job` has the field (recursively in
+/// tables); the fields `set` names that `job` has not are left out.
+pub fn apply_set(job: &mut toml::Table, set: &toml::Table) {
+    for (k, v) in set {
+        match (job.get_mut(k), v) {
+            (Some(toml::Value::Table(mine)), toml::Value::Table(sub)) => apply_set(mine, sub),
+            (Some(mine), v) => *mine = v.clone(),
+            (None, _) => {}
+        }
+    }
+}
+
+/// Whether `table` has every field `set` names (recursively): a `[quick]
+/// set` field no case has is a typo.
+pub fn set_fields_missing(set: &toml::Table, cases: &[&toml::Table]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in set {
+        let having: Vec<&toml::Table> = cases
+            .iter()
+            .filter_map(|c| c.get(k))
+            .filter_map(|x| x.as_table())
+            .collect();
+        let any = cases.iter().any(|c| c.contains_key(k));
+        if !any {
+            out.push(k.clone());
+        } else if let toml::Value::Table(sub) = v {
+            out.extend(
+                set_fields_missing(sub, &having)
+                    .into_iter()
+                    .map(|f| format!("{k}.{f}")),
+            );
+        }
+    }
+    out
+}
+
+/// A case's job table read as a [`Job`], the error naming the case.
+pub fn read_job(what: &str, table: &toml::Table) -> Result<Job> {
+    let kind = table.get("bench").and_then(|v| v.as_str()).unwrap_or("");
+    ensure!(
+        Job::KINDS.contains(&kind),
+        Job,
+        "{what} needs `iiopbench bench {kind}`, which this iiopbench does not have \
+         (it has: {})",
+        Job::KINDS.join(", ")
+    );
+    toml::Value::Table(table.clone())
+        .try_into::<Job>()
+        .map_err(|e| fail!(Job, "{what}: {}", e.message().trim()))
+}
+
+/// Kinds that do not talk to an ORB (run once, not per target).
 const NO_ORB_TARGET: [&str; 1] = ["tcp"];
 
-/// Options the suite sets itself.
-const RESERVED: [&str; 6] = ["--json", "--csv", "--hlog", "--target", "-t", "--quiet"];
-
-impl Suite {
-    /// Parse a suite file.
-    pub fn load(path: &Path) -> anyhow::Result<Suite> {
+impl StudySuite {
+    /// Parse a suite file, and check every case (as written and as
+    /// `[quick]` leaves it) before anything runs.
+    pub fn load(path: &Path) -> Result<StudySuite> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("reading suite {}: {e}", path.display()))?;
+            .map_err(|e| fail!(Local, "reading suite {}: {e}", path.display()))?;
         if let Ok(v) = toml::from_str::<toml::Table>(&text) {
-            anyhow::ensure!(
+            ensure!(
                 !v.contains_key("lab"),
+                Job,
                 "{} is a network-lab suite: run it with `iiopbench lab suite`",
                 path.display()
             );
         }
-        let s: Suite =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("suite {}: {e}", path.display()))?;
+        let s: StudySuite =
+            toml::from_str(&text).map_err(|e| fail!(Job, "suite {}: {e}", path.display()))?;
+        let file = path.display();
         let mut seen = std::collections::BTreeSet::new();
         for c in &s.cases {
-            anyhow::ensure!(
+            ensure!(
                 seen.insert(c.id.as_str()),
-                "suite {}: case id {:?} appears twice",
-                path.display(),
+                Job,
+                "suite {file}: case id {:?} appears twice",
                 c.id
             );
         }
         if let Some(q) = &s.quick {
             for id in q.cases.iter().flatten() {
-                anyhow::ensure!(
+                ensure!(
                     seen.contains(id.as_str()),
-                    "suite {}: [quick] names case {id:?}, which is not in the file",
-                    path.display()
+                    Job,
+                    "suite {file}: [quick] names case {id:?}, which is not in the file"
                 );
+            }
+            let tables: Vec<&toml::Table> = s.cases.iter().map(|c| &c.job).collect();
+            if let Some(f) = set_fields_missing(&q.set, &tables).first() {
+                bail!(Job, "suite {file}: [quick] set {f}, which no case has");
+            }
+        }
+        for quick in [false, true] {
+            for (c, job) in s.plan_checked(&file.to_string(), quick)? {
+                let what = format!("{file}: case {:?}", c.id);
+                if job.target().is_some_and(|t| t.target.is_some()) {
+                    bail!(
+                        Job,
+                        "{what} sets `target`, which the suite sets itself (use the suite's targets)"
+                    );
+                }
+                job.validate_fields()
+                    .map_err(|e| fail!(Job, "{what}: {e}"))?;
             }
         }
         Ok(s)
     }
 
-    /// The cases to run, with their final arguments.
-    pub fn plan(&self, quick: bool) -> Vec<(SuiteCase, Vec<String>)> {
+    /// The cases to run, each with its job (`[quick]` applied when
+    /// `quick`, and then one run per case unless the case says).
+    pub fn plan(&self, quick: bool) -> Result<Vec<(SuiteCase, Job)>> {
+        self.plan_checked("suite", quick)
+    }
+
+    fn plan_checked(&self, file: &str, quick: bool) -> Result<Vec<(SuiteCase, Job)>> {
         let q = self.quick.clone().unwrap_or_default();
         self.cases
             .iter()
             .filter(|c| !quick || q.cases.as_ref().is_none_or(|ids| ids.contains(&c.id)))
             .map(|c| {
-                let mut args = match (&c.quick_args, quick) {
-                    (Some(a), true) => a.clone(),
-                    _ => c.args.clone(),
-                };
+                let mut table = c.job.clone();
                 if quick {
-                    for (flag, v) in &q.set {
-                        if let Some(i) = args.iter().position(|a| a == flag) {
-                            if i + 1 < args.len() {
-                                args[i + 1] = v.clone();
-                            }
-                        }
-                    }
-                    // A smoke run: one run per case unless the case says.
-                    if !args
-                        .iter()
-                        .any(|a| a == "--runs" || a.starts_with("--runs="))
-                    {
-                        args.extend(["--runs".into(), "1".into()]);
-                    }
+                    apply_set(&mut table, &q.set);
                 }
-                (c.clone(), args)
+                let mut job = read_job(&format!("{file}: case {:?}", c.id), &table)?;
+                // A smoke run: one run per case unless the case says.
+                if quick && job.placement().runs.is_none() {
+                    job.placement_mut().runs = Some(1);
+                }
+                Ok((c.clone(), job))
             })
             .collect()
     }
-}
-
-/// Full argument vector for one case against one target.
-pub fn argv(
-    command: &str,
-    args: &[String],
-    target: Option<&str>,
-    json: &Path,
-    quiet: bool,
-) -> Vec<String> {
-    let mut v = vec!["iiopbench".to_string(), "bench".into(), command.into()];
-    v.extend(args.iter().cloned());
-    if let Some(t) = target {
-        v.extend(["--target".into(), t.into()]);
-    }
-    v.extend(["--json".into(), json.display().to_string()]);
-    if quiet {
-        v.push("--quiet".into());
-    }
-    v
-}
-
-/// Check every case before running any: a command `runner` has, no
-/// option the suite sets itself, arguments that parse.
-pub fn validate(
-    file: &str,
-    plan: &[(SuiteCase, Vec<String>)],
-    runner: &dyn CaseRunner,
-) -> anyhow::Result<()> {
-    let have = runner.commands();
-    for (c, args) in plan {
-        anyhow::ensure!(
-            have.contains(&c.command),
-            "{file}: case {:?} needs `iiopbench bench {}`, which this iiopbench does not have \
-             (it has: {})",
-            c.id,
-            c.command,
-            have.join(", ")
-        );
-        if let Some(a) = args.iter().find(|a| RESERVED.contains(&a.as_str())) {
-            anyhow::bail!(
-                "{file}: case {:?} sets {a}, which the suite sets itself (use suite's --target/--json)",
-                c.id
-            );
-        }
-        let tgt = (!NO_ORB_TARGET.contains(&c.command.as_str())).then_some("IOR:00");
-        let v = argv(&c.command, args, tgt, Path::new("x.json"), true);
-        runner.check(&format!("{file}: case {:?}", c.id), &v)?;
-    }
-    Ok(())
 }
 
 /// Where cases run.
@@ -326,22 +317,17 @@ impl SuitePlacement {
         )
     }
 
-    /// `args` with the placement added, unless they place the case
-    /// themselves; `starts_server`: the case runs a server we place.
-    fn args(&self, args: &[String], starts_server: bool) -> Vec<String> {
-        let mut v = args.to_vec();
-        let placed = args.iter().any(|a| {
-            ["--pin", "--client-cpus", "--server-cpus"]
-                .iter()
-                .any(|p| a == p || a.starts_with(&format!("{p}=")))
-        });
-        if !placed {
-            v.extend(["--client-cpus".into(), self.client.to_string()]);
-            if let (true, Some(s)) = (starts_server, self.server) {
-                v.extend(["--server-cpus".into(), s.to_string()]);
-            }
+    /// `job` with the placement added, unless it places itself;
+    /// `starts_server`: the case runs a server we place.
+    fn place(&self, job: &mut Job, starts_server: bool) {
+        if job.placement().placed() {
+            return;
         }
-        v
+        let p = job.placement_mut();
+        p.client_cpus = CpuList::new(vec![self.client]).ok();
+        if let (true, Some(s)) = (starts_server, self.server) {
+            p.server_cpus = CpuList::new(vec![s]).ok();
+        }
     }
 }
 
@@ -356,14 +342,14 @@ struct OrbServer {
 impl OrbServer {
     /// Start `orb`'s server, on `cpu` when given (the affinity is set
     /// before exec, so every thread the server makes inherits it).
-    fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> anyhow::Result<OrbServer> {
+    fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> Result<OrbServer> {
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);
         let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
         if let Some(cpu) = cpu {
             use std::os::unix::process::CommandExt;
-            let set = iiop_transport::affinity::cpu_set(&[cpu])?;
+            let set = iiop_transport::affinity::cpu_set(&[cpu]).map_err(Error::local)?;
             // SAFETY: set_current_affinity is one system call and
             // allocates nothing, so it is safe between fork and exec.
             unsafe {
@@ -374,7 +360,7 @@ impl OrbServer {
         let mut child = cmd
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| anyhow::anyhow!("starting {orb} ({}): {e}", script.display()))?;
+            .map_err(|e| fail!(Orb, "starting {orb} ({}): {e}", script.display()))?;
         let out = child.stdout.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -392,15 +378,17 @@ impl OrbServer {
                 break;
             }
             if let Some(st) = srv.child.try_wait()? {
-                anyhow::bail!("{orb} server exited ({st}) before saying ready");
+                bail!(Orb, "{orb} server exited ({st}) before saying ready");
             }
-            anyhow::ensure!(
+            ensure!(
                 t0.elapsed() < timeout,
+                Orb,
                 "{orb} server did not say ready within {timeout:?}"
             );
         }
-        anyhow::ensure!(
+        ensure!(
             srv.ior_file.is_file(),
+            Orb,
             "{orb} server said ready but wrote no IOR to {}",
             srv.ior_file.display()
         );
@@ -428,33 +416,11 @@ impl Drop for OrbServer {
     }
 }
 
-/// Run one case against one target through `runner`; the results it
-/// wrote (if any) and the exit status.
-fn run_case(
-    runner: &dyn CaseRunner,
-    command: &str,
-    args: &[String],
-    target: Option<&str>,
-    quiet: bool,
-) -> (Option<Results>, i32) {
-    let json = std::env::temp_dir().join(format!(
-        "iiopbench-suite-{}-{}.json",
-        std::process::id(),
-        CASE_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let code = runner.run(&argv(command, args, target, &json, quiet));
-    let r = results::read(&json).ok();
-    let _ = std::fs::remove_file(&json);
-    (r, code)
-}
-
-static CASE_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// Tag `r`'s cases and fold them into the suite results.
-fn absorb(out: &mut Results, r: &Results, case: &SuiteCase, target: &str) {
+fn absorb(out: &mut Results, r: &Results, case: &SuiteCase, kind: &str, target: &str) {
     for c in &r.cases {
         let mut c = c.clone();
-        param(&mut c.params.extra, "command", &case.command);
+        param(&mut c.params.extra, "command", kind);
         param(&mut c.params.extra, "target", target);
         param(&mut c.params.extra, "suite_case", &case.id);
         param(&mut c.params.extra, "placement", r.placement.key());
@@ -469,19 +435,27 @@ fn absorb(out: &mut Results, r: &Results, case: &SuiteCase, target: &str) {
 
 /// Run the suite; the combined results (`outcome` says whether every case
 /// completed). An error only when nothing could run: the file does not
-/// load, or a case does not pass [`validate`].
-pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
-    let suite = Suite::load(&o.file)?;
+/// load, or a case is not a job that can run. `ctx` hears which case runs
+/// on which target (notes), each case's progress and each case's results
+/// as it finishes ([`Progress::results`](crate::progress::Progress::results)),
+/// and gives the command line recorded.
+pub fn run(o: &StudySuiteOpts, ctx: &RunContext) -> Result<Results> {
+    let suite = StudySuite::load(&o.file)?;
     let file = o.file.display().to_string();
-    let plan = suite.plan(o.quick);
-    anyhow::ensure!(!plan.is_empty(), "{file}: no case to run");
-    validate(&file, &plan, runner)?;
+    let plan = suite.plan_checked(&file, o.quick)?;
+    ensure!(!plan.is_empty(), Job, "{file}: no case to run");
     let mut targets: Vec<Target> = o
         .targets
         .iter()
         .enumerate()
         .map(|(i, t)| Target::parse(t, i + 1))
         .collect();
+    for t in &targets {
+        if let Target::Ref { reference, .. } = t {
+            crate::target::check_reference(reference)?;
+        }
+    }
+    let progress = &ctx.progress;
     if o.all_orbs {
         targets = vec![Target::Ours];
         for (name, _) in crate::orbs::ORBS {
@@ -489,19 +463,14 @@ pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
             if s.installed && s.built {
                 targets.push(Target::Orb(name.into()));
             } else {
-                o.progress
-                    .note(&format!("suite: skipping {name} ({})", s.detail));
+                progress.note(&format!("suite: skipping {name} ({})", s.detail));
             }
         }
     }
     if targets.is_empty() {
         targets.push(Target::Ours);
     }
-    let mut out = crate::context::new_results(
-        "suite",
-        TargetInfo::default(),
-        crate::results::Placement::default(),
-    );
+    let mut out = Results::new("suite", ctx.command.clone());
     param(&mut out.params, "suite", &suite.name);
     param(&mut out.params, "title", &suite.title);
     param(&mut out.params, "file", &file);
@@ -518,7 +487,7 @@ pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
     let mut first = true;
     let mut ran_once: std::collections::BTreeSet<String> = Default::default();
     for t in &targets {
-        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         let label = t.label();
         let (server, reference) = match t {
             Target::Ours => (None, None),
@@ -534,12 +503,13 @@ pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
                 }
             },
         };
-        for (case, args) in &plan {
+        for (case, job) in &plan {
             if crate::interrupt::requested() {
                 failures.push("interrupted".into());
                 break;
             }
-            let orbless = NO_ORB_TARGET.contains(&case.command.as_str());
+            let kind = job.kind();
+            let orbless = NO_ORB_TARGET.contains(&kind);
             if orbless && !ran_once.insert(case.id.clone()) {
                 continue;
             }
@@ -548,37 +518,36 @@ pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
             } else {
                 label.clone()
             };
-            o.progress.note(&format!(
+            progress.note(&format!(
                 "suite {}: case {} on {tlabel}",
                 suite.name, case.id
             ));
-            let tref = if orbless { None } else { reference.as_deref() };
-            let args = place.args(args, orbless || !matches!(t, Target::Ref { .. }));
-            let (r, code) = run_case(runner, &case.command, &args, tref, o.quiet);
-            match r {
-                Some(r) => {
-                    if first {
-                        out.host = r.host.clone();
-                        out.placement = r.placement.clone();
-                        first = false;
-                    }
-                    target_info
-                        .entry(tlabel.clone())
-                        .or_insert_with(|| r.target.clone());
-                    absorb(&mut out, &r, case, &tlabel);
-                    if !r.outcome.complete || code != 0 {
-                        failures.push(format!(
-                            "case {} on {tlabel}: {}",
-                            case.id,
-                            r.outcome.failure.as_deref().unwrap_or("failed")
-                        ));
-                    }
-                }
-                None => failures.push(format!(
-                    "case {} on {tlabel}: bench {} exited with status {code} without results \
-                     (its error is above)",
-                    case.id, case.command
-                )),
+            let mut job = job.clone();
+            if let (false, Some(t)) = (orbless, job.target_mut()) {
+                t.target = reference.clone();
+            }
+            place.place(&mut job, orbless || !matches!(t, Target::Ref { .. }));
+            let (r, err) = job.run(ctx);
+            progress.results(&r);
+            if first {
+                out.host = r.host.clone();
+                out.placement = r.placement.clone();
+                first = false;
+            }
+            target_info
+                .entry(tlabel.clone())
+                .or_insert_with(|| r.target.clone());
+            absorb(&mut out, &r, case, kind, &tlabel);
+            if !r.outcome.complete || err.is_some() {
+                failures.push(format!(
+                    "case {} on {tlabel}: {}",
+                    case.id,
+                    r.outcome
+                        .failure
+                        .clone()
+                        .or(err.map(|e| e.to_string()))
+                        .unwrap_or_else(|| "failed".into())
+                ));
             }
         }
         drop(server);
@@ -604,80 +573,79 @@ pub fn run(o: &SuiteOpts, runner: &dyn CaseRunner) -> anyhow::Result<Results> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
 
-    /// Runs every case by writing one measured case into its `--json`
-    /// file, and remembers the command lines.
-    #[derive(Default)]
-    struct Fake(Mutex<Vec<Vec<String>>>);
+    fn suite(text: &str) -> Result<StudySuite> {
+        let dir = std::env::temp_dir().join(format!(
+            "iiopbench-suite-unit-{}-{}",
+            std::process::id(),
+            CASE_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(&file, text).unwrap();
+        let s = StudySuite::load(&file);
+        std::fs::remove_dir_all(&dir).unwrap();
+        s
+    }
 
-    impl CaseRunner for Fake {
-        fn commands(&self) -> Vec<String> {
-            vec!["latency".into(), "tcp".into()]
-        }
-        fn check(&self, _: &str, _: &[String]) -> anyhow::Result<()> {
-            Ok(())
-        }
-        fn run(&self, argv: &[String]) -> i32 {
-            self.0.lock().unwrap().push(argv.to_vec());
-            let json = &argv[argv.iter().position(|a| a == "--json").unwrap() + 1];
-            let mut r = crate::context::new_results(
-                "latency",
-                TargetInfo::default(),
-                crate::results::Placement::default(),
-            );
-            r.outcome.complete = true;
-            r.cases.push(crate::results::Case {
-                name: argv[2].clone(),
-                calls: 7,
-                ..crate::results::Case::default()
-            });
-            results::write_atomic(Path::new(json), &results::to_json(&r)).unwrap();
-            0
-        }
+    static CASE_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// A suite case is a typed job in TOML; `[quick]` sets job fields
+    /// where a case sets them, and one run per case.
+    #[test]
+    fn a_suite_case_deserializes_into_the_typed_job() {
+        let s = suite(
+            "name = \"s\"\ntitle = \"t\"\n\
+             [[case]]\nid = \"lat\"\n\
+             job = { bench = \"latency\", op = \"echo\", sizes = \"1KiB..4KiB\", count = 10 }\n",
+        )
+        .unwrap();
+        let plan = s.plan(false).unwrap();
+        let Job::Latency(l) = &plan[0].1 else {
+            panic!("{:?}", plan[0].1)
+        };
+        assert_eq!(l.op, crate::bench::latency::LatencyOp::Echo);
+        assert_eq!(l.sizes.0, [1024, 2048, 4096]);
+        assert_eq!((l.count, l.warmup), (10, 1000));
+        assert_eq!(l.placement.runs, None);
+        let s = suite(
+            "name = \"s\"\ntitle = \"t\"\n\
+             [[case]]\nid = \"lat\"\njob = { bench = \"latency\", count = 10 }\n\
+             [[case]]\nid = \"tp\"\njob = { bench = \"throughput\", total = \"1MiB\" }\n\
+             [quick]\nset = { count = 3, total = \"64KiB\" }\n",
+        )
+        .unwrap();
+        let q = s.plan(true).unwrap();
+        let (Job::Latency(l), Job::Throughput(t)) = (&q[0].1, &q[1].1) else {
+            panic!("{q:?}")
+        };
+        assert_eq!((l.count, t.total), (3, 64 << 10));
+        assert_eq!((l.placement.runs, t.placement.runs), (Some(1), Some(1)));
     }
 
     #[test]
-    fn every_case_runs_on_every_target_and_the_raw_tcp_case_once() {
-        let dir = std::env::temp_dir().join(format!("iiopbench-suite-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("s.toml");
-        std::fs::write(
-            &file,
-            "name = \"s\"\ntitle = \"t\"\n\
-             [[case]]\nid = \"lat\"\ncommand = \"latency\"\nargs = [\"--count\", \"10\"]\n\
-             [[case]]\nid = \"raw\"\ncommand = \"tcp\"\n",
-        )
-        .unwrap();
-        let runner = Fake::default();
-        let o = SuiteOpts {
-            file,
-            targets: vec!["a=IOR:01".into(), "b=IOR:02".into()],
-            ..SuiteOpts::default()
-        };
-        let r = run(&o, &runner).unwrap();
-        assert!(r.outcome.complete, "{:?}", r.outcome.failure);
-        let tags: Vec<(String, String)> = r
-            .cases
-            .iter()
-            .map(|c| {
-                let t = |k: &str| c.params.extra[k].as_str().unwrap().to_string();
-                (t("suite_case"), t("target"))
-            })
-            .collect();
-        let want = [("lat", "a"), ("raw", "raw-tcp"), ("lat", "b")];
-        assert_eq!(
-            tags,
-            want.map(|(a, b)| (a.to_string(), b.to_string())).to_vec()
-        );
-        let argvs = runner.0.lock().unwrap();
-        assert_eq!(argvs.len(), 3);
-        assert_eq!(
-            argvs[0][..5],
-            ["iiopbench", "bench", "latency", "--count", "10"]
-        );
-        assert!(argvs[0].windows(2).any(|w| w == ["--target", "IOR:01"]));
-        assert!(!argvs[1].iter().any(|a| a == "--target"));
-        std::fs::remove_dir_all(&dir).unwrap();
+    fn bad_cases_are_refused_before_anything_runs() {
+        let e = |t: &str| suite(t).unwrap_err().to_string();
+        let head = "name = \"s\"\ntitle = \"t\"\n";
+        assert!(e(&format!(
+            "{head}[[case]]\nid = \"a\"\njob = {{ bench = \"nosuch\" }}\n"
+        ))
+        .contains("case \"a\" needs `iiopbench bench nosuch`"));
+        assert!(e(&format!(
+            "{head}[[case]]\nid = \"a\"\njob = {{ bench = \"latency\", cuont = 3 }}\n"
+        ))
+        .contains("cuont"));
+        assert!(e(&format!(
+            "{head}[[case]]\nid = \"a\"\njob = {{ bench = \"latency\", count = 0 }}\n"
+        ))
+        .contains("`count` must be at least 1"));
+        assert!(e(&format!(
+            "{head}[[case]]\nid = \"a\"\njob = {{ bench = \"latency\", target = {{ target = \"x.ior\" }} }}\n"
+        ))
+        .contains("sets `target`"));
+        assert!(e(&format!(
+            "{head}[[case]]\nid = \"a\"\njob = {{ bench = \"latency\" }}\n[quick]\nset = {{ cuont = 3 }}\n"
+        ))
+        .contains("[quick] set cuont, which no case has"));
     }
 }

@@ -47,7 +47,10 @@ impl HostInfo {
 /// that can be read.
 pub fn online_cpus() -> Option<Vec<usize>> {
     let s = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
-    parse_cpu_list(s.trim()).ok()
+    s.trim()
+        .parse::<crate::options::CpuList>()
+        .ok()
+        .map(|l| l.cpus().to_vec())
 }
 
 /// User and system CPU seconds of this process so far.
@@ -111,47 +114,9 @@ impl CpuTime {
     }
 }
 
-/// Parse a CPU list as taskset takes it: `0`, `0,1`, `0-3`, `0-1,4`.
-pub fn parse_cpu_list(s: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse()?, b.trim().parse()?);
-                anyhow::ensure!(a <= b && b < 1024, "bad CPU range {part:?}");
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse()?),
-        }
-    }
-    anyhow::ensure!(!out.is_empty(), "empty CPU list {s:?}");
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 pub use iiop_transport::affinity::{current_affinity, pin_current_thread};
 
-/// Format a CPU list compactly for humans (`0-1,3`).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
+pub use crate::options::format_cpu_list;
 
 #[cfg(test)]
 mod tests {
@@ -159,11 +124,15 @@ mod tests {
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0").unwrap(), vec![0]);
-        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert_eq!(parse_cpu_list("1,0,1").unwrap(), vec![0, 1]);
-        assert!(parse_cpu_list("2-1").is_err());
-        assert!(parse_cpu_list("").is_err());
+        let parse = |s: &str| {
+            s.parse::<crate::options::CpuList>()
+                .map(|l| l.cpus().to_vec())
+        };
+        assert_eq!(parse("0").unwrap(), vec![0]);
+        assert_eq!(parse("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse("1,0,1").unwrap(), vec![0, 1]);
+        assert!(parse("2-1").is_err());
+        assert!(parse("").is_err());
         assert_eq!(format_cpu_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
     }
 

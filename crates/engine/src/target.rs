@@ -10,46 +10,64 @@ use iiop_bench_idl::client::Wait;
 use iiop_bench_idl::reference::Skeleton;
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_cdr::ByteOrder;
+use iiop_giop::conn::route::version_for;
 use iiop_giop::ior::{orb_type_name, Ior};
 use iiop_giop::{Target, Version};
 use iiop_transport::client::{Client, ClientConfig, TlsMode};
 use iiop_transport::hosted::ServerModel;
 use iiop_transport::naming::resolve_target;
+use serde::{Deserialize, Serialize};
 
+use crate::error::{check, Error, JobError, Result};
 use crate::options::Sockets;
 use crate::placement::Cpus;
 use crate::results::TargetInfo;
 
-/// Target and protocol options shared by the bench commands.
-#[derive(Debug, Clone)]
+/// Target and protocol options shared by the jobs that talk to an ORB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TargetOpts {
     /// The server: `IOR:…`, `corbaloc:…`, `corbaname:…`, a file holding
     /// one, or `-` for stdin. `None`: our reference server runs embedded
     /// in this process (own runtime and threads).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// GIOP version to speak (default: the reference's; a corbaloc
-    /// without `1.2@` means 1.0, as in every ORB).
+    /// without `1.2@` means 1.0, as in every ORB). Written `"1.2"`.
+    #[serde(with = "giop_form", skip_serializing_if = "Option::is_none")]
     pub giop: Option<Version>,
     /// Byte order of our requests.
-    pub order: ByteOrder,
+    pub order: Order,
     /// Skeleton of the embedded server.
+    #[serde(with = "skeleton_form")]
     pub skeleton: Skeleton,
     /// Threads of the embedded server (default: the number of server CPUs,
     /// 1 when pinned to one).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server_threads: Option<usize>,
     /// How the embedded server waits for requests: tokio tasks (reactor)
     /// or a thread per connection blocking in recv (threads).
+    #[serde(with = "server_model_form")]
     pub server_model: ServerModel,
     /// With [`ServerModel::Threads`]: how long a connection's thread of the
     /// embedded server polls for its next request after every message,
     /// replies too, before it blocks (`serve --spin-limit`; the raw-TCP
     /// baseline's server polls so). `None`: it polls only while oneways
     /// stream in.
+    #[serde(
+        with = "crate::units::opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub server_spin_limit: Option<Duration>,
     /// Timeout of every call (and of connecting).
+    #[serde(with = "crate::units::duration")]
     pub timeout: Duration,
     /// Fragment our GIOP 1.2 requests above this size (for ORBs with
     /// small message limits).
+    #[serde(
+        with = "crate::units::opt_size",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub fragment_size: Option<u64>,
     /// How the client waits for replies.
     pub waiting: WaitOpts,
@@ -59,14 +77,102 @@ pub struct TargetOpts {
     /// TLS/plain ratio: the embedded server serves a TLS port and a plain
     /// one (implies `tls.tls`; no `target`).
     pub tls_vs_plain: bool,
-    /// An agent run's start gate: cases start at their agent-wide slots,
-    /// and the target is shared (its counters are left alone). `None`
-    /// outside an agent run.
-    pub gate: Option<crate::gate::Gate>,
+}
+
+/// The byte order of our requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// This machine's.
+    #[default]
+    Native,
+    Big,
+    Little,
+}
+
+impl Order {
+    /// As a CDR byte order.
+    pub fn byte_order(self) -> ByteOrder {
+        match self {
+            Order::Native => ByteOrder::NATIVE,
+            Order::Big => ByteOrder::Big,
+            Order::Little => ByteOrder::Little,
+        }
+    }
+}
+
+/// A GIOP version as users write it: `1.0`, `1.1` or `1.2`.
+pub fn parse_giop_version(s: &str) -> Result<Version, JobError> {
+    match s.trim() {
+        "1.0" => Ok(Version::V1_0),
+        "1.1" => Ok(Version::V1_1),
+        "1.2" => Ok(Version::V1_2),
+        _ => Err(JobError::new(format!(
+            "unsupported GIOP version {s:?}; use 1.0, 1.1 or 1.2"
+        ))),
+    }
+}
+
+mod giop_form {
+    use iiop_giop::Version;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Version>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&format!("{}.{}", v.major, v.minor)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Version>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|t| super::parse_giop_version(&t))
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod skeleton_form {
+    use iiop_bench_idl::reference::Skeleton;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(k: &Skeleton, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(k.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Skeleton, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "typed" => Ok(Skeleton::Typed),
+            "dynamic" => Ok(Skeleton::Dynamic),
+            other => Err(serde::de::Error::custom(format!(
+                "skeleton {other:?}: typed or dynamic"
+            ))),
+        }
+    }
+}
+
+mod server_model_form {
+    use iiop_transport::hosted::ServerModel;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &ServerModel, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(m.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ServerModel, D::Error> {
+        match String::deserialize(d)?.as_str() {
+            "reactor" => Ok(ServerModel::Reactor),
+            "threads" => Ok(ServerModel::Threads),
+            other => Err(serde::de::Error::custom(format!(
+                "server model {other:?}: reactor or threads"
+            ))),
+        }
+    }
 }
 
 /// The client's TLS settings: PEM files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TlsOpts {
     /// TLS on every connection, also where the reference does not ask for
     /// it (a corbaloc:iiop: reference cannot; corbaloc:ssliop: and IORs
@@ -74,10 +180,13 @@ pub struct TlsOpts {
     pub tls: bool,
     /// CA certificates (PEM) that verify servers. With it, every
     /// connection whose reference offers TLS uses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_ca: Option<std::path::PathBuf>,
     /// Our certificate chain (PEM), presented when a server asks for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_cert: Option<std::path::PathBuf>,
     /// The private key (PEM) of `tls_cert`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls_key: Option<std::path::PathBuf>,
 }
 
@@ -85,31 +194,65 @@ impl TlsOpts {
     /// The rustls client settings, when a CA was given.
     pub fn client(
         &self,
-    ) -> anyhow::Result<Option<std::sync::Arc<iiop_transport::tls::RustlsClientConfig>>> {
+    ) -> Result<Option<std::sync::Arc<iiop_transport::tls::RustlsClientConfig>>> {
         let Some(ca) = &self.tls_ca else {
             return Ok(None);
         };
         let id = self.tls_cert.as_deref().zip(self.tls_key.as_deref());
-        Ok(Some(iiop_transport::tls::client_config(ca, id)?))
+        Ok(Some(
+            iiop_transport::tls::client_config(ca, id).map_err(Error::local)?,
+        ))
     }
 
     /// Which connections use TLS, with the settings read from the files:
-    /// `--tls` without `--tls-ca` is an error here (the embedded server,
+    /// `tls` without `tls_ca` is an error here (the embedded server,
     /// which brings its own CA, is the caller's exception).
-    pub fn mode(&self) -> anyhow::Result<TlsMode> {
+    pub fn mode(&self) -> Result<TlsMode> {
         Ok(match self.client()? {
             Some(c) if self.tls => TlsMode::Always(c),
             Some(c) => TlsMode::Offered(c),
             None => {
-                anyhow::ensure!(
-                    !self.tls,
-                    "--tls with a --target needs --tls-ca (the CA that signed the server's \
-                     certificate); without --target the embedded server makes its own"
-                );
+                if self.tls {
+                    return Err(Error::Job(no_ca()));
+                }
                 TlsMode::Off
             }
         })
     }
+
+    /// The files' consistency, before anything is read: a key needs its
+    /// certificate and a certificate its key and a CA.
+    pub fn validate(&self) -> Result<(), JobError> {
+        check(self.tls_key.is_none() || self.tls_cert.is_some(), || {
+            "`tls_key` needs `tls_cert`".into()
+        })?;
+        check(
+            self.tls_cert.is_none() || (self.tls_key.is_some() && self.tls_ca.is_some()),
+            || "`tls_cert` needs `tls_key` and `tls_ca`".into(),
+        )?;
+        for f in [&self.tls_ca, &self.tls_cert, &self.tls_key]
+            .into_iter()
+            .flatten()
+        {
+            readable(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// `tls` against a target with no CA to verify it.
+fn no_ca() -> JobError {
+    JobError::new(
+        "`tls` with a `target` needs `tls_ca` (the CA that signed the server's \
+         certificate); without `target` the embedded server makes its own",
+    )
+}
+
+/// Whether `f` can be read; the error names it.
+fn readable(f: &std::path::Path) -> Result<(), JobError> {
+    std::fs::File::open(f)
+        .map(drop)
+        .map_err(|e| JobError::new(format!("cannot read {}: {e}", f.display())))
 }
 
 impl Default for TargetOpts {
@@ -118,7 +261,7 @@ impl Default for TargetOpts {
         TargetOpts {
             target: None,
             giop: None,
-            order: ByteOrder::NATIVE,
+            order: Order::Native,
             skeleton: Skeleton::Typed,
             server_threads: None,
             server_model: ServerModel::Reactor,
@@ -128,18 +271,81 @@ impl Default for TargetOpts {
             waiting: WaitOpts::default(),
             tls: TlsOpts::default(),
             tls_vs_plain: false,
-            gate: None,
         }
     }
 }
 
-/// How a client waits for replies (`--wait-strategy`, `--spin-limit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+impl TargetOpts {
+    /// What can be checked before anything starts: the reference reads
+    /// and parses, the options fit together. `single_caller`: the job
+    /// makes one call at a time on one connection (what waiting on read
+    /// needs).
+    pub fn validate(&self, single_caller: bool) -> Result<(), JobError> {
+        check(!self.timeout.is_zero(), || {
+            "`timeout` must be more than 0".into()
+        })?;
+        check(self.server_threads != Some(0), || {
+            "`server_threads` must be at least 1".into()
+        })?;
+        check(self.fragment_size != Some(0), || {
+            "`fragment_size` must be more than 0 bytes".into()
+        })?;
+        self.tls.validate()?;
+        if let Some(r) = &self.target {
+            check(!self.tls_vs_plain, || {
+                "`tls_vs_plain` runs the embedded server twice (TLS and plain); against a `target`, \
+                 run its plain and its TLS reference as two runs (docs/tls.md)"
+                    .into()
+            })?;
+            check(self.server_spin_limit.is_none_or(|d| d.is_zero()), || {
+                "`server_spin_limit` sets how the embedded server waits; with `target`, the server \
+                 waits as it was started (`iiopbench serve --server-model threads --spin-limit …`)"
+                    .into()
+            })?;
+            if self.tls.tls && self.tls.tls_ca.is_none() {
+                return Err(no_ca());
+            }
+            check_reference(r)?;
+        } else if self.server_spin_limit.is_some_and(|d| !d.is_zero()) {
+            check(self.server_model == ServerModel::Threads, || {
+                "`server_spin_limit` needs `server_model` threads: the reactor's threads \
+                 serve many connections each and must not poll one of them"
+                    .into()
+            })?;
+        }
+        self.waiting.validate(single_caller)
+    }
+}
+
+/// A reference that can be used: `IOR:` and `corbaloc:`/`corbaname:`
+/// strings parse, a file exists and can be read (`-`, stdin, is read
+/// when the run starts).
+pub fn check_reference(r: &str) -> Result<(), JobError> {
+    let t = r.trim();
+    let written = ["IOR:", "ior:", "corbaloc:", "corbaname:"]
+        .iter()
+        .any(|p| t.starts_with(p));
+    if t == "-" {
+        return Ok(());
+    }
+    if !written {
+        readable(std::path::Path::new(t))
+            .map_err(|e| JobError::new(format!("`target` {}", e.message)))?;
+    }
+    Target::load(t)
+        .map(drop)
+        .map_err(|e| JobError::new(format!("`target`: {e}")))
+}
+
+/// How a client waits for replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct WaitOpts {
     /// The strategy (see [`WaitStrategy`]).
     pub wait_strategy: WaitStrategy,
     /// With [`WaitStrategy::Spin`]: the longest one wait polls before it
     /// blocks in recv.
+    #[serde(with = "crate::units::duration")]
     pub spin_limit: Duration,
 }
 
@@ -153,7 +359,8 @@ impl Default for WaitOpts {
 }
 
 /// How the client waits for replies.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum WaitStrategy {
     /// `Spin` where one caller makes one call at a time and client and
     /// server are on different CPUs, `Read` where one caller does so
@@ -169,7 +376,7 @@ pub enum WaitStrategy {
 }
 
 impl WaitStrategy {
-    /// Its command-line name.
+    /// Its name (`auto`, `read`, `spin`, `reactor`).
     pub fn name(self) -> &'static str {
         match self {
             WaitStrategy::Auto => "auto",
@@ -202,50 +409,55 @@ impl Waiting {
     /// Record it in results' params: `wait_strategy`, and `spin_limit_us`
     /// when spinning.
     pub fn record(&self, params: &mut std::collections::BTreeMap<String, serde_json::Value>) {
-        crate::context::param(params, "wait_strategy", self.name());
+        crate::results::param(params, "wait_strategy", self.name());
         if let Some(d) = self.spin {
-            crate::context::param(params, "spin_limit_us", d.as_secs_f64() * 1e6);
+            crate::results::param(params, "spin_limit_us", d.as_secs_f64() * 1e6);
         }
     }
 }
 
 impl WaitOpts {
+    /// Waiting on read (spinning or not) is one caller's strategy.
+    pub fn validate(&self, single: bool) -> Result<(), JobError> {
+        check(
+            single || !matches!(self.wait_strategy, WaitStrategy::Read | WaitStrategy::Spin),
+            || {
+                format!(
+                    "`wait_strategy` {} needs one caller making one call at a time: \
+                     bench latency with one connection, one call in flight and no `rate`, \
+                     or bench throughput without `breakdown`",
+                    self.wait_strategy.name()
+                )
+            },
+        )
+    }
+
     /// The strategy for a run whose callers are `single` (one caller, one
     /// call at a time) and whose placement is `relation` (as recorded in
     /// results: `cross-cpu`, `same-cpu`, `overlapping`, `unknown`).
-    pub fn resolve(&self, single: bool, relation: &str) -> anyhow::Result<Waiting> {
+    pub fn resolve(&self, single: bool, relation: &str) -> Result<Waiting, JobError> {
+        self.validate(single)?;
         let read = |spin: bool| Waiting {
             wait: Wait::Read,
             spin: spin.then_some(self.spin_limit),
         };
-        match (self.wait_strategy, single) {
-            (WaitStrategy::Auto, true) => Ok(read(relation == "cross-cpu")),
-            (WaitStrategy::Read, true) => Ok(read(false)),
-            (WaitStrategy::Spin, true) => Ok(read(true)),
-            (WaitStrategy::Auto | WaitStrategy::Reactor, _) => Ok(Waiting {
+        Ok(match (self.wait_strategy, single) {
+            (WaitStrategy::Auto, true) => read(relation == "cross-cpu"),
+            (WaitStrategy::Read, _) => read(false),
+            (WaitStrategy::Spin, _) => read(true),
+            (WaitStrategy::Auto | WaitStrategy::Reactor, _) => Waiting {
                 wait: Wait::Reactor,
                 spin: None,
-            }),
-            (WaitStrategy::Read | WaitStrategy::Spin, false) => anyhow::bail!(
-                "--wait-strategy {} needs one caller making one call at a time: \
-                 bench latency with one connection, one call in flight and no --rate, \
-                 or bench throughput without --breakdown",
-                self.wait_strategy.name()
-            ),
-        }
+            },
+        })
     }
 }
 
 /// The client configuration for these options (an error when a TLS file
 /// cannot be used).
-pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig> {
+pub fn client_config(t: &TargetOpts, s: &Sockets) -> Result<ClientConfig> {
     let (send_buffer, recv_buffer) = s.buffers_u32();
-    anyhow::ensure!(
-        !t.tls_vs_plain || t.target.is_none(),
-        "--tls-vs-plain runs the embedded server twice (TLS and plain); against a --target, \
-         run its plain and its TLS reference as two runs (docs/tls.md)"
-    );
-    // Without --target the embedded server comes with settings of its own
+    // Without a target the embedded server comes with settings of its own
     // (a CA made for the run), given to the session with it.
     let tls = match t.target {
         None if t.tls.tls_ca.is_none() || t.tls_vs_plain => TlsMode::Off,
@@ -254,7 +466,7 @@ pub fn client_config(t: &TargetOpts, s: &Sockets) -> anyhow::Result<ClientConfig
     Ok(ClientConfig {
         tls,
         version: t.giop,
-        order: t.order,
+        order: t.order.byte_order(),
         nodelay: s.nodelay,
         send_buffer,
         recv_buffer,
@@ -292,14 +504,14 @@ pub async fn resolve(
     s: &Sockets,
     cpus: &Cpus,
     phases: Option<std::sync::Arc<iiop_transport::ServerPhases>>,
-) -> anyhow::Result<Resolved> {
+) -> Result<Resolved> {
     let Some(reference) = &t.target else {
         // `--tls`: the embedded server serves TLS only, with a CA and a
         // certificate made for this run; the client trusts that CA.
         let pki = match t.tls.tls || t.tls_vs_plain {
             true => Some(
                 iiop_transport::tls::EphemeralPki::new()
-                    .map_err(|e| anyhow::anyhow!("embedded TLS server: {e}"))?,
+                    .map_err(|e| Error::local(format!("embedded TLS server: {e}")))?,
             ),
             false => None,
         };
@@ -307,11 +519,6 @@ pub async fn resolve(
             .server_threads
             .unwrap_or_else(|| cpus.server.as_ref().map(|c| c.len()).unwrap_or(1).max(1));
         let spin = t.server_spin_limit.filter(|d| !d.is_zero());
-        if spin.is_some() {
-            t.server_model
-                .may_poll("--server-spin-limit")
-                .map_err(anyhow::Error::msg)?;
-        }
         let opts = ServerOptions {
             skeleton: t.skeleton,
             model: t.server_model,
@@ -348,13 +555,13 @@ pub async fn resolve(
                     tls: None,
                     ..opts.clone()
                 })
-                .map_err(|e| anyhow::anyhow!("embedded plain server: {e}"))?;
+                .map_err(|e| Error::local(format!("embedded plain server: {e}")))?;
                 Some((srv.refs().ior.clone(), srv))
             }
             false => None,
         };
-        let srv =
-            RunningServer::start(opts).map_err(|e| anyhow::anyhow!("embedded server: {e}"))?;
+        let srv = RunningServer::start(opts)
+            .map_err(|e| Error::local(format!("embedded server: {e}")))?;
         let ior = srv.refs().ior.clone();
         let mut info = describe(&ior, "embedded", "embedded", t);
         let model = match t.server_model {
@@ -395,11 +602,7 @@ pub async fn resolve(
             plain,
         });
     };
-    anyhow::ensure!(
-        t.server_spin_limit.is_none_or(|d| d.is_zero()),
-        "--server-spin-limit sets how the embedded server waits; with --target, the server waits as it was started (`iiopbench serve --server-model threads --spin-limit …`)"
-    );
-    let parsed = Target::load(reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+    let parsed = Target::load(reference).map_err(|e| Error::job(format!("`target`: {e}")))?;
     let kind = match &parsed {
         Target::Ior(_) => "ior",
         Target::Corbaloc(_) => "corbaloc",
@@ -409,7 +612,7 @@ pub async fn resolve(
     let client = Client::new(cfg.clone());
     let ior = resolve_target(&client, &parsed)
         .await
-        .map_err(|e| anyhow::anyhow!("resolving {kind} target: {e}"))?;
+        .map_err(|e| Error::target(format!("resolving {kind} target: {e}")))?;
     let resolve_seconds = start.elapsed().as_secs_f64();
     Ok(Resolved {
         info: describe(&ior, kind, &shorten(reference), t),
@@ -433,14 +636,10 @@ fn shorten(r: &str) -> String {
 /// The results' description of a target IOR.
 pub fn describe(ior: &Ior, kind: &str, reference: &str, t: &TargetOpts) -> TargetInfo {
     let p = ior.iiop_profile();
-    let version = t
-        .giop
-        .or_else(|| {
-            p.as_ref().map(|p| Version {
-                major: 1,
-                minor: p.version.minor.min(2),
-            })
-        })
+    let version = p
+        .as_ref()
+        .map(|p| version_for(p, t.giop))
+        .or(t.giop)
         .map(|v| format!("{}.{}", v.major, v.minor))
         .unwrap_or_default();
     TargetInfo {

@@ -40,7 +40,7 @@ pub fn merge_halves(halves: Vec<(bool, Vec<Case>)>) -> Vec<Case> {
                 continue;
             }
             let t = if is_plain { "plain" } else { "tls" };
-            crate::context::param(&mut c.extra, TRANSPORT, t);
+            crate::results::param(&mut c.extra, TRANSPORT, t);
             if is_plain {
                 plain.push(c);
             } else {
@@ -173,8 +173,7 @@ mod tests {
 
     #[test]
     fn the_ratio_is_the_median_of_the_runs_ratios() {
-        let mut r =
-            crate::context::new_results("throughput", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("throughput", Vec::new());
         let runs = |xs: &[f64]| {
             xs.iter()
                 .map(|&x| RunFigures {
@@ -185,7 +184,7 @@ mod tests {
         };
         let mut p = case("oneway octet 1KiB", "oneway", 100.0);
         p.runs = runs(&[100.0, 100.0, 100.0]);
-        crate::context::param(&mut p.extra, TRANSPORT, "plain");
+        crate::results::param(&mut p.extra, TRANSPORT, "plain");
         let mut t = case("oneway octet 1KiB tls", "oneway", 60.0);
         t.runs = runs(&[50.0, 60.0, 70.0]);
         r.cases = vec![p, t];

@@ -1,7 +1,9 @@
 //! Parsing of the quantities users type: byte sizes (`64KiB`, `1MB`),
 //! size sweeps (`1KiB..128KiB` doubling, `1,16,256` lists), durations
 //! (`500ms`, `2s`, `1m`) and percentages (`5%`). docs/cli.md names the
-//! unit of every option.
+//! unit of every option. The serde forms of these quantities in a job
+//! ([`duration`], [`size`] …) write what a user would type and read both
+//! that and plain numbers.
 
 use std::time::Duration;
 
@@ -180,6 +182,165 @@ pub fn format_size(n: u64) -> String {
     format!("{n}B")
 }
 
+/// Format a duration the way users type it back: the largest of s, ms,
+/// us that holds it exactly (`200ms`, `60s`, `0s`), else ns.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    for (unit, per) in [("s", 1_000_000_000u128), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns.is_multiple_of(per) {
+            return format!("{}{unit}", ns / per);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// A number, or a quantity written as users type it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum Written {
+    Whole(u64),
+    Real(f64),
+    Text(String),
+}
+
+/// The serde form of a [`Duration`]: written as `200ms`; read from that
+/// or from a number of seconds.
+pub mod duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        read(super::Written::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+
+    pub(super) fn read(w: super::Written) -> Result<Duration, String> {
+        match w {
+            super::Written::Whole(n) => Ok(Duration::from_secs(n)),
+            super::Written::Real(x) if x.is_finite() && (0.0..=1e9).contains(&x) => {
+                Ok(Duration::from_secs_f64(x))
+            }
+            super::Written::Real(x) => Err(format!("{x} seconds is out of range")),
+            super::Written::Text(t) => super::parse_duration(&t).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The serde form of an optional [`Duration`] (see [`duration`]).
+pub mod opt_duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => super::duration::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<super::Written>::deserialize(d)?
+            .map(super::duration::read)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The serde form of a list of [`Duration`]s (see [`duration`]).
+pub mod durations {
+    use std::time::Duration;
+
+    use serde::ser::SerializeSeq;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for d in v {
+            seq.serialize_element(&super::format_duration(*d))?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        Vec::<super::Written>::deserialize(d)?
+            .into_iter()
+            .map(super::duration::read)
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// The serde form of a byte count: written as a number; read from a
+/// number or a size as users type it (`64KiB`).
+pub mod size {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(n: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*n)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        read(super::Written::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+
+    pub(super) fn read(w: super::Written) -> Result<u64, String> {
+        match w {
+            super::Written::Whole(n) => Ok(n),
+            super::Written::Real(x) => Err(format!("{x}: a byte count is a whole number")),
+            super::Written::Text(t) => super::parse_size(&t).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The serde form of an optional byte count (see [`size`]).
+pub mod opt_size {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(n: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match n {
+            Some(n) => s.serialize_u64(*n),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        Option::<super::Written>::deserialize(d)?
+            .map(super::size::read)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A list of byte counts read from a list of sizes (numbers or
+/// `64KiB`), or from one sweep or size as users type it
+/// (`1KiB..128KiB`, `1,1KiB`).
+pub(crate) fn read_sizes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<Written>),
+        One(Written),
+    }
+    let out = match <Form as serde::Deserialize>::deserialize(d)? {
+        Form::List(v) => v
+            .into_iter()
+            .map(size::read)
+            .collect::<Result<Vec<u64>, String>>(),
+        Form::One(Written::Text(t)) => parse_sizes(&t).map_err(|e| e.to_string()),
+        Form::One(w) => size::read(w).map(|n| vec![n]),
+    }
+    .map_err(serde::de::Error::custom)?;
+    if out.is_empty() {
+        return Err(serde::de::Error::custom("an empty list of sizes"));
+    }
+    Ok(out)
+}
+
 /// A float with a sensible number of significant digits for a table.
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
@@ -265,6 +426,33 @@ mod tests {
         assert_eq!(micros(52.0), "52.00 µs");
         assert_eq!(micros(1500.0), "1.500 ms");
         assert_eq!(micros(2_500_000.0), "2.500 s");
+    }
+
+    #[test]
+    fn durations_are_written_as_typed_and_read_back() {
+        assert_eq!(format_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(format_duration(Duration::from_secs(60)), "60s");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
+        assert_eq!(format_duration(Duration::from_micros(1500)), "1500us");
+        assert_eq!(format_duration(Duration::from_nanos(7)), "7ns");
+        #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+        struct T {
+            #[serde(with = "duration")]
+            d: Duration,
+            #[serde(with = "size")]
+            n: u64,
+        }
+        let t = T {
+            d: Duration::from_millis(1500),
+            n: 65536,
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(j, r#"{"d":"1500ms","n":65536}"#);
+        assert_eq!(serde_json::from_str::<T>(&j).unwrap(), t);
+        let typed: T = serde_json::from_str(r#"{"d": 1.5, "n": "64KiB"}"#).unwrap();
+        assert_eq!(typed, t);
+        let e = serde_json::from_str::<T>(r#"{"d": "fast", "n": 1}"#).unwrap_err();
+        assert!(e.to_string().contains("\"fast\""), "{e}");
     }
 
     #[test]

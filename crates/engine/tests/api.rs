@@ -1,18 +1,21 @@
 //! Black-box: the engine driven the way a user's harness drives it —
-//! plain option structs, no clap, our reference server embedded in the
-//! process on 127.0.0.1 port 0 — with exact counts and bytes asserted on
-//! the returned `Results`.
+//! typed jobs, no clap, our reference server embedded in the process on
+//! 127.0.0.1 port 0 — with exact counts and bytes asserted on the
+//! returned `Results`.
 
 mod common;
 
 use std::time::Duration;
 
-use iiopbench_engine::bench::latency::{self, LatOp, LatencyOpts};
-use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+use iiopbench_engine::bench::latency::{LatencyJob, LatencyOp};
+use iiopbench_engine::bench::throughput::ThroughputJob;
 use iiopbench_engine::hist::Latency;
+use iiopbench_engine::job::Job;
 use iiopbench_engine::options::{Pin, PlacementOpts, Sizes};
 use iiopbench_engine::progress::Progress;
 use iiopbench_engine::results::{self, Results};
+use iiopbench_engine::run_context::RunContext;
 
 use common::Log;
 
@@ -33,18 +36,18 @@ fn histogram(r: &Results, case: usize) -> Latency {
 #[test]
 fn a_throughput_case_counts_every_call_and_byte() {
     let log = Log::default();
-    let opts = ThroughputOpts {
-        types: "octet".into(),
-        mode: "oneway,twoway".into(),
-        size: Sizes(vec![1024]),
+    let job = Job::Throughput(ThroughputJob {
+        types: vec![Elem::Octet],
+        modes: vec![CallMode::Oneway, CallMode::Twoway],
+        sizes: Sizes(vec![1024]),
         total: 64 * 1024,
         min_duration: Duration::ZERO,
         max_duration: Duration::from_secs(20),
         placement: once(),
-        progress: Progress::to(log.clone()),
-        ..ThroughputOpts::default()
-    };
-    let (r, err) = throughput::run(&opts);
+        ..ThroughputJob::default()
+    });
+    let ctx = RunContext::new().with_progress(Progress::to(log.clone()));
+    let (r, err) = job.run(&ctx);
     assert!(err.is_none(), "{err:?}");
     assert!(r.outcome.complete);
     assert_eq!(r.kind, "throughput");
@@ -72,23 +75,26 @@ fn a_throughput_case_counts_every_call_and_byte() {
             "done twoway octet 1KiB"
         ]
     );
-    // The value is what a results file holds, byte for byte.
+    // The value is what a results file holds, byte for byte, and the job
+    // it records is the job that ran.
     let back: Results = serde_json::from_str(&results::to_json(&r)).unwrap();
     assert_eq!(results::to_json(&back), results::to_json(&r));
+    let recorded: Job = serde_json::from_value(r.job.clone().expect("the job")).unwrap();
+    assert_eq!(recorded, job);
 }
 
 #[test]
 fn a_latency_case_has_a_sample_per_measured_call() {
-    let opts = LatencyOpts {
-        op: LatOp::Echo,
-        types: "long".into(),
-        size: Sizes(vec![64]),
+    let job = Job::Latency(LatencyJob {
+        op: LatencyOp::Echo,
+        types: vec![Elem::Long],
+        sizes: Sizes(vec![64]),
         count: 300,
         warmup: 20,
         placement: once(),
-        ..LatencyOpts::default()
-    };
-    let (r, err) = latency::run(&opts);
+        ..LatencyJob::default()
+    });
+    let (r, err) = job.run(&RunContext::default());
     assert!(err.is_none(), "{err:?}");
     assert_eq!(r.cases.len(), 1);
     let c = &r.cases[0];
@@ -101,16 +107,26 @@ fn a_latency_case_has_a_sample_per_measured_call() {
 }
 
 #[test]
-fn a_bad_option_is_an_error_with_the_results_so_far() {
-    let opts = ThroughputOpts {
-        types: "quaternion".into(),
+fn a_bad_job_is_refused_with_results_that_say_so() {
+    // An unknown type cannot even be written in a job.
+    let e = Job::from_json(r#"{"bench": "throughput", "types": ["quaternion"]}"#).unwrap_err();
+    assert!(e.to_string().contains("quaternion"), "{e}");
+    // A job that cannot run is refused before anything starts, its
+    // results naming the field at fault.
+    let job = Job::Throughput(ThroughputJob {
+        slices: 0,
         placement: once(),
-        ..ThroughputOpts::default()
-    };
-    let (r, err) = throughput::run(&opts);
-    let err = err.expect("an unknown type fails the run").to_string();
-    assert!(err.contains("quaternion"), "{err}");
+        ..ThroughputJob::default()
+    });
+    let (r, err) = job.run(&RunContext::default());
+    let err = err.expect("zero slices are refused");
+    assert!(err.is_job(), "{err:?}");
+    assert_eq!(err.to_string(), "`slices` must be at least 1");
     assert!(!r.outcome.complete);
     assert!(r.cases.is_empty());
-    assert_eq!(r.outcome.failure.as_deref(), Some(err.as_str()));
+    assert_eq!(
+        r.outcome.failure.as_deref(),
+        Some("`slices` must be at least 1")
+    );
+    assert_eq!(r.kind, "throughput");
 }

@@ -178,6 +178,18 @@ pub enum ReplyStatus {
 }
 
 impl ReplyStatus {
+    /// The status as GIOP names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplyStatus::NoException => "NO_EXCEPTION",
+            ReplyStatus::UserException => "USER_EXCEPTION",
+            ReplyStatus::SystemException => "SYSTEM_EXCEPTION",
+            ReplyStatus::LocationForward => "LOCATION_FORWARD",
+            ReplyStatus::LocationForwardPerm => "LOCATION_FORWARD_PERM",
+            ReplyStatus::NeedsAddressingMode => "NEEDS_ADDRESSING_MODE",
+        }
+    }
+
     /// LOCATION_FORWARD or LOCATION_FORWARD_PERM: the reply names another
     /// reference.
     pub fn is_forward(self) -> bool {
@@ -322,10 +334,15 @@ impl LocateStatus {
     /// OBJECT_FORWARD or OBJECT_FORWARD_PERM: the reply names another
     /// reference (as [`ReplyStatus::is_forward`] for Replies).
     pub fn is_forward(&self) -> bool {
-        matches!(
-            self,
-            LocateStatus::ObjectForward(_) | LocateStatus::ObjectForwardPerm(_)
-        )
+        self.forward().is_some()
+    }
+
+    /// The reference an OBJECT_FORWARD or OBJECT_FORWARD_PERM names.
+    pub fn forward(&self) -> Option<&Ior> {
+        match self {
+            LocateStatus::ObjectForward(ior) | LocateStatus::ObjectForwardPerm(ior) => Some(ior),
+            _ => None,
+        }
     }
 
     /// The status as GIOP names it (`OBJECT_HERE`, `OBJECT_FORWARD` …).

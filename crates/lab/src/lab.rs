@@ -145,8 +145,17 @@ impl Lab {
         }
         // Baseline RTT of each bare link, then the configured impairments.
         for (k, l) in spec.links.iter().enumerate() {
-            let samples =
-                crate::measure::rtt_samples(&lab, &l.a, &l.b, BASE_PROBES, Duration::from_secs(1))?;
+            let udp_in = |host: &str| -> Result<std::net::UdpSocket> {
+                let addr = lab.host(host)?.addr();
+                lab.run_in(host, move || std::net::UdpSocket::bind((addr, 0)))?
+                    .map_err(|e| LabError::io("binding probe socket".to_string(), e))
+            };
+            let samples = crate::probe::rtt_samples(
+                udp_in(&l.a)?,
+                udp_in(&l.b)?,
+                BASE_PROBES,
+                Duration::from_secs(1),
+            )?;
             if samples.is_empty() {
                 return Err(LabError::Probe {
                     probe: "rtt",
@@ -154,7 +163,7 @@ impl Lab {
                     detail: "the bare link answered no echo".into(),
                 });
             }
-            lab.links[k].base_rtt = crate::measure::median(&samples);
+            lab.links[k].base_rtt = crate::probe::median(&samples);
             lab.links[k].spec = l.clone();
             lab.apply(k, Direction::AToB)?;
             lab.apply(k, Direction::BToA)?;

@@ -14,6 +14,8 @@
 //!   sockets in hosts, change impairments, tear down.
 //! * `shaping` — the tc/nft configuration text, pure and unit-tested.
 //! * `relay` — the TUN delay relay threads.
+//! * `probe` — UDP echo round trips between two hosts (creation and
+//!   self-measurement share them).
 //! * `measure` — self-measurement probes and [`LinkReport`].
 //! * `netns` — namespace plumbing, process cleanup, leftovers.
 //! * `signal` — cleanup on SIGINT/SIGTERM/SIGHUP.
@@ -53,6 +55,7 @@ pub mod features;
 pub mod lab;
 pub mod measure;
 pub mod netns;
+pub mod probe;
 pub mod relay;
 pub mod shaping;
 pub mod signal;

@@ -36,13 +36,14 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::{CdrError, Writer};
 
-use super::client::tcp_socket;
-use super::tls::{handshake_failure, server_name, Side};
 use crate::config::ClientConfig;
+use crate::socket::tcp_socket;
+pub use crate::socket::{data_segments_out, recv_spinning, segment_size, send_spinning, Spin};
+use crate::tls::{handshake_failure, server_name, Side};
 use iiop_giop::conn::client::{
     ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
-use iiop_giop::conn::deadline::{check_interval, Timer};
+use iiop_giop::conn::deadline::check_interval;
 use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::conn::out::HeadFirstTuner;
 use iiop_giop::context::CodeSetComponentInfo;
@@ -229,7 +230,8 @@ impl BlockingConnection {
                 .before_write(false, 0, |d| sock.set_nodelay(d));
             if self.conn.queued() > 0 {
                 let t = self.setup().request_timeout.unwrap_or(FLUSH_ON_CLOSE);
-                if let Err(e) = self.write_queued(usize::MAX, Some(Timer::unarmed(t))) {
+                self.conn.write_within(t);
+                if let Err(e) = self.write_queued(usize::MAX) {
                     self.end(e);
                     return;
                 }
@@ -241,12 +243,13 @@ impl BlockingConnection {
     client_api!(async: [], self: [&mut], await: []);
 
     /// What the connection fixed when it opened.
-    fn setup(&self) -> &ClientSetup {
+    pub(crate) fn setup(&self) -> &ClientSetup {
         self.conn.setup()
     }
 
     /// Queue `out` with a new request id, write it, and (when a reply is
-    /// expected) read until it arrives. `timeout` also bounds the write.
+    /// expected) read until it arrives. `timeout` also bounds the write:
+    /// the core's write-deadline rule says what missing it means.
     fn exchange<F>(
         &mut self,
         out: Outgoing<'_, F>,
@@ -277,7 +280,7 @@ impl BlockingConnection {
             first = usize::MAX;
         }
         self.head_first_writes += u64::from(first != usize::MAX);
-        if let Err(e) = self.write_queued(first, timeout.map(Timer::unarmed)) {
+        if let Err(e) = self.write_queued(first) {
             return Err(self.end(e));
         }
         if !what.expects_reply() {
@@ -293,7 +296,7 @@ impl BlockingConnection {
             Err(e @ ClientError::Timeout { .. }) => {
                 // The core queued CancelRequest; the late reply is dropped
                 // on arrival.
-                if let Err(w) = self.write_queued(usize::MAX, None) {
+                if let Err(w) = self.write_queued(usize::MAX) {
                     self.end(w);
                 }
                 Err(e)
@@ -304,8 +307,10 @@ impl BlockingConnection {
 
     /// Write what the core queued, the first write at most `first` bytes
     /// (a large message's head goes alone: see the core's
-    /// `head_first_for`). A write that waits past `timer` loses the stream.
-    fn write_queued(&mut self, first: usize, mut timer: Option<Timer>) -> Result<(), ClientError> {
+    /// `head_first_for`). A write that waits asks the core what the
+    /// deadlines passed mean (a request not written whole in its time
+    /// loses the stream).
+    fn write_queued(&mut self, first: usize) -> Result<(), ClientError> {
         let mut limit = first;
         let mut spin = Spin::new(self.spin);
         loop {
@@ -333,19 +338,10 @@ impl BlockingConnection {
                 Err(e) if waited(&e) => {
                     self.check_abort()?;
                     let now = Instant::now();
-                    let began = self.began_by(now);
-                    // The reply's timer counts from the same start.
-                    self.conn.arm(began);
-                    if let Some(t) = &mut timer {
-                        t.arm(began);
-                        if t.expired(now) {
-                            // Part of a message may be out: the stream is lost.
-                            return Err(self.io(std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "the server stopped reading before the request was written",
-                            )));
-                        }
-                    }
+                    // The write's and the reply's timers count from the
+                    // same start.
+                    self.conn.arm(self.began_by(now));
+                    self.conn.on_timeout(now)?;
                 }
                 // A signal (a timed socket call is not restarted): try again;
                 // the abort check comes at the next poll interval, so a reply
@@ -385,7 +381,7 @@ impl BlockingConnection {
                     self.check_abort()?;
                     let now = Instant::now();
                     self.conn.arm(self.began_by(now));
-                    let expired = self.conn.on_timeout(now);
+                    let expired = self.conn.on_timeout(now)?;
                     if let Some((_, e)) = expired.into_iter().find(|(rid, _)| *rid == id) {
                         return Err(e);
                     }
@@ -439,7 +435,7 @@ impl BlockingConnection {
     }
 
     fn io(&self, e: std::io::Error) -> ClientError {
-        super::tls::client_io_error(self.conn.setup(), &e)
+        crate::tls::client_io_error(self.conn.setup(), &e)
     }
 }
 
@@ -447,121 +443,6 @@ impl Drop for BlockingConnection {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// The spin phase of one wait (`ClientConfig::spin`): the socket is polled
-/// without blocking, the CPU yielded between polls (to a server sharing
-/// it, if any), until `limit` has passed since the first poll that found
-/// nothing to do; then the caller blocks as usual.
-///
-/// A spinning caller picks a reply up as it lands, and refills a full send
-/// buffer as soon as there is room, without the wake-up of a sleeping
-/// thread (on a virtual machine, an idle CPU's wake-up costs tens of
-/// microseconds), at the price of keeping its CPU busy: for callers that
-/// own a CPU the server does not use. Reads no clock until a poll finds
-/// nothing to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Spin {
-    limit: Duration,
-    until: Option<Instant>,
-}
-
-impl Spin {
-    /// A spin phase of `limit`; none for `None` or zero.
-    pub fn new(limit: Option<Duration>) -> Option<Spin> {
-        limit
-            .filter(|d| !d.is_zero())
-            .map(|limit| Spin { limit, until: None })
-    }
-
-    /// A poll found nothing to do: yield and say to poll again, or say the
-    /// phase is over.
-    fn again(&mut self) -> bool {
-        let now = Instant::now();
-        if now >= *self.until.get_or_insert(now + self.limit) {
-            return false;
-        }
-        std::thread::yield_now();
-        true
-    }
-}
-
-/// TCP segments carrying data that socket `s` has sent so far
-/// (TCP_INFO's `tcpi_data_segs_out`, a counter that wraps at 2^32);
-/// `None` where the kernel does not say.
-pub fn data_segments_out(s: &impl std::os::fd::AsRawFd) -> Option<u32> {
-    // SAFETY: tcp_info is plain integers; the kernel fills at most `len`
-    // bytes of it and says how many.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    let end = std::mem::offset_of!(libc::tcp_info, tcpi_data_segs_out) + 4;
-    (rc == 0 && len as usize >= end).then_some(info.tcpi_data_segs_out)
-}
-
-/// The connection's maximum segment size (TCP_MAXSEG): a message shorter
-/// than it gains from Nagle's joining, a longer one only waits for an ACK
-/// with its tail (128 KiB oneways on loopback: ~10 % slower).
-pub fn segment_size(s: &impl std::os::fd::AsFd) -> std::io::Result<usize> {
-    socket2::SockRef::from(s)
-        .tcp_mss()
-        .map(|v| v.max(1) as usize)
-}
-
-/// Receive into `buf`, spinning first while `spin` lasts (it is cleared
-/// when it ends); then a plain blocking `recv`, which SO_RCVTIMEO may end
-/// with `WouldBlock`.
-pub fn recv_spinning(
-    sock: &TcpStream,
-    buf: &mut [MaybeUninit<u8>],
-    spin: &mut Option<Spin>,
-) -> std::io::Result<usize> {
-    let s = socket2::SockRef::from(sock);
-    while let Some(sp) = spin {
-        match s.recv_with_flags(buf, libc::MSG_DONTWAIT) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if !sp.again() {
-                    *spin = None;
-                }
-            }
-            r => return r,
-        }
-    }
-    s.recv(buf)
-}
-
-/// Send `bufs` (one slice with `send`, more with `sendmsg`), spinning
-/// first while `spin` lasts (it is cleared when it ends); then a plain
-/// blocking send, which SO_SNDTIMEO may end with `WouldBlock`.
-pub fn send_spinning(
-    sock: &TcpStream,
-    bufs: &[IoSlice<'_>],
-    spin: &mut Option<Spin>,
-) -> std::io::Result<usize> {
-    let s = socket2::SockRef::from(sock);
-    let send = |flags: libc::c_int| match bufs {
-        [one] => s.send_with_flags(one, flags | libc::MSG_NOSIGNAL),
-        _ => s.send_vectored_with_flags(bufs, flags | libc::MSG_NOSIGNAL),
-    };
-    while let Some(sp) = spin {
-        match send(libc::MSG_DONTWAIT) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if !sp.again() {
-                    *spin = None;
-                }
-            }
-            r => return r,
-        }
-    }
-    send(0)
 }
 
 /// The TLS handshake over a connected socket, bounded by the connect

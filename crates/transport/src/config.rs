@@ -62,7 +62,7 @@ pub struct ClientConfig {
     /// Wait-on-read connections only ([`BlockingConnection`]): before a
     /// reply read or a send would block, poll the socket without blocking,
     /// yielding the CPU between polls, for up to this long
-    /// ([`Spin`](crate::blocking::Spin)). The caller's CPU stays
+    /// ([`Spin`](crate::socket::Spin)). The caller's CPU stays
     /// busy while it waits; a reply is picked up the moment it lands and a
     /// full send buffer refilled the moment there is room, without the
     /// wake-up of a sleeping thread. `None` blocks at once.
@@ -188,6 +188,7 @@ impl ClientConfig {
             splice_cutoff: self.splice_cutoff,
             oneway_buffer: self.oneway_buffer,
             coalesce_oneways: self.coalesce_oneways && self.nodelay,
+            tls: self.tls.wanted(),
         }
     }
 }

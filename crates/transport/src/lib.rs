@@ -6,20 +6,28 @@
 //!
 //! - [`config`]: a client's settings, the state machine's part and the
 //!   drivers' (socket options, TLS, the pool);
-//! - [`client`]: a [`Connection`] is a cloneable handle to a driver (one
-//!   reader task, one writer task) that owns the socket; requests are
-//!   matched to replies by request id, one oneshot per twoway request.
-//!   [`Client`] adds a pool of connections per endpoint, code set
-//!   negotiation from the IOR, and LOCATION_FORWARD / OBJECT_FORWARD
-//!   following.
+//! - [`connection`]: a [`Connection`] is a cloneable handle to a driver
+//!   (one reader task, one writer task) that owns the socket; requests
+//!   are matched to replies by request id, one oneshot per twoway
+//!   request.
+//! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
+//!   each reply in `recv` itself (wait-on-read), without a runtime.
+//! - [`link`]: either connection ([`link::Link`]), and the one loop that
+//!   drives a call over the routing core (`iiop_giop::conn::route`):
+//!   forwards, retries, probes, locates, each as the core says.
+//! - [`client`]: [`Client`], calls by reference over a pool of
+//!   connections per endpoint.
+//! - [`stub`]: [`Stub`], one object's calls on a connection of its own
+//!   (either driver), remembering where forwards led: what the bench
+//!   client's typed operations run on.
 //! - [`server`]: [`serve`] runs an accept loop with one task per
 //!   connection dispatching to a [`Handler`]: a synchronous fast path that
 //!   writes the reply body straight into the connection's output buffer,
 //!   with an asynchronous escape hatch for handlers that must wait.
 //! - [`threads`]: the same server with a thread per connection.
-//! - [`blocking`]: a [`BlockingConnection`] for one caller that waits for
-//!   each reply in `recv` itself (wait-on-read), without a runtime.
 //! - [`naming`]: CosNaming `resolve`, for `corbaname:` references.
+//! - [`socket`]: socket options and the spinning `recv`/`send` every
+//!   driver shares (a leaf: it knows no GIOP).
 //! - [`tls`]: rustls settings from PEM files, handshake failures in one
 //!   line. Every driver runs over plain TCP or TLS over TCP, as
 //!   `iiop_giop::conn::endpoint` decides.
@@ -45,41 +53,15 @@ pub mod affinity;
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod connection;
 pub mod hosted;
+pub mod link;
 pub mod naming;
 pub mod server;
+pub mod socket;
+pub mod stub;
 pub mod threads;
 pub mod tls;
-
-use std::time::Instant;
-
-use bytes::BytesMut;
-use tokio::io::{AsyncRead, AsyncReadExt};
-
-/// `read_buf`, calling `on_read` with the start of the poll that read
-/// bytes (phase timing: the first poll usually finds nothing and parks;
-/// the one after the wake-up reads). Without `on_read`, a plain read.
-pub(crate) async fn read_timed<R: AsyncRead + Unpin>(
-    rd: &mut R,
-    buf: &mut BytesMut,
-    limit: usize,
-    on_read: Option<&mut (dyn FnMut(Instant) + Send)>,
-) -> std::io::Result<usize> {
-    let mut buf = bytes::BufMut::limit(buf, limit);
-    let Some(on_read) = on_read else {
-        return rd.read_buf(&mut buf).await;
-    };
-    let mut read = std::pin::pin!(rd.read_buf(&mut buf));
-    std::future::poll_fn(|cx| {
-        let t0 = Instant::now();
-        let r = std::future::Future::poll(read.as_mut(), cx);
-        if matches!(r, std::task::Poll::Ready(Ok(n)) if n > 0) {
-            on_read(t0);
-        }
-        r
-    })
-    .await
-}
 
 pub use blocking::BlockingConnection;
 pub use client::{Client, ClientConfig, ClientError, Connection, PhaseTotals, Prepared, TlsMode};
@@ -88,3 +70,4 @@ pub use server::{
     serve, serve_tls, AsyncReply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
     ServerConfig, ServerPhases,
 };
+pub use stub::{Stub, Wait};

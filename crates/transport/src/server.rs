@@ -281,7 +281,7 @@ impl<H: Handler> ConnTask<H> {
                         conn.finish_async(ticket, reply);
                     }
                 }
-                r = super::read_timed(&mut stream, conn.read_buf(), limit, on_read), if can_read => match r {
+                r = crate::socket::read_timed(&mut stream, conn.read_buf(), limit, on_read), if can_read => match r {
                     Ok(0) | Err(_) => conn.on_eof(),
                     Ok(n) => conn.received(n),
                 },

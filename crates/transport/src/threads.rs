@@ -41,8 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::blocking::{recv_spinning, Spin};
 use crate::config::ServerConfig;
+use crate::socket::{recv_spinning, Spin};
 use iiop_giop::conn::server::{
     AsyncCall, AsyncReply, AsyncTicket, Ending, Handler, ServerConn, ServerConnConfig, ServerPhases,
 };

@@ -1860,3 +1860,56 @@ async fn coalesced_oneways_turn_nagle_on_only_between_oneways() {
     }
     s.stop().await;
 }
+
+/// The write-deadline rule, carried out by both drivers alike: a request
+/// the peer stops reading in the middle of cannot be cancelled (no
+/// CancelRequest inside a message), so when its time runs out the
+/// connection is lost and says why (a request written whole whose answer
+/// is late is cancelled and the connection goes on: the timeout tests
+/// above).
+#[tokio::test]
+async fn a_request_the_peer_stops_reading_loses_the_connection_in_both_drivers() {
+    let lost = |addr: &str| ClientError::Io {
+        addr: addr.to_string(),
+        message: "the server stopped reading before the request was written".into(),
+    };
+    let cfg = ClientConfig {
+        request_timeout: Some(Duration::from_millis(300)),
+        send_buffer: Some(32 << 10),
+        ..ClientConfig::default()
+    };
+    // 4 MB: far more than the socket buffers on either side hold.
+    let big = vec![7u8; 4 << 20];
+    // The runtime's driver: a peer that accepts and never reads.
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    let c = Connection::connect("127.0.0.1", port, Version::V1_2, &cfg, None)
+        .await
+        .unwrap();
+    let (_peer, _) = l.accept().await.unwrap();
+    let r = tokio::time::timeout(
+        Duration::from_secs(20),
+        c.request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+            w.write_octet_seq(&big)
+        }),
+    )
+    .await
+    .expect("the call ends at its timeout");
+    assert_eq!(r.unwrap_err(), lost(c.addr()));
+    assert!(c.is_closed());
+    // The blocking driver, the same peer.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let big = big.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut c = blocking(port, Version::V1_2, cfg);
+        let (_peer, _) = l.accept().unwrap();
+        let r = c.request(&key("echo"), "echo_octets", ResponseMode::Twoway, |w| {
+            w.write_octet_seq(&big)
+        });
+        assert_eq!(r.unwrap_err(), lost(c.addr()));
+        assert!(c.is_closed());
+    })
+    .await
+    .unwrap();
+}

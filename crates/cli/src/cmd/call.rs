@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use iiopbench_engine::dynamic::call;
 
-use crate::opts::{SocketArgs, TargetArgs};
+use crate::flags::{SocketArgs, TargetArgs};
 
 /// `call` options.
 #[derive(Debug, Clone, Args)]
@@ -41,24 +41,33 @@ pub struct CallOpts {
 }
 
 impl CallOpts {
-    /// As the engine's options.
-    pub fn engine(&self) -> call::CallOpts {
-        call::CallOpts {
+    /// As the engine's options (`--args` read as JSON, `--gen` parsed).
+    pub fn engine(&self) -> anyhow::Result<call::CallOpts> {
+        Ok(call::CallOpts {
             idl: self.idl.clone(),
             include: self.include.clone(),
             op: self.op.clone(),
-            args: self.args.clone(),
-            gen: self.gen.clone(),
+            args: self
+                .args
+                .as_deref()
+                .map(crate::flags::idl_args)
+                .transpose()?,
+            gen: self
+                .gen
+                .as_deref()
+                .map(iiopbench_engine::dynamic::GenSpec::parse)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("{e}"))?,
             target: self.target.engine(),
             socket: self.socket.engine(),
-        }
+        })
     }
 }
 
 /// Run `call` and print; exit status 0 for a normal reply, 1 for an
 /// exception or a failure.
 pub fn run(o: &CallOpts) -> anyhow::Result<()> {
-    let (j, ok) = call::call(&o.engine())?;
+    let (j, ok) = call::call(&o.engine()?)?;
     let text = if o.compact {
         serde_json::to_string(&j)?
     } else {

@@ -87,7 +87,7 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
         .noise_from
         .iter()
         .map(|p| results::read(p))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     let noise = noise_from_runs(&runs);
     let (an, bn) = (o.a.display().to_string(), o.b.display().to_string());
     let rows = compare(

@@ -85,7 +85,7 @@ pub struct MakeOpts {
     #[arg(long, value_name = "ID")]
     pub type_id: String,
     /// IIOP version of the profile (1.0 profiles carry no components).
-    #[arg(long, value_parser = parse_giop, default_value = "1.2", value_name = "1.0|1.1|1.2")]
+    #[arg(long, value_parser = crate::flags::parse_giop, default_value = "1.2", value_name = "1.0|1.1|1.2")]
     pub giop: Version,
     /// Add TAG_CODE_SETS as our server advertises it: char ISO-8859-1
     /// (conversion UTF-8), wchar UTF-16 (conversion UCS-2).
@@ -99,8 +99,8 @@ pub struct MakeOpts {
     #[arg(long, value_name = "HOST:PORT")]
     pub alternate: Vec<String>,
     /// Byte order of the encapsulations.
-    #[arg(long, value_enum, default_value_t = OrderArg::Big)]
-    pub byte_order: OrderArg,
+    #[arg(long, value_enum, default_value_t = IorByteOrder::Big)]
+    pub byte_order: IorByteOrder,
     /// Write the IOR (and a newline) to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub ior_file: Option<PathBuf>,
@@ -108,18 +108,9 @@ pub struct MakeOpts {
 
 /// `ior make --byte-order`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OrderArg {
+pub enum IorByteOrder {
     Big,
     Little,
-}
-
-fn parse_giop(s: &str) -> Result<Version, String> {
-    match s {
-        "1.0" => Ok(Version::V1_0),
-        "1.1" => Ok(Version::V1_1),
-        "1.2" => Ok(Version::V1_2),
-        _ => Err(format!("{s:?}: expected 1.0, 1.1 or 1.2")),
-    }
 }
 
 fn parse_orb_type(s: &str) -> Result<u32, String> {
@@ -158,7 +149,10 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
         IorCommand::Make(o) => {
             let ior = make(o)?;
             match &o.ior_file {
-                Some(f) => iiopbench_engine::results::write_atomic(f, &format!("{ior}\n")),
+                Some(f) => Ok(iiopbench_engine::results::write_atomic(
+                    f,
+                    &format!("{ior}\n"),
+                )?),
                 None => {
                     println!("{ior}");
                     Ok(())
@@ -172,8 +166,8 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
 pub fn make(o: &MakeOpts) -> anyhow::Result<Ior> {
     let key = unescape(&o.key, "--key")?;
     let order = match o.byte_order {
-        OrderArg::Big => ByteOrder::Big,
-        OrderArg::Little => ByteOrder::Little,
+        IorByteOrder::Big => ByteOrder::Big,
+        IorByteOrder::Little => ByteOrder::Little,
     };
     let mut components = Vec::new();
     if let Some(t) = o.orb_type {
@@ -808,8 +802,8 @@ mod tests {
         assert_eq!(parse_orb_type("0x4A414300"), Ok(0x4A41_4300));
         assert_eq!(parse_orb_type("7"), Ok(7));
         assert!(parse_orb_type("orbix?").is_err());
-        assert_eq!(parse_giop("1.1"), Ok(Version::V1_1));
-        assert!(parse_giop("1.3").is_err());
+        assert_eq!(crate::flags::parse_giop("1.1"), Ok(Version::V1_1));
+        assert!(crate::flags::parse_giop("1.3").is_err());
     }
 
     #[test]

@@ -27,5 +27,5 @@ pub fn run(o: &MergeArgs) -> anyhow::Result<()> {
         .map(|p| Ok((p.display().to_string(), results::read(p)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let m = merge(&inputs)?;
-    results::write_atomic(&o.json, &results::to_json(&m))
+    Ok(results::write_atomic(&o.json, &results::to_json(&m))?)
 }

@@ -4,12 +4,47 @@
 //! (`status`, `install`, `build`, `start`, `client`), which follow
 //! docs/vendor-protocol.md; this module only finds and runs them.
 
-use crate::opts::OrbsCommand;
+use std::path::PathBuf;
+
+use clap::Subcommand;
 use std::process::Command;
 
 use crate::table::Table;
 
 use iiopbench_engine::orbs::{script, split_listen, status, ORBS};
+
+/// `iiopbench orbs …`.
+#[derive(Debug, Subcommand)]
+pub enum OrbsCommand {
+    /// Show each vendor ORB and whether it is installed and built here.
+    #[command(after_help = crate::examples::ORBS_LIST)]
+    List,
+    /// Install what the ORB needs from its ecosystem's registry.
+    #[command(after_help = crate::examples::ORBS_INSTALL)]
+    Install { name: String },
+    /// Build the ORB's bench.idl server and client.
+    #[command(after_help = crate::examples::ORBS_BUILD)]
+    Build { name: String },
+    /// Run the ORB's server in the foreground; prints its IOR, then `ready`.
+    #[command(after_help = crate::examples::ORBS_START)]
+    Start {
+        /// The ORB (`iiopbench orbs list`).
+        name: String,
+        /// Address to listen on (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
+        listen: String,
+        /// Also write the server's IOR to this file.
+        #[arg(long, value_name = "FILE")]
+        ior_file: Option<PathBuf>,
+    },
+    /// Run the ORB's client (arguments as docs/vendor-protocol.md says).
+    #[command(after_help = crate::examples::ORBS_CLIENT)]
+    Client {
+        name: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
 
 /// `orbs list`.
 pub fn list() -> anyhow::Result<()> {
@@ -44,7 +79,7 @@ pub fn exec_script(orb: &str, action: &str, args: &[String]) -> anyhow::Error {
             let e = Command::new(&s).args(args).exec();
             anyhow::anyhow!("cannot run {}: {e}", s.display())
         }
-        Err(e) => e,
+        Err(e) => e.into(),
     }
 }
 

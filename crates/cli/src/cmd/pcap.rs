@@ -13,7 +13,7 @@ use clap::Args;
 use iiop_capture::Summary;
 use iiopbench_engine::capture::{analyze, hex, to_results};
 
-use crate::opts::OutputOpts;
+use crate::flags::OutputOpts;
 use crate::table::Table;
 
 /// Options of `iiopbench pcap`.
@@ -166,9 +166,10 @@ pub fn human(s: &Summary, show_findings: usize) -> String {
 }
 
 /// Run `iiopbench pcap`.
-pub fn run(o: &PcapOpts) -> anyhow::Result<()> {
+pub fn run(o: &PcapOpts, argv: &[String]) -> anyhow::Result<()> {
     let s = analyze(&o.files, o.keep_findings)?;
-    let r = to_results(&s, &o.files)?;
+    let mut r = to_results(&s, &o.files)?;
+    r.command = argv.to_vec();
     let to_stdout = o.output.json.as_deref() == Some(std::path::Path::new("-"));
     if !o.output.quiet && !to_stdout {
         print!("{}", human(&s, o.show_findings));

@@ -11,7 +11,7 @@ use clap::Args;
 use iiopbench_engine::replay::{self, parse_speed, Speed};
 use iiopbench_engine::results;
 
-use crate::opts::TlsArgs;
+use crate::flags::TlsArgs;
 use crate::table::Table;
 
 /// Options of `iiopbench replay`.
@@ -73,8 +73,9 @@ impl ReplayOpts {
 
 /// Run `iiopbench replay`: the table unless quiet (or the JSON owns
 /// stdout), the results if asked; an error when any reply differs.
-pub fn run(o: &ReplayOpts) -> anyhow::Result<()> {
-    let run = replay::run(&o.engine())?;
+pub fn run(o: &ReplayOpts, argv: &[String]) -> anyhow::Result<()> {
+    let mut run = replay::run(&o.engine())?;
+    run.results.command = argv.to_vec();
     if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
         print!("{}", human(o, &run));
     }

@@ -1,13 +1,14 @@
-//! `iiopbench soak`: its flags, turned into the engine's [`SoakOpts`];
-//! the measuring is [`iiopbench_engine::soak`]'s.
+//! `iiopbench soak`: its flags, and their conversion into the engine's
+//! [`SoakJob`]; the measuring is [`iiopbench_engine::soak`]'s.
 
 use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::soak::{self, SoakOpts};
+use iiopbench_engine::job::Job;
+use iiopbench_engine::soak::SoakJob;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{BenchArgs, TargetArgs};
+use crate::flags::{BenchArgs, TargetArgs};
 
 /// `soak` flags.
 #[derive(Debug, Clone, Args)]
@@ -32,24 +33,23 @@ pub struct SoakArgs {
 }
 
 impl SoakArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> SoakOpts {
-        let b = self.bench.engine();
-        SoakOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> SoakJob {
+        SoakJob {
             target: self.target.engine(),
             duration: self.duration,
             connections: self.connections,
             interval: self.interval,
             server_pid: self.server_pid,
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
         }
     }
 }
 
 /// Run `soak` from the command line: measure, then emit what was
 /// measured (also when the run failed half-way).
-pub fn run(a: &SoakArgs) -> anyhow::Result<()> {
-    a.bench.finish(soak::run(&a.opts()))
+pub fn run(a: &SoakArgs, argv: &[String]) -> anyhow::Result<()> {
+    let programs = crate::programs::ThisBinary::new()?;
+    crate::cmd::bench::run_job(&Job::Soak(a.job()), &a.bench.output, argv, programs)
 }

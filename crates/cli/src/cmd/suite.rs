@@ -1,19 +1,17 @@
-//! `iiopbench suite FILE`: rerun a whole study. The suite file, its
-//! targets and the combined results are the engine's
-//! (`iiopbench_engine::suite`); here are the flags, and the runner that
-//! hands each case's command line to this binary's own entry point (so any
-//! bench subcommand this binary has can appear in a suite; one it lacks is
-//! refused before anything runs).
+//! `iiopbench suite FILE`: rerun a whole study. The suite file (its cases
+//! typed jobs), its targets, the runs and the combined results are the
+//! engine's (`iiopbench_engine::suite`); here are the flags, each case's
+//! table as it finishes, and the files written.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, CommandFactory, Parser};
+use clap::Args;
 
 use iiopbench_engine::results::{self, Results};
-use iiopbench_engine::suite::{self, CaseRunner, SuiteCase};
-
-use crate::opts::Cli;
+use iiopbench_engine::run_context::RunContext;
+use iiopbench_engine::suite;
 
 /// `suite` options.
 #[derive(Debug, Clone, Args)]
@@ -49,70 +47,32 @@ pub struct SuiteOpts {
 
 impl SuiteOpts {
     /// As the engine's options.
-    pub fn engine(&self) -> suite::SuiteOpts {
-        suite::SuiteOpts {
+    pub fn engine(&self) -> suite::StudySuiteOpts {
+        suite::StudySuiteOpts {
             file: self.file.clone(),
             targets: self.target.clone(),
             all_orbs: self.all_orbs,
             quick: self.quick,
             ready_timeout: self.ready_timeout,
-            quiet: self.quiet,
-            progress: crate::progress::unless_quiet(self.quiet),
         }
     }
 }
 
-/// The suite's cases run through this binary's own entry point.
-#[derive(Debug, Clone, Copy)]
-pub struct ThisBinary;
-
-impl CaseRunner for ThisBinary {
-    fn commands(&self) -> Vec<String> {
-        Cli::command()
-            .find_subcommand("bench")
-            .map(|b| {
-                b.get_subcommands()
-                    .map(|s| s.get_name().to_string())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn check(&self, what: &str, argv: &[String]) -> anyhow::Result<()> {
-        Cli::try_parse_from(argv).map_err(|e| {
-            anyhow::anyhow!(
-                "{what}: arguments do not parse: {}",
-                e.render().to_string().lines().next().unwrap_or("")
-            )
-        })?;
-        Ok(())
-    }
-
-    fn run(&self, argv: &[String]) -> i32 {
-        match Cli::try_parse_from(argv) {
-            Ok(cli) => crate::run(cli),
-            Err(e) => {
-                let _ = e.print();
-                2
-            }
-        }
-    }
-}
-
-/// Check every case of `plan` before running any (the engine's
-/// [`suite::validate`] with this binary as the runner).
-pub fn validate(file: &str, plan: &[(SuiteCase, Vec<String>)]) -> anyhow::Result<()> {
-    suite::validate(file, plan, &ThisBinary)
-}
-
-/// Run the suite through this binary; the combined results.
-pub fn run_suite(o: &SuiteOpts) -> anyhow::Result<Results> {
-    suite::run(&o.engine(), &ThisBinary)
+/// Run the suite in this process (each case's table on stdout unless
+/// `quiet`); the combined results, in the command line's words.
+pub fn run_suite(o: &SuiteOpts, argv: &[String]) -> anyhow::Result<Results> {
+    let ctx = RunContext::new()
+        .with_progress(crate::progress::showing_parts(o.quiet))
+        .with_command(argv.to_vec())
+        .with_programs(Arc::new(crate::programs::ThisBinary::new()?));
+    let mut r = suite::run(&o.engine(), &ctx)?;
+    crate::words::in_results(&mut r);
+    Ok(r)
 }
 
 /// Run `suite`: write the results, then the report if asked.
-pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
-    let r = run_suite(o)?;
+pub fn run(o: &SuiteOpts, argv: &[String]) -> anyhow::Result<()> {
+    let r = run_suite(o, argv)?;
     let name = r
         .params
         .get("suite")

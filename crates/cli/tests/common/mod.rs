@@ -82,3 +82,19 @@ pub fn start(mut cmd: std::process::Command) -> Proc {
         .expect("server printed ready within 120 s");
     p
 }
+
+/// Start `orb`'s bench server (scripts/orbs/ORB/start) on a free port of
+/// 127.0.0.1, its IOR written to `ior_file`, and wait for it.
+pub fn vendor_server(orb: &str, ior_file: &std::path::Path) -> Proc {
+    // Not every vendor server accepts port 0: take a free port first.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+        .to_string();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut c = std::process::Command::new(root.join(format!("scripts/orbs/{orb}/start")));
+    c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"])
+        .arg(ior_file);
+    start(c)
+}

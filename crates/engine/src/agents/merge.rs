@@ -22,7 +22,11 @@ pub struct Ran {
 
 /// Merge the agents that ran; `info` lists every agent (ran or not) and
 /// `base` is the skeleton (the coordinator's command line, host, start).
-pub fn merge_agents(base: Results, ran: &[Ran], mut info: AgentsInfo) -> anyhow::Result<Results> {
+pub fn merge_agents(
+    base: Results,
+    ran: &[Ran],
+    mut info: AgentsInfo,
+) -> crate::error::Result<Results> {
     let mut out = base;
     out.cases.clear();
     out.fits.clear();
@@ -47,8 +51,9 @@ pub fn merge_agents(base: Results, ran: &[Ran], mut info: AgentsInfo) -> anyhow:
         }
     }
     for g in &groups {
-        out.cases
-            .push(merge_case(g).map_err(|e| anyhow::anyhow!("case {:?}: {e}", g[0].1.name))?);
+        out.cases.push(
+            merge_case(g).map_err(|e| crate::error::fail!(Local, "case {:?}: {e}", g[0].1.name))?,
+        );
     }
     out.fits = crate::merge::refit(&out);
     let mut warnings = Vec::new();
@@ -119,7 +124,7 @@ fn who(name: Option<&str>) -> String {
 }
 
 /// One case measured by several agents at once.
-fn merge_case(g: &[(u32, &Case)]) -> anyhow::Result<Case> {
+fn merge_case(g: &[(u32, &Case)]) -> crate::error::Result<Case> {
     let share = |id: u32, a: &Case| AgentCase {
         agent: id,
         calls: a.calls,
@@ -158,7 +163,7 @@ fn merge_case(g: &[(u32, &Case)]) -> anyhow::Result<Case> {
     };
     for &(id, a) in &g[1..] {
         crate::merge::fold_case(&mut c, a, crate::merge::Overlap::Concurrent)
-            .map_err(|e| anyhow::anyhow!("agent {id}: {e}"))?;
+            .map_err(|e| crate::error::fail!(Local, "agent {id}: {e}"))?;
         c.moved.extend(moved(id, a));
         c.agents.push(share(id, a));
     }
@@ -190,7 +195,7 @@ mod tests {
     fn agent_results(id: u32, lat: &[u64], seconds: f64) -> Results {
         let mut h = Latency::new();
         lat.iter().for_each(|&v| h.record_ns(v));
-        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("latency", Vec::new());
         r.outcome.complete = true;
         r.params.insert(
             "agent".into(),
@@ -231,7 +236,7 @@ mod tests {
     }
 
     fn base() -> Results {
-        crate::context::new_results("agents", Default::default(), Default::default())
+        crate::results::Results::new("agents", Vec::new())
     }
 
     /// What a case measures besides latency (the server's own count of

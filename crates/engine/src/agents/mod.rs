@@ -1,46 +1,40 @@
-//! Distributed runs (docs/agents.md): one bench command run by N agents
-//! at once against one shared server, their results merged into one. The
-//! protocol — start barrier, clock offsets, collecting results — is crate
-//! `iiop-agents`; this module plugs the engine's benches into it.
+//! Distributed runs (docs/agents.md): one job run by N agents at once
+//! against one shared server, their results merged into one. The protocol
+//! — start barrier, clock offsets, collecting results — is crate
+//! `iiop-agents`; this module plugs the engine's jobs into it: the
+//! coordinator sends every agent the same typed [`Job`], which the agent
+//! runs in-process, held by its start gate.
 //!
-//! - the coordinator: [`prepare_spec`] (the bench command every agent
-//!   runs), [`run`] (listen, optionally start local agents, coordinate,
-//!   merge) and [`coordinate_and_merge`] (the same on a listener the
-//!   caller made, e.g. inside a lab host);
+//! - the coordinator: [`prepare_job`] (the job every agent runs),
+//!   [`run`] (listen, optionally start local agents, coordinate, merge)
+//!   and [`coordinate_and_merge`] (the same on a listener the caller made,
+//!   e.g. inside a lab host);
 //! - an agent: [`join`] (take part in a coordinator's run) and
-//!   [`run_order`] (run the bench an order names, held by its start gate);
-//! - [`agent_command`] and [`Children`]: agents started as processes of
-//!   the iiopbench executable; [`k8s`]: Kubernetes manifests for a run;
+//!   [`run_order`] (run the job an order carries, held by its start gate);
+//! - [`Children`]: agents started as processes (by the caller's
+//!   [`Programs`](crate::programs::Programs));
 //! - [`merge`]: the agents' results folded into one results value.
-//!
-//! A bench command reaches an agent as a command line (`bench latency
-//! --target REF …`); turning it into engine options takes the command
-//! line's parser, which the engine does not have: the caller passes it
-//! as a [`BenchParser`].
 
-pub mod k8s;
 pub mod merge;
 
 pub use merge::{merge_agents, Ran};
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use iiop_agents::{coordinate, AgentReport, Clock, Config, Order, Status, SystemClock};
 
-use crate::bench::closed::{self, ClosedOpts};
-use crate::bench::latency::{self, LatencyOpts};
-use crate::bench::throughput::{self, ThroughputOpts};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::gate::Gate;
-use crate::progress::Progress;
+use crate::job::Job;
 use crate::results::{AgentEntry, AgentsInfo, Results};
+use crate::run_context::RunContext;
 
 /// From the barrier closing to the first case: for agents to connect and
 /// warm up.
 pub const LEAD: Duration = Duration::from_secs(2);
-/// Added to `--duration` between the starts of consecutive cases: the
+/// Added to `duration` between the starts of consecutive cases: the
 /// next case's connection set-up and warm-up happen in it.
 pub const CASE_GAP: Duration = Duration::from_secs(1);
 
@@ -92,6 +86,13 @@ impl CoordOpts {
             version: version(),
         }
     }
+
+    /// How long a whole run may take, from the first agent's start to the
+    /// last results (Kubernetes' deadline for its Jobs).
+    pub fn deadline(&self) -> Duration {
+        let cfg = self.config();
+        self.register_timeout + LEAD + cfg.result_timeout + Duration::from_secs(60)
+    }
 }
 
 /// This program's version, which agents must share with the coordinator.
@@ -100,136 +101,92 @@ pub fn version() -> String {
     format!("{} {}", t.version, t.git_commit)
 }
 
-/// A bench an agent can run, as the engine's options.
-#[derive(Debug, Clone)]
-pub enum AgentBench {
-    Latency(Box<LatencyOpts>),
-    Throughput(Box<ThroughputOpts>),
-    Closed(Box<ClosedOpts>),
-}
-
-/// Turns a bench command line (`bench latency --target REF …`) into the
-/// bench it asks for; the error is one line. The command line's clap
-/// parser is one; any `Fn(&[String]) -> Result<AgentBench, String>` is.
-pub trait BenchParser {
-    /// Parse `spec`, which starts with `bench`.
-    fn parse(&self, spec: &[String]) -> Result<AgentBench, String>;
-}
-
-impl<F: Fn(&[String]) -> Result<AgentBench, String>> BenchParser for F {
-    fn parse(&self, spec: &[String]) -> Result<AgentBench, String> {
-        self(spec)
+/// The job every agent runs: `job` (a latency, throughput or closed job
+/// with a shared target), checked, with one run and `duration` per case
+/// in the job's own terms. Options the run sets itself are refused, said
+/// in one line.
+pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
+    let per_case = "every agent measures the run's `duration` per case";
+    let set = |f: &str, why: &str| JobError::new(format!("`{f}` is set by the agent run: {why}"));
+    let mut job = job.clone();
+    check(
+        matches!(job, Job::Latency(_) | Job::Throughput(_) | Job::Closed(_)),
+        || {
+            format!(
+                "agents run latency, throughput or closed jobs, not {}",
+                job.kind()
+            )
+        },
+    )?;
+    if job.placement().runs.is_some() {
+        return Err(set("runs", "each agent measures one run"));
     }
-}
-
-/// Options the agents' bench command may not carry (the run sets them),
-/// and why.
-const SET_BY_THE_RUN: [(&str, &str); 11] = [
-    (
-        "--json",
-        "the coordinator writes the merged file (give --json to `agents run`)",
-    ),
-    ("--csv", "the coordinator writes the merged file"),
-    ("--hlog", "the coordinator writes the merged file"),
-    ("--runs", "each agent measures one run"),
-    (
-        "--duration",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--count",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--total",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--min-duration",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--max-duration",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--until-ci",
-        "every agent measures `agents --duration` per case",
-    ),
-    (
-        "--baseline",
-        "a raw-TCP baseline per agent measures no shared server",
-    ),
-];
-
-/// The bench arguments every agent runs: the user's, checked, plus one
-/// run, quiet, and `duration` per case in the command's own terms;
-/// `parser` must accept the result.
-pub fn prepare_spec(
-    user: &[String],
-    duration: Duration,
-    parser: &dyn BenchParser,
-) -> anyhow::Result<Vec<String>> {
-    let kind = match user {
-        [b, k, ..] if b == "bench" => k.as_str(),
-        _ => anyhow::bail!("agents run a bench command: `-- bench latency|throughput|closed …`"),
-    };
-    for a in user {
-        let flag = a.split('=').next().unwrap_or(a);
-        if let Some((f, why)) = SET_BY_THE_RUN.iter().find(|(f, _)| *f == flag) {
-            anyhow::bail!("bench option {f} is set by the agent run: {why}");
+    check(job.target().is_some_and(|t| t.target.is_some()), || {
+        "agents need a shared server: give the job a `target`".into()
+    })?;
+    match &mut job {
+        Job::Latency(l) => {
+            let d = crate::bench::latency::LatencyJob::default();
+            if l.duration.is_some() {
+                return Err(set("duration", per_case));
+            }
+            if l.count != d.count {
+                return Err(set("count", per_case));
+            }
+            if l.baseline {
+                return Err(set(
+                    "baseline",
+                    "a raw-TCP baseline per agent measures no shared server",
+                ));
+            }
+            l.duration = Some(duration);
         }
+        Job::Throughput(t) => {
+            let d = crate::bench::throughput::ThroughputJob::default();
+            for (f, same) in [
+                ("total", t.total == d.total),
+                ("min_duration", t.min_duration == d.min_duration),
+                ("max_duration", t.max_duration == d.max_duration),
+            ] {
+                if !same {
+                    return Err(set(f, per_case));
+                }
+            }
+            if t.baseline {
+                return Err(set(
+                    "baseline",
+                    "a raw-TCP baseline per agent measures no shared server",
+                ));
+            }
+            t.total = 0;
+            t.min_duration = duration;
+            t.max_duration = duration;
+        }
+        Job::Closed(c) => {
+            let d = crate::bench::workload::RunRule::default();
+            if c.run.duration != d.duration {
+                return Err(set("duration", per_case));
+            }
+            if c.run.until_ci.is_some() {
+                return Err(set("until_ci", per_case));
+            }
+            c.run.duration = duration;
+        }
+        _ => unreachable!("checked above"),
     }
-    anyhow::ensure!(
-        user.iter()
-            .any(|a| a == "--target" || a == "-t" || a.starts_with("--target=")),
-        "agents need a shared server: give the bench command --target REF"
-    );
-    let d = format!("{}ms", duration.as_millis().max(1));
-    let mut spec = user.to_vec();
-    spec.extend(["--runs", "1", "--quiet"].map(String::from));
-    match kind {
-        "latency" | "closed" => spec.extend(["--duration".to_string(), d]),
-        "throughput" => spec.extend([
-            "--total".to_string(),
-            "0".into(),
-            "--min-duration".into(),
-            d.clone(),
-            "--max-duration".into(),
-            d,
-        ]),
-        other => anyhow::bail!("agents run bench latency, throughput or closed, not bench {other}"),
-    }
-    parser
-        .parse(&spec)
-        .map_err(|e| anyhow::anyhow!("the agents' bench command: {e}"))?;
-    Ok(spec)
+    job.placement_mut().runs = Some(1);
+    job.validate_fields()?;
+    Ok(job)
 }
 
 /// Run an order in this process: the gate armed at the order's start, the
-/// bench command, the results as JSON with `params.agent`.
-pub fn run_order(
-    order: &Order,
-    clock: &dyn Clock,
-    parser: &dyn BenchParser,
-) -> Result<serde_json::Value, String> {
-    let b = parser.parse(&order.spec)?;
+/// job, the results as JSON with `params.agent`; an `Err` (the agent
+/// reports it as failed) when the job cannot run here.
+pub fn run_order(order: &Order<Job>, clock: &dyn Clock) -> Result<serde_json::Value, String> {
+    order.job.validate().map_err(|e| e.to_string())?;
     let gate = Gate::new(order.start_instant(clock), order.case_period);
-    let gated = Some(gate.clone());
-    let (mut r, err) = match b {
-        AgentBench::Latency(mut x) => {
-            x.target.gate = gated;
-            latency::run(&x)
-        }
-        AgentBench::Throughput(mut x) => {
-            x.target.gate = gated;
-            throughput::run(&x)
-        }
-        AgentBench::Closed(mut x) => {
-            x.target.gate = gated;
-            closed::run(&x)
-        }
-    };
+    let ctx = RunContext::new().with_gate(gate.clone());
+    let (mut r, err) = order.job.run(&ctx);
     let late = gate.late_ms();
     r.params.insert(
         "agent".into(),
@@ -237,7 +194,7 @@ pub fn run_order(
     );
     if let Some(e) = err {
         r.outcome.complete = false;
-        r.outcome.failure.get_or_insert_with(|| format!("{e:#}"));
+        r.outcome.failure.get_or_insert_with(|| e.to_string());
     }
     serde_json::to_value(&r).map_err(|e| e.to_string())
 }
@@ -256,9 +213,9 @@ pub struct JoinOpts {
     pub connect_timeout: Duration,
 }
 
-/// Take part in a coordinator's run as one agent: register, run the
-/// bench it orders (parsed by `parser`), send the results.
-pub fn join(o: &JoinOpts, parser: &dyn BenchParser) -> anyhow::Result<()> {
+/// Take part in a coordinator's run as one agent: register, run the job
+/// it orders, send the results.
+pub fn join(o: &JoinOpts) -> Result<()> {
     let name = o
         .name
         .clone()
@@ -274,14 +231,17 @@ pub fn join(o: &JoinOpts, parser: &dyn BenchParser) -> anyhow::Result<()> {
         start_timeout: Duration::from_secs(3600),
     };
     let clock = SystemClock;
-    match iiop_agents::join(&cfg, &clock, &mut |order| run_order(order, &clock, parser))? {
+    match iiop_agents::join(&cfg, &clock, &mut |order: &Order<Job>| {
+        run_order(order, &clock)
+    })
+    .map_err(Error::peer)?
+    {
         iiop_agents::Joined::Ran { .. } => Ok(()),
-        iiop_agents::Joined::Aborted(why) => {
-            anyhow::bail!(
-                "coordinator {} did not admit this agent: {why}",
-                o.coordinator
-            )
-        }
+        iiop_agents::Joined::Aborted(why) => Err(fail!(
+            Peer,
+            "coordinator {} did not admit this agent: {why}",
+            o.coordinator
+        )),
     }
 }
 
@@ -305,62 +265,39 @@ impl Drop for Children {
     }
 }
 
-/// The command that starts one agent: `exe` (the iiopbench executable)
-/// `agents join` to `coordinator` as `name`; with `quiet` its stderr is
-/// dropped too.
-pub fn agent_command(exe: &Path, coordinator: &str, name: &str, quiet: bool) -> Command {
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "agents",
-        "join",
-        "--coordinator",
-        coordinator,
-        "--name",
-        name,
-    ]);
-    cmd.args(["--connect-timeout", "30s"]);
-    cmd.stdin(Stdio::null()).stdout(Stdio::null());
-    if quiet {
-        cmd.stderr(Stdio::null());
-    }
-    cmd
-}
-
-/// The coordinator's options (`agents run`).
+/// The options of a coordinator (`agents run`).
 #[derive(Debug, Clone)]
-pub struct RunOpts {
+pub struct CoordinatorOpts {
     pub coord: CoordOpts,
     /// Address to listen on for agents (port 0 picks a free port).
     pub listen: String,
-    /// Also start the agents on this host, as processes of `exe`.
+    /// Also start the agents on this host, as processes (the run's
+    /// [`Programs`](crate::programs::Programs) start them).
     pub local: bool,
-    /// The iiopbench executable the local agents run.
-    pub exe: PathBuf,
     /// The local agents' stderr is dropped.
     pub quiet: bool,
-    /// The bench command every agent runs (`bench latency --target REF
-    /// …`), checked and completed by [`prepare_spec`].
-    pub bench: Vec<String>,
-    /// Hears the coordinator's news as notes (`agents: …` lines).
-    pub progress: Progress,
+    /// The job every agent runs, checked and completed by [`prepare_job`].
+    pub job: Job,
 }
 
 /// A coordinated run: the merged results (when any agent was admitted or
 /// reported) and the error that ended the run; an `Err` when it could not
-/// start (a bench command the agents cannot run, no listening socket, an
-/// agent that could not be started).
-pub fn run(
-    o: &RunOpts,
-    parser: &dyn BenchParser,
-) -> anyhow::Result<(Option<Results>, Option<anyhow::Error>)> {
-    let spec = prepare_spec(&o.bench, o.coord.duration, parser)?;
+/// start (a job the agents cannot run, no listening socket, an agent that
+/// could not be started). `ctx` hears the coordinator's news as notes
+/// (`agents: …` lines), starts the local agents and gives the merged
+/// results' command line.
+pub fn run(o: &CoordinatorOpts, ctx: &RunContext) -> Result<(Option<Results>, Option<Error>)> {
+    let job = prepare_job(&o.job, o.coord.duration)?;
     let listener = TcpListener::bind(&o.listen)
-        .map_err(|e| anyhow::anyhow!("listening for agents on {}: {e}", o.listen))?;
+        .map_err(|e| fail!(Local, "listening for agents on {}: {e}", o.listen))?;
     let addr = listener.local_addr()?;
-    o.progress
+    ctx.progress
         .note(&format!("agents: coordinator listening on {addr}"));
     let mut children = Children::default();
     if o.local {
+        let programs = ctx.programs.as_deref().ok_or_else(|| {
+            Error::local("local agents are processes: this run has no way to start them (RunContext::programs)")
+        })?;
         let host = if addr.ip().is_unspecified() {
             "127.0.0.1".to_string()
         } else {
@@ -368,16 +305,30 @@ pub fn run(
         };
         let to = format!("{host}:{}", addr.port());
         for i in 0..o.coord.agents {
-            let mut cmd = agent_command(&o.exe, &to, &format!("local-{i}"), o.quiet);
+            let mut cmd = programs.agent(&to, &format!("local-{i}"));
+            quiet_agent(&mut cmd, o.quiet);
             children.0.push(
                 cmd.spawn()
-                    .map_err(|e| anyhow::anyhow!("starting local agent {i}: {e}"))?,
+                    .map_err(|e| fail!(Local, "starting local agent {i}: {e}"))?,
             );
         }
     }
-    let merged = coordinate_and_merge(&listener, &o.coord, &spec, &|l| o.progress.note(l));
+    let (mut merged, err) =
+        coordinate_and_merge(&listener, &o.coord, &job, &|l| ctx.progress.note(l));
     drop(children);
-    Ok(merged)
+    if let Some(m) = &mut merged {
+        m.command = ctx.command.clone();
+    }
+    Ok((merged, err))
+}
+
+/// An agent process's standard streams: no input or output, and with
+/// `quiet` no error output either.
+pub fn quiet_agent(cmd: &mut std::process::Command, quiet: bool) {
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
+    if quiet {
+        cmd.stderr(Stdio::null());
+    }
 }
 
 /// Coordinate on `listener` and merge: the merged results (when any agent
@@ -386,14 +337,14 @@ pub fn run(
 pub fn coordinate_and_merge(
     listener: &TcpListener,
     o: &CoordOpts,
-    spec: &[String],
+    job: &Job,
     log: &dyn Fn(&str),
-) -> (Option<Results>, Option<anyhow::Error>) {
+) -> (Option<Results>, Option<Error>) {
     let cfg = o.config();
     let log = |line: &str| log(&format!("agents: {line}"));
-    let outcome = match coordinate(listener, &cfg, spec, &SystemClock, &log) {
+    let outcome = match coordinate(listener, &cfg, job, &SystemClock, &log) {
         Ok(x) => x,
-        Err(e) => return (None, Some(anyhow::anyhow!("coordinator: {e}"))),
+        Err(e) => return (None, Some(fail!(Local, "coordinator: {e}"))),
     };
     let start = outcome.start_at.unwrap_or_else(|| SystemClock.now_ns());
     let mut info = AgentsInfo {
@@ -402,7 +353,6 @@ pub fn coordinate_and_merge(
         start_at_unix_ns: start,
         duration_s: o.duration.as_secs_f64(),
         case_period_s: cfg.case_period.as_secs_f64(),
-        spec: spec.to_vec(),
         ..Default::default()
     };
     let mut ran = Vec::new();
@@ -419,7 +369,8 @@ pub fn coordinate_and_merge(
         }
         info.agents.push(e);
     }
-    let mut base = crate::context::new_results("agents", Default::default(), Default::default());
+    let mut base = crate::results::Results::new("agents", Vec::new());
+    base.job = serde_json::to_value(job).ok();
     base.started_at = info.start_at.clone();
     base.params.insert(
         "refused_connections".into(),
@@ -458,59 +409,86 @@ fn entry(a: &AgentReport) -> AgentEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::closed::ClosedJob;
+    use crate::bench::latency::LatencyJob;
+    use crate::bench::throughput::ThroughputJob;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    /// A parser that accepts any latency command but one with `--bogus`.
-    fn parser(spec: &[String]) -> Result<AgentBench, String> {
-        match spec.iter().find(|a| *a == "--bogus") {
-            Some(_) => Err("unexpected argument '--bogus' found".into()),
-            None => Ok(AgentBench::Latency(Box::default())),
-        }
+    fn on_target<J: Into<Job>>(j: J) -> Job {
+        let mut job = j.into();
+        job.target_mut().unwrap().target = Some("corbaloc::h:2809/Bench".into());
+        job
     }
 
     #[test]
-    fn the_spec_gets_one_run_and_the_duration_in_each_commands_terms() {
+    fn the_job_gets_one_run_and_the_duration_in_each_kinds_terms() {
         let d = Duration::from_millis(1500);
-        assert_eq!(
-            prepare_spec(&args("bench latency --target x.ior --op ping"), d, &parser).unwrap(),
-            args("bench latency --target x.ior --op ping --runs 1 --quiet --duration 1500ms")
-        );
-        assert_eq!(
-            prepare_spec(&args("bench throughput -t x.ior --size 1KiB"), d, &parser).unwrap(),
-            args("bench throughput -t x.ior --size 1KiB --runs 1 --quiet --total 0 --min-duration 1500ms --max-duration 1500ms")
-        );
-        assert_eq!(
-            prepare_spec(&args("bench closed --target x.ior --clients 2"), d, &parser).unwrap(),
-            args("bench closed --target x.ior --clients 2 --runs 1 --quiet --duration 1500ms")
-        );
+        let Job::Latency(l) = prepare_job(&on_target(LatencyJob::default()), d).unwrap() else {
+            panic!()
+        };
+        assert_eq!((l.duration, l.placement.runs), (Some(d), Some(1)));
+        let Job::Throughput(t) = prepare_job(&on_target(ThroughputJob::default()), d).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((t.total, t.min_duration, t.max_duration), (0, d, d));
+        let Job::Closed(c) = prepare_job(&on_target(ClosedJob::default()), d).unwrap() else {
+            panic!()
+        };
+        assert_eq!((c.run.duration, c.placement.runs), (d, Some(1)));
     }
 
     #[test]
-    fn specs_the_run_cannot_honour_are_refused_in_one_line() {
+    fn jobs_the_run_cannot_honour_are_refused_in_one_line() {
         let d = Duration::from_secs(1);
-        let err = |s: &str| prepare_spec(&args(s), d, &parser).unwrap_err().to_string();
+        let err = |j: Job| prepare_job(&j, d).unwrap_err().to_string();
         assert_eq!(
-            err("bench latency --op ping"),
-            "agents need a shared server: give the bench command --target REF"
+            err(Job::Latency(LatencyJob::default())),
+            "agents need a shared server: give the job a `target`"
         );
         assert_eq!(
-            err("bench latency --target x --count=5"),
-            "bench option --count is set by the agent run: every agent measures `agents --duration` per case"
+            err(on_target(LatencyJob {
+                count: 5,
+                ..Default::default()
+            })),
+            "`count` is set by the agent run: every agent measures the run's `duration` per case"
         );
         assert_eq!(
-            err("bench connect --target x"),
-            "agents run bench latency, throughput or closed, not bench connect"
+            err(on_target(ThroughputJob {
+                baseline: true,
+                ..Default::default()
+            })),
+            "`baseline` is set by the agent run: a raw-TCP baseline per agent measures no shared server"
         );
         assert_eq!(
-            err("bench latency --target x --bogus"),
-            "the agents' bench command: unexpected argument '--bogus' found"
+            err(on_target(crate::bench::connect::ConnectJob::default())),
+            "agents run latency, throughput or closed jobs, not connect"
         );
-        assert_eq!(
-            err("serve"),
-            "agents run a bench command: `-- bench latency|throughput|closed …`"
+    }
+
+    /// The wire's start order carries the typed job: an agent decodes the
+    /// coordinator's frame straight into a [`Job`].
+    #[test]
+    fn an_agents_wire_message_deserializes_into_the_typed_job() {
+        let job = prepare_job(&on_target(LatencyJob::default()), Duration::from_secs(2)).unwrap();
+        let mut frame = Vec::new();
+        iiop_agents::wire::encode(
+            &iiop_agents::wire::ToAgent::Start {
+                id: 1,
+                agents: 2,
+                job: &job,
+                start_at: 0,
+                offset_ns: 0,
+                case_period_ns: 3_000_000_000,
+            },
+            &mut frame,
         );
+        let got: iiop_agents::wire::ToAgent<Job> =
+            iiop_agents::wire::decode(&mut frame).unwrap().unwrap();
+        let iiop_agents::wire::ToAgent::Start { job: back, .. } = got else {
+            panic!("{got:?}")
+        };
+        assert_eq!(back, job);
+        let Job::Latency(l) = back else { panic!() };
+        assert_eq!(l.duration, Some(Duration::from_secs(2)));
     }
 }

@@ -17,7 +17,6 @@
 //! per strategy and relative to strategy 1.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -25,86 +24,172 @@ use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_bench_idl::dispatcher::RunningDispatcher;
 use iiop_giop::ior::Ior;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::closed::ServiceKind;
-use super::replicas::{self, ServerKind};
+use super::replicas::{self, Replicas};
 use super::session::{self, Session};
 use super::stats::Dist;
-use super::workload::{self, ClientSpec, RunOpts};
-use crate::context::param;
+use super::workload::{self, ClientSpec, RunRule};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::Results;
+use crate::results::{param, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 use crate::units::micros;
 
-/// `bench balance` options.
-#[derive(Debug, Clone)]
-pub struct BalanceOpts {
+/// One system: C clients (half busy, half not) over S server replicas.
+/// Written `4x2`; its serde form is `{ clients = 4, servers = 2 }` (or
+/// that text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct System {
+    pub clients: usize,
+    pub servers: usize,
+}
+
+impl std::fmt::Display for System {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.clients, self.servers)
+    }
+}
+
+impl std::str::FromStr for System {
+    type Err = String;
+
+    /// `CLIENTSxSERVERS` (e.g. `4x2`).
+    fn from_str(s: &str) -> Result<System, String> {
+        let (c, v) = s
+            .split_once(['x', 'X'])
+            .ok_or_else(|| format!("{s:?}: use CLIENTSxSERVERS, e.g. 4x2"))?;
+        let clients: usize = c.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+        let servers: usize = v.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+        let sys = System { clients, servers };
+        sys.check().map_err(|e| format!("{s:?}: {e}"))?;
+        Ok(sys)
+    }
+}
+
+impl System {
+    /// Clients even and at least 2 (at most 256), servers 2..64.
+    fn check(&self) -> Result<(), String> {
+        let (c, v) = (self.clients, self.servers);
+        if !(2..=256).contains(&c) || !c.is_multiple_of(2) || !(2..=64).contains(&v) {
+            return Err("clients must be even and at least 2, servers 2..64".into());
+        }
+        Ok(())
+    }
+}
+
+impl<'de> Deserialize<'de> for System {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<System, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Fields {
+            clients: usize,
+            servers: usize,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Fields(Fields),
+            Text(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Fields(f) => {
+                let s = System {
+                    clients: f.clients,
+                    servers: f.servers,
+                };
+                s.check().map(|()| s).map_err(serde::de::Error::custom)
+            }
+            Form::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// A `bench balance` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BalanceJob {
     pub target: TargetOpts,
-    /// Systems as CLIENTSxSERVERS, comma-separated (even client counts).
-    pub systems: Vec<(usize, usize)>,
-    /// Server service times, comma-separated.
+    /// The systems measured.
+    pub systems: Vec<System>,
+    /// Server service times.
+    #[serde(with = "crate::units::durations")]
     pub service: Vec<Duration>,
     /// Distribution of service times (drawn on the client, seeded).
     pub service_dist: Dist,
     /// How replicas spend the service time (spin: CPU, as in the study).
     pub service_kind: ServiceKind,
     /// Think time of the non-busy clients (scale it down for quick runs).
+    #[serde(with = "crate::units::duration")]
     pub think: Duration,
     /// Distribution of the think time.
     pub think_dist: Dist,
-    /// Strategies to run (1-5), comma-separated.
+    /// Strategies to run (1-5).
     pub strategies: Vec<u8>,
-    /// The replicas: `inproc` (ours, one thread each), `child` (ours, as
-    /// processes) or `orb:NAME` (scripts/orbs/NAME/start).
-    pub servers: ServerKind,
-    /// Our binary for `--servers child` (default: this executable).
-    pub server_exe: Option<PathBuf>,
-    pub run: RunOpts,
+    /// The replicas: ours in this process (one thread each), ours as
+    /// processes, or a vendor ORB's.
+    pub servers: Replicas,
+    pub run: RunRule,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for BalanceOpts {
-    /// Replicas in this process (`ServerKind::Child` needs `server_exe`
-    /// outside the iiopbench binary).
+impl Default for BalanceJob {
+    /// Replicas in this process.
     fn default() -> Self {
-        BalanceOpts {
+        BalanceJob {
             target: TargetOpts::default(),
-            systems: vec![(4, 2), (8, 4)],
+            systems: vec![
+                System {
+                    clients: 4,
+                    servers: 2,
+                },
+                System {
+                    clients: 8,
+                    servers: 4,
+                },
+            ],
             service: [10, 40, 120].map(Duration::from_millis).to_vec(),
             service_dist: Dist::Fixed,
             service_kind: ServiceKind::Spin,
             think: Duration::from_millis(500),
             think_dist: Dist::Fixed,
             strategies: vec![1, 2, 3, 4, 5],
-            servers: ServerKind::InProcess,
-            server_exe: None,
-            run: RunOpts::default(),
+            servers: Replicas::InProcess,
+            run: RunRule::default(),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
 
-/// Parse one system of `--systems`: `CLIENTSxSERVERS` (e.g. `4x2`).
-pub fn parse_system(s: &str) -> Result<(usize, usize), String> {
-    let (c, v) = s
-        .split_once(['x', 'X'])
-        .ok_or_else(|| format!("{s:?}: use CLIENTSxSERVERS, e.g. 4x2"))?;
-    let c: usize = c.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
-    let v: usize = v.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
-    if !(2..=256).contains(&c) || !c.is_multiple_of(2) || !(2..=64).contains(&v) {
-        return Err(format!(
-            "{s:?}: clients must be even and at least 2, servers 2..64"
-        ));
+impl BalanceJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(!self.systems.is_empty(), || "`systems` is empty".into())?;
+        for sys in &self.systems {
+            sys.check()
+                .map_err(|e| JobError::new(format!("`systems` {sys}: {e}")))?;
+        }
+        check(!self.strategies.is_empty(), || {
+            "`strategies` is empty".into()
+        })?;
+        for &k in &self.strategies {
+            check((1..=5).contains(&k), || {
+                format!("`strategies`: {k} is not 1..5")
+            })?;
+        }
+        check(!self.service.is_empty(), || "`service` is empty".into())?;
+        self.run.validate()?;
+        self.socket.validate()?;
+        self.placement.validate()
     }
-    Ok((c, v))
 }
+
+session::bench_job!(BalanceJob, "balance");
 
 /// The study's strategy names.
 pub fn strategy_name(k: u8) -> &'static str {
@@ -140,23 +225,18 @@ pub fn route(k: u8, busy: bool, j: usize, s: usize) -> Route {
     }
 }
 
-/// Run `bench balance`.
-pub fn run(o: &BalanceOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a load-balancing job.
+pub fn run(o: &BalanceJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "balance",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             let p = &mut r.params;
             param(
                 p,
                 "systems",
-                o.systems
-                    .iter()
-                    .map(|(c, s)| format!("{c}x{s}"))
-                    .collect::<Vec<_>>(),
+                o.systems.iter().map(System::to_string).collect::<Vec<_>>(),
             );
             param(
                 p,
@@ -175,8 +255,9 @@ pub fn run(o: &BalanceOpts) -> (Results, Option<anyhow::Error>) {
             o.run.record(p);
         },
         async |s: &Session, r: &mut Results| {
+            let programs = ctx.programs.as_deref();
             tokio::task::LocalSet::new()
-                .run_until(measure(o, s, r))
+                .run_until(measure(o, programs, s, r))
                 .await
         },
     )
@@ -209,20 +290,22 @@ async fn next_replica(d: &BenchClient) -> Result<Ior, BenchError> {
         .map_err(|e| BenchError::Reference(format!("Dispatcher::next reply: {e}")))
 }
 
-async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    for &k in &o.strategies {
-        anyhow::ensure!((1..=5).contains(&k), "--strategies: {k} is not 1..5");
-    }
-    anyhow::ensure!(!o.service.is_empty(), "--service is empty");
-    let spec = o.run.spec(o.target.gate.as_ref())?;
-    let progress = o.progress.clone();
-    for &(nc, ns) in &o.systems {
-        let servers = replicas::start(&o.servers, ns, o.server_exe.as_ref())?;
+async fn measure(
+    o: &BalanceJob,
+    programs: Option<&dyn crate::programs::Programs>,
+    s: &Session,
+    r: &mut Results,
+) -> Result<()> {
+    let spec = o.run.spec(s.gate.as_ref());
+    let progress = s.progress.clone();
+    for sys in &o.systems {
+        let (nc, ns) = (sys.clients, sys.servers);
+        let servers = replicas::start(&o.servers, ns, programs)?;
         let iors: Vec<Ior> = servers.iter().map(|x| x.ior()).collect();
         let dispatcher = if o.strategies.contains(&5) {
             Some(
                 RunningDispatcher::start("127.0.0.1:0", iors.clone())
-                    .map_err(|e| anyhow::anyhow!("starting the dispatcher: {e}"))?,
+                    .map_err(|e| fail!(Local, "starting the dispatcher: {e}"))?,
             )
         } else {
             None
@@ -240,7 +323,7 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                     };
                     for (i, ior) in iors.iter().enumerate() {
                         let c = BenchClient::connect(ior, &s.cfg).await.map_err(|e| {
-                            anyhow::anyhow!("client {ci}: connecting to replica {i}: {e}")
+                            fail!(Target, "client {ci}: connecting to replica {i}: {e}")
                         })?;
                         if let Some(p) = ior.iiop_profile() {
                             conns.by_addr.insert((p.host.clone(), p.port), i);
@@ -250,7 +333,7 @@ async fn measure(o: &BalanceOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                     let disp = match (&dispatcher, route(k, busy, j, ns)) {
                         (Some(d), Route::Dispatcher) => {
                             Some(BenchClient::connect(&d.ior, &s.cfg).await.map_err(|e| {
-                                anyhow::anyhow!("client {ci}: connecting to the dispatcher: {e}")
+                                fail!(Target, "client {ci}: connecting to the dispatcher: {e}")
                             })?)
                         }
                         _ => None,
@@ -367,8 +450,18 @@ mod tests {
         // C=8 S=4: unbalanced busy on 0,1 and non-busy on 2,3
         assert_eq!(route(1, true, 3, 4), Route::Fixed(1));
         assert_eq!(route(1, false, 3, 4), Route::Fixed(3));
-        assert_eq!(parse_system("8x4"), Ok((8, 4)));
-        assert!(parse_system("3x2").is_err());
+        assert_eq!(
+            "8x4".parse::<System>(),
+            Ok(System {
+                clients: 8,
+                servers: 4
+            })
+        );
+        assert!("3x2".parse::<System>().is_err());
+        let sys: Vec<System> =
+            serde_json::from_str(r#"[{"clients": 4, "servers": 2}, "8x4"]"#).unwrap();
+        assert_eq!(sys[1].to_string(), "8x4");
+        assert!(serde_json::from_str::<System>(r#"{"clients": 3, "servers": 2}"#).is_err());
         assert_eq!(strategy_name(5), "central-dispatcher-rr");
     }
 }

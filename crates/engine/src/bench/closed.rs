@@ -9,19 +9,22 @@
 use std::time::Duration;
 
 use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::session::{self, Session};
 use super::stats::Dist;
-use super::workload::{self, ClientSpec, RunOpts};
-use crate::context::param;
+use super::workload::{self, ClientSpec, RunRule};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::Results;
+use crate::results::{param, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 use crate::units::micros;
 
 /// How the server spends the service time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ServiceKind {
     /// Wait without using CPU (KIND_SLEEP).
     Sleep,
@@ -47,32 +50,33 @@ impl ServiceKind {
     }
 }
 
-/// `bench closed` options.
-#[derive(Debug, Clone)]
-pub struct ClosedOpts {
+/// A `bench closed` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClosedJob {
     pub target: TargetOpts,
     /// Client tasks C (each on its own connection).
     pub clients: usize,
     /// Mean think time Z between a reply and the next call.
+    #[serde(with = "crate::units::duration")]
     pub think: Duration,
     /// Distribution of Z.
     pub think_dist: Dist,
     /// Mean server service time S (sent to `work`; 0 = no-op work call).
+    #[serde(with = "crate::units::duration")]
     pub service: Duration,
     /// Distribution of S (drawn on the client, seeded).
     pub service_dist: Dist,
     /// How the server spends S.
     pub service_kind: ServiceKind,
-    pub run: RunOpts,
+    pub run: RunRule,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for ClosedOpts {
+impl Default for ClosedJob {
     fn default() -> Self {
-        ClosedOpts {
+        ClosedJob {
             target: TargetOpts::default(),
             clients: 1,
             think: Duration::ZERO,
@@ -80,22 +84,31 @@ impl Default for ClosedOpts {
             service: Duration::ZERO,
             service_dist: Dist::Fixed,
             service_kind: ServiceKind::Sleep,
-            run: RunOpts::default(),
+            run: RunRule::default(),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
 
-/// Run `bench closed`.
-pub fn run(o: &ClosedOpts) -> (Results, Option<anyhow::Error>) {
+impl ClosedJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(self.clients >= 1, || "`clients` must be at least 1".into())?;
+        self.run.validate()?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(ClosedJob, "closed");
+
+/// Run a closed-system job.
+pub fn run(o: &ClosedJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "closed",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             let p = &mut r.params;
             param(p, "clients", o.clients);
@@ -114,15 +127,14 @@ pub fn run(o: &ClosedOpts) -> (Results, Option<anyhow::Error>) {
     )
 }
 
-async fn measure(o: &ClosedOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    anyhow::ensure!(o.clients >= 1, "--clients must be at least 1");
-    let spec = o.run.spec(o.target.gate.as_ref())?;
+async fn measure(o: &ClosedJob, s: &Session, r: &mut Results) -> Result<()> {
+    let spec = o.run.spec(s.gate.as_ref());
     let mut clients = Vec::with_capacity(o.clients);
     for i in 0..o.clients {
         let c = s
             .connect()
             .await
-            .map_err(|e| anyhow::anyhow!("client {i}: connecting to the target: {e}"))?;
+            .map_err(|e| fail!(Target, "client {i}: connecting to the target: {e}"))?;
         let (mean_us, dist, kind) = (
             o.service.as_secs_f64() * 1e6,
             o.service_dist,
@@ -139,7 +151,7 @@ async fn measure(o: &ClosedOpts, s: &Session, r: &mut Results) -> anyhow::Result
             }),
         });
     }
-    let pb = o.progress.clone().case("closed");
+    let pb = s.progress.case("closed");
     let res = workload::run(spec, clients).await;
     pb.done();
     let name = format!(

@@ -11,43 +11,56 @@ use std::time::{Duration, Instant};
 
 use iiop_giop::message::LocateStatus;
 
+use serde::{Deserialize, Serialize};
+
 use super::session::{self, Session};
-use super::{count_error, error_kind, OnError};
-use crate::context::param;
+use super::{count_error, error_kind};
+use crate::error::{check, Error, JobError, Result};
 use crate::hist::Latency;
-use crate::options::{PlacementOpts, Sockets};
-use crate::results::{Case, CaseParams, Results};
+use crate::options::{OnError, PlacementOpts, Sockets};
+use crate::results::{param, Case, CaseParams, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench connect` options.
-#[derive(Debug, Clone)]
-pub struct ConnectOpts {
+/// A `bench connect` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectJob {
     pub target: TargetOpts,
     /// New connections to time.
     pub count: u64,
     /// Pause between connections (lets TIME_WAIT sockets and the server settle).
+    #[serde(with = "crate::units::duration")]
     pub pause: Duration,
     /// Stop at the first failure, or count failures and go on.
     pub on_error: OnError,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for ConnectOpts {
+impl Default for ConnectJob {
     fn default() -> Self {
-        ConnectOpts {
+        ConnectJob {
             target: TargetOpts::default(),
             count: 200,
             pause: Duration::ZERO,
             on_error: OnError::Stop,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
+
+impl ConnectJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(self.count >= 1, || "`count` must be at least 1".into())?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(ConnectJob, "connect");
 
 const STEPS: [&str; 6] = [
     "tcp-connect",
@@ -58,14 +71,12 @@ const STEPS: [&str; 6] = [
     "reference-to-first-reply",
 ];
 
-/// Run `bench connect`.
-pub fn run(o: &ConnectOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a connect job.
+pub fn run(o: &ConnectJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "connect",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             param(&mut r.params, "count", o.count);
             param(&mut r.params, "pause_s", o.pause.as_secs_f64());
@@ -74,16 +85,16 @@ pub fn run(o: &ConnectOpts) -> (Results, Option<anyhow::Error>) {
     )
 }
 
-async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+async fn measure(o: &ConnectJob, s: &Session, r: &mut Results) -> Result<()> {
     let mut hists: Vec<Latency> = STEPS.iter().map(|_| Latency::new()).collect();
     let mut errors = BTreeMap::new();
     let mut ok = 0u64;
     let start = Instant::now();
-    let pb = o.progress.clone().case("connect");
+    let pb = s.progress.case("connect");
     let mut failure = None;
     for i in 0..o.count {
         if crate::interrupt::requested() {
-            failure = Some(anyhow::anyhow!("interrupted"));
+            failure = Some(Error::interrupted("interrupted"));
             break;
         }
         match one(s).await {
@@ -98,7 +109,10 @@ async fn measure(o: &ConnectOpts, s: &Session, r: &mut Results) -> anyhow::Resul
             Err((step, e)) => {
                 count_error(&mut errors, format!("{step}: {}", error_kind(&e)));
                 if o.on_error == OnError::Stop {
-                    failure = Some(anyhow::anyhow!("connection {}: {step} failed: {e}", i + 1));
+                    failure = Some(Error::target(format!(
+                        "connection {}: {step} failed: {e}",
+                        i + 1
+                    )));
                     break;
                 }
             }
@@ -167,12 +181,8 @@ async fn one(s: &Session) -> Result<[Option<Duration>; 6], StepError> {
     }
     let l = c.locate().await.map_err(|e| ("locate", e))?;
     let t3 = Instant::now();
-    if !matches!(
-        l.status,
-        LocateStatus::ObjectHere
-            | LocateStatus::ObjectForward(_)
-            | LocateStatus::ObjectForwardPerm(_)
-    ) {
+    // The client followed any OBJECT_FORWARD: this is the final status.
+    if l.status != LocateStatus::ObjectHere {
         return Err((
             "locate",
             iiop_bench_idl::client::BenchError::Reference(format!("LocateReply {:?}", l.status)),

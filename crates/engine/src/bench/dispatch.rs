@@ -16,43 +16,56 @@ use iiop_bench_idl::client::BenchClient;
 use iiop_giop::ior::Ior;
 use serde_json::json;
 
+use serde::{Deserialize, Serialize};
+
 use super::session::{self, Session};
 use super::stats::Dist;
-use super::workload::{self, ClientSpec, RunOpts};
-use crate::context::param;
+use super::workload::{self, ClientSpec, RunRule};
+use crate::error::{bail, check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::{Fit, Results};
+use crate::results::{param, Fit, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench dispatch` options.
-#[derive(Debug, Clone)]
-pub struct DispatchOpts {
+/// A `bench dispatch` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DispatchJob {
     pub target: TargetOpts,
     /// Positions measured per model, evenly spaced from the first method
     /// to the last (at least 2).
     pub points: usize,
     /// Leave out the 500-method interface.
     pub no_500: bool,
-    pub run: RunOpts,
+    pub run: RunRule,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for DispatchOpts {
+impl Default for DispatchJob {
     fn default() -> Self {
-        DispatchOpts {
+        DispatchJob {
             target: TargetOpts::default(),
             points: 6,
             no_500: false,
-            run: RunOpts::default(),
+            run: RunRule::default(),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
+
+impl DispatchJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(self.points >= 2, || "`points` must be at least 2".into())?;
+        self.run.validate()?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(DispatchJob, "dispatch");
 
 /// The positions measured among `methods` methods.
 pub fn positions(points: usize, methods: u32) -> Vec<u32> {
@@ -64,14 +77,12 @@ pub fn positions(points: usize, methods: u32) -> Vec<u32> {
     v
 }
 
-/// Run `bench dispatch`.
-pub fn run(o: &DispatchOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a dispatch job.
+pub fn run(o: &DispatchJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "dispatch",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             param(&mut r.params, "points", o.points);
             param(&mut r.params, "with_500", !o.no_500);
@@ -92,33 +103,32 @@ pub async fn client_for(
     main_ior: &Ior,
     ior: &Ior,
     s: &Session,
-) -> anyhow::Result<BenchClient> {
+) -> Result<BenchClient> {
     let (Some(m), Some(p)) = (main_ior.iiop_profile(), ior.iiop_profile()) else {
-        anyhow::bail!("a reference without an IIOP profile");
+        bail!(Target, "a reference without an IIOP profile");
     };
     if m.host == p.host && m.port == p.port {
         Ok(main.with_key(&p.object_key))
     } else {
         BenchClient::connect(ior, &s.cfg)
             .await
-            .map_err(|e| anyhow::anyhow!("connecting to {}:{}: {e}", p.host, p.port))
+            .map_err(|e| fail!(Target, "connecting to {}:{}: {e}", p.host, p.port))
     }
 }
 
-async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    anyhow::ensure!(o.points >= 2, "--points must be at least 2");
-    let spec = o.run.spec(o.target.gate.as_ref())?;
+async fn measure(o: &DispatchJob, s: &Session, r: &mut Results) -> Result<()> {
+    let spec = o.run.spec(s.gate.as_ref());
     let main = s
         .connect()
         .await
-        .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
+        .map_err(|e| fail!(Target, "connecting to the target: {e}"))?;
     // (model, methods, key or None for Single objects, op name width)
     let mut models: Vec<(&str, u32)> = vec![("one-object-50", 50)];
     if !o.no_500 {
         models.push(("one-object-500", 500));
     }
     models.push(("objects-50", 50));
-    let progress = o.progress.clone();
+    let progress = s.progress.clone();
     for (model, methods) in models {
         let mut pts = Vec::new();
         for p in positions(o.points, methods) {
@@ -129,7 +139,7 @@ async fn measure(o: &DispatchOpts, s: &Session, r: &mut Results) -> anyhow::Resu
                     let ior = main
                         .get_single(p)
                         .await
-                        .map_err(|e| anyhow::anyhow!("get_single({p}): {e}"))?;
+                        .map_err(|e| fail!(Target, "get_single({p}): {e}"))?;
                     (client_for(&main, s.ior(), &ior, s).await?, "op".to_string())
                 }
             };

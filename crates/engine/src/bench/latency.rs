@@ -9,52 +9,69 @@
 //! oha correct for). Histograms are HDR, merged losslessly across tasks.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iiop_bench_idl::bench::elements::{CallMode, Elem};
 use iiop_bench_idl::bench::types::{Outgoing, Payload};
 use iiop_bench_idl::client::{BenchClient, BenchError};
+use serde::{Deserialize, Serialize};
 
+use super::loops::{self, Invoke, Loop, Tally};
 use super::session::{self, Session, Shape};
-use super::throughput::parse_types;
-use super::{count_error, error_kind, OnError};
-use crate::context::param;
-use crate::hist::Latency;
-use crate::options::{PlacementOpts, Sizes, Sockets};
-use crate::progress::{CaseProgress, Progress};
-use crate::results::{Case, CaseParams, CpuFigures, Fit, Results};
+use crate::dynamic::IdlOp;
+use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
+use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
+use crate::progress::CaseProgress;
+use crate::results::{param, Case, CaseParams, Fit, Results};
+use crate::run_context::RunContext;
 use crate::sysinfo::CpuTime;
 use crate::target::TargetOpts;
 use crate::units::format_size;
 
-/// Which operation a latency run calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LatOp {
+/// Which bench.idl operation a latency job calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LatencyOp {
     /// `ping()`: no arguments, empty reply.
+    #[default]
     Ping,
     /// `echo_T(s)`: the payload there and back.
     Echo,
     /// `send_T(s)`: the payload there, an empty reply back.
     Send,
-    /// An operation of the `--idl` file, `Module::Interface::op`.
-    Idl(&'static str),
 }
 
-/// `bench latency` options (`Default`: the command line's defaults).
-#[derive(Debug, Clone)]
-pub struct LatencyOpts {
+impl LatencyOp {
+    /// `ping`, `echo`, `send`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyOp::Ping => "ping",
+            LatencyOp::Echo => "echo",
+            LatencyOp::Send => "send",
+        }
+    }
+}
+
+/// A `bench latency` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LatencyJob {
     pub target: TargetOpts,
-    /// The operation.
-    pub op: LatOp,
-    /// Element types for echo/send (bench.idl tokens), comma-separated.
-    pub types: String,
+    /// The bench.idl operation (ignored with `idl`).
+    pub op: LatencyOp,
+    /// Element types for echo/send.
+    #[serde(with = "super::elems")]
+    pub types: Vec<Elem>,
     /// Payload bytes per call for echo/send.
-    pub size: Sizes,
+    pub sizes: Sizes,
     /// Measured calls per point.
     pub count: u64,
     /// Measure for this long per point instead of `count` calls.
+    #[serde(
+        with = "crate::units::opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration: Option<Duration>,
     /// Unmeasured calls first (per point).
     pub warmup: u64,
@@ -64,10 +81,12 @@ pub struct LatencyOpts {
     pub in_flight: usize,
     /// Open loop at this many calls per second (latency from the intended
     /// send time).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
     /// Also measure raw-TCP ping-pong at the same sizes (ratios).
     pub baseline: bool,
-    /// Raw-TCP server for `baseline` with a remote target.
+    /// Raw-TCP server (`HOST:PORT`) for `baseline` with a remote target.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_target: Option<String>,
     /// With `baseline`, one connection and one call at a time in a closed
     /// loop: each point is measured as this many slices, taken in turn
@@ -78,19 +97,18 @@ pub struct LatencyOpts {
     pub on_error: OnError,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: Progress,
-    /// Call an operation of an IDL file (`op` is then [`LatOp::Idl`]).
-    pub idl: crate::dynamic::IdlOpts,
+    /// Call this operation of an IDL file instead of bench.idl's `op`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idl: Option<IdlOp>,
 }
 
-impl Default for LatencyOpts {
+impl Default for LatencyJob {
     fn default() -> Self {
-        LatencyOpts {
+        LatencyJob {
             target: TargetOpts::default(),
-            op: LatOp::Ping,
-            types: "octet".into(),
-            size: Sizes(vec![0]),
+            op: LatencyOp::Ping,
+            types: vec![Elem::Octet],
+            sizes: Sizes(vec![0]),
             count: 10_000,
             duration: None,
             warmup: 1_000,
@@ -103,11 +121,78 @@ impl Default for LatencyOpts {
             on_error: OnError::Stop,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Progress::none(),
-            idl: Default::default(),
+            idl: None,
         }
     }
 }
+
+impl LatencyJob {
+    /// How each point is measured.
+    pub fn point_loop(&self) -> Loop {
+        Loop {
+            count: self.count,
+            duration: self.duration,
+            warmup: self.warmup,
+            connections: self.connections,
+            in_flight: self.in_flight,
+            rate: self.rate,
+            on_error: self.on_error,
+        }
+    }
+
+    /// Everything that can be checked before the job starts: counts and
+    /// durations, options the operation ignores, the target.
+    pub fn validate(&self) -> Result<(), JobError> {
+        self.validate_fields()?;
+        self.target.validate(self.point_loop().single_caller())
+    }
+
+    /// [`validate`](Self::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        let d = LatencyJob::default();
+        check(self.connections >= 1 && self.in_flight >= 1, || {
+            "`connections` and `in_flight` must be at least 1".into()
+        })?;
+        if let Some(rate) = self.rate {
+            check(rate > 0.0 && rate.is_finite(), || {
+                "`rate` must be positive".into()
+            })?;
+            check(self.in_flight == 1, || {
+                "`in_flight` is the closed loop's; with `rate` (the open loop) calls are in flight as the rate makes them".into()
+            })?;
+        }
+        match self.duration {
+            Some(t) => check(!t.is_zero(), || "`duration` must be more than 0".into())?,
+            None => check(self.count >= 1, || "`count` must be at least 1".into())?,
+        }
+        check(self.slices >= 1, || "`slices` must be at least 1".into())?;
+        check(self.baseline_target.is_none() || self.baseline, || {
+            "`baseline_target` is the server of `baseline`, which is off".into()
+        })?;
+        self.sizes.validate("sizes")?;
+        match (&self.idl, self.op) {
+            (Some(idl), _) => {
+                check(
+                    self.op == d.op && self.types == d.types && self.sizes == d.sizes,
+                    || {
+                        "`op`, `types` and `sizes` choose bench.idl's calls: with `idl` the operation is `idl.op` and its arguments `idl.args` and `idl.gen`".into()
+                    },
+                )?;
+                idl.validate()?;
+            }
+            (None, LatencyOp::Ping) => {
+                check(self.types == d.types && self.sizes == d.sizes, || {
+                    "`types` and `sizes` are the payload of echo and send: ping sends none".into()
+                })?
+            }
+            (None, _) => check(!self.types.is_empty(), || "`types` is empty".into())?,
+        }
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(LatencyJob, "latency", LatencyJob::validate);
 
 /// What one caller sends.
 #[derive(Debug, Clone)]
@@ -129,27 +214,6 @@ async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
     }
 }
 
-/// What the callers of one point measured together.
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
-    pub(crate) lat: Latency,
-    pub(crate) calls: u64,
-    pub(crate) errors: BTreeMap<String, u64>,
-    pub(crate) first_error: Option<String>,
-}
-
-/// One caller of a latency run: something that makes one call. The loops
-/// below drive any of them (bench.idl calls here, IDL-driven ones in
-/// `dynamic::bench`).
-/// Callers run as runtime tasks (not `LocalSet` ones): a reply wakes the
-/// caller straight from the connection's reader task, without the extra
-/// driver poll a `block_on` future or a `LocalSet` costs per wake-up.
-pub(crate) trait Invoke: Clone + Send + Sync + 'static {
-    fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>> + Send;
-    /// Close the caller's connection (Ctrl-C: calls in flight end now).
-    fn close(&self);
-}
-
 /// A connection and what to send on it.
 #[derive(Debug, Clone)]
 struct Caller {
@@ -167,115 +231,69 @@ impl Invoke for Caller {
     }
 }
 
-impl Tally {
-    pub(crate) fn merge(&mut self, o: Tally) {
-        self.lat.merge(&o.lat);
-        self.calls += o.calls;
-        for (k, v) in o.errors {
-            *self.errors.entry(k).or_insert(0) += v;
-        }
-        if self.first_error.is_none() {
-            self.first_error = o.first_error;
-        }
+/// Run a latency job (its `idl` operation when it has one).
+pub fn run(o: &LatencyJob, ctx: &RunContext) -> (Results, Option<Error>) {
+    if let Some(idl) = &o.idl {
+        return crate::dynamic::bench::latency(o, idl, o.point_loop(), ctx);
     }
-
-    pub(crate) fn fail(&mut self, e: &BenchError) {
-        count_error(&mut self.errors, error_kind(e));
-        if self.first_error.is_none() {
-            self.first_error = Some(e.to_string());
-        }
-    }
-}
-
-/// Run `bench latency`.
-pub fn run(o: &LatencyOpts) -> (Results, Option<anyhow::Error>) {
-    if let Some(r) = crate::dynamic::latency_branch(o) {
-        return r;
-    }
+    let lo = o.point_loop();
     session::run(
-        "latency",
-        &o.target,
-        &o.socket,
-        &o.placement,
-        single_caller(o),
-        |r| loop_params(o, r),
+        o,
+        Shape {
+            single_caller: lo.single_caller(),
+            ..Shape::default()
+        },
+        ctx,
+        |r| lo.record(&mut r.params, o.socket.nodelay),
         async |s: &Session, r: &mut Results| measure(o, s, r).await,
     )
 }
 
-/// The run's shape: single-caller when one connection makes one call at
-/// a time in a closed loop (`--wait-strategy auto` then waits on read,
-/// spinning first when client and server have CPUs apart).
-pub(crate) fn single_caller(o: &LatencyOpts) -> Shape {
-    Shape {
-        single_caller: o.connections == 1 && o.in_flight == 1 && o.rate.is_none(),
-        phase_timing: false,
-        oneway_buffer: None,
-        coalesce_oneways: false,
-    }
-}
-
-/// The run parameters every latency run records (bench.idl and `--idl`).
-pub(crate) fn loop_params(o: &LatencyOpts, r: &mut Results) {
-    let p = &mut r.params;
-    param(p, "count", o.count);
-    param(p, "duration_s", o.duration.map(|d| d.as_secs_f64()));
-    param(p, "warmup", o.warmup);
-    param(p, "connections", o.connections);
-    param(p, "in_flight", o.in_flight);
-    param(p, "rate", o.rate);
-    param(p, "nodelay", o.socket.nodelay);
-    param(p, "loop", if o.rate.is_some() { "open" } else { "closed" });
-}
-
-async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        o.connections >= 1 && o.in_flight >= 1,
-        "--connections and --in-flight must be at least 1"
-    );
-    if let Some(rate) = o.rate {
-        anyhow::ensure!(rate > 0.0 && rate.is_finite(), "--rate must be positive");
-    }
+async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
+    let lo = o.point_loop();
     let mut conns = Vec::with_capacity(o.connections);
     for _ in 0..o.connections {
         conns.push(
             s.connect()
                 .await
-                .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?,
+                .map_err(|e| fail!(Target, "connecting to the target: {e}"))?,
         );
     }
     let cs = conns[0].options().char_set;
     let points: Vec<(Option<Elem>, u64)> = match o.op {
-        LatOp::Ping => vec![(None, 0)],
-        _ => parse_types(&o.types)?
-            .into_iter()
-            .flat_map(|e| o.size.0.iter().map(move |&s| (Some(e), s)))
+        LatencyOp::Ping => vec![(None, 0)],
+        _ => o
+            .types
+            .iter()
+            .flat_map(|&e| o.sizes.0.iter().map(move |&s| (Some(e), s)))
             .collect(),
     };
-    let progress = &o.progress;
+    let progress = &s.progress;
     let mut fits: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     if o.baseline {
         // The raw round trip waits as the server it is set beside does.
         session::record_baseline_wait(s, r, o.baseline_target.as_deref(), true);
     }
     // Baselines measured alongside each point, sliced; else after them.
-    let mut sliced = match sliced(o) {
+    let mut sliced = match sliced(o, s) {
         true => Some(Baselines::start(o, s)?),
         false => None,
     };
     for (elem, size) in points {
-        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         let (what, per_call, label, ty) = match (o.op, elem) {
-            (LatOp::Ping, _) | (_, None) => (Call::Ping, 0, "ping".to_string(), "void".to_string()),
+            (LatencyOp::Ping, _) | (_, None) => {
+                (Call::Ping, 0, "ping".to_string(), "void".to_string())
+            }
             (op, Some(e)) => {
-                let mode = if op == LatOp::Echo {
+                let mode = if op == LatencyOp::Echo {
                     CallMode::Echo
                 } else {
                     CallMode::Twoway
                 };
                 let p = Payload::for_size(e, size);
                 let b = p.counted_bytes(cs);
-                let name = if op == LatOp::Echo { "echo" } else { "send" };
+                let name = op.name();
                 (
                     Call::Payload(mode, Arc::new(Outgoing::new(p))),
                     b,
@@ -291,12 +309,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
                 what: what.clone(),
             })
             .collect();
-        let mode = match o.op {
-            LatOp::Ping => "ping",
-            LatOp::Echo => "echo",
-            LatOp::Send => "send",
-            LatOp::Idl(_) => "idl",
-        };
+        let mode = o.op.name();
         let params = CaseParams {
             ty,
             size,
@@ -306,11 +319,14 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         let watch = s.watch_case();
         let (mut case, first_error) = match &mut sliced {
             Some(b) => {
-                let raw_size = if o.op == LatOp::Ping { 1 } else { size };
+                let raw_size = if o.op == LatencyOp::Ping { 1 } else { size };
                 let pb = progress.case(&label);
                 sliced_point(o, &callers, &label, pb, params, per_call, b, raw_size).await?
             }
-            None => point(o, &callers, &label, progress.case(&label), params, per_call).await?,
+            None => {
+                let pb = progress.case(&label);
+                loops::point(&lo, s.gate.as_ref(), &callers, &label, pb, params, per_call).await?
+            }
         };
         watch.finish(&mut case);
         if let Some(b) = &mut sliced {
@@ -323,7 +339,7 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
         }
         r.cases.push(case);
         if let (OnError::Stop, Some(e)) = (o.on_error, first_error) {
-            anyhow::bail!("{label}: {e}");
+            bail!(Target, "{label}: {e}");
         }
     }
     for (label, pts) in fits {
@@ -339,16 +355,11 @@ async fn measure(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Resul
     Ok(())
 }
 
-/// Whether `--baseline` is measured slice by slice alongside each point:
+/// Whether the baseline is measured slice by slice alongside each point:
 /// one connection making one call at a time in a closed loop, with no
 /// agents' start gate (its slots are one per case).
-fn sliced(o: &LatencyOpts) -> bool {
-    o.baseline
-        && o.slices > 1
-        && o.connections == 1
-        && o.in_flight == 1
-        && o.rate.is_none()
-        && o.target.gate.is_none()
+fn sliced(o: &LatencyJob, s: &Session) -> bool {
+    o.baseline && o.slices > 1 && o.point_loop().single_caller() && s.gate.is_none()
 }
 
 /// The raw clients of a sliced `--baseline` (raw TCP, and raw
@@ -360,7 +371,7 @@ struct Baselines {
 }
 
 impl Baselines {
-    fn start(o: &LatencyOpts, s: &Session) -> anyhow::Result<Baselines> {
+    fn start(o: &LatencyJob, s: &Session) -> Result<Baselines> {
         let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
         let rc = session::raw_client(addr, s)?;
         let (tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
@@ -383,16 +394,16 @@ impl Baselines {
     }
 }
 
-/// One point with `--baseline` on one connection, closed loop: after the
-/// warm-ups, `--slices` rounds, each a slice of the point's calls (its
-/// share of `--count`, or of `--duration`) and a slice of the same number
+/// One point with a baseline on one connection, closed loop: after the
+/// warm-ups, `slices` rounds, each a slice of the point's calls (its
+/// share of `count`, or of `duration`) and a slice of the same number
 /// of raw round trips of `raw_size` per raw client, every other round in
 /// reverse order. The case's ratio to a baseline is the median over the
 /// rounds of the slice's p50 over the raw slice's: a change of the
 /// machine's speed during the point moves both sides of each ratio.
 #[allow(clippy::too_many_arguments)]
 async fn sliced_point<I: Invoke>(
-    o: &LatencyOpts,
+    o: &LatencyJob,
     callers: &[I],
     label: &str,
     pb: CaseProgress,
@@ -400,10 +411,11 @@ async fn sliced_point<I: Invoke>(
     per_call: u64,
     b: &mut Baselines,
     raw_size: u64,
-) -> anyhow::Result<(Case, Option<String>)> {
-    let _ctrl_c = close_on_interrupt(callers);
-    let echo = o.op == LatOp::Echo;
-    let pb = warm_up(o, callers, label, pb).await?;
+) -> Result<(Case, Option<String>)> {
+    let lo = o.point_loop();
+    let _ctrl_c = loops::close_on_interrupt(callers);
+    let echo = o.op == LatencyOp::Echo;
+    let pb = loops::warm_up(&lo, callers, label, pb).await?;
     if o.warmup > 0 {
         for rc in b.clients.iter_mut() {
             rc.pingpong(raw_size as usize, echo, o.warmup.min(1000), 0, None)?;
@@ -436,14 +448,14 @@ async fn sliced_point<I: Invoke>(
                 break;
             }
             if side == 0 {
-                let so = LatencyOpts {
+                let so = Loop {
                     count: share,
                     duration: dur,
-                    ..o.clone()
+                    ..lo
                 };
                 let cpu0 = CpuTime::thread_now();
                 let start = Instant::now();
-                let t = closed_loop(&so, callers).await;
+                let t = loops::closed_loop(&so, callers).await;
                 secs += start.elapsed().as_secs_f64();
                 cpu = cpu.plus(CpuTime::thread_now().since(cpu0));
                 if !t.lat.is_empty() {
@@ -468,7 +480,7 @@ async fn sliced_point<I: Invoke>(
         }
     }
     pb.done();
-    let (mut case, first_error) = tally_case(o, label, params, per_call, tally, secs, cpu);
+    let (mut case, first_error) = loops::tally_case(&lo, label, params, per_call, tally, secs, cpu);
     for ((rc, run), p50s) in b.clients.iter().zip(raw).zip(raw_p50) {
         let ratio = super::stats::median_ratio(&giop_p50, &p50s);
         let mut c = raw_case(&run, raw_size, echo, rc.is_tls());
@@ -493,7 +505,7 @@ async fn sliced_point<I: Invoke>(
 
 /// A raw ping-pong run as its case: `tcp ack 64KiB`, `tls-tcp echo 1KiB` ….
 fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Case {
-    let mut c = crate::tcp::pingpong_case(run, size);
+    let mut c = crate::bench::tcp_baseline::pingpong_case(run, size);
     let wire = if tls { "tls-tcp" } else { "tcp" };
     let pattern = if echo { "echo" } else { "ack" };
     c.params.mode = format!("{wire}-pingpong-{pattern}");
@@ -501,215 +513,13 @@ fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Ca
     c
 }
 
-/// `--warmup` calls spread over the callers, not recorded; a failed one
-/// ends the point's progress line `pb` and the point, else `pb` goes on.
-async fn warm_up<I: Invoke>(
-    o: &LatencyOpts,
-    callers: &[I],
-    label: &str,
-    pb: CaseProgress,
-) -> anyhow::Result<CaseProgress> {
-    for i in 0..o.warmup {
-        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
-            pb.done();
-            anyhow::bail!("{label}: warm-up call failed: {e}");
-        }
-    }
-    Ok(pb)
-}
-
-/// One point of a latency run (bench.idl calls and IDL-driven ones):
-/// warm-up spread over the callers (not recorded), the closed or open
-/// loop, and the case with its histogram, CPU and loop parameters. Also
-/// the first failure, for `--on-error stop`.
-pub(crate) async fn point<I: Invoke>(
-    o: &LatencyOpts,
-    callers: &[I],
-    label: &str,
-    pb: CaseProgress,
-    params: CaseParams,
-    per_call: u64,
-) -> anyhow::Result<(Case, Option<String>)> {
-    let _ctrl_c = close_on_interrupt(callers);
-    let pb = warm_up(o, callers, label, pb).await?;
-    // In an agent run, every agent starts this case at the same instant.
-    crate::gate::case_start(o.target.gate.as_ref()).await;
-    let cpu0 = CpuTime::thread_now();
-    let start = Instant::now();
-    let tally = match o.rate {
-        None => closed_loop(o, callers).await,
-        Some(rate) => open_loop(o, callers, rate).await,
-    };
-    let secs = start.elapsed().as_secs_f64();
-    let cpu = CpuTime::thread_now().since(cpu0);
-    pb.done();
-    Ok(tally_case(o, label, params, per_call, tally, secs, cpu))
-}
-
-/// A point's case from what its callers measured over `secs` seconds of
-/// the client thread's `cpu`, and its first error.
-fn tally_case(
-    o: &LatencyOpts,
-    label: &str,
-    params: CaseParams,
-    per_call: u64,
-    tally: Tally,
-    secs: f64,
-    cpu: CpuTime,
-) -> (Case, Option<String>) {
-    let bytes = tally.calls * per_call;
-    let mut case = Case {
-        name: label.to_string(),
-        params,
-        calls: tally.calls,
-        bytes,
-        seconds: secs,
-        calls_per_sec: tally.calls as f64 / secs.max(1e-9),
-        throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
-        latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
-        histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
-        errors: tally.errors,
-        cpu: Some(CpuFigures {
-            client_user_s: cpu.user,
-            client_sys_s: cpu.sys,
-            client_s_per_mib: if bytes > 0 {
-                cpu.total() / (bytes as f64 / 1048576.0)
-            } else {
-                0.0
-            },
-            server_s: None,
-        }),
-        ..Default::default()
-    };
-    param(&mut case.params.extra, "connections", o.connections);
-    param(&mut case.params.extra, "in_flight", o.in_flight);
-    if let Some(rate) = o.rate {
-        param(&mut case.params.extra, "rate", rate);
-    }
-    (case, tally.first_error)
-}
-
-/// Every caller issues its next call when the previous one returns,
-/// `--in-flight` times over, until `--count` calls or `--duration`.
-pub(crate) async fn closed_loop<I: Invoke>(o: &LatencyOpts, callers: &[I]) -> Tally {
-    let issued = Arc::new(AtomicU64::new(0));
-    let deadline = o.duration.map(|d| Instant::now() + d);
-    let count = if o.duration.is_some() {
-        u64::MAX
-    } else {
-        o.count
-    };
-    let stop_on_error = o.on_error == OnError::Stop;
-    let mut tasks = Vec::new();
-    for c in callers {
-        for _ in 0..o.in_flight {
-            let (c, issued) = (c.clone(), issued.clone());
-            tasks.push(tokio::spawn(async move {
-                let mut t = Tally::default();
-                loop {
-                    if issued.fetch_add(1, Ordering::Relaxed) >= count
-                        || deadline.is_some_and(|d| Instant::now() >= d)
-                        || crate::interrupt::requested()
-                    {
-                        break;
-                    }
-                    let t0 = Instant::now();
-                    match c.invoke().await {
-                        Ok(()) => {
-                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
-                            t.calls += 1;
-                        }
-                        // Cut short by Ctrl-C: not the server's failure.
-                        Err(_) if crate::interrupt::requested() => break,
-                        Err(e) => {
-                            t.fail(&e);
-                            if stop_on_error {
-                                issued.store(u64::MAX / 2, Ordering::Relaxed);
-                                break;
-                            }
-                        }
-                    }
-                }
-                t
-            }));
-        }
-    }
-    let mut total = Tally::default();
-    for t in tasks {
-        if let Ok(t) = t.await {
-            total.merge(t);
-        }
-    }
-    total
-}
-
-/// Close every caller's connection on Ctrl-C, while the guard lives.
-fn close_on_interrupt<I: Invoke>(callers: &[I]) -> super::CloseOnInterrupt {
-    let callers = callers.to_vec();
-    super::CloseOnInterrupt::new(move || callers.iter().for_each(Invoke::close))
-}
-
-/// Calls at fixed intended times; each latency counts from its intended
-/// time. At most 10 000 calls are outstanding; beyond that, calls are
-/// counted as `overload` errors rather than queued without bound.
-pub(crate) async fn open_loop<I: Invoke>(o: &LatencyOpts, callers: &[I], rate: f64) -> Tally {
-    const MAX_OUTSTANDING: usize = 10_000;
-    let n = match o.duration {
-        Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
-        None => o.count,
-    };
-    let interval = Duration::from_secs_f64(1.0 / rate);
-    let start = tokio::time::Instant::now();
-    let outstanding = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
-    let mut total = Tally::default();
-    for i in 0..n {
-        if crate::interrupt::requested() {
-            break;
-        }
-        let intended = start + interval.mul_f64(i as f64);
-        tokio::time::sleep_until(intended).await;
-        if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
-            count_error(&mut total.errors, "overload".into());
-            continue;
-        }
-        outstanding.fetch_add(1, Ordering::Relaxed);
-        let (c, out) = (
-            callers[i as usize % callers.len()].clone(),
-            outstanding.clone(),
-        );
-        let intended = intended.into_std();
-        // Each call hands back its figure; one histogram records them all
-        // (a histogram per call was 264 KiB allocated and zeroed inside the
-        // timed interval, and held until the end).
-        tasks.push(tokio::spawn(async move {
-            let r = c.invoke().await;
-            let ns = intended.elapsed().as_nanos() as u64;
-            out.fetch_sub(1, Ordering::Relaxed);
-            (ns, r)
-        }));
-    }
-    for t in tasks {
-        match t.await {
-            Ok((ns, Ok(()))) => {
-                total.lat.record_ns(ns);
-                total.calls += 1;
-            }
-            Ok((_, Err(_))) if crate::interrupt::requested() => {}
-            Ok((_, Err(e))) => total.fail(&e),
-            Err(_) => {}
-        }
-    }
-    total
-}
-
-fn baseline(o: &LatencyOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
+fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
-    let echo = o.op == LatOp::Echo;
-    let sizes: Vec<u64> = if o.op == LatOp::Ping {
+    let echo = o.op == LatencyOp::Echo;
+    let sizes: Vec<u64> = if o.op == LatencyOp::Ping {
         vec![1]
     } else {
-        o.size.0.clone()
+        o.sizes.0.clone()
     };
     let dur = o.duration.unwrap_or(Duration::from_secs(1));
     let rc = session::raw_client(addr, s)?;

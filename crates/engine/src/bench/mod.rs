@@ -5,7 +5,7 @@
 //! `setup` (E1.1 across server states), `params` (E1.2), `dispatch`
 //! (E1.3), `packing` (E1.4), `balance` (E1.5).
 //!
-//! Every command runs the same way: resolve the target (or start the
+//! Every benchmark runs the same way: check its job, resolve the target (or start the
 //! embedded server, before pinning the client so it does not inherit the
 //! client's CPUs), pin the client thread, run a current-thread tokio
 //! runtime on it (so `RUSAGE_THREAD` is exactly the client's CPU), measure
@@ -17,25 +17,101 @@ pub mod closed;
 pub mod connect;
 pub mod dispatch;
 pub mod latency;
+pub mod loops;
 pub mod packing;
 pub mod params;
 pub mod replicas;
 pub mod session;
 pub mod setup;
 pub mod stats;
+pub mod tcp_baseline;
 pub mod throughput;
 pub mod workload;
 
 use std::collections::BTreeMap;
 
-/// What to do when a call fails.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OnError {
-    /// End the run at the first failed call (the default).
-    #[default]
-    Stop,
-    /// Count the failure by kind and go on.
-    Continue,
+use iiop_bench_idl::bench::elements::{CallMode, Elem};
+
+use crate::error::JobError;
+
+/// Parse a comma list of element tokens (`all` for every type), as users
+/// write them.
+pub fn parse_types(s: &str) -> Result<Vec<Elem>, JobError> {
+    if s.trim() == "all" {
+        return Ok(Elem::ALL.to_vec());
+    }
+    s.split(',')
+        .map(|t| t.trim().parse::<Elem>().map_err(JobError::new))
+        .collect()
+}
+
+/// Parse a comma list of call modes (`oneway,twoway,echo`).
+pub fn parse_modes(s: &str) -> Result<Vec<CallMode>, JobError> {
+    s.split(',')
+        .map(|t| t.trim().parse::<CallMode>().map_err(JobError::new))
+        .collect()
+}
+
+/// The serde form of a list of element types: bench.idl's tokens
+/// (`["octet", "perfstruct"]`); also read from one comma list or `all`.
+pub mod elems {
+    use iiop_bench_idl::bench::elements::Elem;
+    use serde::ser::SerializeSeq;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[Elem], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for e in v {
+            seq.serialize_element(e.token())?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Elem>, D::Error> {
+        super::words(d, super::parse_types)
+    }
+}
+
+/// The serde form of a list of call modes (`["oneway", "twoway"]`); also
+/// read from one comma list.
+pub mod modes {
+    use iiop_bench_idl::bench::elements::CallMode;
+    use serde::ser::SerializeSeq;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[CallMode], s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(v.len()))?;
+        for m in v {
+            seq.serialize_element(m.name())?;
+        }
+        seq.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CallMode>, D::Error> {
+        super::words(d, super::parse_modes)
+    }
+}
+
+/// A list read from a list of words or one comma list, each word parsed
+/// by `parse` (a comma list).
+fn words<'de, D, T>(d: D, parse: fn(&str) -> Result<Vec<T>, JobError>) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        List(Vec<String>),
+        One(String),
+    }
+    let text = match <Form as serde::Deserialize>::deserialize(d)? {
+        Form::List(v) => v.join(","),
+        Form::One(s) => s,
+    };
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    parse(&text).map_err(serde::de::Error::custom)
 }
 
 /// A short stable name for an error, used as the key of `errors`.

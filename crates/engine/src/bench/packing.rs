@@ -13,78 +13,130 @@
 //! object instead (then modes I and II coincide: bench.idl has no
 //! service-time operation per object).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use iiop_bench_idl::bench::work::{Dist as WireDist, Kind};
 use iiop_bench_idl::client::BenchClient;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::closed::ServiceKind;
-use super::replicas::{self, ServerKind};
+use super::replicas::{self, Replicas};
 use super::session::{self, Session};
 use super::stats::Dist;
-use super::workload::{self, ClientSpec, RunOpts};
-use crate::context::param;
+use super::workload::{self, ClientSpec, RunRule};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::Results;
+use crate::results::{param, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench packing` options.
-#[derive(Debug, Clone)]
-pub struct PackingOpts {
-    pub target: TargetOpts,
-    /// Numbers N of client/method pairs (at most 50), comma-separated.
-    pub pairs: Vec<usize>,
-    /// The N servers of mode III: `inproc` (ours, in this process),
-    /// `child` (ours, as processes) or `orb:NAME` (scripts/orbs/NAME/start).
-    pub servers: ServerKind,
-    /// Our binary for `--servers child` (default: this executable).
-    pub server_exe: Option<PathBuf>,
-    /// Service time per call; 0 calls the no-op methods.
-    pub service: Duration,
-    /// How the server spends --service.
-    pub service_kind: ServiceKind,
-    /// Leave out modes (comma-separated: one-object, objects, servers).
-    pub skip: Vec<String>,
-    pub run: RunOpts,
-    pub socket: Sockets,
-    pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
+/// How the N client/method pairs are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackingMode {
+    /// N methods of one object.
+    OneObject,
+    /// N objects in one server.
+    Objects,
+    /// N servers.
+    Servers,
 }
 
-impl Default for PackingOpts {
-    /// Mode III's servers in this process (`ServerKind::Child` needs
-    /// `server_exe` outside the iiopbench binary).
-    fn default() -> Self {
-        PackingOpts {
-            target: TargetOpts::default(),
-            pairs: vec![1, 2, 4, 8],
-            servers: ServerKind::InProcess,
-            server_exe: None,
-            service: Duration::ZERO,
-            service_kind: ServiceKind::Spin,
-            skip: Vec::new(),
-            run: RunOpts::default(),
-            socket: Sockets::default(),
-            placement: PlacementOpts::default(),
-            progress: Default::default(),
+impl PackingMode {
+    /// In the study's order.
+    pub const ALL: [PackingMode; 3] = [
+        PackingMode::OneObject,
+        PackingMode::Objects,
+        PackingMode::Servers,
+    ];
+
+    /// `one-object`, `objects`, `servers`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PackingMode::OneObject => "one-object",
+            PackingMode::Objects => "objects",
+            PackingMode::Servers => "servers",
         }
     }
 }
 
-/// The modes, in the study's order.
-pub const MODES: [&str; 3] = ["one-object", "objects", "servers"];
+impl std::str::FromStr for PackingMode {
+    type Err = String;
 
-/// Run `bench packing`.
-pub fn run(o: &PackingOpts) -> (Results, Option<anyhow::Error>) {
+    fn from_str(s: &str) -> Result<PackingMode, String> {
+        PackingMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s.trim())
+            .ok_or_else(|| format!("{s:?}: not a mode (one-object, objects, servers)"))
+    }
+}
+
+/// A `bench packing` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PackingJob {
+    pub target: TargetOpts,
+    /// Numbers N of client/method pairs (each at most 50).
+    pub pairs: Vec<usize>,
+    /// The N servers of mode III: ours in this process, ours as
+    /// processes, or a vendor ORB's.
+    pub servers: Replicas,
+    /// Service time per call; 0 calls the no-op methods.
+    #[serde(with = "crate::units::duration")]
+    pub service: Duration,
+    /// How the server spends `service`.
+    pub service_kind: ServiceKind,
+    /// Modes left out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<PackingMode>,
+    pub run: RunRule,
+    pub socket: Sockets,
+    pub placement: PlacementOpts,
+}
+
+impl Default for PackingJob {
+    /// Mode III's servers in this process.
+    fn default() -> Self {
+        PackingJob {
+            target: TargetOpts::default(),
+            pairs: vec![1, 2, 4, 8],
+            servers: Replicas::InProcess,
+            service: Duration::ZERO,
+            service_kind: ServiceKind::Spin,
+            skip: Vec::new(),
+            run: RunRule::default(),
+            socket: Sockets::default(),
+            placement: PlacementOpts::default(),
+        }
+    }
+}
+
+impl PackingJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(
+            !self.pairs.is_empty() && self.pairs.iter().all(|&n| (1..=50).contains(&n)),
+            || "`pairs` must be between 1 and 50".into(),
+        )?;
+        check(
+            PackingMode::ALL.iter().any(|m| !self.skip.contains(m)),
+            || "`skip` leaves no mode to measure".into(),
+        )?;
+        self.run.validate()?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(PackingJob, "packing");
+
+/// Run a packing job.
+pub fn run(o: &PackingJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "packing",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             let p = &mut r.params;
             param(p, "pairs", &o.pairs);
@@ -94,8 +146,9 @@ pub fn run(o: &PackingOpts) -> (Results, Option<anyhow::Error>) {
             o.run.record(p);
         },
         async |s: &Session, r: &mut Results| {
+            let programs = ctx.programs.as_deref();
             tokio::task::LocalSet::new()
-                .run_until(measure(o, s, r))
+                .run_until(measure(o, programs, s, r))
                 .await
         },
     )
@@ -118,45 +171,44 @@ fn client_spec(c: BenchClient, op: String, service: Option<(f64, Kind)>) -> Clie
     }
 }
 
-async fn measure(o: &PackingOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    for m in &o.skip {
-        anyhow::ensure!(MODES.contains(&m.as_str()), "--skip {m:?}: not a mode");
-    }
-    anyhow::ensure!(
-        !o.pairs.is_empty() && o.pairs.iter().all(|&n| (1..=50).contains(&n)),
-        "--pairs must be between 1 and 50"
-    );
-    let spec = o.run.spec(o.target.gate.as_ref())?;
+async fn measure(
+    o: &PackingJob,
+    programs: Option<&dyn crate::programs::Programs>,
+    s: &Session,
+    r: &mut Results,
+) -> Result<()> {
+    let spec = o.run.spec(s.gate.as_ref());
     let service =
         (!o.service.is_zero()).then(|| (o.service.as_secs_f64() * 1e6, o.service_kind.wire()));
-    let progress = o.progress.clone();
+    let progress = s.progress.clone();
     for &n in &o.pairs {
-        for mode in MODES {
-            if o.skip.iter().any(|m| m == mode) {
+        for m in PackingMode::ALL {
+            if o.skip.contains(&m) {
                 continue;
             }
+            let mode = m.name();
             // Servers of mode III live until the case ends.
             let mut started = Vec::new();
             let mut clients = Vec::with_capacity(n);
             if mode == "servers" {
-                started = replicas::start(&o.servers, n, o.server_exe.as_ref())?;
+                started = replicas::start(&o.servers, n, programs)?;
             }
             for i in 0..n {
                 let main = match started.get(i) {
                     Some(srv) => BenchClient::connect(&srv.ior(), &s.cfg).await,
                     None => s.connect().await,
                 }
-                .map_err(|e| anyhow::anyhow!("{mode} N={n}: client {i} connecting: {e}"))?;
+                .map_err(|e| fail!(Target, "{mode} N={n}: client {i} connecting: {e}"))?;
                 let (c, op) = match mode {
                     "one-object" => (main.with_key(b"Dispatch50"), format!("m{i:02}")),
                     _ => {
                         let ior = main
                             .get_single(i as u32)
                             .await
-                            .map_err(|e| anyhow::anyhow!("{mode} N={n}: get_single({i}): {e}"))?;
+                            .map_err(|e| fail!(Target, "{mode} N={n}: get_single({i}): {e}"))?;
                         let p = ior
                             .iiop_profile()
-                            .ok_or_else(|| anyhow::anyhow!("get_single({i}): no IIOP profile"))?;
+                            .ok_or_else(|| fail!(Target, "get_single({i}): no IIOP profile"))?;
                         (main.with_key(&p.object_key), "op".to_string())
                     }
                 };

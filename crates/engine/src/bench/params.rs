@@ -19,38 +19,51 @@ use iiop_bench_idl::client::BenchClient;
 use iiop_cdr::{ByteOrder, Writer};
 use serde_json::json;
 
+use serde::{Deserialize, Serialize};
+
 use super::session::{self, Session};
-use super::workload::{self, ClientSpec, RunOpts};
-use crate::context::param;
+use super::workload::{self, ClientSpec, RunRule};
+use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::Results;
+use crate::results::{param, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench params` options.
-#[derive(Debug, Clone)]
-pub struct ParamsOpts {
+/// A `bench params` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ParamsJob {
     pub target: TargetOpts,
-    /// Array sizes (elements), comma-separated.
+    /// Array sizes (elements).
     pub elements: Vec<u32>,
-    pub run: RunOpts,
+    pub run: RunRule,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for ParamsOpts {
+impl Default for ParamsJob {
     fn default() -> Self {
-        ParamsOpts {
+        ParamsJob {
             target: TargetOpts::default(),
             elements: vec![1, 10, 100, 1000, 10000],
-            run: RunOpts::default(),
+            run: RunRule::default(),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
+
+impl ParamsJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(!self.elements.is_empty(), || "`elements` is empty".into())?;
+        self.run.validate()?;
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(ParamsJob, "params");
 
 /// The three ways of passing the array.
 const OPTIONS: [(&str, &str); 3] = [
@@ -82,7 +95,7 @@ impl Args3 {
 
 /// Argument bytes of each option's request bodies (GIOP 1.2: the body
 /// starts 8-aligned), summed over the option's calls.
-pub fn wire_bytes(n: u32) -> anyhow::Result<[u64; 3]> {
+pub fn wire_bytes(n: u32) -> Result<[u64; 3]> {
     let a = Args3::new(n);
     let enc = |f: &dyn Fn(&mut Writer<'_>) -> Result<(), iiop_cdr::CdrError>| {
         let mut buf = BytesMut::new();
@@ -98,14 +111,12 @@ pub fn wire_bytes(n: u32) -> anyhow::Result<[u64; 3]> {
     Ok([one, two, three])
 }
 
-/// Run `bench params`.
-pub fn run(o: &ParamsOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a parameter-passing job.
+pub fn run(o: &ParamsJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "params",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             param(&mut r.params, "elements", &o.elements);
             o.run.record(&mut r.params);
@@ -118,14 +129,13 @@ pub fn run(o: &ParamsOpts) -> (Results, Option<anyhow::Error>) {
     )
 }
 
-async fn measure(o: &ParamsOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    anyhow::ensure!(!o.elements.is_empty(), "--elements is empty");
-    let spec = o.run.spec(o.target.gate.as_ref())?;
+async fn measure(o: &ParamsJob, s: &Session, r: &mut Results) -> Result<()> {
+    let spec = o.run.spec(s.gate.as_ref());
     let c = s
         .connect()
         .await
-        .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
-    let progress = o.progress.clone();
+        .map_err(|e| fail!(Target, "connecting to the target: {e}"))?;
+    let progress = s.progress.clone();
     for &n in &o.elements {
         let a = Rc::new(Args3::new(n));
         let bytes = wire_bytes(n)?;

@@ -1,7 +1,8 @@
 //! Starting bench.idl servers on this host for the experiments that need
 //! several (packing's N servers, balance's S replicas) or time a start
-//! (setup's `--spawn`): ours in this process (own runtime and thread),
-//! ours as child processes (`iiopbench serve`), a vendor's through
+//! (setup's `spawn`): ours in this process (own runtime and thread),
+//! ours as child processes (started by the caller's
+//! [`Programs`](crate::programs::Programs)), a vendor's through
 //! `scripts/orbs/<orb>/start`, or any shell command that prints an IOR
 //! (docs/vendor-protocol.md: the IOR alone on a line, then `ready`).
 
@@ -14,39 +15,57 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
 
-/// Which servers to start.
+use crate::error::{bail, ensure, fail, Error, JobError, Result};
+use crate::programs::{Programs, ServerProcess};
+
+/// Which servers an experiment starts. Its serde form is its name:
+/// `inproc`, `child` or `orb:NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerKind {
+pub enum Replicas {
     /// Ours, in this process, one thread each.
     InProcess,
-    /// Ours, as `iiopbench serve` children (this executable unless
-    /// `--server-exe` says otherwise).
+    /// Ours, as processes (the run's [`Programs`] start them).
     Child,
     /// A vendor ORB's server via `scripts/orbs/<name>/start`.
     Orb(String),
 }
 
-impl ServerKind {
+impl serde::Serialize for Replicas {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Replicas {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Replicas, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        parse_kind(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Replicas {
     /// Name for the results.
     pub fn name(&self) -> String {
         match self {
-            ServerKind::InProcess => "inproc".into(),
-            ServerKind::Child => "child".into(),
-            ServerKind::Orb(n) => format!("orb:{n}"),
+            Replicas::InProcess => "inproc".into(),
+            Replicas::Child => "child".into(),
+            Replicas::Orb(n) => format!("orb:{n}"),
         }
     }
 }
 
 /// `inproc`, `child` or `orb:NAME`.
-pub fn parse_kind(s: &str) -> Result<ServerKind, String> {
+pub fn parse_kind(s: &str) -> Result<Replicas, JobError> {
     match s {
-        "inproc" => Ok(ServerKind::InProcess),
-        "child" => Ok(ServerKind::Child),
+        "inproc" => Ok(Replicas::InProcess),
+        "child" => Ok(Replicas::Child),
         _ => match s.strip_prefix("orb:") {
             Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric()) => {
-                Ok(ServerKind::Orb(n.into()))
+                Ok(Replicas::Orb(n.into()))
             }
-            _ => Err(format!("{s:?}: use inproc, child or orb:NAME")),
+            _ => Err(JobError::new(format!(
+                "{s:?}: use inproc, child or orb:NAME"
+            ))),
         },
     }
 }
@@ -84,13 +103,13 @@ pub struct ChildProcess {
 }
 
 /// Spawn `cmd` with its stdout discarded.
-pub fn spawn_quiet(mut cmd: Command, what: &str) -> anyhow::Result<ChildProcess> {
+pub fn spawn_quiet(mut cmd: Command, what: &str) -> Result<ChildProcess> {
     let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| anyhow::anyhow!("starting {what}: {e}"))?;
+        .map_err(|e| fail!(Local, "starting {what}: {e}"))?;
     Ok(ChildProcess { child })
 }
 
@@ -114,7 +133,7 @@ impl Drop for ChildProcess {
 
 /// Where `scripts/orbs/<orb>/start` is: under the current directory or one
 /// of its parents, else under this source tree.
-pub fn orb_script(orb: &str) -> anyhow::Result<PathBuf> {
+pub fn orb_script(orb: &str) -> Result<PathBuf> {
     let rel = PathBuf::from("scripts/orbs").join(orb).join("start");
     let mut dir = std::env::current_dir().ok();
     while let Some(d) = dir {
@@ -126,8 +145,9 @@ pub fn orb_script(orb: &str) -> anyhow::Result<PathBuf> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .join(&rel);
-    anyhow::ensure!(
+    ensure!(
         src.is_file(),
+        Orb,
         "no {} under the current directory or {}",
         rel.display(),
         env!("CARGO_MANIFEST_DIR")
@@ -136,24 +156,20 @@ pub fn orb_script(orb: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// A free loopback port (bound, then released).
-pub fn free_port() -> anyhow::Result<u16> {
+pub fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(l.local_addr()?.port())
 }
 
 /// Spawn `cmd` (stdout piped) and wait up to `timeout` for the IOR line.
-pub fn spawn_reading_ior(
-    mut cmd: Command,
-    what: &str,
-    timeout: Duration,
-) -> anyhow::Result<ChildServer> {
+pub fn spawn_reading_ior(mut cmd: Command, what: &str, timeout: Duration) -> Result<ChildServer> {
     let t0 = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| anyhow::anyhow!("starting {what}: {e}"))?;
+        .map_err(|e| fail!(Local, "starting {what}: {e}"))?;
     let out = child.stdout.take().expect("piped");
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
@@ -172,7 +188,8 @@ pub fn spawn_reading_ior(
         Err(_) => {
             let _ = child.kill();
             let status = child.wait().ok();
-            anyhow::bail!(
+            bail!(
+                Local,
                 "{what} printed no IOR line within {:?} (exit status: {:?})",
                 timeout,
                 status
@@ -183,7 +200,7 @@ pub fn spawn_reading_ior(
     let process = ChildProcess { child };
     let ior = line
         .parse::<Ior>()
-        .map_err(|e| anyhow::anyhow!("{what} printed an IOR that does not parse: {e}"))?;
+        .map_err(|e| fail!(Local, "{what} printed an IOR that does not parse: {e}"))?;
     Ok(ChildServer {
         process,
         ior,
@@ -191,32 +208,34 @@ pub fn spawn_reading_ior(
     })
 }
 
-/// Start `n` servers of `kind` (`exe`: our binary for `child`).
-pub fn start(kind: &ServerKind, n: usize, exe: Option<&PathBuf>) -> anyhow::Result<Vec<Started>> {
+/// Start `n` servers of `kind` (`programs`: how to start ours as
+/// processes, for `child`).
+pub fn start(kind: &Replicas, n: usize, programs: Option<&dyn Programs>) -> Result<Vec<Started>> {
     let mut v = Vec::with_capacity(n);
     for i in 0..n {
         let s = match kind {
-            ServerKind::InProcess => Started::InProcess(
+            Replicas::InProcess => Started::InProcess(
                 RunningServer::start(ServerOptions {
                     threads: 1,
                     ..ServerOptions::default()
                 })
-                .map_err(|e| anyhow::anyhow!("in-process server {i}: {e}"))?,
+                .map_err(|e| fail!(Local, "in-process server {i}: {e}"))?,
             ),
-            ServerKind::Child => {
-                let exe = match exe {
-                    Some(e) => e.clone(),
-                    None => std::env::current_exe()?,
-                };
-                let mut c = Command::new(&exe);
-                c.args(["serve", "--listen", "127.0.0.1:0", "--server-threads", "1"]);
-                Started::Process(spawn_reading_ior(
-                    c,
-                    &format!("server {i} ({})", exe.display()),
-                    Duration::from_secs(30),
-                )?)
+            Replicas::Child => {
+                let p = programs.ok_or_else(|| {
+                    Error::job(
+                        "`servers` child starts our server as processes: \
+                         this run has no way to start them (RunContext::programs)",
+                    )
+                })?;
+                let c = p.server(&ServerProcess {
+                    threads: Some(1),
+                    ..ServerProcess::on("127.0.0.1:0")
+                });
+                let what = format!("server {i} ({})", c.get_program().to_string_lossy());
+                Started::Process(spawn_reading_ior(c, &what, Duration::from_secs(30))?)
             }
-            ServerKind::Orb(orb) => {
+            Replicas::Orb(orb) => {
                 let script = orb_script(orb)?;
                 let port = free_port()?;
                 let mut c = Command::new(&script);
@@ -239,14 +258,22 @@ mod tests {
 
     #[test]
     fn kinds_parse() {
-        assert_eq!(parse_kind("inproc"), Ok(ServerKind::InProcess));
-        assert_eq!(parse_kind("child"), Ok(ServerKind::Child));
+        assert_eq!(parse_kind("inproc"), Ok(Replicas::InProcess));
+        assert_eq!(parse_kind("child"), Ok(Replicas::Child));
         assert_eq!(
             parse_kind("orb:omniorb"),
-            Ok(ServerKind::Orb("omniorb".into()))
+            Ok(Replicas::Orb("omniorb".into()))
         );
         assert!(parse_kind("orb:../x").is_err());
         assert!(parse_kind("vendor").is_err());
-        assert_eq!(ServerKind::Orb("tao".into()).name(), "orb:tao");
+        assert_eq!(Replicas::Orb("tao".into()).name(), "orb:tao");
+        assert_eq!(
+            serde_json::from_str::<Replicas>("\"orb:jacorb\"").unwrap(),
+            Replicas::Orb("jacorb".into())
+        );
+        assert_eq!(
+            serde_json::to_string(&Replicas::Child).unwrap(),
+            "\"child\""
+        );
     }
 }

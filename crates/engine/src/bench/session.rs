@@ -5,13 +5,91 @@ use std::time::Duration;
 
 use iiop_bench_idl::client::BenchClient;
 use iiop_transport::client::ClientConfig;
+use serde::Serialize;
 
+use crate::error::{Error, JobError, Result};
+use crate::gate::Gate;
 use crate::noise::{NoiseMeter, Observed, ThreadWatch, WatchMark};
 use crate::options::{PlacementOpts, Sockets};
 use crate::placement::Cpus;
+use crate::progress::Progress;
 use crate::rawtcp::{RawClient, RawRun, RawServer};
-use crate::results::{Baseline, Case, ObservedPlacement, Quality, Results, TargetInfo};
+use crate::results::{param, Baseline, Case, ObservedPlacement, Quality, Results};
+use crate::run_context::RunContext;
 use crate::target::{self, Resolved, TargetOpts, Waiting};
+
+/// What the frame of a GIOP benchmark needs from its job: its kind, the
+/// option groups the frame applies, and the job's own checks.
+pub trait BenchJob: Serialize {
+    /// The results' `kind` (`throughput`, `latency` …).
+    const KIND: &'static str;
+    /// The target, or the embedded server's options.
+    fn target(&self) -> &TargetOpts;
+    fn socket(&self) -> &Sockets;
+    fn placement(&self) -> &PlacementOpts;
+    /// Everything about the job that can be checked before it starts.
+    fn validate(&self) -> Result<(), JobError>;
+}
+
+/// `impl BenchJob for $job` with the results' kind `$kind`, for a job
+/// whose `target`, `socket` and `placement` fields hold those options. Its
+/// check is `validate_fields()` then the target's, or `$validate`.
+macro_rules! bench_job {
+    ($job:ty, $kind:literal) => {
+        $crate::bench::session::bench_job!($job, $kind, |j: &$job| {
+            j.validate_fields()?;
+            j.target.validate(false)
+        });
+    };
+    ($job:ty, $kind:literal, $validate:expr) => {
+        impl $crate::bench::session::BenchJob for $job {
+            const KIND: &'static str = $kind;
+
+            fn target(&self) -> &$crate::target::TargetOpts {
+                &self.target
+            }
+
+            fn socket(&self) -> &$crate::options::Sockets {
+                &self.socket
+            }
+
+            fn placement(&self) -> &$crate::options::PlacementOpts {
+                &self.placement
+            }
+
+            fn validate(&self) -> std::result::Result<(), $crate::error::JobError> {
+                ($validate)(self)
+            }
+        }
+    };
+}
+
+pub(crate) use bench_job;
+
+/// The job as the results record it: its serde form, tagged with its
+/// kind as [`Job`](crate::job::Job) tags it.
+pub fn job_record<J: Serialize>(kind: &str, job: &J) -> Option<serde_json::Value> {
+    let mut v = serde_json::to_value(job).ok()?;
+    let m = v.as_object_mut()?;
+    let mut tagged = serde_json::Map::new();
+    tagged.insert("bench".into(), kind.into());
+    tagged.append(m);
+    Some(serde_json::Value::Object(tagged))
+}
+
+/// The results of a job refused before anything started: a skeleton of
+/// its kind whose outcome names the problem, and the error.
+pub fn refused<J: Serialize>(
+    kind: &str,
+    job: &J,
+    ctx: &RunContext,
+    e: Error,
+) -> (Results, Option<Error>) {
+    let mut r = Results::new(kind, ctx.command.clone());
+    r.job = job_record(kind, job);
+    r.outcome.failure = Some(e.to_string());
+    (r, Some(e))
+}
 
 /// Everything a benchmark needs once set up.
 #[derive(Debug)]
@@ -28,9 +106,14 @@ pub struct Session {
     pub forwards: std::sync::Mutex<Vec<String>>,
     /// Where the threads of client and server run, and who serves.
     pub watching: Watching,
-    /// `--tls-vs-plain`: the cases now run against the plain twin of the
+    /// `tls_vs_plain`: the cases now run against the plain twin of the
     /// embedded server ([`Resolved::plain`](crate::target::Resolved)).
     pub on_plain: std::sync::atomic::AtomicBool,
+    /// Who hears when each case starts and ends.
+    pub progress: Progress,
+    /// An agent run's start gate ([`RunContext::gate`]): cases start at
+    /// their agent-wide slots, and the target's counters are shared.
+    pub gate: Option<Gate>,
 }
 
 /// What a run watches besides its own figures: where every thread runs
@@ -225,9 +308,9 @@ pub fn repeat(
     results: &mut Results,
     watching: &Watching,
     client_tid: i32,
-    mut one: impl FnMut(&mut Results) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    crate::context::param(&mut results.params, "runs", runs);
+    mut one: impl FnMut(&mut Results) -> Result<()>,
+) -> Result<()> {
+    param(&mut results.params, "runs", runs);
     let start = watching.threads.mark();
     let mut per_run = Vec::new();
     let mut noise = Vec::new();
@@ -281,44 +364,52 @@ pub struct Shape {
     pub coalesce_oneways: bool,
 }
 
-/// Run `body` as a benchmark: resolve placement and target, pin the
-/// client, run on a current-thread runtime. Returns the results (possibly
-/// partial) and the error that ended the run.
-pub fn run<F>(
-    kind: &str,
-    t: &TargetOpts,
-    socket: &Sockets,
-    placement: &PlacementOpts,
+/// Run `body` as the benchmark of `job`: check the job, resolve
+/// placement and target, pin the client, run on a current-thread
+/// runtime. Returns the results (possibly partial; the job recorded in
+/// them) and the error that ended the run.
+pub fn run<J, F>(
+    job: &J,
     shape: Shape,
+    ctx: &RunContext,
     fill_params: impl FnOnce(&mut Results),
     body: F,
-) -> (Results, Option<anyhow::Error>)
+) -> (Results, Option<Error>)
 where
-    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
+    J: BenchJob,
+    F: AsyncFnMut(&Session, &mut Results) -> Result<()>,
 {
-    let mut results = crate::context::new_results(kind, TargetInfo::default(), Default::default());
+    if let Err(e) = job.validate() {
+        return refused(J::KIND, job, ctx, e.into());
+    }
+    let mut results = Results::new(J::KIND, ctx.command.clone());
+    results.job = job_record(J::KIND, job);
     fill_params(&mut results);
-    let runs = placement.runs.unwrap_or_else(|| default_runs(kind));
-    let err = setup_and_run(t, socket, placement, shape, runs, &mut results, body).err();
+    let runs = job
+        .placement()
+        .runs
+        .unwrap_or_else(|| default_runs(J::KIND));
+    let err = setup_and_run(job, shape, ctx, runs, &mut results, body).err();
     results.outcome.complete = err.is_none();
-    results.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    results.outcome.failure = err.as_ref().map(|e| e.to_string());
     (results, err)
 }
 
-fn setup_and_run<F>(
-    t: &TargetOpts,
-    socket: &Sockets,
-    placement: &PlacementOpts,
+fn setup_and_run<J, F>(
+    job: &J,
     shape: Shape,
+    ctx: &RunContext,
     runs: u32,
     results: &mut Results,
     mut body: F,
-) -> anyhow::Result<()>
+) -> Result<()>
 where
-    F: AsyncFnMut(&Session, &mut Results) -> anyhow::Result<()>,
+    J: BenchJob,
+    F: AsyncFnMut(&Session, &mut Results) -> Result<()>,
 {
-    let cpus = Cpus::resolve(placement, t.target.is_none())?;
-    // Without --target the server is embedded, placed as the options say.
+    let (t, socket) = (job.target(), job.socket());
+    let cpus = Cpus::resolve(job.placement(), t.target.is_none())?;
+    // Without a target the server is embedded, placed as the options say.
     results.placement = cpus.record(t.target.is_none());
     let waiting = t
         .waiting
@@ -341,12 +432,12 @@ where
     }
     results.target = resolved.info.clone();
     // Whether the connections to the target go over TLS: the cases are
-    // then IIOP over TLS, and `--baseline` measures raw TLS-over-TCP too.
+    // then IIOP over TLS, and a baseline measures raw TLS-over-TCP too.
     if target::over_tls(&resolved.ior, &cfg) {
-        crate::context::param(&mut results.params, "tls", true);
+        param(&mut results.params, "tls", true);
     }
     if resolved.resolve_seconds > 0.0 {
-        crate::context::param(
+        param(
             &mut results.params,
             "resolve_seconds",
             resolved.resolve_seconds,
@@ -377,10 +468,12 @@ where
         forwards: Default::default(),
         watching,
         on_plain: Default::default(),
+        progress: ctx.progress.clone(),
+        gate: ctx.gate.clone(),
     };
     let vs_plain = session.resolved.plain.is_some();
     if vs_plain {
-        crate::context::param(&mut results.params, "tls_vs_plain", true);
+        param(&mut results.params, "tls_vs_plain", true);
     }
     let mut run_no = 0u32;
     let r = repeat(runs, results, &session.watching, client_tid, |rr| {
@@ -425,8 +518,9 @@ where
     // A run cut short by Ctrl-C is not complete, even when the loop that
     // saw it ended cleanly; and what a call it cut short said is not the
     // reason.
-    anyhow::ensure!(
+    crate::error::ensure!(
         !crate::interrupt::requested(),
+        Interrupted,
         "interrupted: the results hold what was measured until then"
     );
     r
@@ -447,18 +541,21 @@ pub fn baseline_server(
     s: &Session,
     remote: Option<&str>,
     wait_as_server: bool,
-) -> anyhow::Result<(Option<RawServer>, std::net::SocketAddr)> {
+) -> crate::error::Result<(Option<RawServer>, std::net::SocketAddr)> {
     if let Some(r) = remote {
         let addr = std::net::ToSocketAddrs::to_socket_addrs(r)?
             .next()
-            .ok_or_else(|| anyhow::anyhow!("--baseline-target {r} resolves to nothing"))?;
+            .ok_or_else(|| {
+                crate::error::fail!(Target, "`baseline_target` {r} resolves to nothing")
+            })?;
         return Ok((None, addr));
     }
     let host = &s.resolved.info.host;
     let loopback = s.embedded() || is_loopback(host);
-    anyhow::ensure!(
+    crate::error::ensure!(
         loopback,
-        "--baseline needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and pass --baseline-target HOST:PORT"
+        Job,
+        "`baseline` needs a raw-TCP server next to the target: run `iiopbench serve --raw-tcp HOST:PORT` on {host} and give its HOST:PORT as `baseline_target`"
     );
     let srv = RawServer::start_waiting(
         "127.0.0.1:0",
@@ -503,7 +600,7 @@ pub fn record_baseline_wait(
 ) {
     if remote.is_none() {
         let wait = raw_server_wait(s, wait_as_server).name();
-        crate::context::param(&mut r.params, "baseline_server_wait", wait);
+        param(&mut r.params, "baseline_server_wait", wait);
     }
 }
 
@@ -516,11 +613,11 @@ pub fn record_baseline_wait(
 pub fn tls_baseline(
     s: &Session,
     remote: Option<&str>,
-) -> anyhow::Result<Option<(RawServer, RawClient)>> {
+) -> crate::error::Result<Option<(RawServer, RawClient)>> {
     if !crate::target::over_tls(s.ior(), &s.cfg) || remote.is_some() {
         return Ok(None);
     }
-    let pki = iiop_transport::tls::EphemeralPki::new()?;
+    let pki = iiop_transport::tls::EphemeralPki::new().map_err(Error::local)?;
     let srv = RawServer::start_tls(
         "127.0.0.1:0",
         s.socket.raw(),
@@ -540,7 +637,7 @@ pub fn tls_baseline(
 /// A raw-TCP client of the baseline server, waiting as the GIOP client
 /// of this run does. One per run, like the GIOP connection, so both sides
 /// of a ratio run on a warmed-up connection.
-pub fn raw_client(addr: std::net::SocketAddr, s: &Session) -> anyhow::Result<RawClient> {
+pub fn raw_client(addr: std::net::SocketAddr, s: &Session) -> crate::error::Result<RawClient> {
     Ok(RawClient::connect(addr, s.socket.raw(), Duration::from_secs(10))?.spinning(s.waiting.spin))
 }
 
@@ -552,7 +649,7 @@ pub fn raw_stream(
     total: u64,
     min: Duration,
     max: Duration,
-) -> anyhow::Result<RawRun> {
+) -> crate::error::Result<RawRun> {
     c.stream_batched(size as usize, batch, total, min, max)
 }
 
@@ -563,7 +660,7 @@ pub fn raw_pingpong(
     size: u64,
     echo: bool,
     duration: Duration,
-) -> anyhow::Result<RawRun> {
+) -> crate::error::Result<RawRun> {
     c.pingpong(size as usize, echo, 200, u64::MAX, Some(duration))
 }
 

@@ -30,40 +30,45 @@ use iiop_transport::client::Client;
 use iiop_transport::naming::resolve_target;
 use serde_json::json;
 
+use serde::{Deserialize, Serialize};
+
 use super::replicas;
 use super::session::{self, Session};
 use super::workload;
-use crate::context::param;
+use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
 use crate::hist::Latency;
 use crate::options::{PlacementOpts, Sockets};
-use crate::results::{Case, Results};
+use crate::results::{param, Case, Results};
+use crate::run_context::RunContext;
 use crate::target::TargetOpts;
 
-/// `bench setup` options.
-#[derive(Debug, Clone)]
-pub struct SetupOpts {
+/// A `bench setup` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SetupJob {
     pub target: TargetOpts,
     /// Set-ups timed per running / in-process case.
     pub count: u64,
     /// Start this server command on demand (`sh -c`); `{port}` becomes a
-    /// free port. It must print its IOR on a line, unless --spawn-ref.
+    /// free port. It must print its IOR on a line, unless `spawn_ref`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub spawn: Option<String>,
     /// The spawned server's reference (IOR, corbaloc, file; `{port}`
     /// substituted), polled until it answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub spawn_ref: Option<String>,
     /// Spawned servers to time.
     pub spawn_count: u64,
     /// Give up on a spawned server after this long.
+    #[serde(with = "crate::units::duration")]
     pub spawn_timeout: Duration,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: crate::progress::Progress,
 }
 
-impl Default for SetupOpts {
+impl Default for SetupJob {
     fn default() -> Self {
-        SetupOpts {
+        SetupJob {
             target: TargetOpts::default(),
             count: 50,
             spawn: None,
@@ -72,19 +77,38 @@ impl Default for SetupOpts {
             spawn_timeout: Duration::from_secs(60),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Default::default(),
         }
     }
 }
 
-/// Run `bench setup`.
-pub fn run(o: &SetupOpts) -> (Results, Option<anyhow::Error>) {
+impl SetupJob {
+    /// [`validate`](BenchJob::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        check(self.count >= 1, || "`count` must be at least 1".into())?;
+        check(self.spawn_ref.is_none() || self.spawn.is_some(), || {
+            "`spawn_ref` is the reference of `spawn`'s server, and there is no `spawn`".into()
+        })?;
+        if self.spawn.is_some() {
+            check(self.spawn_count >= 1, || {
+                "`spawn_count` must be at least 1".into()
+            })?;
+            check(!self.spawn_timeout.is_zero(), || {
+                "`spawn_timeout` must be more than 0".into()
+            })?;
+        }
+        self.socket.validate()?;
+        self.placement.validate()
+    }
+}
+
+session::bench_job!(SetupJob, "setup");
+
+/// Run a set-up job.
+pub fn run(o: &SetupJob, ctx: &RunContext) -> (Results, Option<Error>) {
     session::run(
-        "setup",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Default::default(),
+        ctx,
         |r| {
             let p = &mut r.params;
             param(p, "count", o.count);
@@ -97,11 +121,11 @@ pub fn run(o: &SetupOpts) -> (Results, Option<anyhow::Error>) {
 }
 
 /// Fresh connection to `ior` → first `ping` reply.
-async fn first_reply(ior: &Ior, s: &Session) -> anyhow::Result<()> {
+async fn first_reply(ior: &Ior, s: &Session) -> Result<()> {
     let c = BenchClient::connect(ior, &s.cfg)
         .await
-        .map_err(|e| anyhow::anyhow!("connecting: {e}"))?;
-    c.ping().await.map_err(|e| anyhow::anyhow!("ping: {e}"))?;
+        .map_err(|e| fail!(Target, "connecting: {e}"))?;
+    c.ping().await.map_err(|e| fail!(Target, "ping: {e}"))?;
     c.close();
     Ok(())
 }
@@ -124,9 +148,8 @@ fn case(mode: &str, h: &Latency, samples: &[f64], secs: f64, what: &str) -> Case
     }
 }
 
-async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    anyhow::ensure!(o.count >= 1, "--count must be at least 1");
-    let progress = o.progress.clone();
+async fn measure(o: &SetupJob, s: &Session, r: &mut Results) -> Result<()> {
+    let progress = s.progress.clone();
     // Already running: the target (when given) and our server in-process.
     let local;
     let mut running: Vec<(&str, Ior, String)> = Vec::new();
@@ -141,7 +164,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
                 threads: 1,
                 ..ServerOptions::default()
             })
-            .map_err(|e| anyhow::anyhow!("in-process server: {e}"))?,
+            .map_err(|e| fail!(Local, "in-process server: {e}"))?,
         );
         let l = local.as_ref().expect("just set");
         running.push((
@@ -162,11 +185,11 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
         let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.count {
-            anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+            ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
             let t = Instant::now();
             first_reply(&ior, s)
                 .await
-                .map_err(|e| anyhow::anyhow!("{mode} set-up {}: {e}", i + 1))?;
+                .map_err(|e| e.context(format!("{mode} set-up {}", i + 1)))?;
             h.record_ns(t.elapsed().as_nanos() as u64);
             samples.push(t.elapsed().as_secs_f64() * 1e6);
         }
@@ -181,16 +204,16 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
         let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.count {
-            anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+            ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
             let t = Instant::now();
             let srv = RunningServer::start(ServerOptions {
                 threads: 1,
                 ..ServerOptions::default()
             })
-            .map_err(|e| anyhow::anyhow!("in-process-start {}: {e}", i + 1))?;
+            .map_err(|e| fail!(Local, "in-process-start {}: {e}", i + 1))?;
             first_reply(&srv.refs().ior, s)
                 .await
-                .map_err(|e| anyhow::anyhow!("in-process-start {}: {e}", i + 1))?;
+                .map_err(|e| e.context(format!("in-process-start {}", i + 1)))?;
             h.record_ns(t.elapsed().as_nanos() as u64);
             samples.push(t.elapsed().as_secs_f64() * 1e6);
             drop(srv);
@@ -205,16 +228,15 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
         ));
     }
     if let Some(cmd) = &o.spawn {
-        anyhow::ensure!(o.spawn_count >= 1, "--spawn-count must be at least 1");
         let pb = progress.case("spawned");
         let mut h = Latency::new();
         let mut samples = Vec::new();
         let t0 = Instant::now();
         for i in 0..o.spawn_count {
-            anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+            ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
             let d = spawn_once(o, cmd, s)
                 .await
-                .map_err(|e| anyhow::anyhow!("spawned server {}: {e}", i + 1))?;
+                .map_err(|e| e.context(format!("spawned server {}", i + 1)))?;
             h.record_ns(d.as_nanos() as u64);
             samples.push(d.as_secs_f64() * 1e6);
         }
@@ -231,7 +253,7 @@ async fn measure(o: &SetupOpts, s: &Session, r: &mut Results) -> anyhow::Result<
 }
 
 /// Start the command, wait for its first reply; the time in between.
-async fn spawn_once(o: &SetupOpts, cmd: &str, s: &Session) -> anyhow::Result<Duration> {
+async fn spawn_once(o: &SetupJob, cmd: &str, s: &Session) -> Result<Duration> {
     let port = replicas::free_port()?.to_string();
     let line = cmd.replace("{port}", &port);
     let mut c = Command::new("sh");
@@ -241,27 +263,27 @@ async fn spawn_once(o: &SetupOpts, cmd: &str, s: &Session) -> anyhow::Result<Dur
         None => {
             // Blocks this (client) thread while the child starts: nothing
             // else runs on it meanwhile.
-            let child = replicas::spawn_reading_ior(c, "--spawn command", o.spawn_timeout)?;
+            let child = replicas::spawn_reading_ior(c, "the spawn command", o.spawn_timeout)?;
             first_reply(&child.ior, s).await?;
             Ok(t0.elapsed())
         }
         Some(r) => {
             let reference = r.replace("{port}", &port);
-            let _child = replicas::spawn_quiet(c, "--spawn command")?;
+            let _child = replicas::spawn_quiet(c, "the spawn command")?;
             let parsed =
-                Target::load(&reference).map_err(|e| anyhow::anyhow!("--spawn-ref: {e}"))?;
+                Target::load(&reference).map_err(|e| Error::job(format!("`spawn_ref`: {e}")))?;
             let client = Client::new(s.cfg.clone());
             loop {
                 let attempt = async {
                     let ior = resolve_target(&client, &parsed)
                         .await
-                        .map_err(|e| anyhow::anyhow!("{e}"))?;
+                        .map_err(Error::target)?;
                     first_reply(&ior, s).await
                 };
                 match attempt.await {
                     Ok(()) => return Ok(t0.elapsed()),
                     Err(e) if t0.elapsed() > o.spawn_timeout => {
-                        anyhow::bail!("no reply within {:?}: {e}", o.spawn_timeout)
+                        bail!(Target, "no reply within {:?}: {e}", o.spawn_timeout)
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(2)).await,
                 }

@@ -42,9 +42,10 @@ impl Rng {
 }
 
 /// Fixed at the mean, or exponential with that mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dist {
+    #[default]
     Fixed,
     Exp,
 }

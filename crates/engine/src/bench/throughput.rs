@@ -14,34 +14,42 @@ use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{Reader, TypeCode, Value, Writer};
 use iiop_giop::ResponseMode;
 use iiop_transport::client::Prepared;
+use serde::{Deserialize, Serialize};
 
+use super::count_error;
+use super::loops::{self, Budget, Sent};
 use super::session::{self, Session, Shape};
-use super::{count_error, error_kind, OnError};
-use crate::context::param;
-use crate::hist::Latency;
-use crate::options::{PlacementOpts, Sizes, Sockets};
-use crate::progress::Progress;
-use crate::results::{Case, CaseParams, CpuFigures, Overhead, Results};
+use crate::dynamic::IdlOp;
+use crate::error::{check, fail, Error, JobError, Result};
+use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
+use crate::results::{param, Case, CaseParams, CpuFigures, Overhead, Results};
+use crate::run_context::RunContext;
 use crate::runs::{set_data_segments, total_data_segments};
 use crate::sysinfo::CpuTime;
 use crate::target::TargetOpts;
 use crate::units::format_size;
 
-/// `bench throughput` options (`Default`: the command line's defaults).
-#[derive(Debug, Clone)]
-pub struct ThroughputOpts {
+/// A `bench throughput` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ThroughputJob {
     pub target: TargetOpts,
-    /// Element types (bench.idl tokens), comma-separated, or `all`.
-    pub types: String,
+    /// Element types (bench.idl's), each a point of every mode and size.
+    #[serde(with = "super::elems")]
+    pub types: Vec<Elem>,
     /// Payload bytes per call.
-    pub size: Sizes,
-    /// Return styles, comma-separated: oneway, twoway (void), echo.
-    pub mode: String,
+    pub sizes: Sizes,
+    /// Return styles: oneway, twoway (void), echo.
+    #[serde(with = "super::modes")]
+    pub modes: Vec<CallMode>,
     /// Payload bytes to send per point in each run (at least).
+    #[serde(with = "crate::units::size")]
     pub total: u64,
     /// Minimum duration of each point in each run.
+    #[serde(with = "crate::units::duration")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
+    #[serde(with = "crate::units::duration")]
     pub max_duration: Duration,
     /// Each point of a run is measured as this many slices (each with its
     /// share of `total`, `min_duration` and `max_duration`), taken in turn
@@ -49,52 +57,137 @@ pub struct ThroughputOpts {
     /// raw baselines; 1 measures each point in one go.
     pub slices: u32,
     /// Marshal each request once and resend it with only the request id
-    /// patched (seed 000's request reuse, E0.4).
+    /// patched (request reuse).
     pub reuse_request: bool,
     /// Build requests from run-time TypeCodes (Values) instead of compiled
-    /// serde types (the DII analogue, E0.3).
+    /// serde types (the DII analogue).
     pub dynamic: bool,
     /// Buffer oneways (SYNC_NONE with a byte limit, TAO's buffering
     /// constraint): each write takes queued oneways of at least this many
     /// bytes, and every slice's `get_stats()` flushes the rest. `None`:
     /// each oneway is written when made, as ORBs do by default.
-    pub oneway_buffer: Option<usize>,
+    #[serde(
+        with = "crate::units::opt_size",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub oneway_buffer: Option<u64>,
     /// Write each oneway when made, with Nagle on while only oneways go
     /// out, so the kernel joins them into full segments; the slice's
     /// `get_stats()` turns it off first ([`ClientConfig::coalesce_oneways`]).
     ///
-    /// [`ClientConfig::coalesce_oneways`]: iiop_giop::conn::client::ClientConfig::coalesce_oneways
+    /// [`ClientConfig::coalesce_oneways`]: iiop_transport::client::ClientConfig::coalesce_oneways
     pub coalesce_oneways: bool,
-    /// Measure marshal / transport / demarshal time per call (E0.5).
+    /// Measure marshal / transport / demarshal time per call.
     pub breakdown: bool,
     /// Also measure raw TCP at the same sizes in this run (ratios).
     pub baseline: bool,
-    /// Raw-TCP server for `baseline` with a remote target.
+    /// Raw-TCP server (`HOST:PORT`) for `baseline` with a remote target.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_target: Option<String>,
     /// Stop at the first failed call, or count failures and go on.
     pub on_error: OnError,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: Progress,
-    /// Call an operation of an IDL file instead of bench.idl's.
-    pub idl: crate::dynamic::IdlOpts,
-    /// With `idl`: the operation, `Module::Interface::op`.
-    pub op: Option<String>,
+    /// Send this operation of an IDL file instead of bench.idl's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idl: Option<IdlOp>,
 }
 
-impl ThroughputOpts {
+impl ThroughputJob {
     /// Whether oneways are coalesced: asked for, with TCP_NODELAY on
     /// (off, Nagle is on throughout and there is nothing to switch).
     pub fn coalesces(&self) -> bool {
         self.coalesce_oneways && self.socket.nodelay
     }
+
+    /// Each point's budget in one run.
+    pub fn budget(&self) -> Budget {
+        Budget {
+            total: self.total,
+            min_duration: self.min_duration,
+            max_duration: self.max_duration,
+        }
+    }
+
+    /// The oneway buffer as the client takes it.
+    fn buffer(&self) -> Option<usize> {
+        self.oneway_buffer
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// Everything that can be checked before the job starts.
+    pub fn validate(&self) -> Result<(), JobError> {
+        self.validate_fields()?;
+        self.target.validate(!self.breakdown)
+    }
+
+    /// [`validate`](Self::validate) without reading the target's file.
+    pub fn validate_fields(&self) -> Result<(), JobError> {
+        let d = ThroughputJob::default();
+        self.sizes.validate("sizes")?;
+        check(!self.max_duration.is_zero(), || {
+            "`max_duration` must be more than 0".into()
+        })?;
+        check(self.min_duration <= self.max_duration, || {
+            "`min_duration` is longer than `max_duration`".into()
+        })?;
+        check(self.total > 0 || !self.min_duration.is_zero(), || {
+            "`total` and `min_duration` are both 0: nothing to send".into()
+        })?;
+        check(self.slices >= 1, || "`slices` must be at least 1".into())?;
+        check(self.oneway_buffer != Some(0), || {
+            "`oneway_buffer` must be more than 0 bytes (leave it out to write each oneway when made)".into()
+        })?;
+        check(self.baseline_target.is_none() || self.baseline, || {
+            "`baseline_target` is the server of `baseline`, which is off".into()
+        })?;
+        match &self.idl {
+            Some(idl) => {
+                check(self.types == d.types && self.modes == d.modes, || {
+                    "`types` and `modes` choose bench.idl's calls: with `idl` the operation is `idl.op`, oneway or twoway as the IDL declares it".into()
+                })?;
+                check(
+                    !self.reuse_request && !self.dynamic && !self.breakdown,
+                    || {
+                        "`reuse_request`, `dynamic` and `breakdown` are paths of bench.idl's calls: with `idl` every request is prepared once and resent".into()
+                    },
+                )?;
+                idl.validate()?;
+            }
+            None => {
+                check(!self.types.is_empty(), || "`types` is empty".into())?;
+                check(!self.modes.is_empty(), || "`modes` is empty".into())?;
+                let oneways = self.modes.contains(&CallMode::Oneway);
+                check(
+                    oneways || (self.oneway_buffer.is_none() && !self.coalesce_oneways),
+                    || {
+                        "`oneway_buffer` and `coalesce_oneways` apply to oneways, and `modes` has none".into()
+                    },
+                )?;
+                check(!(self.reuse_request && self.dynamic), || {
+                    "`reuse_request` and `dynamic` are two ways of making a request: choose one"
+                        .into()
+                })?;
+                check(
+                    !self.breakdown || !(self.reuse_request || self.dynamic),
+                    || {
+                        "`breakdown` times the typed path: not with `reuse_request` or `dynamic`"
+                            .into()
+                    },
+                )?;
+            }
+        }
+        self.socket.validate()?;
+        self.placement.validate()
+    }
 }
 
-/// How the run's oneways went out, among its `params` (`bench throughput`
-/// and its `--idl` path): buffered, coalesced, or neither.
-pub(crate) fn oneway_params(p: &mut BTreeMap<String, serde_json::Value>, o: &ThroughputOpts) {
-    if let Some(n) = o.oneway_buffer {
+session::bench_job!(ThroughputJob, "throughput", ThroughputJob::validate);
+
+/// How the run's oneways went out, among its `params` (bench.idl's and
+/// an IDL's): buffered, coalesced, or neither.
+fn oneway_params(p: &mut BTreeMap<String, serde_json::Value>, o: &ThroughputJob) {
+    if let Some(n) = o.buffer() {
         param(p, "oneway_buffer", n);
     }
     if o.coalesces() {
@@ -102,13 +195,13 @@ pub(crate) fn oneway_params(p: &mut BTreeMap<String, serde_json::Value>, o: &Thr
     }
 }
 
-impl Default for ThroughputOpts {
+impl Default for ThroughputJob {
     fn default() -> Self {
-        ThroughputOpts {
+        ThroughputJob {
             target: TargetOpts::default(),
-            types: "octet,double,perfstruct".into(),
-            size: Sizes(vec![1 << 10, 64 << 10]),
-            mode: "oneway,twoway".into(),
+            types: vec![Elem::Octet, Elem::Double, Elem::PerfStruct],
+            sizes: Sizes(vec![1 << 10, 64 << 10]),
+            modes: vec![CallMode::Oneway, CallMode::Twoway],
             total: 16 << 20,
             min_duration: Duration::from_millis(200),
             max_duration: Duration::from_secs(60),
@@ -123,28 +216,9 @@ impl Default for ThroughputOpts {
             on_error: OnError::Stop,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Progress::none(),
-            idl: Default::default(),
-            op: None,
+            idl: None,
         }
     }
-}
-
-/// Parse a comma list of element tokens (`all` for every type).
-pub fn parse_types(s: &str) -> anyhow::Result<Vec<Elem>> {
-    if s.trim() == "all" {
-        return Ok(Elem::ALL.to_vec());
-    }
-    s.split(',')
-        .map(|t| t.trim().parse::<Elem>().map_err(anyhow::Error::from))
-        .collect()
-}
-
-/// Parse a comma list of modes.
-pub fn parse_modes(s: &str) -> anyhow::Result<Vec<CallMode>> {
-    s.split(',')
-        .map(|t| t.trim().parse::<CallMode>().map_err(|e| anyhow::anyhow!(e)))
-        .collect()
 }
 
 /// How one call is made.
@@ -161,8 +235,8 @@ async fn sender(
     elem: Elem,
     mode: CallMode,
     size: u64,
-    o: &ThroughputOpts,
-) -> anyhow::Result<Sender> {
+    o: &ThroughputJob,
+) -> Result<Sender> {
     let p = Payload::for_size(elem, size);
     if o.reuse_request {
         let resp = match mode {
@@ -172,7 +246,7 @@ async fn sender(
         let prep = c
             .prepare(elem.op_name(mode), resp, |w| p.encode(w))
             .await
-            .map_err(|e| anyhow::anyhow!("preparing request: {e}"))?;
+            .map_err(|e| fail!(Target, "preparing request: {e}"))?;
         return Ok(Sender::Prepared(prep, p));
     }
     if o.dynamic {
@@ -254,68 +328,77 @@ async fn overhead(
     })
 }
 
-/// The run's shape: single-caller unless `--breakdown` (the phase timers
+/// The run's shape: single-caller unless `breakdown` (the phase timers
 /// live in the runtime's connection): a throughput run is one connection
 /// making one call at a time.
-pub(crate) fn single_caller(o: &ThroughputOpts) -> Shape {
+fn single_caller(o: &ThroughputJob) -> Shape {
     Shape {
         single_caller: !o.breakdown,
         phase_timing: false,
-        oneway_buffer: o.oneway_buffer,
+        oneway_buffer: o.buffer(),
         coalesce_oneways: o.coalesces(),
     }
 }
 
-/// Run `bench throughput`.
-pub fn run(o: &ThroughputOpts) -> (Results, Option<anyhow::Error>) {
-    if let Some(r) = crate::dynamic::throughput_branch(o) {
-        return r;
+/// Run a throughput job (its `idl` operation when it has one).
+pub fn run(o: &ThroughputJob, ctx: &RunContext) -> (Results, Option<Error>) {
+    if let Some(idl) = &o.idl {
+        let fill = |r: &mut Results| {
+            let p = &mut r.params;
+            o.budget().record(p);
+            param(p, "nodelay", o.socket.nodelay);
+            // How oneways went out (the shape applies them here too).
+            oneway_params(p, o);
+        };
+        return crate::dynamic::bench::throughput(
+            o,
+            idl,
+            o.budget(),
+            o.on_error,
+            single_caller(o),
+            ctx,
+            fill,
+        );
     }
+    // An agent's cases start at their gate's slots, one slot a case: its
+    // points go in one piece.
+    let slices = if ctx.gate.is_some() {
+        1
+    } else {
+        o.slices.max(1)
+    };
     session::run(
-        "throughput",
-        &o.target,
-        &o.socket,
-        &o.placement,
+        o,
         Shape {
             phase_timing: o.breakdown,
             ..single_caller(o)
         },
+        ctx,
         |r| {
             let p = &mut r.params;
-            param(p, "total", o.total);
-            param(p, "min_duration_s", o.min_duration.as_secs_f64());
-            param(p, "max_duration_s", o.max_duration.as_secs_f64());
-            param(
-                p,
-                "slices",
-                if o.target.gate.is_some() {
-                    1
-                } else {
-                    o.slices.max(1)
-                },
-            );
+            o.budget().record(p);
+            param(p, "slices", slices);
             param(p, "reuse_request", o.reuse_request);
             param(p, "dynamic", o.dynamic);
             oneway_params(p, o);
             param(p, "nodelay", o.socket.nodelay);
             param(p, "sndbuf", o.socket.sndbuf);
             param(p, "rcvbuf", o.socket.rcvbuf);
-            param(p, "order", format!("{:?}", o.target.order));
+            param(p, "order", format!("{:?}", o.target.order.byte_order()));
         },
-        async |s: &Session, r: &mut Results| measure(o, s, r).await,
+        async |s: &Session, r: &mut Results| measure(o, slices, s, r).await,
     )
 }
 
-async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Result<()> {
-    let types = parse_types(&o.types)?;
-    let modes = parse_modes(&o.mode)?;
+async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -> Result<()> {
+    let (types, modes) = (&o.types, &o.modes);
     let c = s
         .connect()
         .await
-        .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
+        .map_err(|e| fail!(Target, "connecting to the target: {e}"))?;
     let cs = c.options().char_set;
-    let progress = &o.progress;
-    // With --baseline, each raw-TCP point runs right before the cases it
+    let progress = &s.progress;
+    // With a baseline, each raw-TCP point runs right before the cases it
     // is the baseline of (same mode and size), so a slow moment of a
     // shared machine moves both sides of a ratio; the table keeps the
     // usual order (mode, type, size), the raw points last.
@@ -337,33 +420,26 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
         true => session::tls_baseline(s, o.baseline_target.as_deref())?.unzip(),
         false => (None, None),
     };
-    // An agent's cases start at their gate's slots, one slot a case: its
-    // points go in one piece.
-    let slices = match o.target.gate {
-        Some(_) => 1,
-        None => o.slices.max(1),
-    };
     // Each slice carries its share of the point's budget.
     // Slice k of a point sends until the point's bytes reach
     // (k+1)/slices of the total and lasts its share of the durations, so a
     // point bound by its total sends what it would in one go.
-    let slice_opts = |k: u32, sent: u64| {
+    let slice_budget = |k: u32, sent: u64| {
         let target = (u128::from(o.total) * u128::from(k + 1)).div_ceil(u128::from(slices));
-        let budget = (target as u64).saturating_sub(sent);
-        let so = ThroughputOpts {
-            total: budget,
-            min_duration: o.min_duration / slices,
-            max_duration: o.max_duration / slices,
-            ..o.clone()
-        };
+        let total = (target as u64).saturating_sub(sent);
         // A slice with nothing left to send and no time to fill is
         // skipped (a call would be sent all the same).
-        (budget > 0 || !o.min_duration.is_zero()).then_some(so)
+        (total > 0 || !o.min_duration.is_zero()).then_some(Budget {
+            total,
+            min_duration: o.min_duration / slices,
+            max_duration: o.max_duration / slices,
+        })
     };
     let mut measured: Vec<(usize, Case)> = Vec::new();
     let mut raw_cases: Vec<Case> = Vec::new();
-    let slot =
-        |mode: usize, elem: usize, size: usize| (mode * types.len() + elem) * o.size.0.len() + size;
+    let slot = |mode: usize, elem: usize, size: usize| {
+        (mode * types.len() + elem) * o.sizes.0.len() + size
+    };
     // The points of one mode and size: their raw baselines, then the types.
     #[derive(Clone, Copy)]
     enum Point {
@@ -381,7 +457,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
     group.extend((0..types.len()).map(Point::Type));
     let mut res = Ok(());
     'all: for (mi, &mode) in modes.iter().enumerate() {
-        for (si, &size) in o.size.0.iter().enumerate() {
+        for (si, &size) in o.sizes.0.iter().enumerate() {
             let names: Vec<&str> = types.iter().map(|e| e.token()).collect();
             let label = format!("{} {} {}", mode.name(), names.join(","), format_size(size));
             let pb = progress.case(&label);
@@ -400,27 +476,27 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
                 };
                 for gi in order {
                     if crate::interrupt::requested() {
-                        res = Err(anyhow::anyhow!("interrupted"));
+                        res = Err(Error::interrupted("interrupted"));
                         break;
                     }
                     let sent = acc[gi].iter().map(|c| c.bytes).sum();
-                    let Some(so) = slice_opts(k, sent) else {
+                    let Some(b) = slice_budget(k, sent) else {
                         continue;
                     };
                     let out = match group[gi] {
                         Point::Raw => match &mut raw_client {
-                            Some(rc) => raw_point(&so, s, rc, mode, size).map(Some),
+                            Some(rc) => raw_point(o, b, s, rc, mode, size).map(Some),
                             None => Ok(None),
                         },
                         Point::RawTls => match &mut tls_client {
-                            Some(rc) => raw_point(&so, s, rc, mode, size).map(Some),
+                            Some(rc) => raw_point(o, b, s, rc, mode, size).map(Some),
                             None => Ok(None),
                         },
                         Point::Type(ei) => {
                             let elem = types[ei];
                             let label = format!("{} {elem} {}", mode.name(), format_size(size));
                             let before = r.cases.len();
-                            let out = point(&so, s, &c, elem, mode, size, cs, &label, r).await;
+                            let out = point(o, b, s, &c, elem, mode, size, cs, &label, r).await;
                             acc[gi].extend(r.cases.drain(before..));
                             out.map(|()| None)
                         }
@@ -501,7 +577,7 @@ async fn measure(o: &ThroughputOpts, s: &Session, r: &mut Results) -> anyhow::Re
 /// bytes, seconds, errors, histograms, CPU and phases add up; the
 /// receiver's figure is the server's bytes over the receiver's seconds of
 /// all slices. `None` for no slices.
-fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
+fn join_slices(slices: Vec<Case>) -> Result<Option<Case>> {
     let segs = total_data_segments(&slices);
     let mut it = slices.into_iter();
     let Some(mut a) = it.next() else {
@@ -555,7 +631,8 @@ fn join_slices(slices: Vec<Case>) -> anyhow::Result<Option<Case>> {
 
 #[allow(clippy::too_many_arguments)]
 async fn point(
-    o: &ThroughputOpts,
+    o: &ThroughputJob,
+    b: Budget,
     s: &Session,
     c: &BenchClient,
     elem: Elem,
@@ -564,7 +641,7 @@ async fn point(
     cs: iiop_cdr::CharCodeSet,
     label: &str,
     r: &mut Results,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let _ctrl_c = super::CloseOnInterrupt::closing(c);
     let snd = sender(c, elem, mode, size, o).await?;
     let out = match &snd {
@@ -576,18 +653,18 @@ async fn point(
     let per_call = payload.counted_bytes(cs);
     let over = overhead(c, elem, mode, payload, per_call).await;
     // Other agents share the server's counters: leave them alone.
-    let shared = o.target.gate.is_some();
+    let shared = s.gate.is_some();
     if !shared {
         c.reset()
             .await
-            .map_err(|e| anyhow::anyhow!("reset() before {label}: {e}"))?;
+            .map_err(|e| fail!(Target, "reset() before {label}: {e}"))?;
     }
     let mut breakdown = Breakdown::default();
     c.reset_phase_totals();
     if let Some(sp) = &s.phases {
         sp.reset();
     }
-    crate::gate::case_start(o.target.gate.as_ref()).await;
+    crate::gate::case_start(s.gate.as_ref()).await;
     let watch = s.watch_case();
     let segs0 = c.data_segments_out();
     let split0 = c.head_first_writes();
@@ -599,13 +676,20 @@ async fn point(
         errors,
         lat,
         failure,
-    } = send_loop(o, label, per_call, mode != CallMode::Oneway, async || {
-        if o.breakdown {
-            breakdown.call(c, &out, elem, mode).await
-        } else {
-            call_once(c, &snd, elem, mode).await
-        }
-    })
+    } = loops::send_loop(
+        b,
+        o.on_error,
+        label,
+        per_call,
+        mode != CallMode::Oneway,
+        async || {
+            if o.breakdown {
+                breakdown.call(c, &out, elem, mode).await
+            } else {
+                call_once(c, &snd, elem, mode).await
+            }
+        },
+    )
     .await;
     let send_secs = start.elapsed().as_secs_f64();
     let client_cpu = CpuTime::thread_now().since(cpu0);
@@ -710,12 +794,13 @@ async fn point(
 /// the baseline of `mode` at `size`: a stream for oneways, a ping-pong
 /// for twoways (an empty ack) and echoes.
 fn raw_point(
-    o: &ThroughputOpts,
+    o: &ThroughputJob,
+    b: Budget,
     s: &Session,
     rc: &mut crate::rawtcp::RawClient,
     mode: CallMode,
     size: u64,
-) -> anyhow::Result<Case> {
+) -> Result<Case> {
     let watch = s.watch_case();
     let (pattern, run) = match mode {
         CallMode::Oneway => (
@@ -723,25 +808,25 @@ fn raw_point(
             session::raw_stream(
                 rc,
                 size,
-                o.oneway_buffer,
-                o.total,
-                o.min_duration,
-                o.max_duration,
+                o.buffer(),
+                b.total,
+                b.min_duration,
+                b.max_duration,
             )?,
         ),
         CallMode::Twoway => (
             "pingpong-ack",
-            session::raw_pingpong(rc, size, false, o.min_duration)?,
+            session::raw_pingpong(rc, size, false, b.min_duration)?,
         ),
         CallMode::Echo => (
             "pingpong-echo",
-            session::raw_pingpong(rc, size, true, o.min_duration)?,
+            session::raw_pingpong(rc, size, true, b.min_duration)?,
         ),
     };
     let mut c = if mode == CallMode::Oneway {
-        crate::tcp::stream_case(&run, size)
+        crate::bench::tcp_baseline::stream_case(&run, size)
     } else {
-        crate::tcp::pingpong_case(&run, size)
+        crate::bench::tcp_baseline::pingpong_case(&run, size)
     };
     let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
     c.name = format!("{wire} {pattern} {}", format_size(size));
@@ -755,85 +840,10 @@ fn raw_point(
 /// A buffered oneway case (and its raw stream) records the buffer: it is
 /// another case than an unbuffered one, and merge and compare keep them
 /// apart.
-fn note_buffer(c: &mut Case, o: &ThroughputOpts, mode: CallMode) {
+fn note_buffer(c: &mut Case, o: &ThroughputJob, mode: CallMode) {
     if mode == CallMode::Oneway {
         oneway_params(&mut c.params.extra, o);
     }
-}
-
-/// What a throughput loop counted.
-pub(crate) struct Sent {
-    pub(crate) calls: u64,
-    pub(crate) bytes: u64,
-    pub(crate) errors: BTreeMap<String, u64>,
-    /// Round trips (twoway calls only).
-    pub(crate) lat: Latency,
-    /// The failure that stopped the loop under `--on-error stop`.
-    pub(crate) failure: Option<anyhow::Error>,
-}
-
-/// Make `once` calls back to back, each carrying `per_call` payload bytes,
-/// until `--total` bytes are sent (at once if calls carry none) and
-/// `--min-duration` has passed, or `--max-duration`, or Ctrl-C; the
-/// bench.idl and the IDL-driven runs share it.
-pub(crate) async fn send_loop(
-    o: &ThroughputOpts,
-    label: &str,
-    per_call: u64,
-    twoway: bool,
-    mut once: impl AsyncFnMut() -> Result<(), BenchError>,
-) -> Sent {
-    let mut sent = Sent {
-        calls: 0,
-        bytes: 0,
-        errors: BTreeMap::new(),
-        lat: Latency::new(),
-        failure: None,
-    };
-    // Small calls read the clock every 16th call only (as the omniORB
-    // bench client does), and when the total is first reached.
-    let every = if per_call < 4096 { 16 } else { 1 };
-    let start = Instant::now();
-    let mut n = 0u64;
-    loop {
-        n += 1;
-        let t0 = twoway.then(Instant::now);
-        let before = sent.bytes;
-        match once().await {
-            Ok(()) => {
-                sent.calls += 1;
-                sent.bytes += per_call;
-                if let Some(t0) = t0 {
-                    sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
-                }
-            }
-            // Cut short by Ctrl-C: not the server's failure.
-            Err(_) if crate::interrupt::requested() => break,
-            Err(e) => {
-                count_error(&mut sent.errors, error_kind(&e));
-                if o.on_error == OnError::Stop {
-                    sent.failure = Some(anyhow::anyhow!(
-                        "{label}: call {} failed: {e}",
-                        sent.calls + 1
-                    ));
-                    break;
-                }
-            }
-        }
-        let reached = sent.bytes >= o.total && before < o.total;
-        // (Counting attempts, not successes: failing calls still end it.)
-        if !reached && !n.is_multiple_of(every) {
-            continue;
-        }
-        let el = start.elapsed();
-        if ((sent.bytes >= o.total || per_call == 0) && el >= o.min_duration)
-            || el >= o.max_duration
-            || crate::interrupt::requested()
-        {
-            break;
-        }
-    }
-    sent
 }
 
 /// `--breakdown` (E0.5): the transport times each call's phases on the

@@ -21,11 +21,13 @@ use std::time::{Duration, Instant};
 use iiop_bench_idl::client::BenchError;
 use serde_json::json;
 
+use serde::{Deserialize, Serialize};
+
 use super::stats::{ratio_ci95, Ci, Dist, Rng};
 use super::{count_error, error_kind};
-use crate::context::param;
+use crate::error::{check, Error, JobError};
 use crate::hist::Latency;
-use crate::results::{Case, CaseParams};
+use crate::results::{param, Case, CaseParams};
 
 /// A call a client makes once per cycle; gets the client's seeded RNG.
 pub type CallFn = Box<dyn FnMut(&mut Rng) -> Pin<Box<dyn Future<Output = Result<(), BenchError>>>>>;
@@ -75,7 +77,7 @@ pub struct EngineSpec {
     pub seed: u64,
     /// End the run at the first failed call.
     pub stop_on_error: bool,
-    /// An agent run's start gate (from `TargetOpts::gate`).
+    /// An agent run's start gate ([`RunContext::gate`](crate::run_context::RunContext::gate)).
     pub gate: Option<crate::gate::Gate>,
 }
 
@@ -441,54 +443,94 @@ impl EngineResult {
     }
 
     /// The error that should end the command, if the run failed.
-    pub fn failure(&self, what: &str) -> Option<anyhow::Error> {
+    pub fn failure(&self, what: &str) -> Option<Error> {
         match self.stop {
-            Some(StopReason::Error) => Some(anyhow::anyhow!(
+            Some(StopReason::Error) => Some(Error::target(format!(
                 "{what}: {}",
                 self.first_error.as_deref().unwrap_or("a call failed")
-            )),
-            Some(StopReason::Interrupted) => Some(anyhow::anyhow!("{what}: interrupted")),
+            ))),
+            Some(StopReason::Interrupted) => {
+                Some(Error::interrupted(format!("{what}: interrupted")))
+            }
             _ => None,
         }
     }
 }
 
 /// Parse `5%` into a relative half-width (0.05).
-pub fn parse_relative(s: &str) -> Result<f64, String> {
-    let v = crate::units::parse_percent(s).map_err(|e| e.to_string())? / 100.0;
+pub fn parse_relative(s: &str) -> Result<f64, JobError> {
+    let v = crate::units::parse_percent(s).map_err(JobError::new)? / 100.0;
     if !(v > 0.0 && v < 1.0) {
-        return Err(format!(
+        return Err(JobError::new(format!(
             "{s:?}: a relative half-width must be in (0 %, 100 %)"
-        ));
+        )));
     }
     Ok(v)
 }
 
-/// Options every workload command shares: how long, the CI rule, batches,
-/// seed.
-#[derive(Debug, Clone)]
-pub struct RunOpts {
-    /// Measure each case for this long (ignored with --until-ci).
+/// The run rule every workload job shares: how long each case runs or
+/// the CI it runs to, its batches, warm-up and seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunRule {
+    /// Measure each case for this long (ignored with `until_ci`).
+    #[serde(with = "crate::units::duration")]
     pub duration: Duration,
     /// Run each case in batches until the 95 % CI of mean response time
-    /// is within ±this (e.g. `5%`), or --max-duration.
+    /// is within ±this fraction of the mean (0.05 for 5 %), or
+    /// `max_duration`. Written `"5%"`.
+    #[serde(with = "relative", skip_serializing_if = "Option::is_none")]
     pub until_ci: Option<f64>,
-    /// Time cap per case with --until-ci.
+    /// Time cap per case with `until_ci`.
+    #[serde(with = "crate::units::duration")]
     pub max_duration: Duration,
     /// Batch length for the batch means.
+    #[serde(with = "crate::units::duration")]
     pub batch: Duration,
     /// Fewest batches before the CI rule may stop a run.
     pub min_batches: usize,
     /// Unrecorded time at the start of each case (connections warm).
+    #[serde(with = "crate::units::duration")]
     pub warmup_duration: Duration,
     /// Seed of every random draw (think and service times).
     pub seed: u64,
 }
 
-impl Default for RunOpts {
+/// The serde form of `until_ci`: `"5%"`, or a fraction (0.05).
+mod relative {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&format!("{}%", v * 100.0)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Fraction(f64),
+            Text(String),
+        }
+        Option::<Form>::deserialize(d)?
+            .map(|f| match f {
+                Form::Fraction(x) if x > 0.0 && x < 1.0 => Ok(x),
+                Form::Fraction(x) => Err(crate::error::JobError::new(format!(
+                    "{x}: a relative half-width is a fraction in (0, 1), or a percentage (\"5%\")"
+                ))),
+                Form::Text(t) => super::parse_relative(&t),
+            })
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Default for RunRule {
     /// 2 s per case in 200 ms batches after 100 ms of warm-up, seed 1.
     fn default() -> Self {
-        RunOpts {
+        RunRule {
             duration: Duration::from_secs(2),
             until_ci: None,
             max_duration: Duration::from_secs(60),
@@ -500,12 +542,32 @@ impl Default for RunOpts {
     }
 }
 
-impl RunOpts {
-    /// The engine spec these options describe, with an agent run's start
+impl RunRule {
+    /// Its durations and counts make sense.
+    pub fn validate(&self) -> Result<(), JobError> {
+        check(!self.batch.is_zero(), || "`batch` must be positive".into())?;
+        check(self.min_batches >= 1, || {
+            "`min_batches` must be at least 1".into()
+        })?;
+        match self.until_ci {
+            Some(x) => {
+                check(x > 0.0 && x < 1.0, || {
+                    "`until_ci` must be in (0 %, 100 %)".into()
+                })?;
+                check(!self.max_duration.is_zero(), || {
+                    "`max_duration` must be more than 0".into()
+                })
+            }
+            None => check(!self.duration.is_zero(), || {
+                "`duration` must be more than 0".into()
+            }),
+        }
+    }
+
+    /// The engine spec this rule describes, with an agent run's start
     /// gate when there is one.
-    pub fn spec(&self, gate: Option<&crate::gate::Gate>) -> anyhow::Result<EngineSpec> {
-        anyhow::ensure!(!self.batch.is_zero(), "--batch must be positive");
-        Ok(EngineSpec {
+    pub fn spec(&self, gate: Option<&crate::gate::Gate>) -> EngineSpec {
+        EngineSpec {
             stop: match self.until_ci {
                 Some(relative) => Stop::UntilCi {
                     relative,
@@ -519,7 +581,7 @@ impl RunOpts {
             seed: self.seed,
             stop_on_error: true,
             gate: gate.cloned(),
-        })
+        }
     }
 
     /// Record these options in the results' params.

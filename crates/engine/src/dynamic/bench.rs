@@ -1,10 +1,11 @@
-//! `bench latency --idl FILE --op Interface::op` and `bench throughput
-//! --idl …`: any operation of any server measured with the benchmarks'
-//! machinery (session, placement, HDR histograms, open/closed loop,
-//! results). The arguments (from `--args` JSON and `--gen`) are
-//! marshalled ONCE per connection into a [`Prepared`] request that is
-//! resent with only its request id patched; replies are only checked for
-//! NO_EXCEPTION unless `--check-reply` asks to decode them.
+//! Latency and throughput jobs whose `idl` names an operation of any IDL
+//! on any server: measured with the benchmarks' machinery (session,
+//! placement, HDR histograms, open/closed loop, results). The arguments
+//! (from `args` JSON and `gen`) are marshalled ONCE per connection into a
+//! [`Prepared`] request that is resent with only its request id patched;
+//! replies are only checked for NO_EXCEPTION unless `check_reply` asks to
+//! decode them. The latency and throughput modules hand over their job
+//! and the loop's numbers; this module knows neither job's type.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,14 +17,13 @@ use iiop_cdr::Writer;
 use iiop_giop::ResponseMode;
 use iiop_transport::client::Prepared;
 
-use super::gen::GenSpec;
-use super::{IdlOpts, OpSig};
-use crate::bench::latency::{self, Invoke, LatencyOpts};
-use crate::bench::session::{self, Session};
-use crate::bench::throughput::{self, send_loop, Sent, ThroughputOpts};
-use crate::bench::OnError;
-use crate::context::param;
-use crate::results::{Case, CaseParams, CpuFigures, Results};
+use super::{IdlOp, OpSig};
+use crate::bench::loops::{self, Budget, Invoke, Loop, Sent};
+use crate::bench::session::{self, BenchJob, Session, Shape};
+use crate::error::{bail, fail, Error, Result};
+use crate::options::OnError;
+use crate::results::{param, Case, CaseParams, CpuFigures, Results};
+use crate::run_context::RunContext;
 use crate::sysinfo::CpuTime;
 
 /// The operation with its arguments, ready to marshal.
@@ -38,23 +38,20 @@ pub struct IdlCall {
 }
 
 impl IdlCall {
-    /// Load the IDL, find `op`, build its arguments.
-    pub fn new(o: &IdlOpts, op: &str) -> anyhow::Result<IdlCall> {
-        let file = o
-            .idl
-            .as_deref()
-            .ok_or_else(|| anyhow::anyhow!("--idl FILE is needed"))?;
-        let spec = super::load_spec(file, &o.include)?;
-        let found = super::find_op(&spec, op)?;
-        let args_json = o.args.as_deref().map(super::read_json_arg).transpose()?;
-        let gen = GenSpec::parse(&o.gen)?;
-        let args = super::arguments(&found.sig, args_json.as_ref(), &spec, Some(&gen))?;
+    /// Load the IDL, find the operation, build its arguments.
+    pub fn new(o: &IdlOp) -> Result<IdlCall> {
+        let spec = super::load_spec(&o.idl, &o.include)?;
+        let found = super::find_op(&spec, &o.op)?;
+        let args_json = o.args.as_ref().map(|a| a.value()).transpose()?;
+        o.gen.validate()?;
+        let args = super::arguments(&found.sig, args_json.as_ref(), &spec, Some(&o.gen))?;
         let mut buf = BytesMut::new();
         super::marshal(
             &found.sig,
             &args,
             &mut Writer::new(&mut buf, iiop_cdr::ByteOrder::NATIVE),
-        )?;
+        )
+        .map_err(|e| Error::job(format!("`args`: {e}")))?;
         Ok(IdlCall {
             interface: found.interface,
             sig: found.sig,
@@ -78,12 +75,12 @@ impl IdlCall {
     }
 
     /// The request, marshalled once for connection `c`.
-    pub async fn prepare(&self, c: &BenchClient) -> anyhow::Result<Prepared> {
+    pub async fn prepare(&self, c: &BenchClient) -> Result<Prepared> {
         c.prepare(&self.sig.name, self.response(), |w| {
             super::marshal(&self.sig, &self.args, w)
         })
         .await
-        .map_err(|e| anyhow::anyhow!("preparing {}: {e}", self.label()))
+        .map_err(|e| fail!(Target, "preparing {}: {e}", self.label()))
     }
 }
 
@@ -124,33 +121,44 @@ impl Invoke for Caller {
     }
 }
 
-/// `bench latency --idl`: the operation `op` instead of bench.idl's.
-pub fn latency(o: &LatencyOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
+/// The IDL's parameters in a run's params.
+fn idl_params(p: &mut BTreeMap<String, serde_json::Value>, idl: &IdlOp) {
+    param(p, "idl", idl.idl.display().to_string());
+    param(p, "gen", idl.gen.to_string());
+    param(p, "check_reply", idl.check_reply);
+}
+
+/// A latency job on the operation `idl`: `lo` says how each point is
+/// measured; `job`'s frame (target, sockets, placement) is the session's.
+pub fn latency<J: BenchJob>(
+    job: &J,
+    idl: &IdlOp,
+    lo: Loop,
+    ctx: &RunContext,
+) -> (Results, Option<Error>) {
     session::run(
-        "latency",
-        &o.target,
-        &o.socket,
-        &o.placement,
-        latency::single_caller(o),
-        |r| {
-            latency::loop_params(o, r);
-            let p = &mut r.params;
-            param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
-            param(p, "gen", &idl.gen);
-            param(p, "check_reply", idl.check_reply);
+        job,
+        Shape {
+            single_caller: lo.single_caller(),
+            ..Shape::default()
         },
-        async |s: &Session, r: &mut Results| latency_measure(o, idl, op, s, r).await,
+        ctx,
+        |r| {
+            lo.record(&mut r.params, job.socket().nodelay);
+            idl_params(&mut r.params, idl);
+        },
+        async |s: &Session, r: &mut Results| latency_measure(idl, &lo, s, r).await,
     )
 }
 
-async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> anyhow::Result<Vec<Caller>> {
+async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> Result<Vec<Caller>> {
     let check = ic.check_reply.then(|| Arc::new(ic.sig.clone()));
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let c = s
             .connect()
             .await
-            .map_err(|e| anyhow::anyhow!("connecting to the target: {e}"))?;
+            .map_err(|e| fail!(Target, "connecting to the target: {e}"))?;
         let p = Arc::new(ic.prepare(&c).await?);
         out.push(Caller {
             c,
@@ -161,22 +169,9 @@ async fn connect_callers(s: &Session, n: usize, ic: &IdlCall) -> anyhow::Result<
     Ok(out)
 }
 
-async fn latency_measure(
-    o: &LatencyOpts,
-    idl: &IdlOpts,
-    op: &str,
-    s: &Session,
-    r: &mut Results,
-) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        o.connections >= 1 && o.in_flight >= 1,
-        "--connections and --in-flight must be at least 1"
-    );
-    if let Some(rate) = o.rate {
-        anyhow::ensure!(rate > 0.0 && rate.is_finite(), "--rate must be positive");
-    }
-    let ic = IdlCall::new(idl, op)?;
-    let callers = connect_callers(s, o.connections, &ic).await?;
+async fn latency_measure(idl: &IdlOp, lo: &Loop, s: &Session, r: &mut Results) -> Result<()> {
+    let ic = IdlCall::new(idl)?;
+    let callers = connect_callers(s, lo.connections, &ic).await?;
     let label = format!("idl {} {}B", ic.label(), ic.body_bytes);
     let params = CaseParams {
         ty: ic.label(),
@@ -184,64 +179,70 @@ async fn latency_measure(
         mode: if ic.sig.oneway { "idl-oneway" } else { "idl" }.into(),
         extra: BTreeMap::new(),
     };
-    let pb = o.progress.case(&label);
-    let (mut case, first_error) =
-        latency::point(o, &callers, &label, pb, params, ic.body_bytes).await?;
+    let pb = s.progress.case(&label);
+    let (mut case, first_error) = loops::point(
+        lo,
+        s.gate.as_ref(),
+        &callers,
+        &label,
+        pb,
+        params,
+        ic.body_bytes,
+    )
+    .await?;
     param(
         &mut case.extra,
         "request_message_bytes",
         callers[0].p.message().len(),
     );
     r.cases.push(case);
-    if let (OnError::Stop, Some(e)) = (o.on_error, first_error) {
-        anyhow::bail!("{label}: {e}");
+    if let (OnError::Stop, Some(e)) = (lo.on_error, first_error) {
+        bail!(Target, "{label}: {e}");
     }
     Ok(())
 }
 
-/// `bench throughput --idl`: the operation sent back to back (oneway or
-/// twoway as the IDL declares it) until `--total` bytes of arguments and
-/// `--min-duration` are reached. A oneway run ends with `_non_existent`
-/// on the same connection, whose reply means the server has read every
-/// oneway before it (receiver-side time).
-pub fn throughput(o: &ThroughputOpts, idl: &IdlOpts, op: &str) -> (Results, Option<anyhow::Error>) {
+/// A throughput job on the operation `idl`: the operation sent back to
+/// back (oneway or twoway as the IDL declares it) until `budget` is
+/// spent; `fill_params` records the job's own parameters. A oneway run
+/// ends with `_non_existent` on the same connection, whose reply means
+/// the server has read every oneway before it (receiver-side time).
+pub fn throughput<J: BenchJob>(
+    job: &J,
+    idl: &IdlOp,
+    budget: Budget,
+    on_error: OnError,
+    shape: Shape,
+    ctx: &RunContext,
+    fill_params: impl FnOnce(&mut Results),
+) -> (Results, Option<Error>) {
     session::run(
-        "throughput",
-        &o.target,
-        &o.socket,
-        &o.placement,
-        throughput::single_caller(o),
+        job,
+        shape,
+        ctx,
         |r| {
-            let p = &mut r.params;
-            param(p, "total", o.total);
-            param(p, "min_duration_s", o.min_duration.as_secs_f64());
-            param(p, "max_duration_s", o.max_duration.as_secs_f64());
-            param(p, "nodelay", o.socket.nodelay);
-            // How oneways went out (the shape above applies them here too).
-            throughput::oneway_params(p, o);
-            param(p, "idl", idl.idl.as_ref().map(|f| f.display().to_string()));
-            param(p, "gen", &idl.gen);
-            param(p, "check_reply", idl.check_reply);
+            fill_params(r);
+            idl_params(&mut r.params, idl);
         },
-        async |s: &Session, r: &mut Results| throughput_measure(o, idl, op, s, r).await,
+        async |s: &Session, r: &mut Results| throughput_measure(idl, budget, on_error, s, r).await,
     )
 }
 
 async fn throughput_measure(
-    o: &ThroughputOpts,
-    idl: &IdlOpts,
-    op: &str,
+    idl: &IdlOp,
+    budget: Budget,
+    on_error: OnError,
     s: &Session,
     r: &mut Results,
-) -> anyhow::Result<()> {
-    let ic = IdlCall::new(idl, op)?;
+) -> Result<()> {
+    let ic = IdlCall::new(idl)?;
     let callers = connect_callers(s, 1, &ic).await?;
     let c = &callers[0];
     let mode = if ic.sig.oneway { "oneway" } else { "twoway" };
     let label = format!("{mode} {} {}B", ic.label(), ic.body_bytes);
-    let pb = o.progress.case(&label);
+    let pb = s.progress.case(&label);
     let ctrl_c = crate::bench::CloseOnInterrupt::closing(&c.c);
-    crate::gate::case_start(o.target.gate.as_ref()).await;
+    crate::gate::case_start(s.gate.as_ref()).await;
     let cpu0 = CpuTime::thread_now();
     let start = Instant::now();
     let Sent {
@@ -250,9 +251,14 @@ async fn throughput_measure(
         errors,
         lat,
         failure,
-    } = send_loop(o, &label, ic.body_bytes, !ic.sig.oneway, async || {
-        c.invoke().await
-    })
+    } = loops::send_loop(
+        budget,
+        on_error,
+        &label,
+        ic.body_bytes,
+        !ic.sig.oneway,
+        async || c.invoke().await,
+    )
     .await;
     drop(ctrl_c);
     let send_secs = start.elapsed().as_secs_f64();

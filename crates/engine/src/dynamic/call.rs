@@ -14,6 +14,8 @@ use iiop_transport::client::Client;
 use iiop_transport::naming::resolve_target;
 
 use super::gen::GenSpec;
+use super::JsonArgs;
+use crate::error::{bail, fail, Error, Result};
 use crate::options::Sockets;
 use crate::target::TargetOpts;
 
@@ -27,11 +29,11 @@ pub struct CallOpts {
     /// The operation, `Module::Interface::op` (attributes: `_get_x`).
     pub op: String,
     /// In/inout arguments as JSON: an object by parameter name or an
-    /// array in order; `@FILE` reads a file. `None`: none.
-    pub args: Option<String>,
-    /// Generate the arguments not given ([`GenSpec`] syntax); `None`:
-    /// every in/inout parameter must be in `args`.
-    pub gen: Option<String>,
+    /// array in order. `None`: none.
+    pub args: Option<JsonArgs>,
+    /// Generate the arguments not given; `None`: every in/inout parameter
+    /// must be in `args`.
+    pub gen: Option<GenSpec>,
     /// The server (`target: None`: our reference server, bench.idl,
     /// embedded in this process) and how to reach it.
     pub target: TargetOpts,
@@ -40,17 +42,19 @@ pub struct CallOpts {
 
 /// Invoke the operation: the reply as JSON, and whether it was
 /// NO_EXCEPTION (a user or system exception is a reply too, as JSON).
-pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
-    // One call through the runtime client (it follows forwards):
-    // `--wait-strategy read` or `spin` is refused rather than ignored.
-    o.target.waiting.resolve(false, "unknown")?;
+pub fn call(o: &CallOpts) -> Result<(serde_json::Value, bool)> {
+    // One call through the runtime client (it follows forwards): waiting
+    // on read or spinning is refused rather than ignored.
+    o.target.validate(false)?;
     let spec = super::load_spec(&o.idl, &o.include)?;
     let found = super::find_op(&spec, &o.op)?;
     let sig = &found.sig;
-    let args_json = o.args.as_deref().map(super::read_json_arg).transpose()?;
-    let gen = o.gen.as_deref().map(GenSpec::parse).transpose()?;
-    let args = super::arguments(sig, args_json.as_ref(), &spec, gen.as_ref())?;
-    // Without --target: our reference server (bench.idl), embedded.
+    let args_json = o.args.as_ref().map(JsonArgs::value).transpose()?;
+    if let Some(g) = &o.gen {
+        g.validate()?;
+    }
+    let args = super::arguments(sig, args_json.as_ref(), &spec, o.gen.as_ref())?;
+    // Without a target: our reference server (bench.idl), embedded.
     let embedded = match &o.target.target {
         Some(_) => None,
         None => Some(
@@ -59,7 +63,7 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
                 threads: 1,
                 ..ServerOptions::default()
             })
-            .map_err(|e| anyhow::anyhow!("embedded server: {e}"))?,
+            .map_err(|e| fail!(Local, "embedded server: {e}"))?,
         ),
     };
     let reference = match &embedded {
@@ -71,10 +75,10 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
         .build()?;
     rt.block_on(async {
         let client = Client::new(crate::target::client_config(&o.target, &o.socket)?);
-        let parsed = Target::load(&reference).map_err(|e| anyhow::anyhow!("--target: {e}"))?;
+        let parsed = Target::load(&reference).map_err(|e| Error::job(format!("`target`: {e}")))?;
         let ior = resolve_target(&client, &parsed)
             .await
-            .map_err(|e| anyhow::anyhow!("resolving the target: {e}"))?;
+            .map_err(|e| fail!(Target, "resolving the target: {e}"))?;
         let mode = if sig.oneway {
             ResponseMode::Oneway
         } else {
@@ -83,14 +87,14 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
         let (reply, opts) = client
             .invoke_reading(&ior, &sig.name, mode, |w| super::marshal(sig, &args, w))
             .await
-            .map_err(|e| anyhow::anyhow!("{} on {}: {e}", sig.name, found.interface))?;
+            .map_err(|e| fail!(Target, "{} on {}: {e}", sig.name, found.interface))?;
         let Some(reply) = reply else {
             // A oneway has no reply: a `_non_existent` after it on the same
             // connection makes sure it left (and was read) before we exit.
             client
                 .invoke(&ior, "_non_existent", ResponseMode::Twoway, |_| Ok(()))
                 .await
-                .map_err(|e| anyhow::anyhow!("_non_existent after the oneway {}: {e}", sig.name))?;
+                .map_err(|e| fail!(Target, "_non_existent after the oneway {}: {e}", sig.name))?;
             return Ok((serde_json::json!({"oneway": true}), true));
         };
         // The reply reads with the code sets negotiated on the connection
@@ -102,10 +106,10 @@ pub fn call(o: &CallOpts) -> anyhow::Result<(serde_json::Value, bool)> {
             ReplyStatus::SystemException => {
                 let e = reply
                     .system_exception()
-                    .map_err(|e| anyhow::anyhow!("system exception reply: {e}"))?;
+                    .map_err(|e| fail!(Target, "system exception reply: {e}"))?;
                 Ok((super::system_exception_json(&e), false))
             }
-            other => anyhow::bail!("unexpected reply status {other:?}"),
+            other => bail!(Target, "unexpected reply status {other:?}"),
         }
     })
 }

@@ -1,4 +1,4 @@
-//! `--gen`: deterministic argument values for any TypeCode, so an
+//! Generated arguments (`gen`): deterministic argument values for any TypeCode, so an
 //! operation can be benchmarked without writing its arguments: sequences
 //! of `len` elements (nested ones of `depth`), strings of `str`
 //! characters, numbers from a seeded generator (splitmix64), unions
@@ -7,14 +7,20 @@
 use bytes::Bytes;
 use iiop_cdr::{Any, Ior, TCKind, TcDef, TypeCode, Value};
 
-/// Parsed `--gen`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::error::JobError;
+
+/// How to generate arguments: lengths and the seed. Its serde form is
+/// `{ len = 16, str = 8, depth = 2, seed = 1 }` (any subset).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct GenSpec {
     /// Length of outermost sequences.
     pub len: usize,
     /// Length of strings and wstrings.
+    #[serde(rename = "str")]
     pub str_len: usize,
     /// Length of sequences nested in other sequences.
+    #[serde(rename = "depth")]
     pub depth_len: usize,
     pub seed: u64,
 }
@@ -30,36 +36,72 @@ impl Default for GenSpec {
     }
 }
 
-/// Upper limit of any generated length (keeps `--gen` bounded).
+impl std::fmt::Display for GenSpec {
+    /// As `parse` reads it: the keys that differ from the defaults
+    /// (`len=1000`), empty for the defaults.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = GenSpec::default();
+        let parts: Vec<String> = [
+            ("len", self.len as u64, d.len as u64),
+            ("str", self.str_len as u64, d.str_len as u64),
+            ("depth", self.depth_len as u64, d.depth_len as u64),
+            ("seed", self.seed, d.seed),
+        ]
+        .into_iter()
+        .filter(|(_, v, default)| v != default)
+        .map(|(k, v, _)| format!("{k}={v}"))
+        .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// Upper limit of any generated length (keeps generated values bounded).
 pub const MAX_LEN: usize = 64 << 20;
 
 impl GenSpec {
     /// Parse `len=N,str=N,depth=N,seed=N` (any subset, any order; sizes
     /// accept the size syntax, e.g. `len=64Ki`).
-    pub fn parse(s: &str) -> anyhow::Result<GenSpec> {
+    pub fn parse(s: &str) -> Result<GenSpec, JobError> {
         let mut g = GenSpec::default();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let Some((k, v)) = part.split_once('=') else {
-                anyhow::bail!("--gen {part:?}: expected key=value (len, str, depth, seed)");
+                return Err(JobError::new(format!(
+                    "`gen` {part:?}: expected key=value (len, str, depth, seed)"
+                )));
             };
             let n: u64 = match v.trim().parse() {
                 Ok(n) => n,
                 Err(_) => crate::units::parse_size(v.trim())
-                    .map_err(|e| anyhow::anyhow!("--gen {k}: {e}"))?,
-            };
-            let len = || -> anyhow::Result<usize> {
-                anyhow::ensure!(n as usize <= MAX_LEN, "--gen {k}={n} exceeds {MAX_LEN}");
-                Ok(n as usize)
+                    .map_err(|e| JobError::new(format!("`gen` {k}: {e}")))?,
             };
             match k.trim() {
-                "len" => g.len = len()?,
-                "str" => g.str_len = len()?,
-                "depth" => g.depth_len = len()?,
+                "len" => g.len = n as usize,
+                "str" => g.str_len = n as usize,
+                "depth" => g.depth_len = n as usize,
                 "seed" => g.seed = n,
-                other => anyhow::bail!("--gen: unknown key {other:?} (len, str, depth, seed)"),
+                other => {
+                    return Err(JobError::new(format!(
+                        "`gen`: unknown key {other:?} (len, str, depth, seed)"
+                    )))
+                }
             }
         }
+        g.validate()?;
         Ok(g)
+    }
+
+    /// Every length within [`MAX_LEN`].
+    pub fn validate(&self) -> Result<(), JobError> {
+        for (k, n) in [
+            ("len", self.len),
+            ("str", self.str_len),
+            ("depth", self.depth_len),
+        ] {
+            if n > MAX_LEN {
+                return Err(JobError::new(format!("`gen` {k}={n} exceeds {MAX_LEN}")));
+            }
+        }
+        Ok(())
     }
 
     /// A fresh generator for this spec's seed.

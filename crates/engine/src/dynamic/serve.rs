@@ -11,7 +11,18 @@ use super::server::{Behaviour, FixedReply, IdlHandler, IdlServer, IdlServerOptio
 use iiop_idl::{DefKind, Spec};
 use serde_json::Value as Json;
 
-use super::{json, load_spec, read_json_arg};
+use super::{json, load_spec};
+
+/// `fixed:`'s JSON: inline, or `@FILE` read from a file.
+fn read_json_arg(s: &str) -> crate::error::Result<Json> {
+    let text = match s.strip_prefix('@') {
+        Some(f) => std::fs::read_to_string(f)
+            .map_err(|e| crate::error::fail!(Job, "`behaviour` fixed: reading {f}: {e}"))?,
+        None => s.to_string(),
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| crate::error::fail!(Job, "`behaviour` fixed: not JSON: {e}"))
+}
 
 /// Which interface of which IDL file to serve, and how it answers.
 #[derive(Debug, Clone)]
@@ -29,8 +40,8 @@ pub struct IdlServeOpts {
     pub behaviour: String,
 }
 
-/// The interface `--interface` names, or the only one defined.
-pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_idl::DefId> {
+/// The interface `interface` names, or the only one defined.
+pub fn pick_interface(spec: &Spec, name: Option<&str>) -> crate::error::Result<iiop_idl::DefId> {
     let all: Vec<(iiop_idl::DefId, String)> = spec
         .interfaces()
         .map(|(id, d)| (id, d.scoped_name.trim_start_matches("::").to_string()))
@@ -40,8 +51,9 @@ pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_id
             let n = n.trim_start_matches("::");
             match spec.lookup(n) {
                 Some(id) if matches!(spec.def(id).kind, DefKind::Interface(_)) => Ok(id),
-                _ => anyhow::bail!(
-                    "--interface {n}: no such interface (the IDL has: {})",
+                _ => crate::error::bail!(
+                    Job,
+                    "`interface` {n}: no such interface (the IDL has: {})",
                     all.iter()
                         .map(|a| a.1.as_str())
                         .collect::<Vec<_>>()
@@ -50,8 +62,9 @@ pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_id
             }
         }
         None if all.len() == 1 => Ok(all[0].0),
-        None => anyhow::bail!(
-            "the IDL defines {} interfaces; choose one with --interface ({})",
+        None => crate::error::bail!(
+            Job,
+            "the IDL defines {} interfaces; choose one with `interface` ({})",
             all.len(),
             all.iter()
                 .map(|a| a.1.as_str())
@@ -61,26 +74,36 @@ pub fn pick_interface(spec: &Spec, name: Option<&str>) -> anyhow::Result<iiop_id
     }
 }
 
-/// Parse `--behaviour` against the interface's operations.
-pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Result<Behaviour> {
+/// Parse a `behaviour` against the interface's operations.
+pub fn behaviour(
+    s: &str,
+    handler_ops: &IdlHandler,
+    spec: &Spec,
+) -> crate::error::Result<Behaviour> {
     match s.trim() {
         "echo" => Ok(Behaviour::Echo),
         "sink" => Ok(Behaviour::Sink),
         t => {
             let Some(j) = t.strip_prefix("fixed:") else {
-                anyhow::bail!("--behaviour {t:?}: echo, sink or fixed:JSON");
+                crate::error::bail!(Job, "`behaviour` {t:?}: echo, sink or fixed:JSON");
             };
             let j = read_json_arg(j)?;
             let Json::Object(per_op) = j else {
-                anyhow::bail!("--behaviour fixed: expected {{\"op\": {{\"return\": …}}}}");
+                crate::error::bail!(
+                    Job,
+                    "`behaviour` fixed: expected {{\"op\": {{\"return\": …}}}}"
+                );
             };
             let mut out = HashMap::new();
             for (op, vals) in per_op {
                 let Some(sig) = handler_ops.operations().get(&op) else {
-                    anyhow::bail!("--behaviour fixed: the interface has no operation {op}");
+                    crate::error::bail!(
+                        Job,
+                        "`behaviour` fixed: the interface has no operation {op}"
+                    );
                 };
                 let Json::Object(vals) = vals else {
-                    anyhow::bail!("--behaviour fixed: {op}: expected an object");
+                    crate::error::bail!(Job, "`behaviour` fixed: {op}: expected an object");
                 };
                 let mut f = FixedReply::default();
                 for (k, v) in vals {
@@ -91,8 +114,9 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
                             .iter()
                             .find(|t| t.id() == Some(id) || t.name() == Some(id))
                         else {
-                            anyhow::bail!(
-                                "--behaviour fixed: {op}.raise: {id:?} is not in its raises list"
+                            crate::error::bail!(
+                                Job,
+                                "`behaviour` fixed: {op}.raise: {id:?} is not in its raises list"
                             );
                         };
                         let mut members = v.clone();
@@ -102,22 +126,26 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
                                 m.remove("_id");
                             }
                         }
-                        let value = json::from_json(tc, &members, spec)
-                            .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.raise: {e}"))?;
+                        let value = json::from_json(tc, &members, spec).map_err(|e| {
+                            crate::error::fail!(Job, "`behaviour` fixed: {op}.raise: {e}")
+                        })?;
                         f.raise = Some((tc.clone(), value));
                     } else if k == "return" {
-                        f.result =
-                            Some(json::from_json(&sig.result, &v, spec).map_err(|e| {
-                                anyhow::anyhow!("--behaviour fixed: {op}.return: {e}")
-                            })?);
+                        f.result = Some(json::from_json(&sig.result, &v, spec).map_err(|e| {
+                            crate::error::fail!(Job, "`behaviour` fixed: {op}.return: {e}")
+                        })?);
                     } else {
                         let Some(p) = sig.outputs().find(|p| p.name == k) else {
-                            anyhow::bail!("--behaviour fixed: {op} has no out/inout parameter {k}");
+                            crate::error::bail!(
+                                Job,
+                                "`behaviour` fixed: {op} has no out/inout parameter {k}"
+                            );
                         };
                         f.params.insert(
                             k.clone(),
-                            json::from_json(&p.tc, &v, spec)
-                                .map_err(|e| anyhow::anyhow!("--behaviour fixed: {op}.{k}: {e}"))?,
+                            json::from_json(&p.tc, &v, spec).map_err(|e| {
+                                crate::error::fail!(Job, "`behaviour` fixed: {op}.{k}: {e}")
+                            })?,
                         );
                     }
                 }
@@ -131,19 +159,22 @@ pub fn behaviour(s: &str, handler_ops: &IdlHandler, spec: &Spec) -> anyhow::Resu
 /// Build the server `o` asks for and start it as `server` says: the
 /// server, and the interface's name (`Module::Interface`), which is also
 /// its object key.
-pub fn start(o: &IdlServeOpts, server: IdlServerOptions) -> anyhow::Result<(IdlServer, String)> {
+pub fn start(
+    o: &IdlServeOpts,
+    server: IdlServerOptions,
+) -> crate::error::Result<(IdlServer, String)> {
     let spec = load_spec(&o.idl, &o.include)?;
     let iface = pick_interface(&spec, o.interface.as_deref())?;
-    let probe =
-        IdlHandler::new(&spec, iface, Behaviour::Echo).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let probe = IdlHandler::new(&spec, iface, Behaviour::Echo)
+        .map_err(|e| crate::error::fail!(Job, "{e}"))?;
     let b = behaviour(&o.behaviour, &probe, &spec)?;
-    let handler = IdlHandler::new(&spec, iface, b).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let handler = IdlHandler::new(&spec, iface, b).map_err(|e| crate::error::fail!(Job, "{e}"))?;
     let name = spec
         .def(iface)
         .scoped_name
         .trim_start_matches("::")
         .to_string();
     let srv = IdlServer::start(handler, name.as_bytes(), server)
-        .map_err(|e| anyhow::anyhow!("iiopbench serve --idl: {e}"))?;
+        .map_err(|e| crate::error::fail!(Local, "serving the IDL: {e}"))?;
     Ok((srv, name))
 }

@@ -12,53 +12,16 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use iiop_bench_idl::run::RunningServer;
-use serde::Serialize;
 
-use super::suite::{self, Suite, Verdict};
-use super::{embedded_server, report, runtime, InteropOpts};
+use super::report::{self, Cell};
+use super::suite::{self, InteropSuite, Verdict};
+use super::{embedded_server, runtime, via, InteropOpts};
 use crate::orbs;
 use crate::progress::Progress;
 use crate::results::Results;
 
 /// The name of our own ORB in the matrix.
 pub const OURS: &str = "ours";
-
-/// One client × server run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Cell {
-    pub client: String,
-    pub server: String,
-    pub passed: usize,
-    pub failed: usize,
-    /// `name: detail` of every failed check.
-    pub failures: Vec<String>,
-    /// `name: detail` of every note (allowed differences).
-    pub notes: Vec<String>,
-    /// `name: detail` of every skipped check (the reason is the detail).
-    pub skipped: Vec<String>,
-    /// The client could not run to the end (timeout, crash, bad output).
-    pub error: Option<String>,
-    pub seconds: f64,
-}
-
-impl Cell {
-    /// Nothing failed and the run completed.
-    pub fn ok(&self) -> bool {
-        self.failed == 0 && self.error.is_none() && self.passed > 0
-    }
-
-    /// `pass 195/195`, `FAIL 3/169` (passed / passed + failed) or `ERROR`.
-    pub fn label(&self) -> String {
-        let total = self.passed + self.failed;
-        if self.error.is_some() && total == 0 {
-            "ERROR".into()
-        } else if self.ok() {
-            format!("pass {}/{total}", self.passed)
-        } else {
-            format!("FAIL {}/{total}", self.passed)
-        }
-    }
-}
 
 /// A child process in its own process group, killed and reaped on drop.
 #[derive(Debug)]
@@ -69,12 +32,12 @@ pub struct Child {
 
 impl Child {
     /// Spawn `cmd` as the leader of a new process group.
-    pub fn spawn(mut cmd: Command, what: &str) -> anyhow::Result<Child> {
+    pub fn spawn(mut cmd: Command, what: &str) -> crate::error::Result<Child> {
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
         let inner = cmd
             .spawn()
-            .map_err(|e| anyhow::anyhow!("cannot start {what}: {e}"))?;
+            .map_err(|e| crate::error::fail!(Orb, "cannot start {what}: {e}"))?;
         Ok(Child {
             inner,
             what: what.to_string(),
@@ -155,7 +118,7 @@ pub fn start_server(
     dir: &Path,
     timeout: Duration,
     progress: &Progress,
-) -> anyhow::Result<(Server, PathBuf)> {
+) -> crate::error::Result<(Server, PathBuf)> {
     let ior_file = dir.join(format!("{orb}.ior"));
     if orb == OURS {
         let s = embedded_server()?;
@@ -168,7 +131,7 @@ pub fn start_server(
     let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
     let out = child
         .take_stdout()
-        .ok_or_else(|| anyhow::anyhow!("{orb} server: no stdout"))?;
+        .ok_or_else(|| crate::error::fail!(Orb, "{orb} server: no stdout"))?;
     let (tx, rx) = mpsc::channel::<String>();
     // Reads (and keeps draining) the server's stdout until it exits.
     std::thread::spawn(move || {
@@ -186,16 +149,18 @@ pub fn start_server(
             Ok(_) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let st = child.stop();
-                anyhow::bail!(
+                crate::error::bail!(
+                    Orb,
                     "{orb} server exited before `ready` ({st:?}); stderr: {}",
                     tail(&log, 5)
                 );
             }
             Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
-                anyhow::bail!("{orb} server: interrupted while starting");
+                crate::error::bail!(Orb, "{orb} server: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
-                anyhow::bail!(
+                crate::error::bail!(
+                    Orb,
                     "{orb} server did not print `ready` within {timeout:?}; stderr: {}",
                     tail(&log, 5)
                 );
@@ -203,8 +168,9 @@ pub fn start_server(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
-    anyhow::ensure!(
+    crate::error::ensure!(
         ior_file.is_file(),
+        Orb,
         "{orb} server said ready but wrote no {}",
         ior_file.display()
     );
@@ -241,9 +207,10 @@ pub fn run_ours(rt: &tokio::runtime::Runtime, o: &InteropOpts, ior_file: &Path) 
             return cell;
         }
     };
-    match Suite::new(ior, o.suite_options()) {
+    match InteropSuite::new(ior, o.suite_options()) {
         Ok(s) => {
             let rep = rt.block_on(s.run());
+            cell.checks = rep.checks.clone();
             for c in &rep.checks {
                 let line = format!("{}: {}", c.name, c.detail);
                 match c.verdict {
@@ -306,6 +273,32 @@ struct VendorCheck {
     detail: String,
 }
 
+/// A vendor client's checks as the suite's (name, verdict, detail; its
+/// skips with their reasons).
+fn vendor_checks(r: &VendorReport) -> Vec<super::suite::Check> {
+    let check = |name: &str, verdict, detail: &str| super::suite::Check {
+        name: name.to_string(),
+        verdict,
+        detail: detail.to_string(),
+        ty: String::new(),
+        size: 0,
+        mode: "conformance".into(),
+        giop: String::new(),
+        order: String::new(),
+        calls: 1,
+        seconds: 0.0,
+    };
+    let run = r.checks.iter().map(|c| {
+        let v = if c.pass { Verdict::Pass } else { Verdict::Fail };
+        check(&c.name, v, &c.detail)
+    });
+    let skipped = r.skipped.iter().map(|s| match s {
+        VendorSkip::Named { name, detail } => check(name, Verdict::Skip, detail),
+        VendorSkip::Bare(name) => check(name, Verdict::Skip, ""),
+    });
+    run.chain(skipped).collect()
+}
+
 /// Fill `cell` from a vendor client's stdout (its last non-empty line is
 /// the conformance JSON).
 pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
@@ -324,6 +317,7 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
                 .map(|c| format!("{}: {}", c.name, c.detail))
                 .collect();
             cell.skipped = r.skipped.iter().map(VendorSkip::line).collect();
+            cell.checks = vendor_checks(&r);
             let listed = r.checks.iter().filter(|c| !c.pass).count();
             if listed != r.failed {
                 cell.notes.push(format!(
@@ -358,7 +352,7 @@ pub fn run_vendor_client(
         server: server.into(),
         ..Cell::default()
     };
-    let r = (|| -> anyhow::Result<(String, Option<std::process::ExitStatus>)> {
+    let r = (|| -> crate::error::Result<(String, Option<std::process::ExitStatus>)> {
         let script = orbs::script(orb, "client")?;
         let log = dir.join(format!("{orb}-client-vs-{server}.log"));
         let mut cmd = Command::new(&script);
@@ -371,7 +365,7 @@ pub fn run_vendor_client(
         let mut child = Child::spawn(cmd, &format!("{orb} client"))?;
         let mut out = child
             .take_stdout()
-            .ok_or_else(|| anyhow::anyhow!("{orb} client: no stdout"))?;
+            .ok_or_else(|| crate::error::fail!(Orb, "{orb} client: no stdout"))?;
         let reader = std::thread::spawn(move || {
             let mut s = String::new();
             let _ = out.read_to_string(&mut s);
@@ -381,8 +375,13 @@ pub fn run_vendor_client(
         if st.is_none() {
             child.stop();
             let _ = reader.join();
-            anyhow::ensure!(!crate::interrupt::requested(), "{orb} client: interrupted");
-            anyhow::bail!(
+            crate::error::ensure!(
+                !crate::interrupt::requested(),
+                Orb,
+                "{orb} client: interrupted"
+            );
+            crate::error::bail!(
+                Orb,
                 "{orb} client did not finish within {timeout:?}; stderr: {}",
                 tail(&log, 3)
             );
@@ -390,7 +389,8 @@ pub fn run_vendor_client(
         child.stop();
         let text = reader.join().unwrap_or_default();
         if text.trim().is_empty() {
-            anyhow::bail!(
+            crate::error::bail!(
+                Orb,
                 "{orb} client printed nothing ({st:?}); stderr: {}",
                 tail(&log, 3)
             );
@@ -412,12 +412,25 @@ pub fn run_vendor_client(
     cell
 }
 
+/// The GIOP version of the reference `client` is given: the IIOP
+/// profile's in `ior_file`, 1.0 for a row through a plain corbaloc URL.
+fn reference_giop(ior_file: &Path, client: &str) -> String {
+    if client.ends_with(CORBALOC_SUFFIX) {
+        return iiop_giop::Version::V1_0.to_string();
+    }
+    suite::load_target(&ior_file.display().to_string())
+        .ok()
+        .and_then(|i| i.iiop_profile())
+        .map(|p| p.version.min(iiop_giop::Version::V1_2).to_string())
+        .unwrap_or_default()
+}
+
 /// Suffix of a vendor client row driven through a plain corbaloc URL.
 pub const CORBALOC_SUFFIX: &str = "@corbaloc";
 
 /// `corbaloc:iiop:HOST:PORT/Bench` (no `1.2@`: GIOP 1.0, no code sets) for
 /// the server whose IOR is in `ior_file`.
-pub fn corbaloc_of(ior_file: &Path) -> anyhow::Result<String> {
+pub fn corbaloc_of(ior_file: &Path) -> crate::error::Result<String> {
     let ior = suite::load_target(&ior_file.display().to_string())?;
     let p = suite::profile(&ior)?;
     Ok(format!("corbaloc:iiop:{}:{}/Bench", p.host, p.port))
@@ -433,7 +446,7 @@ pub struct Availability {
 }
 
 /// Decide from `orbs::status` (the `orbs list` logic).
-pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
+pub fn availability(orbs: &[String]) -> crate::error::Result<Availability> {
     let mut a = Availability::default();
     for orb in orbs {
         if orb == OURS {
@@ -441,8 +454,9 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
             a.clients.push(orb.clone());
             continue;
         }
-        anyhow::ensure!(
+        crate::error::ensure!(
             orbs::ORBS.iter().any(|(n, _)| n == orb),
+            Orb,
             "unknown ORB {orb:?}; known: ours, {}",
             orbs::ORBS.map(|o| o.0).join(", ")
         );
@@ -469,7 +483,7 @@ pub fn availability(orbs: &[String]) -> anyhow::Result<Availability> {
 
 /// What to run in the matrix.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct InteropMatrixOpts {
     /// Our suite's settings (its `target` is not used: every server of
     /// the matrix is started here); `max_duration` also caps each vendor
     /// client's whole conformance run.
@@ -481,17 +495,20 @@ pub struct MatrixOpts {
     pub corbaloc: bool,
     /// How long a vendor server may take to print `ready`.
     pub ready_timeout: Duration,
+    /// With `suite.via_proxy`: one recording per cell in this directory.
+    pub record_dir: Option<PathBuf>,
 }
 
-impl Default for MatrixOpts {
+impl Default for InteropMatrixOpts {
     fn default() -> Self {
-        MatrixOpts {
+        InteropMatrixOpts {
             suite: InteropOpts::default(),
             orbs: ["ours", "omniorb", "jacorb", "omniorbpy"]
                 .map(String::from)
                 .to_vec(),
             corbaloc: false,
             ready_timeout: Duration::from_secs(120),
+            record_dir: None,
         }
     }
 }
@@ -523,7 +540,7 @@ impl MatrixRun {
 
 /// Run the matrix. News (skipped roles, servers starting, each cell's
 /// label as it ends) goes to `o.suite.progress` as notes.
-pub fn run(o: &MatrixOpts) -> anyhow::Result<MatrixRun> {
+pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
     let started_at = crate::results::now_rfc3339();
     let progress = &o.suite.progress;
     let mut a = availability(&o.orbs)?;
@@ -576,6 +593,28 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<MatrixRun> {
                 break;
             }
             let case = progress.case(&format!("{client} client x {server} server"));
+            let front = via::CellTarget::start(
+                o.suite.via_proxy.as_ref(),
+                o.record_dir.as_deref(),
+                &ior_file,
+                client,
+                server,
+                &dir,
+            );
+            let front = match front {
+                Ok(f) => f,
+                Err(e) => {
+                    case.done();
+                    cells.push(Cell {
+                        client: client.clone(),
+                        server: server.clone(),
+                        error: Some(format!("proxy: {e:#}")),
+                        ..Cell::default()
+                    });
+                    continue;
+                }
+            };
+            let ior_file = front.ior_file().to_path_buf();
             let mut cell = if client == OURS {
                 run_ours(&rt, &o.suite, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
@@ -593,6 +632,12 @@ pub fn run(o: &MatrixOpts) -> anyhow::Result<MatrixRun> {
             };
             case.done();
             cell.server = server.clone();
+            cell.reference_giop = reference_giop(&ior_file, client);
+            match front.finish(&mut cell) {
+                Ok(Some(st)) => progress.note(&format!("  {}", st.summary())),
+                Ok(None) => {}
+                Err(e) => progress.note(&format!("  {e:#}")),
+            }
             progress.note(&format!(
                 "  {client} client x {server} server: {} ({:.1} s)",
                 cell.label(),

@@ -1,22 +1,29 @@
 //! Interop conformance: our client's suite against one bench.idl server
 //! ([`suite`]), the ORB × ORB matrix of every available client against
 //! every available server ([`matrix`]), and both as results documents
-//! ([`report`]; docs/results-schema.md, section "interop"). The tables a
-//! person reads are the command line's (`iiopbench interop`).
+//! ([`report`]; docs/results-schema.md, section "interop"); either through
+//! a fault-injecting proxy ([`via`]); every outcome classified by rule
+//! ([`classify`]). The tables a person reads are the command line's
+//! (`iiopbench interop`).
 
+pub mod classify;
 pub mod matrix;
 pub mod report;
 pub mod suite;
+pub mod via;
 
 use std::time::Duration;
+
+use std::path::PathBuf;
 
 use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use iiop_giop::ior::Ior;
 
 use crate::progress::Progress;
+use crate::proxy::{Faults, RelayStats};
 use crate::results::Results;
 use crate::target::TlsOpts;
-use suite::{Suite, SuiteOptions, SuiteReport, Verdict};
+use suite::{InteropSuite, InteropSuiteOptions, SuiteReport, Verdict};
 
 /// What the suite runs against and how (`iiopbench interop` without
 /// `--matrix`).
@@ -47,6 +54,12 @@ pub struct InteropOpts {
     /// Hears the news of the run (which server is tested, the matrix's
     /// cells as they end).
     pub progress: Progress,
+    /// Run through a proxy in this process injecting these faults
+    /// (docs/proxy.md); in the matrix one in front of every server.
+    pub via_proxy: Option<Faults>,
+    /// The suite alone: the proxy records what it passes here (pcapng,
+    /// or the `pcap` command's JSON for a `.json` name).
+    pub record: Option<PathBuf>,
 }
 
 impl Default for InteropOpts {
@@ -62,14 +75,16 @@ impl Default for InteropOpts {
             raise_limits: false,
             tls: TlsOpts::default(),
             progress: Progress::none(),
+            via_proxy: None,
+            record: None,
         }
     }
 }
 
 impl InteropOpts {
     /// The suite's own settings (at least 1 ms per request and 1 s in all).
-    pub fn suite_options(&self) -> SuiteOptions {
-        SuiteOptions {
+    pub fn suite_options(&self) -> InteropSuiteOptions {
+        InteropSuiteOptions {
             quick: self.quick,
             request_timeout: self.timeout.max(Duration::from_millis(1)),
             time_limit: self.max_duration.max(Duration::from_secs(1)),
@@ -82,7 +97,7 @@ impl InteropOpts {
 }
 
 /// A multi-thread runtime (two workers) for the client side.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub fn runtime() -> crate::error::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -90,13 +105,13 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Our server in-process, on 127.0.0.1 and a free port, two threads.
-pub fn embedded_server() -> anyhow::Result<RunningServer> {
+pub fn embedded_server() -> crate::error::Result<RunningServer> {
     RunningServer::start(ServerOptions {
         listen: "127.0.0.1:0".into(),
         threads: 2,
         ..ServerOptions::default()
     })
-    .map_err(|e| anyhow::anyhow!("starting the embedded server: {e}"))
+    .map_err(|e| crate::error::fail!(Local, "starting the embedded server: {e}"))
 }
 
 /// What one suite run found.
@@ -108,6 +123,8 @@ pub struct SuiteRun {
     pub ior: Ior,
     /// The suite as a results document (`kind: "interop"`).
     pub results: Results,
+    /// What the proxy did, when the suite ran through one.
+    pub proxy: Option<RelayStats>,
 }
 
 impl SuiteRun {
@@ -118,7 +135,7 @@ impl SuiteRun {
 }
 
 /// Run the suite against `o.target` (or our embedded server).
-pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
+pub fn run(o: &InteropOpts) -> crate::error::Result<SuiteRun> {
     let rt = runtime()?;
     let (server, ior, kind, reference) = match &o.target {
         Some(t) => {
@@ -141,15 +158,41 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<SuiteRun> {
         }
     };
     let started_at = crate::results::now_rfc3339();
-    let suite = Suite::new(ior.clone(), o.suite_options())?;
+    let proxy = match &o.via_proxy {
+        Some(f) => {
+            let p = via::front(&ior, f, o.record.clone())?;
+            o.progress
+                .note(&format!("through a proxy on {} (faults: {f})", p.addr()));
+            Some(p)
+        }
+        None => None,
+    };
+    let tested = proxy
+        .as_ref()
+        .map_or_else(|| ior.clone(), |p| p.ior().clone());
+    let suite = InteropSuite::new(tested, o.suite_options())?;
     let case = o.progress.case("interop suite");
-    let report = rt.block_on(suite.run());
+    let mut report = rt.block_on(suite.run());
     case.done();
+    let proxy = proxy
+        .map(|p| p.stop())
+        .transpose()
+        .map_err(|e| crate::error::Error::local(format!("the proxy: {e}")))?;
+    if let (Some(f), Some(st)) = (&o.via_proxy, &proxy) {
+        via::name_faults(&mut report.checks, f, st);
+    }
     drop(server);
-    let results = report::suite_results(&report, &ior, kind, &reference, &started_at, o.quick);
+    let mut results = report::suite_results(&report, &ior, kind, &reference, &started_at, o.quick);
+    if let (Some(f), Some(st)) = (&o.via_proxy, &proxy) {
+        results
+            .params
+            .insert("via_proxy".into(), serde_json::json!(f.to_string()));
+        results.params.insert("proxy".into(), serde_json::json!(st));
+    }
     Ok(SuiteRun {
         report,
         ior,
         results,
+        proxy,
     })
 }

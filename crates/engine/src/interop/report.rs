@@ -4,13 +4,59 @@
 //! line's.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use iiop_giop::ior::{orb_type_name, Ior};
+use serde::Serialize;
 use serde_json::json;
 
-use super::matrix::Cell;
 use super::suite::{Check, SuiteReport, Verdict};
 use crate::results::{Case, CaseParams, Placement, Results, TargetInfo};
+
+/// One client × server run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cell {
+    pub client: String,
+    pub server: String,
+    pub passed: usize,
+    pub failed: usize,
+    /// `name: detail` of every failed check.
+    pub failures: Vec<String>,
+    /// `name: detail` of every note (allowed differences).
+    pub notes: Vec<String>,
+    /// `name: detail` of every skipped check (the reason is the detail).
+    pub skipped: Vec<String>,
+    /// The client could not run to the end (timeout, crash, bad output).
+    pub error: Option<String>,
+    pub seconds: f64,
+    /// Every check as reported (a vendor client's with its verdict only,
+    /// in `reference_giop`), for classifying ([`super::classify`]).
+    pub checks: Vec<Check>,
+    /// The GIOP version of the reference the client was given.
+    pub reference_giop: String,
+    /// Where the bytes of this run were recorded (`--via-proxy` with
+    /// `--record-dir`).
+    pub recording: Option<PathBuf>,
+}
+
+impl Cell {
+    /// Nothing failed and the run completed.
+    pub fn ok(&self) -> bool {
+        self.failed == 0 && self.error.is_none() && self.passed > 0
+    }
+
+    /// `pass 195/195`, `FAIL 3/169` (passed / passed + failed) or `ERROR`.
+    pub fn label(&self) -> String {
+        let total = self.passed + self.failed;
+        if self.error.is_some() && total == 0 {
+            "ERROR".into()
+        } else if self.ok() {
+            format!("pass {}/{total}", self.passed)
+        } else {
+            format!("FAIL {}/{total}", self.passed)
+        }
+    }
+}
 
 /// The target as the results schema describes it.
 pub fn target_info(ior: &Ior, kind: &str, reference: &str) -> TargetInfo {
@@ -81,7 +127,9 @@ pub fn check_case(c: &Check) -> Case {
 }
 
 fn base(kind: &str, target: TargetInfo, started_at: &str) -> Results {
-    let mut r = crate::context::new_results(kind, target, Placement::new(Vec::new(), None));
+    let mut r = crate::results::Results::new(kind, Vec::new());
+    r.target = target;
+    r.placement = Placement::new(Vec::new(), None);
     r.started_at = started_at.into();
     r.outcome.complete = true;
     r

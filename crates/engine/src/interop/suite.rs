@@ -18,8 +18,9 @@ use iiop_bench_idl::bench::work::{Dist, Kind};
 use iiop_bench_idl::bench::{CallMode, Elem};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
+use iiop_giop::conn::route::version_for;
 use iiop_giop::exception::{MinorVendor, SystemException};
-use iiop_giop::ior::{orb_type_name, summary, IiopProfile, Ior};
+use iiop_giop::ior::{orb_type_name, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_transport::client::{ClientConfig, ClientError, TlsMode};
@@ -98,7 +99,7 @@ impl Check {
 
 /// What to run.
 #[derive(Debug, Clone)]
-pub struct SuiteOptions {
+pub struct InteropSuiteOptions {
     /// A reduced set: fewer sizes, fewer versions.
     pub quick: bool,
     /// Per request.
@@ -118,9 +119,9 @@ pub struct SuiteOptions {
     pub tls: TlsOpts,
 }
 
-impl Default for SuiteOptions {
+impl Default for InteropSuiteOptions {
     fn default() -> Self {
-        SuiteOptions {
+        InteropSuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(20),
             time_limit: Duration::from_secs(300),
@@ -219,19 +220,12 @@ fn judge_stats(
     }
 }
 
-/// A LocateRequest's answer for a key the server should know: OBJECT_HERE
-/// passes (with the forwards that led there, `hops`), a forward is a note
-/// (`allowed` says why it is), anything else fails for `key`.
-fn located(k: Check, status: LocateStatus, hops: &str, allowed: &str, key: &str) -> Check {
+/// A LocateRequest's final answer (the client followed any forward) for
+/// a key the server should know: OBJECT_HERE passes (with the forwards
+/// that led there, `hops`), anything else fails for `key`.
+fn located(k: Check, status: LocateStatus, hops: &str, key: &str) -> Check {
     match status {
         LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
-        LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-            Verdict::Note,
-            format!(
-                "OBJECT_FORWARD ({allowed}) to {}",
-                summary(&i).replace('\n', "; ")
-            ),
-        ),
         other => k.set(Verdict::Fail, format!("{other:?} for {key}")),
     }
 }
@@ -257,17 +251,20 @@ fn order_name(o: ByteOrder) -> &'static str {
 }
 
 /// Resolve a command-line reference (`IOR:`, `corbaloc:`, a file, `-`).
-pub fn load_target(arg: &str) -> anyhow::Result<Ior> {
-    let t = Target::load(arg).map_err(|e| anyhow::anyhow!("target {arg:?}: {e}"))?;
+pub fn load_target(arg: &str) -> crate::error::Result<Ior> {
+    let t = Target::load(arg).map_err(|e| crate::error::fail!(Job, "target {arg:?}: {e}"))?;
     t.direct_ior().ok_or_else(|| {
-        anyhow::anyhow!("target {arg:?}: corbaname needs a naming lookup; give an IOR or corbaloc")
+        crate::error::fail!(
+            Job,
+            "target {arg:?}: corbaname needs a naming lookup; give an IOR or corbaloc"
+        )
     })
 }
 
 /// The main IIOP profile of a reference, or why there is none.
-pub fn profile(ior: &Ior) -> anyhow::Result<IiopProfile> {
+pub fn profile(ior: &Ior) -> crate::error::Result<IiopProfile> {
     ior.iiop_profile()
-        .ok_or_else(|| anyhow::anyhow!("the reference has no IIOP profile"))
+        .ok_or_else(|| crate::error::fail!(Job, "the reference has no IIOP profile"))
 }
 
 /// One set of echo runs: a GIOP version, byte order and fragment size.
@@ -346,7 +343,7 @@ fn echo_sets(quick: bool) -> Vec<EchoSet> {
 
 /// Runs the suite against `ior`.
 #[derive(Debug)]
-pub struct Suite {
+pub struct InteropSuite {
     ior: Ior,
     profile: IiopProfile,
     /// The GIOP version the reference asks for (its IIOP profile's: 1.0
@@ -356,7 +353,7 @@ pub struct Suite {
     /// than the profile publishes (CORBA 3.0 §15.4.1); no check here is
     /// about version negotiation, so the echo sets above it are skipped.
     ceiling: Version,
-    opts: SuiteOptions,
+    opts: InteropSuiteOptions,
     /// `opts.tls` as the client's TLS settings, the files read once for
     /// every connection.
     tls: TlsMode,
@@ -370,9 +367,9 @@ pub struct Suite {
     expired: bool,
 }
 
-impl Suite {
+impl InteropSuite {
     /// A suite for the server behind `ior`.
-    pub fn new(ior: Ior, opts: SuiteOptions) -> anyhow::Result<Suite> {
+    pub fn new(ior: Ior, opts: InteropSuiteOptions) -> crate::error::Result<InteropSuite> {
         let profile = profile(&ior)?;
         let tls = opts.tls.mode()?;
         let large = if opts.quick {
@@ -380,8 +377,8 @@ impl Suite {
         } else {
             vec![(Elem::Octet, 4 << 20), (Elem::Double, 3 << 20)]
         };
-        Ok(Suite {
-            ceiling: profile.version.min(V12),
+        Ok(InteropSuite {
+            ceiling: version_for(&profile, None),
             ior,
             profile,
             large,
@@ -721,7 +718,7 @@ impl Suite {
                 } else {
                     String::new()
                 };
-                located(k, l.status, &hops, "allowed", "the object's own key")
+                located(k, l.status, &hops, "the object's own key")
             }
             Err(e) => k.set(Verdict::Fail, e.to_string()),
         });
@@ -736,13 +733,6 @@ impl Suite {
                         "LOC_SYSTEM_EXCEPTION OBJECT_NOT_EXIST minor 0x{:08x} ({:?})",
                         x.minor,
                         x.vendor()
-                    ),
-                ),
-                LocateStatus::ObjectForward(i) | LocateStatus::ObjectForwardPerm(i) => k.set(
-                    Verdict::Note,
-                    format!(
-                        "OBJECT_FORWARD (allowed) to {}",
-                        summary(&i).replace('\n', "; ")
                     ),
                 ),
                 other => k.set(
@@ -969,13 +959,7 @@ impl Suite {
         }
         .await;
         self.push(match r {
-            Ok((l, hops)) => located(
-                k,
-                l.status,
-                &hops,
-                "allowed for a short key",
-                "the corbaloc key",
-            ),
+            Ok((l, hops)) => located(k, l.status, &hops, "the corbaloc key"),
             Err(e) => k.set(Verdict::Fail, e),
         });
         for (key, ops) in [
@@ -1372,20 +1356,21 @@ impl Limit {
         }
     }
 
-    /// `2 s as given (this rate asks for 35 s: --raise-limits lets calibration raise it)` …
-    fn describe(&self, flag: &str) -> String {
+    /// `2 s as given (this rate asks for 35 s: `raise_limits` lets
+    /// calibration raise it)` …; `field` names the option that sets it.
+    fn describe(&self, field: &str) -> String {
         let s = |d: Duration| format!("{:.0} s", d.as_secs_f64().ceil());
         let (v, w, b) = (s(self.value), s(self.wanted), s(self.base));
         if self.fixed {
             if self.wanted > self.base {
-                format!("{v} as given (this rate asks for {w}: --raise-limits lets calibration raise it)")
+                format!("{v} as given (this rate asks for {w}: `raise_limits` lets calibration raise it)")
             } else {
                 format!("{v} as given")
             }
         } else if self.value == self.base {
             format!("{v} (not raised)")
         } else if self.value < self.wanted {
-            format!("{v} (raised from {b} and capped at {RAISE_CAP}x; this rate asks for {w}: give a larger {flag})")
+            format!("{v} (raised from {b} and capped at {RAISE_CAP}x; this rate asks for {w}: give a larger {field})")
         } else {
             format!("{v} (raised from {b} for this rate)")
         }
@@ -1416,7 +1401,7 @@ impl SuitePlan {
     /// when it would take over 30 s, or over half the request timeout.
     pub fn from_rate(
         rate: f64,
-        opts: &SuiteOptions,
+        opts: &InteropSuiteOptions,
         large: &[(Elem, u64)],
         echo_bytes: u64,
     ) -> SuitePlan {
@@ -1471,8 +1456,8 @@ impl SuitePlan {
             m.rate / 1e6,
             m.timed,
             m.warmup,
-            self.request_timeout.describe("--timeout"),
-            self.time_limit.describe("--max-duration"),
+            self.request_timeout.describe("`request_timeout`"),
+            self.time_limit.describe("`time_limit`"),
             if self.scaled {
                 " (scaled down: the full size would take too long at this rate)"
             } else {
@@ -1743,12 +1728,12 @@ mod tests {
         assert_eq!(hex(&[], 4), "");
     }
 
-    fn opts(timeout: u64, limit: u64) -> SuiteOptions {
-        SuiteOptions {
+    fn opts(timeout: u64, limit: u64) -> InteropSuiteOptions {
+        InteropSuiteOptions {
             quick: false,
             request_timeout: Duration::from_secs(timeout),
             time_limit: Duration::from_secs(limit),
-            ..SuiteOptions::default()
+            ..InteropSuiteOptions::default()
         }
     }
 
@@ -1810,7 +1795,7 @@ mod tests {
         let d = p.describe(&measured(100e3));
         assert!(d.contains("scaled down"), "{d}");
         assert!(
-            d.contains("request timeout 60 s (raised from 20 s and capped at 3x; this rate asks for 89 s: give a larger --timeout)"),
+            d.contains("request timeout 60 s (raised from 20 s and capped at 3x; this rate asks for 89 s: give a larger `request_timeout`)"),
             "{d}"
         );
         // 120 kB/s: only the 4 MiB one is over 30 s (35 s; 3 MiB takes
@@ -1822,13 +1807,13 @@ mod tests {
         );
     }
 
-    /// `--timeout 2s` given: every request is bounded by 2 s whatever the
+    /// `request_timeout` of 2 s given: every request is bounded by 2 s whatever the
     /// rate, and a large payload that could not make it in 2 s shrinks;
-    /// `--raise-limits` lets calibration raise it, to at most 3x.
+    /// `raise_limits` lets calibration raise it, to at most 3x.
     #[test]
     fn a_timeout_the_user_gave_bounds_every_request() {
         let large = [(Elem::Octet, 4 << 20)];
-        let given = SuiteOptions {
+        let given = InteropSuiteOptions {
             timeout_given: true,
             time_limit_given: true,
             ..opts(2, 60)
@@ -1839,10 +1824,10 @@ mod tests {
         assert_eq!(p.large, [(Elem::Octet, ABOVE_2MIB)]);
         let d = p.describe(&measured(1e6));
         assert!(
-            d.contains("request timeout 2 s as given (this rate asks for 19 s: --raise-limits lets calibration raise it); suite limit 60 s as given"),
+            d.contains("request timeout 2 s as given (this rate asks for 19 s: `raise_limits` lets calibration raise it); suite limit 60 s as given"),
             "{d}"
         );
-        let raise = SuiteOptions {
+        let raise = InteropSuiteOptions {
             raise_limits: true,
             ..given.clone()
         };
@@ -1972,11 +1957,11 @@ mod tests {
                 inner.handle(req, body, reply)
             },
         );
-        let opts = SuiteOptions {
+        let opts = InteropSuiteOptions {
             timeout_given: true,
             ..opts(2, 120)
         };
-        let mut suite = Suite::new(server.ior.clone(), opts).unwrap();
+        let mut suite = InteropSuite::new(server.ior.clone(), opts).unwrap();
         let t = Instant::now();
         server.rt.block_on(suite.calibrate());
         let took = t.elapsed();
@@ -2104,7 +2089,7 @@ mod tests {
                 inner.handle(req, body, reply)
             },
         );
-        let mut suite = Suite::new(server.ior.clone(), opts(10, 120)).unwrap();
+        let mut suite = InteropSuite::new(server.ior.clone(), opts(10, 120)).unwrap();
         let set = EchoSet {
             version: V11,
             order: ByteOrder::Little,

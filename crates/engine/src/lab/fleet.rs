@@ -1,8 +1,8 @@
 //! What `lab agents` and `lab matrix` share: their options past the host
 //! counts, a lab of client hosts each linked to each server host, a server
 //! started in a server host, and one coordinated agent run against it
-//! (the agents are the iiopbench executable, `agents join`, started in
-//! lab hosts; the coordinator listens inside the server host).
+//! (the agents are processes the run's [`Programs`] start in lab hosts;
+//! the coordinator listens inside the server host).
 
 use std::path::Path;
 
@@ -11,7 +11,10 @@ use serde_json::{json, Value};
 
 use super::run;
 use super::{LabSink, ServerOpts};
-use crate::agents::{self as ag, BenchParser, CoordOpts};
+use crate::agents::{self as ag, CoordOpts};
+use crate::error::{bail, Error, Result};
+use crate::job::Job;
+use crate::programs::Programs;
 use crate::results::Results;
 
 /// The options of a lab command whose clients are agents.
@@ -30,10 +33,9 @@ pub struct FleetOpts {
     pub server: ServerOpts,
     /// The agents' stderr is dropped.
     pub quiet: bool,
-    /// The bench command the agents run, its kind first, as
-    /// [`run::bench_args`] leaves it (no `--json`; `--target` is added:
-    /// the server host's server).
-    pub bench: Vec<String>,
+    /// The job the agents run (without a target: the lab gives it the
+    /// server host's server).
+    pub job: Job,
 }
 
 /// Hosts `clients` then `servers`, each client host linked to each server
@@ -46,12 +48,12 @@ pub fn bipartite_spec(
     given: &[String],
     command: &str,
     rule: &str,
-) -> anyhow::Result<LabSpec> {
+) -> Result<LabSpec> {
     let hosts: Vec<String> = clients.iter().chain(servers).cloned().collect();
     let given = given
         .iter()
         .map(|l| run::parse_link(l, &hosts, 1500))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     let mut links = Vec::new();
     for c in clients {
         for s in servers {
@@ -65,7 +67,7 @@ pub fn bipartite_spec(
         }
     }
     if let Some(l) = given.iter().find(|l| !links.contains(l)) {
-        anyhow::bail!("--link {}-{}: {command} links {rule} only", l.a, l.b);
+        bail!(Job, "link {}-{}: {command} links {rule} only", l.a, l.b);
     }
     run::lab_spec(hosts, links)
 }
@@ -79,21 +81,22 @@ pub fn start_server(
     client_host: &str,
     dir: &Path,
     ior: &Path,
-) -> anyhow::Result<run::ServerProc> {
+    programs: &dyn Programs,
+) -> Result<run::ServerProc> {
     let plan = run::Plan {
         server: o.server.clone(),
         server_host: server_host.into(),
         client_host: client_host.into(),
         server_nodelay: true,
-        bench: o.bench.clone(),
+        job: o.job.clone(),
         dir: dir.to_path_buf(),
     };
-    run::start_server(lab, &plan, ior)
+    run::start_server(lab, &plan, ior, programs)
 }
 
-/// One coordinated run of `o.bench` (checked with `parser`) against the
-/// server at `ior`: the coordinator listens in `server_host`, and each
-/// `(host, name)` of `agents` is an agent started in that lab host under
+/// One coordinated run of `o.job` against the server at `ior`: the
+/// coordinator listens in `server_host`, and each `(host, name)` of
+/// `agents` is an agent started (by `programs`) in that lab host under
 /// that name; `sink` hears the coordinator's lines. The merged results,
 /// if any agent ran, and what went wrong.
 pub fn run_agents(
@@ -102,13 +105,10 @@ pub fn run_agents(
     ior: &Path,
     server_host: &str,
     agents: &[(String, String)],
-    parser: &dyn BenchParser,
+    programs: &dyn Programs,
     sink: &dyn LabSink,
-) -> anyhow::Result<(Option<Results>, Option<anyhow::Error>)> {
-    let mut user = vec!["bench".to_string()];
-    user.extend(o.bench.iter().cloned());
-    user.extend(["--target".to_string(), ior.display().to_string()]);
-    let agent_spec = ag::prepare_spec(&user, o.coord.duration, parser)?;
+) -> Result<(Option<Results>, Option<Error>)> {
+    let job = ag::prepare_job(&run::client_job(&o.job, ior, None), o.coord.duration)?;
     let listener = lab.tcp_listener(server_host, 0)?;
     let coord_addr = format!(
         "{}:{}",
@@ -118,13 +118,14 @@ pub fn run_agents(
     sink.note(&format!("coordinator on {coord_addr} (host {server_host})"));
     let mut children = ag::Children::default();
     for (host, name) in agents {
-        let cmd = ag::agent_command(&o.server.exe, &coord_addr, name, o.quiet);
+        let mut cmd = programs.agent(&coord_addr, name);
+        ag::quiet_agent(&mut cmd, o.quiet);
         children.0.push(lab.spawn(host, cmd)?);
     }
     Ok(ag::coordinate_and_merge(
         &listener,
         &o.coord,
-        &agent_spec,
+        &job,
         &|line| sink.note(line),
     ))
 }

@@ -16,12 +16,14 @@ use serde_json::json;
 use super::fleet::{self, FleetOpts};
 use super::run::Scratch;
 use super::LabSink;
-use crate::agents::BenchParser;
+use crate::error::{ensure, Error, Result};
+use crate::programs::Programs;
 use crate::results::Results;
+use crate::run_context::RunContext;
 
 /// `lab matrix`'s options.
 #[derive(Debug, Clone)]
-pub struct MatrixOpts {
+pub struct LabMatrixOpts {
     /// Client hosts (`client0` …).
     pub client_hosts: u32,
     /// Server hosts (`server0` …), each running its own server.
@@ -29,7 +31,7 @@ pub struct MatrixOpts {
     pub fleet: FleetOpts,
 }
 
-impl MatrixOpts {
+impl LabMatrixOpts {
     /// The client hosts' names, `client0` ….
     pub fn clients(&self) -> Vec<String> {
         (0..self.client_hosts)
@@ -46,14 +48,16 @@ impl MatrixOpts {
 }
 
 /// The lab: every client host linked to every server host.
-pub fn spec_of(o: &MatrixOpts) -> anyhow::Result<LabSpec> {
-    anyhow::ensure!(
+pub fn spec_of(o: &LabMatrixOpts) -> Result<LabSpec> {
+    ensure!(
         o.client_hosts >= 1 && o.server_hosts >= 1,
+        Job,
         "lab matrix: at least one client host and one server host"
     );
     let (cs, ss) = (o.clients(), o.servers());
-    anyhow::ensure!(
+    ensure!(
         cs.len() + ss.len() <= iiop_lab::spec::MAX_HOSTS,
+        Job,
         "lab matrix: at most {} hosts in all",
         iiop_lab::spec::MAX_HOSTS
     );
@@ -76,14 +80,13 @@ struct Cell {
 
 /// `lab matrix`: every cell, one after another, in one results value
 /// (incomplete, naming the cells that failed, when any did); `sink` hears
-/// each cell start and the coordinators' lines. An `Err` when it could not
-/// start or no cell ran.
-pub fn run(
-    o: &MatrixOpts,
-    parser: &dyn BenchParser,
-    sink: &dyn LabSink,
-) -> anyhow::Result<Results> {
+/// each cell start and the coordinators' lines; `ctx` starts the
+/// processes and gives the results' command line. An `Err` when it could
+/// not start or no cell ran.
+pub fn run(o: &LabMatrixOpts, ctx: &RunContext, sink: &dyn LabSink) -> Result<Results> {
+    let programs = super::programs(ctx)?;
     let f = &o.fleet;
+    super::run::check_job(&f.job)?;
     let spec = spec_of(o)?;
     let scratch = Scratch::new()?;
     let lab = Lab::create(spec.clone())?;
@@ -92,7 +95,7 @@ pub fn run(
     let mut running = Vec::new();
     for s in &ss {
         let ior = scratch.0.join(format!("{s}.ior"));
-        let srv = fleet::start_server(&lab, f, s, &cs[0], &scratch.0, &ior)?;
+        let srv = fleet::start_server(&lab, f, s, &cs[0], &scratch.0, &ior, programs)?;
         running.push((s.clone(), ior, srv));
     }
     let mut cells = Vec::new();
@@ -102,7 +105,7 @@ pub fn run(
                 break;
             }
             sink.note(&format!("lab matrix: cell {c} -> {s}"));
-            cells.push(run_cell(&lab, f, c, s, ior, parser, sink));
+            cells.push(run_cell(&lab, f, c, s, ior, programs, sink));
         }
     }
     for (_, _, srv) in running {
@@ -110,16 +113,18 @@ pub fn run(
     }
     let hosts = fleet::hosts_json(&lab);
     drop(lab);
-    combine(o, &spec, hosts, &cells).ok_or_else(|| {
-        anyhow::anyhow!(
+    let mut r = combine(o, &spec, hosts, &cells).ok_or_else(|| {
+        Error::target(format!(
             "lab matrix: no cell ran: {}",
             cells
                 .iter()
                 .filter_map(|c| c.failure.as_deref())
                 .collect::<Vec<_>>()
                 .join("; ")
-        )
-    })
+        ))
+    })?;
+    r.command = ctx.command.clone();
+    Ok(r)
 }
 
 /// One cell: `--agents` agents in client host `c` against the server of
@@ -130,7 +135,7 @@ fn run_cell(
     c: &str,
     s: &str,
     ior: &std::path::Path,
-    parser: &dyn BenchParser,
+    programs: &dyn Programs,
     sink: &dyn LabSink,
 ) -> Cell {
     let cell = |merged, failure| Cell {
@@ -142,7 +147,7 @@ fn run_cell(
     let agents: Vec<(String, String)> = (0..f.coord.agents)
         .map(|i| (c.to_string(), format!("{c}-{i}")))
         .collect();
-    match fleet::run_agents(lab, f, ior, s, &agents, parser, sink) {
+    match fleet::run_agents(lab, f, ior, s, &agents, programs, sink) {
         Ok((Some(m), err)) => {
             let failure = err.map(|e| e.to_string()).or_else(|| {
                 (!m.outcome.complete).then(|| m.outcome.failure.clone().unwrap_or_default())
@@ -161,7 +166,7 @@ fn run_cell(
 /// cell's as the frame), each case and fit named after its cell and each
 /// case tagged with its hosts.
 fn combine(
-    o: &MatrixOpts,
+    o: &LabMatrixOpts,
     spec: &LabSpec,
     hosts: Vec<serde_json::Value>,
     cells: &[Cell],
@@ -233,26 +238,25 @@ mod tests {
     use super::*;
     use crate::results::{Case, Fit};
 
-    fn opts() -> MatrixOpts {
-        MatrixOpts {
+    fn opts() -> LabMatrixOpts {
+        LabMatrixOpts {
             client_hosts: 1,
             server_hosts: 2,
             fleet: FleetOpts {
                 coord: Default::default(),
                 links: Vec::new(),
                 server: super::super::ServerOpts {
-                    kind: super::super::ServerKind::Ours,
+                    kind: super::super::LabServer::Ours,
                     port: 2809,
                     ready_timeout: std::time::Duration::from_secs(120),
-                    exe: "iiopbench".into(),
                 },
                 quiet: false,
-                bench: vec!["latency".into()],
+                job: crate::job::Job::Latency(Default::default()),
             },
         }
     }
     fn merged(a_us: f64) -> Results {
-        let mut r = crate::context::new_results("latency", Default::default(), Default::default());
+        let mut r = crate::results::Results::new("latency", Vec::new());
         r.outcome.complete = true;
         r.cases.push(Case {
             name: "echo long 8B".into(),

@@ -1,14 +1,14 @@
-//! The network lab (issue 11, seed 003's experiment E3): benchmarks across
+//! The network lab (issue 11, seed 003's experiment E3): jobs across
 //! an emulated network on one Linux machine. Hosts are network namespaces
 //! joined by impaired links (crate `iiop-lab`); our server or a vendor
-//! ORB's runs inside one host, the bench client — the iiopbench executable
-//! named by `exe` in the options — inside another, with the real kernel
-//! TCP between them.
+//! ORB's runs inside one host, the job's client inside another — a process
+//! the caller's [`Programs`](crate::programs::Programs) start, handed the
+//! typed job in a file — with the real kernel TCP between them.
 //!
-//! - [`run`]: one lab, one server, one bench client (`lab run`), and the
+//! - [`run`]: one lab, one server, one job's client (`lab run`), and the
 //!   pieces the others reuse: links, the lab's self-measurement, a server
 //!   started in a host, one server + client run;
-//! - [`suite`]: a suite file of network conditions × bench cases, one
+//! - [`suite`]: a suite file of network conditions × jobs, one
 //!   results value (`lab suite`);
 //! - [`fleet`]: labs whose clients are coordinated agents
 //!   ([`crate::agents`]): [`agents`] (`lab agents`, N agent hosts against
@@ -27,18 +27,20 @@ pub mod matrix;
 pub mod run;
 pub mod suite;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::error::{ensure, Error, Result};
+use crate::programs::Programs;
 use crate::results::Results;
+use crate::run_context::RunContext;
 
 pub use run::Verified;
 
 /// Which server runs in the server host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerKind {
+pub enum LabServer {
     /// `iiopbench serve` (our reference server).
     Ours,
     /// omniORB's bench server (`scripts/orbs/omniorb/start`).
@@ -47,30 +49,37 @@ pub enum ServerKind {
     Jacorb,
 }
 
-impl ServerKind {
+impl LabServer {
     /// The name used in results and `scripts/orbs/<name>`.
     pub fn name(self) -> &'static str {
         match self {
-            ServerKind::Ours => "ours",
-            ServerKind::Omniorb => "omniorb",
-            ServerKind::Jacorb => "jacorb",
+            LabServer::Ours => "ours",
+            LabServer::Omniorb => "omniorb",
+            LabServer::Jacorb => "jacorb",
         }
     }
 }
 
-/// The server a lab command starts in its server host(s), and the
-/// executable it runs there and as the clients.
+/// The server a lab command starts in its server host(s).
 #[derive(Debug, Clone)]
 pub struct ServerOpts {
     /// Which server to run.
-    pub kind: ServerKind,
+    pub kind: LabServer,
     /// Port of a vendor server (ours picks a free one).
     pub port: u16,
     /// How long to wait for the server's `ready` line.
     pub ready_timeout: Duration,
-    /// The iiopbench executable: our server, and the bench client or the
-    /// agents.
-    pub exe: PathBuf,
+}
+
+/// The run's [`Programs`]: a lab starts our server, the job's client and
+/// the agents as processes inside its hosts.
+pub fn programs(ctx: &RunContext) -> Result<&dyn Programs> {
+    ctx.programs.as_deref().ok_or_else(|| {
+        Error::local(
+            "the lab runs our server, the job's client and agents as processes: \
+             this run has no way to start them (RunContext::programs)",
+        )
+    })
 }
 
 /// What a lab run tells its caller while it runs (the command line prints
@@ -100,11 +109,12 @@ pub struct Silent;
 impl LabSink for Silent {}
 
 /// Fails with one line when not root (namespaces need CAP_NET_ADMIN).
-pub fn require_root() -> anyhow::Result<()> {
+pub fn require_root() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
-    anyhow::ensure!(
+    ensure!(
         uid == 0,
+        Local,
         "iiopbench lab needs root (network namespaces, veth, TUN need CAP_NET_ADMIN); \
          running as uid {uid}: rerun with sudo"
     );
@@ -155,7 +165,7 @@ mod tests {
     use serde_json::json;
 
     fn run(kind: &str, complete: bool, failure: Option<&str>) -> Results {
-        let mut r = crate::context::new_results(kind, Default::default(), Default::default());
+        let mut r = crate::results::Results::new(kind, Vec::new());
         r.params.insert("op".into(), json!(kind));
         r.cases.push(Case {
             name: "echo long 8B".into(),

@@ -1,32 +1,36 @@
-//! `lab run`: one lab, one server, one bench client; and the pieces the
+//! `lab run`: one lab, one server, one job's client; and the pieces the
 //! other lab commands reuse: parsing a link ([`parse_link`]), the lab's
 //! self-measurement ([`verify`]), a server started in a host
 //! ([`start_server`]) and one server + client run inside a lab
-//! ([`run_bench`]).
+//! ([`run_job`]).
 //!
-//! The server (our `iiopbench serve`, or `scripts/orbs/<orb>/start`) runs
-//! in the server host and is awaited until it prints `ready`; the client is
-//! the iiopbench executable (`exe`) run as `bench <kind> <args> --target
-//! <IOR file> --json <tmp>` in the client host. Its results get a
-//! `params.lab` section (docs/results-schema.md).
+//! The server (ours, or `scripts/orbs/<orb>/start`) runs in the server
+//! host and is awaited until it prints `ready`; the client is a process
+//! the run's [`Programs`] start in the client host, handed the job (its
+//! target set to the server's IOR file) in a JSON file, which writes its
+//! results to another. Its results get a `params.lab` section
+//! (docs/results-schema.md).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use iiop_lab::{Impairment, Lab, LabSpec, LinkReport, LinkSpec, MeasureOptions};
 use serde_json::{json, Value};
 
-use super::{LabSink, ServerKind, ServerOpts};
+use super::{LabServer, LabSink, ServerOpts};
+use crate::error::{bail, ensure, fail, Error, Result};
 use crate::interrupt;
+use crate::job::Job;
+use crate::programs::{Programs, ServerProcess};
 use crate::results::{self, Results};
+use crate::run_context::RunContext;
 
 /// `lab run`'s options.
 #[derive(Debug, Clone)]
-pub struct RunOpts {
+pub struct LabRunOpts {
     /// Host names, each a network namespace; at least two.
     pub hosts: Vec<String>,
     /// Links and their impairment in both directions, `A-B:IMPAIRMENT`
@@ -35,39 +39,36 @@ pub struct RunOpts {
     pub links: Vec<String>,
     /// MTU of every link.
     pub mtu: u32,
-    /// The host the bench client runs in (`None`: the first).
+    /// The host the job's client runs in (`None`: the first).
     pub client_host: Option<String>,
     /// The host the server runs in (`None`: the second).
     pub server_host: Option<String>,
-    /// The server and the executable.
+    /// The server.
     pub server: ServerOpts,
     /// Run even when the self-measurement is out of tolerance.
     pub no_verify: bool,
-    /// Where the results go (else a `--json` among the bench arguments);
-    /// passed back in [`LabRun::json`].
-    pub json: Option<PathBuf>,
-    /// The bench command run in the client host: `bench latency --count
-    /// 1000 …` (the `bench` is optional; `--target` and `--json` are
-    /// added, `--baseline-target` for `bench tcp` and `--baseline`).
-    pub bench: Vec<String>,
+    /// The job run in the client host, against the server (the lab gives
+    /// it its `target`, and its `baseline_target` when it measures raw
+    /// TCP). It may not name a target of its own.
+    pub job: Job,
 }
 
 /// Parses `A-B:IMPAIRMENT` against the known host names (names may hold
 /// `-`: the split must leave two known hosts).
-pub fn parse_link(s: &str, hosts: &[String], mtu: u32) -> anyhow::Result<LinkSpec> {
+pub fn parse_link(s: &str, hosts: &[String], mtu: u32) -> Result<LinkSpec> {
     let (pair, imp) = s.split_once(':').unwrap_or((s, "none"));
     let imp: Impairment = imp
         .parse()
-        .with_context(|| format!("--link {s:?}: bad impairment"))?;
+        .map_err(|e| Error::job(format!("link {s:?}: bad impairment: {e}")))?;
     let split = pair.match_indices('-').find_map(|(i, _)| {
         let (a, b) = (&pair[..i], &pair[i + 1..]);
         (hosts.iter().any(|h| h == a) && hosts.iter().any(|h| h == b)).then_some((a, b))
     });
     let (a, b) = split.ok_or_else(|| {
-        anyhow::anyhow!(
-            "--link {s:?}: expected A-B:IMPAIRMENT with A and B among the hosts ({})",
+        Error::job(format!(
+            "link {s:?}: expected A-B:IMPAIRMENT with A and B among the hosts ({})",
             hosts.join(", ")
-        )
+        ))
     })?;
     let mut l = LinkSpec::symmetric(a, b, imp);
     l.mtu = mtu;
@@ -75,19 +76,20 @@ pub fn parse_link(s: &str, hosts: &[String], mtu: u32) -> anyhow::Result<LinkSpe
 }
 
 /// The lab spec of `lab run`'s options.
-pub fn spec_of(o: &RunOpts) -> anyhow::Result<LabSpec> {
+pub fn spec_of(o: &LabRunOpts) -> Result<LabSpec> {
     let hosts = o.hosts.clone();
-    anyhow::ensure!(hosts.len() >= 2, "--hosts needs at least two names");
+    ensure!(hosts.len() >= 2, Job, "a lab needs at least two hosts");
     let mut links = o
         .links
         .iter()
         .map(|l| parse_link(l, &hosts, o.mtu))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>()?;
     if links.is_empty() {
-        anyhow::ensure!(
-            hosts.len() == 2,
-            "with more than two hosts, say which are linked with --link"
-        );
+        if hosts.len() != 2 {
+            return Err(Error::job(
+                "with more than two hosts, say which are linked (`links`)",
+            ));
+        }
         let mut l = LinkSpec::symmetric(&hosts[0], &hosts[1], Impairment::NONE);
         l.mtu = o.mtu;
         links.push(l);
@@ -97,13 +99,13 @@ pub fn spec_of(o: &RunOpts) -> anyhow::Result<LabSpec> {
 
 /// The lab of these hosts and links (the lab crate's defaults for the
 /// rest), checked.
-pub fn lab_spec(hosts: Vec<String>, links: Vec<LinkSpec>) -> anyhow::Result<LabSpec> {
+pub fn lab_spec(hosts: Vec<String>, links: Vec<LinkSpec>) -> Result<LabSpec> {
     let spec = LabSpec {
         hosts,
         links,
         ..LabSpec::pair("a", "b", Impairment::NONE)
     };
-    spec.validate()?;
+    spec.validate().map_err(Error::job)?;
     Ok(spec)
 }
 
@@ -127,7 +129,7 @@ impl Verified {
 
 /// Measures every link; a failed tolerance is measured once more (the loss
 /// estimate is statistical) before it counts, and `sink` hears of it.
-pub fn verify(lab: &Lab, opts: &MeasureOptions, sink: &dyn LabSink) -> anyhow::Result<Verified> {
+pub fn verify(lab: &Lab, opts: &MeasureOptions, sink: &dyn LabSink) -> Result<Verified> {
     let mut reports = lab.measure(opts)?;
     let mut violations: Vec<String> = reports.iter().flat_map(LinkReport::violations).collect();
     if !violations.is_empty() && !interrupt::requested() {
@@ -147,15 +149,15 @@ pub fn verify(lab: &Lab, opts: &MeasureOptions, sink: &dyn LabSink) -> anyhow::R
 /// Where a run's server and client go, and what they are.
 #[derive(Debug, Clone)]
 pub struct Plan {
-    /// The server and the executable.
+    /// The server.
     pub server: ServerOpts,
     pub server_host: String,
     pub client_host: String,
     /// Our server's TCP_NODELAY (vendors keep their default).
     pub server_nodelay: bool,
-    /// Bench arguments, starting with the kind (`latency …`) or `bench`.
-    pub bench: Vec<String>,
-    /// Scratch directory for IOR and results files.
+    /// The job the client runs (its target is filled in).
+    pub job: Job,
+    /// Scratch directory for the job, IOR and results files.
     pub dir: PathBuf,
 }
 
@@ -168,40 +170,18 @@ pub struct ServerProc {
     raw_tcp: Option<String>,
 }
 
-/// Whether the bench in `bench` (its kind first) talks to a raw-TCP
-/// server: `bench tcp`, or a GIOP bench with `--baseline`, unless the user
-/// named one with `--baseline-target`.
-pub fn wants_raw_tcp(bench: &[String]) -> bool {
-    let has = |flag: &str| {
-        bench
-            .iter()
-            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
-    };
-    let kind = bench.first().map(String::as_str);
-    (kind == Some("tcp") || has("--baseline")) && !has("--baseline-target")
-}
-
-/// The bench client's command line after the user's arguments: the
-/// server it measures and the results file. `bench tcp` measures the raw-TCP
-/// server (`--baseline-target HOST:PORT`; it has no `--target`), the GIOP
-/// benches the server's IOR (`--target FILE`), plus `--baseline-target`
-/// when they measure a baseline.
-pub fn client_args(
-    bench: &[String],
-    ior_file: &Path,
-    raw_tcp: Option<&str>,
-    json_file: &Path,
-) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> = vec!["bench".into()];
-    a.extend(bench.iter().map(Into::into));
-    if bench.first().map(String::as_str) != Some("tcp") {
-        a.extend(["--target".into(), ior_file.as_os_str().to_owned()]);
+/// The job the client runs: `job` against the server whose IOR is in
+/// `ior_file` (a raw-TCP job has no target), with the raw-TCP server
+/// `raw_tcp` as its `baseline_target` when it measures one.
+pub fn client_job(job: &Job, ior_file: &Path, raw_tcp: Option<&str>) -> Job {
+    let mut j = job.clone();
+    if let Some(t) = j.target_mut() {
+        t.target = Some(ior_file.display().to_string());
     }
-    if let Some(r) = raw_tcp {
-        a.extend(["--baseline-target".into(), r.into()]);
+    if let (Some(r), Some(b)) = (raw_tcp, j.baseline_target_mut()) {
+        *b = Some(r.to_string());
     }
-    a.extend(["--json".into(), json_file.as_os_str().to_owned()]);
-    a
+    j
 }
 
 impl ServerProc {
@@ -230,34 +210,37 @@ impl Drop for ServerProc {
     }
 }
 
-/// Starts the server `p` asks for in its server host, waits for its
-/// `ready` line (at most `p.server.ready_timeout`) and checks that it wrote its
-/// IOR to `ior_file` (and, when the bench measures one, started the
-/// raw-TCP server).
-pub fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<ServerProc> {
+/// Starts the server `p` asks for in its server host (ours through
+/// `programs`), waits for its `ready` line (at most
+/// `p.server.ready_timeout`) and checks that it wrote its IOR to
+/// `ior_file` (and, when the job measures one, started the raw-TCP
+/// server).
+pub fn start_server(
+    lab: &Lab,
+    p: &Plan,
+    ior_file: &Path,
+    programs: &dyn Programs,
+) -> Result<ServerProc> {
     let addr = lab.host(&p.server_host)?.addr();
     let _ = std::fs::remove_file(ior_file);
-    let raw = wants_raw_tcp(&p.bench);
+    let raw = p.job.wants_raw_tcp();
     let mut cmd = match p.server.kind {
-        ServerKind::Ours => {
-            let mut c = Command::new(&p.server.exe);
-            c.args(["serve", "--listen", &format!("{addr}:0"), "--ior-file"])
-                .arg(ior_file)
-                .args(["--nodelay", if p.server_nodelay { "true" } else { "false" }]);
-            if raw {
-                c.args(["--raw-tcp", &format!("{addr}:0")]);
-            }
-            c
-        }
-        vendor if raw => anyhow::bail!(
+        LabServer::Ours => programs.server(&ServerProcess {
+            ior_file: Some(ior_file.to_path_buf()),
+            nodelay: p.server_nodelay,
+            raw_tcp: raw.then(|| format!("{addr}:0")),
+            ..ServerProcess::on(format!("{addr}:0"))
+        }),
+        vendor if raw => bail!(
+            Job,
             "the raw-TCP baseline in the lab is served by our server next to the {} one: \
-             measure it in a run with --server ours, or give --baseline-target HOST:PORT \
-             of an `iiopbench serve --raw-tcp` you started in host {}",
+             measure it in a run with our server, or give the job a `baseline_target` \
+             (HOST:PORT of an `iiopbench serve --raw-tcp` you started in host {})",
             vendor.name(),
             p.server_host
         ),
         vendor => {
-            let mut c = Command::new(crate::orbs::script(vendor.name(), "start")?);
+            let mut c = std::process::Command::new(crate::orbs::script(vendor.name(), "start")?);
             c.args([
                 "--host",
                 &addr.to_string(),
@@ -273,7 +256,7 @@ pub fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<Serv
     let what = format!("{} server in host {}", p.server.kind.name(), p.server_host);
     let mut child = lab
         .spawn(&p.server_host, cmd)
-        .with_context(|| format!("starting the {what}"))?;
+        .map_err(|e| fail!(Local, "starting the {what}: {e}"))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let mut srv = ServerProc {
         child,
@@ -293,8 +276,9 @@ pub fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<Serv
     let deadline = Instant::now() + p.server.ready_timeout;
     let mut last = Vec::<String>::new();
     loop {
-        anyhow::ensure!(
+        ensure!(
             !interrupt::requested(),
+            Interrupted,
             "interrupted while waiting for the {}",
             srv.what
         );
@@ -311,10 +295,11 @@ pub fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<Serv
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Ok(Some(st)) = srv.child.try_wait() {
-                    anyhow::bail!("the {} exited ({st}) before `ready`", srv.what);
+                    bail!(Target, "the {} exited ({st}) before `ready`", srv.what);
                 }
-                anyhow::ensure!(
+                ensure!(
                     Instant::now() < deadline,
+                    Target,
                     "the {} printed no `ready` within {:?} (last lines: {:?})",
                     srv.what,
                     p.server.ready_timeout,
@@ -323,82 +308,53 @@ pub fn start_server(lab: &Lab, p: &Plan, ior_file: &Path) -> anyhow::Result<Serv
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let st = srv.child.wait()?;
-                anyhow::bail!("the {} exited ({st}) before `ready`", srv.what);
+                bail!(Target, "the {} exited ({st}) before `ready`", srv.what);
             }
         }
     }
-    anyhow::ensure!(
+    ensure!(
         ior_file.is_file(),
+        Target,
         "the {} said `ready` but wrote no IOR to {}",
         srv.what,
         ior_file.display()
     );
-    anyhow::ensure!(
+    ensure!(
         !raw || srv.raw_tcp.is_some(),
+        Target,
         "the {} said `ready` without a `config raw_tcp=` line",
         srv.what
     );
     Ok(srv)
 }
 
-/// Splits the user's bench arguments: the `bench` prefix is optional, a
-/// `--json FILE` among them is taken out (returned), `--target` is refused.
-pub fn bench_args(args: &[String]) -> anyhow::Result<(Vec<String>, Option<PathBuf>)> {
-    let mut out = Vec::new();
-    let mut json = None;
-    let mut it = args.iter();
-    if args.first().map(String::as_str) == Some("bench") {
-        it.next();
-    }
-    while let Some(a) = it.next() {
-        if a == "--json" {
-            let v = it
-                .next()
-                .ok_or_else(|| anyhow::anyhow!("--json needs a file"))?;
-            json = Some(PathBuf::from(v));
-        } else if let Some(v) = a.strip_prefix("--json=") {
-            json = Some(PathBuf::from(v));
-        } else if a == "--target" || a.starts_with("--target=") || a == "-t" {
-            anyhow::bail!(
-                "lab run supplies --target itself (the server it starts in the lab); \
-                 to use a remote server drop `lab run … --`"
-            );
-        } else {
-            out.push(a.clone());
-        }
-    }
-    anyhow::ensure!(
-        !out.is_empty() && !out[0].starts_with('-'),
-        "after `--` give a bench command: `bench latency …`, `bench throughput …`, `bench connect …`"
-    );
-    Ok((out, json))
-}
-
 /// One server + client run in `lab`: returns the client's results (partial
 /// on failure, when it wrote any) and the failure, if any.
-pub fn run_bench(lab: &Lab, p: &Plan) -> (Option<Results>, Option<anyhow::Error>) {
-    match run_bench_inner(lab, p) {
+pub fn run_job(lab: &Lab, p: &Plan, programs: &dyn Programs) -> (Option<Results>, Option<Error>) {
+    match run_job_inner(lab, p, programs) {
         Ok((r, err)) => (Some(r), err),
         Err(e) => (None, Some(e)),
     }
 }
 
-fn run_bench_inner(lab: &Lab, p: &Plan) -> anyhow::Result<(Results, Option<anyhow::Error>)> {
+fn run_job_inner(lab: &Lab, p: &Plan, programs: &dyn Programs) -> Result<(Results, Option<Error>)> {
     let ior_file = p.dir.join("server.ior");
+    let job_file = p.dir.join("job.json");
     let json_file = p.dir.join("client.json");
     let _ = std::fs::remove_file(&json_file);
-    let server = start_server(lab, p, &ior_file)?;
-    let mut cmd = Command::new(&p.server.exe);
-    cmd.args(client_args(
-        &p.bench,
-        &ior_file,
-        server.raw_tcp.as_deref(),
-        &json_file,
-    ))
-    .stdin(Stdio::null());
-    let mut child = lab
-        .spawn(&p.client_host, cmd)
-        .with_context(|| format!("starting the bench client in host {}", p.client_host))?;
+    let server = start_server(lab, p, &ior_file, programs)?;
+    let job = client_job(&p.job, &ior_file, server.raw_tcp.as_deref());
+    std::fs::write(&job_file, job.to_json())
+        .map_err(|e| fail!(Local, "writing {}: {e}", job_file.display()))?;
+    let mut cmd = programs.job(&job_file, &json_file);
+    cmd.stdin(Stdio::null());
+    let mut child = lab.spawn(&p.client_host, cmd).map_err(|e| {
+        fail!(
+            Local,
+            "starting the job's client in host {}: {e}",
+            p.client_host
+        )
+    })?;
     let mut interrupted_at: Option<Instant> = None;
     let status = loop {
         if let Some(st) = child.try_wait()? {
@@ -423,21 +379,22 @@ fn run_bench_inner(lab: &Lab, p: &Plan) -> anyhow::Result<(Results, Option<anyho
     server.stop();
     let err = match status {
         Some(st) if st.success() => None,
-        Some(st) => Some(anyhow::anyhow!(
-            "the bench client in host {} failed ({st})",
+        Some(st) => Some(fail!(
+            Target,
+            "the job's client in host {} failed ({st})",
             p.client_host
         )),
-        None => Some(anyhow::anyhow!("interrupted")),
+        None => Some(Error::interrupted("interrupted")),
     };
     let err = match (err, interrupted_at) {
-        (None, Some(_)) => Some(anyhow::anyhow!("interrupted")),
+        (None, Some(_)) => Some(Error::interrupted("interrupted")),
         (e, _) => e,
     };
     match results::read(&json_file) {
         Ok(mut r) => {
             if let Some(e) = &err {
                 r.outcome.complete = false;
-                r.outcome.failure.get_or_insert_with(|| format!("{e:#}"));
+                r.outcome.failure.get_or_insert_with(|| e.to_string());
             }
             Ok((r, err))
         }
@@ -446,7 +403,7 @@ fn run_bench_inner(lab: &Lab, p: &Plan) -> anyhow::Result<(Results, Option<anyho
 }
 
 /// The `params.lab` section: topology, server, and the self-measurement.
-pub fn lab_section(lab: &Lab, p: &Plan, v: &Verified, client_command: &[String]) -> Value {
+pub fn lab_section(lab: &Lab, p: &Plan, v: &Verified) -> Value {
     json!({
         "hosts": lab.hosts().iter().map(|h| json!({
             "name": h.name(), "addr": h.addr().to_string(),
@@ -454,12 +411,11 @@ pub fn lab_section(lab: &Lab, p: &Plan, v: &Verified, client_command: &[String])
         "client_host": p.client_host,
         "server_host": p.server_host,
         "server": p.server.kind.name(),
-        "server_nodelay": if p.server.kind == ServerKind::Ours {
+        "server_nodelay": if p.server.kind == LabServer::Ours {
             json!(p.server_nodelay)
         } else {
             json!("orb default")
         },
-        "client_command": client_command,
         "self_check": if v.violations.is_empty() { "passed" } else { "failed" },
         "violations": v.violations,
         "links": v.reports,
@@ -472,7 +428,7 @@ pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     /// `$TMPDIR/iiopbench-lab-<pid>-<n>`.
-    pub fn new() -> anyhow::Result<Scratch> {
+    pub fn new() -> Result<Scratch> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
         let d = std::env::temp_dir().join(format!(
@@ -480,7 +436,7 @@ impl Scratch {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&d).with_context(|| format!("creating {}", d.display()))?;
+        std::fs::create_dir_all(&d).map_err(|e| fail!(Local, "creating {}: {e}", d.display()))?;
         Ok(Scratch(d))
     }
 }
@@ -494,55 +450,69 @@ impl Drop for Scratch {
 /// How a `lab run` ended.
 #[derive(Debug)]
 pub struct LabRun {
-    /// The bench client's results with `params.lab`; or, when the run
-    /// ended before the client wrote any (a lab that could not be built,
-    /// a failed self-check, Ctrl-C, a client that died), a skeleton of the
-    /// bench's kind that names the failure, with `params.lab` when the lab
+    /// The client's results with `params.lab`; or, when the run ended
+    /// before the client wrote any (a lab that could not be built, a
+    /// failed self-check, Ctrl-C, a client that died), a skeleton of the
+    /// job's kind that names the failure, with `params.lab` when the lab
     /// was up.
     pub results: Results,
     /// Whether `results` are the client's (false: the skeleton).
     pub measured: bool,
     /// What ended the run early, if anything (always set with the
     /// skeleton).
-    pub error: Option<anyhow::Error>,
-    /// Where the results go: [`RunOpts::json`], else a `--json` among the
-    /// bench arguments.
-    pub json: Option<PathBuf>,
+    pub error: Option<Error>,
+}
+
+/// Checks a job for a lab: it may not name a target (the lab's server is
+/// its target), and it must be one the lab can run.
+pub fn check_job(job: &Job) -> Result<()> {
+    if job.target().is_some_and(|t| t.target.is_some()) {
+        return Err(Error::job(
+            "the lab supplies the job's `target` itself (the server it starts in the lab); \
+             to use a remote server run the job outside the lab",
+        ));
+    }
+    job.validate_fields().map_err(Error::from)
 }
 
 /// `lab run`: build the lab, verify it ([`LabSink::verified`] hears the
-/// measurement), start the server, run the bench client, remove the lab.
-/// An `Err` when nothing ran (options that do not make a lab or a bench
-/// command, a lab that could not be removed); every other ending is a
-/// [`LabRun`].
-pub fn run(o: &RunOpts, sink: &dyn LabSink) -> anyhow::Result<LabRun> {
+/// measurement), start the server, run the job's client, remove the lab.
+/// `ctx` starts the processes ([`RunContext::programs`]) and gives the
+/// results' command line. An `Err` when nothing ran (options that do not
+/// make a lab, a job the lab cannot run, a lab that could not be
+/// removed); every other ending is a [`LabRun`].
+pub fn run(o: &LabRunOpts, ctx: &RunContext, sink: &dyn LabSink) -> Result<LabRun> {
+    let programs = super::programs(ctx)?;
     let spec = spec_of(o)?;
     let client_host = o.client_host.clone().unwrap_or(spec.hosts[0].clone());
     let server_host = o.server_host.clone().unwrap_or(spec.hosts[1].clone());
     for h in [&client_host, &server_host] {
-        anyhow::ensure!(spec.hosts.contains(h), "no host named {h:?} in --hosts");
+        ensure!(
+            spec.hosts.contains(h),
+            Job,
+            "no host named {h:?} among the lab's hosts"
+        );
     }
-    let (bench, json_in_args) = bench_args(&o.bench)?;
-    let json = o.json.clone().or(json_in_args);
-    let server_nodelay = !bench_nagle(&bench);
+    check_job(&o.job)?;
+    let mut job = o.job.clone();
+    let server_nodelay = job.socket_mut().nodelay;
     let scratch = Scratch::new()?;
     let plan = Plan {
         server: o.server.clone(),
         server_host,
         client_host,
         server_nodelay,
-        bench,
+        job,
         dir: scratch.0.clone(),
     };
-    // Whatever ends the run before the bench wrote results (Ctrl-C during
+    // Whatever ends the run before the client wrote results (Ctrl-C during
     // the lab's setup or self-check, a failed self-check, a client that
     // died) still leaves results that name the failure.
-    let failed = |e: anyhow::Error, section: Option<Value>| -> LabRun {
-        let kind = plan.bench.first().map_or("lab-run", String::as_str);
-        let mut r = crate::context::new_results(kind, Default::default(), Default::default());
-        r.command = std::env::args().collect();
+    let failed = |e: Error, section: Option<Value>| -> LabRun {
+        let mut r = Results::new(plan.job.kind(), ctx.command.clone());
+        r.job = serde_json::to_value(&plan.job).ok();
         r.outcome.complete = false;
-        r.outcome.failure = Some(format!("{e:#}"));
+        r.outcome.failure = Some(e.to_string());
         if let Some(s) = section {
             r.params.insert("lab".into(), s);
         }
@@ -550,7 +520,6 @@ pub fn run(o: &RunOpts, sink: &dyn LabSink) -> anyhow::Result<LabRun> {
             results: r,
             measured: false,
             error: Some(e),
-            json: json.clone(),
         }
     };
     let lab = match Lab::create(spec) {
@@ -563,34 +532,35 @@ pub fn run(o: &RunOpts, sink: &dyn LabSink) -> anyhow::Result<LabRun> {
     };
     sink.verified(&v);
     if interrupt::requested() {
-        let section = lab_section(&lab, &plan, &v, &plan.bench);
+        let section = lab_section(&lab, &plan, &v);
         lab.destroy()?;
         return Ok(failed(
-            anyhow::anyhow!("interrupted while the lab was set up, before the bench ran"),
+            Error::interrupted("interrupted while the lab was set up, before the job ran"),
             Some(section),
         ));
     }
     if !v.violations.is_empty() && !o.no_verify {
-        let section = lab_section(&lab, &plan, &v, &plan.bench);
+        let section = lab_section(&lab, &plan, &v);
         lab.destroy()?;
         return Ok(failed(
-            anyhow::anyhow!(
+            fail!(
+                Local,
                 "lab self-check failed, not running on an untrustworthy lab: {} \
-                 (--no-verify runs anyway)",
+                 (`no_verify` runs anyway)",
                 v.violations.join("; ")
             ),
             Some(section),
         ));
     }
-    let (r, err) = run_bench(&lab, &plan);
-    let section = lab_section(&lab, &plan, &v, &plan.bench);
+    let (r, err) = run_job(&lab, &plan, programs);
+    let section = lab_section(&lab, &plan, &v);
     lab.destroy()?;
     let Some(mut r) = r else {
-        let e = err.unwrap_or_else(|| anyhow::anyhow!("the bench wrote no results"));
+        let e = err.unwrap_or_else(|| Error::local("the job's client wrote no results"));
         return Ok(failed(e, Some(section)));
     };
     r.params.insert("lab".into(), section);
-    r.command = std::env::args().collect();
+    r.command = ctx.command.clone();
     r.target.isolation = Some(format!(
         "lab: client in netns {}, server in netns {}",
         plan.client_host, plan.server_host
@@ -599,28 +569,15 @@ pub fn run(o: &RunOpts, sink: &dyn LabSink) -> anyhow::Result<LabRun> {
         results: r,
         measured: true,
         error: err,
-        json,
     })
-}
-
-/// Whether the bench arguments turn Nagle on (`--nodelay false`), which
-/// our server then mirrors.
-pub fn bench_nagle(args: &[String]) -> bool {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--nodelay" {
-            return it.next().map(String::as_str) == Some("false");
-        }
-        if a == "--nodelay=false" {
-            return true;
-        }
-    }
-    false
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::latency::LatencyJob;
+    use crate::bench::tcp_baseline::TcpJob;
+    use crate::bench::throughput::ThroughputJob;
 
     fn hosts() -> Vec<String> {
         vec!["client".into(), "web-server".into(), "c".into()]
@@ -647,70 +604,51 @@ mod tests {
     }
 
     #[test]
-    fn bench_args_take_json_and_refuse_target() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let (a, j) = bench_args(&s(&[
-            "bench", "latency", "--json", "o.json", "--count", "5",
-        ]))
-        .unwrap();
-        assert_eq!(a, s(&["latency", "--count", "5"]));
-        assert_eq!(j, Some(PathBuf::from("o.json")));
-        let (a, j) = bench_args(&s(&["throughput", "--json=x"])).unwrap();
-        assert_eq!((a, j), (s(&["throughput"]), Some(PathBuf::from("x"))));
-        assert!(bench_args(&s(&["latency", "--target", "f"])).is_err());
-        assert!(bench_args(&s(&["--count", "3"])).is_err());
-        assert!(bench_nagle(&s(&["latency", "--nodelay", "false"])));
-        assert!(!bench_nagle(&s(&["latency", "--nodelay", "true"])));
-        assert!(!bench_nagle(&s(&["latency"])));
+    fn the_client_gets_the_servers_reference_and_raw_tcp_port() {
+        let ior = Path::new("srv.ior");
+        // A raw-TCP job has no target: the raw-TCP server is its target.
+        let tcp = Job::Tcp(TcpJob::default());
+        assert!(tcp.wants_raw_tcp());
+        let Job::Tcp(t) = client_job(&tcp, ior, Some("10.0.0.2:4321")) else {
+            panic!()
+        };
+        assert_eq!(t.baseline_target.as_deref(), Some("10.0.0.2:4321"));
+        // A GIOP job: the IOR file, and the raw server only with a baseline.
+        let lat = Job::Latency(LatencyJob::default());
+        assert!(!lat.wants_raw_tcp());
+        let Job::Latency(l) = client_job(&lat, ior, None) else {
+            panic!()
+        };
+        assert_eq!(l.target.target.as_deref(), Some("srv.ior"));
+        assert_eq!(l.baseline_target, None);
+        let tp = Job::Throughput(ThroughputJob {
+            baseline: true,
+            ..Default::default()
+        });
+        assert!(tp.wants_raw_tcp());
+        let Job::Throughput(t) = client_job(&tp, ior, Some("10.0.0.2:9")) else {
+            panic!()
+        };
+        assert_eq!(
+            (t.target.target.as_deref(), t.baseline_target.as_deref()),
+            (Some("srv.ior"), Some("10.0.0.2:9"))
+        );
+        let named = Job::Throughput(ThroughputJob {
+            baseline: true,
+            baseline_target: Some("h:1".into()),
+            ..Default::default()
+        });
+        assert!(!named.wants_raw_tcp());
     }
 
     #[test]
-    fn the_client_gets_todays_spellings_of_its_server() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let (ior, json) = (Path::new("srv.ior"), Path::new("c.json"));
-        let line = |bench: &[&str], raw: Option<&str>| {
-            client_args(&s(bench), ior, raw, json)
-                .into_iter()
-                .map(|a| a.into_string().unwrap())
-                .collect::<Vec<_>>()
-        };
-        // bench tcp has no --target: the raw-TCP server is its target.
-        assert!(wants_raw_tcp(&s(&["tcp", "--count", "5"])));
-        let tcp = line(&["tcp", "--count", "5"], Some("10.0.0.2:4321"));
-        assert_eq!(
-            tcp,
-            s(&[
-                "bench",
-                "tcp",
-                "--count",
-                "5",
-                "--baseline-target",
-                "10.0.0.2:4321",
-                "--json",
-                "c.json"
-            ])
-        );
-        // A GIOP bench: the IOR, and the raw server only with --baseline.
-        assert!(!wants_raw_tcp(&s(&["latency"])));
-        assert!(wants_raw_tcp(&s(&["throughput", "--baseline"])));
-        assert!(!wants_raw_tcp(&s(&[
-            "throughput",
-            "--baseline",
-            "--baseline-target",
-            "h:1"
-        ])));
-        assert_eq!(
-            line(&["latency"], None),
-            s(&["bench", "latency", "--target", "srv.ior", "--json", "c.json"])
-        );
-        let with_baseline = line(&["throughput", "--baseline"], Some("10.0.0.2:9"));
-        assert!(with_baseline.ends_with(&s(&[
-            "--target",
-            "srv.ior",
-            "--baseline-target",
-            "10.0.0.2:9",
-            "--json",
-            "c.json"
-        ])));
+    fn a_job_with_a_target_of_its_own_is_refused() {
+        let mut j = Job::Latency(LatencyJob::default());
+        check_job(&j).unwrap();
+        j.target_mut().unwrap().target = Some("x.ior".into());
+        assert!(check_job(&j)
+            .unwrap_err()
+            .to_string()
+            .contains("the lab supplies the job's `target`"));
     }
 }

@@ -1,13 +1,13 @@
-//! `lab suite`: a suite file lists network conditions (the
-//! impairment of the client–server link) and bench cases; every case runs
+//! `lab suite`: a suite file lists network conditions (the impairment of
+//! the client–server link) and cases, each a typed job; every case runs
 //! under every condition in one lab (re-impaired with `set_link` and
 //! re-verified per condition), and one results file holds every case,
-//! tagged with its condition in `params` (`condition`, `delay_ms`, `loss`,
-//! `rate_bps`, `nagle`, `suite_case`, `kind`, and `bench_params`: the
-//! run's own top-level `params`).
+//! tagged with its condition in `params` (`condition`, `delay_ms`,
+//! `loss`, `rate_bps`, `nagle`, `suite_case`, `kind`, and `bench_params`:
+//! the run's own top-level `params`).
 //!
-//! The format (a plain TOML list; `fixtures/suites/network-2003.toml` is
-//! the example and documents it too):
+//! The format (`fixtures/suites/network-2003.toml` is the example and
+//! documents it too):
 //!
 //! ```toml
 //! name = "network-2003"
@@ -18,48 +18,48 @@
 //! [[lab.conditions]]          # one per network condition
 //! name = "d40-l2"
 //! link = "delay=40ms,loss=2%,rate=t1"   # both directions, `lab run --link` syntax
-//! [[cases]]                   # one per bench run, under every condition
+//! [[cases]]                   # one per job, under every condition
 //! name = "pingpong"
-//! command = "latency"         # bench sub-command
-//! args = ["--op", "echo", "--size", "1,64KiB", "--count", "1000"]
+//! job = { bench = "latency", op = "echo", sizes = [1, 65536], count = 1000 }
 //! nagle = false               # true: TCP_NODELAY off on client and our server
 //! [quick]                     # the --quick reduction
 //! conditions = ["d40-l2"]     # subset of conditions (all when absent)
 //! cases = ["pingpong"]        # subset of cases (all when absent)
-//! set = { "--count" = "20" }  # option values replaced in every case's args
+//! set = { count = 20 }        # job fields set wherever a case sets them
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context as _;
 use iiop_lab::{Impairment, Lab, LabSpec, LinkSpec, MeasureOptions};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::run::{self, Plan};
 use super::{LabSink, ServerOpts};
+use crate::error::{bail, ensure, fail, Result};
 use crate::interrupt;
+use crate::job::Job;
 use crate::results::{Outcome, Results};
+use crate::run_context::RunContext;
 
 /// `lab suite`'s options besides the suite and its plan.
 #[derive(Debug, Clone)]
-pub struct SuiteOpts {
-    /// The server and the executable.
+pub struct LabSuiteOpts {
+    /// The server.
     pub server: ServerOpts,
     /// Run conditions whose self-check fails anyway (marked in the results).
     pub no_verify: bool,
 }
 
-/// A suite file.
+/// A network-lab suite file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Suite {
+pub struct LabSuite {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
     pub lab: SuiteLab,
-    pub cases: Vec<SuiteCase>,
+    pub cases: Vec<LabCase>,
     #[serde(default)]
     pub quick: Option<Quick>,
 }
@@ -96,16 +96,15 @@ pub struct Condition {
     pub link: String,
 }
 
-/// One bench run.
+/// One job, run under every condition.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SuiteCase {
+pub struct LabCase {
     pub name: String,
-    /// `latency`, `throughput`, `connect`.
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    /// Nagle on: `--nodelay false` on the client and on our server.
+    /// The job, in its serde form (`bench` names its kind; no target:
+    /// the lab's server is its target).
+    pub job: toml::Table,
+    /// Nagle on: TCP_NODELAY off on the client and on our server.
     #[serde(default)]
     pub nagle: bool,
 }
@@ -118,46 +117,69 @@ pub struct Quick {
     pub conditions: Option<Vec<String>>,
     #[serde(default)]
     pub cases: Option<Vec<String>>,
+    /// Job fields given other values wherever a case sets them (as a
+    /// study suite's `[quick] set`).
     #[serde(default)]
-    pub set: BTreeMap<String, String>,
+    pub set: toml::Table,
+}
+
+/// One case as it runs: its name, its job, and whether Nagle is on.
+#[derive(Debug, Clone)]
+pub struct PlannedCase {
+    pub name: String,
+    pub job: Job,
+    pub nagle: bool,
 }
 
 /// What a suite run does: conditions with parsed impairments, and cases
-/// with their final argument lists.
+/// with their final jobs.
 #[derive(Debug, Clone)]
 pub struct Expanded {
     pub conditions: Vec<(String, Impairment)>,
-    pub cases: Vec<(String, Vec<String>, bool)>,
+    pub cases: Vec<PlannedCase>,
     /// Whether this is the suite's `[quick]` reduction.
     pub quick: bool,
 }
 
-impl Suite {
+impl LabSuite {
     /// Reads and checks a suite file.
-    pub fn load(path: &Path) -> anyhow::Result<Suite> {
+    pub fn load(path: &Path) -> Result<LabSuite> {
         let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading suite {}", path.display()))?;
-        Suite::parse(&text).with_context(|| format!("suite {}", path.display()))
+            .map_err(|e| fail!(Local, "reading suite {}: {e}", path.display()))?;
+        LabSuite::parse(&text).map_err(|e| e.context(format!("suite {}", path.display())))
     }
 
-    /// Parses and checks a suite file's text.
-    pub fn parse(text: &str) -> anyhow::Result<Suite> {
-        let s: Suite = toml::from_str(text)?;
-        anyhow::ensure!(!s.lab.conditions.is_empty(), "suite has no conditions");
-        anyhow::ensure!(!s.cases.is_empty(), "suite has no cases");
-        anyhow::ensure!(
+    /// Parses and checks a suite file's text: every case, as written and
+    /// as `[quick]` leaves it, is a job the lab can run.
+    pub fn parse(text: &str) -> Result<LabSuite> {
+        let s: LabSuite = toml::from_str(text).map_err(|e| fail!(Job, "{e}"))?;
+        ensure!(!s.lab.conditions.is_empty(), Job, "suite has no conditions");
+        ensure!(!s.cases.is_empty(), Job, "suite has no cases");
+        ensure!(
             s.lab.client != s.lab.server,
+            Job,
             "client and server hosts must differ"
         );
+        if let Some(q) = &s.quick {
+            let tables: Vec<&toml::Table> = s.cases.iter().map(|c| &c.job).collect();
+            if let Some(f) = crate::suite::set_fields_missing(&q.set, &tables).first() {
+                bail!(Job, "[quick] set {f}, which no case has");
+            }
+        }
+        for c in &s.cases {
+            let what = format!("case {:?}", c.name);
+            run::check_job(&crate::suite::read_job(&what, &c.job)?)
+                .map_err(|e| e.context(&what))?;
+        }
         Ok(s)
     }
 
     /// The conditions and cases to run (the `[quick]` reduction applied).
-    pub fn expand(&self, quick: bool) -> anyhow::Result<Expanded> {
+    pub fn expand(&self, quick: bool) -> Result<Expanded> {
         let q = if quick {
             self.quick
                 .clone()
-                .ok_or_else(|| anyhow::anyhow!("suite {} has no [quick] table", self.name))?
+                .ok_or_else(|| fail!(Job, "suite {} has no [quick] table", self.name))?
         } else {
             Quick::default()
         };
@@ -169,7 +191,7 @@ impl Suite {
             let imp: Impairment = c
                 .link
                 .parse()
-                .with_context(|| format!("condition {}: link {:?}", c.name, c.link))?;
+                .map_err(|e| fail!(Job, "condition {}: link {:?}: {e}", c.name, c.link))?;
             conditions.push((c.name.clone(), imp));
         }
         for (what, names, known) in [
@@ -189,7 +211,11 @@ impl Suite {
             ),
         ] {
             for n in names.iter().flatten() {
-                anyhow::ensure!(known.contains(&n), "[quick] names unknown {what} {n:?}");
+                ensure!(
+                    known.contains(&n),
+                    Job,
+                    "[quick] names unknown {what} {n:?}"
+                );
             }
         }
         let mut cases = Vec::new();
@@ -197,20 +223,22 @@ impl Suite {
             if q.cases.as_ref().is_some_and(|l| !l.contains(&c.name)) {
                 continue;
             }
-            let mut args = vec![c.command.clone()];
-            args.extend(apply_set(&c.args, &q.set));
+            let mut table = c.job.clone();
+            crate::suite::apply_set(&mut table, &q.set);
+            let mut job = crate::suite::read_job(&format!("case {:?}", c.name), &table)?;
             // A smoke run: one run per case unless the case says.
-            if quick
-                && !args
-                    .iter()
-                    .any(|a| a == "--runs" || a.starts_with("--runs="))
-            {
-                args.extend(["--runs".into(), "1".into()]);
+            if quick && job.placement().runs.is_none() {
+                job.placement_mut().runs = Some(1);
             }
             if c.nagle {
-                args.extend(["--nodelay".into(), "false".into()]);
+                job.socket_mut().nodelay = false;
             }
-            cases.push((c.name.clone(), args, c.nagle));
+            run::check_job(&job).map_err(|e| e.context(format!("case {:?}", c.name)))?;
+            cases.push(PlannedCase {
+                name: c.name.clone(),
+                job,
+                nagle: c.nagle,
+            });
         }
         Ok(Expanded {
             conditions,
@@ -220,23 +248,6 @@ impl Suite {
     }
 }
 
-/// Replaces the value after each option named in `set` (options absent
-/// from `args` are left absent: a reduction never adds an option a case
-/// did not have).
-pub fn apply_set(args: &[String], set: &BTreeMap<String, String>) -> Vec<String> {
-    let mut out = args.to_vec();
-    let mut i = 0;
-    while i + 1 < out.len() {
-        if let Some(v) = set.get(&out[i]) {
-            out[i + 1] = v.clone();
-            i += 2;
-        } else {
-            i += 1;
-        }
-    }
-    out
-}
-
 /// `lab suite`: every case of `plan` under every condition in one lab
 /// (re-impaired and re-verified per condition), one results value of kind
 /// `lab-suite` (incomplete, naming the first failure, when a condition or
@@ -244,11 +255,13 @@ pub fn apply_set(args: &[String], set: &BTreeMap<String, String>) -> Vec<String>
 /// self-measurements, and the failures as notes. An `Err` when the lab
 /// could not be built or removed, or no case left any results.
 pub fn run(
-    suite: &Suite,
+    suite: &LabSuite,
     plan: &Expanded,
-    o: &SuiteOpts,
+    o: &LabSuiteOpts,
+    ctx: &RunContext,
     sink: &dyn LabSink,
-) -> anyhow::Result<Results> {
+) -> Result<Results> {
+    let programs = super::programs(ctx)?;
     let (c, s) = (suite.lab.client.clone(), suite.lab.server.clone());
     let mk = |imp: Impairment| {
         let mut l = LinkSpec::symmetric(&c, &s, imp);
@@ -278,7 +291,8 @@ pub fn run(
         let set = if first {
             Ok(())
         } else {
-            lab.set_link(&c, &s, *imp).map_err(anyhow::Error::from)
+            lab.set_link(&c, &s, *imp)
+                .map_err(crate::error::Error::from)
         };
         first = false;
         let v = match set.and_then(|()| run::verify(&lab, &MeasureOptions::default(), sink)) {
@@ -305,7 +319,8 @@ pub fn run(
             ));
             continue;
         }
-        for (case_name, args, nagle) in &plan.cases {
+        for case in &plan.cases {
+            let (case_name, nagle) = (&case.name, case.nagle);
             if interrupt::requested() {
                 failure.get_or_insert("interrupted".into());
                 complete = false;
@@ -313,17 +328,17 @@ pub fn run(
             }
             sink.heading(&format!(
                 "-- {cname} / {case_name}: bench {}",
-                args.join(" ")
+                case.job.kind()
             ));
             let p = Plan {
                 server: o.server.clone(),
                 server_host: s.clone(),
                 client_host: c.clone(),
-                server_nodelay: !*nagle,
-                bench: args.clone(),
+                server_nodelay: !nagle,
+                job: case.job.clone(),
                 dir: scratch.0.clone(),
             };
-            let (r, err) = run::run_bench(&lab, &p);
+            let (r, err) = run::run_job(&lab, &p, programs);
             if let Some(e) = &err {
                 complete = false;
                 sink.note(&format!("lab suite: {cname} / {case_name}: {e:#}"));
@@ -347,14 +362,16 @@ pub fn run(
     }
     lab.destroy()?;
     let Some(mut r) = merged else {
-        anyhow::bail!(
+        bail!(
+            Target,
             "suite {} produced no results: {}",
             suite.name,
             failure.unwrap_or_default()
         );
     };
     r.kind = "lab-suite".into();
-    r.command = std::env::args().collect();
+    r.command = ctx.command.clone();
+    r.job = None;
     // Per-run parameters live in each case's `bench_params`.
     r.params.clear();
     r.target.isolation = Some(format!("lab: client in netns {c}, server in netns {s}"));
@@ -393,7 +410,7 @@ mod tests {
 
     #[test]
     fn network_2003_parses_and_reduces() {
-        let s = Suite::parse(&std::fs::read_to_string(FILE).unwrap()).unwrap();
+        let s = LabSuite::parse(&std::fs::read_to_string(FILE).unwrap()).unwrap();
         assert_eq!(s.name, "network-2003");
         let full = s.expand(false).unwrap();
         // 4 delays x 5 loss levels.
@@ -406,47 +423,66 @@ mod tests {
             .conditions
             .iter()
             .all(|c| c.1.rate_bps == Some(iiop_lab::T1_BPS)));
-        let pp = full.cases.iter().find(|c| c.0 == "pingpong").unwrap();
-        let count = pp.1.iter().position(|a| a == "--count").unwrap();
-        assert_eq!(pp.1[count + 1], "1000");
-        assert!(full.cases.iter().any(|c| c.2), "a Nagle-on case");
+        let count = |e: &Expanded| match &e.cases.iter().find(|c| c.name == "pingpong").unwrap().job
+        {
+            Job::Latency(l) => l.count,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(count(&full), 1000);
+        let nagle = full
+            .cases
+            .iter()
+            .find(|c| c.nagle)
+            .expect("a Nagle-on case");
+        let Job::Latency(l) = &nagle.job else {
+            panic!()
+        };
+        assert!(!l.socket.nodelay);
         let quick = s.expand(true).unwrap();
         assert!(quick.conditions.len() < full.conditions.len());
-        let qpp = quick.cases.iter().find(|c| c.0 == "pingpong").unwrap();
-        let count = qpp.1.iter().position(|a| a == "--count").unwrap();
-        assert_ne!(qpp.1[count + 1], "1000");
+        assert_ne!(count(&quick), 1000);
     }
 
     #[test]
-    fn set_replaces_only_present_options() {
-        let set: BTreeMap<String, String> = [("--count".to_string(), "5".to_string())]
-            .into_iter()
-            .collect();
-        let a = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            apply_set(&a(&["--op", "echo", "--count", "1000"]), &set),
-            a(&["--op", "echo", "--count", "5"])
-        );
-        assert_eq!(apply_set(&a(&["--op", "ping"]), &set), a(&["--op", "ping"]));
+    fn set_replaces_only_present_fields() {
+        let mut job: toml::Table = toml::from_str("bench = \"latency\"\ncount = 1000\n").unwrap();
+        let set: toml::Table = toml::from_str("count = 5\nwarmup = 3\n").unwrap();
+        crate::suite::apply_set(&mut job, &set);
+        assert_eq!(job["count"].as_integer(), Some(5));
+        assert!(!job.contains_key("warmup"));
+        let mut nested: toml::Table =
+            toml::from_str("bench = \"closed\"\nrun = { duration = \"5s\" }\n").unwrap();
+        let set: toml::Table = toml::from_str("run = { duration = \"1s\", seed = 2 }\n").unwrap();
+        crate::suite::apply_set(&mut nested, &set);
+        assert_eq!(nested["run"]["duration"].as_str(), Some("1s"));
+        assert!(nested["run"].get("seed").is_none());
     }
 
     #[test]
     fn bad_suites_are_refused() {
-        assert!(Suite::parse("name = \"x\"\ncases = []\n[lab]\nconditions = []\n").is_err());
+        assert!(LabSuite::parse("name = \"x\"\ncases = []\n[lab]\nconditions = []\n").is_err());
         let unknown_quick = r#"
 name = "x"
 [lab]
 conditions = [{ name = "a", link = "delay=5ms" }]
 [[cases]]
 name = "p"
-command = "latency"
+job = { bench = "latency" }
 [quick]
 conditions = ["zz"]
 "#;
-        let s = Suite::parse(unknown_quick).unwrap();
+        let s = LabSuite::parse(unknown_quick).unwrap();
         let e = s.expand(true).unwrap_err();
         assert!(e.to_string().contains("unknown condition \"zz\""), "{e}");
         let bad_link = unknown_quick.replace("delay=5ms", "delay=5parsecs");
-        assert!(Suite::parse(&bad_link).unwrap().expand(false).is_err());
+        assert!(LabSuite::parse(&bad_link).unwrap().expand(false).is_err());
+        let targeted = unknown_quick.replace(
+            "{ bench = \"latency\" }",
+            "{ bench = \"latency\", target = { target = \"x.ior\" } }",
+        );
+        assert!(LabSuite::parse(&targeted)
+            .unwrap_err()
+            .to_string()
+            .contains("supplies the job's `target`"));
     }
 }

@@ -10,8 +10,8 @@
 //!   order, negotiated code sets, fragmenting, timeouts);
 //! - [`SendQueue`]: the bytes to write and whether the CodeSets context
 //!   went out;
-//! - [`Requests`]: who waits for which request id, until when, and whether
-//!   the connection is dead;
+//! - [`Requests`]: the request ids (their one source), who waits for
+//!   which, until when, and whether the connection is dead;
 //! - [`Inbound`]: received bytes to replies (framing, reassembly, decoding,
 //!   what a server may send);
 //! - [`Follow`]: LOCATION_FORWARD / OBJECT_FORWARD hops, the one retry
@@ -19,7 +19,10 @@
 //!
 //! [`ClientConn`] puts them together for a driver that owns a connection
 //! alone (the blocking client, tests). The tokio driver keeps the parts
-//! under separate locks, so that a call takes no more locks than before.
+//! under separate locks, so that a call takes no more locks than before,
+//! and calls them in the same order ([`Requests`] says which):
+//! [`Requests::begin`], [`SendQueue::queue`] (or [`Requests::abandon`]),
+//! and for what arrives [`Inbound::next_waited`].
 //!
 //! Order of use of a [`ClientConn`], quinn-style: `send_*` a request (it
 //! is queued in [`outbox`](ClientConn::outbox); write it out, the first
@@ -28,19 +31,21 @@
 //! requests from [`poll`](ClientConn::poll); at the
 //! [`next_deadline`](ClientConn::next_deadline) call
 //! [`on_timeout`](ClientConn::on_timeout) and write what it queued
-//! (CancelRequest); on any failure [`fail`](ClientConn::fail) and write
-//! what it queued (MessageError, CloseConnection) before hanging up.
+//! (CancelRequest), or hang up when it says a request not written whole
+//! in its time lost the stream ([`SendQueue::check_writes`]); on any
+//! failure [`fail`](ClientConn::fail) and write what it queued
+//! (MessageError, CloseConnection) before hanging up.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, CdrError, Options, Splices, Writer};
 
 use super::deadline::Timer;
+use super::endpoint::TlsWanted;
 pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
@@ -89,6 +94,9 @@ pub struct ConnConfig {
     /// Let the kernel join oneways: Nagle on while only oneways go out,
     /// off again before a request that expects an answer.
     pub coalesce_oneways: bool,
+    /// Where TLS is used ([`endpoint_for`](super::endpoint::endpoint_for)
+    /// decides from it).
+    pub tls: TlsWanted,
 }
 
 /// Default [`ConnConfig::splice_cutoff`]: below this, copying into the
@@ -108,6 +116,7 @@ impl Default for ConnConfig {
             splice_cutoff: Some(DEFAULT_SPLICE_CUTOFF),
             oneway_buffer: None,
             coalesce_oneways: false,
+            tls: TlsWanted::Off,
         }
     }
 }
@@ -484,24 +493,6 @@ fn fragment_from(
     .map_err(ClientError::Encode)
 }
 
-/// Request ids, handed out in sequence from 1 (shared by the callers of
-/// one connection without a lock).
-#[derive(Debug)]
-pub struct RequestIds(AtomicU32);
-
-impl Default for RequestIds {
-    fn default() -> Self {
-        RequestIds(AtomicU32::new(1))
-    }
-}
-
-impl RequestIds {
-    /// The next id.
-    pub fn next(&self) -> u32 {
-        self.0.fetch_add(1, Ordering::Relaxed)
-    }
-}
-
 /// Nagle's algorithm on a connection that coalesces oneways
 /// ([`ConnConfig::coalesce_oneways`]): each driver asks it before a
 /// write, and it turns TCP_NODELAY off or on through the driver's socket
@@ -568,6 +559,16 @@ pub struct SendQueue {
     /// (a twoway, a LocateRequest), or cancels or ends (CancelRequest, the
     /// goodbye): no Nagle wait behind it ([`only_oneways`](Self::only_oneways)).
     urgent: bool,
+    /// Bytes queued since the connection opened: where in the stream the
+    /// next message starts.
+    queued: u64,
+    /// Bytes a writer took ([`take`](Self::take)) and has not yet said it
+    /// wrote ([`wrote`](Self::wrote)).
+    in_flight: u64,
+    /// Messages that must be written whole in time ([`Ticket::write_by`]):
+    /// where each ends in the stream, in stream order, with its timer.
+    /// Those written are dropped as the stream moves on.
+    deadlines: VecDeque<(u64, Timer)>,
 }
 
 impl SendQueue {
@@ -580,7 +581,80 @@ impl SendQueue {
             alone: true,
             urgent: false,
             heads: RequestHeadCache::default(),
+            queued: 0,
+            in_flight: 0,
+            deadlines: VecDeque::new(),
         }
+    }
+
+    /// Everything queued, for a writer that writes it outside the queue's
+    /// lock; it reports progress with [`wrote`](Self::wrote).
+    pub fn take(&mut self) -> Outbox {
+        let batch = self.out.take();
+        self.in_flight += batch.len() as u64;
+        batch
+    }
+
+    /// A writer wrote `n` more bytes of what it took.
+    pub fn wrote(&mut self, n: usize) {
+        self.in_flight = self.in_flight.saturating_sub(n as u64);
+    }
+
+    /// Bytes of the stream written so far: queued, less what waits in the
+    /// queue and what a writer holds.
+    fn written(&self) -> u64 {
+        self.queued
+            .saturating_sub(self.out.len() as u64)
+            .saturating_sub(self.in_flight)
+    }
+
+    /// Everything queued so far must be written by `timer` (a driver's
+    /// bound on flushing before it closes).
+    pub fn write_by(&mut self, timer: Timer) {
+        self.deadlines.push_back((self.queued, timer));
+    }
+
+    /// The write-deadline rule, at `now`. A request with a timeout must be
+    /// written whole within it (the caller waits for no longer). One that
+    /// was is cancelled when its answer is late ([`expired`](Self::expired));
+    /// one that was not cannot be: GIOP has no way to take back the part
+    /// of a message already sent, and a CancelRequest cannot go inside
+    /// one; and the part not sent waits for a server that stopped reading.
+    /// The stream is lost: the error the connection fails with.
+    pub fn check_writes(&mut self, s: &ClientSetup, now: Instant) -> Result<(), ClientError> {
+        let written = self.written();
+        while self
+            .deadlines
+            .front()
+            .is_some_and(|&(end, _)| end <= written)
+        {
+            self.deadlines.pop_front();
+        }
+        match self.deadlines.iter().any(|(_, t)| t.expired(now)) {
+            true => Err(ClientError::Io {
+                addr: s.addr.clone(),
+                message: "the server stopped reading before the request was written".into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    /// Arm the write timers started without a time: the wait began no
+    /// later than `began_by`.
+    pub fn arm(&mut self, began_by: Instant) {
+        for (_, t) in &mut self.deadlines {
+            t.arm(began_by);
+        }
+    }
+
+    /// The earliest armed write deadline of what is not written yet.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let written = self.written();
+        self.deadlines
+            .iter()
+            .filter(|&&(end, _)| end > written)
+            .filter_map(|(_, t)| t.deadline())
+            .min()
     }
 
     /// The bytes to write.
@@ -632,16 +706,18 @@ impl SendQueue {
         }
     }
 
-    /// Queue `out` with request id `id`; nothing is queued on an error.
+    /// Queue `out`, begun as `t` ([`Requests::begin`]: its request id);
+    /// nothing is queued on an error (then [`Requests::abandon`] it).
     pub fn queue<F>(
         &mut self,
         s: &ClientSetup,
-        id: u32,
+        t: &Ticket,
         out: Outgoing<'_, F>,
     ) -> Result<(), ClientError>
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
+        let id = t.id;
         match out {
             Outgoing::Request {
                 target,
@@ -652,7 +728,27 @@ impl SendQueue {
             } => self.request(s, id, target, operation, response, contexts, body),
             Outgoing::Prepared(p) => self.prepared(s, p, id),
             Outgoing::Locate(target) => self.locate(s, id, target),
+        }?;
+        if let Some(timer) = t.write_by {
+            // What is written needs no deadline any more: when this
+            // message went into an empty queue that no writer holds bytes
+            // of, that is everything before it (the fast path, one call at
+            // a time); else what the stream has passed.
+            if self.alone && self.in_flight == 0 {
+                self.deadlines.clear();
+            } else {
+                let written = self.written();
+                while self
+                    .deadlines
+                    .front()
+                    .is_some_and(|&(end, _)| end <= written)
+                {
+                    self.deadlines.pop_front();
+                }
+            }
+            self.write_by(timer);
         }
+        Ok(())
     }
 
     /// Queue a Request with request id `id` and the body `body` writes;
@@ -713,10 +809,12 @@ impl SendQueue {
     pub fn expired<W>(&mut self, s: &ClientSetup, expired: &[Expired<W>]) {
         self.holding = false;
         self.urgent |= !expired.is_empty();
+        let before = self.out.len();
         let (buf, _) = self.out.parts();
         for e in expired {
             let _ = encode_cancel_request(buf, s.wire.version, s.wire.order, e.request_id);
         }
+        self.queued += (self.out.len() - before) as u64;
     }
 
     /// Queue what the peer is told when the connection ends with `why`
@@ -727,8 +825,10 @@ impl SendQueue {
         };
         self.holding = false;
         self.urgent = true;
+        let before = self.out.len();
         let (buf, _) = self.out.parts();
         encode_empty(buf, s.wire.version, s.wire.order, t);
+        self.queued += (self.out.len() - before) as u64;
         true
     }
 
@@ -750,6 +850,7 @@ impl SendQueue {
         let carries = matches!(what, Sending::Request(_)) && !self.code_sets_sent;
         let due = s.code_sets.as_ref().filter(|_| carries);
         let alone = self.out.is_empty();
+        let before = self.out.len();
         let (buf, splices) = self.out.parts();
         let start = buf.len();
         let r = encode(buf, splices, due, &mut self.heads)
@@ -764,6 +865,7 @@ impl SendQueue {
                 self.holding = !what.expects_reply()
                     && (alone || self.holding)
                     && s.oneway_buffer.is_some_and(|b| self.out.len() < b);
+                self.queued += (self.out.len() - before) as u64;
                 Ok(())
             }
             Err(e) => {
@@ -825,12 +927,23 @@ impl<W> Expired<W> {
     }
 }
 
-/// The requests of one connection that wait for an answer, by request id,
-/// and whether the connection is dead (then no request may start).
+/// The requests of one connection: the request ids (handed out here
+/// alone, in sequence from 1), who waits for which answer, and whether the
+/// connection is dead (then no request may start).
+///
+/// A request goes through the parts in one order, whichever driver holds
+/// them and under however many locks: [`begin`](Self::begin) (its id, and
+/// its waiter registered before any byte of it can be written, so that no
+/// answer can come before it), then [`SendQueue::queue`] with the
+/// [`Ticket`], or [`abandon`](Self::abandon) when that fails. Answers go
+/// the other way through [`Inbound::next_waited`], which hands each to
+/// its waiter ([`complete`](Self::complete)).
 #[derive(Debug)]
 pub struct Requests<W> {
     map: HashMap<u32, Waiting<W>, BuildHasherDefault<IdHasher>>,
     dead: Option<ClientError>,
+    /// The next request id.
+    next_id: u32,
 }
 
 impl<W> Default for Requests<W> {
@@ -838,11 +951,53 @@ impl<W> Default for Requests<W> {
         Requests {
             map: HashMap::default(),
             dead: None,
+            next_id: 1,
         }
     }
 }
 
+/// A request begun ([`Requests::begin`]) and not yet queued: its id, for
+/// [`SendQueue::queue`], or to [`Requests::abandon`] it.
+#[derive(Debug)]
+#[must_use = "a begun request is queued or abandoned"]
+pub struct Ticket {
+    /// The request id.
+    pub id: u32,
+    /// The request must be written whole by then
+    /// ([`SendQueue::check_writes`]).
+    pub write_by: Option<Timer>,
+}
+
 impl<W> Requests<W> {
+    /// Begin a request of kind `what` on a live connection: the next
+    /// request id; when an answer is expected, `waiter()` waits for it
+    /// until `timer` runs out (none: for ever); and whatever the kind, the
+    /// request must be written whole by then. The connection's error when
+    /// it is dead.
+    pub fn begin(
+        &mut self,
+        what: Sending,
+        waiter: impl FnOnce() -> W,
+        timer: Option<Timer>,
+    ) -> Result<Ticket, ClientError> {
+        self.alive()?;
+        let id = self.next_id;
+        self.next_id = id.wrapping_add(1);
+        if what.expects_reply() {
+            self.insert(id, waiter(), timer);
+        }
+        Ok(Ticket {
+            id,
+            write_by: timer,
+        })
+    }
+
+    /// A request begun that could not be queued: nobody waits for it any
+    /// more (its waiter, if it had one, is returned).
+    pub fn abandon(&mut self, t: Ticket) -> Option<W> {
+        self.complete(t.id)
+    }
+
     /// Why the connection is dead, if it is.
     pub fn dead(&self) -> Option<&ClientError> {
         self.dead.as_ref()
@@ -867,7 +1022,7 @@ impl<W> Requests<W> {
     }
 
     /// Wait for the answer to `id`, until `timer` runs out.
-    pub fn insert(&mut self, id: u32, waiter: W, timer: Option<Timer>) {
+    fn insert(&mut self, id: u32, waiter: W, timer: Option<Timer>) {
         self.map.insert(id, Waiting { waiter, timer });
     }
 
@@ -950,6 +1105,24 @@ impl Inbound {
     /// Whether bytes of a further message are buffered.
     pub fn has_buffered(&self) -> bool {
         !self.buf.is_empty()
+    }
+
+    /// The next answer somebody waits for, as (request id, its waiter,
+    /// the answer): `complete` says who waits for an id
+    /// ([`Requests::complete`]), and answers nobody waits for (late ones,
+    /// after a timeout) are dropped. `Ok(None)` until more bytes arrive;
+    /// an error ends the connection, as for [`next`](Self::next).
+    pub fn next_waited<W>(
+        &mut self,
+        s: &ClientSetup,
+        mut complete: impl FnMut(u32) -> Option<W>,
+    ) -> Result<Option<(u32, W, Incoming)>, ClientError> {
+        while let Some((id, inc)) = self.next(s)? {
+            if let Some(w) = complete(id) {
+                return Ok(Some((id, w, inc)));
+            }
+        }
+        Ok(None)
     }
 
     /// The next answer in the bytes received, as (request id, answer);
@@ -1091,7 +1264,6 @@ impl Prepared {
 #[derive(Debug)]
 pub struct ClientConn {
     setup: ClientSetup,
-    ids: u32,
     queue: SendQueue,
     requests: Requests<()>,
     inbound: Inbound,
@@ -1104,7 +1276,6 @@ impl ClientConn {
         let opts = setup.wire.opts;
         ClientConn {
             setup,
-            ids: 1,
             queue: SendQueue::new(cfg),
             requests: Requests::default(),
             inbound: Inbound::new(cfg.codec, opts),
@@ -1134,28 +1305,17 @@ impl ClientConn {
     where
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
-        let what = out.sending();
-        let id = self.begin()?;
-        self.queue.queue(&self.setup, id, out)?;
-        self.wait(what, id, timeout, now);
-        Ok(id)
-    }
-
-    fn begin(&mut self) -> Result<u32, ClientError> {
-        self.requests.alive()?;
-        let id = self.ids;
-        self.ids = self.ids.wrapping_add(1);
-        Ok(id)
-    }
-
-    fn wait(&mut self, what: Sending, id: u32, timeout: Option<Duration>, now: Option<Instant>) {
-        if what.expects_reply() {
-            let timer = timeout.map(|t| match now {
-                Some(now) => Timer::started(t, now),
-                None => Timer::unarmed(t),
-            });
-            self.requests.insert(id, (), timer);
+        let timer = timeout.map(|t| match now {
+            Some(now) => Timer::started(t, now),
+            None => Timer::unarmed(t),
+        });
+        let t = self.requests.begin(out.sending(), || (), timer)?;
+        let id = t.id;
+        if let Err(e) = self.queue.queue(&self.setup, &t, out) {
+            self.requests.abandon(t);
+            return Err(e);
         }
+        Ok(id)
     }
 
     /// Whether request `id` still waits for its answer.
@@ -1204,16 +1364,13 @@ impl ClientConn {
     /// ([`fail`](Self::fail)): malformed input (MessageError is queued), the
     /// peer's CloseConnection (retryable) or MessageError.
     pub fn poll(&mut self) -> Result<Option<(u32, Incoming)>, ClientError> {
-        loop {
-            match self.inbound.next(&self.setup) {
-                Ok(Some((id, inc))) => {
-                    if self.requests.complete(id).is_some() {
-                        return Ok(Some((id, inc)));
-                    }
-                }
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(self.fail(e)),
-            }
+        let requests = &mut self.requests;
+        match self
+            .inbound
+            .next_waited(&self.setup, |id| requests.complete(id))
+        {
+            Ok(got) => Ok(got.map(|(id, (), inc)| (id, inc))),
+            Err(e) => Err(self.fail(e)),
         }
     }
 
@@ -1228,23 +1385,39 @@ impl ClientConn {
     /// since `began_by` at least.
     pub fn arm(&mut self, began_by: Instant) {
         self.requests.arm(began_by);
+        self.queue.arm(began_by);
     }
 
     /// The earliest time [`on_timeout`](Self::on_timeout) has work.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.requests.next_deadline()
+        let writes = self.queue.next_deadline();
+        let answers = self.requests.next_deadline();
+        writes.into_iter().chain(answers).min()
     }
 
-    /// Expire the requests whose time has run out at `now`: each gets
-    /// [`ClientError::Timeout`], the server a CancelRequest (queued), and
-    /// a late answer is dropped. The connection goes on.
-    pub fn on_timeout(&mut self, now: Instant) -> Vec<(u32, ClientError)> {
+    /// What the deadlines passed at `now` mean. A request not written
+    /// whole in its time loses the stream ([`SendQueue::check_writes`]):
+    /// the connection fails with that error (returned). Otherwise the
+    /// requests whose answer is late each get [`ClientError::Timeout`],
+    /// the server a CancelRequest (queued), and a late answer is dropped;
+    /// the connection goes on.
+    pub fn on_timeout(&mut self, now: Instant) -> Result<Vec<(u32, ClientError)>, ClientError> {
+        if let Err(e) = self.queue.check_writes(&self.setup, now) {
+            return Err(self.fail(e));
+        }
         let expired = self.requests.expire(now);
         self.queue.expired(&self.setup, &expired);
-        expired
+        Ok(expired
             .into_iter()
             .map(|e| (e.request_id, e.error(&self.setup.addr)))
-            .collect()
+            .collect())
+    }
+
+    /// Everything queued must be written within `within` (from the next
+    /// [`arm`](Self::arm)), or the stream is lost: a driver's bound on
+    /// flushing buffered oneways before it closes.
+    pub fn write_within(&mut self, within: Duration) {
+        self.queue.write_by(Timer::unarmed(within));
     }
 
     /// The connection ends with `err` (the first error sticks): waiting
@@ -1348,23 +1521,20 @@ impl<'a> Follow<'a> {
             }
             Err(e) => return Err(e),
             Ok(None) => return Ok(Step::Done(None)),
+            Ok(Some(reply)) if Self::settles(reply.header.status) => {
+                return Ok(Step::Done(Some(reply)))
+            }
             Ok(Some(reply)) => reply,
         };
         match reply.header.status {
-            ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm => {
+            status @ (ReplyStatus::LocationForward | ReplyStatus::LocationForwardPerm) => {
                 self.hop(addr)?;
                 self.target =
                     Cow::Owned(reply.forward_ior().map_err(|error| ClientError::Protocol {
                         addr: addr.to_owned(),
                         error,
                     })?);
-                Ok(Step::Again(Again::Forward(
-                    if reply.header.status == ReplyStatus::LocationForwardPerm {
-                        "LOCATION_FORWARD_PERM"
-                    } else {
-                        "LOCATION_FORWARD"
-                    },
-                )))
+                Ok(Step::Again(Again::Forward(status.name())))
             }
             ReplyStatus::NeedsAddressingMode => {
                 let d = needed_disposition(&reply);
@@ -1379,18 +1549,25 @@ impl<'a> Follow<'a> {
         }
     }
 
+    /// Whether a reply with `status` is its call's result (NO_EXCEPTION,
+    /// USER_EXCEPTION, SYSTEM_EXCEPTION), not a reason to send again.
+    #[inline]
+    pub fn settles(status: ReplyStatus) -> bool {
+        !status.is_forward() && status != ReplyStatus::NeedsAddressingMode
+    }
+
     /// What a LocateRequest's attempt at `addr` got back, and what comes
-    /// next: the final status and the reference it applies to, another
+    /// next: the final status (for [`target`](Self::target)), another
     /// attempt (OBJECT_FORWARD), or an error.
     pub fn on_locate(
         &mut self,
         l: LocateReply,
         addr: &str,
-    ) -> Result<Step<(LocateStatus, Ior)>, ClientError> {
-        let (name, next) = match l.status {
-            LocateStatus::ObjectForward(next) => ("OBJECT_FORWARD", next),
-            LocateStatus::ObjectForwardPerm(next) => ("OBJECT_FORWARD_PERM", next),
-            status => return Ok(Step::Done((status, self.target.as_ref().clone()))),
+    ) -> Result<Step<LocateStatus>, ClientError> {
+        let name = l.status.name();
+        let next = match l.status {
+            LocateStatus::ObjectForward(next) | LocateStatus::ObjectForwardPerm(next) => next,
+            status => return Ok(Step::Done(status)),
         };
         self.hop(addr)?;
         self.target = Cow::Owned(next);

@@ -73,6 +73,15 @@ pub enum ClientError {
     /// The IOR has no IIOP profile we can use.
     #[error("no usable IIOP profile in the IOR")]
     NoProfile,
+    /// A forward named a reference with no IIOP profile to go to; `addr`
+    /// sent it.
+    #[error("{addr} forwarded to a reference with no usable IIOP profile")]
+    ForwardedNowhere { addr: String },
+    /// A request prepared for reuse got an answer its bytes cannot follow
+    /// (they carry their target address): a forward (the client moved:
+    /// prepare it again there), or another addressing disposition.
+    #[error("{addr} answered a request prepared for reuse with {what}, which its prepared bytes cannot follow: prepare it again")]
+    PreparedCannotFollow { addr: String, what: String },
     /// The server raised a system exception.
     #[error("system exception: {0}")]
     System(SystemException),

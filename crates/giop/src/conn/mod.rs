@@ -5,8 +5,10 @@
 //! deadline come out. Every protocol decision of a connection is made
 //! here, once, for all drivers (the `iiop-transport` crate): request ids, the
 //! CodeSets context sent once, reply matching, timeouts and
-//! CancelRequest, fragment reassembly, forwards, MessageError and
-//! CloseConnection.
+//! CancelRequest, what a missed write deadline means, fragment
+//! reassembly, MessageError and CloseConnection; and for every client,
+//! where its calls go: forwards, retries, probes, locates, connection
+//! reuse, the version for a profile.
 //!
 //! - [`client`]: the client side ([`client::ClientConn`] for a driver that
 //!   owns a connection alone, and its parts for drivers that share one
@@ -19,7 +21,9 @@
 //! - [`out`]: bytes to write and how they are handed to a vectored write
 //!   (zero-copy runs, "headers first");
 //! - [`deadline`]: timers computed from instants passed in;
-//! - [`endpoint`]: plain TCP or TLS, and on which port, for a profile.
+//! - [`endpoint`]: plain TCP or TLS, and on which port, for a profile;
+//! - [`route`]: where a client's calls go and what each answer means for
+//!   a call (the one routing policy: [`route::Call`], [`route::Route`]).
 
 pub mod client;
 pub mod deadline;
@@ -27,6 +31,7 @@ pub mod endpoint;
 pub mod error;
 pub mod observer;
 pub mod out;
+pub mod route;
 pub mod server;
 
 /// Tests drive time by hand from one base instant: the only clock read in

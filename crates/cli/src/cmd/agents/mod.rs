@@ -1,8 +1,9 @@
-//! `iiopbench agents`: one bench command run by N coordinated agents, one
-//! merged result (issue 22). The coordinator, the agent and the merge are
-//! the engine's (`iiopbench_engine::agents`, over crate `iiop-agents`);
-//! here are the flags, the clap parser that turns an agent's bench command
-//! line into engine options ([`parse_bench`]), and the table.
+//! `iiopbench agents`: one job run by N coordinated agents, one merged
+//! result (issue 22). The coordinator, the agent and the merge are the
+//! engine's (`iiopbench_engine::agents`, over crate `iiop-agents`; the
+//! wire carries the typed job); here are the flags, the bench command
+//! line given after `--` turned into the job, the Kubernetes manifests
+//! (whose coordinator is handed the job as JSON), and the table.
 //!
 //! * `agents run --agents N [--local] -- bench latency --target REF …` —
 //!   the coordinator: waits for N agents (at most `--register-timeout`),
@@ -12,38 +13,41 @@
 //! * `agents k8s --agents N --image IMG -- bench …` — Kubernetes
 //!   manifests for the same run (docs/agents.md).
 //!
-//! Every agent runs the bench command in-process with `--runs 1 --quiet`
-//! and the run's `--duration` per case; the start gate ([`iiopbench_engine::gate`])
-//! holds each case until its common start instant.
+//! Every agent runs the job in-process, one run of the run's `--duration`
+//! per case; the start gate ([`iiopbench_engine::gate`]) holds each case
+//! until its common start instant.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 
-use crate::opts::{BenchCommand, Cli, Command as Cmd};
+use crate::programs::ThisBinary;
 use crate::table::{micros, num, Table};
-use iiopbench_engine::agents::{self, AgentBench};
+use iiopbench_engine::agents;
+use iiopbench_engine::job::Job;
 use iiopbench_engine::results::Results;
-use iiopbench_engine::units::parse_duration;
+use iiopbench_engine::run_context::RunContext;
+use iiopbench_engine::units::{format_duration, parse_duration};
 
 /// `iiopbench agents …`.
 #[derive(Debug, Subcommand)]
 pub enum AgentsCommand {
     /// Coordinate N agents running one bench command; merge their results.
-    #[command(after_help = crate::opts::examples::AGENTS_RUN)]
-    Run(Box<RunOpts>),
+    #[command(after_help = crate::examples::AGENTS_RUN)]
+    Run(Box<AgentsRunArgs>),
     /// Take part in a coordinator's run as one agent.
-    #[command(after_help = crate::opts::examples::AGENTS_JOIN)]
-    Join(Box<JoinOpts>),
+    #[command(after_help = crate::examples::AGENTS_JOIN)]
+    Join(Box<JoinArgs>),
     /// Print Kubernetes manifests (a v1 List, JSON) for a run of N agents.
-    #[command(after_help = crate::opts::examples::AGENTS_K8S)]
-    K8s(Box<K8sOpts>),
+    #[command(after_help = crate::examples::AGENTS_K8S)]
+    K8s(Box<K8sArgs>),
 }
 
 /// What every coordinated run needs, wherever its agents run.
 #[derive(Debug, Clone, Args)]
-pub struct CoordOpts {
+pub struct CoordArgs {
     /// Agents to run (ids 0..N).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub agents: u32,
@@ -64,7 +68,7 @@ pub struct CoordOpts {
     pub max_clock_offset: Duration,
 }
 
-impl CoordOpts {
+impl CoordArgs {
     /// As the engine's options.
     pub fn engine(&self) -> agents::CoordOpts {
         agents::CoordOpts {
@@ -79,9 +83,9 @@ impl CoordOpts {
 
 /// `agents run` options.
 #[derive(Debug, Clone, Args)]
-pub struct RunOpts {
+pub struct AgentsRunArgs {
     #[command(flatten)]
-    pub coord: CoordOpts,
+    pub coord: CoordArgs,
     /// Address to listen on for agents (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "HOST:PORT")]
     pub listen: String,
@@ -95,15 +99,33 @@ pub struct RunOpts {
     /// No progress lines and no tables.
     #[arg(long, short)]
     pub quiet: bool,
+    /// The job every agent runs, as JSON (the engine's `Job`), instead of
+    /// a bench command after `--` (how `agents k8s` hands it over).
+    #[arg(long, value_name = "JSON", hide = true, conflicts_with = "bench")]
+    pub job: Option<String>,
     /// The bench command every agent runs, after `--`: `bench latency
     /// --target REF …` (latency, throughput or closed; `--idl` calls too).
-    #[arg(last = true, required = true, value_name = "BENCH ARGS")]
+    #[arg(
+        last = true,
+        required_unless_present = "job",
+        value_name = "BENCH ARGS"
+    )]
     pub bench: Vec<String>,
+}
+
+impl AgentsRunArgs {
+    /// The job every agent runs: `--job`'s, or the bench command's.
+    pub fn job(&self) -> anyhow::Result<Job> {
+        match &self.job {
+            Some(j) => Job::from_json(j).map_err(|e| anyhow::anyhow!("--job: {e}")),
+            None => job_of(&self.bench),
+        }
+    }
 }
 
 /// `agents join` options.
 #[derive(Debug, Clone, Args)]
-pub struct JoinOpts {
+pub struct JoinArgs {
     /// The coordinator (`agents run`) to join.
     #[arg(long, value_name = "HOST:PORT")]
     pub coordinator: String,
@@ -121,9 +143,9 @@ pub struct JoinOpts {
 
 /// `agents k8s` options.
 #[derive(Debug, Clone, Args)]
-pub struct K8sOpts {
+pub struct K8sArgs {
     #[command(flatten)]
-    pub coord: CoordOpts,
+    pub coord: CoordArgs,
     /// Container image with `iiopbench` on its PATH (deploy/k8s/Dockerfile).
     #[arg(long, value_name = "IMAGE")]
     pub image: String,
@@ -142,82 +164,130 @@ pub struct K8sOpts {
     pub bench: Vec<String>,
 }
 
+/// Output options the agents' bench command may not carry (the
+/// coordinator writes the merged file), and why.
+const SET_BY_THE_RUN: [(&str, &str); 3] = [
+    (
+        "--json",
+        "the coordinator writes the merged file (give --json to `agents run`)",
+    ),
+    ("--csv", "the coordinator writes the merged file"),
+    ("--hlog", "the coordinator writes the merged file"),
+];
+
+/// The job of the agents' bench command line (`bench latency --target
+/// REF …`); an error names what is wrong in one line.
+pub fn job_of(words: &[String]) -> anyhow::Result<Job> {
+    match words {
+        [b, _, ..] if b == "bench" => {}
+        _ => anyhow::bail!("agents run a bench command: `-- bench latency|throughput|closed …`"),
+    }
+    for a in words {
+        let flag = a.split('=').next().unwrap_or(a);
+        if let Some((f, why)) = SET_BY_THE_RUN.iter().find(|(f, _)| *f == flag) {
+            anyhow::bail!("bench option {f} is set by the agent run: {why}");
+        }
+    }
+    let (job, _) = crate::cmd::bench::parse_words(words)
+        .map_err(|e| anyhow::anyhow!("the agents' bench command: {e}"))?;
+    Ok(job)
+}
+
 /// Run `agents …`.
-pub fn run(c: &AgentsCommand) -> anyhow::Result<()> {
+pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
     match c {
-        AgentsCommand::Run(o) => run_coordinator(o),
-        AgentsCommand::Join(o) => agents::join(
-            &agents::JoinOpts {
-                coordinator: o.coordinator.clone(),
-                id: o.id,
-                name: o.name.clone(),
-                connect_timeout: o.connect_timeout,
-            },
-            &parse_bench,
-        ),
+        AgentsCommand::Run(o) => run_coordinator(o, argv),
+        AgentsCommand::Join(o) => Ok(agents::join(&agents::JoinOpts {
+            coordinator: o.coordinator.clone(),
+            id: o.id,
+            name: o.name.clone(),
+            connect_timeout: o.connect_timeout,
+        })?),
         AgentsCommand::K8s(o) => {
-            print!("{}", agents::k8s::manifests(&o.engine(), &parse_bench)?);
+            print!("{}", manifests(o)?);
             Ok(())
         }
     }
 }
 
-impl K8sOpts {
-    /// As the engine's options.
-    pub fn engine(&self) -> agents::k8s::K8sOpts {
-        agents::k8s::K8sOpts {
-            coord: self.coord.engine(),
-            image: self.image.clone(),
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
-            port: self.port,
-            bench: self.bench.clone(),
-        }
-    }
+/// The Kubernetes manifests (a v1 List, JSON) of `o`'s run: the
+/// coordinator is handed the job, checked here, as JSON; the agents join
+/// it by its Service name. A job the agents cannot run is refused here
+/// rather than in the pods.
+pub fn manifests(o: &K8sArgs) -> anyhow::Result<String> {
+    let c = o.coord.engine();
+    let job = agents::prepare_job(&job_of(&o.bench)?, c.duration)?;
+    let cfg = c.config();
+    let dur = |d: Duration| format_duration(d);
+    let mut coordinator = vec![
+        "iiopbench".to_string(),
+        "agents".into(),
+        "run".into(),
+        "--agents".into(),
+        c.agents.to_string(),
+        "--duration".into(),
+        dur(c.duration),
+        "--register-timeout".into(),
+        dur(c.register_timeout),
+        "--result-timeout".into(),
+        dur(cfg.result_timeout),
+        "--max-clock-offset".into(),
+        dur(c.max_clock_offset),
+        "--listen".into(),
+        format!("0.0.0.0:{}", o.port),
+        "--json".into(),
+        iiop_agents::k8s::RESULTS_FILE.into(),
+        "--job".into(),
+    ];
+    coordinator.push(serde_json::to_string(&job)?);
+    let agent_binary = ThisBinary {
+        exe: PathBuf::from("iiopbench"),
+        connect_timeout: c.register_timeout,
+        job_output: Vec::new(),
+    };
+    let mut agent = vec!["iiopbench".to_string()];
+    agent.extend(agent_binary.agent_args(
+        &format!("{}:{}", iiop_agents::k8s::coordinator_host(&o.name), o.port),
+        "$(POD_NAME)@$(NODE_NAME)",
+        Some("$(JOB_COMPLETION_INDEX)"),
+    ));
+    let d = iiop_agents::k8s::Deployment {
+        name: o.name.clone(),
+        namespace: o.namespace.clone(),
+        image: o.image.clone(),
+        agents: c.agents,
+        port: o.port,
+        coordinator_command: coordinator,
+        agent_command: agent,
+        deadline_s: c.deadline().as_secs() as i64,
+    };
+    let m = iiop_agents::k8s::manifests(&d).map_err(|e| anyhow::anyhow!("agents k8s: {e}"))?;
+    Ok(m.to_json())
 }
 
-/// An agent's bench command line (`bench latency …`) as the engine's
-/// options, through this binary's own parser; the error is clap's first
-/// line.
-pub fn parse_bench(spec: &[String]) -> Result<AgentBench, String> {
-    let argv = std::iter::once("iiopbench".to_string()).chain(spec.iter().cloned());
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
-        e.to_string()
-            .lines()
-            .next()
-            .unwrap_or("unparsable")
-            .trim_start_matches("error: ")
-            .to_string()
-    })?;
-    match cli.command {
-        Cmd::Bench(BenchCommand::Latency(o)) => Ok(AgentBench::Latency(Box::new(o.opts()))),
-        Cmd::Bench(BenchCommand::Throughput(o)) => Ok(AgentBench::Throughput(Box::new(o.opts()))),
-        Cmd::Bench(BenchCommand::Closed(o)) => Ok(AgentBench::Closed(Box::new(o.opts()))),
-        Cmd::Bench(_) => Err("agents run bench latency, throughput or closed".into()),
-        _ => Err("not a bench command".into()),
-    }
-}
-
-fn run_coordinator(o: &RunOpts) -> anyhow::Result<()> {
-    let opts = agents::RunOpts {
+fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
+    let opts = agents::CoordinatorOpts {
         coord: o.coord.engine(),
         listen: o.listen.clone(),
         local: o.local,
-        exe: crate::cmd::lab::run::own_exe()?,
         quiet: o.quiet,
-        bench: o.bench.clone(),
-        progress: crate::progress::unless_quiet(o.quiet),
+        job: o.job()?,
     };
-    let (merged, err) = agents::run(&opts, &parse_bench)?;
-    let out = crate::opts::OutputOpts::json_only(o.json.clone(), o.quiet);
-    if let Some(m) = &merged {
-        crate::output::emit(m, &out)?;
+    let ctx = RunContext::new()
+        .with_progress(crate::progress::unless_quiet(o.quiet))
+        .with_command(argv.to_vec())
+        .with_programs(Arc::new(ThisBinary::new()?));
+    let (merged, err) = agents::run(&opts, &ctx)?;
+    let out = crate::flags::OutputOpts::json_only(o.json.clone(), o.quiet);
+    if let Some(mut m) = merged.clone() {
+        crate::words::in_results(&mut m);
+        crate::output::emit(&m, &out)?;
         if out.shows_tables() {
-            print!("{}", agents_table(m));
+            print!("{}", agents_table(&m));
         }
     }
     match (err, merged) {
-        (Some(e), _) => Err(e),
+        (Some(e), _) => Err(e.into()),
         (None, Some(m)) if !m.outcome.complete => Err(anyhow::anyhow!(
             "{}",
             m.outcome.failure.clone().unwrap_or_default()
@@ -280,40 +350,52 @@ pub fn agents_table(r: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::opts::{Cli, Command as Cmd};
+    use clap::Parser;
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
     }
 
-    /// The engine checks the spec's shape (its own tests); this binary's
-    /// parser refuses what clap refuses, in one line, and hands the engine
-    /// only the benches agents run.
+    /// The command line's words become the job the engine checks and
+    /// completes; what clap refuses is refused in one line.
     #[test]
-    fn the_clap_parser_gives_the_engine_benches_or_one_line() {
-        let d = Duration::from_secs(1);
-        let spec = |s: &str| agents::prepare_spec(&args(s), d, &parse_bench);
+    fn the_bench_words_become_the_agents_job_or_one_line() {
         assert_eq!(
-            spec("bench latency --target x --bogus")
+            job_of(&args("bench latency --target x --bogus"))
                 .unwrap_err()
                 .to_string(),
             "the agents' bench command: unexpected argument '--bogus' found"
         );
-        assert!(matches!(
-            parse_bench(&spec("bench closed --target x.ior --clients 2").unwrap()),
-            Ok(AgentBench::Closed(c)) if c.clients == 2
-        ));
         assert_eq!(
-            parse_bench(&args("bench connect --target x")).unwrap_err(),
-            "agents run bench latency, throughput or closed"
+            job_of(&args("bench latency --target x --json=o.json"))
+                .unwrap_err()
+                .to_string(),
+            "bench option --json is set by the agent run: the coordinator writes the merged file (give --json to `agents run`)"
         );
         assert_eq!(
-            parse_bench(&args("serve")).unwrap_err(),
-            "not a bench command"
+            job_of(&args("serve")).unwrap_err().to_string(),
+            "agents run a bench command: `-- bench latency|throughput|closed …`"
+        );
+        let job = job_of(&args("bench closed --target x.ior --clients 2")).unwrap();
+        let prepared = agents::prepare_job(&job, Duration::from_secs(1)).unwrap();
+        let Job::Closed(c) = prepared else { panic!() };
+        assert_eq!((c.clients, c.run.duration), (2, Duration::from_secs(1)));
+        let e = agents::prepare_job(
+            &job_of(&args("bench latency --target x --count=5")).unwrap(),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert_eq!(
+            crate::words::flags(&e.to_string()),
+            "--count is set by the agent run: every agent measures the run's --duration per case"
         );
     }
 
+    /// The manifests carry the job, typed: the coordinator's command line
+    /// parses, and its `--job` is the checked job.
     #[test]
-    fn k8s_manifests_read_back_and_carry_the_run() {
+    fn k8s_manifests_read_back_and_carry_the_job() {
         let cli = Cli::try_parse_from(args(
             "iiopbench agents k8s --agents 4 --image reg/iiopbench:1 --duration 30s -- bench latency --target corbaloc::10.0.0.5:2809/Bench",
         ))
@@ -321,7 +403,7 @@ mod tests {
         let Cmd::Agents(AgentsCommand::K8s(o)) = cli.command else {
             panic!("parsed as {:?}", cli.command)
         };
-        let text = agents::k8s::manifests(&o.engine(), &parse_bench).unwrap();
+        let text = manifests(&o).unwrap();
         let m = iiop_agents::k8s::Manifests::from_json(&text).unwrap();
         let agents = m.agents.spec.unwrap();
         assert_eq!(agents.completions, Some(4));
@@ -330,6 +412,12 @@ mod tests {
             .clone()
             .unwrap();
         assert_eq!(cmd[4], "iiopbench-coordinator:7070");
+        // As Kubernetes expands it, the agent's command line parses.
+        let expanded: Vec<String> = cmd
+            .iter()
+            .map(|a| a.replace("$(JOB_COMPLETION_INDEX)", "3"))
+            .collect();
+        assert!(Cli::try_parse_from(&expanded).is_ok(), "{cmd:?}");
         let coord = m
             .coordinator
             .spec
@@ -341,9 +429,19 @@ mod tests {
             .command
             .clone()
             .unwrap();
-        // The coordinator parses its own command line.
+        // The coordinator parses its own command line, and its job is the
+        // agents' job, checked and completed.
         let parsed = Cli::try_parse_from(&coord).unwrap();
-        assert!(matches!(parsed.command, Cmd::Agents(AgentsCommand::Run(_))));
-        assert_eq!(coord.last().unwrap(), "corbaloc::10.0.0.5:2809/Bench");
+        let Cmd::Agents(AgentsCommand::Run(r)) = parsed.command else {
+            panic!("{coord:?}")
+        };
+        let Job::Latency(l) = r.job().unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            l.target.target.as_deref(),
+            Some("corbaloc::10.0.0.5:2809/Bench")
+        );
+        assert_eq!(l.duration, Some(Duration::from_secs(30)));
     }
 }

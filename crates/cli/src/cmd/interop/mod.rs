@@ -4,6 +4,8 @@
 //! (`iiopbench_engine::interop`); here are the flags and the tables
 //! ([`report`]).
 
+pub mod html;
+pub mod junit;
 pub mod report;
 
 use std::path::PathBuf;
@@ -11,10 +13,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::opts::TlsArgs;
+use crate::flags::TlsArgs;
 
+use iiopbench_engine::interop::classify::{self, Roles};
 use iiopbench_engine::interop::{self, matrix};
 use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::proxy::Faults;
 use iiopbench_engine::results;
 use iiopbench_engine::units::parse_duration;
 
@@ -77,6 +81,34 @@ pub struct InteropOpts {
     pub quiet: bool,
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Run through a GIOP proxy in this process that injects these faults
+    /// (docs/proxy.md): `fragment=64,dribble=7`, `reorder`, `none`, …;
+    /// with --matrix, one in front of every server.
+    #[arg(long, value_name = "SPEC", value_parser = crate::cmd::proxy::parse_faults)]
+    pub via_proxy: Option<Faults>,
+    /// With --via-proxy: record what the proxy passes, both legs, as
+    /// pcapng (a `.json` name keeps the `pcap` command's results instead).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "via_proxy",
+        conflicts_with = "matrix"
+    )]
+    pub record: Option<PathBuf>,
+    /// With --matrix --via-proxy: one recording per cell in this
+    /// directory, linked from the --html page.
+    #[arg(long, value_name = "DIR", requires_all = ["via_proxy", "matrix"])]
+    pub record_dir: Option<PathBuf>,
+    /// JUnit XML of the checks, for CI: one test case per check, skips as
+    /// skipped, each failure's class (failed, peer's bug) and rule in its
+    /// message; with --matrix one test suite per cell.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// With --matrix: one HTML page of client × server × GIOP version,
+    /// each cell passed / failed / peer's bug / spec-legal, linked to its
+    /// checks and to its bytes where recorded.
+    #[arg(long, value_name = "FILE", requires = "matrix")]
+    pub html: Option<PathBuf>,
 }
 
 impl InteropOpts {
@@ -98,16 +130,19 @@ impl InteropOpts {
                     stdout: self.matrix,
                 })
             },
+            via_proxy: self.via_proxy.clone(),
+            record: self.record.clone(),
         }
     }
 
     /// The matrix's options in the engine.
-    fn matrix(&self) -> matrix::MatrixOpts {
-        matrix::MatrixOpts {
+    fn matrix(&self) -> matrix::InteropMatrixOpts {
+        matrix::InteropMatrixOpts {
             suite: self.engine(),
             orbs: self.orbs.clone(),
             corbaloc: self.corbaloc,
             ready_timeout: self.ready_timeout,
+            record_dir: self.record_dir.clone(),
         }
     }
 }
@@ -141,11 +176,13 @@ impl CaseSink for NoSpinner {
 }
 
 /// Run the command; an error when any check (or cell) failed.
-pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
+pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     if o.matrix {
-        return run_matrix(o);
+        return run_matrix(o, argv);
     }
-    let run = interop::run(&o.engine())?;
+    let mut run = interop::run(&o.engine())?;
+    run.results.command = argv.to_vec();
+    crate::words::in_checks(&mut run.results);
     let rep = &run.report;
     // With `--json -` the JSON owns stdout; the human output goes to stderr.
     let human = if !o.quiet {
@@ -154,13 +191,28 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
         report::failures_only(&rep.checks)
     } + &rep.skip_lines()
         + &format!("{} ({:.1} s)\n", rep.summary(), rep.seconds);
+    // The calibration note names the suite's options as the engine does.
+    let human = crate::words::flags(&human);
     if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{human}");
     } else {
         print!("{human}");
     }
+    if let Some(st) = &run.proxy {
+        eprintln!("{}", st.summary());
+    }
     if let Some(path) = &o.json {
         results::write_atomic(path, &results::to_json(&run.results))?;
+    }
+    if let Some(path) = &o.junit {
+        let roles = Roles {
+            client_ours: true,
+            server_ours: run.results.target.kind == "embedded"
+                || run.results.target.orb_type.as_deref() == Some("iiopbench"),
+        };
+        let name = format!("interop {}", run.results.target.reference);
+        let xml = junit::suite_xml(name.trim(), &rep.checks, roles, rep.seconds);
+        results::write_atomic(path, &xml)?;
     }
     let failed = run.failed();
     anyhow::ensure!(failed == 0, "interop: {failed} check(s) failed");
@@ -168,8 +220,10 @@ pub fn run(o: &InteropOpts) -> anyhow::Result<()> {
 }
 
 /// Run the matrix and print it; an error when any cell failed.
-fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
-    let m = matrix::run(&o.matrix())?;
+fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
+    let mut m = matrix::run(&o.matrix())?;
+    m.results.command = argv.to_vec();
+    crate::words::in_checks(&mut m.results);
     if o.quiet {
         // Said as they happened when not quiet.
         for s in &m.skipped {
@@ -199,7 +253,7 @@ fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
         }
         if !o.quiet {
             for n in &c.notes {
-                println!("  note {n}");
+                println!("  note {}", crate::words::flags(n));
             }
         }
         if !c.skipped.is_empty() {
@@ -212,6 +266,19 @@ fn run_matrix(o: &InteropOpts) -> anyhow::Result<()> {
     }
     if let Some(path) = &o.json {
         results::write_atomic(path, &results::to_json(&m.results))?;
+    }
+    if let Some(path) = &o.junit {
+        results::write_atomic(path, &junit::matrix_xml(&m.cells))?;
+    }
+    if let Some(path) = &o.html {
+        let view = classify::matrix_view(&m.clients, &m.servers, &m.cells);
+        let about = match &o.via_proxy {
+            Some(f) => format!("through a proxy injecting {f} (docs/proxy.md)"),
+            None => "direct, no proxy".to_string(),
+        };
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let page = html::page(&view, "iiopbench interop matrix", &about, dir);
+        results::write_atomic(path, &page)?;
     }
     anyhow::ensure!(
         !m.interrupted,

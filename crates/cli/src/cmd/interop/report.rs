@@ -3,7 +3,7 @@
 //! strings (the results documents are the engine's,
 //! `iiopbench_engine::interop::report`).
 
-use iiopbench_engine::interop::matrix::Cell;
+use iiopbench_engine::interop::report::Cell;
 use iiopbench_engine::interop::suite::{Check, Verdict};
 
 use crate::table::Table;

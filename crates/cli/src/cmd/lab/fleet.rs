@@ -9,16 +9,16 @@ use clap::Args;
 use iiopbench_engine::lab::fleet;
 use iiopbench_engine::units::parse_duration;
 
-use super::ServerArg;
-use crate::cmd::agents::CoordOpts;
+use super::common::ServerArg;
+use crate::cmd::agents::CoordArgs;
 
 /// The options of a lab command whose clients are agents.
 #[derive(Debug, Clone, Args)]
-pub struct FleetOpts {
+pub struct FleetArgs {
     /// `--agents`: in `lab agents` one per agent host, in `lab matrix`
     /// the agents of each cell, all in the cell's client host.
     #[command(flatten)]
-    pub coord: CoordOpts,
+    pub coord: CoordArgs,
     /// A link and its impairment in both directions, as in `lab run`:
     /// `agent0-server:delay=20ms` (lab agents) or
     /// `client1-server0:delay=20ms` (lab matrix); the other links stay
@@ -47,26 +47,22 @@ pub struct FleetOpts {
     pub bench: Vec<String>,
 }
 
-impl FleetOpts {
-    /// As the engine's options, with this binary as our server and the
-    /// agents; `bench` is the bench command as
-    /// `iiopbench_engine::lab::run::bench_args` left it, and `--json`
-    /// (this struct's, or one among the bench arguments) stays the
-    /// caller's.
-    pub fn engine(&self, bench: Vec<String>) -> anyhow::Result<fleet::FleetOpts> {
-        Ok(fleet::FleetOpts {
-            coord: self.coord.engine(),
-            links: self.links.clone(),
-            server: self.server.engine(self.port, self.ready_timeout)?,
-            quiet: self.quiet,
-            bench,
-        })
-    }
-
-    /// Splits the bench arguments (`iiopbench_engine::lab::run::bench_args`),
-    /// then [`FleetOpts::engine`]; and where the results go.
+impl FleetArgs {
+    /// As the engine's options, with the bench command after `--` as
+    /// their job; and where the results go (this command's `--json`, or
+    /// one among the bench arguments).
     pub fn split(&self) -> anyhow::Result<(fleet::FleetOpts, Option<PathBuf>)> {
-        let (bench, json_in) = iiopbench_engine::lab::run::bench_args(&self.bench)?;
-        Ok((self.engine(bench)?, self.json.clone().or(json_in)))
+        let (job, output) =
+            crate::cmd::bench::parse_words(&self.bench).map_err(anyhow::Error::msg)?;
+        Ok((
+            fleet::FleetOpts {
+                coord: self.coord.engine(),
+                links: self.links.clone(),
+                server: self.server.engine(self.port, self.ready_timeout),
+                quiet: self.quiet,
+                job,
+            },
+            self.json.clone().or(output.json),
+        ))
     }
 }

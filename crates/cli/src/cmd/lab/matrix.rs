@@ -17,13 +17,13 @@ use clap::Args;
 use iiopbench_engine::lab;
 use iiopbench_engine::results::Results;
 
-use super::fleet::FleetOpts;
-use crate::cmd::agents::parse_bench;
+use super::common;
+use super::fleet::FleetArgs;
 use crate::table::Table;
 
 /// `lab matrix` options.
 #[derive(Debug, Clone, Args)]
-pub struct MatrixOpts {
+pub struct LabMatrixArgs {
     /// Client hosts (`client0` …).
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub client_hosts: u32,
@@ -31,21 +31,23 @@ pub struct MatrixOpts {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub server_hosts: u32,
     #[command(flatten)]
-    pub fleet: FleetOpts,
+    pub fleet: FleetArgs,
 }
 
 /// Run `lab matrix`.
-pub fn run(o: &MatrixOpts) -> anyhow::Result<()> {
-    super::require_root_and_signals()?;
+pub fn run(o: &LabMatrixArgs, argv: &[String]) -> anyhow::Result<()> {
     let f = &o.fleet;
     let (fleet, json_out) = f.split()?;
-    let opts = lab::matrix::MatrixOpts {
+    common::require_root_and_signals()?;
+    let opts = lab::matrix::LabMatrixOpts {
         client_hosts: o.client_hosts,
         server_hosts: o.server_hosts,
         fleet,
     };
-    let r = lab::matrix::run(&opts, &parse_bench, &super::Printer { quiet: f.quiet })?;
-    let out = crate::opts::OutputOpts::json_only(json_out, f.quiet);
+    let ctx = common::context(argv, crate::programs::ThisBinary::new()?);
+    let mut r = lab::matrix::run(&opts, &ctx, &common::Printer { quiet: f.quiet })?;
+    crate::words::in_results(&mut r);
+    let out = crate::flags::OutputOpts::json_only(json_out, f.quiet);
     crate::output::emit(&r, &out)?;
     if out.shows_tables() {
         print!("{}", matrix_table(&r, &opts.clients(), &opts.servers()));

@@ -8,8 +8,9 @@
 //! * `lab clean [--all]` — removes namespaces left by killed runs.
 //! * `lab run [--hosts …] [--link …] [--server ours|omniorb|jacorb] --
 //!   bench <kind> <args>` — builds the lab, verifies the impairments by
-//!   measuring them, starts the server, runs the bench client, writes one
-//!   results file with a `params.lab` section, removes everything.
+//!   measuring them, starts the server, runs the job in the client host,
+//!   writes one results file with a `params.lab` section, removes
+//!   everything.
 //! * `lab agents --agents N [--server …] -- bench <kind> <args>` — N agent
 //!   hosts and one server host; one distributed run (`iiopbench agents`,
 //!   docs/agents.md), merged.
@@ -25,11 +26,13 @@
 //! and on the other drop `lab run … --` and pass `--target F`
 //! (`iiopbench bench latency --target F …`).
 //!
-//! The labs, their servers and clients, the suite file and the combined
-//! results are the engine's (`iiopbench_engine::lab`); here are the
-//! flags, the signal handling of this process, and what is printed: the
-//! lab's self-measurement ([`Printer`]), `lab check`'s table, the
-//! summary and matrix tables.
+//! The labs, their servers and clients (handed their typed job in a file),
+//! the suite file and the combined results are the engine's
+//! (`iiopbench_engine::lab`); here are the flags, the bench command line
+//! given after `--` turned into the job, the signal handling of this
+//! process, and what is printed: the lab's self-measurement
+//! ([`common::Printer`]), `lab check`'s table, the summary and matrix
+//! tables.
 //!
 //! Signals: `run()` installs the CLI's SIGINT/SIGTERM flag
 //! ([`iiopbench_engine::interrupt`]); every wait in the engine's lab polls
@@ -39,15 +42,14 @@
 //! has not ended within 15 s.
 
 pub mod agents;
+pub mod common;
 pub mod fleet;
 pub mod matrix;
 pub mod run;
 pub mod suite;
 
-use std::time::Duration;
-
-use clap::{Args, Subcommand, ValueEnum};
-use iiopbench_engine::lab::{self, LabSink, ServerKind, ServerOpts, Verified};
+use clap::{Args, Subcommand};
+use iiopbench_engine::lab;
 
 use crate::table::Table;
 
@@ -63,122 +65,40 @@ pub struct LabOpts {
 pub enum LabCommand {
     /// Probe what this machine offers the lab (namespaces, veth, TUN,
     /// netem, tbf, nftables) and which delay mechanism will run.
-    #[command(after_help = crate::opts::examples::LAB_CHECK)]
+    #[command(after_help = crate::examples::LAB_CHECK)]
     Check,
     /// Remove lab namespaces (`iiopb-*`) left behind by killed runs.
-    #[command(after_help = crate::opts::examples::LAB_CLEAN)]
+    #[command(after_help = crate::examples::LAB_CLEAN)]
     Clean {
         /// Also remove labs whose owner process is still running.
         #[arg(long)]
         all: bool,
     },
     /// Build a lab, verify it, run a server and a bench client across it.
-    #[command(after_help = crate::opts::examples::LAB_RUN)]
-    Run(Box<run::RunOpts>),
+    #[command(after_help = crate::examples::LAB_RUN)]
+    Run(Box<run::LabRunArgs>),
     /// Run one bench command from N agents in N lab hosts against one
     /// server host; one merged result (docs/agents.md).
-    #[command(after_help = crate::opts::examples::LAB_AGENTS)]
-    Agents(Box<agents::AgentsOpts>),
+    #[command(after_help = crate::examples::LAB_AGENTS)]
+    Agents(Box<agents::LabAgentsArgs>),
     /// Every client host against every server host (the ATON host-pair
     /// matrix, E2.1): each cell one merged agent run.
-    #[command(after_help = crate::opts::examples::LAB_MATRIX)]
-    Matrix(Box<matrix::MatrixOpts>),
+    #[command(after_help = crate::examples::LAB_MATRIX)]
+    Matrix(Box<matrix::LabMatrixArgs>),
     /// Run a suite file (conditions × bench cases) in a lab.
-    #[command(after_help = crate::opts::examples::LAB_SUITE)]
-    Suite(Box<suite::SuiteOpts>),
+    #[command(after_help = crate::examples::LAB_SUITE)]
+    Suite(Box<suite::LabSuiteArgs>),
 }
 
-/// Dispatch one `lab` command.
-pub fn run(o: &LabOpts) -> anyhow::Result<()> {
+/// Dispatch one `lab` command (`argv`: the command line, recorded).
+pub fn run(o: &LabOpts, argv: &[String]) -> anyhow::Result<()> {
     match &o.command {
         LabCommand::Check => check(),
         LabCommand::Clean { all } => clean(*all),
-        LabCommand::Run(r) => run::run(r),
-        LabCommand::Suite(s) => suite::run(s),
-        LabCommand::Agents(a) => agents::run(a),
-        LabCommand::Matrix(m) => matrix::run(m),
-    }
-}
-
-/// Which server runs in the server host(s).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ServerArg {
-    /// `iiopbench serve` (our reference server).
-    Ours,
-    /// omniORB's bench server (`scripts/orbs/omniorb/start`).
-    Omniorb,
-    /// JacORB's bench server (`scripts/orbs/jacorb/start`).
-    Jacorb,
-}
-
-impl ServerArg {
-    /// The engine's server options: this server, `port` (a vendor's) and
-    /// `ready_timeout`, run by this binary ([`run::own_exe`]).
-    pub fn engine(self, port: u16, ready_timeout: Duration) -> anyhow::Result<ServerOpts> {
-        Ok(ServerOpts {
-            kind: match self {
-                ServerArg::Ours => ServerKind::Ours,
-                ServerArg::Omniorb => ServerKind::Omniorb,
-                ServerArg::Jacorb => ServerKind::Jacorb,
-            },
-            port,
-            ready_timeout,
-            exe: run::own_exe()?,
-        })
-    }
-}
-
-/// Installs the signal cooperation described in the module doc: the lab
-/// crate's handler (SIGHUP and a fallback), then the CLI's flag handler
-/// again for SIGINT/SIGTERM, and a watchdog for interrupted runs.
-pub fn install_signals() -> anyhow::Result<()> {
-    iiop_lab::install_cleanup_handler()?;
-    iiopbench_engine::interrupt::install();
-    static WATCHDOG: std::sync::Once = std::sync::Once::new();
-    WATCHDOG.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("lab-watchdog".into())
-            .spawn(|| {
-                while !iiopbench_engine::interrupt::requested() {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                std::thread::sleep(Duration::from_secs(15));
-                eprintln!("iiopbench lab: interrupted run did not end in 15 s; removing the lab");
-                iiop_lab::remove_all_labs();
-                std::process::exit(130);
-            });
-    });
-    Ok(())
-}
-
-/// Root check ([`lab::require_root`]), then the signal cooperation of
-/// [`install_signals`].
-pub fn require_root_and_signals() -> anyhow::Result<()> {
-    lab::require_root()?;
-    install_signals()
-}
-
-/// What a lab command prints while the engine runs it: the self-check's
-/// lines and the headings on stdout, the news on stderr (none with
-/// `quiet`).
-#[derive(Debug, Clone, Copy)]
-pub struct Printer {
-    pub quiet: bool,
-}
-
-impl LabSink for Printer {
-    fn verified(&self, v: &Verified) {
-        run::print_reports(v);
-    }
-
-    fn heading(&self, line: &str) {
-        println!("{line}");
-    }
-
-    fn note(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("{line}");
-        }
+        LabCommand::Run(r) => run::run(r, argv),
+        LabCommand::Suite(s) => suite::run(s, argv),
+        LabCommand::Agents(a) => agents::run(a, argv),
+        LabCommand::Matrix(m) => matrix::run(m, argv),
     }
 }
 

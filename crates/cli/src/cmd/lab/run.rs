@@ -1,23 +1,23 @@
-//! `iiopbench lab run`: one lab, one server, one bench client. The run is
+//! `iiopbench lab run`: one lab, one server, one job's client. The run is
 //! the engine's (`iiopbench_engine::lab::run`); here are the flags, the
-//! executable the lab runs ([`own_exe`]), the self-check's lines
-//! ([`print_reports`]) and the results file, which names the failure when
-//! the run ended before the bench wrote any.
+//! bench command line after `--` turned into the job (its output flags
+//! passed on to the job's process), and the results file, which names the
+//! failure when the run ended before the job wrote any.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use clap::Args;
-use iiopbench_engine::lab::{self, run::LabRun, Verified};
+use iiopbench_engine::lab::{self, run::LabRun};
 use iiopbench_engine::results;
 use iiopbench_engine::units::parse_duration;
 
-use super::ServerArg;
+use super::common::{self, ServerArg};
+use crate::programs::ThisBinary;
 
 /// `lab run` options.
 #[derive(Debug, Clone, Args)]
-pub struct RunOpts {
+pub struct LabRunArgs {
     /// Host names, comma-separated (each becomes a network namespace).
     #[arg(long, default_value = "client,server", value_name = "NAMES")]
     pub hosts: String,
@@ -59,84 +59,61 @@ pub struct RunOpts {
     pub bench: Vec<String>,
 }
 
-impl RunOpts {
-    /// As the engine's options, with this binary as server and client.
-    pub fn engine(&self) -> anyhow::Result<lab::run::RunOpts> {
-        Ok(lab::run::RunOpts {
-            hosts: self
-                .hosts
-                .split(',')
-                .map(|h| h.trim().to_string())
-                .filter(|h| !h.is_empty())
-                .collect(),
-            links: self.links.clone(),
-            mtu: self.mtu,
-            client_host: self.client_host.clone(),
-            server_host: self.server_host.clone(),
-            server: self.server.engine(self.port, self.ready_timeout)?,
-            no_verify: self.no_verify,
-            json: self.json.clone(),
-            bench: self.bench.clone(),
-        })
+/// The output flags of the bench command line its process gets besides
+/// its `--json` (which the lab names): `--quiet`, `--csv`, `--hlog`.
+pub fn job_output(o: &crate::flags::OutputOpts) -> Vec<String> {
+    let mut a = Vec::new();
+    if o.quiet {
+        a.push("--quiet".to_string());
     }
-}
-
-/// The executable run as client and server: `$IIOPBENCH_EXE` (tests, which
-/// run the CLI in-process) or this process's own.
-pub fn own_exe() -> anyhow::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("IIOPBENCH_EXE") {
-        return Ok(PathBuf::from(p));
+    for (flag, f) in [("--csv", &o.csv), ("--hlog", &o.hlog)] {
+        if let Some(f) = f {
+            a.extend([flag.to_string(), f.display().to_string()]);
+        }
     }
-    std::env::current_exe().context("finding the iiopbench executable")
-}
-
-/// Prints one line per link: configured vs measured.
-pub fn print_reports(v: &Verified) {
-    for r in &v.reports {
-        println!(
-            "lab link {}<->{}: added RTT {:.2} ms (configured {:.2}), loss {:.2}%/{:.2}% \
-             (configured {:.2}%/{:.2}%), rate {}/{}, delay by {}",
-            r.a,
-            r.b,
-            r.rtt_added_ms,
-            r.rtt_configured_ms,
-            r.a_to_b.loss * 100.0,
-            r.b_to_a.loss * 100.0,
-            r.a_to_b.configured.loss * 100.0,
-            r.b_to_a.configured.loss * 100.0,
-            fmt_rate(r.a_to_b.rate_bps),
-            fmt_rate(r.b_to_a.rate_bps),
-            serde_json::to_value(r.a_to_b.mechanisms.delay)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-        );
-    }
-    if !v.violations.is_empty() {
-        println!("lab self-check FAILED: {}", v.violations.join("; "));
-    }
-}
-
-fn fmt_rate(r: Option<f64>) -> String {
-    r.map(|b| format!("{:.3} Mbit/s", b / 1e6))
-        .unwrap_or_else(|| "uncapped".into())
+    a
 }
 
 /// `iiopbench lab run`: the results go to `--json` (or a `--json` among
 /// the bench arguments), also when the run failed.
-pub fn run(o: &RunOpts) -> anyhow::Result<()> {
-    super::require_root_and_signals()?;
+pub fn run(o: &LabRunArgs, argv: &[String]) -> anyhow::Result<()> {
+    let (job, output) = crate::cmd::bench::parse_words(&o.bench).map_err(anyhow::Error::msg)?;
+    common::require_root_and_signals()?;
+    let opts = lab::run::LabRunOpts {
+        hosts: o
+            .hosts
+            .split(',')
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .collect(),
+        links: o.links.clone(),
+        mtu: o.mtu,
+        client_host: o.client_host.clone(),
+        server_host: o.server_host.clone(),
+        server: o.server.engine(o.port, o.ready_timeout),
+        no_verify: o.no_verify,
+        job,
+    };
+    let programs = ThisBinary {
+        job_output: job_output(&output),
+        ..ThisBinary::new()?
+    };
     let LabRun {
-        results: r,
+        results: mut r,
         measured,
         error,
-        json,
-    } = lab::run::run(&o.engine()?, &super::Printer { quiet: false })?;
-    if let Some(f) = &json {
+    } = lab::run::run(
+        &opts,
+        &common::context(argv, programs),
+        &common::Printer { quiet: false },
+    )?;
+    crate::words::in_results(&mut r);
+    let error = error.map(|e| anyhow::anyhow!(crate::words::flags(&e.to_string())));
+    if let Some(f) = o.json.as_ref().or(output.json.as_ref()) {
         if let Err(w) = results::write_atomic(f, &results::to_json(&r)) {
             return Err(match error {
                 Some(e) if !measured => e.context(format!("also, writing {}: {w}", f.display())),
-                _ => w,
+                _ => w.into(),
             });
         }
     }
@@ -146,23 +123,38 @@ pub fn run(o: &RunOpts) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iiopbench_engine::programs::{Programs, ServerProcess};
     use std::path::Path;
 
-    /// The engine's own tests check the client's command line; here, that
-    /// this binary parses it.
+    /// The processes the lab starts run this binary's own command lines:
+    /// every one parses.
     #[test]
-    fn the_client_gets_todays_spellings_of_its_server() {
-        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let (ior, json) = (Path::new("srv.ior"), Path::new("c.json"));
-        for (bench, raw) in [
-            (&["tcp", "--count", "5"][..], Some("10.0.0.2:4321")),
-            (&["throughput", "--baseline"][..], Some("10.0.0.2:9")),
-            (&["latency"][..], None),
+    fn the_lab_starts_this_binarys_own_command_lines() {
+        let p = ThisBinary {
+            exe: "iiopbench".into(),
+            connect_timeout: Duration::from_secs(30),
+            job_output: job_output(&crate::flags::OutputOpts {
+                quiet: true,
+                csv: Some("c.csv".into()),
+                ..Default::default()
+            }),
+        };
+        let server = ServerProcess {
+            ior_file: Some("srv.ior".into()),
+            nodelay: false,
+            raw_tcp: Some("10.0.0.2:0".into()),
+            threads: Some(1),
+            ..ServerProcess::on("10.0.0.2:0")
+        };
+        for cmd in [
+            p.server(&server),
+            p.agent("10.0.0.2:7070", "agent0"),
+            p.job(Path::new("job.json"), Path::new("c.json")),
         ] {
-            let mut full = vec![std::ffi::OsString::from("iiopbench")];
-            full.extend(lab::run::client_args(&s(bench), ior, raw, json));
-            if let Err(e) = <crate::opts::Cli as clap::Parser>::try_parse_from(&full) {
-                panic!("{bench:?}: {}", e.render());
+            let mut argv = vec![std::ffi::OsString::from("iiopbench")];
+            argv.extend(cmd.get_args().map(|a| a.to_os_string()));
+            if let Err(e) = <crate::opts::Cli as clap::Parser>::try_parse_from(&argv) {
+                panic!("{argv:?}: {}", e.render());
             }
         }
     }

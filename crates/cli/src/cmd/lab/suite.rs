@@ -7,16 +7,16 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use iiopbench_engine::lab::{self, suite::Suite};
+use iiopbench_engine::lab::{self, suite::LabSuite};
 use iiopbench_engine::results::{self, Results};
 use iiopbench_engine::units::parse_duration;
 use serde_json::Value;
 
-use super::ServerArg;
+use super::common::{self, ServerArg};
 
 /// `lab suite` options.
 #[derive(Debug, Clone, Args)]
-pub struct SuiteOpts {
+pub struct LabSuiteArgs {
     /// The suite file (TOML).
     pub file: PathBuf,
     /// Run the suite's `[quick]` reduction.
@@ -43,15 +43,23 @@ pub struct SuiteOpts {
 }
 
 /// `iiopbench lab suite`.
-pub fn run(o: &SuiteOpts) -> anyhow::Result<()> {
-    let suite = Suite::load(&o.file)?;
+pub fn run(o: &LabSuiteArgs, argv: &[String]) -> anyhow::Result<()> {
+    let suite = LabSuite::load(&o.file)?;
     let plan = suite.expand(o.quick)?;
-    super::require_root_and_signals()?;
-    let opts = lab::suite::SuiteOpts {
-        server: o.server.engine(o.port, o.ready_timeout)?,
+    common::require_root_and_signals()?;
+    let opts = lab::suite::LabSuiteOpts {
+        server: o.server.engine(o.port, o.ready_timeout),
         no_verify: o.no_verify,
     };
-    let r = lab::suite::run(&suite, &plan, &opts, &super::Printer { quiet: false })?;
+    let ctx = common::context(argv, crate::programs::ThisBinary::new()?);
+    let mut r = lab::suite::run(
+        &suite,
+        &plan,
+        &opts,
+        &ctx,
+        &common::Printer { quiet: false },
+    )?;
+    crate::words::in_results(&mut r);
     if !o.quiet {
         print!("{}", summary(&r));
     }

@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::opts::{ServerModelArg, SkeletonArg, SocketArgs};
+use crate::flags::{ServerModelArg, SkeletonArg, SocketArgs};
+use iiopbench_engine::options::CpuList;
 use iiopbench_engine::rawtcp::RawServer;
-use iiopbench_engine::sysinfo::parse_cpu_list;
 use iiopbench_engine::units::{parse_duration, parse_size};
 
 /// `serve` flags.
@@ -121,10 +121,10 @@ pub struct ServeOpts {
     #[command(flatten)]
     pub socket: SocketArgs,
     /// Pin the server to these CPUs (taskset syntax, e.g. `1` or `2-3`).
-    #[arg(long, value_name = "CPUS")]
-    pub server_cpus: Option<String>,
+    #[arg(long, value_name = "CPUS", value_parser = crate::flags::parse_cpus)]
+    pub server_cpus: Option<CpuList>,
     #[command(flatten)]
-    pub idl: crate::cmd::serve::idl::IdlServeOpts,
+    pub idl: idl::IdlServeOpts,
 }
 
 /// `serve --code-sets-in`.
@@ -152,7 +152,7 @@ pub fn server_options(o: &ServeOpts) -> anyhow::Result<ServerOptions> {
             .may_poll("--spin-limit")
             .map_err(anyhow::Error::msg)?;
     }
-    let cpus = o.server_cpus.as_deref().map(parse_cpu_list).transpose()?;
+    let cpus = o.server_cpus.as_ref().map(|c| c.cpus().to_vec());
     let max = usize::try_from(o.max_message_size).unwrap_or(usize::MAX);
     let reassembled = o
         .max_reassembled_size
@@ -252,7 +252,7 @@ fn print_tls(out: &mut impl Write, tls: Option<&TlsServer>) -> std::io::Result<(
 /// Run until interrupted; exit status 0 after a clean shutdown.
 pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     if let Some(file) = &o.idl.idl {
-        return crate::cmd::serve::idl::run(o, &o.idl, file);
+        return run_idl(o, file);
     }
     let opts = server_options(o)?;
     let raw = match &o.raw_tcp {
@@ -374,4 +374,68 @@ pub fn print_limits(out: &mut impl Write, c: &ServerConfig) -> std::io::Result<(
     writeln!(out, "config max_in_flight={}", c.max_in_flight)?;
     writeln!(out, "config idle_timeout={}", d(c.idle_timeout))?;
     writeln!(out, "config read_timeout={}", d(c.read_timeout))
+}
+
+/// `serve --idl`: any interface through the dynamic skeleton, with the
+/// same startup lines as `serve` (config, IOR, corbaloc, ready) and the
+/// counters at shutdown; run until interrupted.
+fn run_idl(o: &ServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
+    use iiopbench_engine::dynamic::serve;
+    use iiopbench_engine::dynamic::server::IdlServerOptions;
+    let idl = &o.idl;
+    let base = server_options(o)?;
+    let (srv, name) = serve::start(
+        &serve::IdlServeOpts {
+            idl: file.to_path_buf(),
+            include: idl.include.clone(),
+            interface: idl.interface.clone(),
+            behaviour: idl.behaviour.clone(),
+        },
+        IdlServerOptions {
+            listen: base.listen.clone(),
+            threads: base.threads,
+            cpus: base.cpus.clone(),
+            config: base.config.clone(),
+            tls: base.tls.clone(),
+            model: base.model,
+            polling: base.polling,
+        },
+    )?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "config skeleton=idl")?;
+    writeln!(out, "config interface={name}")?;
+    writeln!(
+        out,
+        "config behaviour={}",
+        idl.behaviour.split(':').next().unwrap_or("")
+    )?;
+    writeln!(out, "config threads={}", base.threads)?;
+    print_model(&mut out, &base)?;
+    print_tls(&mut out, base.tls.as_ref())?;
+    let ior = srv.ior().to_string();
+    if let Some(f) = &o.ior_file {
+        iiopbench_engine::results::write_atomic(f, &format!("{ior}\n"))?;
+    }
+    writeln!(out, "{ior}")?;
+    let addr = srv.addr();
+    let scheme = if base.tls.is_some() { "ssliop" } else { "iiop" };
+    writeln!(
+        out,
+        "corbaloc {name} corbaloc:{scheme}:1.2@{}:{}/{name}",
+        addr.ip(),
+        addr.port()
+    )?;
+    writeln!(out, "ready")?;
+    out.flush()?;
+    drop(out);
+    iiopbench_engine::interrupt::wait();
+    let counters = srv.handler().counters().clone();
+    srv.stop()?;
+    let s = counters.snapshot();
+    println!(
+        "stats calls={} oneways={} bytes={}",
+        s.calls, s.oneways, s.bytes
+    );
+    Ok(())
 }

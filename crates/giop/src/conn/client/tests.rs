@@ -152,6 +152,66 @@ fn request_ids_count_up_and_replies_match_in_any_order() {
     assert!(!c.is_waiting(1) && !c.is_waiting(2));
 }
 
+/// The parts in the order a driver that keeps them under separate locks
+/// calls them: one id sequence, the waiter registered before the bytes
+/// are queued, an abandoned request waited for no more, answers handed
+/// to their waiters.
+#[test]
+fn requests_begin_queue_or_abandon_and_answers_reach_their_waiters() {
+    let s = ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg(), None);
+    let mut q = SendQueue::new(&cfg());
+    let mut p: Requests<&'static str> = Requests::default();
+    let mut inbound = Inbound::new(CodecConfig::default(), s.wire.opts);
+    let target = key();
+    let twoway = Sending::Request(ResponseMode::Twoway);
+    let a = p.begin(twoway, || "a", None).unwrap();
+    assert_eq!((a.id, p.len()), (1, 1), "waiting before anything is queued");
+    q.queue(&s, &a, Outgoing::locate(&target)).unwrap();
+    let oneway = p
+        .begin(Sending::Request(ResponseMode::Oneway), || "never", None)
+        .unwrap();
+    assert_eq!((oneway.id, p.len()), (2, 1), "a oneway waits for nothing");
+    let _ = p.abandon(oneway);
+    let b = p.begin(twoway, || "b", None).unwrap();
+    assert_eq!(p.abandon(b), Some("b"));
+    assert_eq!(p.len(), 1);
+    let c = p.begin(Sending::Locate, || "c", None).unwrap();
+    assert_eq!(c.id, 4, "one sequence, abandoned ids included");
+    q.queue(&s, &c, Outgoing::locate(&target)).unwrap();
+    let here = |id| {
+        let mut b = BytesMut::new();
+        let status = LocateStatus::ObjectHere;
+        encode_locate_reply(
+            &mut b,
+            Version::V1_2,
+            ByteOrder::Big,
+            &LocateReply {
+                request_id: id,
+                status,
+            },
+        )
+        .unwrap();
+        b
+    };
+    for id in [3, 4, 1] {
+        inbound.read_buf().extend_from_slice(&here(id));
+    }
+    let mut got = Vec::new();
+    while let Some((id, w, _)) = inbound.next_waited(&s, |id| p.complete(id)).unwrap() {
+        got.push((id, w));
+    }
+    assert_eq!(
+        got,
+        [(4, "c"), (1, "a")],
+        "the abandoned id's answer is dropped"
+    );
+    p.fail(ClientError::LocallyClosed);
+    assert_eq!(
+        p.begin(twoway, || "d", None).unwrap_err(),
+        ClientError::LocallyClosed
+    );
+}
+
 #[test]
 fn a_oneway_waits_for_nothing_and_a_reply_arrives_byte_by_byte() {
     let mut c = conn(Version::V1_0);
@@ -220,8 +280,8 @@ fn timeouts_expire_exactly_cancel_on_the_wire_and_drop_the_late_reply() {
     let free = twoway(&mut c, None, Some(t0));
     written(&mut c);
     assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
-    assert!(c.on_timeout(t0 + ms(49)).is_empty());
-    let expired = c.on_timeout(t0 + ms(50));
+    assert!(c.on_timeout(t0 + ms(49)).unwrap().is_empty());
+    let expired = c.on_timeout(t0 + ms(50)).unwrap();
     assert_eq!(
         expired,
         [(
@@ -246,18 +306,117 @@ fn timeouts_expire_exactly_cancel_on_the_wire_and_drop_the_late_reply() {
     assert!(c.dead().is_none());
 }
 
+/// The write-deadline rule: a request written whole when its time runs
+/// out is cancelled and the connection goes on; one written in part (or
+/// not at all) loses the stream, whoever holds the bytes (the queue, or a
+/// writer that took them).
+#[test]
+fn a_request_not_written_whole_in_its_time_loses_the_stream() {
+    let t0 = epoch();
+    let lost = ClientError::Io {
+        addr: ADDR.into(),
+        message: "the server stopped reading before the request was written".into(),
+    };
+    // Written whole: cancelled.
+    let mut c = conn(Version::V1_2);
+    let a = twoway(&mut c, Some(ms(50)), Some(t0));
+    written(&mut c);
+    assert_eq!(c.on_timeout(t0 + ms(50)).unwrap()[0].0, a);
+    assert!(c.dead().is_none());
+    // Written in part: lost, and nothing more goes out (no CancelRequest
+    // inside the message, no goodbye after an I/O failure).
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, Some(ms(50)), Some(t0));
+    c.outbox().consume(5);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
+    assert!(c.on_timeout(t0 + ms(49)).unwrap().is_empty());
+    assert_eq!(c.on_timeout(t0 + ms(50)).unwrap_err(), lost);
+    assert_eq!(c.dead(), Some(&lost));
+    assert!(c.outbox().is_empty());
+    // A oneway too: its caller waits for its write.
+    let mut c = conn(Version::V1_2);
+    send_req(
+        &mut c,
+        ResponseMode::Oneway,
+        &[],
+        Some(ms(50)),
+        Some(t0),
+        |_| Ok(()),
+    )
+    .unwrap();
+    assert_eq!(c.next_deadline(), Some(t0 + ms(50)));
+    assert_eq!(c.on_timeout(t0 + ms(60)).unwrap_err(), lost);
+    // Without a clock: armed when a write has waited, never early.
+    let mut c = conn(Version::V1_2);
+    twoway(&mut c, Some(ms(50)), None);
+    assert!(c.on_timeout(t0 + ms(500)).unwrap().is_empty());
+    c.arm(t0 + ms(400));
+    assert_eq!(c.on_timeout(t0 + ms(450)).unwrap_err(), lost);
+    // A writer that took the bytes says how far it got: the first
+    // request written whole is cancelled; the second, half out, is lost.
+    let s = ClientSetup::negotiate(ADDR.into(), Version::V1_2, &cfg(), None);
+    let mut q = SendQueue::new(&cfg());
+    let mut p: Requests<()> = Requests::default();
+    let target = key();
+    for timeout in [ms(50), ms(80)] {
+        let t = p
+            .begin(Sending::Locate, || (), Some(Timer::started(timeout, t0)))
+            .unwrap();
+        q.queue(&s, &t, Outgoing::locate(&target)).unwrap();
+    }
+    let batch = q.take();
+    let first = batch.len() / 2;
+    assert!(q.pending().is_empty());
+    q.wrote(first + 4);
+    assert_eq!(q.next_deadline(), Some(t0 + ms(80)), "the first is out");
+    q.check_writes(&s, t0 + ms(60)).unwrap();
+    let expired = p.expire(t0 + ms(60));
+    q.expired(&s, &expired);
+    assert_eq!(q.pending().len(), 16, "a CancelRequest for the first");
+    assert_eq!(q.check_writes(&s, t0 + ms(80)).unwrap_err(), lost);
+    // … unless the rest of it went out in time.
+    q.wrote(batch.len() - first - 4);
+    q.outbox().consume(16);
+    q.check_writes(&s, t0 + ms(80)).unwrap();
+    assert_eq!(q.next_deadline(), None);
+}
+
+/// A driver's bound on flushing before it closes: everything queued by
+/// then must be out within it.
+#[test]
+fn everything_queued_can_be_bounded_to_go_out_within_a_time() {
+    let t0 = epoch();
+    let mut c = conn(Version::V1_2);
+    oneway_of(&mut c, 100);
+    c.write_within(ms(10));
+    c.arm(t0);
+    assert_eq!(c.next_deadline(), Some(t0 + ms(10)));
+    c.outbox().consume(50);
+    assert!(c.on_timeout(t0 + ms(10)).is_err());
+    let mut c = conn(Version::V1_2);
+    oneway_of(&mut c, 100);
+    c.write_within(ms(10));
+    c.arm(t0);
+    written(&mut c);
+    assert!(c.on_timeout(t0 + ms(10)).unwrap().is_empty());
+}
+
 #[test]
 fn timers_started_without_a_clock_count_from_when_they_are_armed() {
     let t0 = epoch();
     let mut c = conn(Version::V1_2);
     let id = twoway(&mut c, Some(ms(50)), None);
+    written(&mut c);
     assert_eq!(c.next_deadline(), None);
-    assert!(c.on_timeout(t0 + ms(1000)).is_empty(), "never early");
+    assert!(
+        c.on_timeout(t0 + ms(1000)).unwrap().is_empty(),
+        "never early"
+    );
     c.arm(t0 + ms(1000));
     assert_eq!(c.next_deadline(), Some(t0 + ms(1050)));
     c.arm(t0 + ms(2000));
     assert_eq!(c.next_deadline(), Some(t0 + ms(1050)), "armed once");
-    assert_eq!(c.on_timeout(t0 + ms(1050))[0].0, id);
+    assert_eq!(c.on_timeout(t0 + ms(1050)).unwrap()[0].0, id);
 }
 
 #[test]
@@ -739,7 +898,7 @@ fn locate_follows_object_forward_and_answers_with_the_final_reference() {
         status: LocateStatus::ObjectHere,
     };
     match f.on_locate(here, "a:2") {
-        Ok(Step::Done((LocateStatus::ObjectHere, at))) => assert_eq!(at, ior(2)),
+        Ok(Step::Done(LocateStatus::ObjectHere)) => assert_eq!(f.target(), &ior(2)),
         r => panic!("{r:?}"),
     }
     let start = ior(1);
@@ -908,7 +1067,7 @@ fn a_batch_is_a_oneway_only_while_nothing_in_it_must_go_at_once() {
     written(&mut c);
     oneway_of(&mut c, 10);
     assert!(c.queue.only_oneways());
-    assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).len(), 1);
+    assert_eq!(c.on_timeout(t0 + Duration::from_secs(1)).unwrap().len(), 1);
     assert!(!c.queue.only_oneways(), "a CancelRequest");
     written(&mut c);
     // And the goodbye.

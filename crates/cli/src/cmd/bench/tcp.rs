@@ -1,17 +1,17 @@
-//! `iiopbench bench tcp`: its flags, turned into the engine's [`TcpOpts`];
-//! the measuring is [`iiopbench_engine::tcp`]'s.
-
-use std::time::Duration;
+//! `iiopbench bench tcp`: its flags, and their conversion into the
+//! engine's [`TcpJob`]; the measuring is
+//! [`iiopbench_engine::bench::tcp_baseline`]'s.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::Args;
+use iiopbench_engine::bench::tcp_baseline::TcpJob;
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::rawtcp::StreamWrites;
-use iiopbench_engine::tcp::{self, TcpOpts};
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{BenchArgs, PatternArg, WaitArgs};
+use crate::flags::{BenchArgs, PatternArg, WaitArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct TcpArgs {
@@ -74,28 +74,20 @@ impl From<StreamWritesArg> for StreamWrites {
 }
 
 impl TcpArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> TcpOpts {
-        let b = self.bench.engine();
-        TcpOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> TcpJob {
+        TcpJob {
             baseline_target: self.baseline_target.clone(),
             pattern: self.pattern.into(),
-            size: self.size.clone(),
+            sizes: self.size.clone(),
             total: self.total,
             min_duration: self.min_duration,
             writes: self.stream_writes.into(),
             count: self.count,
             warmup: self.warmup,
             waiting: self.waiting.engine(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench tcp` from the command line: measure, then emit what was
-/// measured (also when the run failed half-way).
-pub fn run(a: &TcpArgs) -> anyhow::Result<()> {
-    a.bench.finish(tcp::run(&a.opts()))
 }

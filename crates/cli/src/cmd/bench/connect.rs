@@ -1,13 +1,14 @@
-//! `iiopbench bench connect`: its flags, turned into the engine's [`ConnectOpts`];
-//! the measuring is [`iiopbench_engine::bench::connect`]'s.
+//! `iiopbench bench connect`: its flags, and their conversion into the
+//! engine's [`ConnectJob`]; the measuring is
+//! [`iiopbench_engine::bench::connect`]'s.
 
 use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::connect::{self, ConnectOpts};
+use iiopbench_engine::bench::connect::ConnectJob;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{BenchArgs, OnErrorArg, TargetArgs};
+use crate::flags::{BenchArgs, OnErrorArg, TargetArgs};
 
 /// `bench connect` flags.
 #[derive(Debug, Clone, Args)]
@@ -28,23 +29,15 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> ConnectOpts {
-        let b = self.bench.engine();
-        ConnectOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> ConnectJob {
+        ConnectJob {
             target: self.target.engine(),
             count: self.count,
             pause: self.pause,
             on_error: self.on_error.into(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
         }
     }
-}
-
-/// Run `bench connect` from the command line: measure, then emit what was
-/// measured (also when the run failed half-way).
-pub fn run(a: &ConnectArgs) -> anyhow::Result<()> {
-    a.bench.finish(connect::run(&a.opts()))
 }

@@ -1,22 +1,26 @@
-//! `iiopbench bench tcp`: the raw-TCP baseline (E4.3), and the helper that
-//! other commands use to measure the same baseline in their own run.
+//! The raw-TCP baseline as a job of its own (`bench tcp`, E4.3), and the
+//! cases the other benchmarks make of the same baseline measured in
+//! their run. The raw client and server are [`crate::rawtcp`]'s.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::bench::session::Watching;
-use crate::context::{new_results, param};
+use iiop_bench_idl::client::Wait;
+use serde::{Deserialize, Serialize};
+
+use super::session::{job_record, refused, Watching};
+use crate::error::{check, ensure, fail, Error, JobError, Result};
 use crate::options::{PlacementOpts, Sizes, Sockets};
 use crate::placement::Cpus;
-use crate::progress::Progress;
 use crate::rawtcp::{RawClient, RawRun, RawServer, SocketOpts, StreamWrites};
-use crate::results::{Case, CaseParams, Results, TargetInfo};
-use crate::target::{WaitOpts, Waiting};
+use crate::results::{param, Case, CaseParams, Results, TargetInfo};
+use crate::run_context::RunContext;
+use crate::target::{WaitOpts, WaitStrategy, Waiting};
 use crate::units::format_size;
-use iiop_bench_idl::client::Wait;
 
 /// Which raw-TCP pattern to run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TcpPattern {
     /// One-way stream of frames, confirmed by the server's byte count.
     Stream,
@@ -31,19 +35,23 @@ pub enum TcpPattern {
     Both,
 }
 
-/// `bench tcp` options (`Default`: the command line's defaults).
-#[derive(Debug, Clone)]
-pub struct TcpOpts {
-    /// A raw-TCP server (`iiopbench serve --raw-tcp`) as HOST:PORT; an
+/// A `bench tcp` job (`Default`: the command line's defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpJob {
+    /// A raw-TCP server (`iiopbench serve --raw-tcp`) as `HOST:PORT`; an
     /// embedded one when `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_target: Option<String>,
     /// Which pattern to run.
     pub pattern: TcpPattern,
     /// Payload bytes per message.
-    pub size: Sizes,
+    pub sizes: Sizes,
     /// Stream: bytes to send per point (at least).
+    #[serde(with = "crate::units::size")]
     pub total: u64,
     /// Stream and ack: minimum duration per point.
+    #[serde(with = "crate::units::duration")]
     pub min_duration: Duration,
     /// Stream: how the frames go out.
     pub writes: StreamWrites,
@@ -51,21 +59,19 @@ pub struct TcpOpts {
     pub count: u64,
     /// Ping-pong: unrecorded round trips first.
     pub warmup: u64,
-    /// How the client waits for replies and for room to send (`Reactor`
+    /// How the client waits for replies and for room to send (`reactor`
     /// does not apply).
     pub waiting: WaitOpts,
     pub socket: Sockets,
     pub placement: PlacementOpts,
-    /// Who hears about each case.
-    pub progress: Progress,
 }
 
-impl Default for TcpOpts {
+impl Default for TcpJob {
     fn default() -> Self {
-        TcpOpts {
+        TcpJob {
             baseline_target: None,
             pattern: TcpPattern::Both,
-            size: crate::units::parse_sizes("1KiB..128KiB")
+            sizes: crate::units::parse_sizes("1KiB..128KiB")
                 .map(Sizes)
                 .expect("a valid sweep"),
             total: 64 << 20,
@@ -76,8 +82,41 @@ impl Default for TcpOpts {
             waiting: WaitOpts::default(),
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
-            progress: Progress::none(),
         }
+    }
+}
+
+impl TcpJob {
+    /// Everything that can be checked before the job starts.
+    pub fn validate(&self) -> Result<(), JobError> {
+        self.sizes.validate("sizes")?;
+        let d = TcpJob::default();
+        let stream = matches!(self.pattern, TcpPattern::Stream | TcpPattern::Both);
+        let round_trips = self.pattern != TcpPattern::Stream;
+        if stream {
+            check(self.total > 0 || !self.min_duration.is_zero(), || {
+                "`total` and `min_duration` are both 0: nothing to stream".into()
+            })?;
+        } else {
+            check(self.writes == d.writes, || {
+                "`writes` is how a stream's frames leave: `pattern` has no stream".into()
+            })?;
+        }
+        if round_trips {
+            check(self.count >= 1, || "`count` must be at least 1".into())?;
+        }
+        check(self.waiting.wait_strategy != WaitStrategy::Reactor, || {
+            "bench tcp's client blocks in recv: `wait_strategy` read, spin or auto".into()
+        })?;
+        if let Some(t) = &self.baseline_target {
+            check(
+                t.rsplit_once(':')
+                    .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()),
+                || format!("`baseline_target` {t:?}: expected HOST:PORT"),
+            )?;
+        }
+        self.socket.validate()?;
+        self.placement.validate()
     }
 }
 
@@ -126,20 +165,31 @@ pub fn mbps(bytes: u64, seconds: f64) -> f64 {
     bytes as f64 * 8.0 / seconds.max(1e-9) / 1e6
 }
 
-fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
+fn resolve(target: &str) -> Result<SocketAddr> {
     target
         .to_socket_addrs()
-        .map_err(|e| anyhow::anyhow!("cannot resolve raw-tcp target {target}: {e}"))?
+        .map_err(|e| fail!(Target, "cannot resolve raw-tcp target {target}: {e}"))?
         .next()
-        .ok_or_else(|| anyhow::anyhow!("raw-tcp target {target} resolves to nothing"))
+        .ok_or_else(|| fail!(Target, "raw-tcp target {target} resolves to nothing"))
 }
 
-/// Run `bench tcp`; always returns the results (possibly partial) and the
-/// error that stopped it, if any.
-pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
+/// Run a raw-TCP baseline job; always returns the results (possibly
+/// partial) and the error that stopped it, if any.
+pub fn run(o: &TcpJob, ctx: &RunContext) -> (Results, Option<Error>) {
+    if let Err(e) = o.validate() {
+        let (mut r, e) = refused("tcp", o, ctx, e.into());
+        fill_params(&mut r, o);
+        return (r, e);
+    }
     let cpus = match Cpus::resolve(&o.placement, o.baseline_target.is_none()) {
         Ok(c) => c,
-        Err(e) => return (empty(o), Some(e)),
+        Err(e) => {
+            let mut r = Results::new("tcp", ctx.command.clone());
+            r.job = job_record("tcp", o);
+            fill_params(&mut r, o);
+            r.outcome.failure = Some(e.to_string());
+            return (r, Some(e));
+        }
     };
     let sock = o.socket.raw();
     let mut embedded = None;
@@ -178,7 +228,10 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
             .map(|_| "in-process raw-TCP server on its own threads (blocking sockets)".to_string()),
         ..Default::default()
     };
-    let mut r = new_results("tcp", target, cpus.record(embedded.is_some()));
+    let mut r = Results::new("tcp", ctx.command.clone());
+    r.job = job_record("tcp", o);
+    r.target = target;
+    r.placement = cpus.record(embedded.is_some());
     fill_params(&mut r, o);
     let err = (|| {
         let waiting = waiting(o, &r.placement.relation)?;
@@ -196,34 +249,25 @@ pub fn run(o: &TcpOpts) -> (Results, Option<anyhow::Error>) {
             .runs
             .unwrap_or_else(|| crate::bench::session::default_runs("tcp"));
         crate::bench::session::repeat(runs, &mut r, &watching, tid, |rr| {
-            measure(o, addr, sock, waiting.spin, &mut rr.cases, &watching)
+            measure(o, ctx, addr, sock, waiting.spin, &mut rr.cases, &watching)
         })
     })()
     .err();
     r.outcome.complete = err.is_none();
-    r.outcome.failure = err.as_ref().map(|e| format!("{e:#}"));
+    r.outcome.failure = err.as_ref().map(|e| e.to_string());
     drop(embedded);
     (r, err)
 }
 
 /// The raw client blocks in recv, spinning first or not: one caller, one
 /// frame at a time.
-fn waiting(o: &TcpOpts, relation: &str) -> anyhow::Result<Waiting> {
+fn waiting(o: &TcpJob, relation: &str) -> Result<Waiting> {
     let w = o.waiting.resolve(true, relation)?;
-    anyhow::ensure!(
-        w.wait != Wait::Reactor,
-        "bench tcp's client blocks in recv: --wait-strategy read, spin or auto"
-    );
+    debug_assert!(w.wait != Wait::Reactor, "refused by validate");
     Ok(w)
 }
 
-fn empty(o: &TcpOpts) -> Results {
-    let mut r = new_results("tcp", TargetInfo::default(), Default::default());
-    fill_params(&mut r, o);
-    r
-}
-
-fn fill_params(r: &mut Results, o: &TcpOpts) {
+fn fill_params(r: &mut Results, o: &TcpJob) {
     param(&mut r.params, "nodelay", o.socket.nodelay);
     param(&mut r.params, "sndbuf", o.socket.sndbuf);
     param(&mut r.params, "rcvbuf", o.socket.rcvbuf);
@@ -239,17 +283,18 @@ fn fill_params(r: &mut Results, o: &TcpOpts) {
 }
 
 fn measure(
-    o: &TcpOpts,
+    o: &TcpJob,
+    ctx: &RunContext,
     addr: SocketAddr,
     sock: SocketOpts,
     spin: Option<Duration>,
     cases: &mut Vec<Case>,
     watching: &Watching,
-) -> anyhow::Result<()> {
+) -> Result<()> {
     let max = o.min_duration.max(Duration::from_secs(1)) * 30;
-    let progress = &o.progress;
-    for &size in &o.size.0 {
-        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+    let progress = &ctx.progress;
+    for &size in &o.sizes.0 {
+        ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         if matches!(o.pattern, TcpPattern::Stream | TcpPattern::Both) && size > 0 {
             let p = progress.case(&format!("tcp stream {}", format_size(size)));
             let w = watching.case();
@@ -262,7 +307,7 @@ fn measure(
             cases.push(case);
             p.done();
         }
-        anyhow::ensure!(!crate::interrupt::requested(), "interrupted");
+        ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         let round_trip = match o.pattern {
             TcpPattern::Pingpong | TcpPattern::Both => Some((true, "pingpong")),
             TcpPattern::Ack => Some((false, "pingpong-ack")),

@@ -1,16 +1,16 @@
-//! `iiopbench bench throughput`: its flags, turned into the engine's [`ThroughputOpts`];
-//! the measuring is [`iiopbench_engine::bench::throughput`]'s.
-
-use std::time::Duration;
+//! `iiopbench bench throughput`: its flags, and their conversion into the
+//! engine's [`ThroughputJob`]; the measuring is
+//! [`iiopbench_engine::bench::throughput`]'s.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::throughput::{self, ThroughputOpts};
+use iiopbench_engine::bench::throughput::ThroughputJob;
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::{parse_duration, parse_size};
 
-use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
+use crate::flags::{BenchArgs, ElemList, IdlArgs, ModeList, OnErrorArg, TargetArgs};
 
 /// `bench throughput` flags.
 #[derive(Debug, Clone, Args)]
@@ -20,17 +20,18 @@ pub struct ThroughputArgs {
     /// Element types (bench.idl tokens), comma-separated, or `all`.
     #[arg(
         long = "type",
+        value_parser = ElemList::from_str,
         default_value = "octet,double,perfstruct",
         value_name = "TYPES"
     )]
-    pub types: String,
+    pub types: ElemList,
     /// Payload bytes per call: a size, a list, or a doubling range
     /// (`1KiB..128KiB`).
     #[arg(long, value_parser = Sizes::from_str, default_value = "1KiB,64KiB", value_name = "SIZES")]
     pub size: Sizes,
     /// Return styles, comma-separated: oneway, twoway (void), echo.
-    #[arg(long, default_value = "oneway,twoway", value_name = "MODES")]
-    pub mode: String,
+    #[arg(long, value_parser = ModeList::from_str, default_value = "oneway,twoway", value_name = "MODES")]
+    pub mode: ModeList,
     /// Payload bytes to send per point in each run (at least).
     #[arg(long, value_parser = parse_size, default_value = "16MiB", value_name = "SIZE")]
     pub total: u64,
@@ -100,40 +101,29 @@ pub struct ThroughputArgs {
 }
 
 impl ThroughputArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> ThroughputOpts {
-        let b = self.bench.engine();
-        ThroughputOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> anyhow::Result<ThroughputJob> {
+        Ok(ThroughputJob {
             target: self.target.engine(),
-            types: self.types.clone(),
-            size: self.size.clone(),
-            mode: self.mode.clone(),
+            types: self.types.0.clone(),
+            sizes: self.size.clone(),
+            modes: self.mode.0.clone(),
             total: self.total,
             min_duration: self.min_duration,
             max_duration: self.max_duration,
             slices: self.slices,
             reuse_request: self.reuse_request,
             dynamic: self.dynamic,
-            oneway_buffer: self
-                .oneway_buffer
-                .filter(|&n| n > 0)
-                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            // `--oneway-buffer 0` writes each oneway when made.
+            oneway_buffer: self.oneway_buffer.filter(|&n| n > 0),
             coalesce_oneways: self.coalesce_oneways,
             breakdown: self.breakdown,
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
             on_error: self.on_error.into(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
-            idl: self.idl.engine(),
-            op: self.op.clone(),
-        }
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
+            idl: self.idl.op(self.op.as_deref())?,
+        })
     }
-}
-
-/// Run `bench throughput` from the command line: measure, then emit what was
-/// measured (also when the run failed half-way).
-pub fn run(a: &ThroughputArgs) -> anyhow::Result<()> {
-    a.bench.finish(throughput::run(&a.opts()))
 }

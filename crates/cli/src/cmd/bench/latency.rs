@@ -1,17 +1,37 @@
-//! `iiopbench bench latency`: its flags, turned into the engine's [`LatencyOpts`];
-//! the measuring is [`iiopbench_engine::bench::latency`]'s.
-
-use std::time::Duration;
+//! `iiopbench bench latency`: its flags, and their conversion into the
+//! engine's [`LatencyJob`]; the measuring is
+//! [`iiopbench_engine::bench::latency`]'s.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use clap::Args;
-use iiopbench_engine::bench::latency::LatOp;
-use iiopbench_engine::bench::latency::{self, LatencyOpts};
+use iiopbench_engine::bench::latency::{LatencyJob, LatencyOp};
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::parse_duration;
 
-use crate::opts::{BenchArgs, IdlArgs, OnErrorArg, TargetArgs};
+use crate::flags::{BenchArgs, ElemList, IdlArgs, OnErrorArg, TargetArgs};
+
+/// `--op`: one of bench.idl's, or an IDL operation with `--idl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpArg {
+    Bench(LatencyOp),
+    /// `Module::Interface::op`.
+    Idl(String),
+}
+
+/// `ping`, `echo`, `send`, or `Module::Interface::op` (with `--idl`).
+pub fn parse_op(s: &str) -> Result<OpArg, String> {
+    match s {
+        "ping" => Ok(OpArg::Bench(LatencyOp::Ping)),
+        "echo" => Ok(OpArg::Bench(LatencyOp::Echo)),
+        "send" => Ok(OpArg::Bench(LatencyOp::Send)),
+        q if q.contains("::") => Ok(OpArg::Idl(q.to_string())),
+        other => Err(format!(
+            "{other:?}: ping, echo, send, or Module::Interface::op with --idl"
+        )),
+    }
+}
 
 /// `bench latency` flags.
 #[derive(Debug, Clone, Args)]
@@ -20,11 +40,11 @@ pub struct LatencyArgs {
     pub target: TargetArgs,
     /// The operation: ping, echo, send, or with --idl an operation of
     /// that file as `Module::Interface::op`.
-    #[arg(long, default_value = "ping", value_parser = iiopbench_engine::dynamic::parse_lat_op, value_name = "OP")]
-    pub op: LatOp,
+    #[arg(long, default_value = "ping", value_parser = parse_op, value_name = "OP")]
+    pub op: OpArg,
     /// Element types for echo/send (bench.idl tokens), comma-separated.
-    #[arg(long = "type", default_value = "octet", value_name = "TYPES")]
-    pub types: String,
+    #[arg(long = "type", value_parser = ElemList::from_str, default_value = "octet", value_name = "TYPES")]
+    pub types: ElemList,
     /// Payload bytes per call for echo/send: a size, list or sweep.
     #[arg(long, value_parser = Sizes::from_str, default_value = "0", value_name = "SIZES")]
     pub size: Sizes,
@@ -70,14 +90,17 @@ pub struct LatencyArgs {
 }
 
 impl LatencyArgs {
-    /// The engine's options for these flags.
-    pub fn opts(&self) -> LatencyOpts {
-        let b = self.bench.engine();
-        LatencyOpts {
+    /// The job these flags describe.
+    pub fn job(&self) -> anyhow::Result<LatencyJob> {
+        let (op, idl_op) = match &self.op {
+            OpArg::Bench(op) => (*op, None),
+            OpArg::Idl(q) => (LatencyOp::Ping, Some(q.as_str())),
+        };
+        Ok(LatencyJob {
             target: self.target.engine(),
-            op: self.op,
-            types: self.types.clone(),
-            size: self.size.clone(),
+            op,
+            types: self.types.0.clone(),
+            sizes: self.size.clone(),
             count: self.count,
             duration: self.duration,
             warmup: self.warmup,
@@ -88,16 +111,9 @@ impl LatencyArgs {
             baseline_target: self.baseline_target.clone(),
             slices: self.slices,
             on_error: self.on_error.into(),
-            socket: b.socket,
-            placement: b.placement,
-            progress: b.progress,
-            idl: self.idl.engine(),
-        }
+            socket: self.bench.socket.engine(),
+            placement: self.bench.placement.engine(),
+            idl: self.idl.op(idl_op)?,
+        })
     }
-}
-
-/// Run `bench latency` from the command line: measure, then emit what was
-/// measured (also when the run failed half-way).
-pub fn run(a: &LatencyArgs) -> anyhow::Result<()> {
-    a.bench.finish(latency::run(&a.opts()))
 }

@@ -1,0 +1,411 @@
+//! The measuring loops the bench.idl benchmarks and the IDL-driven ones
+//! (`dynamic::bench`) share: the latency loops (closed, with callers in
+//! flight, or open at a fixed rate, corrected for coordinated omission)
+//! over anything that makes one call ([`Invoke`]), and the throughput
+//! loop that sends back to back until a byte and time budget is spent
+//! ([`send_loop`]). Each takes the few numbers it needs ([`Loop`],
+//! [`Budget`]), small `Copy` values, never a whole job.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iiop_bench_idl::client::BenchError;
+
+use super::{count_error, error_kind};
+use crate::error::{bail, Error, Result};
+use crate::gate::Gate;
+use crate::hist::Latency;
+use crate::options::OnError;
+use crate::progress::CaseProgress;
+use crate::results::{param, Case, CaseParams, CpuFigures};
+use crate::sysinfo::CpuTime;
+
+/// How a latency point is measured: how many calls, for how long, by how
+/// many callers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Loop {
+    /// Measured calls per point (ignored with `duration`).
+    pub count: u64,
+    /// Measure for this long per point instead of `count` calls.
+    pub duration: Option<Duration>,
+    /// Unmeasured calls first (per point).
+    pub warmup: u64,
+    /// Connections (closed loop: each with `in_flight` callers).
+    pub connections: usize,
+    /// Calls in flight per connection (closed loop).
+    pub in_flight: usize,
+    /// Open loop at this many calls per second.
+    pub rate: Option<f64>,
+    /// Stop at the first failed call, or count failures and go on.
+    pub on_error: OnError,
+}
+
+impl Loop {
+    /// One connection making one call at a time in a closed loop (what
+    /// waiting on read needs).
+    pub fn single_caller(&self) -> bool {
+        self.connections == 1 && self.in_flight == 1 && self.rate.is_none()
+    }
+
+    /// The run parameters every latency run records (bench.idl and IDL).
+    pub fn record(&self, p: &mut BTreeMap<String, serde_json::Value>, nodelay: bool) {
+        param(p, "count", self.count);
+        param(p, "duration_s", self.duration.map(|d| d.as_secs_f64()));
+        param(p, "warmup", self.warmup);
+        param(p, "connections", self.connections);
+        param(p, "in_flight", self.in_flight);
+        param(p, "rate", self.rate);
+        param(p, "nodelay", nodelay);
+        param(
+            p,
+            "loop",
+            if self.rate.is_some() {
+                "open"
+            } else {
+                "closed"
+            },
+        );
+    }
+}
+
+/// What the callers of one point measured together.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) lat: Latency,
+    pub(crate) calls: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
+    pub(crate) first_error: Option<String>,
+}
+
+impl Tally {
+    pub(crate) fn merge(&mut self, o: Tally) {
+        self.lat.merge(&o.lat);
+        self.calls += o.calls;
+        for (k, v) in o.errors {
+            *self.errors.entry(k).or_insert(0) += v;
+        }
+        if self.first_error.is_none() {
+            self.first_error = o.first_error;
+        }
+    }
+
+    pub(crate) fn fail(&mut self, e: &BenchError) {
+        count_error(&mut self.errors, error_kind(e));
+        if self.first_error.is_none() {
+            self.first_error = Some(e.to_string());
+        }
+    }
+}
+
+/// One caller of a latency run: something that makes one call. The loops
+/// below drive any of them (bench.idl calls in `latency`, IDL-driven ones
+/// in `dynamic::bench`).
+/// Callers run as runtime tasks (not `LocalSet` ones): a reply wakes the
+/// caller straight from the connection's reader task, without the extra
+/// driver poll a `block_on` future or a `LocalSet` costs per wake-up.
+pub(crate) trait Invoke: Clone + Send + Sync + 'static {
+    fn invoke(&self) -> impl std::future::Future<Output = Result<(), BenchError>> + Send;
+    /// Close the caller's connection (Ctrl-C: calls in flight end now).
+    fn close(&self);
+}
+
+/// `warmup` calls spread over the callers, not recorded; a failed one
+/// ends the point's progress line `pb` and the point, else `pb` goes on.
+pub(crate) async fn warm_up<I: Invoke>(
+    lo: &Loop,
+    callers: &[I],
+    label: &str,
+    pb: CaseProgress,
+) -> Result<CaseProgress> {
+    for i in 0..lo.warmup {
+        if let Err(e) = callers[i as usize % callers.len()].invoke().await {
+            pb.done();
+            bail!(Target, "{label}: warm-up call failed: {e}");
+        }
+    }
+    Ok(pb)
+}
+
+/// One point of a latency run (bench.idl calls and IDL-driven ones):
+/// warm-up spread over the callers (not recorded), the closed or open
+/// loop (started at `gate`'s slot in an agent run), and the case with its
+/// histogram, CPU and loop parameters. Also the first failure, for
+/// `on_error` stop.
+pub(crate) async fn point<I: Invoke>(
+    lo: &Loop,
+    gate: Option<&Gate>,
+    callers: &[I],
+    label: &str,
+    pb: CaseProgress,
+    params: CaseParams,
+    per_call: u64,
+) -> Result<(Case, Option<String>)> {
+    let _ctrl_c = close_on_interrupt(callers);
+    let pb = warm_up(lo, callers, label, pb).await?;
+    // In an agent run, every agent starts this case at the same instant.
+    crate::gate::case_start(gate).await;
+    let cpu0 = CpuTime::thread_now();
+    let start = Instant::now();
+    let tally = match lo.rate {
+        None => closed_loop(lo, callers).await,
+        Some(rate) => open_loop(lo, callers, rate).await,
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let cpu = CpuTime::thread_now().since(cpu0);
+    pb.done();
+    Ok(tally_case(lo, label, params, per_call, tally, secs, cpu))
+}
+
+/// A point's case from what its callers measured over `secs` seconds of
+/// the client thread's `cpu`, and its first error.
+pub(crate) fn tally_case(
+    lo: &Loop,
+    label: &str,
+    params: CaseParams,
+    per_call: u64,
+    tally: Tally,
+    secs: f64,
+    cpu: CpuTime,
+) -> (Case, Option<String>) {
+    let bytes = tally.calls * per_call;
+    let mut case = Case {
+        name: label.to_string(),
+        params,
+        calls: tally.calls,
+        bytes,
+        seconds: secs,
+        calls_per_sec: tally.calls as f64 / secs.max(1e-9),
+        throughput_mbps: bytes as f64 * 8.0 / secs.max(1e-9) / 1e6,
+        latency_us: (!tally.lat.is_empty()).then(|| tally.lat.summary()),
+        histogram: (!tally.lat.is_empty()).then(|| tally.lat.to_base64()),
+        errors: tally.errors,
+        cpu: Some(CpuFigures {
+            client_user_s: cpu.user,
+            client_sys_s: cpu.sys,
+            client_s_per_mib: if bytes > 0 {
+                cpu.total() / (bytes as f64 / 1048576.0)
+            } else {
+                0.0
+            },
+            server_s: None,
+        }),
+        ..Default::default()
+    };
+    param(&mut case.params.extra, "connections", lo.connections);
+    param(&mut case.params.extra, "in_flight", lo.in_flight);
+    if let Some(rate) = lo.rate {
+        param(&mut case.params.extra, "rate", rate);
+    }
+    (case, tally.first_error)
+}
+
+/// Every caller issues its next call when the previous one returns,
+/// `in_flight` times over, until `count` calls or `duration`.
+pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I]) -> Tally {
+    let issued = Arc::new(AtomicU64::new(0));
+    let deadline = lo.duration.map(|d| Instant::now() + d);
+    let count = if lo.duration.is_some() {
+        u64::MAX
+    } else {
+        lo.count
+    };
+    let stop_on_error = lo.on_error == OnError::Stop;
+    let mut tasks = Vec::new();
+    for c in callers {
+        for _ in 0..lo.in_flight {
+            let (c, issued) = (c.clone(), issued.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut t = Tally::default();
+                loop {
+                    if issued.fetch_add(1, Ordering::Relaxed) >= count
+                        || deadline.is_some_and(|d| Instant::now() >= d)
+                        || crate::interrupt::requested()
+                    {
+                        break;
+                    }
+                    let t0 = Instant::now();
+                    match c.invoke().await {
+                        Ok(()) => {
+                            t.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                            t.calls += 1;
+                        }
+                        // Cut short by Ctrl-C: not the server's failure.
+                        Err(_) if crate::interrupt::requested() => break,
+                        Err(e) => {
+                            t.fail(&e);
+                            if stop_on_error {
+                                issued.store(u64::MAX / 2, Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                    }
+                }
+                t
+            }));
+        }
+    }
+    let mut total = Tally::default();
+    for t in tasks {
+        if let Ok(t) = t.await {
+            total.merge(t);
+        }
+    }
+    total
+}
+
+/// Close every caller's connection on Ctrl-C, while the guard lives.
+pub(crate) fn close_on_interrupt<I: Invoke>(callers: &[I]) -> super::CloseOnInterrupt {
+    let callers = callers.to_vec();
+    super::CloseOnInterrupt::new(move || callers.iter().for_each(Invoke::close))
+}
+
+/// Calls at fixed intended times; each latency counts from its intended
+/// time. At most 10 000 calls are outstanding; beyond that, calls are
+/// counted as `overload` errors rather than queued without bound.
+pub(crate) async fn open_loop<I: Invoke>(lo: &Loop, callers: &[I], rate: f64) -> Tally {
+    const MAX_OUTSTANDING: usize = 10_000;
+    let n = match lo.duration {
+        Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
+        None => lo.count,
+    };
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let start = tokio::time::Instant::now();
+    let outstanding = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    let mut total = Tally::default();
+    for i in 0..n {
+        if crate::interrupt::requested() {
+            break;
+        }
+        let intended = start + interval.mul_f64(i as f64);
+        tokio::time::sleep_until(intended).await;
+        if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
+            count_error(&mut total.errors, "overload".into());
+            continue;
+        }
+        outstanding.fetch_add(1, Ordering::Relaxed);
+        let (c, out) = (
+            callers[i as usize % callers.len()].clone(),
+            outstanding.clone(),
+        );
+        let intended = intended.into_std();
+        // Each call hands back its figure; one histogram records them all
+        // (a histogram per call was 264 KiB allocated and zeroed inside the
+        // timed interval, and held until the end).
+        tasks.push(tokio::spawn(async move {
+            let r = c.invoke().await;
+            let ns = intended.elapsed().as_nanos() as u64;
+            out.fetch_sub(1, Ordering::Relaxed);
+            (ns, r)
+        }));
+    }
+    for t in tasks {
+        match t.await {
+            Ok((ns, Ok(()))) => {
+                total.lat.record_ns(ns);
+                total.calls += 1;
+            }
+            Ok((_, Err(_))) if crate::interrupt::requested() => {}
+            Ok((_, Err(e))) => total.fail(&e),
+            Err(_) => {}
+        }
+    }
+    total
+}
+
+/// How much a throughput point (or one slice of it) sends: at least
+/// `total` payload bytes and for at least `min_duration`, at most for
+/// `max_duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub total: u64,
+    pub min_duration: Duration,
+    pub max_duration: Duration,
+}
+
+impl Budget {
+    /// The budget's figures in a run's params.
+    pub fn record(&self, p: &mut BTreeMap<String, serde_json::Value>) {
+        param(p, "total", self.total);
+        param(p, "min_duration_s", self.min_duration.as_secs_f64());
+        param(p, "max_duration_s", self.max_duration.as_secs_f64());
+    }
+}
+
+/// What a throughput loop counted.
+pub(crate) struct Sent {
+    pub(crate) calls: u64,
+    pub(crate) bytes: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
+    /// Round trips (twoway calls only).
+    pub(crate) lat: Latency,
+    /// The failure that stopped the loop under `on_error` stop.
+    pub(crate) failure: Option<Error>,
+}
+
+/// Make `once` calls back to back, each carrying `per_call` payload bytes,
+/// until `b.total` bytes are sent (at once if calls carry none) and
+/// `b.min_duration` has passed, or `b.max_duration`, or Ctrl-C; the
+/// bench.idl and the IDL-driven runs share it.
+pub(crate) async fn send_loop(
+    b: Budget,
+    on_error: OnError,
+    label: &str,
+    per_call: u64,
+    twoway: bool,
+    mut once: impl AsyncFnMut() -> Result<(), BenchError>,
+) -> Sent {
+    let mut sent = Sent {
+        calls: 0,
+        bytes: 0,
+        errors: BTreeMap::new(),
+        lat: Latency::new(),
+        failure: None,
+    };
+    // Small calls read the clock every 16th call only (as the omniORB
+    // bench client does), and when the total is first reached.
+    let every = if per_call < 4096 { 16 } else { 1 };
+    let start = Instant::now();
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        let t0 = twoway.then(Instant::now);
+        let before = sent.bytes;
+        match once().await {
+            Ok(()) => {
+                sent.calls += 1;
+                sent.bytes += per_call;
+                if let Some(t0) = t0 {
+                    sent.lat.record_ns(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            // Cut short by Ctrl-C: not the server's failure.
+            Err(_) if crate::interrupt::requested() => break,
+            Err(e) => {
+                count_error(&mut sent.errors, error_kind(&e));
+                if on_error == OnError::Stop {
+                    sent.failure = Some(Error::target(format!(
+                        "{label}: call {} failed: {e}",
+                        sent.calls + 1
+                    )));
+                    break;
+                }
+            }
+        }
+        let reached = sent.bytes >= b.total && before < b.total;
+        // (Counting attempts, not successes: failing calls still end it.)
+        if !reached && !n.is_multiple_of(every) {
+            continue;
+        }
+        let el = start.elapsed();
+        if ((sent.bytes >= b.total || per_call == 0) && el >= b.min_duration)
+            || el >= b.max_duration
+            || crate::interrupt::requested()
+        {
+            break;
+        }
+    }
+    sent
+}
