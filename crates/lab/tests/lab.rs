@@ -57,7 +57,25 @@ fn assert_gone(lab_id: &str) {
 const MSG: usize = 64;
 
 /// Echo server for fixed 64-byte messages on one accepted connection.
+/// Puts the calling thread in the real-time class, below the lab's relay
+/// and its probes: the ping-pong tests ask whether the lab moves a round
+/// trip by its delay, and on a busy machine an ordinary thread also waits
+/// milliseconds for a CPU after every wake-up, which is the machine's
+/// doing, not the lab's. Both ends of a ping-pong call it.
+fn realtime() {
+    let param = libc::sched_param { sched_priority: 3 };
+    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    assert_eq!(
+        rc,
+        0,
+        "SCHED_FIFO as root: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 fn echo_once(listener: TcpListener) {
+    realtime();
     let (mut s, _) = listener.accept().expect("accept");
     s.set_nodelay(true).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -71,6 +89,7 @@ fn echo_once(listener: TcpListener) {
 
 /// `n` request/response round trips of 64 bytes; response times.
 fn ping_pong(s: &mut TcpStream, n: u32) -> Vec<Duration> {
+    realtime();
     let mut out = Vec::new();
     let mut buf = [0u8; MSG];
     for i in 0..n {
@@ -196,9 +215,8 @@ fn ci_lab_20ms_2pct_10mbit_measures_itself_and_moves_ping_pong() {
     eprintln!("ping-pong mean: bare {b:.3} ms, 20ms+20ms {d:.3} ms, with 2% loss {l:.3} ms");
     let (mb, md, ml) = (median_ms(&base), median_ms(&delayed), median_ms(&lossy));
     eprintln!("ping-pong median: bare {mb:.3} ms, 20ms+20ms {md:.3} ms, with 2% loss {ml:.3} ms");
-    // Medians: a ping-pong's two ends are ordinary threads, and on a busy
-    // machine a few of the 30 round trips wait milliseconds for a CPU
-    // after a wake-up, which moves the mean but not the median. The
+    // Medians: a round trip that waits for a retransmission or for a
+    // higher-priority thread moves the mean but not the median. The
     // delay itself can only add: a broken or half-applied delay moves
     // the median by 0 or 20 ms, far outside 40 ± 4.
     assert!(
