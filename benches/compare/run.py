@@ -227,7 +227,8 @@ class Clients:
 
     def ours_throughput(self, ior, mode, ty, size, extra=()):
         """As omniorb_throughput, and last the raw-TCP baseline beside the
-        point (`--baseline` in `extra`), else None."""
+        point (`--baseline` in `extra`): the physical limit (`limit`; a
+        file of schema 4 or older calls it `baseline`), else None."""
         # --server-cpus says where the external server runs, so the
         # results record the placement (and auto's wait strategy follows it).
         r = self.ours(["throughput", "--target", ior, "--server-cpus", self.a.server_cpus, "--type", ty, "--size", str(size), "--mode", mode, "--total", str(self.a.total), "--min-duration", f"{self.a.min_duration}s"] + list(extra))
@@ -235,7 +236,7 @@ class Clients:
         if c["errors"]:
             raise RuntimeError(f"our client reported {c['errors']} errors against {ior}")
         secs = (c.get("extra") or {}).get("receiver_seconds") or c.get("seconds")
-        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls"), c.get("baseline")
+        return c.get("receiver_throughput_mbps") or c["throughput_mbps"], share((c.get("cpu") or {}).get("server_s"), secs), c.get("calls"), c.get("limit") or c.get("baseline")
 
     def throughput(self, client, ior, mode, ty, size, beside_raw=False):
         """(Mbit/s, the server's CPU share or None, oneway calls per TCP

@@ -304,6 +304,167 @@ void conf_type(Checks& ck, Bench::Perf_ptr p, const std::string& skip) {
   });
 }
 
+// ---- valuetypes (bench.idl's VALUETYPES) ------------------------------
+
+// A new Node; the setter takes a reference of its own to `next`.
+Bench::Node* new_node(CORBA::Long id, const char* label, Bench::Node* next) {
+  Bench::Node* n = new OBV_Bench::Node();
+  n->id(id);
+  n->label(label);
+  n->next(next);
+  return n;
+}
+
+// "id/label" of a node, "null" for none.
+std::string node_str(const Bench::Node* n) {
+  if (!n) return "null";
+  return std::to_string((long)n->id()) + "/" + n->label();
+}
+
+// Whether `n` is a node with this id and label (the detail says what it is).
+bool node_is(const Bench::Node* n, CORBA::Long id, const char* label, std::string& d) {
+  if (n && n->id() == id && strcmp(n->label(), label) == 0) return true;
+  d = "got " + node_str(n) + ", want " + std::to_string((long)id) + "/" + label;
+  return false;
+}
+
+// Values sent and checked on their way back: a chain, null, a cycle, one
+// value twice in a sequence (an indirection), same_node telling one value
+// from two equal ones, a truncatable TaggedNode, boxes.
+void conf_values(Checks& ck, Bench::Perf_ptr p) {
+  // A server without the operations (built from an older bench.idl, or
+  // an ORB without valuetypes): every value check a skip, with the reason.
+  static const char* const names[] = {
+      "value_echo_node_chain",  "value_echo_node_null",  "value_echo_node_cycle",
+      "value_echo_nodes_shared", "value_same_node_shared", "value_same_node_two",
+      "value_echo_node_tagged", "value_echo_box",        "value_echo_box_null"};
+  std::string missing;
+  try {
+    Bench::Node_var r = p->echo_node(0);
+  } catch (const CORBA::BAD_OPERATION&) {
+    missing = "the server does not implement bench.idl's valuetype operations (BAD_OPERATION)";
+  } catch (const CORBA::NO_IMPLEMENT&) {
+    missing = "the server does not implement bench.idl's valuetype operations (NO_IMPLEMENT)";
+  } catch (const CORBA::Exception&) {
+    // The checks below report it.
+  }
+  if (!missing.empty()) {
+    for (const char* n : names) ck.skip(n, missing);
+    return;
+  }
+  ck.run("value_echo_node_chain", [&](std::string& d) {
+    Bench::Node_var c = new_node(3, "c", 0);
+    Bench::Node_var b = new_node(2, "b", c.in());
+    Bench::Node_var a = new_node(1, "a", b.in());
+    Bench::Node_var r = p->echo_node(a.in());
+    if (!node_is(r.in(), 1, "a", d) || !node_is(r->next(), 2, "b", d) ||
+        !node_is(r->next()->next(), 3, "c", d))
+      return false;
+    if (r->next()->next()->next()) {
+      d = "c.next is not null";
+      return false;
+    }
+    d = "a -> b -> c";
+    return true;
+  });
+  ck.run("value_echo_node_null", [&](std::string& d) {
+    Bench::Node_var r = p->echo_node(0);
+    d = node_str(r.in());
+    return !r.in();
+  });
+  ck.run("value_echo_node_cycle", [&](std::string& d) {
+    Bench::Node_var x = new_node(10, "x", 0);
+    Bench::Node_var y = new_node(11, "y", x.in());
+    x->next(y.in());
+    Bench::Node_var r = p->echo_node(x.in());
+    // Break the cycle sent, so its reference counts can reach zero.
+    x->next(0);
+    bool ok = node_is(r.in(), 10, "x", d) && node_is(r->next(), 11, "y", d);
+    if (ok && r->next()->next() != r.in()) {
+      d = "y.next is " + node_str(r->next()->next()) + ", not the x that came back";
+      ok = false;
+    }
+    if (r.in() && r->next()) r->next()->next(0);
+    if (ok) d = "x -> y -> x";
+    return ok;
+  });
+  ck.run("value_echo_nodes_shared", [&](std::string& d) {
+    Bench::Node_var a = new_node(1, "a", 0);
+    Bench::NodeSeq s;
+    s.length(3);
+    s[0] = Bench::Node::_downcast(a.in());
+    CORBA::add_ref(a.in());
+    s[1] = Bench::Node::_downcast(a.in());
+    CORBA::add_ref(a.in());
+    Bench::NodeSeq_var r = p->echo_nodes(s);
+    if (r->length() != 3) {
+      d = "length " + std::to_string((unsigned long)r->length());
+      return false;
+    }
+    if (!node_is(r[0].in(), 1, "a", d)) return false;
+    if (r[1].in() != r[0].in()) {
+      d = "elements 0 and 1 came back as two values (" + node_str(r[1].in()) + ")";
+      return false;
+    }
+    if (r[2].in()) {
+      d = "element 2 is " + node_str(r[2].in()) + ", want null";
+      return false;
+    }
+    d = "[a, a (one value), null]";
+    return true;
+  });
+  ck.run("value_same_node_shared", [&](std::string& d) {
+    Bench::Node_var a = new_node(1, "a", 0);
+    bool same = p->same_node(a.in(), a.in());
+    d = same ? "true" : "false";
+    return same;
+  });
+  ck.run("value_same_node_two", [&](std::string& d) {
+    Bench::Node_var a = new_node(5, "same", 0);
+    Bench::Node_var b = new_node(5, "same", 0);
+    bool same = p->same_node(a.in(), b.in());
+    d = same ? "true" : "false";
+    return !same;
+  });
+  ck.run("value_echo_node_tagged", [&](std::string& d) {
+    Bench::Node_var a = new_node(1, "a", 0);
+    Bench::TaggedNode* t = new OBV_Bench::TaggedNode();
+    Bench::Node_var hold = t;
+    t->id(20);
+    t->label("tagged");
+    t->next(a.in());
+    t->tag("t-tag");
+    Bench::Node_var r = p->echo_node(t);
+    if (!node_is(r.in(), 20, "tagged", d) || !node_is(r->next(), 1, "a", d)) return false;
+    Bench::TaggedNode* rt = Bench::TaggedNode::_downcast(r.in());
+    if (!rt) {
+      d = "came back truncated to a Node (allowed)";
+      return true;
+    }
+    if (strcmp(rt->tag(), "t-tag") != 0) {
+      d = std::string("tag ") + rt->tag() + ", want t-tag";
+      return false;
+    }
+    d = "a TaggedNode, whole";
+    return true;
+  });
+  ck.run("value_echo_box", [&](std::string& d) {
+    Bench::LongBox_var b = new Bench::LongBox(42);
+    Bench::LongBox_var r = p->echo_box(b.in());
+    if (!r.in()) {
+      d = "null";
+      return false;
+    }
+    d = std::to_string((long)r->_value());
+    return r->_value() == 42;
+  });
+  ck.run("value_echo_box_null", [&](std::string& d) {
+    Bench::LongBox_var r = p->echo_box(0);
+    d = r.in() ? std::to_string((long)r->_value()) : "null";
+    return !r.in();
+  });
+}
+
 int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& target) {
   Checks ck;
   ck.run("ping", [&](std::string&) {
@@ -447,6 +608,7 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
     d = ok ? "true" : "false";
     return ok;
   });
+  conf_values(ck, p);
   ck.run("echo_octet_4MiB", [&](std::string& d) {
     Bench::OctetSeq s;
     bench::T_octet::fill(s, 4u << 20, false);
@@ -544,6 +706,7 @@ int main(int argc, char** argv) {
   try {
     orbx::Config cfg;
     CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), tls, cfg);
+    bench::register_value_factories(orb.in());
     for (size_t i = 0; i < cfg.size(); ++i)
       printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
     CORBA::Object_var obj = orb->string_to_object(ref.c_str());

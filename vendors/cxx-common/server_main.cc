@@ -106,6 +106,7 @@ int main(int argc, char** argv) {
   try {
     orbx::Config cfg;
     CORBA::ORB_var orb = orbx::init_server(oargc, rest.data(), host, port, tls, cfg);
+    bench::register_value_factories(orb.in());
 
     bench::Counters counters;
     std::vector<Bench::Single_var> singles(500);

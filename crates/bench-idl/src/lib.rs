@@ -1,7 +1,8 @@
 //! The benchmark interface of `fixtures/idl/bench.idl` on our side:
 //! - [`bench`]: its data model: element types, Rust types and TypeCodes,
 //!   objects and operations, counters, service time;
-//! - [`client`]: bench.idl's typed operations over one GIOP connection;
+//! - [`client`]: bench.idl's typed operations over one GIOP connection
+//!   ([`value_ops`]: the valuetype ones);
 //! - [`reference`] and [`run`]: our reference server (typed and dynamic
 //!   skeletons), and running it on threads of its own;
 //! - [`dispatcher`]: the central dispatcher object of the load-balancing
@@ -16,3 +17,4 @@ pub mod client;
 pub mod dispatcher;
 pub mod reference;
 pub mod run;
+pub mod value_ops;

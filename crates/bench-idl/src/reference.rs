@@ -24,6 +24,8 @@ use crate::bench::ops::{Object, Op, SINGLES};
 use crate::bench::types::{seq_typecode, Cd, Payload, StatsWire};
 use crate::bench::work::{self, Dist, Kind};
 
+mod values;
+
 /// Which skeleton decodes arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Skeleton {
@@ -470,6 +472,16 @@ impl Handler for BenchHandler {
                 }
             }
             Op::PassCd | Op::PassBoth | Op::PassChars | Op::PassDoubles => self.pass(ctx, op, body),
+            Op::EchoNode | Op::EchoNodes | Op::EchoBox | Op::SameNode => {
+                let done = match self.skeleton {
+                    Skeleton::Typed => values::typed(op, body, reply),
+                    Skeleton::Dynamic => values::dynamic(op, body, reply),
+                };
+                match done {
+                    Ok(()) => Dispatch::Done(Outcome::Reply),
+                    Err(_) => marshal_error(),
+                }
+            }
             Op::Payload(elem, mode) => self.payload(ctx, elem, mode, body, reply),
             Op::IsA | Op::NonExistent | Op::Interface | Op::RepositoryId => {
                 unreachable!("handled above")

@@ -69,6 +69,11 @@ pub enum CdrError {
         expected: String,
         found: String,
     },
+    /// Malformed valuetype encoding: a bad value tag, chunk or end tag, an
+    /// indirection that does not point back at an earlier value or
+    /// repository id, a value of a type we cannot decode.
+    #[error("bad valuetype encoding at offset {offset}: {reason}")]
+    BadValue { offset: usize, reason: String },
     /// Bytes left over where the value should have ended.
     #[error("{remaining} trailing bytes at offset {offset}")]
     TrailingData { offset: usize, remaining: usize },
@@ -94,6 +99,7 @@ impl CdrError {
             | InvalidDiscriminator { offset, .. }
             | InvalidByteOrder { offset, .. }
             | BadTypeCode { offset, .. }
+            | BadValue { offset, .. }
             | TypeMismatch { offset, .. }
             | TrailingData { offset, .. } => Some(*offset),
             Unrepresentable { .. } | Message(_) => None,

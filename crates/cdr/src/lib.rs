@@ -9,6 +9,9 @@
 //!   the caller sets (GIOP message start, body start, encapsulation start).
 //! - [`typecode`]: CORBA TypeCodes and their CDR encoding.
 //! - [`value`]: dynamic values of any IDL type, driven by a TypeCode.
+//! - [`valuetype`]: valuetypes' framing (null, indirection, repository
+//!   ids, chunks and end tags) for the dynamic values and hand-written
+//!   value types alike.
 //! - [`ior`]: the one IOR type of the workspace (a dynamic object
 //!   reference is one): CDR and `IOR:` text forms, IIOP profiles, tagged
 //!   components.
@@ -32,6 +35,7 @@ pub mod reader;
 pub mod ser;
 pub mod typecode;
 pub mod value;
+pub mod valuetype;
 pub mod wrap;
 pub mod writer;
 
@@ -48,5 +52,8 @@ pub use reader::Reader;
 pub use ser::{to_bytes, to_writer};
 pub use typecode::{TCKind, TcDef, TypeCode};
 pub use value::{Any, Value};
+pub use valuetype::{
+    TypeInfo, ValueHead, ValueReader, ValueStart, ValueStyle, ValueToken, ValueWriter,
+};
 pub use wrap::{CharSeq, LongDouble, Octets, Seq, SeqElem, WChar, WString};
 pub use writer::{Segments, Splices, Writer};

@@ -32,6 +32,14 @@ pub struct Reader<'a> {
     segs: &'a [usize],
     /// Alignment offset of the first byte of every segment in `segs`.
     seg_offset: usize,
+    /// Index up to which values may be read: `data.len()`, except inside
+    /// a chunked valuetype, where it is the end of the chunk being read
+    /// (`pos` between chunks): reading on moves to the next chunk. See
+    /// [`crate::valuetype`].
+    end: usize,
+    /// How many chunked valuetypes are being read, one inside the other
+    /// (0: none; then `end` is `data.len()`).
+    chunks: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -47,6 +55,8 @@ impl<'a> Reader<'a> {
             owner: None,
             segs: &[],
             seg_offset: 0,
+            end: data.len(),
+            chunks: 0,
         }
     }
 
@@ -78,12 +88,21 @@ impl<'a> Reader<'a> {
         self
     }
 
-    /// Whether the data is split into separately aligned segments (then
-    /// runs of primitives must be read through [`Reader`]'s own methods,
-    /// which realign at every segment start).
+    /// Whether a run of elements may be split: the data is made of
+    /// separately aligned segments (GIOP 1.1 fragments), or a chunked
+    /// valuetype is being read (a chunk may end between two elements).
+    /// Then runs must be read element by element through [`Reader`]'s own
+    /// methods, which realign at every segment start and move on to the
+    /// next chunk.
     #[inline]
     pub fn is_segmented(&self) -> bool {
-        !self.segs.is_empty()
+        !self.segs.is_empty() || self.chunks > 0
+    }
+
+    /// Whether a chunked valuetype is being read.
+    #[inline]
+    pub fn is_chunked(&self) -> bool {
+        self.chunks > 0
     }
 
     /// The offset alignment is computed from at the cursor: `base + index`
@@ -169,10 +188,11 @@ impl<'a> Reader<'a> {
         self.data
     }
 
-    /// Move the cursor to slice index `index` (TypeCode indirection).
+    /// Move the cursor to slice index `index` (back to a union
+    /// discriminator already read; inside a chunk, only within it).
     pub fn seek(&mut self, index: usize) -> Result<()> {
-        if index > self.data.len() {
-            return Err(self.truncated(index - self.pos));
+        if index > self.end {
+            return Err(self.truncated(index.saturating_sub(self.pos)));
         }
         self.pos = index;
         Ok(())
@@ -241,28 +261,34 @@ impl<'a> Reader<'a> {
     }
 
     /// Skip padding up to a multiple of `n` (a power of two). Padding
-    /// contents are not checked: ORBs leave garbage there.
+    /// contents are not checked: ORBs leave garbage there. Inside a chunked
+    /// valuetype, padding that reaches the end of the chunk moves on to the
+    /// next chunk (the value aligned there), so at least one byte must be
+    /// read after it: a caller about to read nothing does not align.
     #[inline]
     pub fn align(&mut self, n: usize) -> Result<()> {
         debug_assert!(n.is_power_of_two());
         if !self.segs.is_empty() {
-            return self.align_segmented(n);
+            return self.align_cold(n);
         }
         let pad = (self.base + self.pos).wrapping_neg() & (n - 1);
-        if pad > self.remaining() {
-            return Err(self.truncated(pad));
+        // `>=`: at the end of a chunk, even no padding leaves nothing to read.
+        if pad >= self.end - self.pos {
+            return self.align_cold(n);
         }
         self.pos += pad;
         Ok(())
     }
 
-    /// [`align`](Self::align) by the segment rule. When the padding reaches
-    /// the next segment, the value did not fit in its fragment: the sender
-    /// ended that fragment (omniORB after the padding, others before it)
-    /// and aligned the value again from the next fragment's origin.
-    #[cold]
-    #[inline(never)]
-    fn align_segmented(&mut self, n: usize) -> Result<()> {
+    /// Padding up to a multiple of `n` at the cursor, by the segment rule
+    /// when there are segments: when the padding reaches the next segment,
+    /// the value did not fit in its fragment; the sender ended that
+    /// fragment (omniORB after the padding, others before it) and aligned
+    /// the value again from the next fragment's origin.
+    fn pad_for(&self, n: usize) -> usize {
+        if self.segs.is_empty() {
+            return (self.base + self.pos).wrapping_neg() & (n - 1);
+        }
         let k = self.segs.partition_point(|&s| s <= self.pos);
         let mut pad = self.seg_align_offset().wrapping_neg() & (n - 1);
         if let Some(&next) = self.segs.get(k) {
@@ -270,34 +296,158 @@ impl<'a> Reader<'a> {
                 pad = next - self.pos + (self.seg_offset.wrapping_neg() & (n - 1));
             }
         }
-        if pad > self.remaining() {
-            return Err(self.truncated(pad));
+        pad
+    }
+
+    /// [`align`](Self::align) with segments, or where the padding reaches
+    /// the end of the data or of a chunk.
+    #[cold]
+    #[inline(never)]
+    fn align_cold(&mut self, n: usize) -> Result<()> {
+        loop {
+            let pad = self.pad_for(n);
+            let avail = self.end - self.pos;
+            if pad < avail || self.chunks == 0 {
+                if pad > avail {
+                    return Err(self.truncated(pad));
+                }
+                self.pos += pad;
+                return Ok(());
+            }
+            self.next_chunk()?;
         }
-        self.pos += pad;
-        Ok(())
+    }
+
+    // ---- chunked valuetypes: `crate::valuetype` drives these ----------
+
+    /// Move on to the next chunk of the value being read: what is left of
+    /// the current one is padding (the caller saw to that), and the next
+    /// long must be a chunk size.
+    #[cold]
+    #[inline(never)]
+    fn next_chunk(&mut self) -> Result<()> {
+        let (at, tag) = self.boundary_tag()?;
+        if is_chunk_size(tag) {
+            return Ok(());
+        }
+        Err(CdrError::BadValue {
+            offset: at,
+            reason: format!(
+                "the value's state goes on past the end of its chunk, but the next tag is {}",
+                describe_tag(tag)
+            ),
+        })
+    }
+
+    /// Skip what is left of the current chunk, read the long at the next
+    /// 4-aligned offset (a tag between chunks) and, when it is a chunk
+    /// size, enter the chunk it announces (checked against the bytes
+    /// left); otherwise the cursor stays after the tag, between chunks.
+    /// Returns the tag's offset and value.
+    pub(crate) fn boundary_tag(&mut self) -> Result<(usize, i32)> {
+        self.pos = self.end;
+        let level = self.chunks;
+        self.chunks = 0;
+        self.end = self.data.len();
+        let read = self.align(4).map(|()| self.position());
+        let tag = read.and_then(|at| Ok((at, self.read_i32()?)));
+        self.chunks = level;
+        let (at, tag) = tag?;
+        if is_chunk_size(tag) {
+            let n = tag as usize;
+            if n > self.remaining() {
+                return Err(CdrError::Truncated {
+                    offset: self.position(),
+                    needed: n,
+                    available: self.remaining(),
+                });
+            }
+            self.end = self.pos + n;
+        } else {
+            self.end = self.pos;
+        }
+        Ok((at, tag))
+    }
+
+    /// How many chunked values are being read, one inside the other.
+    pub(crate) fn chunk_level(&self) -> u32 {
+        self.chunks
+    }
+
+    /// Set the chunked nesting level (after a chunked value's header: one
+    /// more; after an end tag: the level it leaves) with the cursor between
+    /// chunks, or with the whole data readable again at level 0.
+    pub(crate) fn set_chunk_level(&mut self, level: u32) {
+        self.chunks = level;
+        self.end = if level > 0 { self.pos } else { self.data.len() };
+    }
+
+    /// Make the bytes after the cursor readable as they are, outside any
+    /// chunk: the header of a value nested in a chunked one (its tag,
+    /// codebase and repository ids lie between chunks).
+    pub(crate) fn open_window(&mut self) {
+        self.end = self.data.len();
+    }
+
+    /// Bytes left in the current chunk (or in the data outside chunks).
+    pub(crate) fn chunk_left(&self) -> usize {
+        self.end - self.pos
+    }
+
+    /// Padding to a multiple of `n` at the cursor.
+    pub(crate) fn padding(&self, n: usize) -> usize {
+        self.pad_for(n)
+    }
+
+    /// Skip `n` bytes of the current chunk (the state a truncating reader
+    /// does not know); at most what the chunk holds.
+    pub(crate) fn skip_in_chunk(&mut self, n: usize) {
+        self.pos += n.min(self.end - self.pos);
     }
 
     /// Take exactly `n` bytes.
     #[inline]
     pub fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if n > self.remaining() {
-            return Err(self.truncated(n));
+        if n > self.end - self.pos {
+            return self.take_cold(n);
         }
         let s = &self.data[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    /// [`take`](Self::take) past the end of the data or of a chunk: at a
+    /// chunk's end the bytes are in the next chunk; bytes that start in
+    /// one chunk and end in the next are refused (no chunk boundary may
+    /// split a primitive, an array of primitives or a string).
+    #[cold]
+    #[inline(never)]
+    fn take_cold(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.chunks == 0 {
+            return Err(self.truncated(n));
+        }
+        if self.pos < self.end {
+            return Err(CdrError::BadValue {
+                offset: self.position(),
+                reason: format!(
+                    "{n} bytes run past the end of their chunk at offset {} (a chunk may not split a primitive, an array of primitives or a string)",
+                    self.base + self.end
+                ),
+            });
+        }
+        self.next_chunk()?;
+        self.take(n)
+    }
+
     /// octet
     #[inline]
     pub fn read_u8(&mut self) -> Result<u8> {
-        match self.data.get(self.pos) {
-            Some(&b) => {
-                self.pos += 1;
-                Ok(b)
-            }
-            None => Err(self.truncated(1)),
+        if self.pos < self.end {
+            let b = self.data[self.pos];
+            self.pos += 1;
+            return Ok(b);
         }
+        Ok(self.take_cold(1)?[0])
     }
 
     /// boolean: 0 or 1, anything else is an error.
@@ -429,7 +579,7 @@ impl<'a> Reader<'a> {
         if self.segs.is_empty() || self.pos + bytes.min(self.remaining()) <= self.segment_end() {
             return self.take(bytes).map(Cow::Borrowed);
         }
-        if bytes > self.remaining() {
+        if bytes > self.end - self.pos {
             return Err(self.truncated(bytes));
         }
         let mut out = Vec::with_capacity(bytes);
@@ -714,11 +864,30 @@ impl<'a> Reader<'a> {
             owner: self.owner,
             segs: &[],
             seg_offset: 0,
+            end: body.len(),
+            chunks: 0,
         };
         // Offsets inside are relative to the encapsulation's own origin,
         // as the spec defines alignment there.
         inner.enter()?;
         Ok(inner)
+    }
+}
+
+/// Whether a long between chunks announces a chunk: 1 to 0x7fffff00
+/// exclusive (0x7fffff00 and up are value tags, negative ones end tags).
+pub(crate) fn is_chunk_size(tag: i32) -> bool {
+    tag > 0 && tag < 0x7fff_ff00
+}
+
+/// What a long between chunks (or where a value may start) is, in words.
+pub(crate) fn describe_tag(tag: i32) -> String {
+    match tag {
+        0 => "0 (a null value, not allowed between chunks)".into(),
+        t if is_chunk_size(t) => format!("a chunk of {t} bytes"),
+        t if t >= 0x7fff_ff00 => format!("the value tag 0x{:08x} (a nested value)", t as u32),
+        -1 => "the end tag -1 (or an indirection marker 0xffffffff)".into(),
+        t => format!("the end tag {t}"),
     }
 }
 

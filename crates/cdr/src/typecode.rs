@@ -1376,6 +1376,10 @@ pub(crate) fn shift_err(e: CdrError, by: usize) -> CdrError {
             offset: offset + by,
             reason,
         },
+        BadValue { offset, reason } => BadValue {
+            offset: offset + by,
+            reason,
+        },
         TypeMismatch {
             offset,
             expected,

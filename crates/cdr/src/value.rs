@@ -31,16 +31,27 @@
 //!   ISO 8859-1 whatever the char code set, as in any IOR.
 //! - Aliases are transparent: a value of `typedef T A` is a value of `T`.
 //!
+//! - A valuetype or value box is [`Value::Valuetype`] where it first
+//!   occurs in its stream and [`Value::ValueRef`] (its number) where it
+//!   occurs again (a shared reference, or a cycle back to a value that
+//!   encloses it); a null value is [`Value::Null`]. The framing (value
+//!   tags, repository ids, chunks, end tags, indirections) is
+//!   [`crate::valuetype`]'s; a [`ValueScope`] holds what one stream has
+//!   seen, so that a value may refer to one of an earlier argument.
+//!
 //! Entry points: [`Value::decode`]`(&TypeCode, &mut Reader)` and
-//! [`Value::encode`]`(&self, &TypeCode, &mut Writer)`.
-//! - valuetypes, value boxes, native and local/abstract interfaces decode
-//!   as TypeCodes only: as values they are a `TypeMismatch` error.
+//! [`Value::encode`]`(&self, &TypeCode, &mut Writer)`, each with a scope
+//! of its own; [`Value::decode_in`] and [`Value::encode_in`] share one.
+//! - custom-marshalled valuetypes, native and local/abstract interfaces
+//!   decode as TypeCodes only: as values they are a `TypeMismatch` error.
 //!
 //! Hostile input: counts are checked against the bytes left at the
 //! element's minimum wire size before allocating, nesting goes through
 //! `Reader::enter`, and values of types that occupy no bytes at all
 //! (empty structs, arrays of them) draw on a fixed node budget of 65536
 //! per decode, which also bounds their counts.
+
+use std::collections::HashMap;
 
 use bytes::Bytes;
 
@@ -49,8 +60,9 @@ use crate::ior::Ior;
 use crate::prim::Primitive;
 use crate::reader::Reader;
 use crate::typecode::{
-    read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember,
+    read_label, write_label, StructMember, TCKind, TcDef, TypeCode, UnionMember, ValueMember,
 };
+use crate::valuetype::{TypeInfo, ValueReader, ValueStart, ValueWriter};
 use crate::writer::Writer;
 
 /// An `any`: a TypeCode and a value of that type.
@@ -124,6 +136,145 @@ pub enum Value {
     ObjRef(Box<Ior>),
     /// `Principal`: its octets.
     Principal(Bytes),
+    /// A valuetype or value box where it first occurs in its stream.
+    Valuetype(Box<ValueObj>),
+    /// A later occurrence of the value numbered `.0` in its stream
+    /// ([`ValueObj::number`]): a shared reference, or a cycle back to a
+    /// value that encloses it.
+    ValueRef(u32),
+}
+
+/// A valuetype (or value box) instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueObj {
+    /// Its number in the stream, which [`Value::ValueRef`] uses. Decoding
+    /// numbers values from 0 in the order their tags are read (a
+    /// [`ValueScope`] counts on across arguments); encoding takes the
+    /// numbers as given, each once.
+    pub number: u32,
+    /// Repository id of the type whose state this is: the value's own, or
+    /// the base a truncated value was cut down to.
+    pub type_id: String,
+    /// The state members, those of the root base first; a box's one value.
+    pub state: Vec<Value>,
+}
+
+/// What one stream (a message body) has seen of valuetypes, for the
+/// dynamic codec: values and repository ids read or written (so that an
+/// indirection may point back into an earlier argument), the types a
+/// value may have beyond its formal type, and choices for writing.
+#[derive(Debug, Default, Clone)]
+pub struct ValueScope {
+    pub reader: ValueReader,
+    pub writer: ValueWriter,
+    /// Value and value box TypeCodes by repository id: the types a value
+    /// read may have besides its formal type, and those a
+    /// [`ValueObj::type_id`] written may name. A value of a type found
+    /// nowhere is truncated to the first base its repository id list
+    /// names that is known, or refused.
+    pub types: HashMap<String, TypeCode>,
+    /// Chunk every value written (otherwise only those that must be:
+    /// truncatable ones and those inside chunked ones).
+    pub chunk_all: bool,
+    /// Write no type information for a value of its formal type (as
+    /// omniORB does) instead of its repository id (as JacORB does).
+    pub omit_formal_ids: bool,
+}
+
+impl ValueScope {
+    /// A fresh scope that knows the value types `tcs` hold (at any depth).
+    pub fn with_types<'t>(tcs: impl IntoIterator<Item = &'t TypeCode>) -> ValueScope {
+        let mut s = ValueScope::default();
+        for tc in tcs {
+            s.learn(tc);
+        }
+        s
+    }
+
+    /// Record the value and value box TypeCodes inside `tc`.
+    pub fn learn(&mut self, tc: &TypeCode) {
+        let mut stack = vec![tc.clone()];
+        let mut seen = 0usize;
+        while let Some(t) = stack.pop() {
+            seen += 1;
+            if seen > 100_000 {
+                break;
+            }
+            match t.def() {
+                TcDef::Value {
+                    id, base, members, ..
+                } => {
+                    if self.types.contains_key(&**id) {
+                        continue;
+                    }
+                    self.types.insert(id.to_string(), t.clone());
+                    stack.extend(base.iter().cloned());
+                    stack.extend(members.iter().map(|m| m.tc.clone()));
+                }
+                TcDef::ValueBox { id, content, .. } => {
+                    if self.types.contains_key(&**id) {
+                        continue;
+                    }
+                    self.types.insert(id.to_string(), t.clone());
+                    stack.push(content.clone());
+                }
+                TcDef::Struct { members, .. } => stack.extend(members.iter().map(|m| m.tc.clone())),
+                TcDef::Union { members, .. } => stack.extend(members.iter().map(|m| m.tc.clone())),
+                TcDef::Sequence { element, .. } | TcDef::Array { element, .. } => {
+                    stack.push(element.clone())
+                }
+                TcDef::Alias { content, .. } => stack.push(content.clone()),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// `VM_TRUNCATABLE`: the valuetype's base is truncatable.
+const VM_TRUNCATABLE: i16 = 3;
+/// `VM_CUSTOM`: custom-marshalled state.
+const VM_CUSTOM: i16 = 1;
+
+/// A valuetype's chain of concrete types, the root base first.
+fn value_chain(tc: &TypeCode) -> Vec<TypeCode> {
+    let mut chain = vec![tc.clone()];
+    let mut t = tc.clone();
+    while let TcDef::Value { base: Some(b), .. } = t.def() {
+        let b = b.unalias().clone();
+        // Bounded: a chain longer than this is a malformed TypeCode.
+        if chain.len() > 256 || !matches!(b.def(), TcDef::Value { .. }) {
+            break;
+        }
+        chain.push(b.clone());
+        t = b;
+    }
+    chain.reverse();
+    chain
+}
+
+/// The repository ids a value of `tc` is written with when it may be
+/// truncated: its own, then each base while the type below it is
+/// truncatable.
+fn truncatable_ids(tc: &TypeCode) -> Vec<std::sync::Arc<str>> {
+    let mut chain = value_chain(tc);
+    chain.reverse();
+    let mut ids = Vec::new();
+    for t in &chain {
+        if let TcDef::Value { id, modifier, .. } = t.def() {
+            ids.push(id.clone());
+            if *modifier != VM_TRUNCATABLE {
+                break;
+            }
+        }
+    }
+    ids
+}
+
+fn value_members(tc: &TypeCode) -> &[ValueMember] {
+    match tc.def() {
+        TcDef::Value { members, .. } => members,
+        _ => &[],
+    }
 }
 
 impl Value {
@@ -248,6 +399,8 @@ impl Value {
             TypeCode(_) => "TypeCode",
             ObjRef(_) => "ObjRef",
             Principal(_) => "Principal",
+            Valuetype(_) => "Valuetype",
+            ValueRef(_) => "ValueRef",
         }
     }
 
@@ -313,18 +466,37 @@ impl Value {
 
     /// Decode a value of type `tc`.
     pub fn decode(tc: &TypeCode, r: &mut Reader<'_>) -> Result<Value> {
-        let mut ctx = Ctx {
-            enclosing: Vec::new(),
-            budget: EMPTY_NODE_BUDGET,
-        };
-        ctx.decode(tc, r)
+        Value::decode_in(tc, r, &mut ValueScope::default())
     }
 
     /// Encode this value as type `tc`.
     pub fn encode(&self, tc: &TypeCode, w: &mut Writer<'_>) -> Result<()> {
+        self.encode_in(tc, w, &mut ValueScope::default())
+    }
+
+    /// Decode a value of type `tc` in a valuetype scope shared with the
+    /// other values of the same stream (the arguments of one request).
+    pub fn decode_in(tc: &TypeCode, r: &mut Reader<'_>, scope: &mut ValueScope) -> Result<Value> {
         let mut ctx = Ctx {
             enclosing: Vec::new(),
             budget: EMPTY_NODE_BUDGET,
+            scope,
+        };
+        ctx.decode(tc, r)
+    }
+
+    /// Encode this value as type `tc` in a valuetype scope shared with the
+    /// other values of the same stream.
+    pub fn encode_in(
+        &self,
+        tc: &TypeCode,
+        w: &mut Writer<'_>,
+        scope: &mut ValueScope,
+    ) -> Result<()> {
+        let mut ctx = Ctx {
+            enclosing: Vec::new(),
+            budget: EMPTY_NODE_BUDGET,
+            scope,
         };
         ctx.encode(tc, self, w)
     }
@@ -336,10 +508,12 @@ impl Value {
 const EMPTY_NODE_BUDGET: u32 = 1 << 16;
 
 /// State of one decode/encode: the enclosing recursion targets (to resolve
-/// recursive placeholders) and the zero-size node budget.
-struct Ctx {
+/// recursive placeholders), the zero-size node budget and the valuetype
+/// scope.
+struct Ctx<'s> {
     enclosing: Vec<TypeCode>,
     budget: u32,
+    scope: &'s mut ValueScope,
 }
 
 fn mismatch(offset: usize, tc: &TypeCode, found: &Value) -> CdrError {
@@ -406,7 +580,7 @@ fn select_member(members: &[UnionMember], default_index: i32, disc: i64) -> Opti
         .or_else(|| (default_index >= 0).then_some(default_index as usize))
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn resolve<'t>(&'t self, tc: &'t TypeCode, offset: usize) -> Result<&'t TypeCode> {
         match tc.def() {
             TcDef::Recursive { id } => self
@@ -601,9 +775,102 @@ impl Ctx {
                 let t = self.resolve(tc, pos)?.clone();
                 self.decode(&t, r)?
             }
-            TcDef::ValueBox { .. } | TcDef::Value { .. } => {
-                return Err(unsupported(pos, tc.kind()))
+            TcDef::ValueBox { .. } | TcDef::Value { .. } => self.decode_value(tc, r)?,
+        })
+    }
+
+    /// A value where one of formal type `formal` may stand.
+    fn decode_value(&mut self, formal: &TypeCode, r: &mut Reader<'_>) -> Result<Value> {
+        let head = match self.scope.reader.start(r)? {
+            ValueStart::Null => return Ok(Value::Null),
+            ValueStart::Shared { number } => return Ok(Value::ValueRef(number)),
+            ValueStart::Value(head) => head,
+        };
+        let (tc, truncating) = self.actual_type(formal, &head.ids, head.offset)?;
+        if truncating && !head.chunked {
+            return Err(CdrError::BadValue {
+                offset: head.offset,
+                reason:
+                    "an unchunked value of a type we know only a base of (it cannot be truncated)"
+                        .into(),
+            });
+        }
+        r.enter()?;
+        let mut state = Vec::new();
+        match tc.def() {
+            TcDef::ValueBox { content, .. } => {
+                self.scope.reader.member(r, &head)?;
+                state.push(self.decode(content, r)?);
             }
+            _ => {
+                let chain = value_chain(&tc);
+                let targets = chain.iter().filter(|t| t.is_recursion_target()).count();
+                self.enclosing
+                    .extend(chain.iter().filter(|t| t.is_recursion_target()).cloned());
+                for t in &chain {
+                    if matches!(
+                        t.def(),
+                        TcDef::Value {
+                            modifier: VM_CUSTOM,
+                            ..
+                        }
+                    ) {
+                        return Err(unsupported(head.offset, TCKind::tk_value));
+                    }
+                    for m in value_members(t) {
+                        self.scope.reader.member(r, &head)?;
+                        state.push(self.decode(&m.tc, r)?);
+                    }
+                }
+                self.enclosing.truncate(self.enclosing.len() - targets);
+            }
+        }
+        // No member check here: an end tag may close this value together
+        // with the last value nested in it.
+        self.scope.reader.end(r, &head, !truncating)?;
+        r.leave();
+        Ok(Value::Valuetype(Box::new(ValueObj {
+            number: head.number,
+            type_id: tc.id().unwrap_or_default().to_string(),
+            state,
+        })))
+    }
+
+    /// The type a value's state is read as, and whether that truncates
+    /// it: the formal type when the header names none or names it, else
+    /// the first of its repository ids that is known.
+    fn actual_type(
+        &self,
+        formal: &TypeCode,
+        ids: &TypeInfo,
+        offset: usize,
+    ) -> Result<(TypeCode, bool)> {
+        let formal = self.resolve(formal, offset)?.unalias().clone();
+        let fid = formal.id().unwrap_or_default();
+        if *ids == TypeInfo::None {
+            return Ok((formal, false));
+        }
+        let boxed = formal.kind() == TCKind::tk_value_box;
+        for (i, id) in ids.ids().iter().enumerate() {
+            if **id == *fid {
+                return Ok((formal, i > 0));
+            }
+            if boxed {
+                continue;
+            }
+            if let Some(t) = self.scope.types.get(&**id) {
+                if t.kind() == TCKind::tk_value {
+                    return Ok((t.clone(), i > 0));
+                }
+            }
+        }
+        let names: Vec<&str> = ids.ids().iter().map(|s| &**s).collect();
+        Err(CdrError::BadValue {
+            offset,
+            reason: format!(
+                "a value of type {} where {fid} is expected: no TypeCode for it or a base it may be truncated to",
+                names.join(", ")
+            ),
         })
     }
 
@@ -649,6 +916,7 @@ impl Ctx {
                     }
                     Value::BooleanSeq(out)
                 }
+                Packed::Enum(_) if n == 0 => Value::EnumSeq(Vec::new()),
                 Packed::Enum(count) => {
                     r.align(4)?;
                     let start = r.position();
@@ -875,6 +1143,20 @@ impl Ctx {
 
     fn encode(&mut self, tc: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
         use TCKind::*;
+        // Inside a chunked value every piece of state goes into a chunk;
+        // a nested value opens and closes its own.
+        if self.scope.writer.level() > 0
+            && !matches!(
+                tc.def(),
+                TcDef::Value { .. }
+                    | TcDef::ValueBox { .. }
+                    | TcDef::Struct { .. }
+                    | TcDef::Alias { .. }
+                    | TcDef::Recursive { .. }
+            )
+        {
+            self.scope.writer.data(w)?;
+        }
         let pos = w.position();
         match (tc.def(), v) {
             (TcDef::Basic(k), _) => match (k, v) {
@@ -1006,15 +1288,113 @@ impl Ctx {
                 let t = self.resolve(tc, pos)?.clone();
                 self.encode(&t, v, w)?
             }
-            (TcDef::ValueBox { .. } | TcDef::Value { .. }, _) => {
-                return Err(unsupported(pos, tc.kind()))
-            }
+            (TcDef::ValueBox { .. } | TcDef::Value { .. }, _) => self.encode_value(tc, v, w)?,
             (TcDef::Interface { kind, .. }, Value::ObjRef(_)) => {
                 return Err(unsupported(pos, *kind))
             }
             _ => return Err(mismatch(pos, tc, v)),
         }
         Ok(())
+    }
+
+    /// A value (or null, or a reference to one written before) where one
+    /// of formal type `formal` may stand.
+    fn encode_value(&mut self, formal: &TypeCode, v: &Value, w: &mut Writer<'_>) -> Result<()> {
+        let pos = w.position();
+        let obj = match v {
+            Value::Null => return self.scope.writer.null(w),
+            Value::ValueRef(n) => {
+                if self.scope.writer.shared(w, *n as u64)? {
+                    return Ok(());
+                }
+                return Err(CdrError::TypeMismatch {
+                    offset: pos,
+                    expected: format!("value {n} written before its reference"),
+                    found: format!("ValueRef({n})"),
+                });
+            }
+            Value::Valuetype(obj) => obj,
+            other => return Err(mismatch(pos, formal, other)),
+        };
+        let formal = self.resolve(formal, pos)?.unalias().clone();
+        let fid = formal.id().unwrap_or_default();
+        let tc = if obj.type_id.is_empty() || obj.type_id == fid {
+            formal.clone()
+        } else {
+            match self.scope.types.get(&obj.type_id) {
+                Some(t) if t.kind() == formal.kind() => t.clone(),
+                _ => {
+                    return Err(CdrError::TypeMismatch {
+                        offset: pos,
+                        expected: format!("a value of type {fid} (or of a type the scope knows)"),
+                        found: obj.type_id.clone(),
+                    })
+                }
+            }
+        };
+        let boxed = tc.kind() == TCKind::tk_value_box;
+        let chain = if boxed { Vec::new() } else { value_chain(&tc) };
+        if chain.iter().any(|t| {
+            matches!(
+                t.def(),
+                TcDef::Value {
+                    modifier: VM_CUSTOM,
+                    ..
+                }
+            )
+        }) {
+            return Err(unsupported(pos, TCKind::tk_value));
+        }
+        let ids = if boxed {
+            vec![std::sync::Arc::from(tc.id().unwrap_or_default())]
+        } else {
+            truncatable_ids(&tc)
+        };
+        let same = tc.id() == Some(fid);
+        let info = if ids.len() > 1 {
+            TypeInfo::List(ids.clone())
+        } else if same && self.scope.omit_formal_ids {
+            TypeInfo::None
+        } else {
+            TypeInfo::Single(ids[0].clone())
+        };
+        let chunked = ids.len() > 1 || self.scope.chunk_all || self.scope.writer.level() > 0;
+        let want = if boxed {
+            1
+        } else {
+            chain.iter().map(|t| value_members(t).len()).sum()
+        };
+        if obj.state.len() != want {
+            return Err(CdrError::TypeMismatch {
+                offset: pos,
+                expected: format!("{want} state members of {}", tc.id().unwrap_or_default()),
+                found: format!("{} values", obj.state.len()),
+            });
+        }
+        if self.scope.writer.shared(w, obj.number as u64)? {
+            return Err(CdrError::TypeMismatch {
+                offset: pos,
+                expected: format!("value {} once (then ValueRef)", obj.number),
+                found: "a second Valuetype with its number".into(),
+            });
+        }
+        let token = self
+            .scope
+            .writer
+            .begin(w, Some(obj.number as u64), None, &info, chunked)?;
+        if let TcDef::ValueBox { content, .. } = tc.def() {
+            self.encode(content, &obj.state[0], w)?;
+        } else {
+            let targets = chain.iter().filter(|t| t.is_recursion_target()).count();
+            self.enclosing
+                .extend(chain.iter().filter(|t| t.is_recursion_target()).cloned());
+            let members = chain.iter().flat_map(|t| value_members(t).iter());
+            for (m, x) in members.zip(&obj.state) {
+                self.encode(&m.tc, x, w)?;
+            }
+            self.enclosing.truncate(self.enclosing.len() - targets);
+        }
+        self.scope.writer.end(w, token)
     }
 
     /// The element count of a sequence/array value, checking that the

@@ -152,6 +152,10 @@ pub struct OutputOpts {
     /// No progress and no table (errors still go to stderr).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print every column in one table (the default fits 100 columns: a
+    /// table per mode, the main figures only).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl OutputOpts {
@@ -163,6 +167,7 @@ impl OutputOpts {
             csv: None,
             hlog: None,
             quiet,
+            wide: false,
         }
     }
 
@@ -241,10 +246,10 @@ pub struct TargetArgs {
     /// next request before it blocks in recv, as `serve --spin-limit` and
     /// the raw-TCP baseline's server do: the fastest round trip, at the
     /// price of a CPU per connection while calls come.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub server_spin_limit: Option<Duration>,
     /// Timeout of every call (and of connecting).
-    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
     pub timeout: Duration,
     /// Fragment our GIOP 1.2 requests above this size (for ORBs with
     /// small message limits).
@@ -337,7 +342,7 @@ pub struct WaitArgs {
     pub wait_strategy: WaitArg,
     /// With `spin`: the longest one wait polls before it blocks in recv
     /// (at most the 1/16 of --timeout the client looks at deadlines by).
-    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
     pub spin_limit: Duration,
 }
 
@@ -414,23 +419,23 @@ pub struct WorkloadArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Measure each case for this long (ignored with --until-ci).
-    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "2s", value_name = "DURATION")]
     pub duration: Duration,
     /// Run each case in batches until the 95 % CI of mean response time
     /// is within ±this (e.g. `5%`), or --max-duration.
     #[arg(long, value_parser = parse_relative, value_name = "PERCENT")]
     pub until_ci: Option<f64>,
     /// Time cap per case with --until-ci.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
     /// Batch length for the batch means.
-    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
     pub batch: Duration,
     /// Fewest batches before the CI rule may stop a run.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub min_batches: usize,
     /// Unrecorded time at the start of each case (connections warm).
-    #[arg(long, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "100ms", value_name = "DURATION")]
     pub warmup_duration: Duration,
     /// Seed of every random draw (think and service times).
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -8,10 +8,14 @@
 //! flags, their conversion into the engine's job or options, the run,
 //! what is printed); below them [`flags`] (the flag groups commands
 //! share), [`output`] / [`table`] (tables and results files),
-//! [`progress`] (the terminal spinner), [`words`] (the engine's words for
+//! [`progress`] (the terminal spinner), [`stdout`] (printing that a
+//! closed pipe ends quietly), [`words`] (the engine's words for
 //! options as flags), [`programs`] (this binary started as a server, an
 //! agent or a job's process) and [`examples`] (the `--help` examples).
 //! This file dispatches.
+
+#[macro_use]
+pub mod stdout;
 
 pub mod cmd;
 pub mod examples;
@@ -55,10 +59,40 @@ pub fn run(cli: Cli, argv: &[String]) -> i32 {
     match outcome {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("iiopbench: {}", words::flags(&format!("{e:#}")));
+            eprintln!("iiopbench: {}", words::flags(&error_line(&e)));
             1
         }
     }
+}
+
+/// An error and its causes in one line, as `{:#}` writes them, but a
+/// cause whose text its error already says (an error that prints its
+/// source and also names it as its source) only once.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
+/// clap's error in one line: its text up to the first blank line (the
+/// usage and tips after it dropped), without the `error: ` prefix.
+fn usage_error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    first.join(" ").trim_start_matches("error: ").to_string()
 }
 
 /// Entry point used by `main`: parse `args` and run; returns the exit
@@ -76,9 +110,18 @@ where
     match Cli::try_parse_from(args) {
         Ok(cli) => run(cli, &argv),
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            code
+            if !e.use_stderr() {
+                // --help, --version: clap's text on stdout.
+                let _ = e.print();
+                return 0;
+            }
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // A command without its subcommand: its help.
+                let _ = e.print();
+                return 2;
+            }
+            eprintln!("iiopbench: {} (--help for usage)", usage_error_line(&e));
+            2
         }
     }
 }

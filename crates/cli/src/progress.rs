@@ -73,7 +73,11 @@ impl ProgressSink for Terminal {
         if self.parts {
             let mut r = r.clone();
             crate::words::in_results(&mut r);
-            print!("{}", crate::output::show(&r));
+            let st = crate::output::Style {
+                wide: false,
+                color: self.spinners && std::env::var_os("NO_COLOR").is_none(),
+            };
+            out!("{}", crate::output::show(&r, st));
         }
     }
 }

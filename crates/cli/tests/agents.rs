@@ -75,7 +75,10 @@ fn counts(h: &Latency) -> Vec<(u64, u64)> {
 /// Everything a complete N-agent merged file must hold.
 fn check_merged(v: &Value, n: usize) {
     let info = &v["agents"];
-    assert_eq!(v["schema_version"], 4);
+    assert_eq!(
+        v["schema_version"],
+        iiopbench_engine::results::SCHEMA_VERSION
+    );
     assert_eq!(info["requested"], n as u64);
     assert_eq!(info["ran"], n as u64, "{:#}", info["agents"]);
     assert_eq!(info["partial"], false);

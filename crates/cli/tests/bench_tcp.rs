@@ -44,7 +44,10 @@ fn embedded_stream_and_pingpong_counts_are_exact() {
     assert_eq!(code, 0);
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["schema_version"], 4);
+    assert_eq!(
+        v["schema_version"],
+        iiopbench_engine::results::SCHEMA_VERSION
+    );
     assert_eq!(v["kind"], "tcp");
     assert_eq!(v["outcome"]["complete"], true);
     // Unpinned, the embedded server may share the client's CPUs: the

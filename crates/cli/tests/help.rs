@@ -111,6 +111,13 @@ const IDEAS: &[Idea] = &[
         "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, lab agents, lab matrix",
     ),
     idea(
+        "Every column, in one table (by default tables fit 100 columns)",
+        None,
+        "wide",
+        "—",
+        "bench *, soak, pcap",
+    ),
+    idea(
         "CPUs of the client",
         None,
         "client-cpus",

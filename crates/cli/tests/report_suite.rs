@@ -351,8 +351,8 @@ fn compare_judges_oneways_by_what_the_server_counted() {
     let text = iiopbench::cmd::compare::render(&rows);
     let line = |n: &str| text.lines().find(|l| l.contains(n)).unwrap().to_string();
     for (case, ratio, basis) in [
-        ("oneway 1KiB", "2.000", "receiver"),
-        ("oneway 4KiB", "0.800", "sender"),
+        ("oneway 1KiB", "2.00x faster", "receiver"),
+        ("oneway 4KiB", "0.800x slower", "sender"),
     ] {
         let l = line(case);
         assert!(l.contains(ratio) && l.contains(basis), "{text}");

@@ -252,6 +252,7 @@ pub fn fold_case(a: &mut Case, b: &Case, overlap: Overlap) -> crate::error::Resu
     };
     // A ratio to one run's baseline does not survive summing runs.
     a.baseline = None;
+    a.limit = None;
     a.tls_baseline = None;
     a.vs_plain = None;
     Ok(())

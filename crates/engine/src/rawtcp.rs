@@ -834,6 +834,11 @@ impl RawClient {
         self
     }
 
+    /// How a stream's frames go out.
+    pub fn writes(&self) -> StreamWrites {
+        self.writes
+    }
+
     /// Whether this client goes through TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self.s, Wire::Tls(_))

@@ -318,7 +318,7 @@ fn throughput_figures(
         });
         figs.push((
             t,
-            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source, as in seed 000's Figures 2–7.".into(),
+            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source.".into(),
             svg,
         ));
     }
@@ -523,7 +523,7 @@ fn breakdown_figures(
         let svg = Plot::bars("µs per call", rows);
         figs.push((
             t,
-            "Where the time of one call goes, per phase (µs per call, stacked), seed 000's Tables 1–2 as bars.".into(),
+            "Where the time of one call goes, per phase (µs per call, stacked).".into(),
             svg,
         ));
     }

@@ -27,7 +27,11 @@ use crate::sysinfo::HostInfo;
 /// 4: top-level `job`, the typed job that produced the file; an agent
 /// run's `agents.spec` (its bench command line) gives way to it. Files of
 /// versions 1 to 3 still read.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: `bench throughput --baseline`'s `baseline` is raw TCP written and
+/// waited for as our client and server do; the fastest raw stream or round
+/// trip, its `baseline` until 4, is a case's `limit`. Files of versions 1
+/// to 4 still read.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -307,6 +311,9 @@ pub struct RunFigures {
     /// This run's ratio to the raw TLS-over-TCP baseline of the same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_baseline_ratio: Option<f64>,
+    /// This run's ratio to the physical limit of the same run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_ratio: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<crate::noise::Noise>,
 }
@@ -421,9 +428,15 @@ pub struct Case {
     /// Seconds spent per phase (marshal, write, wait, read, demarshal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakdown: Option<BTreeMap<String, f64>>,
-    /// This case's figure divided by the raw-TCP baseline's, same run.
+    /// This case's figure divided by the raw-TCP baseline's, same run:
+    /// raw TCP written and waited for as our client and server do.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<Baseline>,
+    /// This case's figure divided by the physical limit's, same run: the
+    /// fastest raw stream (frames joined by the kernel) or round trip (a
+    /// server that polls) of its mode and size (`bench throughput`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Baseline>,
     /// A case over TLS: its figure divided by the raw TLS-over-TCP
     /// baseline's (the same frames through rustls), same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -442,7 +455,7 @@ pub struct Case {
     /// With `--runs` > 1: mean ± 95 % interval across runs, keyed by
     /// figure: `throughput_mbps`, `receiver_throughput_mbps`,
     /// `calls_per_sec`, `p50`, `p90`, `p99`, `p999`, `vs_tcp`,
-    /// `vs_tls_tcp`.
+    /// `vs_limit`, `vs_tls_tcp`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub intervals: BTreeMap<String, Interval>,
     /// The machine while this case ran (all its runs).

@@ -177,6 +177,7 @@ pub fn figures(c: &Case) -> RunFigures {
         latency_us: c.latency_us,
         baseline_ratio: c.baseline.as_ref().map(|b| b.ratio),
         tls_baseline_ratio: c.tls_baseline.as_ref().map(|b| b.ratio),
+        limit_ratio: c.limit.as_ref().map(|b| b.ratio),
         noise: c.noise.clone(),
     }
 }
@@ -216,6 +217,7 @@ pub fn intervals(runs: &[RunFigures]) -> BTreeMap<String, Interval> {
     put("p99", lat(|l| l.p99));
     put("p999", lat(|l| l.p999));
     put("vs_tcp", runs.iter().map(|r| r.baseline_ratio).collect());
+    put("vs_limit", runs.iter().map(|r| r.limit_ratio).collect());
     put(
         "vs_tls_tcp",
         runs.iter().map(|r| r.tls_baseline_ratio).collect(),
@@ -305,6 +307,7 @@ fn fold(mut cases: Vec<Case>) -> Case {
     }
     let iv = intervals(&runs);
     out.baseline = fold_baseline(cases.iter().map(|c| c.baseline.as_ref()), iv.get("vs_tcp"));
+    out.limit = fold_baseline(cases.iter().map(|c| c.limit.as_ref()), iv.get("vs_limit"));
     out.tls_baseline = fold_baseline(
         cases.iter().map(|c| c.tls_baseline.as_ref()),
         iv.get("vs_tls_tcp"),

@@ -132,6 +132,9 @@ impl Step {
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
     const WHAT: &str = "a duration";
     let t = s.trim();
+    if t.starts_with('-') {
+        return Err(err(s, WHAT, "the duration is negative; give 0 or more"));
+    }
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
@@ -405,6 +408,10 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("fast").is_err());
+        assert_eq!(
+            parse_duration("-5s").unwrap_err().to_string(),
+            "cannot parse \"-5s\" as a duration: the duration is negative; give 0 or more"
+        );
     }
 
     #[test]

@@ -46,15 +46,23 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     );
     // Everything else that passes: 27 checks of locate, exceptions,
     // `_is_a`, counters, references, large payloads, and the reply's
-    // version and byte order per unfragmented set.
-    assert_eq!(rep.count(Verdict::Pass), 155);
+    // version and byte order per unfragmented set; and the 17 valuetype
+    // checks.
+    let values = rep
+        .checks
+        .iter()
+        .filter(|c| c.name.starts_with("value: "))
+        .map(|c| c.verdict)
+        .collect::<Vec<_>>();
+    assert_eq!(values, [Verdict::Pass; 17]);
+    assert_eq!(rep.count(Verdict::Pass), 172);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 155);
+    assert_eq!(r.params["passed"], 172);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -63,7 +71,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 155);
+    assert_eq!(passed_cases, 172);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

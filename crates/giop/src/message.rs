@@ -345,6 +345,18 @@ impl LocateStatus {
         }
     }
 
+    /// The same status with the reference of a forward replaced by what
+    /// `f` makes of it (`None` from `f`, or a status that forwards
+    /// nowhere, gives `None`); permanence is kept. How a proxy rewrites
+    /// the references that lead past it.
+    pub fn map_forward(&self, f: impl FnOnce(&Ior) -> Option<Ior>) -> Option<LocateStatus> {
+        match self {
+            LocateStatus::ObjectForward(i) => f(i).map(LocateStatus::ObjectForward),
+            LocateStatus::ObjectForwardPerm(i) => f(i).map(LocateStatus::ObjectForwardPerm),
+            _ => None,
+        }
+    }
+
     /// The status as GIOP names it (`OBJECT_HERE`, `OBJECT_FORWARD` …).
     pub fn name(&self) -> &'static str {
         match self {
@@ -1359,5 +1371,27 @@ mod quiet_reply_tests {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_forward_rewrites_only_forwards_and_keeps_permanence() {
+        let a = Ior::new("IDL:A:1.0", Vec::new());
+        let b = Ior::new("IDL:B:1.0", Vec::new());
+        let to_b = |_: &Ior| Some(b.clone());
+        assert_eq!(
+            LocateStatus::ObjectForward(a.clone()).map_forward(to_b),
+            Some(LocateStatus::ObjectForward(b.clone()))
+        );
+        assert_eq!(
+            LocateStatus::ObjectForwardPerm(a.clone()).map_forward(to_b),
+            Some(LocateStatus::ObjectForwardPerm(b.clone()))
+        );
+        assert_eq!(LocateStatus::ObjectHere.map_forward(to_b), None);
+        assert_eq!(LocateStatus::ObjectForward(a).map_forward(|_| None), None);
     }
 }

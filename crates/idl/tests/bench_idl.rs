@@ -9,12 +9,14 @@ fn spec() -> iiop_idl::Spec {
 }
 
 #[test]
-fn perf_has_10_control_and_78_payload_operations() {
+fn perf_has_10_control_78_payload_and_4_valuetype_operations() {
     let spec = spec();
     let perf = spec.lookup("Bench::Perf").unwrap();
     assert_eq!(spec.def(perf).repo_id, "IDL:Bench/Perf:1.0");
     let ops = spec.operations(perf);
-    assert_eq!(ops.len(), 88);
+    assert_eq!(ops.len(), 92);
+    let values: Vec<&str> = ops[88..].iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(values, ["echo_node", "echo_nodes", "echo_box", "same_node"]);
     let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
         &names[..10],
@@ -31,7 +33,7 @@ fn perf_has_10_control_and_78_payload_operations() {
             "pass_doubles"
         ]
     );
-    let payload = ops[10..]
+    let payload = ops[10..88]
         .iter()
         .filter(|o| o.name.starts_with("send_") || o.name.starts_with("echo_"))
         .count();

@@ -66,3 +66,40 @@ fn every_idl_operation_is_served_with_the_same_oneway_flag() {
         }
     }
 }
+
+#[test]
+fn valuetype_typecodes_and_operations_match_the_servers_tables() {
+    use iiop_bench_idl::bench::values::*;
+    let spec = iiop_idl::parse_file(common::bench_idl(), &Options::default()).unwrap();
+    for (name, theirs) in [
+        ("Bench::Node", node_typecode()),
+        ("Bench::TaggedNode", tagged_node_typecode()),
+        ("Bench::LongBox", long_box_typecode()),
+        ("Bench::NodeSeq", node_seq_typecode()),
+    ] {
+        let id = spec.lookup(name).unwrap();
+        let ours = spec.def_typecode(id).unwrap();
+        assert!(
+            ours.equal(&theirs),
+            "{name}: ours {ours:?}\n servers {theirs:?}"
+        );
+        assert_eq!(Some(spec.def(id).repo_id.as_str()), theirs.id(), "{name}");
+    }
+    let tc = |op: &str, i: usize| {
+        let op = spec.find_operation("Bench::Perf", op).unwrap();
+        (
+            spec.to_typecode(&op.params[i].ty).unwrap(),
+            spec.to_typecode(&op.result).unwrap(),
+        )
+    };
+    let (p, r) = tc("echo_node", 0);
+    assert!(p.equal(&node_typecode()) && r.equal(&node_typecode()));
+    let (p, r) = tc("echo_nodes", 0);
+    assert!(p.equal(&node_seq_typecode()) && r.equal(&node_seq_typecode()));
+    let (p, r) = tc("echo_box", 0);
+    assert!(p.equal(&long_box_typecode()) && r.equal(&long_box_typecode()));
+    let (a, r) = tc("same_node", 0);
+    let (b, _) = tc("same_node", 1);
+    assert!(a.equal(&node_typecode()) && b.equal(&node_typecode()));
+    assert_eq!(r.kind(), iiop_cdr::TCKind::tk_boolean);
+}

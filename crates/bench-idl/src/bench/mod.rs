@@ -1,11 +1,12 @@
 //! bench.idl on our side: element catalogue, objects and operations,
-//! counters and service time — the ORB-independent core that the typed
+//! counters, service time and the valuetypes — the ORB-independent core that the typed
 //! and dynamic skeletons and the client share.
 
 pub mod counters;
 pub mod elements;
 pub mod ops;
 pub mod types;
+pub mod values;
 pub mod work;
 
 pub use elements::{CallMode, Elem};

@@ -134,6 +134,14 @@ pub enum Op {
     PassBoth,
     PassChars,
     PassDoubles,
+    /// `echo_node(in Node n)`.
+    EchoNode,
+    /// `echo_nodes(in NodeSeq s)`.
+    EchoNodes,
+    /// `echo_box(in LongBox b)`.
+    EchoBox,
+    /// `same_node(in Node a, in Node b)`.
+    SameNode,
     /// A payload operation.
     Payload(Elem, CallMode),
     /// A no-op dispatch method (`m00` … / `op`), with its position.
@@ -186,6 +194,10 @@ fn perf_ops() -> &'static OpTable {
             ("pass_both", Op::PassBoth),
             ("pass_chars", Op::PassChars),
             ("pass_doubles", Op::PassDoubles),
+            ("echo_node", Op::EchoNode),
+            ("echo_nodes", Op::EchoNodes),
+            ("echo_box", Op::EchoBox),
+            ("same_node", Op::SameNode),
         ] {
             m.insert(name.to_string(), op);
         }
@@ -246,6 +258,8 @@ mod tests {
             Some(Op::Payload(Elem::Octet, CallMode::Oneway))
         );
         assert_eq!(p.op("get_stats"), Some(Op::GetStats));
+        assert_eq!(p.op("echo_node"), Some(Op::EchoNode));
+        assert_eq!(p.op("same_node"), Some(Op::SameNode));
         assert_eq!(p.op("_non_existent"), Some(Op::NonExistent));
         assert_eq!(p.op("m00"), None);
         assert_eq!(p.op("echo_quaternion"), None);

@@ -73,7 +73,7 @@ pub fn run(o: &CallOpts) -> anyhow::Result<()> {
     } else {
         serde_json::to_string_pretty(&j)?
     };
-    println!("{text}");
+    outln!("{text}");
     anyhow::ensure!(ok, "{} raised an exception", o.op);
     Ok(())
 }

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use iiopbench_engine::compare::{compare, noise_from_runs, slower, to_json, Row};
+use iiopbench_engine::compare::{compare, noise_from_runs, slower, to_json, Row, Verdict};
 use iiopbench_engine::results;
 use iiopbench_engine::units::parse_percent;
 
-use crate::table::Table;
+use crate::table::{sig3, Table};
 
 /// `compare` flags.
 #[derive(Debug, Clone, Args)]
@@ -50,33 +50,69 @@ pub struct CompareArgs {
     pub fail_if_slower: bool,
 }
 
-/// The comparison as a text table.
+/// The comparison as a text table that fits 100 columns: per figure the
+/// B/A ratio and the verdict in one cell (`1.05x same`); whose count the
+/// throughput is last, dropped first when a long case name needs room.
 pub fn render(rows: &[Row]) -> String {
-    let mut t = Table::new([
-        "case",
-        "throughput B/A",
-        "counted by",
-        "verdict",
-        "p50 B/A",
-        "verdict",
-        "p99 B/A",
-        "verdict",
-    ])
-    .left_align(&[0, 2, 3, 5, 7]);
-    let r = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+    let mut t =
+        Table::new(["case", "throughput B/A", "p50 B/A", "p99 B/A", "counted by"]).left_align(&[4]);
+    let cell = |q: Option<f64>, v: Verdict| match q {
+        Some(x) => format!("{}x {:<6}", sig3(x), v.name()),
+        None => "-".into(),
+    };
     for row in rows {
         t.row([
             row.case.clone(),
-            r(row.throughput_ratio),
+            cell(row.throughput_ratio, row.throughput),
+            cell(row.p50_ratio, row.p50),
+            cell(row.p99_ratio, row.p99),
             row.throughput_basis.name().into(),
-            row.throughput.name().into(),
-            r(row.p50_ratio),
-            row.p50.name().into(),
-            r(row.p99_ratio),
-            row.p99.name().into(),
         ]);
     }
+    t.fit(crate::output::WIDTH, &["counted by", "p99 B/A"]);
     t.render()
+}
+
+/// The comparison in one line, as hyperfine ends its output: which ran
+/// faster on throughput and by how much (the median B/A ratio over the
+/// cases), and how many cases each verdict has; wrapped to fit.
+pub fn verdict(rows: &[Row]) -> Option<String> {
+    let mut q: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.throughput_ratio)
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    if q.is_empty() {
+        return None;
+    }
+    q.sort_by(f64::total_cmp);
+    let n = q.len();
+    let median = if n % 2 == 1 {
+        q[n / 2]
+    } else {
+        (q[n / 2 - 1] + q[n / 2]) / 2.0
+    };
+    let (fast, slow, times) = if median >= 1.0 {
+        ("B", "A", median)
+    } else {
+        ("A", "B", 1.0 / median)
+    };
+    let count = |v: Verdict| rows.iter().filter(|r| r.throughput == v).count();
+    // With several cases the figure is their median.
+    let of = if n > 1 {
+        format!("median of {n}: ")
+    } else {
+        String::new()
+    };
+    let line = format!(
+        "  {fast} ran {} times faster than {slow} on throughput ({of}B faster on {}, same on {}, \
+         slower on {})",
+        sig3(times),
+        count(Verdict::Faster),
+        count(Verdict::Same),
+        count(Verdict::Slower),
+    );
+    Some(crate::output::wrap_lines(&line, crate::output::WIDTH))
 }
 
 /// Run `compare`.
@@ -118,22 +154,45 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
     }
     let to_stdout = o.json.as_deref() == Some(std::path::Path::new("-"));
     if !to_stdout {
-        println!(
-            "B = {bn} against A = {an}; verdicts say what B is; throughput is the receiving \
-             server's count where both have one (receiver), else the client's (sender)"
+        out!(
+            "{}",
+            crate::output::wrap_lines(
+                &format!(
+                    "B = {bn} against A = {an}\n  verdicts say what B is; throughput is counted by the \
+                     receiving server where both have one, else by the client\n"
+                ),
+                crate::output::WIDTH
+            )
         );
-        print!("{}", render(&rows));
+        out!("{}", render(&rows));
+        if let Some(v) = verdict(&rows) {
+            out!("{v}");
+        }
         for r in rows.iter().filter(|r| !r.split_runs.is_empty()) {
-            println!(
-                "  Warning: runs fall in two groups on {} ({}): its verdicts compare mixtures of the groups; find what differs between them, or rerun until each side's runs agree.",
-                r.case,
-                r.split_runs.join("; ")
+            out!(
+                "{}",
+                crate::output::one_line(
+                    &format!(
+                        "  Warning: runs fall in two groups on {} ({}): its verdicts compare mixtures; \
+                         rerun until each side's runs agree",
+                        r.case,
+                        r.split_runs.join("; ")
+                    ),
+                    crate::output::Style::default()
+                )
             );
         }
         if let Some((pa, pb)) = mixed.first() {
-            println!(
-                "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare placements as much as ORBs.",
-                mixed.len()
+            out!(
+                "{}",
+                crate::output::one_line(
+                    &format!(
+                        "  Warning: placements differ on {} case(s) (A {pa}, B {pb}): the ratios compare \
+                         placements as much as ORBs",
+                        mixed.len()
+                    ),
+                    crate::output::Style::default()
+                )
             );
         }
     }
@@ -154,4 +213,56 @@ pub fn run(o: &CompareArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iiopbench_engine::compare::Basis;
+
+    fn row(case: &str, q: f64, v: Verdict) -> Row {
+        Row {
+            case: case.into(),
+            throughput_ratio: Some(q),
+            throughput: v,
+            throughput_basis: Basis::Receiver,
+            p50_ratio: Some(1.0 / q),
+            p50: Verdict::Same,
+            p99_ratio: None,
+            p99: Verdict::Unknown,
+            placements: None,
+            split_runs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_the_faster_side_by_the_median_ratio() {
+        let rows = [
+            row("oneway 1KiB", 1.5, Verdict::Faster),
+            row("twoway 1KiB", 1.2, Verdict::Faster),
+            row("echo 1KiB", 0.98, Verdict::Same),
+        ];
+        assert_eq!(
+            verdict(&rows).unwrap(),
+            "  B ran 1.20 times faster than A on throughput (median of 3: B faster on 2, same on 1, \
+             slower on 0)\n"
+        );
+        let rows = [row("oneway 1KiB", 0.5, Verdict::Slower)];
+        assert_eq!(
+            verdict(&rows).unwrap(),
+            "  A ran 2.00 times faster than B on throughput (B faster on 0, same on 0, slower on 1)\n"
+        );
+        assert_eq!(verdict(&[]), None);
+    }
+
+    #[test]
+    fn the_table_sets_each_ratio_beside_its_verdict() {
+        let text = render(&[row("oneway 1KiB", 2.0, Verdict::Faster)]);
+        let line = text.lines().nth(2).unwrap();
+        assert!(
+            line.contains("2.00x faster") && line.contains("0.500x same"),
+            "{text}"
+        );
+        assert!(line.ends_with("receiver"), "{text}");
+    }
 }

@@ -137,12 +137,12 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
         IorCommand::Decode(o) => {
             let d = decode_arg(&o.reference)?;
             match &o.json {
-                Some(f) if f.as_os_str() == "-" => print!("{}", render_json(&d)),
+                Some(f) if f.as_os_str() == "-" => out!("{}", render_json(&d)),
                 Some(f) => {
-                    print!("{}", render_text(&d));
+                    out!("{}", render_text(&d));
                     iiopbench_engine::results::write_atomic(f, &render_json(&d))?;
                 }
-                None => print!("{}", render_text(&d)),
+                None => out!("{}", render_text(&d)),
             }
             Ok(())
         }
@@ -154,7 +154,7 @@ pub fn run(c: &IorCommand) -> anyhow::Result<()> {
                     &format!("{ior}\n"),
                 )?),
                 None => {
-                    println!("{ior}");
+                    outln!("{ior}");
                     Ok(())
                 }
             }

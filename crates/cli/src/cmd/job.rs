@@ -51,6 +51,7 @@ pub fn run(c: &JobCommand, argv: &[String]) -> anyhow::Result<()> {
         csv: a.csv.clone(),
         hlog: a.hlog.clone(),
         quiet: a.quiet,
+        wide: false,
     };
     crate::cmd::bench::run_job(&job, &output, argv, crate::programs::ThisBinary::new()?)
 }

@@ -55,7 +55,7 @@ pub fn list() -> anyhow::Result<()> {
         let yn = |b: bool| if b { "yes" } else { "no" };
         t.row([name, yn(s.installed), yn(s.built), what, &s.detail]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render());
     Ok(())
 }
 

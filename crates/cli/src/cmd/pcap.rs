@@ -172,7 +172,7 @@ pub fn run(o: &PcapOpts, argv: &[String]) -> anyhow::Result<()> {
     r.command = argv.to_vec();
     let to_stdout = o.output.json.as_deref() == Some(std::path::Path::new("-"));
     if !o.output.quiet && !to_stdout {
-        print!("{}", human(&s, o.show_findings));
+        out!("{}", human(&s, o.show_findings));
     }
     let quiet = OutputOpts {
         quiet: true,

@@ -76,7 +76,7 @@ pub fn run(o: &ProxyOpts) -> anyhow::Result<()> {
     if let Some(f) = &o.ior_file {
         iiopbench_engine::results::write_atomic(f, &format!("{ior}\n"))?;
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::Stdout;
     writeln!(out, "config proxy={} target={upstream}", p.addr())?;
     writeln!(out, "config faults={}", o.fault)?;
     if let Some(r) = &o.record {
@@ -88,11 +88,10 @@ pub fn run(o: &ProxyOpts) -> anyhow::Result<()> {
     }
     writeln!(out, "ready")?;
     out.flush()?;
-    drop(out);
     iiopbench_engine::interrupt::wait();
     let st = p
         .stop()
         .map_err(|e| anyhow::anyhow!("iiopbench proxy: {e}"))?;
-    println!("{}", st.summary());
+    outln!("{}", st.summary());
     Ok(())
 }

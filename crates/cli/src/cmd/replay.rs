@@ -42,7 +42,7 @@ pub struct ReplayOpts {
     #[arg(long, default_value = "Bench::Perf", value_name = "NAME")]
     pub interface: String,
     /// Per-request timeout.
-    #[arg(long, default_value = "30s", value_parser = iiopbench_engine::units::parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, default_value = "30s", value_parser = iiopbench_engine::units::parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
     /// Write the results (kind `replay`) as JSON; `-` for stdout.
     #[arg(long, value_name = "FILE")]
@@ -77,12 +77,12 @@ pub fn run(o: &ReplayOpts, argv: &[String]) -> anyhow::Result<()> {
     let mut run = replay::run(&o.engine())?;
     run.results.command = argv.to_vec();
     if !o.quiet && o.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", human(o, &run));
+        out!("{}", human(o, &run));
     }
     if let Some(path) = &o.json {
         let text = results::to_json(&run.results);
         if path.as_os_str() == "-" {
-            println!("{text}");
+            outln!("{text}");
         } else {
             results::write_atomic(path, &text)?;
         }

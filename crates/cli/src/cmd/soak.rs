@@ -16,13 +16,13 @@ pub struct SoakArgs {
     #[command(flatten)]
     pub target: TargetArgs,
     /// How long to run (required; at most 1h), e.g. `10m`.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub duration: Duration,
     /// Connections, each one caller sending mixed traffic.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub connections: usize,
     /// Length of a latency interval (one row of the drift table).
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub interval: Duration,
     /// With --target: the server's process id, to read its resident memory
     /// from /proc (the embedded server's is this process's).

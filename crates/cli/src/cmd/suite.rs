@@ -38,7 +38,7 @@ pub struct SuiteOpts {
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
     /// How long a vendor server may take to say `ready` (it may build first).
-    #[arg(long, value_parser = iiopbench_engine::units::parse_duration, default_value = "300s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = iiopbench_engine::units::parse_duration, default_value = "300s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// No tables from the cases.
     #[arg(long, short)]

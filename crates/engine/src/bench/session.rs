@@ -674,6 +674,16 @@ pub fn throughput_baseline(c: &mut Case, raw_mbps: f64, ratio: f64) {
     });
 }
 
+/// Attach a throughput ratio to the physical limit (the fastest raw
+/// stream or round trip of the run), as [`throughput_baseline`].
+pub fn throughput_limit(c: &mut Case, raw_mbps: f64, ratio: f64) {
+    c.limit = Some(Baseline {
+        metric: "throughput".into(),
+        baseline_value: raw_mbps,
+        ratio,
+    });
+}
+
 /// A case's throughput as its receiver confirmed it, else the sender's.
 /// The raw baseline's figure is what its server confirmed per second, so a
 /// case's is taken the same way where the server reports counters (what

@@ -22,6 +22,7 @@ use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
 use crate::error::{check, fail, Error, JobError, Result};
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
+use crate::rawtcp::StreamWrites;
 use crate::results::{param, Case, CaseParams, CpuFigures, Overhead, Results};
 use crate::run_context::RunContext;
 use crate::runs::{set_data_segments, total_data_segments};
@@ -402,14 +403,33 @@ async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -
     // is the baseline of (same mode and size), so a slow moment of a
     // shared machine moves both sides of a ratio; the table keeps the
     // usual order (mode, type, size), the raw points last.
-    // Over TLS, a raw TLS-over-TCP point follows each raw-TCP one.
+    // Two raw points: the baseline, raw TCP written and waited for the
+    // way our client and server do it (its ratio is GIOP's own cost),
+    // and the limit, the fastest way this machine moves the bytes.
+    // Over TLS, a raw TLS-over-TCP point follows them.
     if o.baseline {
-        // The fastest way this machine moves the bytes: whether its server
-        // polled says what a server that sleeps between requests is up
-        // against in the twoways' ratios.
-        session::record_baseline_wait(s, r, o.baseline_target.as_deref(), false);
+        session::record_baseline_wait(s, r, o.baseline_target.as_deref(), true);
+        if o.baseline_target.is_none() {
+            let wait = session::raw_server_wait(s, false).name();
+            param(&mut r.params, "limit_server_wait", wait);
+        }
+        if o.modes.contains(&CallMode::Oneway) {
+            param(
+                &mut r.params,
+                "baseline_stream_writes",
+                like_writes(o).name(),
+            );
+        }
     }
     let (_srv, mut raw_client) = match o.baseline {
+        true => {
+            let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
+            let rc = session::raw_client(addr, s)?.writing(like_writes(o));
+            (srv, Some(rc))
+        }
+        false => (None, None),
+    };
+    let (_limit_srv, mut limit_client) = match o.baseline {
         true => {
             let (srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), false)?;
             (srv, Some(session::raw_client(addr, s)?))
@@ -444,12 +464,16 @@ async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -
     #[derive(Clone, Copy)]
     enum Point {
         Raw,
+        Limit,
         RawTls,
         Type(usize),
     }
     let mut group: Vec<Point> = Vec::new();
     if raw_client.is_some() {
         group.push(Point::Raw);
+    }
+    if limit_client.is_some() {
+        group.push(Point::Limit);
     }
     if tls_client.is_some() {
         group.push(Point::RawTls);
@@ -485,11 +509,15 @@ async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -
                     };
                     let out = match group[gi] {
                         Point::Raw => match &mut raw_client {
-                            Some(rc) => raw_point(o, b, s, rc, mode, size).map(Some),
+                            Some(rc) => raw_point(o, b, s, rc, mode, size, false).map(Some),
+                            None => Ok(None),
+                        },
+                        Point::Limit => match &mut limit_client {
+                            Some(rc) => raw_point(o, b, s, rc, mode, size, true).map(Some),
                             None => Ok(None),
                         },
                         Point::RawTls => match &mut tls_client {
-                            Some(rc) => raw_point(o, b, s, rc, mode, size).map(Some),
+                            Some(rc) => raw_point(o, b, s, rc, mode, size, false).map(Some),
                             None => Ok(None),
                         },
                         Point::Type(ei) => {
@@ -529,15 +557,15 @@ async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -
                 })
             };
             let tcp_slices = slice_mbps(|p| matches!(p, Point::Raw));
+            let limit_slices = slice_mbps(|p| matches!(p, Point::Limit));
             let tls_slices = slice_mbps(|p| matches!(p, Point::RawTls));
-            let mut tcp_base = None;
-            let mut tls_base = None;
+            let (mut tcp_base, mut limit_base, mut tls_base) = (None, None, None);
             let mut typed = Vec::new();
             for (gi, slices) in acc.into_iter().enumerate() {
                 let ratio = |base: &Option<Vec<f64>>| {
                     base.as_ref().and_then(|b| session::slice_ratio(&slices, b))
                 };
-                let (to_tcp, to_tls) = (ratio(&tcp_slices), ratio(&tls_slices));
+                let to = [ratio(&tcp_slices), ratio(&limit_slices), ratio(&tls_slices)];
                 let Some(case) = join_slices(slices)? else {
                     continue;
                 };
@@ -546,16 +574,23 @@ async fn measure(o: &ThroughputJob, slices: u32, s: &Session, r: &mut Results) -
                         tcp_base = Some(case.throughput_mbps);
                         raw_cases.push(case);
                     }
+                    Point::Limit => {
+                        limit_base = Some(case.throughput_mbps);
+                        raw_cases.push(case);
+                    }
                     Point::RawTls => {
                         tls_base = Some(case.throughput_mbps);
                         raw_cases.push(case);
                     }
-                    Point::Type(ei) => typed.push((slot(mi, ei, si), case, to_tcp, to_tls)),
+                    Point::Type(ei) => typed.push((slot(mi, ei, si), case, to)),
                 }
             }
-            for (slot, mut case, to_tcp, to_tls) in typed {
+            for (slot, mut case, [to_tcp, to_limit, to_tls]) in typed {
                 if let (Some(v), Some(q)) = (tcp_base, to_tcp) {
                     session::throughput_baseline(&mut case, v, q);
+                }
+                if let (Some(v), Some(q)) = (limit_base, to_limit) {
+                    session::throughput_limit(&mut case, v, q);
                 }
                 if let (Some(v), Some(q)) = (tls_base, to_tls) {
                     session::tls_throughput_baseline(&mut case, v, q);
@@ -790,9 +825,25 @@ async fn point(
     }
 }
 
+/// How the baseline's raw stream writes its frames: as our client writes
+/// its oneways. Each in a segment of its own (TCP_NODELAY) by default;
+/// left to Nagle to join when ours are (`coalesce_oneways`, or TCP_NODELAY
+/// off). With `oneway_buffer` the raw stream writes as many frames at a
+/// time as ours do, with TCP_NODELAY as ours.
+fn like_writes(o: &ThroughputJob) -> StreamWrites {
+    if o.coalesces() || !o.socket.nodelay {
+        StreamWrites::Joined
+    } else {
+        StreamWrites::Separate
+    }
+}
+
 /// The raw-TCP (or, with a TLS client, raw TLS-over-TCP) point that is
-/// the baseline of `mode` at `size`: a stream for oneways, a ping-pong
-/// for twoways (an empty ack) and echoes.
+/// a baseline of `mode` at `size`: a stream for oneways, a ping-pong
+/// for twoways (an empty ack) and echoes. `limit`: the fastest way (the
+/// frames joined by the kernel, a server that polls), named `… limit`;
+/// else written and waited for as the client passes it.
+#[allow(clippy::too_many_arguments)]
 fn raw_point(
     o: &ThroughputJob,
     b: Budget,
@@ -800,6 +851,7 @@ fn raw_point(
     rc: &mut crate::rawtcp::RawClient,
     mode: CallMode,
     size: u64,
+    limit: bool,
 ) -> Result<Case> {
     let watch = s.watch_case();
     let (pattern, run) = match mode {
@@ -829,8 +881,15 @@ fn raw_point(
         crate::bench::tcp_baseline::pingpong_case(&run, size)
     };
     let wire = if rc.is_tls() { "tls-tcp" } else { "tcp" };
-    c.name = format!("{wire} {pattern} {}", format_size(size));
+    let role = if limit { " limit" } else { "" };
+    c.name = format!("{wire} {pattern}{role} {}", format_size(size));
     c.params.mode = format!("{wire}-{pattern}");
+    if limit {
+        param(&mut c.params.extra, "limit", true);
+    }
+    if mode == CallMode::Oneway {
+        param(&mut c.params.extra, "stream_writes", rc.writes().name());
+    }
     // (Its frames written as the buffered oneways beside it are.)
     note_buffer(&mut c, o, mode);
     watch.finish(&mut c);

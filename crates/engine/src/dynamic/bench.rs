@@ -90,11 +90,12 @@ async fn call(c: &BenchClient, p: &Prepared, check: Option<&OpSig>) -> Result<()
     c.send_prepared_decoded(p, op, |r| match check {
         None => Ok(()),
         Some(sig) => {
+            let mut scope = iiop_cdr::value::ValueScope::default();
             if !sig.returns_void() {
-                iiop_cdr::Value::decode(&sig.result, r)?;
+                iiop_cdr::Value::decode_in(&sig.result, r, &mut scope)?;
             }
             for p in sig.outputs() {
-                iiop_cdr::Value::decode(&p.tc, r)?;
+                iiop_cdr::Value::decode_in(&p.tc, r, &mut scope)?;
             }
             r.expect_body_end()
         }

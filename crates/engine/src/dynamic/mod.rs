@@ -222,8 +222,11 @@ pub fn arguments(
 
 /// Marshal the in/inout `args` (as from [`arguments`]) into a request body.
 pub fn marshal(sig: &OpSig, args: &[Value], w: &mut Writer<'_>) -> Result<(), CdrError> {
+    // One valuetype scope for the message: a value may be shared across
+    // arguments.
+    let mut scope = iiop_cdr::value::ValueScope::default();
     for (p, v) in sig.inputs().zip(args) {
-        v.encode(&p.tc, w)?;
+        v.encode_in(&p.tc, w, &mut scope)?;
     }
     Ok(())
 }
@@ -233,15 +236,17 @@ pub fn marshal(sig: &OpSig, args: &[Value], w: &mut Writer<'_>) -> Result<(), Cd
 pub fn decode_reply(sig: &OpSig, r: &mut Reader<'_>) -> Result<Json> {
     let mut m = Map::new();
     let what = |name: &str, e: CdrError| fail!(Target, "reply to {}: {name}: {e}", sig.name);
+    let mut scope = iiop_cdr::value::ValueScope::default();
     if !sig.returns_void() {
-        let v = Value::decode(&sig.result, r).map_err(|e| what("return value", e))?;
+        let v =
+            Value::decode_in(&sig.result, r, &mut scope).map_err(|e| what("return value", e))?;
         m.insert(
             "return".into(),
             json::to_json(&sig.result, &v).map_err(Error::target)?,
         );
     }
     for p in sig.params.iter().filter(|p| p.dir != Direction::In) {
-        let v = Value::decode(&p.tc, r).map_err(|e| what(&p.name, e))?;
+        let v = Value::decode_in(&p.tc, r, &mut scope).map_err(|e| what(&p.name, e))?;
         m.insert(
             p.name.clone(),
             json::to_json(&p.tc, &v).map_err(Error::target)?,

@@ -229,11 +229,14 @@ impl Handler for IdlHandler {
         };
         let start = body.position();
         let mut inputs = Vec::new();
+        // One valuetype scope per message: an argument may refer to a
+        // value of an earlier one.
+        let mut scope = iiop_cdr::value::ValueScope::default();
         for (i, p) in op.params.iter().enumerate() {
             if p.dir == Direction::Out {
                 continue;
             }
-            match Value::decode(&p.tc, body) {
+            match Value::decode_in(&p.tc, body, &mut scope) {
                 Ok(v) => inputs.push((i, v)),
                 Err(_) => return marshal_error(),
             }
@@ -262,8 +265,9 @@ impl Handler for IdlHandler {
             .then_some(&op.result)
             .into_iter()
             .chain(op.outputs().map(|p| &p.tc));
+        let mut scope = iiop_cdr::value::ValueScope::default();
         for (tc, v) in tcs.zip(&values) {
-            if v.encode(tc, reply).is_err() {
+            if v.encode_in(tc, reply, &mut scope).is_err() {
                 return Dispatch::Done(Outcome::System(SystemException::internal(
                     iiop_giop::exception::VMCID_IIOPBENCH | 5,
                     Completion::Yes,

@@ -19,83 +19,17 @@ use iiop_bench_idl::bench::{CallMode, Elem};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use iiop_cdr::{ByteOrder, CdrError, CharCodeSet, Reader, Writer};
 use iiop_giop::conn::route::version_for;
-use iiop_giop::exception::{MinorVendor, SystemException};
+use iiop_giop::exception::MinorVendor;
 use iiop_giop::ior::{orb_type_name, IiopProfile, Ior};
 use iiop_giop::message::{Body, LocateStatus, ReplyStatus};
 use iiop_giop::{ResponseMode, Target, Version};
 use iiop_transport::client::{ClientConfig, ClientError, TlsMode};
 use serde::Serialize;
 
+use super::check::system_text;
+pub use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
+use super::values;
 use crate::target::TlsOpts;
-
-/// How a check ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Note,
-    /// Not run, for the reason in the detail (a capability the server does
-    /// not advertise, or a combination the spec forbids): counted apart,
-    /// never as a pass.
-    Skip,
-}
-
-impl Verdict {
-    /// `pass`, `FAIL`, `note`, `skip`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "FAIL",
-            Verdict::Note => "note",
-            Verdict::Skip => "skip",
-        }
-    }
-}
-
-/// One reported check.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
-    pub name: String,
-    pub verdict: Verdict,
-    pub detail: String,
-    /// Element type token, when the check is about one.
-    #[serde(rename = "type")]
-    pub ty: String,
-    /// Largest payload in bytes (bench.idl counting), 0 when meaningless.
-    pub size: u64,
-    /// `echo`, `oneway`, `twoway`, `locate`, `ior`, …
-    pub mode: String,
-    /// GIOP version used, e.g. `1.2`.
-    pub giop: String,
-    /// `big` / `little` for checks that fix the byte order.
-    pub order: String,
-    pub calls: u64,
-    pub seconds: f64,
-}
-
-impl Check {
-    fn new(name: impl Into<String>, mode: &str) -> Check {
-        Check {
-            name: name.into(),
-            verdict: Verdict::Pass,
-            detail: String::new(),
-            ty: String::new(),
-            size: 0,
-            mode: mode.into(),
-            giop: String::new(),
-            order: String::new(),
-            calls: 0,
-            seconds: 0.0,
-        }
-    }
-
-    fn set(mut self, v: Verdict, detail: impl Into<String>) -> Check {
-        self.verdict = v;
-        self.detail = detail.into();
-        self
-    }
-}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -180,29 +114,6 @@ impl SuiteReport {
     }
 }
 
-/// Hex of at most `max` bytes, with the total length when cut.
-pub fn hex(bytes: &[u8], max: usize) -> String {
-    let mut s = String::new();
-    for (i, b) in bytes.iter().take(max).enumerate() {
-        if i > 0 && i % 4 == 0 {
-            s.push(' ');
-        }
-        let _ = write!(s, "{b:02x}");
-    }
-    if bytes.len() > max {
-        let _ = write!(s, " … ({} bytes)", bytes.len());
-    }
-    s
-}
-
-/// A call error in one line, naming the exception, minor code and vendor.
-pub fn describe(e: &BenchError) -> String {
-    match e {
-        BenchError::Call(ClientError::System(x)) => system_text(x),
-        other => other.to_string(),
-    }
-}
-
 /// A check of the server's counters: the first error of the run fails it,
 /// else `judge` says whether the counters are right and what they show.
 fn judge_stats(
@@ -228,18 +139,6 @@ fn located(k: Check, status: LocateStatus, hops: &str, key: &str) -> Check {
         LocateStatus::ObjectHere => k.set(Verdict::Pass, format!("OBJECT_HERE{hops}")),
         other => k.set(Verdict::Fail, format!("{other:?} for {key}")),
     }
-}
-
-/// A system exception in one line: name, minor code and its vendor,
-/// completion status.
-fn system_text(x: &SystemException) -> String {
-    format!(
-        "{} minor 0x{:08x} ({:?}) completed {}",
-        x.name(),
-        x.minor,
-        x.vendor(),
-        x.completed
-    )
 }
 
 fn order_name(o: ByteOrder) -> &'static str {
@@ -494,9 +393,33 @@ impl InteropSuite {
         for set in echo_sets(self.opts.quick) {
             self.echo_set(&set).await;
         }
+        self.values(&mut main).await;
         SuiteReport {
             checks: self.checks,
             seconds: t0.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The valuetype checks (interop/values.rs), last: a server that
+    /// dies on a value costs only the value checks after it. Each runs on
+    /// the main connection, reconnected if the server closed it.
+    async fn values(&mut self, main: &mut Option<BenchClient>) {
+        let mut missing = None;
+        let orb = self.profile.orb_type().and_then(orb_type_name);
+        for i in 0..values::count() {
+            if self.expired() {
+                break;
+            }
+            let k = match self.live(main).await {
+                Ok(c) => {
+                    if i == 0 {
+                        missing = values::probe(&c).await;
+                    }
+                    values::check(&c, self.ceiling, i, missing.as_deref(), orb).await
+                }
+                Err(e) => values::not_run(i, e),
+            };
+            self.checks.push(k);
         }
     }
 
@@ -1497,12 +1420,6 @@ async fn call_exact<T>(
     Ok(v)
 }
 
-/// What may follow the last argument of a request or the result of a
-/// reply ([`Reader::only_padding_left`]), in the words checks use: the one
-/// rule we hold both directions to.
-pub const PADDING_RULE: &str = "after the last argument or result only alignment padding may \
-     follow: fewer than 8 bytes ending 8-aligned";
-
 async fn is_a(c: &BenchClient, id: &str) -> Result<bool, String> {
     call_exact(c, "_is_a", |w| w.write_string(id), |r| r.read_bool()).await
 }
@@ -1720,6 +1637,7 @@ async fn echo_body(c: &BenchClient, p: &Payload) -> Result<(), Result<(String, P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iiop_giop::exception::SystemException;
 
     #[test]
     fn hex_groups_and_bounds() {

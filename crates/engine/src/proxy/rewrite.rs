@@ -16,8 +16,7 @@ use iiop_giop::context::{default_options, ServiceContext, SC_CODE_SETS};
 use iiop_giop::header::{Header, MsgType, Version, HEADER_LEN};
 use iiop_giop::ior::{TAG_CSI_SEC_MECH_LIST, TAG_SSL_SEC_TRANS, TAG_TLS_SEC_TRANS};
 use iiop_giop::message::{
-    begin_reply, begin_request, encode_locate_reply, LocateReply, LocateStatus, Reply, Request,
-    RequestHead,
+    begin_reply, begin_request, encode_locate_reply, LocateReply, Reply, Request, RequestHead,
 };
 use iiop_giop::{Ior, Message, ReplyStatus};
 
@@ -154,17 +153,7 @@ pub fn edit(
             ))
         }
         Message::LocateReply(lr) => {
-            let (ior, perm) = match &lr.status {
-                LocateStatus::ObjectForward(i) => (i, false),
-                LocateStatus::ObjectForwardPerm(i) => (i, true),
-                _ => return None,
-            };
-            let new = rewrite_ior(ior, map)?;
-            let status = if perm {
-                LocateStatus::ObjectForwardPerm(new)
-            } else {
-                LocateStatus::ObjectForward(new)
-            };
+            let status = lr.status.map_forward(|ior| rewrite_ior(ior, map))?;
             let mut buf = BytesMut::new();
             let reply = LocateReply {
                 request_id: lr.request_id,
@@ -399,7 +388,7 @@ mod tests {
     use iiop_cdr::{Reader, Writer};
     use iiop_giop::codec::{CodecConfig, Decoder};
     use iiop_giop::context::CodeSetContext;
-    use iiop_giop::message::{encode_location_forward, encode_reply, encode_request};
+    use iiop_giop::message::{encode_location_forward, encode_reply, encode_request, LocateStatus};
     use iiop_giop::{ResponseMode, TargetAddress};
 
     /// Every endpoint maps to `proxy:9` + the original port's last digit.

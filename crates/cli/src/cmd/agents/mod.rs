@@ -52,19 +52,19 @@ pub struct CoordArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub agents: u32,
     /// Measuring time of each case, the same for every agent.
-    #[arg(long, value_parser = parse_duration, default_value = "10s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "10s", value_name = "DURATION")]
     pub duration: Duration,
     /// How long the start barrier waits for agents to register; the run
     /// starts with those that did.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub register_timeout: Duration,
     /// How long, after the start, agents may take to send their results
     /// (default: enough for 100 cases).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub result_timeout: Option<Duration>,
     /// Agents whose clock is further off than this (or measured less
     /// precisely) are not admitted.
-    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub max_clock_offset: Duration,
 }
 
@@ -137,7 +137,7 @@ pub struct JoinArgs {
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// How long to keep trying to reach the coordinator.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub connect_timeout: Duration,
 }
 
@@ -204,7 +204,7 @@ pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
             connect_timeout: o.connect_timeout,
         })?),
         AgentsCommand::K8s(o) => {
-            print!("{}", manifests(o)?);
+            out!("{}", manifests(o)?);
             Ok(())
         }
     }
@@ -283,7 +283,7 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
         crate::words::in_results(&mut m);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
-            print!("{}", agents_table(&m));
+            out!("{}", agents_table(&m));
         }
     }
     match (err, merged) {

@@ -22,7 +22,7 @@ pub struct BalanceArgs {
     #[arg(long, value_delimiter = ',', value_parser = System::from_str, default_value = "4x2,8x4", value_name = "CxS")]
     pub systems: Vec<System>,
     /// Server service times, comma-separated.
-    #[arg(long, value_delimiter = ',', value_parser = parse_duration, default_value = "10ms,40ms,120ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ',', value_parser = parse_duration, default_value = "10ms,40ms,120ms", value_name = "DURATION")]
     pub service: Vec<Duration>,
     /// Distribution of service times (drawn on the client, seeded).
     #[arg(long, value_enum, default_value_t = DistArg::Fixed)]
@@ -31,7 +31,7 @@ pub struct BalanceArgs {
     #[arg(long, value_enum, default_value_t = ServiceKindArg::Spin)]
     pub service_kind: ServiceKindArg,
     /// Think time of the non-busy clients (scale it down for quick runs).
-    #[arg(long, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "500ms", value_name = "DURATION")]
     pub think: Duration,
     /// Distribution of the think time.
     #[arg(long, value_enum, default_value_t = DistArg::Fixed)]

@@ -19,13 +19,13 @@ pub struct ClosedArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub clients: usize,
     /// Mean think time Z between a reply and the next call.
-    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub think: Duration,
     /// Distribution of Z.
     #[arg(long, value_enum, default_value_t = DistArg::Fixed)]
     pub think_dist: DistArg,
     /// Mean server service time S (sent to `work`; 0 = no-op work call).
-    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub service: Duration,
     /// Distribution of S (drawn on the client, seeded).
     #[arg(long, value_enum, default_value_t = DistArg::Fixed)]

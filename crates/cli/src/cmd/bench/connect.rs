@@ -19,7 +19,7 @@ pub struct ConnectArgs {
     #[arg(long, default_value_t = 200, value_name = "N")]
     pub count: u64,
     /// Pause between connections (lets TIME_WAIT sockets and the server settle).
-    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub pause: Duration,
     /// Stop at the first failure, or count failures and go on.
     #[arg(long, value_enum, default_value_t = OnErrorArg::Stop)]

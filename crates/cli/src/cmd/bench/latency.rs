@@ -52,7 +52,7 @@ pub struct LatencyArgs {
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub count: u64,
     /// Measure for this long per point instead of --count calls.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
     /// Unmeasured calls first (per point).
     #[arg(long, default_value_t = 1_000, value_name = "N")]

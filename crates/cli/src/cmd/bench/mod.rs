@@ -39,29 +39,29 @@ pub enum BenchCommand {
     #[command(after_help = examples::BENCH_CONNECT)]
     Connect(Box<connect::ConnectArgs>),
     /// The physical baseline: the same sizes and patterns over plain TCP
-    /// with a 12-byte frame header and no marshalling (E4.3).
+    /// with a 12-byte frame header and no marshalling.
     #[command(after_help = examples::BENCH_TCP)]
     Tcp(Box<tcp::TcpArgs>),
     /// Closed system of C clients {invoke; think Z} with service time S:
-    /// R, X, Little's law, CIs (seed 001).
+    /// response time R, throughput X, Little's law, intervals.
     #[command(after_help = examples::BENCH_CLOSED)]
     Closed(Box<closed::ClosedArgs>),
     /// Connection set-up T across server states: running, started on
-    /// demand (--spawn), in-process (E1.1).
+    /// demand (--spawn), in-process.
     #[command(after_help = examples::BENCH_SETUP)]
     Setup(Box<setup::SetupArgs>),
     /// Parameter passing: sequence<CD> vs char+double sequences in one or
-    /// two calls (E1.2).
+    /// two calls.
     #[command(after_help = examples::BENCH_PARAMS)]
     Params(Box<params::ParamsArgs>),
     /// Dispatch latency vs method position; one object with 50 methods vs
-    /// 50 objects (E1.3).
+    /// 50 objects.
     #[command(after_help = examples::BENCH_DISPATCH)]
     Dispatch(Box<dispatch::DispatchArgs>),
-    /// Packing N client/method pairs: one object, N objects, N servers (E1.4).
+    /// Packing N client/method pairs: one object, N objects, N servers.
     #[command(after_help = examples::BENCH_PACKING)]
     Packing(Box<packing::PackingArgs>),
-    /// Load balancing strategies 1-5 over S replicas with C clients (E1.5).
+    /// Load balancing strategies 1-5 over S replicas with C clients.
     #[command(after_help = examples::BENCH_BALANCE)]
     Balance(Box<balance::BalanceArgs>),
 }
@@ -111,8 +111,9 @@ impl BenchCommand {
 
 /// Run a job as this command line does: progress on the terminal unless
 /// `quiet`, `argv` recorded, our own programs for processes; then show
-/// and write what was measured (also when the run failed half-way) and
-/// make its error the command's outcome.
+/// and write what was measured (also when the run failed half-way; a job
+/// that does not validate runs nothing, and then only its error is
+/// shown) and make its error the command's outcome.
 pub fn run_job(
     job: &Job,
     output: &OutputOpts,

@@ -34,7 +34,7 @@ pub struct PackingArgs {
     #[arg(long, value_name = "FILE")]
     pub server_exe: Option<PathBuf>,
     /// Service time per call; 0 calls the no-op methods.
-    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
     pub service: Duration,
     /// How the server spends --service.
     #[arg(long, value_enum, default_value_t = ServiceKindArg::Spin)]

@@ -30,7 +30,7 @@ pub struct SetupArgs {
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub spawn_count: u64,
     /// Give up on a spawned server after this long.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub spawn_timeout: Duration,
     #[command(flatten)]
     pub bench: BenchArgs,

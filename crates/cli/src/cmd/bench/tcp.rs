@@ -30,7 +30,7 @@ pub struct TcpArgs {
     #[arg(long, value_parser = parse_size, default_value = "64MiB", value_name = "SIZE")]
     pub total: u64,
     /// Stream and ack: minimum duration per point.
-    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1s", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Stream: how frames leave. `joined`: frames shorter than a segment
     /// go with Nagle on, so the kernel joins them into fuller segments

@@ -37,10 +37,10 @@ pub struct ThroughputArgs {
     pub total: u64,
     /// Minimum duration of each point in each run (16 MiB crosses loopback
     /// in ~10 ms).
-    #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "200ms", value_name = "DURATION")]
     pub min_duration: Duration,
     /// Maximum duration of each point, whatever was sent.
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub max_duration: Duration,
     /// Measure each point of a run as N slices, taken in turn with the
     /// other types of the same mode and size and with their raw-TCP
@@ -50,11 +50,11 @@ pub struct ThroughputArgs {
     #[arg(long, default_value_t = 16, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub slices: u32,
     /// Marshal each request once and resend it with only the request id
-    /// patched (seed 000's request reuse, E0.4).
+    /// patched: what marshalling costs per call.
     #[arg(long)]
     pub reuse_request: bool,
     /// Build requests from run-time TypeCodes (Values) instead of compiled
-    /// serde types (the DII analogue, E0.3).
+    /// serde types (as CORBA's dynamic invocation interface does).
     #[arg(long)]
     pub dynamic: bool,
     /// Buffer oneways, as CORBA Messaging's SYNC_NONE with TAO's
@@ -77,11 +77,17 @@ pub struct ThroughputArgs {
     /// default.
     #[arg(long)]
     pub coalesce_oneways: bool,
-    /// Measure marshal / transport / demarshal time per call (E0.5); costs
+    /// Measure marshal / transport / demarshal time per call; costs
     /// one extra copy per call, so off by default.
     #[arg(long)]
     pub breakdown: bool,
-    /// Also measure raw TCP at the same sizes in this run and print ratios.
+    /// Also measure raw TCP at the same sizes in this run and print ratios:
+    /// "vs tcp" to raw TCP that writes and waits as our client and server
+    /// do (oneways a segment each with TCP_NODELAY, or as
+    /// --coalesce-oneways / --oneway-buffer write them; round trips whose
+    /// server waits as ours does), and a limit line per mode and size with
+    /// the fastest raw stream or round trip (frames joined by the kernel,
+    /// a server that polls) and the ratio to it.
     #[arg(long)]
     pub baseline: bool,
     /// Raw-TCP server for --baseline with a remote target

@@ -61,16 +61,16 @@ pub struct InteropOpts {
     /// calibration may raise for a slow peer up to 3x; a value given here
     /// bounds every request as given unless --raise-limits]
     /// (docs/interop.md).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
     /// Matrix: how long a vendor server may take to print `ready`.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// Time cap of our whole suite, and in the matrix of each vendor
     /// client's whole conformance run [default: 120s, which calibration
     /// may raise for a slow peer up to 3x; a value given here stays as
     /// given unless --raise-limits].
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub max_duration: Option<Duration>,
     /// Let the suite's calibration raise a --timeout or --max-duration
     /// given here for a slow peer (to at most 3x).
@@ -161,7 +161,7 @@ impl ProgressSink for Lines {
 
     fn note(&self, line: &str) {
         if self.stdout {
-            println!("{line}");
+            outln!("{line}");
         } else {
             eprintln!("{line}");
         }
@@ -196,7 +196,7 @@ pub fn run(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     if o.json.as_deref().is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{human}");
     } else {
-        print!("{human}");
+        out!("{human}");
     }
     if let Some(st) = &run.proxy {
         eprintln!("{}", st.summary());
@@ -227,14 +227,14 @@ fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
     if o.quiet {
         // Said as they happened when not quiet.
         for s in &m.skipped {
-            println!("{s}");
+            outln!("{s}");
         }
     }
     for u in &m.unreaped {
-        println!("{u}");
+        outln!("{u}");
     }
-    println!();
-    print!("{}", report::matrix_table(&m.clients, &m.servers, &m.cells));
+    outln!();
+    out!("{}", report::matrix_table(&m.clients, &m.servers, &m.cells));
     for c in &m.cells {
         let quiet_skip = o.quiet && c.failures.is_empty() && c.error.is_none();
         let nothing = c.failures.is_empty()
@@ -244,20 +244,20 @@ fn run_matrix(o: &InteropOpts, argv: &[String]) -> anyhow::Result<()> {
         if quiet_skip || nothing {
             continue;
         }
-        println!("\n{} client x {} server: {}", c.client, c.server, c.label());
+        outln!("\n{} client x {} server: {}", c.client, c.server, c.label());
         if let Some(e) = &c.error {
-            println!("  ERROR {e}");
+            outln!("  ERROR {e}");
         }
         for f in &c.failures {
-            println!("  FAIL {f}");
+            outln!("  FAIL {f}");
         }
         if !o.quiet {
             for n in &c.notes {
-                println!("  note {}", crate::words::flags(n));
+                outln!("  note {}", crate::words::flags(n));
             }
         }
         if !c.skipped.is_empty() {
-            println!(
+            outln!(
                 "  skipped {} check(s): {}",
                 c.skipped.len(),
                 matrix::skip_summary(&c.skipped)

@@ -35,7 +35,7 @@ pub fn run(o: &LabAgentsArgs, argv: &[String]) -> anyhow::Result<()> {
         crate::words::in_results(&mut m);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
-            print!("{}", agents_table(&m));
+            out!("{}", agents_table(&m));
         }
         if err.is_none() && !m.outcome.complete {
             anyhow::bail!("{}", m.outcome.failure.unwrap_or_default());

@@ -82,7 +82,7 @@ impl LabSink for Printer {
     }
 
     fn heading(&self, line: &str) {
-        println!("{line}");
+        outln!("{line}");
     }
 
     fn note(&self, line: &str) {
@@ -95,7 +95,7 @@ impl LabSink for Printer {
 /// Prints one line per link: configured vs measured.
 pub fn print_reports(v: &Verified) {
     for r in &v.reports {
-        println!(
+        outln!(
             "lab link {}<->{}: added RTT {:.2} ms (configured {:.2}), loss {:.2}%/{:.2}% \
              (configured {:.2}%/{:.2}%), rate {}/{}, delay by {}",
             r.a,
@@ -115,7 +115,7 @@ pub fn print_reports(v: &Verified) {
         );
     }
     if !v.violations.is_empty() {
-        println!("lab self-check FAILED: {}", v.violations.join("; "));
+        outln!("lab self-check FAILED: {}", v.violations.join("; "));
     }
 }
 

@@ -32,7 +32,7 @@ pub struct FleetArgs {
     #[arg(long, default_value_t = 2809, value_name = "PORT")]
     pub port: u16,
     /// How long to wait for each server's `ready` line.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// Write the merged results as JSON (docs/results-schema.md); `-` for
     /// stdout.

@@ -50,7 +50,7 @@ pub fn run(o: &LabMatrixArgs, argv: &[String]) -> anyhow::Result<()> {
     let out = crate::flags::OutputOpts::json_only(json_out, f.quiet);
     crate::output::emit(&r, &out)?;
     if out.shows_tables() {
-        print!("{}", matrix_table(&r, &opts.clients(), &opts.servers()));
+        out!("{}", matrix_table(&r, &opts.clients(), &opts.servers()));
     }
     if !r.outcome.complete {
         anyhow::bail!("{}", r.outcome.failure.clone().unwrap_or_default());

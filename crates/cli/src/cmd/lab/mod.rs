@@ -81,8 +81,8 @@ pub enum LabCommand {
     /// server host; one merged result (docs/agents.md).
     #[command(after_help = crate::examples::LAB_AGENTS)]
     Agents(Box<agents::LabAgentsArgs>),
-    /// Every client host against every server host (the ATON host-pair
-    /// matrix, E2.1): each cell one merged agent run.
+    /// Every client host against every server host (a host-pair matrix of
+    /// round trips): each cell one merged agent run.
     #[command(after_help = crate::examples::LAB_MATRIX)]
     Matrix(Box<matrix::LabMatrixArgs>),
     /// Run a suite file (conditions × bench cases) in a lab.
@@ -122,8 +122,8 @@ fn check() -> anyhow::Result<()> {
     for (name, ok, what) in rows {
         t.row(vec![name.to_string(), yes(ok), what.to_string()]);
     }
-    print!("{}", t.render());
-    println!(
+    out!("{}", t.render());
+    outln!(
         "delay mechanism: {}",
         if f.netem {
             "tc netem"
@@ -135,7 +135,7 @@ fn check() -> anyhow::Result<()> {
         f.lab_possible(),
         "this machine cannot build a lab: a required feature above is missing (run scripts/lab/install)"
     );
-    println!("lab: possible");
+    outln!("lab: possible");
     Ok(())
 }
 
@@ -143,10 +143,10 @@ fn clean(all: bool) -> anyhow::Result<()> {
     lab::require_root()?;
     let removed = iiop_lab::cleanup_leftovers(iiop_lab::NAME_PREFIX, all)?;
     if removed.is_empty() {
-        println!("no lab namespaces to remove");
+        outln!("no lab namespaces to remove");
     }
     for n in &removed {
-        println!("removed {n}");
+        outln!("removed {n}");
     }
     Ok(())
 }

@@ -43,7 +43,7 @@ pub struct LabRunArgs {
     #[arg(long, default_value_t = 2809, value_name = "PORT")]
     pub port: u16,
     /// How long to wait for the server's `ready` line.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: Duration,
     /// Record the self-measurement but run even when it is out of tolerance.
     #[arg(long)]

@@ -29,7 +29,7 @@ pub struct LabSuiteArgs {
     #[arg(long, default_value_t = 2809, value_name = "PORT")]
     pub port: u16,
     /// How long to wait for the server's `ready` line.
-    #[arg(long, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "120s", value_name = "DURATION")]
     pub ready_timeout: std::time::Duration,
     /// Run conditions whose self-check fails anyway (marked in the results).
     #[arg(long)]
@@ -61,7 +61,7 @@ pub fn run(o: &LabSuiteArgs, argv: &[String]) -> anyhow::Result<()> {
     )?;
     crate::words::in_results(&mut r);
     if !o.quiet {
-        print!("{}", summary(&r));
+        out!("{}", summary(&r));
     }
     if let Some(f) = &o.json {
         results::write_atomic(f, &results::to_json(&r))?;

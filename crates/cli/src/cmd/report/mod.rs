@@ -168,7 +168,7 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
             .entry(f.title.split(':').next().unwrap_or(""))
             .or_insert(0) += 1;
     }
-    println!(
+    outln!(
         "report: {} figures in {} ({})",
         figs.len(),
         o.report.join("index.html").display(),

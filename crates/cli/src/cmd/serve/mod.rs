@@ -52,7 +52,7 @@ pub struct ServeOpts {
     /// client's next segment finds the server awake (no wake-up for either
     /// side to pay). For a server with a CPU of its own: it keeps that CPU
     /// busy while traffic lasts. 0 = always block.
-    #[arg(long, value_parser = parse_duration, default_value = "0", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "0", value_name = "DURATION")]
     pub spin_limit: Duration,
     /// Largest GIOP message accepted (declared size of one message; a
     /// larger one gets MessageError before its body is read).
@@ -71,11 +71,11 @@ pub struct ServeOpts {
     pub max_in_flight: usize,
     /// Close a connection with nothing in flight after this long without a
     /// message (default: never).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub idle_timeout: Option<Duration>,
     /// A message that has started must be complete within this time, else
     /// the connection is closed (0 = no limit).
-    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub read_timeout: Duration,
     /// Also serve the raw-TCP baseline (sink/echo) on this address
     /// (`bench tcp --baseline-target` talks to it).
@@ -85,7 +85,7 @@ pub struct ServeOpts {
     /// long before the read blocks — the fastest receiver, of streams and
     /// of requests, for a server with a CPU of its own (0 = always block
     /// in recv).
-    #[arg(long, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "1ms", value_name = "DURATION")]
     pub raw_spin_limit: Duration,
     /// Behave like TAO's IORTable / Yoko's BootManager: answer requests and
     /// LocateRequests on the short keys (`Bench`, `Dispatch50`, `Single0`
@@ -267,7 +267,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     let srv =
         RunningServer::start(opts.clone()).map_err(|e| anyhow::anyhow!("iiopbench serve: {e}"))?;
     let refs = srv.refs();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::Stdout;
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton={}", opts.skeleton.name())?;
     writeln!(out, "config threads={}", opts.threads)?;
@@ -325,7 +325,6 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     }
     writeln!(out, "ready")?;
     out.flush()?;
-    drop(out);
     iiopbench_engine::interrupt::wait();
     let handler = srv.handler().clone();
     let s = srv.stop()?;
@@ -334,7 +333,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
     let conns = handler.connections();
     const SHOWN: usize = 100;
     for c in conns.iter().rev().take(SHOWN).rev() {
-        println!(
+        outln!(
             "connection {} peer={} requests={} oneways={} bytes_in={} bytes_out={} seconds={:.3}",
             c.id,
             c.peer.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
@@ -346,9 +345,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         );
     }
     if conns.len() > SHOWN {
-        println!("connections: {} more not shown", conns.len() - SHOWN);
+        outln!("connections: {} more not shown", conns.len() - SHOWN);
     }
-    println!(
+    outln!(
         "stats calls={} oneways={} bytes={} cpu_seconds={:.3} last_mark={} mark_disorder={} connections={}",
         s.calls,
         s.oneways,
@@ -401,7 +400,7 @@ fn run_idl(o: &ServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
             polling: base.polling,
         },
     )?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::Stdout;
     writeln!(out, "config orb=iiopbench {}", env!("CARGO_PKG_VERSION"))?;
     writeln!(out, "config skeleton=idl")?;
     writeln!(out, "config interface={name}")?;
@@ -428,14 +427,15 @@ fn run_idl(o: &ServeOpts, file: &std::path::Path) -> anyhow::Result<()> {
     )?;
     writeln!(out, "ready")?;
     out.flush()?;
-    drop(out);
     iiopbench_engine::interrupt::wait();
     let counters = srv.handler().counters().clone();
     srv.stop()?;
     let s = counters.snapshot();
-    println!(
+    outln!(
         "stats calls={} oneways={} bytes={}",
-        s.calls, s.oneways, s.bytes
+        s.calls,
+        s.oneways,
+        s.bytes
     );
     Ok(())
 }

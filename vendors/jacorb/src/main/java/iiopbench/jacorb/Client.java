@@ -58,6 +58,7 @@ public final class Client {
       }
     }
     ORB orb = ORB.init(new String[0], Orbs.initProperties(props));
+    Values.register(orb);
     int status;
     try {
       String ref = resolveRef(o.target);
@@ -434,6 +435,7 @@ public final class Client {
 
     c.run("non_existent_false", () -> perf._non_existent() ? "_non_existent() returned true" : null);
     c.run("is_a_perf", () -> perf._is_a("IDL:Bench/Perf:1.0") ? null : "_is_a returned false");
+    Values.checks(c, perf);
     c.run("echo_octet_4MiB", () -> {
       int n = (int) (4 * MIB);
       Object in = Payload.build("octet", n, false);

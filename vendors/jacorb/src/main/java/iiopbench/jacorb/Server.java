@@ -91,6 +91,7 @@ public final class Server {
     tuned.put("jacorb.poa.thread_pool_max", "1");
     ORB orb = ORB.init(new String[0], Orbs.initProperties(tuned));
     org.jacorb.orb.ORB jorb = (org.jacorb.orb.ORB) orb;
+    Values.register(orb);
 
     POA root = POAHelper.narrow(orb.resolve_initial_references("RootPOA"));
     org.omg.CORBA.Policy[] policies = {
