@@ -64,7 +64,9 @@ Never quotes an absolute figure without its baseline next to it.
 import argparse, datetime, html, json, math, os, platform, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-IIOPBENCH = os.path.join(ROOT, "target", "release", "iiopbench")
+# The most optimised build (Cargo.toml's maxperf profile): comparison
+# figures are taken with it, not with the quicker release build.
+IIOPBENCH = os.path.join(ROOT, "target", "maxperf", "iiopbench")
 ORBS = os.path.join(ROOT, "scripts", "orbs")
 NAMES = {"ours": "iiopbench", "omniorb": "omniORB", "jacorb": "JacORB", "tao": "TAO"}
 # Our client with --oneway-buffer: a client of its own in the pairs
@@ -1012,7 +1014,7 @@ def main():
         return 0
     if not a.no_install:
         subprocess.run([os.path.join(ROOT, "benches", "compare", "install")], check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "iiopbench"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--profile", "maxperf", "-q", "-p", "iiopbench"], cwd=ROOT, check=True)
     subprocess.run([os.path.join(ORBS, "omniorb", "build")], check=True, stdout=subprocess.DEVNULL)
     wanted = a.servers.split(",")
     servers = [s for s in wanted if installed(s)]

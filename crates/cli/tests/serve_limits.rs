@@ -290,10 +290,12 @@ fn server_sleeps(pid: u32) -> u64 {
         .sum()
 }
 
-/// Wait, without sleeping, for the end of call `i`'s slot of `gap` from
-/// `t0`.
-fn pace(t0: Instant, gap: Duration, i: u64) {
-    let next = t0 + gap * (i as u32 + 1);
+/// Wait, without sleeping, until `gap` has passed since the last call
+/// returned. Measured from the call, not from a schedule: a client held
+/// off its CPU for a while (a busy machine) then sends the next message
+/// a gap later, not the missed ones back to back.
+fn pace(gap: Duration) {
+    let next = Instant::now() + gap;
     while Instant::now() < next {
         std::hint::spin_loop();
     }
@@ -312,21 +314,19 @@ fn paced_then_idle(srv: &Serve, calls: u64, gap: Duration, idle: Duration) -> (u
         let o = Outgoing::new(Payload::for_size(Elem::Octet, 1024));
         c.reset().await.unwrap();
         let before = server_sleeps(srv.child.id());
-        let t0 = Instant::now();
-        for i in 0..calls {
+        for _ in 0..calls {
             c.oneway("send_oneway_octet", |w| o.encode(w))
                 .await
                 .unwrap();
-            pace(t0, gap, i);
+            pace(gap);
         }
         let sleeps = server_sleeps(srv.child.id()) - before;
         let paced = c.stats().await.unwrap();
         assert_eq!((paced.oneways, paced.bytes), (calls, calls * 1024));
         let before = server_sleeps(srv.child.id());
-        let t0 = Instant::now();
-        for i in 0..calls {
+        for _ in 0..calls {
             c.ping().await.unwrap();
-            pace(t0, gap, i);
+            pace(gap);
         }
         let ping_sleeps = server_sleeps(srv.child.id()) - before;
         // The last message is a oneway, so a polling server is polling
@@ -361,6 +361,10 @@ fn a_polling_thread_per_connection_stays_awake_between_messages_then_sleeps() {
     );
     // 2 000 oneways, then 2 000 pings, 150 µs apart: the blocking server
     // sleeps in recv for each, the polling one stays awake between them.
+    // On a busy machine the blocking server, waiting for a CPU, finds
+    // some oneways already there and sleeps less often; the polling one
+    // sleeps when the client is held off its CPU for longer than the
+    // spin limit. Neither brings them near each other.
     let gap = Duration::from_micros(150);
     let idle = Duration::from_millis(400);
     let (poll_oneways, poll_pings, poll_idle) = paced_then_idle(&polling, 2000, gap, idle);
@@ -369,8 +373,9 @@ fn a_polling_thread_per_connection_stays_awake_between_messages_then_sleeps() {
         ("oneways", poll_oneways, block_oneways),
         ("pings", poll_pings, block_pings),
     ] {
+        eprintln!("{what}: server threads slept {poll} times polling, {block} times blocking");
         assert!(
-            block > 500 && poll * 4 < block,
+            block > 250 && poll * 4 < block,
             "server threads slept {poll} times polling, {block} times blocking, over 2000 paced {what}"
         );
     }

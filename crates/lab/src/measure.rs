@@ -208,18 +208,30 @@ fn receive_count(
 }
 
 /// Sends `count` numbered datagrams of `payload` bytes at `pps` to `to`.
-fn send_paced(sock: &UdpSocket, to: SocketAddr, count: u32, payload: usize, pps: f64) {
+fn send_paced(
+    sock: &UdpSocket,
+    to: SocketAddr,
+    count: u32,
+    payload: usize,
+    pps: f64,
+    catch_up: bool,
+) {
     let interval = Duration::from_secs_f64(1.0 / pps);
-    let start = Instant::now();
+    let mut due = Instant::now();
     let mut msg = vec![0u8; payload];
     for seq in 0..count {
-        let due = start + interval.mul_f64(f64::from(seq));
         let now = Instant::now();
         if due > now {
             std::thread::sleep(due - now);
+        } else if !catch_up {
+            // Late (the thread waited for a CPU): the schedule starts
+            // again from here rather than sending the missed datagrams
+            // back to back, which a rate cap would drop as excess.
+            due = now;
         }
         msg[..4].copy_from_slice(&seq.to_be_bytes());
         let _ = sock.send_to(&msg, to);
+        due += interval;
     }
 }
 
@@ -231,15 +243,43 @@ struct Flow {
     last: Option<Instant>,
 }
 
+/// Receive buffer of a flow's receiving socket: a whole loss run's
+/// datagrams (3000 small ones take about 2.3 MB of buffer), so a receiver
+/// thread that waits for a CPU on a busy machine loses none of them.
+const FLOW_RCVBUF: libc::c_int = 4 << 20;
+
+/// Sets `sock`'s receive buffer to `bytes` beyond `net.core.rmem_max`
+/// (`SO_RCVBUFFORCE`, which the lab's root has); left as it was if refused.
+fn force_receive_buffer(sock: &UdpSocket, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt on a live socket with a valid int option value.
+    let _ = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            std::ptr::from_ref(&bytes).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// Sends each spec's datagrams from `from` to `to` at `pps`, all specs at
+/// once. `catch_up`: a sender that fell behind sends what it missed at
+/// once (a flood whose rate must hold whatever the machine's load);
+/// otherwise it never sends faster than `pps` (a loss estimate that a
+/// burst would turn into rate-cap drops).
 fn flows(
     lab: &Lab,
     specs: &[(String, String, u32, usize, f64)],
     settle: Duration,
+    catch_up: bool,
 ) -> Result<Vec<Flow>> {
     let mut socks = Vec::new();
     for (from, to, ..) in specs {
         let tx = udp_in(lab, from)?;
         let rx = udp_in(lab, to)?;
+        force_receive_buffer(&rx, FLOW_RCVBUF);
         let rx_addr = rx.local_addr().map_err(io("flow local_addr"))?;
         socks.push((tx, rx, rx_addr));
     }
@@ -253,7 +293,7 @@ fn flows(
                 s.spawn(move || {
                     std::thread::scope(|inner| {
                         let r = inner.spawn(|| receive_count(rx, *count, &done, settle, limit));
-                        send_paced(tx, *rx_addr, *count, *payload, *pps);
+                        send_paced(tx, *rx_addr, *count, *payload, *pps, catch_up);
                         done.store(true, Ordering::Relaxed);
                         let (received, first, last) = r.join().expect("receiver thread");
                         Flow {
@@ -348,6 +388,7 @@ impl Lab {
                 ),
             ],
             settle,
+            false,
         )?;
 
         // Rate: flood each capped direction at 1.3x its cap.
@@ -362,7 +403,7 @@ impl Lab {
                 rate_dirs.push(dir);
             }
         }
-        let rates = flows(self, &rate_specs, settle)?;
+        let rates = flows(self, &rate_specs, settle, true)?;
         let mut rate_of = [None, None];
         for (dir, f) in rate_dirs.into_iter().zip(&rates) {
             rate_of[dir] = match (f.first, f.last) {

@@ -20,6 +20,14 @@ fn io(step: &str) -> impl FnOnce(std::io::Error) -> LabError + '_ {
 /// Bit set in the sequence number of an unrecorded warm-up echo, so its
 /// reply is never taken for a measured probe's.
 const WARM_UP: u32 = 1 << 31;
+/// SCHED_FIFO priority of the two probe threads: below the relay's, so the
+/// relay still forwards on time, and above every ordinary thread, so an RTT
+/// sample is the link's round trip and not also the time the echo or the
+/// prober waited for a CPU after its packet arrived (a build beside the
+/// lab made those waits milliseconds each, beyond the self-check's
+/// tolerance).
+const PROBE_PRIORITY: libc::c_int = 5;
+
 /// Warm-up echoes tried after a lost probe before measuring anyway.
 const WARM_UP_TRIES: u32 = 3;
 
@@ -69,6 +77,7 @@ pub fn rtt_samples(
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
+            crate::relay::realtime(PROBE_PRIORITY);
             let mut buf = [0u8; 256];
             while !stop.load(Ordering::Relaxed) {
                 if let Ok((n, from)) = server.recv_from(&mut buf) {
@@ -76,7 +85,8 @@ pub fn rtt_samples(
                 }
             }
         });
-        let res = (|| {
+        let prober = s.spawn(|| -> Result<Vec<Duration>> {
+            crate::relay::realtime(PROBE_PRIORITY);
             let mut out = Vec::new();
             let mut cold = false;
             for seq in 0..count {
@@ -92,7 +102,10 @@ pub fn rtt_samples(
                 out.extend(rtt);
             }
             Ok(out)
-        })();
+        });
+        let res = prober
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
         stop.store(true, Ordering::Relaxed);
         res
     })

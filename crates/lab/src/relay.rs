@@ -35,6 +35,17 @@ const BUF_LEN: usize = 9216;
 /// SCHED_FIFO priority of relay threads (1 is the lowest real-time one).
 const RT_PRIORITY: libc::c_int = 10;
 
+/// Puts the calling thread in the SCHED_FIFO class at `priority`, for a
+/// thread that blocks between packets and must wake on time when every
+/// CPU is busy. Failure (no privilege) leaves normal priority.
+pub(crate) fn realtime(priority: libc::c_int) {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+}
+
 /// How long the thread sleeps at most before checking the stop flag.
 const IDLE_WAKE: Duration = Duration::from_millis(20);
 
@@ -212,12 +223,8 @@ fn run(
     // Wake on time even when the machine is busy: a low real-time priority
     // (the thread blocks in ppoll between packets, and the kernel's RT
     // throttling keeps 5 % for others). Without it, a load of 4 on 2 cores
-    // added up to 8 ms to single packets. Failure leaves normal priority.
-    let param = libc::sched_param {
-        sched_priority: RT_PRIORITY,
-    };
-    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    // added up to 8 ms to single packets.
+    realtime(RT_PRIORITY);
     let fd = tun.as_raw_fd();
     let mut rng = rand::thread_rng();
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
