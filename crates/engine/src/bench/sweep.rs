@@ -334,6 +334,7 @@ impl SweepJob {
         Loop {
             count: 0,
             duration: Some(self.step_duration),
+            max_duration: None,
             warmup: self.warmup,
             connections,
             in_flight: 1,
