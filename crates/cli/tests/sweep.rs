@@ -363,6 +363,15 @@ fn a_sweep_of_omniorbs_server_reads_its_cpu_and_memory() {
     assert_eq!(code, 0, "{out}");
     check_steps(&v, "connections", &[1.0, 10.0, 100.0]);
     assert_eq!(v["params"]["server_rss_source"], "server-process");
+    // The generator's own memory beside the server's, and what its
+    // connections cost it: some KiB each, not MiB (a leak per connection
+    // or a buffer per connection sized by the payload limit would be).
+    let steps = v["cases"].as_array().unwrap();
+    for c in steps {
+        assert!(f(&c["extra"]["client_rss_bytes"]) > 1e6, "{c}");
+    }
+    let per = f(&steps[2]["extra"]["client_rss_per_connection_bytes"]);
+    assert!(per < 256.0 * 1024.0, "{per} bytes per connection");
     narrow(&out);
 }
 
