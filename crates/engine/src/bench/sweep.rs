@@ -210,6 +210,14 @@ pub struct SweepJob {
     /// First measure the generator's ceiling against a server that does
     /// no work (our embedded server's ping).
     pub ceiling: bool,
+    /// Sweep each of these servers in one run, one after the other in
+    /// rotating order for `rounds` rounds (see [`super::sweep_servers`]):
+    /// `ours` (or `ours:reactor`, `ours:threads`), `omniorb`, `jacorb`,
+    /// `tao`. Empty: the one target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// With `servers`: how many times each server is swept.
+    pub rounds: u32,
     pub socket: Sockets,
     pub placement: PlacementOpts,
 }
@@ -234,6 +242,8 @@ impl Default for SweepJob {
             p99_bound: None,
             min_achieved: 0.95,
             ceiling: false,
+            servers: Vec::new(),
+            rounds: 1,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
         }
@@ -277,6 +287,18 @@ impl SweepJob {
         check(self.placement.runs.is_none_or(|r| r == 1), || {
             "`runs`: a sweep runs once; its steps are its repetitions".into()
         })?;
+        check(self.rounds >= 1, || "`rounds` must be at least 1".into())?;
+        check(self.rounds == 1 || !self.servers.is_empty(), || {
+            "`rounds` repeats the sweep of each of `servers`, which is empty".into()
+        })?;
+        for s in &self.servers {
+            s.parse::<super::sweep_servers::SweepServer>()
+                .map_err(|e| JobError::new(format!("`servers`: {e}")))?;
+        }
+        check(
+            self.servers.is_empty() || self.target.target.is_none(),
+            || "`servers` starts each server it sweeps: no `target` with it".into(),
+        )?;
         check(
             self.service_kind == d.service_kind || !self.service.is_zero(),
             || "`service_kind` is how the server spends `service`, which is 0".into(),
@@ -468,6 +490,9 @@ const CEILING_IN_FLIGHT: usize = 16;
 pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     if let Err(e) = session::BenchJob::validate(o) {
         return session::refused("sweep", o, ctx, e.into());
+    }
+    if !o.servers.is_empty() {
+        return super::sweep_servers::run(o, ctx);
     }
     // The generator's ceiling: its own closed loop, as many calls in
     // flight as keep a no-work server busy, against our embedded server.
