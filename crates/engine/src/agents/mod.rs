@@ -101,19 +101,22 @@ pub fn version() -> String {
     format!("{} {}", t.version, t.git_commit)
 }
 
-/// The job every agent runs: `job` (a latency, throughput or closed job
-/// with a shared target), checked, with one run and `duration` per case
-/// in the job's own terms. Options the run sets itself are refused, said
+/// The job every agent runs: `job` (a latency, throughput, closed or
+/// sweep job with a shared target), checked, with one run and `duration`
+/// per case (a sweep's step) in the job's own terms. Options the run sets itself are refused, said
 /// in one line.
 pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
     let per_case = "every agent measures the run's `duration` per case";
     let set = |f: &str, why: &str| JobError::new(format!("`{f}` is set by the agent run: {why}"));
     let mut job = job.clone();
     check(
-        matches!(job, Job::Latency(_) | Job::Throughput(_) | Job::Closed(_)),
+        matches!(
+            job,
+            Job::Latency(_) | Job::Throughput(_) | Job::Closed(_) | Job::Sweep(_)
+        ),
         || {
             format!(
-                "agents run latency, throughput or closed jobs, not {}",
+                "agents run latency, throughput, closed or sweep jobs, not {}",
                 job.kind()
             )
         },
@@ -171,6 +174,19 @@ pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
                 return Err(set("until_ci", per_case));
             }
             c.run.duration = duration;
+        }
+        Job::Sweep(w) => {
+            let d = crate::bench::sweep::SweepJob::default();
+            if w.step_duration != d.step_duration && w.step_duration != duration {
+                return Err(set("step_duration", per_case));
+            }
+            check(!w.ceiling, || {
+                "`ceiling` is one process's: measure the generator's ceiling with a sweep of its own, not in an agent run".into()
+            })?;
+            w.step_duration = duration;
+            // Every agent on every step at the same instants; the stop
+            // rules judge the merged steps.
+            w.every_step = true;
         }
         _ => unreachable!("checked above"),
     }
@@ -382,7 +398,13 @@ pub fn coordinate_and_merge(
             .into(),
     );
     match merge_agents(base, &ran, info) {
-        Ok(m) => (Some(m), None),
+        Ok(mut m) => {
+            if let Job::Sweep(w) = job {
+                let each: Vec<&Results> = ran.iter().map(|a| &a.results).collect();
+                crate::bench::sweep::merge_steps(&mut m, &each, w);
+            }
+            (Some(m), None)
+        }
         Err(e) => (None, Some(e)),
     }
 }
@@ -461,7 +483,7 @@ mod tests {
         );
         assert_eq!(
             err(on_target(crate::bench::connect::ConnectJob::default())),
-            "agents run latency, throughput or closed jobs, not connect"
+            "agents run latency, throughput, closed or sweep jobs, not connect"
         );
     }
 

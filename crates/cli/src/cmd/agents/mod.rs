@@ -195,7 +195,9 @@ const SET_BY_THE_RUN: [(&str, &str); 4] = [
 pub fn job_of(words: &[String]) -> anyhow::Result<(Job, Vec<Threshold>)> {
     match words {
         [b, _, ..] if b == "bench" => {}
-        _ => anyhow::bail!("agents run a bench command: `-- bench latency|throughput|closed …`"),
+        _ => anyhow::bail!(
+            "agents run a bench command: `-- bench latency|throughput|closed|sweep …`"
+        ),
     }
     for a in words {
         let flag = a.split('=').next().unwrap_or(a);
@@ -402,7 +404,7 @@ mod tests {
         );
         assert_eq!(
             job_of(&args("serve")).unwrap_err().to_string(),
-            "agents run a bench command: `-- bench latency|throughput|closed …`"
+            "agents run a bench command: `-- bench latency|throughput|closed|sweep …`"
         );
         let (job, gates) = job_of(&args(
             "bench closed --target x.ior --clients 2 --threshold errors=0",

@@ -125,6 +125,7 @@ impl SweepArgs {
             p99_bound: self.p99_bound,
             min_achieved: self.min_achieved,
             ceiling: self.ceiling,
+            every_step: false,
             socket: self.bench.socket.engine(),
             placement: self.bench.placement.engine(),
         }
