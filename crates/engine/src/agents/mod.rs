@@ -13,9 +13,12 @@
 //!   [`run_order`] (run the job an order carries, held by its start gate);
 //! - [`Children`]: agents started as processes (by the caller's
 //!   [`Programs`](crate::programs::Programs));
-//! - [`merge`]: the agents' results folded into one results value.
+//! - [`merge`]: the agents' results folded into one results value;
+//! - [`slurm`]: the whole run as one Slurm job (the coordinator in its
+//!   batch step, the agents one task each).
 
 pub mod merge;
+pub mod slurm;
 
 pub use merge::{merge_agents, Ran};
 

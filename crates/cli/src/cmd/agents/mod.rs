@@ -12,6 +12,10 @@
 //! * `agents join --coordinator HOST:PORT` — one agent (any host).
 //! * `agents k8s --agents N --image IMG -- bench …` — Kubernetes
 //!   manifests for the same run (docs/agents.md).
+//! * `agents slurm --agents N -- bench …` — the same run as one Slurm job
+//!   (the engine's `agents::slurm`), waited for and merged; the job's
+//!   batch step is the hidden `agents slurm-step DIR`, its tasks `agents
+//!   join --slurm`.
 //!
 //! Every agent runs the job in-process, one run of the run's `--duration`
 //! per case; the start gate ([`iiopbench_engine::gate`]) holds each case
@@ -44,6 +48,13 @@ pub enum AgentsCommand {
     /// Print Kubernetes manifests (a v1 List, JSON) for a run of N agents.
     #[command(after_help = crate::examples::AGENTS_K8S)]
     K8s(Box<K8sArgs>),
+    /// Submit a run of N agents to Slurm (one job: the coordinator and N
+    /// agent tasks), wait for it, and merge their results.
+    #[command(after_help = crate::examples::AGENTS_SLURM)]
+    Slurm(Box<SlurmArgs>),
+    /// The batch step of `agents slurm` (inside the Slurm job).
+    #[command(hide = true)]
+    SlurmStep(SlurmStepArgs),
 }
 
 /// What every coordinated run needs, wherever its agents run.
@@ -152,6 +163,64 @@ pub struct JoinArgs {
     /// How long to keep trying to reach the coordinator.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub connect_timeout: Duration,
+    /// Run as a Slurm task: the id is the task's rank (SLURM_PROCID), the
+    /// name `task RANK@NODE`.
+    #[arg(long, conflicts_with_all = ["id", "name"])]
+    pub slurm: bool,
+}
+
+/// `agents slurm` options.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// The run's directory: the batch script, the job, the coordinator's
+    /// address, the merged results and Slurm's output file. On a cluster,
+    /// one every node sees at the same path (default: a new directory
+    /// `iiopbench-slurm-TIME` here).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The coordinator's port on the batch node (0: a free one).
+    #[arg(long, default_value_t = 0, value_name = "PORT")]
+    pub port: u16,
+    /// The host name the agents reach the coordinator by (default: the
+    /// batch node's Slurm name).
+    #[arg(long, value_name = "HOST")]
+    pub coordinator_host: Option<String>,
+    /// An `sbatch` option, as one word (`--sbatch-arg=--partition=bench`);
+    /// repeat for more. They take precedence over the batch script's.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// How long the job may wait in the queue before it is cancelled.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub queue_timeout: Duration,
+    /// The iiopbench the job runs (default: this one; it must be at this
+    /// path on every node).
+    #[arg(long, value_name = "PATH")]
+    pub program: Option<PathBuf>,
+    /// Write the merged results as JSON (docs/results-schema.md); `-` for
+    /// stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress lines and no tables.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// A gate the merged result must pass; a failed one makes the exit
+    /// status 3.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub thresholds: Vec<Threshold>,
+    /// The bench command every agent runs, after `--` (its `--target` must
+    /// be reachable from the compute nodes).
+    #[arg(last = true, required = true, value_name = "BENCH ARGS")]
+    pub bench: Vec<String>,
+}
+
+/// `agents slurm-step` options.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmStepArgs {
+    /// The run's directory (its `run.json`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `agents k8s` options.
@@ -214,12 +283,23 @@ pub fn job_of(words: &[String]) -> anyhow::Result<(Job, Vec<Threshold>)> {
 pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
     match c {
         AgentsCommand::Run(o) => run_coordinator(o, argv),
-        AgentsCommand::Join(o) => Ok(agents::join(&agents::JoinOpts {
-            coordinator: o.coordinator.clone(),
-            id: o.id,
-            name: o.name.clone(),
-            connect_timeout: o.connect_timeout,
-        })?),
+        AgentsCommand::Join(o) => {
+            let task = o.slurm.then(agents::slurm::Task::current).transpose()?;
+            Ok(agents::join(&agents::JoinOpts {
+                coordinator: o.coordinator.clone(),
+                id: task.as_ref().map(|t| t.rank).or(o.id),
+                name: task.as_ref().map(|t| t.name()).or(o.name.clone()),
+                connect_timeout: o.connect_timeout,
+            })?)
+        }
+        AgentsCommand::Slurm(o) => run_slurm(o, argv),
+        AgentsCommand::SlurmStep(o) => {
+            let ctx = RunContext::new()
+                .with_progress(crate::progress::unless_quiet(false))
+                .with_command(argv.to_vec())
+                .with_programs(Arc::new(ThisBinary::new()?));
+            Ok(agents::slurm::batch_step(&o.dir, &ctx)?)
+        }
         AgentsCommand::K8s(o) => {
             out!("{}", manifests(o)?);
             Ok(())
@@ -300,12 +380,44 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
         .with_command(argv.to_vec())
         .with_programs(Arc::new(ThisBinary::new()?));
     let (merged, err) = agents::run(&opts, &ctx)?;
-    let out = crate::flags::OutputOpts::json_only(o.json.clone(), o.quiet);
+    finish(merged, err, &gates, o.json.clone(), o.quiet)
+}
+
+fn run_slurm(o: &SlurmArgs, argv: &[String]) -> anyhow::Result<()> {
+    let (job, mut gates) = job_of(&o.bench)?;
+    gates.extend(o.thresholds.iter().cloned());
+    let dir = o.dir.clone().unwrap_or_else(agents::slurm::new_dir_name);
+    let opts = agents::slurm::SubmitOpts {
+        coord: o.coord.engine(),
+        dir,
+        port: o.port,
+        coordinator_host: o.coordinator_host.clone(),
+        sbatch_args: o.sbatch_args.clone(),
+        queue_timeout: o.queue_timeout,
+        job,
+    };
+    let ctx = RunContext::new()
+        .with_progress(crate::progress::unless_quiet(o.quiet))
+        .with_command(argv.to_vec())
+        .with_programs(Arc::new(ThisBinary::new()?.with_exe(o.program.as_deref())));
+    let (merged, err) = agents::slurm::submit(&opts, &ctx)?;
+    finish(merged, err, &gates, o.json.clone(), o.quiet)
+}
+
+/// The merged result written, shown and gated; the exit as the run went.
+fn finish(
+    merged: Option<Results>,
+    err: Option<iiopbench_engine::error::Error>,
+    gates: &[Threshold],
+    json: Option<PathBuf>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let out = crate::flags::OutputOpts::json_only(json, quiet);
     // Gated on the merged result: every agent's calls together.
     let mut checked = Vec::new();
     if let Some(mut m) = merged.clone() {
         crate::words::in_results(&mut m);
-        checked = m.check(&gates);
+        checked = m.check(gates);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
             out!("{}", agents_table(&m));
