@@ -462,6 +462,37 @@ mod tests {
         assert_eq!((c.run.duration, c.placement.runs), (d, Some(1)));
     }
 
+    /// A sweep's steps are the run's cases: each measures the run's
+    /// duration, and every agent runs every step.
+    #[test]
+    fn a_sweep_runs_every_step_for_the_runs_duration() {
+        use crate::bench::sweep::SweepJob;
+        let d = Duration::from_secs(3);
+        let Job::Sweep(w) = prepare_job(&on_target(SweepJob::default()), d).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (w.step_duration, w.every_step, w.placement.runs),
+            (d, true, Some(1))
+        );
+        let err = |f: &dyn Fn(&mut SweepJob)| {
+            let mut j = SweepJob::default();
+            f(&mut j);
+            prepare_job(&on_target(j), d).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err(&|j| j.step_duration = Duration::from_secs(5)),
+            "`step_duration` is set by the agent run: every agent measures the run's `duration` per case"
+        );
+        assert!(err(&|j| j.ceiling = true).starts_with("`ceiling` is one process's"));
+        // The run's own duration given as the step's is no contradiction.
+        let same = SweepJob {
+            step_duration: d,
+            ..Default::default()
+        };
+        assert!(prepare_job(&on_target(same), d).is_ok());
+    }
+
     #[test]
     fn jobs_the_run_cannot_honour_are_refused_in_one_line() {
         let d = Duration::from_secs(1);

@@ -53,8 +53,8 @@ pub struct SlurmRun {
     pub max_clock_offset: Duration,
     /// The coordinator's port on the batch node (0: a free one).
     pub port: u16,
-    /// The host name the agents reach the coordinator by (`None`: the
-    /// batch node's Slurm name, `SLURMD_NODENAME`).
+    /// The host name the agents reach the coordinator by, `{node}` the
+    /// batch node's Slurm name (`None`: that name, `SLURMD_NODENAME`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator_host: Option<String>,
     /// The job every agent runs, checked and completed.
@@ -161,8 +161,8 @@ pub struct SubmitOpts {
     pub dir: PathBuf,
     /// The coordinator's port on the batch node (0: a free one).
     pub port: u16,
-    /// The host name agents reach the coordinator by (`None`: the batch
-    /// node's Slurm name).
+    /// The host name agents reach the coordinator by, `{node}` the batch
+    /// node's Slurm name (`None`: that name).
     pub coordinator_host: Option<String>,
     /// More `sbatch` options (`--partition=…`, `--nodes=…`, …), given on
     /// its command line (they take precedence over the script's).
@@ -433,6 +433,13 @@ pub fn batch_step(dir: &Path, ctx: &RunContext) -> Result<()> {
     }
 }
 
+/// The host name agents reach the coordinator by: `template` with
+/// `{node}` replaced by the batch node's Slurm name (`{node}-ib`: its
+/// name on another network), or that name.
+pub fn coordinator_host(template: Option<&str>, node: &str) -> String {
+    template.map_or_else(|| node.to_string(), |t| t.replace("{node}", node))
+}
+
 /// An `srun` step, killed (with its tasks) when dropped still running.
 struct Step(Child);
 
@@ -463,11 +470,9 @@ fn coordinate_step(
     let listener = std::net::TcpListener::bind(&listen)
         .map_err(|e| fail!(Local, "listening for agents on {listen}: {e}"))?;
     let port = listener.local_addr()?.port();
-    let host = run
-        .coordinator_host
-        .clone()
-        .or_else(|| std::env::var("SLURMD_NODENAME").ok())
-        .unwrap_or_else(|| crate::sysinfo::HostInfo::current().hostname);
+    let node = std::env::var("SLURMD_NODENAME")
+        .unwrap_or_else(|_| crate::sysinfo::HostInfo::current().hostname);
+    let host = coordinator_host(run.coordinator_host.as_deref(), &node);
     let addr = format!("{host}:{port}");
     std::fs::write(dir.join(COORDINATOR_FILE), format!("{addr}\n"))?;
     ctx.progress
@@ -526,6 +531,13 @@ mod tests {
                 .to_string()
                 .contains("not below")
         );
+    }
+
+    #[test]
+    fn the_coordinators_host_is_the_batch_nodes_name_or_a_template_of_it() {
+        assert_eq!(coordinator_host(None, "cn07"), "cn07");
+        assert_eq!(coordinator_host(Some("{node}-ib"), "cn07"), "cn07-ib");
+        assert_eq!(coordinator_host(Some("10.1.0.7"), "cn07"), "10.1.0.7");
     }
 
     #[test]

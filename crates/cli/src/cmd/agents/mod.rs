@@ -53,7 +53,7 @@ pub enum AgentsCommand {
     #[command(after_help = crate::examples::AGENTS_SLURM)]
     Slurm(Box<SlurmArgs>),
     /// The batch step of `agents slurm` (inside the Slurm job).
-    #[command(hide = true)]
+    #[command(hide = true, after_help = crate::examples::AGENTS_SLURM_STEP)]
     SlurmStep(SlurmStepArgs),
 }
 
@@ -183,8 +183,8 @@ pub struct SlurmArgs {
     /// The coordinator's port on the batch node (0: a free one).
     #[arg(long, default_value_t = 0, value_name = "PORT")]
     pub port: u16,
-    /// The host name the agents reach the coordinator by (default: the
-    /// batch node's Slurm name).
+    /// The host name the agents reach the coordinator by; `{node}` stands
+    /// for the batch node's Slurm name (`{node}-ib`) [default: that name].
     #[arg(long, value_name = "HOST")]
     pub coordinator_host: Option<String>,
     /// An `sbatch` option, as one word (`--sbatch-arg=--partition=bench`);
@@ -196,7 +196,7 @@ pub struct SlurmArgs {
     pub queue_timeout: Duration,
     /// The iiopbench the job runs (default: this one; it must be at this
     /// path on every node).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "FILE")]
     pub program: Option<PathBuf>,
     /// Write the merged results as JSON (docs/results-schema.md); `-` for
     /// stdout.
