@@ -477,6 +477,13 @@ pub fn agents_table(r: &Results) -> String {
         ]);
     }
     out.push_str(&t.render());
+    if r.kind == "sweep" {
+        // Judged on the merged steps.
+        out.push_str(&format!("  {}\n", crate::output::knee_line(r)));
+        if let Some(s) = r.params.get("stopped_by").and_then(|v| v.as_str()) {
+            out.push_str(&format!("  stopped after: {s}\n"));
+        }
+    }
     for a in info.agents.iter().filter(|a| a.status != "ran") {
         out.push_str(&format!(
             "agent {} {}: {}\n",
@@ -544,6 +551,77 @@ mod tests {
         assert_eq!(
             crate::words::flags(&e.to_string()),
             "--count is set by the agent run: every agent measures the run's --duration per case"
+        );
+    }
+
+    /// The command lines a Slurm run starts (the batch step, each task)
+    /// parse as the commands they mean.
+    #[test]
+    fn the_slurm_step_and_task_command_lines_parse() {
+        use iiopbench_engine::programs::Programs;
+        let me = ThisBinary {
+            exe: PathBuf::from("iiopbench"),
+            connect_timeout: Duration::from_secs(30),
+            job_output: Vec::new(),
+        };
+        let words = |c: std::process::Command| -> Vec<String> {
+            std::iter::once(c.get_program())
+                .chain(c.get_args())
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        let step = words(me.slurm_step(std::path::Path::new("/runs/r1")));
+        let Cmd::Agents(AgentsCommand::SlurmStep(s)) = Cli::try_parse_from(&step).unwrap().command
+        else {
+            panic!("{step:?}")
+        };
+        assert_eq!(s.dir, PathBuf::from("/runs/r1"));
+        let task = words(me.slurm_agent("cn07:40123", Duration::from_secs(60)));
+        let Cmd::Agents(AgentsCommand::Join(j)) = Cli::try_parse_from(&task).unwrap().command
+        else {
+            panic!("{task:?}")
+        };
+        assert!(j.slurm);
+        assert_eq!(
+            (j.coordinator.as_str(), j.id, j.connect_timeout),
+            ("cn07:40123", None, Duration::from_secs(60))
+        );
+    }
+
+    /// A sweep goes to the pods as any job: the coordinator's job runs
+    /// every step for the run's duration.
+    #[test]
+    fn k8s_manifests_carry_a_sweep_that_runs_every_step() {
+        let cli = Cli::try_parse_from(args(
+            "iiopbench agents k8s --agents 3 --image reg/iiopbench:1 --duration 5s -- bench sweep --target corbaloc::srv:2809/Bench --open 1000,2000",
+        ))
+        .unwrap();
+        let Cmd::Agents(AgentsCommand::K8s(o)) = cli.command else {
+            panic!("parsed as {:?}", cli.command)
+        };
+        let m = iiop_agents::k8s::Manifests::from_json(&manifests(&o).unwrap()).unwrap();
+        let coord = m
+            .coordinator
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .command
+            .clone()
+            .unwrap();
+        let Cmd::Agents(AgentsCommand::Run(r)) = Cli::try_parse_from(&coord).unwrap().command
+        else {
+            panic!("{coord:?}")
+        };
+        let Job::Sweep(w) = r.job().unwrap().0 else {
+            panic!()
+        };
+        assert_eq!(w.steps.0, [1000.0, 2000.0]);
+        assert_eq!(
+            (w.step_duration, w.every_step),
+            (Duration::from_secs(5), true)
         );
     }
 
