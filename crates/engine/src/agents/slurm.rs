@@ -239,6 +239,9 @@ fn output(cmd: &mut Command, limit: Duration) -> Result<String> {
     Ok(text)
 }
 
+/// How long `squeue` may fail in a row before the job is cancelled.
+const STATE_PATIENCE: Duration = Duration::from_secs(60);
+
 /// Slurm's job states in which the job has not ended.
 fn waiting(state: &str) -> bool {
     matches!(
@@ -344,14 +347,27 @@ pub fn submit(o: &SubmitOpts, ctx: &RunContext) -> Result<(Option<Results>, Opti
     };
     let queued = Instant::now();
     let mut started: Option<Instant> = None;
+    // Since when squeue has failed (a busy controller answers late).
+    let mut failing: Option<Instant> = None;
     let run_limit = run.coord().deadline() + Duration::from_secs(60);
     let last_state = loop {
         if crate::interrupt::requested() {
             return Err(cancel("interrupted"));
         }
         let state = match job_state(&id) {
-            Ok(s) => s,
-            Err(e) => return Err(cancel(&format!("its state cannot be read: {e}"))),
+            Ok(s) => {
+                failing = None;
+                s
+            }
+            Err(e) if failing.get_or_insert_with(Instant::now).elapsed() > STATE_PATIENCE => {
+                return Err(cancel(&format!(
+                    "its state could not be read for {STATE_PATIENCE:?}: {e}"
+                )))
+            }
+            Err(_) => {
+                std::thread::sleep(Duration::from_secs(1));
+                continue;
+            }
         };
         match state.as_deref() {
             Some(s) if waiting(s) => {
@@ -389,11 +405,17 @@ pub fn submit(o: &SubmitOpts, ctx: &RunContext) -> Result<(Option<Results>, Opti
     };
     let err = match (&merged, failure) {
         (_, Some(f)) => Some(fail!(Local, "Slurm job {id}: {}", f.trim())),
-        (None, None) => Some(fail!(
-            Local,
-            "Slurm job {id} ended {last_state} without results; see {}",
-            dir.join(format!("slurm-{id}.out")).display()
-        )),
+        (None, None) => {
+            let out = dir.join(format!("slurm-{id}.out"));
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(10)..].join("\n");
+            Some(fail!(
+                Local,
+                "Slurm job {id} ended {last_state} without results; the end of {}:\n{tail}",
+                out.display()
+            ))
+        }
         (Some(_), None) => None,
     };
     Ok((merged, err))
