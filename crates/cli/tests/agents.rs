@@ -340,11 +340,18 @@ fn three_local_agents_sweep_in_step_and_merge_exactly() {
             "200,400",
             "--warmup",
             "20",
+            "--threshold",
+            "knee>100/s",
         ],
     );
-    assert_eq!(code, 0, "{}", v["outcome"]);
+    assert_eq!(code, 0, "{} {}", v["outcome"], v["thresholds"]);
     assert!(t0.elapsed() < Duration::from_secs(60));
     common::agents::check_merged_sweep(&v, 3, &[200.0, 400.0]);
+    // The knee gate is judged on the merged steps: 3 agents' 200/s at
+    // the least.
+    let gate = &v["thresholds"][0];
+    assert_eq!(gate["pass"], true, "{gate}");
+    assert!(gate["value"].as_f64().unwrap() > 400.0, "{gate}");
     // The server saw every measured call of every step.
     let measured: u64 = v["cases"]
         .as_array()
