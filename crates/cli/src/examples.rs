@@ -206,6 +206,16 @@ Examples:
   iiopbench agents k8s --agents 4 --image registry.example/iiopbench:1 -- bench latency --target corbaloc::bench-server:2809/Bench > run.json
   iiopbench agents k8s --agents 16 --image registry.example/iiopbench:1 --namespace bench --duration 60s -- bench closed --target corbaname::ns-host:2809#Bench --clients 8";
 
+pub const AGENTS_SLURM: &str = "\
+Examples:
+  iiopbench agents slurm --agents 3 --duration 2s --json sweep.json -- bench sweep --target corbaloc::srv:2809/Bench --open 1000:2:16000
+  iiopbench agents slurm --agents 32 --sbatch-arg=--nodes=8 --sbatch-arg=--partition=bench --dir ~/runs/r1 -- bench latency --target srv.ior";
+
+pub const AGENTS_SLURM_STEP: &str = "\
+Examples:
+  iiopbench agents slurm-step /home/me/runs/r1      # in the batch script agents slurm writes
+  iiopbench agents slurm-step iiopbench-slurm-20261207T150000Z";
+
 pub const INTEROP: &str = "\
 Examples:
   iiopbench interop --quick                                 # our own server, in-process

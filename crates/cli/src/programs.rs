@@ -2,7 +2,8 @@
 //! process: this executable (or `$IIOPBENCH_EXE`, for tests that run the
 //! command line in-process) with its own subcommands — `serve` for our
 //! server, `agents join` for an agent, the hidden `job run` for a job
-//! handed over in a file. tests in `cmd` parse every command line made
+//! handed over in a file, the hidden `agents slurm-step` for a Slurm run's
+//! batch step. tests in `cmd` parse every command line made
 //! here, so it stays in step with the flags.
 
 use std::path::{Path, PathBuf};
@@ -89,6 +90,23 @@ impl ThisBinary {
         a
     }
 
+    /// The arguments of [`Programs::slurm_agent`]: `agents join --slurm`,
+    /// whose id and name come from its task's environment.
+    pub fn slurm_agent_args(
+        coordinator: &str,
+        connect_timeout: std::time::Duration,
+    ) -> Vec<String> {
+        vec![
+            "agents".to_string(),
+            "join".into(),
+            "--coordinator".into(),
+            coordinator.into(),
+            "--slurm".into(),
+            "--connect-timeout".into(),
+            format_duration(connect_timeout),
+        ]
+    }
+
     /// The arguments of [`Programs::job`].
     pub fn job_args(&self, job_file: &Path, results_file: &Path) -> Vec<String> {
         let mut a = vec![
@@ -119,6 +137,18 @@ impl Programs for ThisBinary {
     fn job(&self, job_file: &Path, results_file: &Path) -> Command {
         let mut c = Command::new(&self.exe);
         c.args(self.job_args(job_file, results_file));
+        c
+    }
+
+    fn slurm_step(&self, dir: &Path) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(["agents", "slurm-step"]).arg(dir);
+        c
+    }
+
+    fn slurm_agent(&self, coordinator: &str, connect_timeout: std::time::Duration) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(Self::slurm_agent_args(coordinator, connect_timeout));
         c
     }
 }

@@ -308,3 +308,56 @@ fn four_local_agents_load_omniorb() {
         v["target"]
     );
 }
+
+/// `agents run --local --agents 3` of a load sweep: every agent runs
+/// every step at the same instants, and each merged step's counts and
+/// histogram are exactly the sum of the agents'.
+#[test]
+fn three_local_agents_sweep_in_step_and_merge_exactly() {
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let t0 = Instant::now();
+    let (code, v) = coordinator(
+        "sweep.json",
+        &[
+            "--agents",
+            "3",
+            "--local",
+            "--duration",
+            "1s",
+            "--register-timeout",
+            "60s",
+            "--",
+            "bench",
+            "sweep",
+            "--target",
+            &target,
+            "--open",
+            "200,400",
+            "--warmup",
+            "20",
+            "--threshold",
+            "knee>100/s",
+        ],
+    );
+    assert_eq!(code, 0, "{} {}", v["outcome"], v["thresholds"]);
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    common::agents::check_merged_sweep(&v, 3, &[200.0, 400.0]);
+    // The knee gate is judged on the merged steps: 3 agents' 200/s at
+    // the least.
+    let gate = &v["thresholds"][0];
+    assert_eq!(gate["pass"], true, "{gate}");
+    assert!(gate["value"].as_f64().unwrap() > 400.0, "{gate}");
+    // The server saw every measured call of every step.
+    let measured: u64 = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["calls"].as_u64().unwrap())
+        .sum();
+    assert!(srv.stats().calls >= measured);
+}

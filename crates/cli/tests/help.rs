@@ -94,7 +94,7 @@ const IDEAS: &[Idea] = &[
         None,
         "json",
         "FILE",
-        "bench *, soak, suite, merge, compare, lab run, lab suite, interop, ior decode, pcap, replay, agents run, lab agents, lab matrix",
+        "bench *, soak, suite, merge, compare, lab run, lab suite, interop, ior decode, pcap, replay, agents run, agents slurm, lab agents, lab matrix",
     ),
     idea(
         "One CSV row per case",
@@ -122,7 +122,7 @@ const IDEAS: &[Idea] = &[
         Some('q'),
         "quiet",
         "—",
-        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, lab agents, lab matrix",
+        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, agents slurm, lab agents, lab matrix",
     ),
     idea(
         "Every column, in one table (by default tables fit 100 columns)",
@@ -185,7 +185,7 @@ const IDEAS: &[Idea] = &[
         None,
         "duration",
         "DURATION",
-        "bench latency/closed/params/dispatch/packing/balance, soak, agents run, agents k8s, lab agents, lab matrix",
+        "bench latency/closed/params/dispatch/packing/balance, soak, agents run, agents k8s, agents slurm, lab agents, lab matrix",
     ),
     idea(
         "Shortest measuring time",
@@ -346,7 +346,7 @@ const IDEAS: &[Idea] = &[
         None,
         "threshold",
         "EXPR",
-        "bench *, soak, agents run",
+        "bench *, soak, agents run, agents slurm",
     ),
     idea(
         "Exit 1 when B is slower anywhere",
@@ -409,6 +409,10 @@ const UNITS: &[(&str, &str)] = &[
     ("SPEC", "`key=value` pairs, comma-separated"),
     ("LABEL", "a target's label in a suite results file"),
     ("COMMAND", "a shell command"),
+    (
+        "ARG",
+        "one word of another program's command line: `--partition=bench`",
+    ),
     ("BEHAVIOUR", "`echo`, `sink`, `fixed:JSON`"),
     ("CxS", "clients x servers, comma-separated: `4x2,8x4`"),
     ("A-B:IMPAIRMENT", "a lab link: `client-server:delay=20ms,loss=2%,rate=t1`"),

@@ -24,6 +24,13 @@ pub trait Programs: Send + Sync {
     /// A process that runs the job in `job_file` (its JSON) and writes
     /// the results to `results_file`, also when the run fails half-way.
     fn job(&self, job_file: &Path, results_file: &Path) -> Command;
+    /// The batch step of a Slurm run whose files are in `dir`: it reads
+    /// the run there and coordinates it
+    /// ([`batch_step`](crate::agents::slurm::batch_step)).
+    fn slurm_step(&self, dir: &Path) -> Command;
+    /// One agent as a Slurm task: it joins `coordinator` (`HOST:PORT`,
+    /// trying for `connect_timeout`) with its task rank as its id.
+    fn slurm_agent(&self, coordinator: &str, connect_timeout: std::time::Duration) -> Command;
 }
 
 /// One of our reference servers started as a process.

@@ -5,6 +5,8 @@
 //! reason. Each test binary uses part of this.
 #![allow(dead_code)]
 
+pub mod agents;
+
 /// Whether CI is set (`CI=true`, `1`, or any value but `false`/`0`).
 pub fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "false" | "0"))

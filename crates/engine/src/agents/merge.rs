@@ -42,7 +42,9 @@ pub fn merge_agents(
     let mut groups: Vec<Vec<(u32, &Case)>> = Vec::new();
     for a in ran {
         for c in &a.results.cases {
-            let key = case_key(&a.results, c, true);
+            // (A sweep's steps differ in their load, which is in the
+            // name only.)
+            let key = format!("{} | {}", case_key(&a.results, c, true), c.name);
             let i = *index.entry(key).or_insert_with(|| {
                 groups.push(Vec::new());
                 groups.len() - 1

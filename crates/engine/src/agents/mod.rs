@@ -13,9 +13,12 @@
 //!   [`run_order`] (run the job an order carries, held by its start gate);
 //! - [`Children`]: agents started as processes (by the caller's
 //!   [`Programs`](crate::programs::Programs));
-//! - [`merge`]: the agents' results folded into one results value.
+//! - [`merge`]: the agents' results folded into one results value;
+//! - [`slurm`]: the whole run as one Slurm job (the coordinator in its
+//!   batch step, the agents one task each).
 
 pub mod merge;
+pub mod slurm;
 
 pub use merge::{merge_agents, Ran};
 
@@ -101,19 +104,22 @@ pub fn version() -> String {
     format!("{} {}", t.version, t.git_commit)
 }
 
-/// The job every agent runs: `job` (a latency, throughput or closed job
-/// with a shared target), checked, with one run and `duration` per case
-/// in the job's own terms. Options the run sets itself are refused, said
+/// The job every agent runs: `job` (a latency, throughput, closed or
+/// sweep job with a shared target), checked, with one run and `duration`
+/// per case (a sweep's step) in the job's own terms. Options the run sets itself are refused, said
 /// in one line.
 pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
     let per_case = "every agent measures the run's `duration` per case";
     let set = |f: &str, why: &str| JobError::new(format!("`{f}` is set by the agent run: {why}"));
     let mut job = job.clone();
     check(
-        matches!(job, Job::Latency(_) | Job::Throughput(_) | Job::Closed(_)),
+        matches!(
+            job,
+            Job::Latency(_) | Job::Throughput(_) | Job::Closed(_) | Job::Sweep(_)
+        ),
         || {
             format!(
-                "agents run latency, throughput or closed jobs, not {}",
+                "agents run latency, throughput, closed or sweep jobs, not {}",
                 job.kind()
             )
         },
@@ -171,6 +177,19 @@ pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
                 return Err(set("until_ci", per_case));
             }
             c.run.duration = duration;
+        }
+        Job::Sweep(w) => {
+            let d = crate::bench::sweep::SweepJob::default();
+            if w.step_duration != d.step_duration && w.step_duration != duration {
+                return Err(set("step_duration", per_case));
+            }
+            check(!w.ceiling, || {
+                "`ceiling` is one process's: measure the generator's ceiling with a sweep of its own, not in an agent run".into()
+            })?;
+            w.step_duration = duration;
+            // Every agent on every step at the same instants; the stop
+            // rules judge the merged steps.
+            w.every_step = true;
         }
         _ => unreachable!("checked above"),
     }
@@ -382,7 +401,13 @@ pub fn coordinate_and_merge(
             .into(),
     );
     match merge_agents(base, &ran, info) {
-        Ok(m) => (Some(m), None),
+        Ok(mut m) => {
+            if let Job::Sweep(w) = job {
+                let each: Vec<&Results> = ran.iter().map(|a| &a.results).collect();
+                crate::bench::sweep::merge_steps(&mut m, &each, w);
+            }
+            (Some(m), None)
+        }
         Err(e) => (None, Some(e)),
     }
 }
@@ -437,6 +462,37 @@ mod tests {
         assert_eq!((c.run.duration, c.placement.runs), (d, Some(1)));
     }
 
+    /// A sweep's steps are the run's cases: each measures the run's
+    /// duration, and every agent runs every step.
+    #[test]
+    fn a_sweep_runs_every_step_for_the_runs_duration() {
+        use crate::bench::sweep::SweepJob;
+        let d = Duration::from_secs(3);
+        let Job::Sweep(w) = prepare_job(&on_target(SweepJob::default()), d).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (w.step_duration, w.every_step, w.placement.runs),
+            (d, true, Some(1))
+        );
+        let err = |f: &dyn Fn(&mut SweepJob)| {
+            let mut j = SweepJob::default();
+            f(&mut j);
+            prepare_job(&on_target(j), d).unwrap_err().to_string()
+        };
+        assert_eq!(
+            err(&|j| j.step_duration = Duration::from_secs(5)),
+            "`step_duration` is set by the agent run: every agent measures the run's `duration` per case"
+        );
+        assert!(err(&|j| j.ceiling = true).starts_with("`ceiling` is one process's"));
+        // The run's own duration given as the step's is no contradiction.
+        let same = SweepJob {
+            step_duration: d,
+            ..Default::default()
+        };
+        assert!(prepare_job(&on_target(same), d).is_ok());
+    }
+
     #[test]
     fn jobs_the_run_cannot_honour_are_refused_in_one_line() {
         let d = Duration::from_secs(1);
@@ -461,7 +517,7 @@ mod tests {
         );
         assert_eq!(
             err(on_target(crate::bench::connect::ConnectJob::default())),
-            "agents run latency, throughput or closed jobs, not connect"
+            "agents run latency, throughput, closed or sweep jobs, not connect"
         );
     }
 

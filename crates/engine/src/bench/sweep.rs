@@ -218,6 +218,11 @@ pub struct SweepJob {
     pub servers: Vec<String>,
     /// With `servers`: how many times each server is swept.
     pub rounds: u32,
+    /// Run every step whatever its figures: in an agent run every agent
+    /// runs every step at the same instants, and the stop rules and the
+    /// knee are applied to the merged steps ([`merge_steps`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_step: bool,
     pub socket: Sockets,
     pub placement: PlacementOpts,
 }
@@ -244,6 +249,7 @@ impl Default for SweepJob {
             ceiling: false,
             servers: Vec::new(),
             rounds: 1,
+            every_step: false,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
         }
@@ -299,6 +305,9 @@ impl SweepJob {
             self.servers.is_empty() || self.target.target.is_none(),
             || "`servers` starts each server it sweeps: no `target` with it".into(),
         )?;
+        check(self.servers.is_empty() || !self.every_step, || {
+            "`servers` starts each server it sweeps: not in an agent run, whose agents share one target".into()
+        })?;
         check(
             self.service_kind == d.service_kind || !self.service.is_zero(),
             || "`service_kind` is how the server spends `service`, which is 0".into(),
@@ -653,6 +662,7 @@ async fn measure(
     let mut conns: Vec<BenchClient> = Vec::new();
     let rule = o.rule();
     let mut loads: Vec<StepLoad> = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
     let mut stopped: Option<String> = None;
     for (i, &load) in o.steps.0.iter().enumerate() {
         ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
@@ -807,16 +817,39 @@ async fn measure(
         }
         r.cases.push(case);
         loads.push(step);
-        if let Some(st) = stop {
-            stopped = Some(format!("step {} ({label}): {st}", i + 1));
+        labels.push(label.clone());
+        // The rule's stop is named by `knee_params`.
+        if stop.is_some() && !o.every_step {
             break;
         }
     }
     for c in &conns {
         c.close();
     }
-    let p = &mut r.params;
-    match knee(&loads, &rule) {
+    knee_params(&mut r.params, &loads, &labels, &rule, ceiling);
+    // A step that could not run ended the sweep unless a rule did first.
+    if let Some(why) = stopped.filter(|_| r.params["stopped_by"] == "the last step") {
+        param(&mut r.params, "stopped_by", why);
+    }
+    Ok(())
+}
+
+/// The run's `knee` and `stopped_by` from its steps: the knee among the
+/// steps up to the first that tripped a rule, `stopped_by` that step (or
+/// "the last step").
+fn knee_params(
+    p: &mut BTreeMap<String, serde_json::Value>,
+    loads: &[StepLoad],
+    labels: &[String],
+    rule: &StopRule,
+    ceiling: Option<f64>,
+) {
+    let tripped = loads
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| stop_reason(s, rule).map(|st| (i, st)));
+    let upto = tripped.map_or(loads.len(), |(i, _)| i + 1);
+    match knee(&loads[..upto], rule) {
         Some(k) => {
             let st = &loads[k];
             param(
@@ -837,9 +870,73 @@ async fn measure(
     param(
         p,
         "stopped_by",
-        stopped.unwrap_or_else(|| "the last step".into()),
+        match tripped {
+            Some((i, st)) => format!("step {} ({}): {st}", i + 1, labels[i]),
+            None => "the last step".into(),
+        },
     );
-    Ok(())
+}
+
+/// The merged steps of an agent run, in which every agent ran every step
+/// at the same instants ([`SweepJob::every_step`]; `merged` is the
+/// agents' results merged case by case, `agents` each agent's own): per
+/// step, the agents' loads, offered calls/s and connections summed (each
+/// agent offered the step's load), achieved the merged calls/s, the
+/// client CPU summed, the server's figures the highest any agent read
+/// (only an agent on the server's host reads them); then the stop rules
+/// and the knee, on the merged steps.
+pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
+    let rule = o.rule();
+    let (mut loads, mut labels) = (Vec::new(), Vec::new());
+    for c in &mut merged.cases {
+        let shares: Vec<&crate::results::Case> = agents
+            .iter()
+            .filter_map(|r| r.cases.iter().find(|a| a.name == c.name))
+            .collect();
+        let figures = |k: &str| -> Vec<f64> {
+            shares
+                .iter()
+                .filter_map(|a| a.extra.get(k).and_then(|v| v.as_f64()))
+                .collect()
+        };
+        let sum = |k: &str| {
+            Some(figures(k))
+                .filter(|v| !v.is_empty())
+                .map(|v| v.iter().sum())
+        };
+        let max = |k: &str| figures(k).into_iter().reduce(f64::max);
+        let step = StepLoad {
+            load: sum("load").unwrap_or(0.0),
+            offered: sum("offered_per_s"),
+            achieved: c.calls_per_sec,
+            p99_us: c.latency_us.map(|l| l.p99),
+            errors: c.errors.values().sum(),
+        };
+        let e = &mut c.extra;
+        if let Some(first) = shares.first() {
+            param(e, "step", first.extra.get("step"));
+            param(e, "load_per_agent", first.extra.get("load"));
+        }
+        param(e, "load", step.load);
+        param(e, "offered_per_s", step.offered);
+        param(e, "achieved_per_s", step.achieved);
+        param(e, "connections", sum("connections"));
+        param(e, "client_cpu_util", sum("client_cpu_util"));
+        for k in ["server_cpu_util", "server_rss_bytes"] {
+            if let Some(v) = max(k) {
+                param(e, k, v);
+            }
+        }
+        match stop_reason(&step, &rule) {
+            Some(st) => param(e, "stopped_by", st.to_string()),
+            None => {
+                e.remove("stopped_by");
+            }
+        }
+        loads.push(step);
+        labels.push(c.name.clone());
+    }
+    knee_params(&mut merged.params, &loads, &labels, &rule, None);
 }
 
 /// A load as people read it: whole numbers without decimals (`500`,

@@ -12,6 +12,10 @@
 //! * `agents join --coordinator HOST:PORT` — one agent (any host).
 //! * `agents k8s --agents N --image IMG -- bench …` — Kubernetes
 //!   manifests for the same run (docs/agents.md).
+//! * `agents slurm --agents N -- bench …` — the same run as one Slurm job
+//!   (the engine's `agents::slurm`), waited for and merged; the job's
+//!   batch step is the hidden `agents slurm-step DIR`, its tasks `agents
+//!   join --slurm`.
 //!
 //! Every agent runs the job in-process, one run of the run's `--duration`
 //! per case; the start gate ([`iiopbench_engine::gate`]) holds each case
@@ -44,6 +48,13 @@ pub enum AgentsCommand {
     /// Print Kubernetes manifests (a v1 List, JSON) for a run of N agents.
     #[command(after_help = crate::examples::AGENTS_K8S)]
     K8s(Box<K8sArgs>),
+    /// Submit a run of N agents to Slurm (one job: the coordinator and N
+    /// agent tasks), wait for it, and merge their results.
+    #[command(after_help = crate::examples::AGENTS_SLURM)]
+    Slurm(Box<SlurmArgs>),
+    /// The batch step of `agents slurm` (inside the Slurm job).
+    #[command(hide = true, after_help = crate::examples::AGENTS_SLURM_STEP)]
+    SlurmStep(SlurmStepArgs),
 }
 
 /// What every coordinated run needs, wherever its agents run.
@@ -152,6 +163,64 @@ pub struct JoinArgs {
     /// How long to keep trying to reach the coordinator.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub connect_timeout: Duration,
+    /// Run as a Slurm task: the id is the task's rank (SLURM_PROCID), the
+    /// name `task RANK@NODE`.
+    #[arg(long, conflicts_with_all = ["id", "name"])]
+    pub slurm: bool,
+}
+
+/// `agents slurm` options.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmArgs {
+    #[command(flatten)]
+    pub coord: CoordArgs,
+    /// The run's directory: the batch script, the job, the coordinator's
+    /// address, the merged results and Slurm's output file. On a cluster,
+    /// one every node sees at the same path (default: a new directory
+    /// `iiopbench-slurm-TIME` here).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// The coordinator's port on the batch node (0: a free one).
+    #[arg(long, default_value_t = 0, value_name = "PORT")]
+    pub port: u16,
+    /// The host name the agents reach the coordinator by; `{node}` stands
+    /// for the batch node's Slurm name (`{node}-ib`) [default: that name].
+    #[arg(long, value_name = "HOST")]
+    pub coordinator_host: Option<String>,
+    /// An `sbatch` option, as one word (`--sbatch-arg=--partition=bench`);
+    /// repeat for more. They take precedence over the batch script's.
+    #[arg(long = "sbatch-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sbatch_args: Vec<String>,
+    /// How long the job may wait in the queue before it is cancelled.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub queue_timeout: Duration,
+    /// The iiopbench the job runs (default: this one; it must be at this
+    /// path on every node).
+    #[arg(long, value_name = "FILE")]
+    pub program: Option<PathBuf>,
+    /// Write the merged results as JSON (docs/results-schema.md); `-` for
+    /// stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress lines and no tables.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// A gate the merged result must pass; a failed one makes the exit
+    /// status 3.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
+    pub thresholds: Vec<Threshold>,
+    /// The bench command every agent runs, after `--` (its `--target` must
+    /// be reachable from the compute nodes).
+    #[arg(last = true, required = true, value_name = "BENCH ARGS")]
+    pub bench: Vec<String>,
+}
+
+/// `agents slurm-step` options.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmStepArgs {
+    /// The run's directory (its `run.json`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `agents k8s` options.
@@ -195,7 +264,9 @@ const SET_BY_THE_RUN: [(&str, &str); 4] = [
 pub fn job_of(words: &[String]) -> anyhow::Result<(Job, Vec<Threshold>)> {
     match words {
         [b, _, ..] if b == "bench" => {}
-        _ => anyhow::bail!("agents run a bench command: `-- bench latency|throughput|closed …`"),
+        _ => anyhow::bail!(
+            "agents run a bench command: `-- bench latency|throughput|closed|sweep …`"
+        ),
     }
     for a in words {
         let flag = a.split('=').next().unwrap_or(a);
@@ -212,12 +283,23 @@ pub fn job_of(words: &[String]) -> anyhow::Result<(Job, Vec<Threshold>)> {
 pub fn run(c: &AgentsCommand, argv: &[String]) -> anyhow::Result<()> {
     match c {
         AgentsCommand::Run(o) => run_coordinator(o, argv),
-        AgentsCommand::Join(o) => Ok(agents::join(&agents::JoinOpts {
-            coordinator: o.coordinator.clone(),
-            id: o.id,
-            name: o.name.clone(),
-            connect_timeout: o.connect_timeout,
-        })?),
+        AgentsCommand::Join(o) => {
+            let task = o.slurm.then(agents::slurm::Task::current).transpose()?;
+            Ok(agents::join(&agents::JoinOpts {
+                coordinator: o.coordinator.clone(),
+                id: task.as_ref().map(|t| t.rank).or(o.id),
+                name: task.as_ref().map(|t| t.name()).or(o.name.clone()),
+                connect_timeout: o.connect_timeout,
+            })?)
+        }
+        AgentsCommand::Slurm(o) => run_slurm(o, argv),
+        AgentsCommand::SlurmStep(o) => {
+            let ctx = RunContext::new()
+                .with_progress(crate::progress::unless_quiet(false))
+                .with_command(argv.to_vec())
+                .with_programs(Arc::new(ThisBinary::new()?));
+            Ok(agents::slurm::batch_step(&o.dir, &ctx)?)
+        }
         AgentsCommand::K8s(o) => {
             out!("{}", manifests(o)?);
             Ok(())
@@ -298,12 +380,44 @@ fn run_coordinator(o: &AgentsRunArgs, argv: &[String]) -> anyhow::Result<()> {
         .with_command(argv.to_vec())
         .with_programs(Arc::new(ThisBinary::new()?));
     let (merged, err) = agents::run(&opts, &ctx)?;
-    let out = crate::flags::OutputOpts::json_only(o.json.clone(), o.quiet);
+    finish(merged, err, &gates, o.json.clone(), o.quiet)
+}
+
+fn run_slurm(o: &SlurmArgs, argv: &[String]) -> anyhow::Result<()> {
+    let (job, mut gates) = job_of(&o.bench)?;
+    gates.extend(o.thresholds.iter().cloned());
+    let dir = o.dir.clone().unwrap_or_else(agents::slurm::new_dir_name);
+    let opts = agents::slurm::SubmitOpts {
+        coord: o.coord.engine(),
+        dir,
+        port: o.port,
+        coordinator_host: o.coordinator_host.clone(),
+        sbatch_args: o.sbatch_args.clone(),
+        queue_timeout: o.queue_timeout,
+        job,
+    };
+    let ctx = RunContext::new()
+        .with_progress(crate::progress::unless_quiet(o.quiet))
+        .with_command(argv.to_vec())
+        .with_programs(Arc::new(ThisBinary::new()?.with_exe(o.program.as_deref())));
+    let (merged, err) = agents::slurm::submit(&opts, &ctx)?;
+    finish(merged, err, &gates, o.json.clone(), o.quiet)
+}
+
+/// The merged result written, shown and gated; the exit as the run went.
+fn finish(
+    merged: Option<Results>,
+    err: Option<iiopbench_engine::error::Error>,
+    gates: &[Threshold],
+    json: Option<PathBuf>,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    let out = crate::flags::OutputOpts::json_only(json, quiet);
     // Gated on the merged result: every agent's calls together.
     let mut checked = Vec::new();
     if let Some(mut m) = merged.clone() {
         crate::words::in_results(&mut m);
-        checked = m.check(&gates);
+        checked = m.check(gates);
         crate::output::emit(&m, &out)?;
         if out.shows_tables() {
             out!("{}", agents_table(&m));
@@ -363,6 +477,13 @@ pub fn agents_table(r: &Results) -> String {
         ]);
     }
     out.push_str(&t.render());
+    if r.kind == "sweep" {
+        // Judged on the merged steps.
+        out.push_str(&format!("  {}\n", crate::output::knee_line(r)));
+        if let Some(s) = r.params.get("stopped_by").and_then(|v| v.as_str()) {
+            out.push_str(&format!("  stopped after: {s}\n"));
+        }
+    }
     for a in info.agents.iter().filter(|a| a.status != "ran") {
         out.push_str(&format!(
             "agent {} {}: {}\n",
@@ -402,7 +523,7 @@ mod tests {
         );
         assert_eq!(
             job_of(&args("serve")).unwrap_err().to_string(),
-            "agents run a bench command: `-- bench latency|throughput|closed …`"
+            "agents run a bench command: `-- bench latency|throughput|closed|sweep …`"
         );
         let (job, gates) = job_of(&args(
             "bench closed --target x.ior --clients 2 --threshold errors=0",
@@ -430,6 +551,77 @@ mod tests {
         assert_eq!(
             crate::words::flags(&e.to_string()),
             "--count is set by the agent run: every agent measures the run's --duration per case"
+        );
+    }
+
+    /// The command lines a Slurm run starts (the batch step, each task)
+    /// parse as the commands they mean.
+    #[test]
+    fn the_slurm_step_and_task_command_lines_parse() {
+        use iiopbench_engine::programs::Programs;
+        let me = ThisBinary {
+            exe: PathBuf::from("iiopbench"),
+            connect_timeout: Duration::from_secs(30),
+            job_output: Vec::new(),
+        };
+        let words = |c: std::process::Command| -> Vec<String> {
+            std::iter::once(c.get_program())
+                .chain(c.get_args())
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect()
+        };
+        let step = words(me.slurm_step(std::path::Path::new("/runs/r1")));
+        let Cmd::Agents(AgentsCommand::SlurmStep(s)) = Cli::try_parse_from(&step).unwrap().command
+        else {
+            panic!("{step:?}")
+        };
+        assert_eq!(s.dir, PathBuf::from("/runs/r1"));
+        let task = words(me.slurm_agent("cn07:40123", Duration::from_secs(60)));
+        let Cmd::Agents(AgentsCommand::Join(j)) = Cli::try_parse_from(&task).unwrap().command
+        else {
+            panic!("{task:?}")
+        };
+        assert!(j.slurm);
+        assert_eq!(
+            (j.coordinator.as_str(), j.id, j.connect_timeout),
+            ("cn07:40123", None, Duration::from_secs(60))
+        );
+    }
+
+    /// A sweep goes to the pods as any job: the coordinator's job runs
+    /// every step for the run's duration.
+    #[test]
+    fn k8s_manifests_carry_a_sweep_that_runs_every_step() {
+        let cli = Cli::try_parse_from(args(
+            "iiopbench agents k8s --agents 3 --image reg/iiopbench:1 --duration 5s -- bench sweep --target corbaloc::srv:2809/Bench --open 1000,2000",
+        ))
+        .unwrap();
+        let Cmd::Agents(AgentsCommand::K8s(o)) = cli.command else {
+            panic!("parsed as {:?}", cli.command)
+        };
+        let m = iiop_agents::k8s::Manifests::from_json(&manifests(&o).unwrap()).unwrap();
+        let coord = m
+            .coordinator
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .command
+            .clone()
+            .unwrap();
+        let Cmd::Agents(AgentsCommand::Run(r)) = Cli::try_parse_from(&coord).unwrap().command
+        else {
+            panic!("{coord:?}")
+        };
+        let Job::Sweep(w) = r.job().unwrap().0 else {
+            panic!()
+        };
+        assert_eq!(w.steps.0, [1000.0, 2000.0]);
+        assert_eq!(
+            (w.step_duration, w.every_step),
+            (Duration::from_secs(5), true)
         );
     }
 

@@ -138,6 +138,7 @@ impl SweepArgs {
             ceiling: self.ceiling,
             servers: self.servers.clone(),
             rounds: self.rounds,
+            every_step: false,
             socket: self.bench.socket.engine(),
             placement: self.bench.placement.engine(),
         }
