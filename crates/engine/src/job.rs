@@ -35,7 +35,8 @@ use crate::bench::packing::{self, PackingJob};
 use crate::bench::params::{self, ParamsJob};
 use crate::bench::session::BenchJob;
 use crate::bench::setup::{self, SetupJob};
-use crate::bench::sweep::{self, SweepJob};
+use crate::bench::sweep::SweepJob;
+use crate::bench::sweep_servers;
 use crate::bench::tcp_baseline::{self, TcpJob};
 use crate::bench::throughput::{self, ThroughputJob};
 use crate::error::{Error, JobError};
@@ -203,7 +204,7 @@ impl Job {
             Job::Packing(j) => packing::run(j, ctx),
             Job::Balance(j) => balance::run(j, ctx),
             Job::Soak(j) => soak::run(j, ctx),
-            Job::Sweep(j) => sweep::run(j, ctx),
+            Job::Sweep(j) => sweep_servers::run(j, ctx),
         }
     }
 

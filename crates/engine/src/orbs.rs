@@ -5,8 +5,13 @@
 //! line's (`iiopbench orbs`); the interop matrix and the suite runner
 //! start them from here.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::{bail, ensure, fail, Error, Result};
 
 /// The vendor ORBs we know about, in display order.
 pub const ORBS: [(&str, &str); 4] = [
@@ -149,6 +154,92 @@ pub fn status(orb: &str) -> Status {
             built: false,
             detail: e.to_string(),
         },
+    }
+}
+
+/// A vendor server started for a run (a suite, a sweep of several
+/// servers); stopped (SIGTERM, then kill)
+/// on drop.
+#[derive(Debug)]
+pub struct OrbServer {
+    child: Child,
+    pub ior_file: PathBuf,
+}
+
+impl OrbServer {
+    /// Start `orb`'s server, on `cpu` when given (the affinity is set
+    /// before exec, so every thread the server makes inherits it).
+    pub fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> Result<OrbServer> {
+        let ior_file =
+            std::env::temp_dir().join(format!("iiopbench-orb-{}-{orb}.ior", std::process::id()));
+        let _ = std::fs::remove_file(&ior_file);
+        let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
+        if let Some(cpu) = cpu {
+            use std::os::unix::process::CommandExt;
+            let set = iiop_transport::affinity::cpu_set(&[cpu]).map_err(Error::local)?;
+            // SAFETY: set_current_affinity is one system call and
+            // allocates nothing, so it is safe between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
+            }
+        }
+        let script = Path::new(cmd.get_program()).to_path_buf();
+        let mut child = cmd
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| fail!(Orb, "starting {orb} ({}): {e}", script.display()))?;
+        let out = child.stdout.take().expect("piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(l) = line else { break };
+                if l.trim() == "ready" {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let mut srv = OrbServer { child, ior_file };
+        let t0 = Instant::now();
+        loop {
+            if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
+                break;
+            }
+            if let Some(st) = srv.child.try_wait()? {
+                bail!(Orb, "{orb} server exited ({st}) before saying ready");
+            }
+            ensure!(
+                t0.elapsed() < timeout,
+                Orb,
+                "{orb} server did not say ready within {timeout:?}"
+            );
+        }
+        ensure!(
+            srv.ior_file.is_file(),
+            Orb,
+            "{orb} server said ready but wrote no IOR to {}",
+            srv.ior_file.display()
+        );
+        Ok(srv)
+    }
+}
+
+impl Drop for OrbServer {
+    fn drop(&mut self) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let _ = std::fs::remove_file(&self.ior_file);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.ior_file);
     }
 }
 

@@ -160,6 +160,23 @@ impl Cpus {
     }
 }
 
+/// A client and the servers a run starts kept apart: the client on the
+/// first CPU this process may use, servers on the second (the first again
+/// on a one-CPU machine).
+pub fn apart() -> (usize, Option<usize>) {
+    let avail = process_cpus();
+    let client = avail.first().copied().unwrap_or(0);
+    (client, Some(avail.get(1).copied().unwrap_or(client)))
+}
+
+/// What [`apart`] chose, for the results.
+pub fn describe_apart(client: usize, server: Option<usize>) -> String {
+    format!(
+        "client CPU {client}, servers started by the run on CPU {}",
+        server.map(|c| c.to_string()).unwrap_or("?".into())
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,15 +11,12 @@
 //! any runs.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::error::{bail, ensure, fail, Error, Result};
+use crate::error::{bail, ensure, fail, Result};
 use crate::job::Job;
 use crate::options::CpuList;
 use crate::results::{param, Results, TargetInfo};
@@ -294,27 +291,19 @@ impl Target {
 /// second (or the same, on one CPU). A case whose own arguments place
 /// itself is left alone.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct SuitePlacement {
-    pub(crate) client: usize,
-    pub(crate) server: Option<usize>,
+struct SuitePlacement {
+    client: usize,
+    server: Option<usize>,
 }
 
 impl SuitePlacement {
-    pub(crate) fn choose() -> SuitePlacement {
-        let avail = crate::placement::process_cpus();
-        let client = avail.first().copied().unwrap_or(0);
-        SuitePlacement {
-            client,
-            server: Some(avail.get(1).copied().unwrap_or(client)),
-        }
+    fn choose() -> SuitePlacement {
+        let (client, server) = crate::placement::apart();
+        SuitePlacement { client, server }
     }
 
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "client CPU {}, servers started by the suite on CPU {}",
-            self.client,
-            self.server.map(|c| c.to_string()).unwrap_or("?".into())
-        )
+    fn describe(&self) -> String {
+        crate::placement::describe_apart(self.client, self.server)
     }
 
     /// `job` with the placement added, unless it places itself;
@@ -328,91 +317,6 @@ impl SuitePlacement {
         if let (true, Some(s)) = (starts_server, self.server) {
             p.server_cpus = CpuList::new(vec![s]).ok();
         }
-    }
-}
-
-/// A vendor server started for the suite; stopped (SIGTERM, then kill)
-/// on drop.
-#[derive(Debug)]
-pub(crate) struct OrbServer {
-    child: Child,
-    pub(crate) ior_file: PathBuf,
-}
-
-impl OrbServer {
-    /// Start `orb`'s server, on `cpu` when given (the affinity is set
-    /// before exec, so every thread the server makes inherits it).
-    pub(crate) fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> Result<OrbServer> {
-        let ior_file =
-            std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
-        let _ = std::fs::remove_file(&ior_file);
-        let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
-        if let Some(cpu) = cpu {
-            use std::os::unix::process::CommandExt;
-            let set = iiop_transport::affinity::cpu_set(&[cpu]).map_err(Error::local)?;
-            // SAFETY: set_current_affinity is one system call and
-            // allocates nothing, so it is safe between fork and exec.
-            unsafe {
-                cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
-            }
-        }
-        let script = Path::new(cmd.get_program()).to_path_buf();
-        let mut child = cmd
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| fail!(Orb, "starting {orb} ({}): {e}", script.display()))?;
-        let out = child.stdout.take().expect("piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines() {
-                let Ok(l) = line else { break };
-                if l.trim() == "ready" {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        let mut srv = OrbServer { child, ior_file };
-        let t0 = Instant::now();
-        loop {
-            if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
-                break;
-            }
-            if let Some(st) = srv.child.try_wait()? {
-                bail!(Orb, "{orb} server exited ({st}) before saying ready");
-            }
-            ensure!(
-                t0.elapsed() < timeout,
-                Orb,
-                "{orb} server did not say ready within {timeout:?}"
-            );
-        }
-        ensure!(
-            srv.ior_file.is_file(),
-            Orb,
-            "{orb} server said ready but wrote no IOR to {}",
-            srv.ior_file.display()
-        );
-        Ok(srv)
-    }
-}
-
-impl Drop for OrbServer {
-    fn drop(&mut self) {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                let _ = std::fs::remove_file(&self.ior_file);
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.ior_file);
     }
 }
 
@@ -500,16 +404,18 @@ pub fn run(o: &StudySuiteOpts, ctx: &RunContext) -> Result<Results> {
         let (server, reference) = match t {
             Target::Ours => (None, None),
             Target::Ref { reference, .. } => (None, Some(reference.clone())),
-            Target::Orb(name) => match OrbServer::start(name, o.ready_timeout, place.server) {
-                Ok(s) => {
-                    let r = s.ior_file.display().to_string();
-                    (Some(s), Some(r))
+            Target::Orb(name) => {
+                match crate::orbs::OrbServer::start(name, o.ready_timeout, place.server) {
+                    Ok(s) => {
+                        let r = s.ior_file.display().to_string();
+                        (Some(s), Some(r))
+                    }
+                    Err(e) => {
+                        failures.push(format!("target {label}: {e}"));
+                        continue;
+                    }
                 }
-                Err(e) => {
-                    failures.push(format!("target {label}: {e}"));
-                    continue;
-                }
-            },
+            }
         };
         for (case, job) in &plan {
             if crate::interrupt::requested() {

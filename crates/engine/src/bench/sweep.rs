@@ -16,12 +16,15 @@
 //! work, and every step above half of it is marked.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use iiop_bench_idl::bench::elements::{CallMode, Elem};
 use iiop_bench_idl::bench::types::{Outgoing, Payload};
 use iiop_bench_idl::client::BenchClient;
+use iiop_transport::hosted::ServerModel;
 use serde::{Deserialize, Serialize};
 
 use super::closed::ServiceKind;
@@ -256,6 +259,45 @@ impl Default for SweepJob {
     }
 }
 
+/// One server a multi-server sweep measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SweepServer {
+    /// Our server, embedded, in this model.
+    Ours(ServerModel),
+    /// A vendor ORB's bench server (`scripts/orbs/<name>/`).
+    Orb(String),
+}
+
+impl FromStr for SweepServer {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SweepServer, String> {
+        match s {
+            "ours" | "ours:reactor" => Ok(SweepServer::Ours(ServerModel::Reactor)),
+            "ours:threads" => Ok(SweepServer::Ours(ServerModel::Threads)),
+            _ if crate::orbs::ORBS.iter().any(|(n, _)| *n == s) => {
+                Ok(SweepServer::Orb(s.to_string()))
+            }
+            _ => {
+                let orbs: Vec<&str> = crate::orbs::ORBS.iter().map(|(n, _)| *n).collect();
+                Err(format!(
+                    "unknown server {s:?} (ours, ours:reactor, ours:threads, {})",
+                    orbs.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+impl fmt::Display for SweepServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepServer::Ours(m) => write!(f, "ours:{}", m.name()),
+            SweepServer::Orb(n) => f.write_str(n),
+        }
+    }
+}
+
 impl SweepJob {
     /// [`validate`](session::BenchJob::validate) without reading the
     /// target's file.
@@ -298,7 +340,7 @@ impl SweepJob {
             "`rounds` repeats the sweep of each of `servers`, which is empty".into()
         })?;
         for s in &self.servers {
-            s.parse::<super::sweep_servers::SweepServer>()
+            s.parse::<SweepServer>()
                 .map_err(|e| JobError::new(format!("`servers`: {e}")))?;
         }
         check(
@@ -501,7 +543,11 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
         return session::refused("sweep", o, ctx, e.into());
     }
     if !o.servers.is_empty() {
-        return super::sweep_servers::run(o, ctx);
+        let e = crate::error::fail!(
+            Job,
+            "a sweep of several servers runs as a job, one sweep per server"
+        );
+        return session::refused("sweep", o, ctx, e);
     }
     // The generator's ceiling: its own closed loop, as many calls in
     // flight as keep a no-work server busy, against our embedded server.

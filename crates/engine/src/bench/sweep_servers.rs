@@ -19,64 +19,22 @@
 //! best vendor's (the medians), when both were measured.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Duration;
 
-use iiop_transport::hosted::ServerModel;
 use serde_json::json;
 
 use super::stats::median;
-use super::sweep::SweepJob;
+use super::sweep::{SweepJob, SweepServer};
 use crate::error::Error;
 use crate::options::CpuList;
+use crate::orbs::OrbServer;
 use crate::progress::Stage;
 use crate::results::{param, Results};
 use crate::run_context::RunContext;
-use crate::suite::{OrbServer, SuitePlacement};
 
 /// How long a vendor server may take to say it is ready (a JVM's start
 /// on a busy machine included).
 const READY: Duration = Duration::from_secs(90);
-
-/// One server a multi-server sweep measures.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SweepServer {
-    /// Our server, embedded, in this model.
-    Ours(ServerModel),
-    /// A vendor ORB's bench server (`scripts/orbs/<name>/`).
-    Orb(String),
-}
-
-impl FromStr for SweepServer {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<SweepServer, String> {
-        match s {
-            "ours" | "ours:reactor" => Ok(SweepServer::Ours(ServerModel::Reactor)),
-            "ours:threads" => Ok(SweepServer::Ours(ServerModel::Threads)),
-            _ if crate::orbs::ORBS.iter().any(|(n, _)| *n == s) => {
-                Ok(SweepServer::Orb(s.to_string()))
-            }
-            _ => {
-                let orbs: Vec<&str> = crate::orbs::ORBS.iter().map(|(n, _)| *n).collect();
-                Err(format!(
-                    "unknown server {s:?} (ours, ours:reactor, ours:threads, {})",
-                    orbs.join(", ")
-                ))
-            }
-        }
-    }
-}
-
-impl fmt::Display for SweepServer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SweepServer::Ours(m) => write!(f, "ours:{}", m.name()),
-            SweepServer::Orb(n) => f.write_str(n),
-        }
-    }
-}
 
 /// The order of round `round` (0-based): the list rotated by `round`.
 fn order(n: usize, round: usize) -> Vec<usize> {
@@ -106,10 +64,17 @@ fn knee_summary(knees: &BTreeMap<String, Vec<f64>>) -> serde_json::Value {
     json!({ "knees": per, "knee_ratio": ratio })
 }
 
-/// Run `o` against each of `o.servers` (already validated).
+/// Run `o`: against each of `o.servers` when it names any, else its one
+/// target ([`super::sweep::run`]).
 pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
+    if o.servers.is_empty() {
+        return super::sweep::run(o, ctx);
+    }
+    if let Err(e) = super::session::BenchJob::validate(o) {
+        return super::session::refused("sweep", o, ctx, e.into());
+    }
     let servers: Vec<SweepServer> = o.servers.iter().filter_map(|s| s.parse().ok()).collect();
-    let place = SuitePlacement::choose();
+    let (client_cpu, server_cpu) = crate::placement::apart();
     let progress = &ctx.progress;
     let mut out = Results::new("sweep", ctx.command.clone());
     out.job = super::session::job_record("sweep", o);
@@ -135,8 +100,8 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             job.rounds = 1;
             // The ceiling once, before the first sweep.
             job.ceiling = o.ceiling && first;
-            job.placement.client_cpus = CpuList::new(vec![place.client]).ok();
-            job.placement.server_cpus = place.server.and_then(|c| CpuList::new(vec![c]).ok());
+            job.placement.client_cpus = CpuList::new(vec![client_cpu]).ok();
+            job.placement.server_cpus = server_cpu.and_then(|c| CpuList::new(vec![c]).ok());
             let _started = match srv {
                 SweepServer::Ours(m) => {
                     job.target.server_model = *m;
@@ -151,7 +116,7 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
                         }
                         continue;
                     }
-                    match OrbServer::start(name, READY, place.server) {
+                    match OrbServer::start(name, READY, server_cpu) {
                         Ok(s) => {
                             job.target.target = Some(s.ior_file.display().to_string());
                             Some(s)
@@ -215,7 +180,11 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     let p = &mut out.params;
     param(p, "servers", &o.servers);
     param(p, "rounds", o.rounds);
-    param(p, "placement", place.describe());
+    param(
+        p,
+        "placement",
+        crate::placement::describe_apart(client_cpu, server_cpu),
+    );
     param(p, "sweeps", &sweeps);
     if !skipped.is_empty() {
         param(p, "skipped", &skipped);
@@ -237,6 +206,7 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iiop_transport::hosted::ServerModel;
 
     #[test]
     fn servers_are_named_as_users_type_them() {
