@@ -909,8 +909,13 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
 
 /// Every figure for these results files, as data to draw.
 pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>> {
-    let es = entries(inputs);
+    // A comparison's cases are drawn as its sections' ratios instead.
+    let es: Vec<Entry> = entries(inputs)
+        .into_iter()
+        .filter(|e| e.r.comparison.is_none())
+        .collect();
     let mut raw = Vec::new();
+    comparison_figures(inputs, &mut raw);
     throughput_figures(&es, &mut raw)?;
     latency_size_figures(&es, &mut raw)?;
     percentile_figures(&es, &mut raw)?;
@@ -929,6 +934,132 @@ pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>
             plot,
         })
         .collect())
+}
+
+/// One section of a cross-ORB comparison (`orbs compare`), laid out as
+/// rows under [`COMPARISON_HEAD`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonSection {
+    /// `client`, `server` … (a [`Ratio`](crate::results::Ratio)'s section).
+    pub id: String,
+    pub title: String,
+    /// What its ratios divide.
+    pub what: String,
+    pub rows: Vec<[String; 6]>,
+}
+
+/// The columns of a [`ComparisonSection`]'s rows.
+pub const COMPARISON_HEAD: [&str; 6] = [
+    "case",
+    "divided",
+    "values (medians)",
+    "ratio",
+    "range over rounds",
+    "rounds",
+];
+
+/// A figure to three significant digits (`12.3`, `1230`).
+fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// The sections of a comparison's results, in the report's order (empty
+/// for other results).
+pub fn comparison_sections(r: &Results) -> Vec<ComparisonSection> {
+    let Some(cmp) = &r.comparison else {
+        return Vec::new();
+    };
+    crate::orbs_compare::SECTIONS
+        .iter()
+        .filter_map(|(id, title, what)| {
+            let rows: Vec<[String; 6]> = cmp
+                .ratios
+                .iter()
+                .filter(|x| x.section == *id)
+                .map(|x| {
+                    [
+                        x.case.clone(),
+                        format!("{} / {}", x.num, x.den),
+                        format!("{} / {} {}", sig3(x.num_value), sig3(x.den_value), x.unit),
+                        format!(
+                            "{:.2}x{}",
+                            x.ratio.median,
+                            if x.lower_is_better {
+                                " (lower is better)"
+                            } else {
+                                ""
+                            }
+                        ),
+                        format!("{:.2}x–{:.2}x", x.ratio.min, x.ratio.max),
+                        x.ratio.n.to_string(),
+                    ]
+                })
+                .collect();
+            (!rows.is_empty()).then(|| ComparisonSection {
+                id: id.to_string(),
+                title: title.to_string(),
+                what: what.to_string(),
+                rows,
+            })
+        })
+        .collect()
+}
+
+/// Each comparison section's ratios as bars (the median of the rounds)
+/// with whiskers over the rounds' range.
+fn comparison_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
+    for (name, r) in inputs {
+        let Some(cmp) = &r.comparison else {
+            continue;
+        };
+        for (id, title, what) in crate::orbs_compare::SECTIONS {
+            let rows: Vec<Bar> = cmp
+                .ratios
+                .iter()
+                .filter(|x| x.section == id)
+                .map(|x| Bar {
+                    label: format!("{}: {} / {}", x.case, x.num, x.den),
+                    segments: vec![("ratio".into(), x.ratio.median)],
+                    interval: Some((x.ratio.min, x.ratio.max)),
+                })
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            figs.push((
+                format!("{title}: {}", stem(name)),
+                format!(
+                    "{what}. Bar: the median of the per-round ratios; whiskers: their range over the rounds; 1.0 = equal."
+                ),
+                Plot::bars("ratio", rows),
+            ));
+        }
+    }
+}
+
+/// The run's warnings (busy machine, rounds that disagree) of every
+/// input, each prefixed by the input's name when there are several.
+pub fn warnings(inputs: &[(String, Results)]) -> Vec<String> {
+    let many = inputs.len() > 1;
+    inputs
+        .iter()
+        .flat_map(|(name, r)| {
+            r.quality
+                .iter()
+                .flat_map(|q| q.warnings.iter())
+                .map(move |w| {
+                    if many {
+                        format!("{}: {w}", stem(name))
+                    } else {
+                        w.clone()
+                    }
+                })
+        })
+        .collect()
 }
 
 /// One row per case of every input, under [`SUMMARY_HEAD`].

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::error::{bail, ensure, fail, Error, Result};
+use crate::error::{bail, ensure, fail, Result};
 use crate::job::Job;
 use crate::options::CpuList;
 use crate::results::{param, Results, TargetInfo};
@@ -348,13 +348,7 @@ impl OrbServer {
         let _ = std::fs::remove_file(&ior_file);
         let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
         if let Some(cpu) = cpu {
-            use std::os::unix::process::CommandExt;
-            let set = iiop_transport::affinity::cpu_set(&[cpu]).map_err(Error::local)?;
-            // SAFETY: set_current_affinity is one system call and
-            // allocates nothing, so it is safe between fork and exec.
-            unsafe {
-                cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
-            }
+            crate::placement::pin_command(&mut cmd, &[cpu])?;
         }
         let script = Path::new(cmd.get_program()).to_path_buf();
         let mut child = cmd

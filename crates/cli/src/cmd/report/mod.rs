@@ -14,7 +14,10 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use iiopbench_engine::report::SUMMARY_HEAD;
-use iiopbench_engine::report::{self as data, describe, placement_warning, summary_rows, Plot};
+use iiopbench_engine::report::{
+    self as data, comparison_sections, describe, placement_warning, summary_rows, warnings, Plot,
+    COMPARISON_HEAD,
+};
 use iiopbench_engine::results::{self, Results};
 
 /// `report` options.
@@ -78,6 +81,48 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     if let Some(w) = placement_warning(inputs) {
         h.push_str(&format!("<p><b>Warning:</b> {}</p>\n", esc(&w)));
     }
+    let ws = warnings(inputs);
+    if !ws.is_empty() {
+        h.push_str("<h2>Warnings</h2>\n<ul>\n");
+        for w in &ws {
+            h.push_str(&format!("<li>{}</li>\n", esc(w)));
+        }
+        h.push_str("</ul>\n");
+    }
+    for (_, r) in inputs {
+        let secs = comparison_sections(r);
+        if secs.is_empty() {
+            continue;
+        }
+        h.push_str("<h2>Cross-ORB comparison</h2>\n<ul>\n");
+        for m in r
+            .comparison
+            .iter()
+            .flat_map(|c| c.method.iter().chain(&c.left_out))
+        {
+            h.push_str(&format!("<li>{}</li>\n", esc(m)));
+        }
+        h.push_str("</ul>\n");
+        for sec in secs {
+            h.push_str(&format!(
+                "<h3>{}</h3>\n<p>{}</p>\n<table>\n<tr>",
+                esc(&sec.title),
+                esc(&sec.what)
+            ));
+            for c in COMPARISON_HEAD {
+                h.push_str(&format!("<th>{}</th>", esc(c)));
+            }
+            h.push_str("</tr>\n");
+            for row in &sec.rows {
+                h.push_str("<tr>");
+                for c in row {
+                    h.push_str(&format!("<td>{}</td>", esc(c)));
+                }
+                h.push_str("</tr>\n");
+            }
+            h.push_str("</table>\n");
+        }
+    }
     h.push_str("<h2>Figures</h2>\n");
     for f in figs {
         let svg = f.svg.trim_start();
@@ -117,6 +162,43 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     }
     if let Some(w) = placement_warning(inputs) {
         m.push_str(&format!("\n**Warning:** {w}\n"));
+    }
+    let ws = warnings(inputs);
+    if !ws.is_empty() {
+        m.push_str("\n## Warnings\n\n");
+        for w in &ws {
+            m.push_str(&format!("- {w}\n"));
+        }
+    }
+    for (_, r) in inputs {
+        let secs = comparison_sections(r);
+        if secs.is_empty() {
+            continue;
+        }
+        m.push_str("\n## Cross-ORB comparison\n\n");
+        for l in r
+            .comparison
+            .iter()
+            .flat_map(|c| c.method.iter().chain(&c.left_out))
+        {
+            m.push_str(&format!("- {l}\n"));
+        }
+        for sec in secs {
+            m.push_str(&format!("\n### {}\n\n{}.\n\n|", sec.title, sec.what));
+            for c in COMPARISON_HEAD {
+                m.push_str(&format!(" {c} |"));
+            }
+            m.push_str("\n|");
+            m.push_str(&"---|".repeat(COMPARISON_HEAD.len()));
+            m.push('\n');
+            for row in &sec.rows {
+                m.push('|');
+                for c in row {
+                    m.push_str(&format!(" {} |", c.replace('|', "\\|")));
+                }
+                m.push('\n');
+            }
+        }
     }
     m.push_str("\n## Figures\n\n");
     for f in figs {
