@@ -991,6 +991,7 @@ fn run_checked(job: &OrbsCompareJob, ctx: &RunContext, out: &mut Results) -> Res
             };
             cmd.stderr(std::fs::File::create(&log)?);
             crate::placement::pin_command(&mut cmd, &server_cpus)?;
+            die_with_parent(&mut cmd);
             progress.note(&format!(
                 "starting {}'s server on CPUs {}",
                 display_name(s),
@@ -1064,6 +1065,24 @@ fn run_checked(job: &OrbsCompareJob, ctx: &RunContext, out: &mut Results) -> Res
     );
     out.comparison = Some(cmp);
     res
+}
+
+/// `cmd` killed when this process dies, however it dies: a server left
+/// paused (SIGSTOP) by a killed comparison would hold its CPU's share of
+/// nothing, and its port, for good.
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is one system call that allocates
+    // nothing, so it is safe between fork and exec; it survives the exec
+    // (of a start script, and the script's exec of its server).
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// How the run was taken, one sentence each.
