@@ -1146,7 +1146,9 @@ fn measure(
     progress: &crate::progress::Progress,
 ) -> Result<()> {
     let job = b.job;
-    let mut warnings = Vec::new();
+    // Pairs whose rounds still disagree after `max_reps`: (spread, name).
+    let mut spread_out: Vec<(f64, String)> = Vec::new();
+    let mut pairs = 0usize;
     // (mode, size) → the best oneway pair's (median, client, server, type).
     let mut best: BTreeMap<u64, (f64, String, String, Elem)> = BTreeMap::new();
     for &mode in &job.modes {
@@ -1183,15 +1185,10 @@ fn measure(
                 }
                 for ((c, s), xs) in &samples {
                     let case = pair_case(&label, &p, c, s, xs);
+                    pairs += 1;
                     if let Some(sp) = spread(&xs.iter().map(|x| x.mbps).collect::<Vec<_>>()) {
                         if sp > job.spread_limit {
-                            warnings.push(format!(
-                                "{}: its {} rounds spread {:.0} % (over {:.0} %)",
-                                case.name,
-                                xs.len(),
-                                sp * 100.0,
-                                job.spread_limit * 100.0
-                            ));
+                            spread_out.push((sp, case.name.clone()));
                         }
                     }
                     if oneway && c != BUFFERED {
@@ -1353,10 +1350,31 @@ fn measure(
             median(&ratios)
         ));
     }
-    let mut q = out.quality.take().unwrap_or_default();
-    q.warnings.extend(warnings);
-    out.quality = Some(q);
+    if let Some(w) = spread_warning(&spread_out, pairs, job) {
+        out.quality
+            .get_or_insert_with(Default::default)
+            .warnings
+            .push(w);
+    }
     Ok(())
+}
+
+/// One line for the pairs whose rounds still spread more than
+/// `spread_limit` (each pair's spread is its case's `extra.spread`).
+fn spread_warning(
+    spread_out: &[(f64, String)],
+    pairs: usize,
+    job: &OrbsCompareJob,
+) -> Option<String> {
+    let (worst, name) = spread_out.iter().max_by(|a, b| a.0.total_cmp(&b.0))?;
+    Some(format!(
+        "rounds disagree: {} of {pairs} pairs spread more than {:.0} % over their rounds (up to {}), \
+         the widest {name} ({:.0} %); their ratios' ranges say how far to trust them",
+        spread_out.len(),
+        job.spread_limit * 100.0,
+        job.max_reps,
+        worst * 100.0
+    ))
 }
 
 /// Section 5's first part: ours → ours (our server embedded in this run)
@@ -1546,6 +1564,19 @@ mod tests {
         );
         assert!(!out.iter().any(|r| r.section == "buffered"));
         assert_eq!(out.iter().filter(|r| r.section == "client").count(), 2);
+    }
+
+    #[test]
+    fn pairs_that_still_disagree_make_one_warning_line() {
+        let job = OrbsCompareJob::quick();
+        assert_eq!(spread_warning(&[], 12, &job), None);
+        let w = spread_warning(&[(0.4, "a → b".into()), (1.5, "c → d".into())], 12, &job).unwrap();
+        assert_eq!(
+            w,
+            "rounds disagree: 2 of 12 pairs spread more than 30 % over their rounds (up to 3), \
+             the widest c → d (150 %); their ratios' ranges say how far to trust them"
+        );
+        assert!(!w.contains('\n'));
     }
 
     #[test]

@@ -958,7 +958,8 @@ pub const COMPARISON_HEAD: [&str; 6] = [
     "rounds",
 ];
 
-/// A figure to three significant digits (`12.3`, `1230`).
+/// A figure to three significant digits, whole numbers in full (`12.3`,
+/// `0.0123`, `1234`).
 fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
@@ -1139,6 +1140,79 @@ mod tests {
     use super::*;
     use crate::interop::report::matrix_results;
     use crate::interop::report::Cell;
+
+    fn comparison() -> Results {
+        use crate::results::{Comparison, Interval, Quality, Ratio};
+        let mut r = Results::new(crate::orbs_compare::KIND, vec![]);
+        let ratio = |section: &str, case: &str, rs: &[f64], lower| Ratio {
+            section: section.into(),
+            case: case.into(),
+            num: "iiopbench client".into(),
+            den: "omniORB client".into(),
+            num_value: 1234.5,
+            den_value: 0.0123,
+            unit: "Mbit/s".into(),
+            ratio: Interval::of(rs),
+            lower_is_better: lower,
+        };
+        r.comparison = Some(Comparison {
+            servers: vec!["ours".into(), "omniorb".into()],
+            ratios: vec![
+                // Out of the report's order: sections come in theirs.
+                ratio("latency", "ping p50", &[1.2, 1.3], true),
+                ratio(
+                    "client",
+                    "oneway octet 1KiB on omniORB's server",
+                    &[0.9, 1.1, 1.05],
+                    false,
+                ),
+            ],
+            ..Comparison::default()
+        });
+        r.quality = Some(Quality {
+            warnings: vec!["busy machine during the comparison: steal 3.0 %".into()],
+            runs: vec![],
+        });
+        r
+    }
+
+    #[test]
+    fn a_comparison_is_laid_out_by_section_with_each_ratios_range() {
+        let r = comparison();
+        let secs = comparison_sections(&r);
+        let ids: Vec<&str> = secs.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["client", "latency"]);
+        assert_eq!(secs[0].title, "1. Client against client");
+        assert_eq!(
+            secs[0].rows[0],
+            [
+                "oneway octet 1KiB on omniORB's server",
+                "iiopbench client / omniORB client",
+                "1234 / 0.0123 Mbit/s",
+                "1.05x",
+                "0.90x–1.10x",
+                "3"
+            ]
+        );
+        assert_eq!(secs[1].rows[0][3], "1.25x (lower is better)");
+        assert!(comparison_sections(&Results::new("throughput", vec![])).is_empty());
+        // A figure per section, each bar's whiskers the rounds' range; no
+        // generic figures from the comparison's cases.
+        let figs = figures(&[("runs/c.json".into(), r.clone())]).unwrap();
+        assert_eq!(figs.len(), 2);
+        assert_eq!(figs[0].title, "1. Client against client: c");
+        let Plot::Bars { rows, .. } = &figs[0].plot else {
+            panic!("{:?}", figs[0].plot)
+        };
+        assert_eq!(rows[0].interval, Some((0.9, 1.1)));
+        assert_eq!(
+            warnings(&[("a.json".into(), r.clone()), ("b.json".into(), r)]),
+            [
+                "a: busy machine during the comparison: steal 3.0 %",
+                "b: busy machine during the comparison: steal 3.0 %"
+            ]
+        );
+    }
 
     #[test]
     fn an_interop_matrix_becomes_a_grid_of_its_cells() {

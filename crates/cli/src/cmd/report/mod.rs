@@ -262,3 +262,51 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iiopbench_engine::results::{Comparison, Interval, Quality, Ratio};
+
+    #[test]
+    fn pages_carry_the_comparison_sections_and_the_runs_warnings() {
+        let mut r = Results::new("orbs", vec![]);
+        r.comparison = Some(Comparison {
+            method: vec!["Every server on CPUs 1, every client on CPUs 0.".into()],
+            ratios: vec![Ratio {
+                section: "both".into(),
+                case: "oneway octet 1KiB".into(),
+                num: "iiopbench → iiopbench".into(),
+                den: "omniORB → omniORB".into(),
+                num_value: 900.0,
+                den_value: 600.0,
+                unit: "Mbit/s".into(),
+                ratio: Interval::of(&[1.4, 1.6]),
+                lower_is_better: false,
+            }],
+            ..Comparison::default()
+        });
+        r.quality = Some(Quality {
+            warnings: vec!["busy machine during the comparison: background load 0.80 CPUs".into()],
+            runs: vec![],
+        });
+        let inputs = [("c.json".to_string(), r)];
+        let figs = figures(&inputs).unwrap();
+        let md = markdown(&inputs, &figs);
+        assert!(
+            md.contains("## Warnings\n\n- busy machine during the comparison"),
+            "{md}"
+        );
+        assert!(md.contains("- Every server on CPUs 1"), "{md}");
+        assert!(
+            md.contains("### 3. Both ours against both omniORB\n\nours → ours / omniORB → omniORB")
+        );
+        assert!(md.contains(
+            "| oneway octet 1KiB | iiopbench → iiopbench / omniORB → omniORB | 900 / 600 Mbit/s | 1.50x | 1.40x–1.60x | 2 |"
+        ), "{md}");
+        let page = html(&inputs, &figs);
+        assert!(page.contains("<h3>3. Both ours against both omniORB</h3>"));
+        assert!(page.contains("<li>busy machine during the comparison"));
+        assert!(page.contains("<td>1.40x–1.60x</td>"));
+    }
+}
