@@ -14,7 +14,7 @@ use iiopbench_engine::options::{CpuList, Sizes};
 use iiopbench_engine::orbs_compare::{self, IdleServers, OrbsCompareJob, OurServer};
 use iiopbench_engine::results::{self, Results};
 use iiopbench_engine::run_context::RunContext;
-use iiopbench_engine::units::{parse_duration, parse_size};
+use iiopbench_engine::units::{parse_duration, parse_percent, parse_size};
 
 use crate::flags::{parse_cpus, ElemList, ModeList};
 
@@ -46,8 +46,8 @@ pub struct CompareOpts {
     #[arg(long, value_name = "N")]
     pub max_reps: Option<u32>,
     /// A pair's (max - min) / median of its rounds above which a point
-    /// gets more rounds.
-    #[arg(long, value_name = "FRACTION")]
+    /// gets more rounds (default 30%).
+    #[arg(long, value_parser = parse_percent, value_name = "PERCENT")]
     pub spread_limit: Option<f64>,
     /// Payload bytes per run (at least).
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
@@ -121,7 +121,7 @@ impl CompareOpts {
             } else {
                 base.max_reps
             }),
-            spread_limit: self.spread_limit.unwrap_or(base.spread_limit),
+            spread_limit: self.spread_limit.map_or(base.spread_limit, |p| p / 100.0),
             total: self.total.unwrap_or(base.total),
             min_duration: self.min_duration.unwrap_or(base.min_duration),
             server_cpus: self.server_cpus.clone(),
