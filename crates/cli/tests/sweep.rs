@@ -363,5 +363,53 @@ fn a_sweep_of_omniorbs_server_reads_its_cpu_and_memory() {
     assert_eq!(code, 0, "{out}");
     check_steps(&v, "connections", &[1.0, 10.0, 100.0]);
     assert_eq!(v["params"]["server_rss_source"], "server-process");
+    // The generator's own memory beside the server's, and what its
+    // connections cost it: some KiB each, not MiB (a leak per connection
+    // or a buffer per connection sized by the payload limit would be).
+    let steps = v["cases"].as_array().unwrap();
+    for c in steps {
+        assert!(f(&c["extra"]["client_rss_bytes"]) > 1e6, "{c}");
+    }
+    let per = f(&steps[2]["extra"]["client_rss_per_connection_bytes"]);
+    assert!(per < 256.0 * 1024.0, "{per} bytes per connection");
     narrow(&out);
+}
+
+/// `--threshold knee…` gates the sweep's knee: a bound below it passes,
+/// one far above fails with the gates' exit status, both listed and
+/// written to the JSON with the knee's achieved rate.
+#[test]
+fn a_knee_gate_passes_below_the_knee_and_fails_above_it() {
+    let (code, out, v) = sweep(
+        "knee-gate",
+        &[
+            "--open",
+            "100,200",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "10",
+            "--p99-bound",
+            "2s",
+            "--min-achieved",
+            "1%",
+            "--threshold",
+            "knee>10/s",
+            "--threshold",
+            "knee>100M/s",
+        ],
+    );
+    assert_eq!(code, 3, "{out}");
+    let knee = f(&v["params"]["knee"]["achieved_per_s"]);
+    let g = v["thresholds"].as_array().unwrap();
+    assert_eq!(g.len(), 2, "{v}");
+    assert_eq!(
+        (g[0]["pass"].as_bool(), g[1]["pass"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(f(&g[1]["value"]), knee);
+    assert!(
+        out.contains("PASS knee>10/s") && out.contains("FAIL knee>100M/s"),
+        "{out}"
+    );
 }

@@ -334,6 +334,7 @@ impl SweepJob {
         Loop {
             count: 0,
             duration: Some(self.step_duration),
+            max_duration: None,
             warmup: self.warmup,
             connections,
             in_flight: 1,
@@ -617,6 +618,13 @@ async fn measure(
     param(&mut r.params, "server_rss_source", probe.rss_source());
     // Resident memory and connections at the end of the step before.
     let mut prev: (Option<u64>, usize) = (probe.rss(), 0);
+    // The generator's own, where the server is another process: what
+    // holding the connections costs this side.
+    let own_rss = || match probe {
+        ServerProbe::Embedded => None,
+        _ => crate::sysinfo::proc_rss(std::process::id()),
+    };
+    let mut prev_own = own_rss();
     let mut conns: Vec<BenchClient> = Vec::new();
     let rule = o.rule();
     let mut loads: Vec<StepLoad> = Vec::new();
@@ -753,6 +761,17 @@ async fn measure(
                 param(e, "rss_per_connection_bytes", per.max(0.0));
             }
         }
+        let own = own_rss();
+        if let Some(b) = own {
+            param(e, "client_rss_bytes", b);
+            if let (Some(a), false) = (prev_own, o.mode == SweepMode::Open) {
+                if lo.connections > prev.1 {
+                    let per = (b as f64 - a as f64) / (lo.connections - prev.1) as f64;
+                    param(e, "client_rss_per_connection_bytes", per.max(0.0));
+                }
+            }
+        }
+        prev_own = own;
         prev = (rss, lo.connections);
         if near_ceiling(step.achieved, ceiling) {
             param(e, "above_half_ceiling", true);

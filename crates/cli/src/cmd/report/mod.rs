@@ -15,8 +15,8 @@ use clap::Args;
 
 use iiopbench_engine::report::SUMMARY_HEAD;
 use iiopbench_engine::report::{
-    self as data, comparison_sections, describe, placement_warning, summary_rows, warnings, Plot,
-    COMPARISON_HEAD,
+    self as data, comparison_sections, describe, placement_warning, run_warnings, summary_rows,
+    Plot, COMPARISON_HEAD,
 };
 use iiopbench_engine::results::{self, Results};
 
@@ -81,10 +81,10 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     if let Some(w) = placement_warning(inputs) {
         h.push_str(&format!("<p><b>Warning:</b> {}</p>\n", esc(&w)));
     }
-    let ws = warnings(inputs);
-    if !ws.is_empty() {
-        h.push_str("<h2>Warnings</h2>\n<ul>\n");
-        for w in &ws {
+    let noise = run_warnings(inputs);
+    if !noise.is_empty() {
+        h.push_str("<p><b>How far to trust these figures</b> (warnings of the runs):</p>\n<ul>\n");
+        for w in &noise {
             h.push_str(&format!("<li>{}</li>\n", esc(w)));
         }
         h.push_str("</ul>\n");
@@ -163,10 +163,10 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     if let Some(w) = placement_warning(inputs) {
         m.push_str(&format!("\n**Warning:** {w}\n"));
     }
-    let ws = warnings(inputs);
-    if !ws.is_empty() {
-        m.push_str("\n## Warnings\n\n");
-        for w in &ws {
+    let noise = run_warnings(inputs);
+    if !noise.is_empty() {
+        m.push_str("\n**How far to trust these figures** (warnings of the runs):\n\n");
+        for w in &noise {
             m.push_str(&format!("- {w}\n"));
         }
     }
@@ -294,7 +294,7 @@ mod tests {
         let figs = figures(&inputs).unwrap();
         let md = markdown(&inputs, &figs);
         assert!(
-            md.contains("## Warnings\n\n- busy machine during the comparison"),
+            md.contains("- c: busy machine during the comparison"),
             "{md}"
         );
         assert!(md.contains("- Every server on CPUs 1"), "{md}");
@@ -306,7 +306,7 @@ mod tests {
         ), "{md}");
         let page = html(&inputs, &figs);
         assert!(page.contains("<h3>3. Both ours against both omniORB</h3>"));
-        assert!(page.contains("<li>busy machine during the comparison"));
+        assert!(page.contains("<li>c: busy machine during the comparison"));
         assert!(page.contains("<td>1.40x–1.60x</td>"));
     }
 }
