@@ -1566,6 +1566,59 @@ mod tests {
         assert_eq!(out.iter().filter(|r| r.section == "client").count(), 2);
     }
 
+    /// The state letter of /proc/PID/stat (`T`: stopped).
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        after.chars().next().unwrap()
+    }
+
+    /// Wait (bounded) until `pid`'s state is, or is not, `T`.
+    fn settles(pid: u32, stopped: bool) -> bool {
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < end {
+            if (state(pid) == 'T') == stopped {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    #[test]
+    fn only_the_measured_server_runs() {
+        let spawn = |what: &str| {
+            let mut c = Command::new("sleep");
+            c.arg("30");
+            Child::spawn(c, what).unwrap()
+        };
+        let mut servers = Servers {
+            running: BTreeMap::new(),
+            idle: IdleServers::Pause,
+        };
+        for name in ["ours", "omniorb", "jacorb"] {
+            servers
+                .running
+                .insert(name.into(), (spawn(name), PathBuf::from(name)));
+        }
+        let pid = |n: &str| servers.running[n].0.pid();
+        servers.only("omniorb");
+        assert!(settles(pid("ours"), true) && settles(pid("jacorb"), true));
+        assert!(settles(pid("omniorb"), false));
+        // The next server measured is continued, the last one paused.
+        servers.only("ours");
+        assert!(settles(pid("ours"), false) && settles(pid("omniorb"), true));
+        // Left running: nobody is paused, nobody continued.
+        servers.idle = IdleServers::Run;
+        servers.only("jacorb");
+        assert!(settles(pid("jacorb"), true));
+        // A paused server is stopped all the same (continued, then
+        // terminated).
+        for (_, (mut c, _)) in std::mem::take(&mut servers.running) {
+            assert!(c.stop().is_some(), "{} did not end", c.what());
+        }
+    }
+
     #[test]
     fn pairs_that_still_disagree_make_one_warning_line() {
         let job = OrbsCompareJob::quick();
