@@ -322,7 +322,7 @@ impl BenchClient {
     /// confirmed ([`Stub::oneway_now`]). In a stream of small oneways
     /// those layers were a fifth of the client's own CPU per call, and a
     /// sender that spends more per call falls behind the server, which
-    /// then sleeps and has to be woken by every call (docs/performance.md).
+    /// then sleeps and has to be woken by every call (`iiopbench orbs compare`, section 2).
     ///
     /// `None` where the fast path does not apply, or where the connection
     /// failed in a way the full path retries on a new one: the full path

@@ -100,6 +100,12 @@ Examples:
   iiopbench orbs list
   iiopbench orbs list | grep tao";
 
+pub const ORBS_COMPARE: &str = "\
+Examples:
+  iiopbench orbs compare --quick --servers ours,omniorb --json target/orbs/compare.json --report target/orbs
+  iiopbench orbs compare --json target/orbs/compare.json   # every installed ORB, the full run
+  iiopbench orbs compare --type octet --size 8KiB --reps 5 --servers ours,omniorb,jacorb";
+
 pub const ORBS_INSTALL: &str = "\
 Examples:
   iiopbench orbs install omniorb

@@ -45,7 +45,7 @@ pub fn run(cli: Cli, argv: &[String]) -> i32 {
         Command::Serve(o) => cmd::serve::run(&o),
         Command::Soak(o) => cmd::soak::run(&o, argv),
         Command::Call(o) => cmd::call::run(&o),
-        Command::Orbs(c) => cmd::orbs::run(&c),
+        Command::Orbs(c) => cmd::orbs::run(&c, argv),
         Command::Report(o) => cmd::report::run(&o),
         Command::Compare(o) => cmd::compare::run(&o),
         Command::Merge(o) => cmd::merge::run(&o),

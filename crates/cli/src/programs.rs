@@ -66,6 +66,14 @@ impl ThisBinary {
         if let Some(r) = &s.raw_tcp {
             a.extend(["--raw-tcp".into(), r.clone()]);
         }
+        if let Some(d) = s.spin_limit {
+            a.extend([
+                "--server-model".into(),
+                "threads".into(),
+                "--spin-limit".into(),
+                format_duration(d),
+            ]);
+        }
         a
     }
 

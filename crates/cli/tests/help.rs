@@ -94,7 +94,7 @@ const IDEAS: &[Idea] = &[
         None,
         "json",
         "FILE",
-        "bench *, soak, suite, merge, compare, lab run, lab suite, interop, ior decode, pcap, replay, agents run, agents slurm, lab agents, lab matrix",
+        "bench *, soak, suite, merge, compare, lab run, lab suite, interop, ior decode, pcap, replay, agents run, agents slurm, lab agents, lab matrix, orbs compare",
     ),
     idea(
         "One CSV row per case",
@@ -115,14 +115,14 @@ const IDEAS: &[Idea] = &[
         None,
         "report",
         "DIR",
-        "report, suite, pcap",
+        "report, suite, pcap, orbs compare",
     ),
     idea(
         "No progress, no tables",
         Some('q'),
         "quiet",
         "—",
-        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, agents slurm, lab agents, lab matrix",
+        "bench *, soak, suite, lab suite, interop, pcap, replay, agents run, agents slurm, lab agents, lab matrix, orbs compare",
     ),
     idea(
         "Every column, in one table (by default tables fit 100 columns)",
@@ -136,14 +136,14 @@ const IDEAS: &[Idea] = &[
         None,
         "client-cpus",
         "CPUS",
-        "bench *, soak",
+        "bench *, soak, orbs compare",
     ),
     idea(
         "CPUs of the server",
         None,
         "server-cpus",
         "CPUS",
-        "bench *, soak, serve",
+        "bench *, soak, serve, orbs compare",
     ),
     idea(
         "Threads of the server",
@@ -192,7 +192,7 @@ const IDEAS: &[Idea] = &[
         None,
         "min-duration",
         "DURATION",
-        "bench throughput/tcp",
+        "bench throughput/tcp, orbs compare",
     ),
     idea(
         "Time cap",
@@ -234,14 +234,14 @@ const IDEAS: &[Idea] = &[
         None,
         "size",
         "SIZES",
-        "bench throughput/latency/tcp/sweep",
+        "bench throughput/latency/tcp/sweep, orbs compare",
     ),
     idea(
         "Payload bytes per point",
         None,
         "total",
         "SIZE",
-        "bench throughput/tcp",
+        "bench throughput/tcp, orbs compare",
     ),
     idea(
         "Socket send buffer",
@@ -374,7 +374,7 @@ const IDEAS: &[Idea] = &[
         None,
         "quick",
         "—",
-        "bench sweep, suite, lab suite, interop",
+        "bench sweep, suite, lab suite, interop, orbs compare",
     ),
 ];
 

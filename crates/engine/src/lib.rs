@@ -47,7 +47,8 @@
 //!   [`bench::workload`]), [`soak`] (endurance), [`dynamic`]
 //!   (any operation of any IDL, values as JSON), [`interop`] (the
 //!   conformance suite and the ORB × ORB matrix, with [`orbs`], the vendor
-//!   ORBs' scripts), [`suite`] (a whole study's cases), [`capture`] and
+//!   ORBs' scripts), [`orbs_compare`] (ours against the vendor ORBs, side
+//!   by side: client, server, both, raw TCP), [`suite`] (a whole study's cases), [`capture`] and
 //!   [`replay`] (captured traffic measured, and sent again), [`proxy`]
 //!   (a fault-injecting GIOP proxy between any client and server);
 //! - distributed runs: [`agents`] (one job run by N coordinated agents:
@@ -89,6 +90,7 @@ pub mod metrics;
 pub mod noise;
 pub mod options;
 pub mod orbs;
+pub mod orbs_compare;
 pub mod placement;
 pub mod procnet;
 pub mod programs;

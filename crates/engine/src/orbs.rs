@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::error::{bail, ensure, fail, Error, Result};
+use crate::error::{bail, ensure, fail, Result};
 
 /// The vendor ORBs we know about, in display order.
 pub const ORBS: [(&str, &str); 4] = [
@@ -175,13 +175,7 @@ impl OrbServer {
         let _ = std::fs::remove_file(&ior_file);
         let mut cmd = crate::orbs::start_command(orb, &ior_file)?;
         if let Some(cpu) = cpu {
-            use std::os::unix::process::CommandExt;
-            let set = iiop_transport::affinity::cpu_set(&[cpu]).map_err(Error::local)?;
-            // SAFETY: set_current_affinity is one system call and
-            // allocates nothing, so it is safe between fork and exec.
-            unsafe {
-                cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
-            }
+            crate::placement::pin_command(&mut cmd, &[cpu])?;
         }
         let script = Path::new(cmd.get_program()).to_path_buf();
         let mut child = cmd

@@ -23,6 +23,19 @@ pub fn process_cpus() -> Vec<usize> {
     .clone()
 }
 
+/// Start `cmd` on `cpus`: the affinity is set between fork and exec, so
+/// every thread and process it makes inherits it (as `taskset -c`).
+pub fn pin_command(cmd: &mut std::process::Command, cpus: &[usize]) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let set = iiop_transport::affinity::cpu_set(cpus).map_err(Error::local)?;
+    // SAFETY: set_current_affinity is one system call and allocates
+    // nothing, so it is safe between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || iiop_transport::affinity::set_current_affinity(&set));
+    }
+    Ok(())
+}
+
 /// Gives the client thread its affinity back on drop.
 #[derive(Debug)]
 pub struct PinGuard(Vec<usize>);

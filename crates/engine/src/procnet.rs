@@ -5,6 +5,26 @@
 
 use std::path::Path;
 
+/// TCP segments carrying new data that this machine has sent so far
+/// (`TcpExt: TCPOrigDataSent` of /proc/net/netstat); `None` where the
+/// kernel does not say. Over a run in which nothing else sends, the
+/// difference is the run's.
+pub fn data_segments_sent() -> Option<u64> {
+    parse_orig_data_sent(&std::fs::read_to_string("/proc/net/netstat").ok()?)
+}
+
+/// `TCPOrigDataSent` from the text of /proc/net/netstat (a `TcpExt:`
+/// line of names, then one of values).
+pub fn parse_orig_data_sent(text: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let names = lines.next()?.split_whitespace();
+    let values = lines.next()?.split_whitespace();
+    names
+        .zip(values)
+        .find(|(n, _)| *n == "TCPOrigDataSent")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// The socket inodes listening on `port` (any local address).
 fn listening_inodes(port: u16) -> Vec<u64> {
     let mut out = Vec::new();
@@ -74,6 +94,14 @@ fn holds_any(fd_dir: &Path, wanted: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orig_data_sent_is_read_by_name() {
+        let text = "TcpExt: SyncookiesSent TCPOrigDataSent TCPHystartTrainDetect\n\
+                    TcpExt: 0 12345 7\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(parse_orig_data_sent(text), Some(12345));
+        assert_eq!(parse_orig_data_sent("IpExt: a\nIpExt: 1\n"), None);
+    }
 
     #[test]
     fn parses_listeners() {

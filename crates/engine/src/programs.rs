@@ -46,6 +46,9 @@ pub struct ServerProcess {
     pub nodelay: bool,
     /// Also serve the raw-TCP baseline on this `HOST:PORT`.
     pub raw_tcp: Option<String>,
+    /// A thread per connection that, after each message, polls this long
+    /// for the next bytes before it blocks (`None`: its default model).
+    pub spin_limit: Option<std::time::Duration>,
 }
 
 impl ServerProcess {
@@ -57,6 +60,7 @@ impl ServerProcess {
             ior_file: None,
             nodelay: true,
             raw_tcp: None,
+            spin_limit: None,
         }
     }
 }

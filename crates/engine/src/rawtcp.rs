@@ -13,7 +13,7 @@
 //! to its spin limit) before every read instead of sleeping in `recv`: on
 //! loopback the sleeping receiver is woken once per segment and paces the
 //! sender, and 64 KiB frames then move at about 60 % of what the machine
-//! can do (see docs/performance.md); a round trip whose server sleeps
+//! can do (`iiopbench orbs compare`, section 4); a round trip whose server sleeps
 //! pays a wake-up per request (an ack of 1 KiB requests came back at
 //! about half the rate of one whose server polls). The baseline is meant
 //! to be the physical limit, so it takes the fastest receiver for streams

@@ -998,8 +998,13 @@ fn sweep_figure(
 
 /// Every figure for these results files, as data to draw.
 pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>> {
-    let es = entries(inputs);
+    // A comparison's cases are drawn as its sections' ratios instead.
+    let es: Vec<Entry> = entries(inputs)
+        .into_iter()
+        .filter(|e| e.r.comparison.is_none())
+        .collect();
     let mut raw = Vec::new();
+    comparison_figures(inputs, &mut raw);
     throughput_figures(&es, &mut raw)?;
     latency_size_figures(&es, &mut raw)?;
     percentile_figures(&es, &mut raw)?;
@@ -1018,6 +1023,112 @@ pub fn figures(inputs: &[(String, Results)]) -> crate::error::Result<Vec<Figure>
             plot,
         })
         .collect())
+}
+
+/// One section of a cross-ORB comparison (`orbs compare`), laid out as
+/// rows under [`COMPARISON_HEAD`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonSection {
+    /// `client`, `server` … (a [`Ratio`](crate::results::Ratio)'s section).
+    pub id: String,
+    pub title: String,
+    /// What its ratios divide.
+    pub what: String,
+    pub rows: Vec<[String; 6]>,
+}
+
+/// The columns of a [`ComparisonSection`]'s rows.
+pub const COMPARISON_HEAD: [&str; 6] = [
+    "case",
+    "divided",
+    "values (medians)",
+    "ratio",
+    "range over rounds",
+    "rounds",
+];
+
+/// A figure to three significant digits, whole numbers in full (`12.3`,
+/// `0.0123`, `1234`).
+fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.digits$}")
+}
+
+/// The sections of a comparison's results, in the report's order (empty
+/// for other results).
+pub fn comparison_sections(r: &Results) -> Vec<ComparisonSection> {
+    let Some(cmp) = &r.comparison else {
+        return Vec::new();
+    };
+    crate::orbs_compare::SECTIONS
+        .iter()
+        .filter_map(|(id, title, what)| {
+            let rows: Vec<[String; 6]> = cmp
+                .ratios
+                .iter()
+                .filter(|x| x.section == *id)
+                .map(|x| {
+                    [
+                        x.case.clone(),
+                        format!("{} / {}", x.num, x.den),
+                        format!("{} / {} {}", sig3(x.num_value), sig3(x.den_value), x.unit),
+                        format!(
+                            "{:.2}x{}",
+                            x.ratio.median,
+                            if x.lower_is_better {
+                                " (lower is better)"
+                            } else {
+                                ""
+                            }
+                        ),
+                        format!("{:.2}x–{:.2}x", x.ratio.min, x.ratio.max),
+                        x.ratio.n.to_string(),
+                    ]
+                })
+                .collect();
+            (!rows.is_empty()).then(|| ComparisonSection {
+                id: id.to_string(),
+                title: title.to_string(),
+                what: what.to_string(),
+                rows,
+            })
+        })
+        .collect()
+}
+
+/// Each comparison section's ratios as bars (the median of the rounds)
+/// with whiskers over the rounds' range.
+fn comparison_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
+    for (name, r) in inputs {
+        let Some(cmp) = &r.comparison else {
+            continue;
+        };
+        for (id, title, what) in crate::orbs_compare::SECTIONS {
+            let rows: Vec<Bar> = cmp
+                .ratios
+                .iter()
+                .filter(|x| x.section == id)
+                .map(|x| Bar {
+                    label: format!("{}: {} / {}", x.case, x.num, x.den),
+                    segments: vec![("ratio".into(), x.ratio.median)],
+                    interval: Some((x.ratio.min, x.ratio.max)),
+                })
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            figs.push((
+                format!("{title}: {}", stem(name)),
+                format!(
+                    "{what}. Bar: the median of the per-round ratios; whiskers: their range over the rounds; 1.0 = equal."
+                ),
+                Plot::bars("ratio", rows),
+            ));
+        }
+    }
 }
 
 /// One row per case of every input, under [`SUMMARY_HEAD`].
@@ -1115,6 +1226,76 @@ mod tests {
     use super::*;
     use crate::interop::report::matrix_results;
     use crate::interop::report::Cell;
+
+    fn comparison() -> Results {
+        use crate::results::{Comparison, Interval, Quality, Ratio};
+        let mut r = Results::new(crate::orbs_compare::KIND, vec![]);
+        let ratio = |section: &str, case: &str, rs: &[f64], lower| Ratio {
+            section: section.into(),
+            case: case.into(),
+            num: "iiopbench client".into(),
+            den: "omniORB client".into(),
+            num_value: 1234.5,
+            den_value: 0.0123,
+            unit: "Mbit/s".into(),
+            ratio: Interval::of(rs),
+            lower_is_better: lower,
+        };
+        r.comparison = Some(Comparison {
+            servers: vec!["ours".into(), "omniorb".into()],
+            ratios: vec![
+                // Out of the report's order: sections come in theirs.
+                ratio("latency", "ping p50", &[1.2, 1.3], true),
+                ratio(
+                    "client",
+                    "oneway octet 1KiB on omniORB's server",
+                    &[0.9, 1.1, 1.05],
+                    false,
+                ),
+            ],
+            ..Comparison::default()
+        });
+        r.quality = Some(Quality {
+            warnings: vec!["busy machine during the comparison: steal 3.0 %".into()],
+            runs: vec![],
+        });
+        r
+    }
+
+    #[test]
+    fn a_comparison_is_laid_out_by_section_with_each_ratios_range() {
+        let r = comparison();
+        let secs = comparison_sections(&r);
+        let ids: Vec<&str> = secs.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["client", "latency"]);
+        assert_eq!(secs[0].title, "1. Client against client");
+        assert_eq!(
+            secs[0].rows[0],
+            [
+                "oneway octet 1KiB on omniORB's server",
+                "iiopbench client / omniORB client",
+                "1234 / 0.0123 Mbit/s",
+                "1.05x",
+                "0.90x–1.10x",
+                "3"
+            ]
+        );
+        assert_eq!(secs[1].rows[0][3], "1.25x (lower is better)");
+        assert!(comparison_sections(&Results::new("throughput", vec![])).is_empty());
+        // A figure per section, each bar's whiskers the rounds' range; no
+        // generic figures from the comparison's cases.
+        let figs = figures(&[("runs/c.json".into(), r.clone())]).unwrap();
+        assert_eq!(figs.len(), 2);
+        assert_eq!(figs[0].title, "1. Client against client: c");
+        let Plot::Bars { rows, .. } = &figs[0].plot else {
+            panic!("{:?}", figs[0].plot)
+        };
+        assert_eq!(rows[0].interval, Some((0.9, 1.1)));
+        assert_eq!(
+            run_warnings(&[("a.json".into(), r)]),
+            ["a: busy machine during the comparison: steal 3.0 %"]
+        );
+    }
 
     #[test]
     fn an_interop_matrix_becomes_a_grid_of_its_cells() {

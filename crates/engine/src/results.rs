@@ -32,7 +32,12 @@ use crate::threshold::{Figures, Threshold, ThresholdOutcome};
 /// waited for as our client and server do; the fastest raw stream or round
 /// trip, its `baseline` until 4, is a case's `limit`. Files of versions 1
 /// to 4 still read.
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: top-level `comparison`, the ratios of a cross-ORB comparison
+/// (`orbs compare`, kind `orbs`): each a median of per-round paired ratios
+/// with its range, by section; that run's cases are its (client, server)
+/// pairs and raw-TCP runs, one `runs` entry per round. Files of versions
+/// 1 to 5 still read.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One results file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,7 +75,51 @@ pub struct Results {
     /// order given, and how each came out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdOutcome>,
+    /// A cross-ORB comparison's ratios (schema 6, kind `orbs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
     pub outcome: Outcome,
+}
+
+/// What a cross-ORB comparison found (`orbs compare`, schema 6): every
+/// ratio it divides, by section.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The servers measured, in the order of the rounds' rotation.
+    pub servers: Vec<String>,
+    /// The clients measured (`ours`, `omniorb`, `ours-buffered`,
+    /// `ours-coalesced`).
+    pub clients: Vec<String>,
+    /// Servers asked for but not here, each `name: why`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+    /// How the run was taken, one sentence each (placement, pausing,
+    /// rounds, our server's model), as the report quotes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub method: Vec<String>,
+    pub ratios: Vec<Ratio>,
+}
+
+/// One ratio of a comparison: `num` over `den` on one case.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    /// `client`, `server`, `both`, `limit`, `latency`, `buffered` or
+    /// `coalesced` (the report's sections 1–7).
+    pub section: String,
+    /// The point: `oneway octet 1KiB on omniORB's server`.
+    pub case: String,
+    /// What was divided, and by what: `iiopbench client`, `omniORB client`.
+    pub num: String,
+    pub den: String,
+    /// The medians of their rounds, in `unit` (`Mbit/s`, `µs`).
+    pub num_value: f64,
+    pub den_value: f64,
+    pub unit: String,
+    /// The per-round ratios: median (the figure), range and count.
+    pub ratio: Interval,
+    /// Lower is better (latency), rather than higher (throughput).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lower_is_better: bool,
 }
 
 impl Results {
@@ -109,6 +158,7 @@ impl Results {
             agents: None,
             job: None,
             thresholds: Vec::new(),
+            comparison: None,
             outcome: Outcome {
                 complete: false,
                 failure: None,
@@ -780,6 +830,7 @@ mod tests {
             agents: None,
             job: None,
             thresholds: Vec::new(),
+            comparison: None,
             outcome: Outcome {
                 complete: true,
                 failure: None,

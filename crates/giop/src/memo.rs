@@ -4,7 +4,7 @@
 //! A client calling one operation on one object sends the same Request
 //! header every time but for the request id. On a loopback ping, encoding
 //! it was a sixth of the client's own instructions per call and decoding
-//! it a third of the server's (callgrind; `docs/performance.md`), and
+//! it a third of the server's (callgrind, beside `iiopbench orbs compare`), and
 //! those instructions are most of what a GIOP round trip costs beyond a
 //! raw TCP one.
 //! Each keeps the last [`HEADS_KEPT`] headers, so that a client calling a

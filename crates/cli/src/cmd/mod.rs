@@ -17,6 +17,7 @@ pub mod job;
 pub mod lab;
 pub mod merge;
 pub mod orbs;
+pub mod orbs_compare;
 pub mod pcap;
 pub mod proxy;
 pub mod replay;

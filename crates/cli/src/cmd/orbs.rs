@@ -37,6 +37,11 @@ pub enum OrbsCommand {
         #[arg(long, value_name = "FILE")]
         ior_file: Option<PathBuf>,
     },
+    /// Our client and server against the vendor ORBs' and raw TCP, side by
+    /// side in one run: client vs client, server vs server, both, the
+    /// physical limit, latency, buffered and coalesced oneways.
+    #[command(after_help = crate::examples::ORBS_COMPARE)]
+    Compare(Box<crate::cmd::orbs_compare::CompareOpts>),
     /// Run the ORB's client (arguments as docs/vendor-protocol.md says).
     #[command(after_help = crate::examples::ORBS_CLIENT)]
     Client {
@@ -83,9 +88,10 @@ pub fn exec_script(orb: &str, action: &str, args: &[String]) -> anyhow::Error {
     }
 }
 
-/// Run `orbs …`.
-pub fn run(c: &OrbsCommand) -> anyhow::Result<()> {
+/// Run `orbs …` (`argv`: the command line, which `compare` records).
+pub fn run(c: &OrbsCommand, argv: &[String]) -> anyhow::Result<()> {
     match c {
+        OrbsCommand::Compare(o) => crate::cmd::orbs_compare::run(o, argv),
         OrbsCommand::List => list(),
         OrbsCommand::Install { name } => run_script(name, "install", &[]),
         OrbsCommand::Build { name } => run_script(name, "build", &[]),

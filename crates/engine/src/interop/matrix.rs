@@ -92,7 +92,9 @@ impl Child {
         })
     }
 
-    fn signal(&self, sig: i32) {
+    /// Send `sig` to the whole process group (a start script and the
+    /// server it runs alike).
+    pub fn signal(&self, sig: i32) {
         let pid = self.inner.id() as i32;
         // SAFETY: kill(2) with a negative pid signals our child's process
         // group, which we created with process_group(0); no memory involved.
@@ -115,13 +117,15 @@ impl Child {
         }
     }
 
-    /// SIGTERM the group, give it 5 s, then SIGKILL; reap.
+    /// SIGTERM the group (continued first, should it be paused), give it
+    /// 5 s, then SIGKILL; reap.
     pub fn stop(&mut self) -> Option<std::process::ExitStatus> {
         if let Ok(Some(s)) = self.inner.try_wait() {
             self.signal(libc::SIGKILL); // stray grandchildren, if any
             return Some(s);
         }
         self.signal(libc::SIGTERM);
+        self.signal(libc::SIGCONT);
         let s = self.wait_for(Duration::from_secs(5));
         self.signal(libc::SIGKILL);
         match s {
@@ -130,12 +134,28 @@ impl Child {
         }
     }
 
+    /// Stop the group (SIGSTOP): it takes no CPU until [`resume`](Self::resume).
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Continue a group stopped by [`pause`](Self::pause).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Its process id (the group's leader).
+    pub fn pid(&self) -> u32 {
+        self.inner.id()
+    }
+
     /// What this process is.
     pub fn what(&self) -> &str {
         &self.what
     }
 
-    fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
+    /// Its standard output, when piped and not taken yet.
+    pub fn take_stdout(&mut self) -> Option<std::process::ChildStdout> {
         self.inner.stdout.take()
     }
 }
@@ -153,7 +173,8 @@ pub enum Server {
     Vendor(Child),
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+/// The last `lines` lines of a log, joined by ` | `.
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
     let s = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = s.lines().collect();
     v[v.len().saturating_sub(lines)..].join(" | ")
@@ -176,10 +197,33 @@ pub fn start_server(
     let log = dir.join(format!("{orb}-server.log"));
     let mut cmd = orbs::start_command(orb, &ior_file)?;
     cmd.stderr(std::fs::File::create(&log)?);
-    let mut child = Child::spawn(cmd, &format!("{orb} server"))?;
+    let child = start_ready(
+        cmd,
+        &format!("{orb} server"),
+        &ior_file,
+        &log,
+        timeout,
+        progress,
+    )?;
+    Ok((Server::Vendor(child), ior_file))
+}
+
+/// Spawn `cmd` (stdout piped) in a process group of its own and wait
+/// until it prints `ready` and `ior_file` exists; its `config` lines go to
+/// `progress` as notes. `what` names it in errors, which quote the end of
+/// `log` (where its stderr goes).
+pub fn start_ready(
+    cmd: Command,
+    what: &str,
+    ior_file: &Path,
+    log: &Path,
+    timeout: Duration,
+    progress: &Progress,
+) -> crate::error::Result<Child> {
+    let mut child = Child::spawn(cmd, what)?;
     let out = child
         .take_stdout()
-        .ok_or_else(|| crate::error::fail!(Orb, "{orb} server: no stdout"))?;
+        .ok_or_else(|| crate::error::fail!(Orb, "{what}: no stdout"))?;
     let (tx, rx) = mpsc::channel::<String>();
     // Reads (and keeps draining) the server's stdout until it exits.
     std::thread::spawn(move || {
@@ -199,18 +243,18 @@ pub fn start_server(
                 let st = child.stop();
                 crate::error::bail!(
                     Orb,
-                    "{orb} server exited before `ready` ({st:?}); stderr: {}",
-                    tail(&log, 5)
+                    "{what} exited before `ready` ({st:?}); stderr: {}",
+                    tail(log, 5)
                 );
             }
             Err(mpsc::RecvTimeoutError::Timeout) if crate::interrupt::requested() => {
-                crate::error::bail!(Orb, "{orb} server: interrupted while starting");
+                crate::error::bail!(Orb, "{what}: interrupted while starting");
             }
             Err(mpsc::RecvTimeoutError::Timeout) if left.is_zero() => {
                 crate::error::bail!(
                     Orb,
-                    "{orb} server did not print `ready` within {timeout:?}; stderr: {}",
-                    tail(&log, 5)
+                    "{what} did not print `ready` within {timeout:?}; stderr: {}",
+                    tail(log, 5)
                 );
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -219,10 +263,10 @@ pub fn start_server(
     crate::error::ensure!(
         ior_file.is_file(),
         Orb,
-        "{orb} server said ready but wrote no {}",
+        "{what} said ready but wrote no {}",
         ior_file.display()
     );
-    Ok((Server::Vendor(child), ior_file))
+    Ok(child)
 }
 
 /// `N: reason; M: reason` from `name: reason` lines.

@@ -28,7 +28,7 @@ const ONEWAY_HEAD_FIRST: usize = 96 * 1024;
 /// reads the headers (at most [`HEAD_BYTES`]) while the sender still copies
 /// the body into the kernel, instead of starting only once the whole
 /// message is there (omniORB sends large requests the same way; worth
-/// 10–25 % of twoway throughput from 64 KiB on, benches/compare). A oneway
+/// 10–25 % of twoway throughput from 64 KiB on, `iiopbench orbs compare`). A oneway
 /// stream keeps the server busy: its own write for the head then only
 /// costs a second wake-up, except for messages that span several segments
 /// anyway (measured: 64 KiB oneways lose, 128 KiB ones gain, against our

@@ -151,6 +151,7 @@ mod tests {
             nodelay: false,
             raw_tcp: Some("10.0.0.2:0".into()),
             threads: Some(1),
+            spin_limit: Some(Duration::from_millis(1)),
             ..ServerProcess::on("10.0.0.2:0")
         };
         for cmd in [

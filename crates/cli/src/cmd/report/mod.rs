@@ -15,7 +15,8 @@ use clap::Args;
 
 use iiopbench_engine::report::SUMMARY_HEAD;
 use iiopbench_engine::report::{
-    self as data, describe, placement_warning, run_warnings, summary_rows, Plot,
+    self as data, comparison_sections, describe, placement_warning, run_warnings, summary_rows,
+    Plot, COMPARISON_HEAD,
 };
 use iiopbench_engine::results::{self, Results};
 
@@ -88,6 +89,40 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
         }
         h.push_str("</ul>\n");
     }
+    for (_, r) in inputs {
+        let secs = comparison_sections(r);
+        if secs.is_empty() {
+            continue;
+        }
+        h.push_str("<h2>Cross-ORB comparison</h2>\n<ul>\n");
+        for m in r
+            .comparison
+            .iter()
+            .flat_map(|c| c.method.iter().chain(&c.left_out))
+        {
+            h.push_str(&format!("<li>{}</li>\n", esc(m)));
+        }
+        h.push_str("</ul>\n");
+        for sec in secs {
+            h.push_str(&format!(
+                "<h3>{}</h3>\n<p>{}</p>\n<table>\n<tr>",
+                esc(&sec.title),
+                esc(&sec.what)
+            ));
+            for c in COMPARISON_HEAD {
+                h.push_str(&format!("<th>{}</th>", esc(c)));
+            }
+            h.push_str("</tr>\n");
+            for row in &sec.rows {
+                h.push_str("<tr>");
+                for c in row {
+                    h.push_str(&format!("<td>{}</td>", esc(c)));
+                }
+                h.push_str("</tr>\n");
+            }
+            h.push_str("</table>\n");
+        }
+    }
     h.push_str("<h2>Figures</h2>\n");
     for f in figs {
         let svg = f.svg.trim_start();
@@ -133,6 +168,36 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
         m.push_str("\n**How far to trust these figures** (warnings of the runs):\n\n");
         for w in &noise {
             m.push_str(&format!("- {w}\n"));
+        }
+    }
+    for (_, r) in inputs {
+        let secs = comparison_sections(r);
+        if secs.is_empty() {
+            continue;
+        }
+        m.push_str("\n## Cross-ORB comparison\n\n");
+        for l in r
+            .comparison
+            .iter()
+            .flat_map(|c| c.method.iter().chain(&c.left_out))
+        {
+            m.push_str(&format!("- {l}\n"));
+        }
+        for sec in secs {
+            m.push_str(&format!("\n### {}\n\n{}.\n\n|", sec.title, sec.what));
+            for c in COMPARISON_HEAD {
+                m.push_str(&format!(" {c} |"));
+            }
+            m.push_str("\n|");
+            m.push_str(&"---|".repeat(COMPARISON_HEAD.len()));
+            m.push('\n');
+            for row in &sec.rows {
+                m.push('|');
+                for c in row {
+                    m.push_str(&format!(" {} |", c.replace('|', "\\|")));
+                }
+                m.push('\n');
+            }
         }
     }
     m.push_str("\n## Figures\n\n");
@@ -196,4 +261,52 @@ pub fn run(o: &ReportOpts) -> anyhow::Result<()> {
             .join(", ")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iiopbench_engine::results::{Comparison, Interval, Quality, Ratio};
+
+    #[test]
+    fn pages_carry_the_comparison_sections_and_the_runs_warnings() {
+        let mut r = Results::new("orbs", vec![]);
+        r.comparison = Some(Comparison {
+            method: vec!["Every server on CPUs 1, every client on CPUs 0.".into()],
+            ratios: vec![Ratio {
+                section: "both".into(),
+                case: "oneway octet 1KiB".into(),
+                num: "iiopbench → iiopbench".into(),
+                den: "omniORB → omniORB".into(),
+                num_value: 900.0,
+                den_value: 600.0,
+                unit: "Mbit/s".into(),
+                ratio: Interval::of(&[1.4, 1.6]),
+                lower_is_better: false,
+            }],
+            ..Comparison::default()
+        });
+        r.quality = Some(Quality {
+            warnings: vec!["busy machine during the comparison: background load 0.80 CPUs".into()],
+            runs: vec![],
+        });
+        let inputs = [("c.json".to_string(), r)];
+        let figs = figures(&inputs).unwrap();
+        let md = markdown(&inputs, &figs);
+        assert!(
+            md.contains("- c: busy machine during the comparison"),
+            "{md}"
+        );
+        assert!(md.contains("- Every server on CPUs 1"), "{md}");
+        assert!(
+            md.contains("### 3. Both ours against both omniORB\n\nours → ours / omniORB → omniORB")
+        );
+        assert!(md.contains(
+            "| oneway octet 1KiB | iiopbench → iiopbench / omniORB → omniORB | 900 / 600 Mbit/s | 1.50x | 1.40x–1.60x | 2 |"
+        ), "{md}");
+        let page = html(&inputs, &figs);
+        assert!(page.contains("<h3>3. Both ours against both omniORB</h3>"));
+        assert!(page.contains("<li>c: busy machine during the comparison"));
+        assert!(page.contains("<td>1.40x–1.60x</td>"));
+    }
 }
