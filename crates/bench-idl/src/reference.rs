@@ -24,6 +24,7 @@ use crate::bench::ops::{Object, Op, SINGLES};
 use crate::bench::types::{seq_typecode, Cd, Payload, StatsWire};
 use crate::bench::work::{self, Dist, Kind};
 
+mod anys;
 mod values;
 
 /// Which skeleton decodes arguments.
@@ -482,6 +483,7 @@ impl Handler for BenchHandler {
                     Err(_) => marshal_error(),
                 }
             }
+            Op::RaiseUser | Op::EchoAny => anys::dispatch(self.skeleton, op, body, reply),
             Op::Payload(elem, mode) => self.payload(ctx, elem, mode, body, reply),
             Op::IsA | Op::NonExistent | Op::Interface | Op::RepositoryId => {
                 unreachable!("handled above")
