@@ -7,6 +7,7 @@
 use std::sync::OnceLock;
 
 use iiop_cdr::typecode::TCKind;
+use iiop_cdr::value::{exception_id_in_any, ValueScope};
 use iiop_cdr::{CdrError, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{omg_minor, Completion};
 use iiop_giop::SystemException;
@@ -83,13 +84,23 @@ pub(super) fn dispatch(
         }
         Op::EchoAny => {
             let t = tcs();
+            // An exception inside goes back the way it came, with its
+            // repository id or without (as omniORB before 4.3 writes it),
+            // so either kind of client reads its own any back.
+            let mut peek = body.clone();
+            let bare = TypeCode::decode(&mut peek)
+                .is_ok_and(|tc| tc.kind() == TCKind::tk_except && !exception_id_in_any(&tc, &peek));
             let Ok(v) = Value::decode(&t.any, body) else {
                 return marshal_error();
             };
             if !arguments_end_body(body) {
                 return marshal_error();
             }
-            match v.encode(&t.any, reply) {
+            let mut scope = ValueScope {
+                bare_exceptions_in_any: bare,
+                ..ValueScope::default()
+            };
+            match v.encode_in(&t.any, reply, &mut scope) {
                 Ok(()) => Dispatch::Done(Outcome::Reply),
                 Err(_) => marshal_error(),
             }
