@@ -22,7 +22,7 @@ use iiop_transport::client::ClientError;
 use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
 
 /// Bytes of a request or reply shown in a failure's detail.
-const HEX_MAX: usize = 200;
+const HEX_MAX: usize = 320;
 
 /// Detail octets of the larger `raise_user` check.
 pub const LARGE_DETAIL: u32 = 3000;
