@@ -40,6 +40,37 @@ final class Anys {
     "any_typecode_except", "any_exception", "user_exception", "user_exception_3000",
   };
 
+  /** TAG_ORB_TYPE of omniORB. */
+  static final int OMNIORB = 0x41545400;
+
+  /** The TAG_ORB_TYPE of the server's IOR, or -1 (a corbaloc has none). */
+  static int serverOrbType(Perf perf) {
+    try {
+      org.jacorb.orb.Delegate d = (org.jacorb.orb.Delegate)
+          ((org.omg.CORBA.portable.ObjectImpl) perf)._get_delegate();
+      Integer t = d.getParsedIOR().getORBTypeId();
+      return t == null ? -1 : t;
+    } catch (RuntimeException e) {
+      return -1;
+    }
+  }
+
+  /** An any's CDR bytes (big-endian, JacORB's encoding), as hex. */
+  static String hexAny(ORB orb, Any a) {
+    org.omg.CORBA.portable.OutputStream os = orb.create_output_stream();
+    os.write_any(a);
+    return hexOf(((org.jacorb.orb.CDROutputStream) os).getBufferCopy());
+  }
+
+  static String hexOf(byte[] b) {
+    StringBuilder s = new StringBuilder();
+    for (int i = 0; i < b.length; i++) {
+      if (i > 0 && i % 4 == 0) s.append(' ');
+      s.append(String.format("%02x", b[i] & 0xff));
+    }
+    return s.toString();
+  }
+
   /** A TypeCode's CDR bytes (big-endian, JacORB's encoding), as hex. */
   static String hex(ORB orb, TypeCode t) {
     org.omg.CORBA.portable.OutputStream os = orb.create_output_stream();
@@ -204,16 +235,32 @@ final class Anys {
         c.add(name, problem == null, problem == null ? "ok" : problem);
       }
     }
-    c.run("any_exception", () -> {
-      Any a = orb.create_any();
-      BenchErrorHelper.insert(a, raised(42, "in an any", 5));
-      Any r = perf.echo_any(a);
-      String d = tc(r, BenchErrorHelper.type());
-      if (d != null) return d;
-      BenchError e = BenchErrorHelper.extract(r);
-      return e.code == 42 && "in an any".equals(e.reason) && Arrays.equals(e.detail, raised(0, "", 5).detail)
-          ? null : "code " + e.code + ", reason " + e.reason + ", " + e.detail.length + " octets";
-    });
+    Any ex = orb.create_any();
+    BenchErrorHelper.insert(ex, raised(42, "in an any", 5));
+    String problem;
+    try {
+      Any r = perf.echo_any(ex);
+      problem = tc(r, BenchErrorHelper.type());
+      if (problem == null) {
+        BenchError e = BenchErrorHelper.extract(r);
+        problem = e.code == 42 && "in an any".equals(e.reason)
+            && Arrays.equals(e.detail, raised(0, "", 5).detail)
+            ? null : "code " + e.code + ", reason " + e.reason + ", " + e.detail.length + " octets";
+      }
+    } catch (org.omg.CORBA.MARSHAL e) {
+      problem = "exception " + e;
+      if (serverOrbType(perf) == OMNIORB) {
+        c.skip("any_exception", "known defect: omniORB before 4.3 (the server) reads an exception "
+            + "inside an any as its members alone, so the repository id JacORB writes first (the "
+            + "common reading of the spec) is taken for the first member; tracker: omniORB 4.3 "
+            + "changed this with its exceptionIdInAny parameter; seen: " + problem
+            + "; the any as JacORB writes it: " + hexAny(orb, ex));
+        problem = "skipped";
+      }
+    } catch (RuntimeException e) {
+      problem = "exception " + e;
+    }
+    if (!"skipped".equals(problem)) c.add("any_exception", problem == null, problem == null ? "ok" : problem);
     for (int n : new int[] {16, 3000}) {
       c.run(n == 16 ? "user_exception" : "user_exception_3000", () -> {
         try {
