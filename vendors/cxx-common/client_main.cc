@@ -646,7 +646,7 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
     ck.skip(c.name, "known defect: " + orbx::orb_name() +
                         " writes an exception inside an any as its members alone, without the "
                         "repository id the common reading of the spec puts first (JacORB and "
-                        "iiopbench read it so); tracker: omniORB 4.3 changed this with its "
+                        "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
                         "exceptionIdInAny parameter; seen: " + c.detail);
   }
   auto raise = [&](const char* name, CORBA::ULong n) {

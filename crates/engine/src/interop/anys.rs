@@ -129,6 +129,18 @@ fn judge_any(want: &Any, got: &Any) -> Result<(), String> {
         };
         return Err(format!("{how}: {:?}, sent {:?}", got.tc, want.tc));
     }
+    if let (Value::TypeCode(g), Value::TypeCode(w)) = (&got.value, &want.value) {
+        if !g.equal(w) {
+            let how = if g.equivalent(w) {
+                "equivalent but not equal (names or repository ids changed)"
+            } else {
+                "different"
+            };
+            return Err(format!(
+                "the TypeCode inside came back {how}: {g:?}, sent {w:?}"
+            ));
+        }
+    }
     if got.value != want.value {
         return Err(format!("value {:?}, sent {:?}", got.value, want.value));
     }
