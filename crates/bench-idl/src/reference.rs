@@ -483,7 +483,12 @@ impl Handler for BenchHandler {
                     Err(_) => marshal_error(),
                 }
             }
-            Op::RaiseUser | Op::EchoAny => anys::dispatch(self.skeleton, op, body, reply),
+            Op::RaiseUser | Op::EchoAny => {
+                match anys::dispatch(self.skeleton == Skeleton::Typed, op, body, reply) {
+                    Ok(outcome) => Dispatch::Done(outcome),
+                    Err(_) => marshal_error(),
+                }
+            }
             Op::Payload(elem, mode) => self.payload(ctx, elem, mode, body, reply),
             Op::IsA | Op::NonExistent | Op::Interface | Op::RepositoryId => {
                 unreachable!("handled above")

@@ -11,9 +11,8 @@ use iiop_cdr::value::{exception_id_in_any, ValueScope};
 use iiop_cdr::{CdrError, Reader, TypeCode, Value, Writer};
 use iiop_giop::exception::{omg_minor, Completion};
 use iiop_giop::SystemException;
-use iiop_transport::server::{arguments_end_body, Dispatch, Outcome};
+use iiop_transport::server::{arguments_end_body, Outcome};
 
-use super::{marshal_error, Skeleton};
 use crate::bench::anys::{bench_error_typecode, BenchErrorData, BENCH_ERROR_ID, DETAIL_MAX};
 use crate::bench::ops::Op;
 
@@ -32,55 +31,61 @@ fn tcs() -> &'static Tcs {
     })
 }
 
-/// `raise_user`'s arguments: (code, reason, detail length).
-fn raise_args(skeleton: Skeleton, body: &mut Reader<'_>) -> Result<(i32, String, u32), CdrError> {
-    match skeleton {
-        Skeleton::Typed => Ok((body.read_i32()?, body.read_string()?, body.read_u32()?)),
-        Skeleton::Dynamic => {
-            let t = tcs();
-            let code = Value::decode(&TypeCode::long(), body)?;
-            let reason = Value::decode(&t.string, body)?;
-            let n = Value::decode(&TypeCode::ulong(), body)?;
-            match (code, reason, n) {
-                (Value::Long(c), Value::String(s), Value::ULong(n)) => Ok((c, s, n)),
-                _ => unreachable!("values decode as their TypeCodes say"),
-            }
-        }
+/// `raise_user`'s arguments: (code, reason, detail length), decoded by
+/// the typed skeleton or as dynamic values.
+fn raise_args(typed: bool, body: &mut Reader<'_>) -> Result<(i32, String, u32), CdrError> {
+    if typed {
+        return Ok((body.read_i32()?, body.read_string()?, body.read_u32()?));
+    }
+    let t = tcs();
+    let code = Value::decode(&TypeCode::long(), body)?;
+    let reason = Value::decode(&t.string, body)?;
+    let n = Value::decode(&TypeCode::ulong(), body)?;
+    match (code, reason, n) {
+        (Value::Long(c), Value::String(s), Value::ULong(n)) => Ok((c, s, n)),
+        _ => unreachable!("values decode as their TypeCodes say"),
     }
 }
 
-/// The answer to `op` (`raise_user` or `echo_any`).
+/// The body did not decode, or bytes other than padding follow it.
+fn end(body: &Reader<'_>) -> Result<(), CdrError> {
+    if arguments_end_body(body) {
+        Ok(())
+    } else {
+        Err(CdrError::TrailingData {
+            offset: body.position(),
+            remaining: body.remaining(),
+        })
+    }
+}
+
+/// The answer to `op` (`raise_user` or `echo_any`) from the typed
+/// skeleton (`typed`) or the dynamic one; an error is the caller's
+/// MARSHAL.
 pub(super) fn dispatch(
-    skeleton: Skeleton,
+    typed: bool,
     op: Op,
     body: &mut Reader<'_>,
     reply: &mut Writer<'_>,
-) -> Dispatch {
+) -> Result<Outcome, CdrError> {
     match op {
         Op::RaiseUser => {
-            let Ok((code, reason, n)) = raise_args(skeleton, body) else {
-                return marshal_error();
-            };
-            if !arguments_end_body(body) {
-                return marshal_error();
-            }
+            let (code, reason, n) = raise_args(typed, body)?;
+            end(body)?;
             if n > DETAIL_MAX {
-                return Dispatch::Done(Outcome::System(SystemException::bad_param(
+                return Ok(Outcome::System(SystemException::bad_param(
                     omg_minor(1),
                     Completion::No,
                 )));
             }
             let e = BenchErrorData::raised(code, &reason, n);
-            let written = match skeleton {
-                Skeleton::Typed => e.write(reply),
-                Skeleton::Dynamic => reply
-                    .write_string(BENCH_ERROR_ID)
-                    .and_then(|_| e.value().encode(&tcs().error, reply)),
-            };
-            match written {
-                Ok(()) => Dispatch::Done(Outcome::UserException),
-                Err(_) => marshal_error(),
+            if typed {
+                e.write(reply)?;
+            } else {
+                reply.write_string(BENCH_ERROR_ID)?;
+                e.value().encode(&tcs().error, reply)?;
             }
+            Ok(Outcome::UserException)
         }
         Op::EchoAny => {
             let t = tcs();
@@ -90,20 +95,14 @@ pub(super) fn dispatch(
             let mut peek = body.clone();
             let bare = TypeCode::decode(&mut peek)
                 .is_ok_and(|tc| tc.kind() == TCKind::tk_except && !exception_id_in_any(&tc, &peek));
-            let Ok(v) = Value::decode(&t.any, body) else {
-                return marshal_error();
-            };
-            if !arguments_end_body(body) {
-                return marshal_error();
-            }
+            let v = Value::decode(&t.any, body)?;
+            end(body)?;
             let mut scope = ValueScope {
                 bare_exceptions_in_any: bare,
                 ..ValueScope::default()
             };
-            match v.encode_in(&t.any, reply, &mut scope) {
-                Ok(()) => Dispatch::Done(Outcome::Reply),
-                Err(_) => marshal_error(),
-            }
+            v.encode_in(&t.any, reply, &mut scope)?;
+            Ok(Outcome::Reply)
         }
         other => unreachable!("{other:?} is neither raise_user nor echo_any"),
     }
