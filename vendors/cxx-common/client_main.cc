@@ -637,6 +637,11 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
     return v->code == 42 && strcmp(v->reason, "in an any") == 0 && v->detail.length() == 5 &&
            v->detail[4] == 4;
   });
+  Bench::OctetSeq exd;
+  exd.length(5);
+  for (CORBA::ULong i = 0; i < 5; ++i) exd[i] = (CORBA::Octet)i;
+  CORBA::Any ex;
+  ex <<= Bench::BenchError(42, "in an any", exd);
   // An ORB that writes the exception without its id fails against a
   // server that reads it with one: that is this client's ORB's defect.
   if (bare_exceptions_in_any() && !ck.v.empty() && ck.v.back().name == "any_exception" &&
@@ -647,7 +652,8 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
                         " writes an exception inside an any as its members alone, without the "
                         "repository id the common reading of the spec puts first (JacORB and "
                         "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
-                        "exceptionIdInAny parameter; seen: " + c.detail);
+                        "exceptionIdInAny parameter; seen: " + c.detail +
+                        "; the any as this client writes it: " + orbx::any_hex(ex));
   }
   auto raise = [&](const char* name, CORBA::ULong n) {
     ck.run(name, [&, n](std::string& d) {
