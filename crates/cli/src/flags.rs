@@ -403,9 +403,10 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub metrics: MetricsArgs,
     /// A gate the result must pass, for CI: `p99<2ms`, `p50<=500us`,
-    /// `mean<1ms`, `max<10ms`, `errors=0`, `throughput>5000/s`
-    /// (repeatable). Latencies and throughput are checked in every case,
-    /// errors over the whole run; the outcomes are listed after the table
+    /// `mean<1ms`, `max<10ms`, `errors=0`, `throughput>5000/s`,
+    /// `knee>20k/s` (repeatable). Latencies and throughput are checked in
+    /// every case, errors over the whole run, the knee on a load sweep;
+    /// the outcomes are listed after the table
     /// and written to the JSON, and a failed gate makes the exit status 3.
     #[arg(long = "threshold", value_name = "EXPR", value_parser = crate::gates::parse)]
     pub thresholds: Vec<iiopbench_engine::threshold::Threshold>,

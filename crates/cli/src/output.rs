@@ -99,12 +99,15 @@ fn header(r: &Results, st: Style) -> String {
     let mut out = String::new();
     let t = &r.target;
     out.push_str(&format!(
-        "iiopbench {} {} — target: {} {}:{}{}{}\n",
+        "iiopbench {} {} — target: {} {}{}{}\n",
         r.kind,
         r.tool.version,
         t.kind,
-        t.host,
-        t.port,
+        // A run of several servers names them, with no one address.
+        match t.port {
+            0 => t.host.clone(),
+            p => format!("{}:{p}", t.host),
+        },
         t.orb_type
             .as_deref()
             .map(|o| format!(" ({o})"))
@@ -912,8 +915,19 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
     );
     // (The open sweep's load is its offered rate; the connections
     // sweep's offered rate is one for every step, said below the table.)
-    let mut head = vec![if mode == "open" { "offered" } else { "load" }];
-    head.extend(["achieved", "p50", "p99", "p99.9", "max", "err", "cli%"]);
+    // A run of several servers (`--servers`): a column says whose step.
+    fn server(c: &results::Case) -> Option<&str> {
+        c.params.extra.get("server").and_then(|v| v.as_str())
+    }
+    let servers = r.cases.iter().any(|c| server(c).is_some());
+    let mut head = if servers { vec!["server"] } else { vec![] };
+    head.push(if mode == "open" { "offered" } else { "load" });
+    head.extend(["achieved", "p50", "p99", "p99.9"]);
+    // (The server column takes the width of the max's: it is in the JSON.)
+    if !servers {
+        head.push("max");
+    }
+    head.extend(["err", "cli%"]);
     if srv {
         head.push("srv%");
     }
@@ -930,11 +944,16 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
     };
     for c in &r.cases {
         let load = f(c, "load").unwrap_or(0.0);
-        let mut row = vec![match mode {
+        let mut row = if servers {
+            vec![server(c).unwrap_or("-").to_string()]
+        } else {
+            vec![]
+        };
+        row.push(match mode {
             "clients" => format!("C={load}"),
             "connections" => format!("N={load}"),
             _ => format!("{}/s", iiopbench_engine::bench::sweep::load_text(load)),
-        }];
+        });
         let mark = if c.extra.contains_key("above_half_ceiling") {
             "*"
         } else {
@@ -942,8 +961,11 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
         };
         row.push(format!("{}{mark}", num(c.calls_per_sec)));
         match &c.latency_us {
-            Some(l) => row.extend([micros(l.p50), micros(l.p99), micros(l.p999), micros(l.max)]),
-            None => row.extend(std::iter::repeat_n("-".to_string(), 4)),
+            Some(l) => row.extend([micros(l.p50), micros(l.p99), micros(l.p999)]),
+            None => row.extend(std::iter::repeat_n("-".to_string(), 3)),
+        }
+        if !servers {
+            row.push(c.latency_us.map(|l| micros(l.max)).unwrap_or("-".into()));
         }
         row.push(c.errors.values().sum::<u64>().to_string());
         row.push(pct(f(c, "client_cpu_util")));
@@ -973,7 +995,10 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
     if per_conn {
         out.push_str("  RSS/conn: what each connection opened for the step added\n");
     }
-    out.push_str(&format!("  {}\n", knee_line(r)));
+    match p.get("knees") {
+        Some(k) if servers => out.push_str(&knees_lines(k, p.get("knee_ratio"))),
+        _ => out.push_str(&format!("  {}\n", knee_line(r))),
+    }
     if let Some(s) = p.get("stopped_by").and_then(|v| v.as_str()) {
         out.push_str(&format!("  stopped after: {s}\n"));
     }
@@ -1017,6 +1042,38 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
 }
 
 /// The headline of a sweep: the highest load that tripped no stop rule.
+/// The knees of a run of several servers, one line each (the median of
+/// its rounds), and ours over the best vendor's.
+fn knees_lines(k: &serde_json::Value, ratio: Option<&serde_json::Value>) -> String {
+    let mut out = String::new();
+    for (name, v) in k.as_object().into_iter().flatten() {
+        let rounds = v
+            .get("rounds")
+            .and_then(|r| r.as_array())
+            .map_or(0, Vec::len);
+        match v.get("median_per_s").and_then(|m| m.as_f64()) {
+            Some(m) => out.push_str(&format!(
+                "  knee {name}: {} calls/s (median of {rounds} round{})\n",
+                num(m),
+                if rounds == 1 { "" } else { "s" }
+            )),
+            None => out.push_str(&format!(
+                "  knee {name}: none (its first step tripped a stop rule)\n"
+            )),
+        }
+    }
+    if let Some(r) = ratio.filter(|r| !r.is_null()) {
+        let s = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("?");
+        let x = r.get("ratio").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        out.push_str(&format!(
+            "  ours over the best vendor: {} / {} = {x:.2}x (knees' medians)\n",
+            s("ours"),
+            s("vendor")
+        ));
+    }
+    out
+}
+
 pub fn knee_line(r: &Results) -> String {
     let p = &r.params;
     let bound = p.get("p99_bound_us").and_then(|v| v.as_f64());

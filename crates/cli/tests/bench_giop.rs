@@ -830,3 +830,55 @@ fn unreachable_target_is_one_clear_line() {
     assert_eq!(v["target"]["kind"], "corbaloc");
     assert_eq!(v["target"]["port"], port);
 }
+
+/// A point that cannot make its count within `--max-duration` ends with
+/// what it measured, marked and warned about, and the next point runs:
+/// the run is complete and exits 0 (a suite's case that cannot finish its
+/// calls does not stop the suite). Open and closed loop alike.
+#[test]
+fn a_time_cap_ends_a_point_with_what_it_measured() {
+    for (name, extra) in [
+        ("cap-closed", &[][..]),
+        ("cap-open", &["--rate", "2000"][..]),
+    ] {
+        let mut args = vec![
+            "bench",
+            "latency",
+            "--op",
+            "echo",
+            "--size",
+            "64,1KiB",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--count",
+            "100000000",
+            "--max-duration",
+            "300ms",
+        ];
+        args.extend_from_slice(extra);
+        let t = std::time::Instant::now();
+        let (code, v) = run_json(name, &args);
+        assert_eq!(code, 0, "{name}: {}", v["outcome"]);
+        assert_eq!(v["outcome"]["complete"], true, "{name}");
+        // Two points of 300 ms each, and set-up: far from 10^8 calls.
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "{name}");
+        let cs = cases(&v);
+        assert_eq!(cs.len(), 2, "{name}: both points ran");
+        for c in cs {
+            let calls = c["calls"].as_u64().unwrap();
+            assert!(calls > 0 && calls < 100_000_000, "{name}: {calls}");
+            assert_eq!(c["extra"]["stopped_by"], "time-cap", "{name}: {c}");
+            assert_eq!(c["extra"]["planned_calls"], 100_000_000, "{name}");
+            let secs = c["seconds"].as_f64().unwrap();
+            assert!((0.25..5.0).contains(&secs), "{name}: {secs} s");
+        }
+        let warned = v["quality"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("cut short echo octet 64B"));
+        assert!(warned, "{name}: {}", v["quality"]["warnings"]);
+    }
+}

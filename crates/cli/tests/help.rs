@@ -199,7 +199,7 @@ const IDEAS: &[Idea] = &[
         None,
         "max-duration",
         "DURATION",
-        "bench throughput/closed/params/dispatch/packing/balance, interop",
+        "bench throughput/latency/closed/params/dispatch/packing/balance, interop",
     ),
     idea(
         "Unmeasured calls first",

@@ -87,8 +87,10 @@ fn check_steps(v: &Value, mode: &str, loads: &[f64]) {
 fn narrow(stdout: &str) {
     let table = stdout
         .lines()
-        .skip_while(|l| !l.starts_with("load ") && !l.starts_with("offered "))
-        .take_while(|l| !l.starts_with("  knee: "))
+        .skip_while(|l| {
+            !l.starts_with("load ") && !l.starts_with("offered ") && !l.starts_with("server ")
+        })
+        .take_while(|l| !l.starts_with("  knee"))
         .collect::<Vec<_>>();
     assert!(table.len() >= 3, "no table: {stdout}");
     for l in table {
@@ -363,5 +365,152 @@ fn a_sweep_of_omniorbs_server_reads_its_cpu_and_memory() {
     assert_eq!(code, 0, "{out}");
     check_steps(&v, "connections", &[1.0, 10.0, 100.0]);
     assert_eq!(v["params"]["server_rss_source"], "server-process");
+    // The generator's own memory beside the server's, and what its
+    // connections cost it: some KiB each, not MiB (a leak per connection
+    // or a buffer per connection sized by the payload limit would be).
+    let steps = v["cases"].as_array().unwrap();
+    for c in steps {
+        assert!(f(&c["extra"]["client_rss_bytes"]) > 1e6, "{c}");
+    }
+    let per = f(&steps[2]["extra"]["client_rss_per_connection_bytes"]);
+    assert!(per < 256.0 * 1024.0, "{per} bytes per connection");
     narrow(&out);
+}
+
+/// `--threshold knee…` gates the sweep's knee: a bound below it passes,
+/// one far above fails with the gates' exit status, both listed and
+/// written to the JSON with the knee's achieved rate.
+#[test]
+fn a_knee_gate_passes_below_the_knee_and_fails_above_it() {
+    let (code, out, v) = sweep(
+        "knee-gate",
+        &[
+            "--open",
+            "100,200",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "10",
+            "--p99-bound",
+            "2s",
+            "--min-achieved",
+            "1%",
+            "--threshold",
+            "knee>10/s",
+            "--threshold",
+            "knee>100M/s",
+        ],
+    );
+    assert_eq!(code, 3, "{out}");
+    let knee = f(&v["params"]["knee"]["achieved_per_s"]);
+    let g = v["thresholds"].as_array().unwrap();
+    assert_eq!(g.len(), 2, "{v}");
+    assert_eq!(
+        (g[0]["pass"].as_bool(), g[1]["pass"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(f(&g[1]["value"]), knee);
+    assert!(
+        out.contains("PASS knee>10/s") && out.contains("FAIL knee>100M/s"),
+        "{out}"
+    );
+}
+
+/// `--servers` sweeps every server in one run with the same client and
+/// placement: our two models and omniORB's server (started and stopped by
+/// the run), two rounds in rotating order; each step is tagged by server
+/// and round, each server's knee is kept per round with its median, ours
+/// over the best vendor's is computed, the table names each step's
+/// server, and a report draws one figure per server.
+#[test]
+fn every_server_is_swept_in_one_run_and_their_knees_compared() {
+    let test = "every_server_is_swept_in_one_run_and_their_knees_compared";
+    if !common::vendor_built(test, "omniorb", true) {
+        return;
+    }
+    let (code, out, v) = sweep(
+        "servers",
+        &[
+            "--servers",
+            "ours,ours:threads,omniorb",
+            "--rounds",
+            "2",
+            "--open",
+            "100,200",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "10",
+            "--p99-bound",
+            "2s",
+            "--min-achieved",
+            "1%",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(v["kind"], "sweep");
+    let names = ["ours:reactor", "ours:threads", "omniorb"];
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3 * 2 * 2, "{out}");
+    for name in names {
+        for round in [1, 2] {
+            let mine: Vec<&Value> = cases
+                .iter()
+                .filter(|c| c["params"]["server"] == name && c["params"]["round"] == round)
+                .collect();
+            assert_eq!(mine.len(), 2, "{name} round {round}");
+            assert!(mine[0]["name"].as_str().unwrap().starts_with(name));
+        }
+        let k = &v["params"]["knees"][name];
+        assert_eq!(k["rounds"].as_array().unwrap().len(), 2, "{name}: {k}");
+        assert!(f(&k["median_per_s"]) > 150.0, "{name}: {k}");
+        assert!(out.contains(&format!("knee {name}: ")), "{out}");
+    }
+    // The second round starts where the first left off.
+    let sweeps = v["params"]["sweeps"].as_array().unwrap();
+    let order: Vec<&str> = sweeps
+        .iter()
+        .map(|s| s["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "ours:reactor",
+            "ours:threads",
+            "omniorb",
+            "ours:threads",
+            "omniorb",
+            "ours:reactor"
+        ]
+    );
+    let r = &v["params"]["knee_ratio"];
+    assert_eq!(r["vendor"], "omniorb");
+    assert!(f(&r["ratio"]) > 0.0, "{r}");
+    assert!(out.contains("ours over the best vendor: "), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("server ")), "{out}");
+    narrow(&out);
+    // One figure per server in the report.
+    let json = dir("servers").join("sweep.json");
+    let rep = dir("servers").join("report");
+    let st = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args([
+            "report",
+            json.to_str().unwrap(),
+            "--report",
+            rep.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let svgs: Vec<String> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    for name in ["ours-reactor", "ours-threads", "omniorb"] {
+        assert!(
+            svgs.iter().any(|s| s.contains(name)),
+            "no figure for {name}: {svgs:?}"
+        );
+    }
 }

@@ -828,111 +828,172 @@ fn agent_figures(
 }
 
 /// Sweeps (`bench sweep`): per results file, its steps' p50, p99, p99.9
-/// and max latency against the calls/s each achieved, the knee marked.
+/// and max latency against the calls/s each achieved, the knee marked; a
+/// run of several servers (`--servers`) gets one figure per server, its
+/// rounds' steps together, each round's knee marked.
 fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, Plot)>) {
     for (file, r) in inputs.iter().filter(|(_, r)| r.kind == "sweep") {
-        let mode = r
-            .params
-            .get("mode")
-            .and_then(|v| v.as_str())
-            .unwrap_or("open");
-        // A connections sweep offers one rate throughout: its x is the
-        // connections held.
-        let by_conns = mode == "connections";
-        let x_of = |c: &Case| match by_conns {
-            true => c.extra.get("load").and_then(|v| v.as_f64()),
-            false => Some(c.calls_per_sec),
-        };
-        let steps: Vec<(f64, crate::hist::LatencySummary)> = r
-            .cases
-            .iter()
-            .filter_map(|c| Some((x_of(c)?, c.latency_us?)))
-            .collect();
-        if steps.is_empty() {
-            continue;
-        }
-        type Quantile = fn(&crate::hist::LatencySummary) -> f64;
-        let quantiles: [(&str, Quantile); 4] = [
-            ("p50", |l| l.p50),
-            ("p99", |l| l.p99),
-            ("p99.9", |l| l.p999),
-            ("max", |l| l.max),
-        ];
-        let mut series: Vec<Series> = quantiles
-            .iter()
-            .enumerate()
-            .map(|(i, (name, q))| Series {
-                label: (*name).to_string(),
-                points: steps.iter().map(|(x, l)| (*x, q(l))).collect(),
-                style: Style::LineMarkers,
-                color: i,
-                marker: i,
-                whiskers: Vec::new(),
-            })
-            .collect();
-        let knee = r.params.get("knee").filter(|k| !k.is_null());
-        let bound = r.params.get("p99_bound_us").and_then(|v| v.as_f64());
-        if let (Some(b), Some((x0, x1))) = (
-            bound,
-            steps
-                .iter()
-                .map(|s| s.0)
-                .fold(None, |m: Option<(f64, f64)>, x| {
-                    Some(m.map_or((x, x), |(a, b)| (a.min(x), b.max(x))))
-                }),
-        ) {
-            series.push(Series {
-                label: format!("p99 bound {}", crate::units::micros(b)),
-                points: vec![(x0, b), (x1, b)],
-                style: Style::Line,
-                color: 4,
-                marker: 0,
-                whiskers: Vec::new(),
-            });
-        }
-        if let Some(k) = knee {
-            let g = |n: &str| k.get(n).and_then(|v| v.as_f64());
-            let x = if by_conns {
-                g("load")
-            } else {
-                g("achieved_per_s")
-            };
-            if let (Some(x), Some(y)) = (x, g("p99_us")) {
-                let unit = if by_conns { "connections" } else { "calls/s" };
-                series.push(Series {
-                    label: format!("knee {} {unit}", crate::units::num(x)),
-                    points: vec![(x, y)],
-                    style: Style::Markers,
-                    color: 5,
-                    marker: 2,
-                    whiskers: Vec::new(),
-                });
-            }
-        }
         let who = match r.target.orb_type.as_deref() {
             Some(o) => format!("{} ({o})", stem(file)),
             None => stem(file),
         };
-        let t = match by_conns {
-            true => format!("Sweep (connections): latency vs connections held: {who}"),
-            false => format!("Sweep ({mode}): latency vs throughput: {who}"),
+        let sweeps = r.params.get("sweeps").and_then(|v| v.as_array());
+        let Some(sweeps) = sweeps else {
+            let cases: Vec<&Case> = r.cases.iter().collect();
+            let knees: Vec<&serde_json::Value> = r.params.get("knee").into_iter().collect();
+            sweep_figure(r, &cases, &knees, &who, false, figs);
+            continue;
         };
-        figs.push((
-            t.clone(),
-            "Latency percentiles (µs, log scale) of each step of the sweep against the calls/s it achieved, with the p99 bound and the knee (the highest load that tripped no stop rule).".into(),
-            Plot::Chart(Chart {
-                title: t,
-                x_desc: match by_conns {
-                    true => "connections held open".into(),
-                    false => "achieved calls/s".into(),
-                },
-                y_desc: "latency µs".into(),
-                x: XAxis::Linear,
-                log_y: true,
-                series,
-            }),
-        ));
+        let mut servers: Vec<&str> = Vec::new();
+        for sw in sweeps {
+            if let Some(n) = sw.get("server").and_then(|v| v.as_str()) {
+                if !servers.contains(&n) {
+                    servers.push(n);
+                }
+            }
+        }
+        for srv in servers {
+            let cases: Vec<&Case> = r
+                .cases
+                .iter()
+                .filter(|c| tag(c, "server") == Some(srv))
+                .collect();
+            let knees: Vec<&serde_json::Value> = sweeps
+                .iter()
+                .filter(|sw| sw.get("server").and_then(|v| v.as_str()) == Some(srv))
+                .filter_map(|sw| sw.get("knee"))
+                .collect();
+            let rounds = sweeps
+                .iter()
+                .filter(|sw| sw.get("server").and_then(|v| v.as_str()) == Some(srv))
+                .count();
+            sweep_figure(
+                r,
+                &cases,
+                &knees,
+                &format!("{srv}, {who}"),
+                rounds > 1,
+                figs,
+            );
+        }
     }
+}
+
+/// One sweep figure: `cases`' steps, `knees` marked (each round's, for a
+/// server swept in several: then the steps are points, not a line).
+fn sweep_figure(
+    r: &Results,
+    cases: &[&Case],
+    knees: &[&serde_json::Value],
+    who: &str,
+    rounds: bool,
+    figs: &mut Vec<(String, String, Plot)>,
+) {
+    let mode = r
+        .params
+        .get("mode")
+        .and_then(|v| v.as_str())
+        .unwrap_or("open");
+    // A connections sweep offers one rate throughout: its x is the
+    // connections held.
+    let by_conns = mode == "connections";
+    let x_of = |c: &Case| match by_conns {
+        true => c.extra.get("load").and_then(|v| v.as_f64()),
+        false => Some(c.calls_per_sec),
+    };
+    let mut steps: Vec<(f64, crate::hist::LatencySummary)> = cases
+        .iter()
+        .filter_map(|c| Some((x_of(c)?, c.latency_us?)))
+        .collect();
+    if steps.is_empty() {
+        return;
+    }
+    // One sweep's line follows its steps (an overloaded step may achieve
+    // less than the one before: the curve bends back); several rounds'
+    // steps are points in x order.
+    if rounds {
+        steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    type Quantile = fn(&crate::hist::LatencySummary) -> f64;
+    let quantiles: [(&str, Quantile); 4] = [
+        ("p50", |l| l.p50),
+        ("p99", |l| l.p99),
+        ("p99.9", |l| l.p999),
+        ("max", |l| l.max),
+    ];
+    let mut series: Vec<Series> = quantiles
+        .iter()
+        .enumerate()
+        .map(|(i, (name, q))| Series {
+            label: (*name).to_string(),
+            points: steps.iter().map(|(x, l)| (*x, q(l))).collect(),
+            style: if rounds {
+                Style::Markers
+            } else {
+                Style::LineMarkers
+            },
+            color: i,
+            marker: i,
+            whiskers: Vec::new(),
+        })
+        .collect();
+    let bound = r.params.get("p99_bound_us").and_then(|v| v.as_f64());
+    if let (Some(b), Some((x0, x1))) = (
+        bound,
+        steps
+            .iter()
+            .map(|s| s.0)
+            .fold(None, |m: Option<(f64, f64)>, x| {
+                Some(m.map_or((x, x), |(a, b)| (a.min(x), b.max(x))))
+            }),
+    ) {
+        series.push(Series {
+            label: format!("p99 bound {}", crate::units::micros(b)),
+            points: vec![(x0, b), (x1, b)],
+            style: Style::Line,
+            color: 4,
+            marker: 0,
+            whiskers: Vec::new(),
+        });
+    }
+    for k in knees.iter().filter(|k| !k.is_null()) {
+        let g = |n: &str| k.get(n).and_then(|v| v.as_f64());
+        let x = if by_conns {
+            g("load")
+        } else {
+            g("achieved_per_s")
+        };
+        if let (Some(x), Some(y)) = (x, g("p99_us")) {
+            let unit = if by_conns { "connections" } else { "calls/s" };
+            series.push(Series {
+                label: format!("knee {} {unit}", crate::units::num(x)),
+                points: vec![(x, y)],
+                style: Style::Markers,
+                color: 5,
+                marker: 2,
+                whiskers: Vec::new(),
+            });
+        }
+    }
+    let t = match by_conns {
+        true => format!("Sweep (connections): latency vs connections held: {who}"),
+        false => format!("Sweep ({mode}): latency vs throughput: {who}"),
+    };
+    figs.push((
+        t.clone(),
+        "Latency percentiles (µs, log scale) of each step of the sweep against the calls/s it achieved, with the p99 bound and the knee (the highest load that tripped no stop rule).".into(),
+        Plot::Chart(Chart {
+            title: t,
+            x_desc: match by_conns {
+                true => "connections held open".into(),
+                false => "achieved calls/s".into(),
+            },
+            y_desc: "latency µs".into(),
+            x: XAxis::Linear,
+            log_y: true,
+            series,
+        }),
+    ));
 }
 
 /// Every figure for these results files, as data to draw.

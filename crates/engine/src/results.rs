@@ -78,7 +78,13 @@ impl Results {
     /// the outcomes in [`thresholds`](Results::thresholds); returns them.
     pub fn check(&mut self, gates: &[Threshold]) -> Vec<ThresholdOutcome> {
         let figures: Vec<Figures> = self.cases.iter().map(Case::figures).collect();
-        let out = crate::threshold::evaluate(gates, &figures);
+        // A load sweep's knee: the achieved rate at its knee step.
+        let knee = self
+            .params
+            .get("knee")
+            .and_then(|k| k.get("achieved_per_s"))
+            .and_then(|v| v.as_f64());
+        let out = crate::threshold::evaluate_run(gates, &figures, knee);
         self.thresholds = out.clone();
         out
     }

@@ -302,6 +302,17 @@ fn fold(mut cases: Vec<Case>) -> Case {
     // Segments add up over the runs, as the calls did; so do the calls
     // written headers-first.
     set_data_segments(&mut out, total_data_segments(&cases));
+    // A run cut short by its time cap marks the case, whichever run it was.
+    if cases.iter().any(capped) {
+        param(&mut out.extra, "stopped_by", "time-cap");
+        // Every run planned the same count: the plan of all of them.
+        let planned = cases
+            .iter()
+            .find_map(|c| c.extra.get("planned_calls").and_then(|v| v.as_u64()));
+        if let Some(n) = planned {
+            param(&mut out.extra, "planned_calls", n * cases.len() as u64);
+        }
+    }
     if let Some(n) = total_extra(&cases, "head_first_calls") {
         param(&mut out.extra, "head_first_calls", n);
     }
@@ -440,6 +451,23 @@ pub fn warnings(r: &Results) -> Vec<String> {
             list(&split)
         ));
     }
+    let cut: Vec<String> = r
+        .cases
+        .iter()
+        .filter(|c| capped(c))
+        .map(
+            |c| match c.extra.get("planned_calls").and_then(|v| v.as_u64()) {
+                Some(n) => format!("{} ({} of {n} calls)", c.name, c.calls),
+                None => c.name.clone(),
+            },
+        )
+        .collect();
+    if !cut.is_empty() {
+        out.push(format!(
+            "Warning: the time cap (`max_duration`) cut short {}: figures from fewer calls than asked.",
+            list(&cut)
+        ));
+    }
     let moved: Vec<String> = r
         .cases
         .iter()
@@ -453,6 +481,11 @@ pub fn warnings(r: &Results) -> Vec<String> {
         ));
     }
     out
+}
+
+/// Whether the time cap ended the case before its count.
+fn capped(c: &Case) -> bool {
+    c.extra.get("stopped_by").and_then(|v| v.as_str()) == Some("time-cap")
 }
 
 /// At most three items, then how many more.

@@ -294,13 +294,13 @@ impl Target {
 /// second (or the same, on one CPU). A case whose own arguments place
 /// itself is left alone.
 #[derive(Debug, Clone, Copy)]
-struct SuitePlacement {
-    client: usize,
-    server: Option<usize>,
+pub(crate) struct SuitePlacement {
+    pub(crate) client: usize,
+    pub(crate) server: Option<usize>,
 }
 
 impl SuitePlacement {
-    fn choose() -> SuitePlacement {
+    pub(crate) fn choose() -> SuitePlacement {
         let avail = crate::placement::process_cpus();
         let client = avail.first().copied().unwrap_or(0);
         SuitePlacement {
@@ -309,7 +309,7 @@ impl SuitePlacement {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "client CPU {}, servers started by the suite on CPU {}",
             self.client,
@@ -334,15 +334,15 @@ impl SuitePlacement {
 /// A vendor server started for the suite; stopped (SIGTERM, then kill)
 /// on drop.
 #[derive(Debug)]
-struct OrbServer {
+pub(crate) struct OrbServer {
     child: Child,
-    ior_file: PathBuf,
+    pub(crate) ior_file: PathBuf,
 }
 
 impl OrbServer {
     /// Start `orb`'s server, on `cpu` when given (the affinity is set
     /// before exec, so every thread the server makes inherits it).
-    fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> Result<OrbServer> {
+    pub(crate) fn start(orb: &str, timeout: Duration, cpu: Option<usize>) -> Result<OrbServer> {
         let ior_file =
             std::env::temp_dir().join(format!("iiopbench-suite-{}-{orb}.ior", std::process::id()));
         let _ = std::fs::remove_file(&ior_file);

@@ -13,6 +13,9 @@
 //! - `throughput` (calls per second): every case must pass; the worst
 //!   case is reported.
 //! - `errors` (failed calls): the total over all cases.
+//! - `knee` (calls per second): a load sweep's knee, the highest achieved
+//!   load whose p99 stayed within the sweep's bound; a sweep that found
+//!   none (or a run that is not a sweep) fails the gate.
 //!
 //! A gate no case could be checked against fails: a result that cannot
 //! show it passed has not passed.
@@ -40,10 +43,12 @@ pub enum Metric {
     Throughput,
     /// Failed calls, all cases together.
     Errors,
+    /// A load sweep's knee, achieved calls per second.
+    Knee,
 }
 
 /// The words of each metric, as typed (the first is the canonical one).
-const METRICS: [(Metric, &[&str]); 10] = [
+const METRICS: [(Metric, &[&str]); 11] = [
     (Metric::Min, &["min"]),
     (Metric::Mean, &["mean", "avg"]),
     (Metric::P50, &["p50", "median"]),
@@ -54,6 +59,7 @@ const METRICS: [(Metric, &[&str]); 10] = [
     (Metric::Max, &["max"]),
     (Metric::Throughput, &["throughput", "rate"]),
     (Metric::Errors, &["errors"]),
+    (Metric::Knee, &["knee"]),
 ];
 
 impl Metric {
@@ -76,7 +82,7 @@ impl Metric {
             Metric::P999 => l.p999,
             Metric::P9999 => l.p9999,
             Metric::Max => l.max,
-            Metric::Throughput | Metric::Errors => return None,
+            Metric::Throughput | Metric::Errors | Metric::Knee => return None,
         })
     }
 }
@@ -184,7 +190,7 @@ impl FromStr for Threshold {
                 .parse::<u64>()
                 .map_err(|_| bad("errors are counted: a whole number, e.g. errors=0".into()))?
                 as f64,
-            Metric::Throughput => parse_rate(value).map_err(bad)?,
+            Metric::Throughput | Metric::Knee => parse_rate(value).map_err(bad)?,
             _ => parse_micros(value).map_err(bad)?,
         };
         Ok(Threshold {
@@ -264,11 +270,12 @@ impl ThresholdOutcome {
     pub fn line(&self) -> String {
         let verdict = if self.pass { "PASS" } else { "FAIL" };
         let measured = match self.value {
+            None if self.metric == Metric::Knee => "the run found no knee".to_string(),
             None => "no case measured it".to_string(),
             Some(v) => {
                 let v = match self.metric {
                     Metric::Errors => format!("{v}"),
-                    Metric::Throughput => format!("{v:.1}/s"),
+                    Metric::Throughput | Metric::Knee => format!("{v:.1}/s"),
                     _ => format_micros(v),
                 };
                 match &self.case {
@@ -312,17 +319,30 @@ fn case_value(metric: Metric, c: &Figures) -> Option<f64> {
     match metric {
         Metric::Throughput => Some(c.calls_per_sec),
         Metric::Errors => Some(c.errors as f64),
+        Metric::Knee => None,
         m => m.latency(c.latency_us?),
     }
 }
 
 /// Check the cases' figures against every gate, in their order.
 pub fn evaluate(gates: &[Threshold], cases: &[Figures]) -> Vec<ThresholdOutcome> {
-    gates.iter().map(|g| evaluate_one(g, cases)).collect()
+    evaluate_run(gates, cases, None)
 }
 
-fn evaluate_one(g: &Threshold, cases: &[Figures]) -> ThresholdOutcome {
-    let (value, case) = if g.metric == Metric::Errors {
+/// [`evaluate`], with the run's figures beside its cases': the knee of a
+/// load sweep (achieved calls per second), if it found one.
+pub fn evaluate_run(
+    gates: &[Threshold],
+    cases: &[Figures],
+    knee: Option<f64>,
+) -> Vec<ThresholdOutcome> {
+    gates.iter().map(|g| evaluate_one(g, cases, knee)).collect()
+}
+
+fn evaluate_one(g: &Threshold, cases: &[Figures], knee: Option<f64>) -> ThresholdOutcome {
+    let (value, case) = if g.metric == Metric::Knee {
+        (knee, None)
+    } else if g.metric == Metric::Errors {
         let total: f64 = cases.iter().filter_map(|c| case_value(g.metric, c)).sum();
         (Some(total), None)
     } else {
@@ -387,6 +407,10 @@ mod tests {
     }
 
     fn evaluate(gates: &[Threshold], cases: &[C]) -> Vec<ThresholdOutcome> {
+        evaluate_run(gates, cases, None)
+    }
+
+    fn evaluate_run(gates: &[Threshold], cases: &[C], knee: Option<f64>) -> Vec<ThresholdOutcome> {
         let figures: Vec<Figures> = cases
             .iter()
             .map(|c| Figures {
@@ -396,7 +420,7 @@ mod tests {
                 errors: c.3,
             })
             .collect();
-        super::evaluate(gates, &figures)
+        super::evaluate_run(gates, &figures, knee)
     }
 
     #[test]
@@ -510,6 +534,23 @@ mod tests {
         );
         let clean = results(vec![case("a", Some(10.0), 8000.0, 0)]);
         assert!(evaluate(&[t("errors=0")], &clean)[0].pass);
+    }
+
+    #[test]
+    fn a_knee_gate_reads_the_runs_knee_and_fails_without_one() {
+        let r = results(vec![case("step 1", Some(40.0), 20000.0, 0)]);
+        let gates = [t("knee>20k/s"), t("knee>=30000/s")];
+        let out = evaluate_run(&gates, &r, Some(25_000.0));
+        assert!(out[0].pass);
+        assert!(!out[1].pass);
+        assert_eq!(out[0].case, None);
+        assert_eq!(out[1].line(), "FAIL knee>=30000/s  (knee = 25000.0/s)");
+        // No knee (no step within the bound, or not a sweep): a failure
+        // that says so; the cases' throughput is not a knee.
+        let out = evaluate(&gates, &r);
+        assert!(!out[0].pass);
+        assert_eq!(out[0].line(), "FAIL knee>20k/s  (the run found no knee)");
+        assert!("knee<2ms".parse::<Threshold>().is_err());
     }
 
     #[test]

@@ -74,6 +74,13 @@ pub struct LatencyJob {
         skip_serializing_if = "Option::is_none"
     )]
     pub duration: Option<Duration>,
+    /// A point that has not made its `count` calls by this time ends with
+    /// what it measured (marked, and warned about), and the run goes on.
+    #[serde(
+        with = "crate::units::opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_duration: Option<Duration>,
     /// Unmeasured calls first (per point).
     pub warmup: u64,
     /// Connections (closed loop: each with `in_flight` callers).
@@ -112,6 +119,7 @@ impl Default for LatencyJob {
             sizes: Sizes(vec![0]),
             count: 10_000,
             duration: None,
+            max_duration: None,
             warmup: 1_000,
             connections: 1,
             in_flight: 1,
@@ -133,6 +141,7 @@ impl LatencyJob {
         Loop {
             count: self.count,
             duration: self.duration,
+            max_duration: self.max_duration,
             warmup: self.warmup,
             connections: self.connections,
             in_flight: self.in_flight,
@@ -167,6 +176,11 @@ impl LatencyJob {
             None => check(self.count >= 1, || "`count` must be at least 1".into())?,
         }
         check(self.slices >= 1, || "`slices` must be at least 1".into())?;
+        if let Some(cap) = self.max_duration {
+            check(!cap.is_zero(), || {
+                "`max_duration` must be more than 0".into()
+            })?;
+        }
         check(self.baseline_target.is_none() || self.baseline, || {
             "`baseline_target` is the server of `baseline`, which is off".into()
         })?;
@@ -460,6 +474,8 @@ async fn sliced_point<I: Invoke>(
                 let so = Loop {
                     count: share,
                     duration: dur,
+                    // The cap shared out as the calls are.
+                    max_duration: lo.max_duration.map(|d| d / slices),
                     ..lo
                 };
                 let cpu0 = CpuTime::thread_now();

@@ -31,6 +31,9 @@ pub struct Loop {
     pub count: u64,
     /// Measure for this long per point instead of `count` calls.
     pub duration: Option<Duration>,
+    /// The point's time cap: a point that has not made its `count` calls
+    /// by then ends with what it measured, marked `stopped_by: time-cap`.
+    pub max_duration: Option<Duration>,
     /// Unmeasured calls first (per point).
     pub warmup: u64,
     /// Connections (closed loop: each with `in_flight` callers).
@@ -54,6 +57,9 @@ impl Loop {
     pub fn record(&self, p: &mut BTreeMap<String, serde_json::Value>, nodelay: bool) {
         param(p, "count", self.count);
         param(p, "duration_s", self.duration.map(|d| d.as_secs_f64()));
+        if let Some(cap) = self.max_duration {
+            param(p, "max_duration_s", cap.as_secs_f64());
+        }
         param(p, "warmup", self.warmup);
         param(p, "connections", self.connections);
         param(p, "in_flight", self.in_flight);
@@ -78,10 +84,13 @@ pub(crate) struct Tally {
     pub(crate) calls: u64,
     pub(crate) errors: BTreeMap<String, u64>,
     pub(crate) first_error: Option<String>,
+    /// The time cap ended the point before its count.
+    pub(crate) capped: bool,
 }
 
 impl Tally {
     pub(crate) fn merge(&mut self, o: Tally) {
+        self.capped |= o.capped;
         self.lat.merge(&o.lat);
         self.calls += o.calls;
         for (k, v) in o.errors {
@@ -203,6 +212,12 @@ pub(crate) fn tally_case(
     if let Some(rate) = lo.rate {
         param(&mut case.params.extra, "rate", rate);
     }
+    if tally.capped {
+        param(&mut case.extra, "stopped_by", "time-cap");
+        if lo.duration.is_none() {
+            param(&mut case.extra, "planned_calls", lo.count);
+        }
+    }
     (case, tally.first_error)
 }
 
@@ -210,7 +225,9 @@ pub(crate) fn tally_case(
 /// `in_flight` times over, until `count` calls or `duration`.
 pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live) -> Tally {
     let issued = Arc::new(AtomicU64::new(0));
-    let deadline = lo.duration.map(|d| Instant::now() + d);
+    let now = Instant::now();
+    let deadline = lo.duration.map(|d| now + d);
+    let cap = lo.max_duration.map(|d| now + d);
     let count = if lo.duration.is_some() {
         u64::MAX
     } else {
@@ -228,6 +245,10 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live
                         || deadline.is_some_and(|d| Instant::now() >= d)
                         || crate::interrupt::requested()
                     {
+                        break;
+                    }
+                    if cap.is_some_and(|d| Instant::now() >= d) {
+                        t.capped = true;
                         break;
                     }
                     let t0 = Instant::now();
@@ -293,6 +314,10 @@ pub(crate) async fn open_loop<I: Invoke>(
             break;
         }
         let intended = start + interval.mul_f64(i as f64);
+        if lo.max_duration.is_some_and(|d| intended > start + d) {
+            total.capped = true;
+            break;
+        }
         tokio::time::sleep_until(intended).await;
         if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
             count_error(&mut total.errors, "overload".into());

@@ -26,6 +26,7 @@ pub mod session;
 pub mod setup;
 pub mod stats;
 pub mod sweep;
+pub mod sweep_servers;
 pub mod tcp_baseline;
 pub mod throughput;
 pub mod workload;

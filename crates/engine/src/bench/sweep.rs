@@ -210,6 +210,14 @@ pub struct SweepJob {
     /// First measure the generator's ceiling against a server that does
     /// no work (our embedded server's ping).
     pub ceiling: bool,
+    /// Sweep each of these servers in one run, one after the other in
+    /// rotating order for `rounds` rounds (see [`super::sweep_servers`]):
+    /// `ours` (or `ours:reactor`, `ours:threads`), `omniorb`, `jacorb`,
+    /// `tao`. Empty: the one target.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// With `servers`: how many times each server is swept.
+    pub rounds: u32,
     pub socket: Sockets,
     pub placement: PlacementOpts,
 }
@@ -234,6 +242,8 @@ impl Default for SweepJob {
             p99_bound: None,
             min_achieved: 0.95,
             ceiling: false,
+            servers: Vec::new(),
+            rounds: 1,
             socket: Sockets::default(),
             placement: PlacementOpts::default(),
         }
@@ -277,6 +287,18 @@ impl SweepJob {
         check(self.placement.runs.is_none_or(|r| r == 1), || {
             "`runs`: a sweep runs once; its steps are its repetitions".into()
         })?;
+        check(self.rounds >= 1, || "`rounds` must be at least 1".into())?;
+        check(self.rounds == 1 || !self.servers.is_empty(), || {
+            "`rounds` repeats the sweep of each of `servers`, which is empty".into()
+        })?;
+        for s in &self.servers {
+            s.parse::<super::sweep_servers::SweepServer>()
+                .map_err(|e| JobError::new(format!("`servers`: {e}")))?;
+        }
+        check(
+            self.servers.is_empty() || self.target.target.is_none(),
+            || "`servers` starts each server it sweeps: no `target` with it".into(),
+        )?;
         check(
             self.service_kind == d.service_kind || !self.service.is_zero(),
             || "`service_kind` is how the server spends `service`, which is 0".into(),
@@ -334,6 +356,7 @@ impl SweepJob {
         Loop {
             count: 0,
             duration: Some(self.step_duration),
+            max_duration: None,
             warmup: self.warmup,
             connections,
             in_flight: 1,
@@ -467,6 +490,9 @@ const CEILING_IN_FLIGHT: usize = 16;
 pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     if let Err(e) = session::BenchJob::validate(o) {
         return session::refused("sweep", o, ctx, e.into());
+    }
+    if !o.servers.is_empty() {
+        return super::sweep_servers::run(o, ctx);
     }
     // The generator's ceiling: its own closed loop, as many calls in
     // flight as keep a no-work server busy, against our embedded server.
@@ -617,6 +643,13 @@ async fn measure(
     param(&mut r.params, "server_rss_source", probe.rss_source());
     // Resident memory and connections at the end of the step before.
     let mut prev: (Option<u64>, usize) = (probe.rss(), 0);
+    // The generator's own, where the server is another process: what
+    // holding the connections costs this side.
+    let own_rss = || match probe {
+        ServerProbe::Embedded => None,
+        _ => crate::sysinfo::proc_rss(std::process::id()),
+    };
+    let mut prev_own = own_rss();
     let mut conns: Vec<BenchClient> = Vec::new();
     let rule = o.rule();
     let mut loads: Vec<StepLoad> = Vec::new();
@@ -753,6 +786,17 @@ async fn measure(
                 param(e, "rss_per_connection_bytes", per.max(0.0));
             }
         }
+        let own = own_rss();
+        if let Some(b) = own {
+            param(e, "client_rss_bytes", b);
+            if let (Some(a), false) = (prev_own, o.mode == SweepMode::Open) {
+                if lo.connections > prev.1 {
+                    let per = (b as f64 - a as f64) / (lo.connections - prev.1) as f64;
+                    param(e, "client_rss_per_connection_bytes", per.max(0.0));
+                }
+            }
+        }
+        prev_own = own;
         prev = (rss, lo.connections);
         if near_ceiling(step.achieved, ceiling) {
             param(e, "above_half_ceiling", true);

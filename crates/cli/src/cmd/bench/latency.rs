@@ -54,6 +54,11 @@ pub struct LatencyArgs {
     /// Measure for this long per point instead of --count calls.
     #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
     pub duration: Option<Duration>,
+    /// Time cap per point: a point that has not made its --count calls by
+    /// then ends with what it measured, marked and warned about, and the
+    /// run goes on.
+    #[arg(long, allow_hyphen_values = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub max_duration: Option<Duration>,
     /// Unmeasured calls first (per point).
     #[arg(long, default_value_t = 1_000, value_name = "N")]
     pub warmup: u64,
@@ -103,6 +108,7 @@ impl LatencyArgs {
             sizes: self.size.clone(),
             count: self.count,
             duration: self.duration,
+            max_duration: self.max_duration,
             warmup: self.warmup,
             connections: self.connections,
             in_flight: self.in_flight,

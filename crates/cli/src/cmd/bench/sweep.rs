@@ -88,6 +88,17 @@ pub struct SweepArgs {
     /// server's ping, and mark every step above half of it.
     #[arg(long)]
     pub ceiling: bool,
+    /// Sweep each of these servers in one run, with the same client and
+    /// placement, comma-separated: ours (ours:reactor), ours:threads,
+    /// omniorb, jacorb, tao (vendor servers not built here are skipped).
+    /// Writes every server's steps and knee, and ours over the best
+    /// vendor's.
+    #[arg(long, value_delimiter = ',', value_name = "SERVERS")]
+    pub servers: Vec<String>,
+    /// With --servers: sweep each server this many times, in an order that
+    /// rotates from round to round.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub rounds: u32,
     /// Short steps (1s, 100 warm-up calls): a sweep in well under a
     /// minute.
     #[arg(long)]
@@ -125,6 +136,8 @@ impl SweepArgs {
             p99_bound: self.p99_bound,
             min_achieved: self.min_achieved,
             ceiling: self.ceiling,
+            servers: self.servers.clone(),
+            rounds: self.rounds,
             socket: self.bench.socket.engine(),
             placement: self.bench.placement.engine(),
         }
