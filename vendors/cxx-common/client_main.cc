@@ -465,6 +465,220 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
   });
 }
 
+// ---- user exception and any (bench.idl's ANY AND USER EXCEPTIONS) ----
+
+// Whether this client's ORB writes an exception inside an any without its
+// repository id (omniORB before 4.3; 4.3's exceptionIdInAny writes it).
+bool bare_exceptions_in_any() {
+  std::string n = orbx::orb_name();
+  return n.compare(0, 10, "omniORB 4.") == 0 && n.size() > 10 && n[10] < '3';
+}
+
+// echo_any of values, TypeCodes and an exception, each compared with what
+// was sent (TypeCodes with equal(), so member names count); raise_user's
+// BenchError caught and compared member by member.
+void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
+  static const char* const names[] = {
+      "any_long",           "any_string",           "any_wstring",         "any_octet_seq",
+      "any_struct",         "any_alias",            "any_enum",            "any_union",
+      "any_typecode_struct", "any_typecode_recursive", "any_typecode_except", "any_exception",
+      "user_exception",     "user_exception_3000"};
+  std::string missing;
+  try {
+    CORBA::Any a;
+    a <<= (CORBA::Long)1;
+    CORBA::Any_var r = p->echo_any(a);
+  } catch (const CORBA::BAD_OPERATION&) {
+    missing = "the server does not implement bench.idl's echo_any and raise_user (BAD_OPERATION)";
+  } catch (const CORBA::NO_IMPLEMENT&) {
+    missing = "the server does not implement bench.idl's echo_any and raise_user (NO_IMPLEMENT)";
+  } catch (const CORBA::Exception&) {
+    // The checks below report it.
+  }
+  if (!missing.empty()) {
+    for (const char* n : names) ck.skip(n, missing);
+    return;
+  }
+  // The any came back with an equal TypeCode (the detail says otherwise).
+  auto same_tc = [](const CORBA::Any& r, CORBA::TypeCode_ptr want, std::string& d) {
+    CORBA::TypeCode_var t = r.type();
+    if (t->equal(want)) return true;
+    d = std::string("TypeCode not equal (kind ") + std::to_string((int)t->kind()) + ", want " +
+        std::to_string((int)want->kind()) + ")";
+    return false;
+  };
+  ck.run("any_long", [&](std::string& d) {
+    CORBA::Any a;
+    a <<= (CORBA::Long)-123456;
+    CORBA::Any_var r = p->echo_any(a);
+    CORBA::Long v = 0;
+    if (!(r.in() >>= v)) { d = "not a long"; return false; }
+    d = std::to_string((long)v);
+    return v == -123456;
+  });
+  ck.run("any_string", [&](std::string& d) {
+    CORBA::Any a;
+    a <<= "any string";
+    CORBA::Any_var r = p->echo_any(a);
+    const char* v = 0;
+    if (!(r.in() >>= v)) { d = "not a string"; return false; }
+    d = v;
+    return strcmp(v, "any string") == 0;
+  });
+  if (!no_wide.empty()) {
+    ck.skip("any_wstring", no_wide);
+  } else {
+    ck.run("any_wstring", [&](std::string& d) {
+      static const CORBA::WChar w[] = {'w', 'i', 'd', 'e', ' ', 0xe9, 0x20ac, 0};
+      CORBA::Any a;
+      a <<= w;
+      CORBA::Any_var r = p->echo_any(a);
+      const CORBA::WChar* v = 0;
+      if (!(r.in() >>= v)) { d = "not a wstring"; return false; }
+      size_t i = 0;
+      for (; w[i] && v[i] == w[i]; ++i) {}
+      bool same = w[i] == 0 && v[i] == 0;
+      d = same ? std::to_string(i) + " characters equal" : "first difference at " + std::to_string(i);
+      return same;
+    });
+  }
+  ck.run("any_octet_seq", [&](std::string& d) {
+    Bench::OctetSeq s;
+    s.length(19);
+    for (CORBA::ULong i = 0; i < 19; ++i) s[i] = (CORBA::Octet)i;
+    CORBA::Any a;
+    a <<= s;
+    CORBA::Any_var r = p->echo_any(a);
+    const Bench::OctetSeq* v = 0;
+    if (!same_tc(r.in(), Bench::_tc_OctetSeq, d)) return false;
+    if (!(r.in() >>= v)) { d = "not a Bench::OctetSeq"; return false; }
+    return same_seq<bench::T_octet>(s, *v, d);
+  });
+  ck.run("any_struct", [&](std::string& d) {
+    Bench::MyStruct m;
+    m.b = true;
+    m.s = (const char*)"any struct";
+    m.l = -7;
+    CORBA::Any a;
+    a <<= m;
+    CORBA::Any_var r = p->echo_any(a);
+    const Bench::MyStruct* v = 0;
+    if (!same_tc(r.in(), Bench::_tc_MyStruct, d)) return false;
+    if (!(r.in() >>= v)) { d = "not a Bench::MyStruct"; return false; }
+    d = std::string(v->b ? "true" : "false") + "/" + (const char*)v->s + "/" + std::to_string((long)v->l);
+    return v->b && strcmp(v->s, "any struct") == 0 && v->l == -7;
+  });
+  ck.run("any_alias", [&](std::string& d) {
+    Bench::LongSeq s;
+    s.length(3);
+    s[0] = 1;
+    s[1] = -2;
+    s[2] = 3;
+    CORBA::Any a;
+    a <<= s;
+    CORBA::Any_var r = p->echo_any(a);
+    const Bench::LongSeq* v = 0;
+    if (!same_tc(r.in(), Bench::_tc_LongSeq, d)) return false;
+    if (!(r.in() >>= v)) { d = "not a Bench::LongSeq"; return false; }
+    return same_seq<bench::T_long>(s, *v, d);
+  });
+  ck.run("any_enum", [&](std::string& d) {
+    CORBA::Any a;
+    a <<= Bench::BLUE;
+    CORBA::Any_var r = p->echo_any(a);
+    Bench::Color v = Bench::RED;
+    if (!(r.in() >>= v)) { d = "not a Bench::Color"; return false; }
+    d = std::to_string((int)v);
+    return v == Bench::BLUE;
+  });
+  ck.run("any_union", [&](std::string& d) {
+    Bench::Variant u;
+    u.s((const char*)"branch");
+    CORBA::Any a;
+    a <<= u;
+    CORBA::Any_var r = p->echo_any(a);
+    const Bench::Variant* v = 0;
+    if (!(r.in() >>= v)) { d = "not a Bench::Variant"; return false; }
+    d = "discriminator " + std::to_string((long)v->_d());
+    return v->_d() == 3 && strcmp(v->s(), "branch") == 0;
+  });
+  // TypeCodes as values: equal() compares names too.
+  auto tc_check = [&](const char* name, CORBA::TypeCode_ptr tc) {
+    ck.run(name, [&, tc](std::string& d) {
+      CORBA::Any a;
+      a <<= tc;
+      CORBA::Any_var r = p->echo_any(a);
+      CORBA::TypeCode_ptr v = 0;
+      if (!(r.in() >>= v)) { d = "not a TypeCode"; return false; }
+      d = std::string("kind ") + std::to_string((int)v->kind());
+      if (!v->equal(tc)) {
+        d += v->equivalent(tc) ? ": equivalent but not equal (names changed)" : ": not equal";
+        return false;
+      }
+      return true;
+    });
+  };
+  tc_check("any_typecode_struct", Bench::_tc_PerfStruct);
+  tc_check("any_typecode_recursive", Bench::_tc_Node);
+  tc_check("any_typecode_except", Bench::_tc_BenchError);
+  ck.run("any_exception", [&](std::string& d) {
+    Bench::OctetSeq det;
+    det.length(5);
+    for (CORBA::ULong i = 0; i < 5; ++i) det[i] = (CORBA::Octet)i;
+    Bench::BenchError e(42, "in an any", det);
+    CORBA::Any a;
+    a <<= e;
+    CORBA::Any_var r = p->echo_any(a);
+    const Bench::BenchError* v = 0;
+    if (!same_tc(r.in(), Bench::_tc_BenchError, d)) return false;
+    if (!(r.in() >>= v)) { d = "not a Bench::BenchError"; return false; }
+    d = "code " + std::to_string((long)v->code) + ", reason " + (const char*)v->reason + ", " +
+        std::to_string((unsigned long)v->detail.length()) + " octets";
+    return v->code == 42 && strcmp(v->reason, "in an any") == 0 && v->detail.length() == 5 &&
+           v->detail[4] == 4;
+  });
+  Bench::OctetSeq exd;
+  exd.length(5);
+  for (CORBA::ULong i = 0; i < 5; ++i) exd[i] = (CORBA::Octet)i;
+  CORBA::Any ex;
+  ex <<= Bench::BenchError(42, "in an any", exd);
+  // An ORB that writes the exception without its id fails against a
+  // server that reads it with one: that is this client's ORB's defect.
+  if (bare_exceptions_in_any() && !ck.v.empty() && ck.v.back().name == "any_exception" &&
+      !ck.v.back().pass) {
+    Checks::C c = ck.v.back();
+    ck.v.pop_back();
+    ck.skip(c.name, "known defect: " + orbx::orb_name() +
+                        " writes an exception inside an any as its members alone, without the "
+                        "repository id the common reading of the spec puts first (JacORB and "
+                        "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
+                        "exceptionIdInAny parameter; seen: " + c.detail +
+                        "; the any as this client writes it: " + orbx::any_hex(ex));
+  }
+  auto raise = [&](const char* name, CORBA::ULong n) {
+    ck.run(name, [&, n](std::string& d) {
+      try {
+        p->raise_user(7, "raised on demand", n);
+        d = "returned without raising";
+        return false;
+      } catch (const Bench::BenchError& e) {
+        d = "BenchError code " + std::to_string((long)e.code) + ", " +
+            std::to_string((unsigned long)e.detail.length()) + " octets";
+        if (e.code != 7 || strcmp(e.reason, "raised on demand") != 0 || e.detail.length() != n)
+          return false;
+        for (CORBA::ULong i = 0; i < n; ++i)
+          if (e.detail[i] != (CORBA::Octet)(i & 0xff)) {
+            d += ", octet " + std::to_string((unsigned long)i) + " differs";
+            return false;
+          }
+        return true;
+      }
+    });
+  };
+  raise("user_exception", 16);
+  raise("user_exception_3000", 3000);
+}
+
 int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& target) {
   Checks ck;
   ck.run("ping", [&](std::string&) {
@@ -608,6 +822,7 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
     d = ok ? "true" : "false";
     return ok;
   });
+  conf_anys(ck, p, no_wide);
   conf_values(ck, p);
   ck.run("echo_octet_4MiB", [&](std::string& d) {
     Bench::OctetSeq s;

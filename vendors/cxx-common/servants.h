@@ -212,6 +212,23 @@ class PerfImpl : public virtual POA_Bench::Perf {
     ++c.calls;
     return a == b;
   }
+
+  // ---- user exception and any (bench.idl's ANY AND USER EXCEPTIONS) ----
+  // raise_user always raises BenchError, its detail octet i being i mod
+  // 256; echo_any returns the any it received. Counted as calls.
+  void raise_user(CORBA::Long code, const char* reason, CORBA::ULong detail_len) override {
+    ++c.calls;
+    if (detail_len > (1u << 20)) throw CORBA::BAD_PARAM(0, CORBA::COMPLETED_NO);
+    Bench::OctetSeq d;
+    d.length(detail_len);
+    for (CORBA::ULong i = 0; i < detail_len; ++i) d[i] = (CORBA::Octet)(i & 0xff);
+    throw Bench::BenchError(code, reason, d);
+  }
+  CORBA::Any* echo_any(const CORBA::Any& a) override {
+    ++c.calls;
+    return new CORBA::Any(a);
+  }
+  // ---- end of user exception and any ----
 };
 
 // Factories for bench.idl's valuetypes with state (the value box needs

@@ -14,6 +14,9 @@
 //   activate(orb)              starts dispatching (POA managers)
 //   init_client(argc, argv, tls, cfg) ORB for the client (TLS wherever an
 //                                IOR offers it when tls.on())
+//   any_hex(a)                 an any's bytes as this ORB writes them
+//                                (TypeCode, then value; the host's byte
+//                                order), as hex, for a known defect's detail
 #ifndef IIOPBENCH_ORB_OMNIORB_H
 #define IIOPBENCH_ORB_OMNIORB_H
 
@@ -137,6 +140,20 @@ inline CORBA::ORB_ptr init_client(int& argc, char** argv, const bench::TlsOption
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("max_message_size", std::to_string(omniORB::giopMaxMsgSize())));
   return orb;
+}
+
+inline std::string any_hex(const CORBA::Any& a) {
+  cdrMemoryStream s;
+  a >>= s;
+  const unsigned char* p = (const unsigned char*)s.bufPtr();
+  std::string out;
+  char b[3];
+  for (CORBA::ULong i = 0; i < s.bufSize(); ++i) {
+    if (i && i % 4 == 0) out += ' ';
+    snprintf(b, sizeof b, "%02x", p[i]);
+    out += b;
+  }
+  return out;
 }
 
 }  // namespace orbx

@@ -201,6 +201,19 @@ class Perf(Bench__POA.Perf):
         self.c.call()
         return a is b
 
+    # ---- user exception and any (bench.idl's ANY AND USER EXCEPTIONS) ----
+    def raise_user(self, code, reason, detail_len):
+        self.c.call()
+        if detail_len > 1 << 20:
+            raise CORBA.BAD_PARAM(0, CORBA.COMPLETED_NO)
+        detail = bytes(i & 0xFF for i in range(detail_len))
+        raise Bench.BenchError(code, reason, detail)
+
+    def echo_any(self, a):
+        self.c.call()
+        return a
+    # ---- end of user exception and any ----
+
 
 def _add_payload_ops(cls):
     """send_oneway_T / send_T / echo_T for every token T."""

@@ -24,6 +24,7 @@ use crate::bench::ops::{Object, Op, SINGLES};
 use crate::bench::types::{seq_typecode, Cd, Payload, StatsWire};
 use crate::bench::work::{self, Dist, Kind};
 
+mod anys;
 mod values;
 
 /// Which skeleton decodes arguments.
@@ -479,6 +480,12 @@ impl Handler for BenchHandler {
                 };
                 match done {
                     Ok(()) => Dispatch::Done(Outcome::Reply),
+                    Err(_) => marshal_error(),
+                }
+            }
+            Op::RaiseUser | Op::EchoAny => {
+                match anys::dispatch(self.skeleton == Skeleton::Typed, op, body, reply) {
+                    Ok(outcome) => Dispatch::Done(outcome),
                     Err(_) => marshal_error(),
                 }
             }

@@ -179,6 +179,36 @@ pub struct ValueScope {
     /// Write no type information for a value of its formal type (as
     /// omniORB does) instead of its repository id (as JacORB does).
     pub omit_formal_ids: bool,
+    /// Write an exception inside an `any` as its members alone, as
+    /// omniORB before 4.3 does, instead of its repository id and then
+    /// its members (the common reading of the spec, which omniORB 4.3,
+    /// JacORB and we follow). Decoding reads either: see
+    /// [`exception_id_in_any`].
+    pub bare_exceptions_in_any: bool,
+}
+
+/// Whether the exception value of an `any` of type `tc` (a `tk_except`)
+/// starts at `r` with its repository id: true when the bytes there are a
+/// string equal to `tc`'s id. An ORB either writes the id (the common
+/// reading) or not (omniORB before 4.3); a members-only value whose
+/// first member is a string equal to the exception's own repository id
+/// would be misread, which no real exception does.
+pub fn exception_id_in_any(tc: &TypeCode, r: &Reader<'_>) -> bool {
+    let Some(id) = tc.id().filter(|_| tc.kind() == TCKind::tk_except) else {
+        return false;
+    };
+    let mut peek = r.clone();
+    // The length is checked against the bytes left before anything is
+    // read; an id is at most a few hundred bytes.
+    matches!(peek.read_string_bytes(), Ok(s) if s == id.as_bytes())
+}
+
+/// Skip the repository id an exception inside an `any` starts with, if
+/// it has one ([`exception_id_in_any`]).
+fn skip_exception_id(tc: &TypeCode, r: &mut Reader<'_>) {
+    if exception_id_in_any(tc, r) {
+        let _ = r.read_string_bytes();
+    }
 }
 
 impl ValueScope {
@@ -651,6 +681,7 @@ impl Ctx<'_> {
                     // The any's TypeCode is self-contained: recursion
                     // inside it never refers to our enclosing types.
                     let outer = std::mem::take(&mut self.enclosing);
+                    skip_exception_id(&atc, r);
                     let value = self.decode(&atc, r);
                     self.enclosing = outer;
                     r.leave();
@@ -1176,6 +1207,9 @@ impl Ctx<'_> {
                 (tk_wchar, Value::WChar(x)) => w.write_wchar(*x)?,
                 (tk_any, Value::Any(a)) => {
                     a.tc.encode(w)?;
+                    if a.tc.kind() == tk_except && !self.scope.bare_exceptions_in_any {
+                        w.write_string(a.tc.id().unwrap_or(""))?;
+                    }
                     let outer = std::mem::take(&mut self.enclosing);
                     let res = self.encode(&a.tc, &a.value, w);
                     self.enclosing = outer;

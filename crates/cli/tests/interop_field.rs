@@ -78,7 +78,7 @@ fn case<'a>(cases: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {name:?}"))
 }
 
-const FIELD: [&str; 26] = [
+const FIELD: [&str; 28] = [
     "TargetAddress KeyAddr, ping",
     "TargetAddress KeyAddr, LocateRequest",
     "TargetAddress ProfileAddr, ping",
@@ -92,6 +92,8 @@ const FIELD: [&str; 26] = [
     "MessageError from the client -> close or ignore, keep serving",
     "exception reply, fragmented or whole, GIOP 1.2 LE",
     "exception reply, fragmented or whole, GIOP 1.2 BE",
+    "user exception reply, fragmented or whole, GIOP 1.2 LE",
+    "user exception reply, fragmented or whole, GIOP 1.2 BE",
     "request in 32-byte Fragments GIOP 1.2 LE",
     "request in 40-byte Fragments GIOP 1.2 LE",
     "request in 48-byte Fragments GIOP 1.2 LE",
@@ -196,6 +198,10 @@ fn field_checks_pass_against_our_server() {
         detail("exception reply, fragmented or whole, GIOP 1.2 LE"),
         "BAD_OPERATION in one message"
     );
+    assert_eq!(
+        detail("user exception reply, fragmented or whole, GIOP 1.2 BE"),
+        "BenchError in one message"
+    );
     let d = detail("malformed message (message type 42) -> MessageError or close");
     assert!(
         d.starts_with("MessageError; a new connection is served"),
@@ -206,7 +212,8 @@ fn field_checks_pass_against_our_server() {
 }
 
 /// `serve --fragment-replies 64`: every check still passes, and the
-/// exception replies came in Fragments, in both byte orders.
+/// exception and user exception replies came in Fragments, in both byte
+/// orders.
 #[test]
 fn our_client_reads_replies_our_server_fragments() {
     for size in ["64", "1024", "16KiB"] {
@@ -228,6 +235,21 @@ fn our_client_reads_replies_our_server_fragments() {
                 assert!(!d.contains("in one message"), "{d}");
             } else {
                 assert_eq!(d, "BAD_OPERATION in one message");
+            }
+            // The user exception (BenchError with 300 octets of detail,
+            // whose end lies in the last Fragment at 64 bytes).
+            let n = format!("user exception reply, fragmented or whole, GIOP 1.2 {order}");
+            let d = case(&cases, &n)["extra"]["detail"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            if size == "64" {
+                assert!(
+                    d.starts_with("BenchError in ") && d.contains("Fragments"),
+                    "{d}"
+                );
+            } else {
+                assert_eq!(d, "BenchError in one message");
             }
         }
     }

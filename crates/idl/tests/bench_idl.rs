@@ -9,14 +9,16 @@ fn spec() -> iiop_idl::Spec {
 }
 
 #[test]
-fn perf_has_10_control_78_payload_and_4_valuetype_operations() {
+fn perf_has_10_control_78_payload_4_valuetype_and_2_any_operations() {
     let spec = spec();
     let perf = spec.lookup("Bench::Perf").unwrap();
     assert_eq!(spec.def(perf).repo_id, "IDL:Bench/Perf:1.0");
     let ops = spec.operations(perf);
-    assert_eq!(ops.len(), 92);
-    let values: Vec<&str> = ops[88..].iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(ops.len(), 94);
+    let values: Vec<&str> = ops[88..92].iter().map(|o| o.name.as_str()).collect();
     assert_eq!(values, ["echo_node", "echo_nodes", "echo_box", "same_node"]);
+    let anys: Vec<&str> = ops[92..].iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(anys, ["raise_user", "echo_any"]);
     let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
         &names[..10],

@@ -103,3 +103,26 @@ fn valuetype_typecodes_and_operations_match_the_servers_tables() {
     assert!(a.equal(&node_typecode()) && b.equal(&node_typecode()));
     assert_eq!(r.kind(), iiop_cdr::TCKind::tk_boolean);
 }
+
+#[test]
+fn bench_error_and_the_any_operations_match_the_servers_tables() {
+    use iiop_bench_idl::bench::anys::*;
+    let spec = iiop_idl::parse_file(common::bench_idl(), &Options::default()).unwrap();
+    let id = spec.lookup("Bench::BenchError").unwrap();
+    let ours = spec.def_typecode(id).unwrap();
+    let theirs = bench_error_typecode();
+    assert!(ours.equal(&theirs), "ours {ours:?}\n servers {theirs:?}");
+    assert_eq!(spec.def(id).repo_id, BENCH_ERROR_ID);
+    let raise = spec.find_operation("Bench::Perf", "raise_user").unwrap();
+    assert_eq!(raise.raises.len(), 1);
+    let kinds: Vec<_> = raise
+        .params
+        .iter()
+        .map(|p| spec.to_typecode(&p.ty).unwrap().kind())
+        .collect();
+    use iiop_cdr::TCKind::*;
+    assert_eq!(kinds, [tk_long, tk_string, tk_ulong]);
+    let echo = spec.find_operation("Bench::Perf", "echo_any").unwrap();
+    assert_eq!(spec.to_typecode(&echo.result).unwrap().kind(), tk_any);
+    assert_eq!(spec.to_typecode(&echo.params[0].ty).unwrap().kind(), tk_any);
+}

@@ -1,7 +1,8 @@
 //! bench.idl on our side: element catalogue, objects and operations,
-//! counters, service time and the valuetypes — the ORB-independent core that the typed
+//! counters, service time, the valuetypes, the user exception and `any` — the ORB-independent core that the typed
 //! and dynamic skeletons and the client share.
 
+pub mod anys;
 pub mod counters;
 pub mod elements;
 pub mod ops;

@@ -142,6 +142,11 @@ pub enum Op {
     EchoBox,
     /// `same_node(in Node a, in Node b)`.
     SameNode,
+    /// `raise_user(in long code, in string reason, in unsigned long
+    /// detail_len)`, which raises `BenchError`.
+    RaiseUser,
+    /// `echo_any(in any a)`.
+    EchoAny,
     /// A payload operation.
     Payload(Elem, CallMode),
     /// A no-op dispatch method (`m00` … / `op`), with its position.
@@ -198,6 +203,8 @@ fn perf_ops() -> &'static OpTable {
             ("echo_nodes", Op::EchoNodes),
             ("echo_box", Op::EchoBox),
             ("same_node", Op::SameNode),
+            ("raise_user", Op::RaiseUser),
+            ("echo_any", Op::EchoAny),
         ] {
             m.insert(name.to_string(), op);
         }
@@ -260,6 +267,8 @@ mod tests {
         assert_eq!(p.op("get_stats"), Some(Op::GetStats));
         assert_eq!(p.op("echo_node"), Some(Op::EchoNode));
         assert_eq!(p.op("same_node"), Some(Op::SameNode));
+        assert_eq!(p.op("raise_user"), Some(Op::RaiseUser));
+        assert_eq!(p.op("echo_any"), Some(Op::EchoAny));
         assert_eq!(p.op("_non_existent"), Some(Op::NonExistent));
         assert_eq!(p.op("m00"), None);
         assert_eq!(p.op("echo_quaternion"), None);

@@ -1346,24 +1346,38 @@ fn connection_limit_makes_further_clients_wait() {
 }
 
 #[test]
-fn typecode_indirections_are_not_reachable_through_bench_idl() {
-    // bench.idl has no `any` and no TypeCode parameter: no operation
-    // decodes a TypeCode from the wire, so looping or out-of-range
-    // indirections cannot be sent to this server. They are covered by the
-    // CDR decoder's own tests and the `typecode` fuzz target. This test
-    // pins the premise: an operation taking a TypeCode does not exist.
+fn hostile_typecodes_in_echo_any_are_refused_and_the_server_keeps_serving() {
+    // echo_any decodes a TypeCode from the wire: looping, out-of-range and
+    // oversized ones, and anys nested past the depth limit, are answered
+    // MARSHAL (never a loop, a huge allocation or a crash), and the
+    // connection goes on serving.
     let srv = server(hostile_config());
     let mut s = connect(srv.addr());
-    let c = case(
-        "",
-        request(1, "echo_any", &[0xFF, 0xFF, 0xFF, 0xFF]),
-        Expect::System(
-            1,
-            "IDL:omg.org/CORBA/BAD_OPERATION:1.0",
-            iiop_giop::exception::MINOR_BAD_OPERATION_UNKNOWN,
-        ),
-    );
-    check(&mut s, &c).unwrap();
+    let le = |words: &[u32]| words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+    let bomb: Vec<u8> = std::iter::repeat_n(le(&[11]), 10_000).flatten().collect();
+    for (id, what, body) in [
+        // The any's TypeCode an indirection to itself.
+        (1, "self", le(&[0xffff_ffff, (-4i32) as u32])),
+        // A TypeCode value (tk_TypeCode) pointing back into the any's own
+        // TypeCode: outside its outermost TypeCode.
+        (2, "outside", le(&[12, 0xffff_ffff, (-8i32) as u32])),
+        // Far before the message.
+        (3, "far", le(&[12, 0xffff_ffff, 0x8000_0000])),
+        // Forward.
+        (4, "forward", le(&[12, 0xffff_ffff, 8, 3])),
+        // A struct TypeCode whose encapsulation claims 2 GiB.
+        (5, "huge", le(&[15, 0x7fff_ffff, 0])),
+        // An any in an any in an any ... 10000 deep.
+        (6, "deep", bomb),
+    ] {
+        let c = case(
+            what,
+            request(id, "echo_any", &body),
+            Expect::System(id, MARSHAL, MINOR_MARSHAL_BAD_BODY),
+        );
+        check(&mut s, &c).unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    ping_ok(&mut s, 7).unwrap();
 }
 
 type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;

@@ -1,11 +1,13 @@
 //! Interop conformance: our client's suite against one bench.idl server
-//! ([`suite`], its valuetype checks in [`values`]), the ORB × ORB matrix of every available client against
+//! ([`suite`], its `any` and user-exception checks in [`anys`], its
+//! valuetype checks in [`values`]), the ORB × ORB matrix of every available client against
 //! every available server ([`matrix`]), and both as results documents
 //! ([`report`]; docs/results-schema.md, section "interop"); either through
 //! a fault-injecting proxy ([`via`]); every outcome classified by rule
 //! ([`classify`]). The tables a person reads are the command line's
 //! (`iiopbench interop`).
 
+pub mod anys;
 pub mod check;
 pub mod classify;
 pub mod matrix;

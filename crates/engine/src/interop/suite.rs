@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use super::check::system_text;
 pub use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
-use super::values;
+use super::{anys, values};
 use crate::target::TlsOpts;
 
 mod field;
@@ -395,11 +395,34 @@ impl InteropSuite {
         for set in echo_sets(self.opts.quick) {
             self.echo_set(&set).await;
         }
+        self.anys(&mut main).await;
         self.values(&mut main).await;
         self.field().await;
         SuiteReport {
             checks: self.checks,
             seconds: t0.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The `any` and user-exception checks (interop/anys.rs), each on the
+    /// main connection, reconnected if the server closed it.
+    async fn anys(&mut self, main: &mut Option<BenchClient>) {
+        let mut missing = None;
+        let orb = self.profile.orb_type().and_then(orb_type_name);
+        for i in 0..anys::count() {
+            if self.expired() {
+                break;
+            }
+            let k = match self.live(main).await {
+                Ok(c) => {
+                    if i == 0 {
+                        missing = anys::probe(&c).await;
+                    }
+                    anys::check(&c, self.ceiling, i, missing.as_deref(), orb).await
+                }
+                Err(e) => anys::not_run(i, e),
+            };
+            self.checks.push(k);
         }
     }
 

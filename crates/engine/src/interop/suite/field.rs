@@ -3,7 +3,8 @@
 //! LocateRequest answered with a forward (followed), a CancelRequest for
 //! a slow call, malformed messages (the peer answers MessageError or
 //! closes), a MessageError from the client (the peer closes or ignores
-//! it), an exception reply read as the peer may fragment it, Requests
+//! it), an exception reply and a user exception reply read as the peer
+//! may fragment them, Requests
 //! split into Fragments at every 8-byte boundary from 32 to 64 bytes,
 //! wstrings of characters beyond U+FFFF (UTF-16 surrogate pairs), and a
 //! reply above our maximum message size.
@@ -19,6 +20,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use iiop_bench_idl::bench::anys::{BenchErrorData, BENCH_ERROR_ID};
 use iiop_bench_idl::bench::types::Payload;
 use iiop_cdr::{ByteOrder, Options, WString, Writer};
 use iiop_giop::codec::{CodecConfig, Decoder};
@@ -41,6 +43,10 @@ const PROBE_WAIT: Duration = Duration::from_secs(5);
 /// from the smallest fragment we send up to 64 bytes, so the boundaries
 /// fall at every alignment of the strings' lengths, contents and padding.
 const REQUEST_FRAGMENTS: [usize; 5] = [32, 40, 48, 56, 64];
+
+/// Detail octets of the field check's `raise_user`: a reply of several
+/// Fragments at 64 bytes, one message at 1024.
+const USER_EXCEPTION_DETAIL: u32 = 300;
 
 /// A defect of a vendor server our checks find, known and explained:
 /// its failure is reported as a skip naming the defect, never a pass.
@@ -357,6 +363,11 @@ impl InteropSuite {
         for order in [ByteOrder::Little, ByteOrder::Big] {
             if !self.expired() {
                 self.exception_reply(order).await;
+            }
+        }
+        for order in [ByteOrder::Little, ByteOrder::Big] {
+            if !self.expired() {
+                self.user_exception_reply(order).await;
             }
         }
         for order in [ByteOrder::Little, ByteOrder::Big] {
@@ -831,6 +842,103 @@ impl InteropSuite {
                 format!("BAD_OPERATION in {n} messages (Request reply and Fragments), reassembled"),
             ),
             Err(e) => k.set(Verdict::Fail, e),
+        });
+    }
+
+    /// `raise_user` read as the server sends it (in Fragments where it
+    /// fragments replies; the exception's detail ends in the last one):
+    /// USER_EXCEPTION BenchError, decoded exactly, nothing but padding
+    /// after it.
+    async fn user_exception_reply(&mut self, order: ByteOrder) {
+        let mut k = self.field_check(
+            format!(
+                "user exception reply, fragmented or whole, GIOP 1.2 {}",
+                short(order)
+            ),
+            "twoway",
+            order,
+        );
+        k.ty = "exception".into();
+        if let Err(e) = self.raw_endpoint() {
+            self.push_field(k.set(Verdict::Skip, e));
+            return;
+        }
+        let Some(target) = address(&self.ior, 0) else {
+            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+            return;
+        };
+        let want = BenchErrorData::raised(11, "field", USER_EXCEPTION_DETAIL);
+        let t = Instant::now();
+        let r = async {
+            let mut c = self.raw().await?;
+            c.send(&request(order, 6, &target, "raise_user", |w| {
+                w.write_i32(want.code);
+                w.write_string(&want.reason)?;
+                w.write_u32(USER_EXCEPTION_DETAIL);
+                Ok(())
+            }))
+            .await?;
+            let (r, pieces) = c.reply(6).await?;
+            match r.header.status {
+                ReplyStatus::UserException => {}
+                ReplyStatus::SystemException => {
+                    let x = r.system_exception().map_err(|e| e.to_string())?;
+                    let text = super::system_text(&x);
+                    return Err(if x.name().ends_with("BAD_OPERATION") {
+                        format!("skip: the server does not implement raise_user ({text})")
+                    } else {
+                        format!("{text} (want USER_EXCEPTION {BENCH_ERROR_ID})")
+                    });
+                }
+                other => return Err(format!("answered {other:?} (want USER_EXCEPTION)")),
+            }
+            let mut rd = r.body.reader(Options::default());
+            let id = rd
+                .read_string()
+                .map_err(|e| format!("the repository id does not decode: {e}"))?;
+            if id != BENCH_ERROR_ID {
+                return Err(format!("USER_EXCEPTION {id} (want {BENCH_ERROR_ID})"));
+            }
+            let got = BenchErrorData::read_members(&mut rd).map_err(|e| {
+                format!(
+                    "BenchError does not decode: {e}; body {}",
+                    hex(&r.body.bytes, 96)
+                )
+            })?;
+            if !rd.only_padding_left() {
+                return Err(format!(
+                    "{} bytes after the exception: {}",
+                    rd.remaining(),
+                    hex(rd.rest(), 32)
+                ));
+            }
+            if got != want {
+                return Err(format!(
+                    "BenchError {{ code {}, reason {:?}, {} octets }} (want code {}, reason {:?}, \
+                     {} octets i mod 256); body {}",
+                    got.code,
+                    got.reason,
+                    got.detail.len(),
+                    want.code,
+                    want.reason,
+                    want.detail.len(),
+                    hex(&r.body.bytes, 96)
+                ));
+            }
+            Ok(pieces)
+        }
+        .await;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push_field(match r {
+            Ok(1) => k.set(Verdict::Pass, "BenchError in one message"),
+            Ok(n) => k.set(
+                Verdict::Pass,
+                format!("BenchError in {n} messages (Reply and Fragments), reassembled"),
+            ),
+            Err(e) => match e.strip_prefix("skip: ") {
+                Some(why) => k.set(Verdict::Skip, why),
+                None => k.set(Verdict::Fail, e),
+            },
         });
     }
 

@@ -253,4 +253,15 @@ final class PerfImpl extends PerfPOA {
   @Override public Bench.Node[] echo_nodes(Bench.Node[] s) { calls.increment(); return s; }
   @Override public Bench.LongBox echo_box(Bench.LongBox b) { calls.increment(); return b; }
   @Override public boolean same_node(Bench.Node a, Bench.Node b) { calls.increment(); return a == b; }
+
+  // ---- user exception and any (bench.idl's ANY AND USER EXCEPTIONS) ----
+  @Override public void raise_user(int code, String reason, int detailLen) throws Bench.BenchError {
+    calls.increment();
+    if (detailLen < 0 || detailLen > (1 << 20)) {
+      throw new BAD_PARAM(0, org.omg.CORBA.CompletionStatus.COMPLETED_NO);
+    }
+    throw Anys.raised(code, reason, detailLen);
+  }
+  @Override public org.omg.CORBA.Any echo_any(org.omg.CORBA.Any a) { calls.increment(); return a; }
+  // ---- end of user exception and any ----
 }
