@@ -48,7 +48,7 @@ use super::deadline::Timer;
 use super::endpoint::TlsWanted;
 pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
-use super::server::{finish_reply, Dispatch, Handler, Outcome, RequestContext};
+use super::server::{finish_reply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
 use crate::context::ServiceContextList;
 use crate::context::{
@@ -60,9 +60,9 @@ use crate::header::{MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
 use crate::memo::RequestHeadCache;
 use crate::message::{
-    begin_reply, begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body,
-    LocateReply, LocateStatus, Message, Reply, ReplyStatus, Request, RequestHead, ResponseMode,
-    TargetAddress,
+    begin_reply, begin_request, encode_cancel_request, encode_empty, encode_locate_reply,
+    encode_locate_request, Body, LocateReply, LocateRequest, LocateStatus, Message, Reply,
+    ReplyStatus, Request, RequestHead, ResponseMode, TargetAddress,
 };
 
 /// What the client state machine reads of a client's settings: the
@@ -186,6 +186,10 @@ pub enum Arrival {
     /// offered for callbacks ([`ClientSetup::bidir`]): answer it with
     /// [`answer_request`].
     Request(Request),
+    /// A GIOP 1.2 LocateRequest for an object of ours on such a
+    /// connection (omniORB locates a callback object before its first
+    /// call): answer it with [`answer_locate`].
+    Locate(LocateRequest),
 }
 
 /// A message from the server as the answer to a request id, the server's
@@ -199,6 +203,7 @@ fn incoming(msg: Message, addr: &str, bidir: bool) -> Result<Arrival, ClientErro
         Message::Reply(r) => Ok(Arrival::Answer(r.header.request_id, Incoming::Reply(r))),
         Message::LocateReply(l) => Ok(Arrival::Answer(l.request_id, Incoming::Locate(l))),
         Message::Request(r) if bidir && r.version.is_12() => Ok(Arrival::Request(r)),
+        Message::LocateRequest(l) if bidir => Ok(Arrival::Locate(l)),
         Message::CloseConnection => Err(ClientError::Closed {
             addr: addr.to_string(),
             retryable: true,
@@ -1168,6 +1173,11 @@ impl Inbound {
                 value: r.header.request_id,
                 offset: 0,
             })),
+            Some(Arrival::Locate(l)) => Err(s.protocol(GiopError::BadValue {
+                what: "LocateRequest from a server to a client that serves none",
+                value: l.request_id,
+                offset: 0,
+            })),
         }
     }
 
@@ -1268,6 +1278,33 @@ pub fn answer_request<H: Handler + ?Sized>(
         ),
     };
     finish_reply(s.fragment_size, out, p, req.version, outcome);
+    Ok(())
+}
+
+/// Answer a LocateRequest the server sent over our bidirectional
+/// connection ([`Arrival::Locate`]) with `servant`'s
+/// [`locate`](Handler::locate); the LocateReply (in the connection's
+/// version, which bidirectional GIOP fixes at 1.2) is appended to `out`.
+pub fn answer_locate<H: Handler + ?Sized>(
+    out: &mut BytesMut,
+    s: &ClientSetup,
+    l: &LocateRequest,
+    servant: &H,
+) -> Result<(), ClientError> {
+    let status = match l.target.object_key() {
+        None => LocateStatus::NeedsAddressingMode(0),
+        Some(key) => match servant.locate(&key) {
+            LocateOutcome::Here => LocateStatus::ObjectHere,
+            LocateOutcome::Unknown => LocateStatus::UnknownObject,
+            LocateOutcome::Forward(i) => LocateStatus::ObjectForward(i),
+            LocateOutcome::ForwardPerm(i) => LocateStatus::ObjectForwardPerm(i),
+        },
+    };
+    let reply = LocateReply {
+        request_id: l.request_id,
+        status,
+    };
+    encode_locate_reply(out, s.wire.version, s.wire.order, &reply).map_err(ClientError::Encode)?;
     Ok(())
 }
 
@@ -1523,6 +1560,17 @@ impl ClientConn {
     ) -> Result<(), ClientError> {
         let (out, _) = self.queue.outbox().parts();
         answer_request(out, &self.setup, req, servant)
+    }
+
+    /// Answer the server's LocateRequest `l` with `servant`
+    /// ([`answer_locate`]); the LocateReply is queued in the outbox.
+    pub fn answer_locate<H: Handler + ?Sized>(
+        &mut self,
+        l: &LocateRequest,
+        servant: &H,
+    ) -> Result<(), ClientError> {
+        let (out, _) = self.queue.outbox().parts();
+        answer_locate(out, &self.setup, l, servant)
     }
 
     /// Mark the connection as offered for callbacks: our requests carry

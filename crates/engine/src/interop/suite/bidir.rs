@@ -27,8 +27,10 @@ use iiop_giop::conn::server::{ServerConn, ServerConnConfig};
 use iiop_giop::context::BiDirIiop;
 use iiop_giop::message::{Reply, ReplyStatus};
 use iiop_giop::SystemException;
-use iiop_giop::{Header, Ior, Message, ResponseMode};
-use iiop_transport::server::{handle_builtin, Dispatch, Handler, Outcome, RequestContext};
+use iiop_giop::{Header, Ior, Message, ResponseMode, TargetAddress};
+use iiop_transport::server::{
+    handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -54,6 +56,14 @@ impl Notify {
 }
 
 impl Handler for Notify {
+    fn locate(&self, object_key: &[u8]) -> LocateOutcome {
+        if object_key == CALLBACK_KEY {
+            LocateOutcome::Here
+        } else {
+            LocateOutcome::Unknown
+        }
+    }
+
     fn handle(
         &self,
         req: &RequestContext<'_>,
@@ -93,6 +103,39 @@ struct Called {
     theirs: Vec<i32>,
     /// The BI_DIR_IIOP context as it went out (its data), if offered.
     context: Option<Vec<u8>>,
+    /// The object keys call_back was forwarded to, in order.
+    forwarded: Vec<String>,
+    /// LocateRequests for our Callback that came over our connection.
+    located: usize,
+}
+
+/// The most LOCATION_FORWARDs a `call_back` follows.
+const MAX_FORWARDS: usize = 2;
+
+/// The object key a forward reply `r` names, when it names the server we
+/// are connected to (`host:port`): the callback must come over this
+/// connection, so a forward elsewhere is not followed.
+fn forward_here(r: &Reply, host: &str, port: u16, hops: usize) -> Result<bytes::Bytes, String> {
+    if hops >= MAX_FORWARDS {
+        return Err(format!(
+            "call_back forwarded more than {MAX_FORWARDS} times"
+        ));
+    }
+    let ior = r
+        .forward_ior()
+        .map_err(|e| format!("call_back's forward does not decode: {e}"))?;
+    let p = ior
+        .profiles
+        .iter()
+        .find_map(|p| p.iiop()?.ok())
+        .ok_or("call_back forwarded to a reference without an IIOP profile")?;
+    if p.port != port || !p.host.eq_ignore_ascii_case(host) {
+        return Err(format!(
+            "call_back forwarded to {}:{}, not to the server we are connected to ({host}:{port})",
+            p.host, p.port
+        ));
+    }
+    Ok(p.object_key)
 }
 
 /// Serve `notify` on a connection the server opened to our listen point,
@@ -227,10 +270,10 @@ impl InteropSuite {
         };
         let target = address(&self.ior, 0).ok_or("no IIOP profile")?;
         let cb = callback_ior(&lp_host, lp_port, order)?;
-        let id = conn
-            .send(
+        let send = |conn: &mut ClientConn, target: &TargetAddress| {
+            conn.send(
                 Outgoing::Request {
-                    target: &target,
+                    target,
                     operation: "call_back",
                     response: ResponseMode::Twoway,
                     contexts: &contexts,
@@ -243,7 +286,10 @@ impl InteropSuite {
                 None,
                 None,
             )
-            .map_err(|e| format!("encoding call_back: {e}"))?;
+            .map_err(|e| format!("encoding call_back: {e}"))
+        };
+        let mut id = send(&mut conn, &target)?;
+        let mut forwarded = Vec::new();
         let sent = conn.outbox().to_vec();
         let context = if offer {
             let (got, data) = context_sent(&sent)?;
@@ -260,6 +306,7 @@ impl InteropSuite {
         let theirs = Arc::new(Notify::default());
         let until = tokio::time::Instant::now() + wait * 2;
         let mut accepted = 0;
+        let mut located = 0;
         let mut served = tokio::task::JoinSet::new();
         let reply = loop {
             let out = conn.outbox().to_vec();
@@ -294,6 +341,38 @@ impl InteropSuite {
                         if let Err(e) = conn.answer(&req, &*ours) {
                             done = Some(Err(format!("answering the callback: {e}")));
                             break;
+                        }
+                    }
+                    Ok(Some(Arrival::Locate(l))) => {
+                        located += 1;
+                        if let Err(e) = conn.answer_locate(&l, &*ours) {
+                            done = Some(Err(format!("answering the LocateRequest: {e}")));
+                            break;
+                        }
+                    }
+                    Ok(Some(Arrival::Answer(got, Incoming::Reply(r))))
+                        if got == id && r.header.status.is_forward() =>
+                    {
+                        // A server may forward call_back to an object of
+                        // its own that may call back (omniORB's bench
+                        // server does: its fixed keys live in a POA
+                        // without the BiDir policy): follow it on this
+                        // connection, offering it again.
+                        match forward_here(&r, &host, port, forwarded.len()) {
+                            Ok(to) => {
+                                forwarded.push(iiop_giop::key::key_text(&to));
+                                match send(&mut conn, &TargetAddress::Key(to)) {
+                                    Ok(next) => id = next,
+                                    Err(e) => {
+                                        done = Some(Err(e));
+                                        break;
+                                    }
+                                }
+                            }
+                            Err(e) => {
+                                done = Some(Err(e));
+                                break;
+                            }
                         }
                     }
                     Ok(Some(Arrival::Answer(got, inc))) if got == id => {
@@ -333,17 +412,31 @@ impl InteropSuite {
             accepted,
             theirs: theirs.seen(),
             context,
+            forwarded,
+            located,
         })
     }
 }
 
 /// The verdict and detail of one `call_back`.
 fn judge(c: &Called, offered: bool) -> (Verdict, String) {
-    let ctx = c
+    let mut ctx = c
         .context
         .as_ref()
         .map(|d| format!("; BI_DIR_IIOP context sent: {}", hex(d, 48)))
         .unwrap_or_default();
+    if c.located > 0 {
+        ctx += &format!(
+            "; {} LocateRequest(s) for the Callback over our connection, answered",
+            c.located
+        );
+    }
+    if !c.forwarded.is_empty() {
+        ctx += &format!(
+            "; after LOCATION_FORWARD to key {} on the same connection",
+            c.forwarded.join(", then ")
+        );
+    }
     let result = match c.reply.header.status {
         ReplyStatus::NoException => match c.reply.body.reader(Options::default()).read_i32() {
             Ok(v) => Ok(v),
@@ -404,7 +497,7 @@ fn judge(c: &Called, offered: bool) -> (Verdict, String) {
             Verdict::Pass,
             format!(
                 "no Request over our connection; the server connected to our listen \
-                 point for notify({N}) (as it may without BI_DIR_IIOP), call_back returned {v}"
+                 point for notify({N}) (as it may without BI_DIR_IIOP), call_back returned {v}{ctx}"
             ),
         ),
         (false, Ok(v)) => (
@@ -415,7 +508,7 @@ fn judge(c: &Called, offered: bool) -> (Verdict, String) {
             Verdict::Pass,
             format!(
                 "no Request over our connection; call_back raised {} (the server may \
-                 refuse to call back without BI_DIR_IIOP); {seen}",
+                 refuse to call back without BI_DIR_IIOP); {seen}{ctx}",
                 system_text(&x)
             ),
         ),
