@@ -66,7 +66,27 @@ const OMNIORB_TARGET: &str = "omniORB serves only the KeyAddr TargetAddress: its
     \"Assertion failed ... file: GIOP_S.cc line: 808\"); tracker: no entry known, \
     the gap is in omniORB's source";
 
-const KNOWN_DEFECTS: [KnownDefect; 5] = [
+const OMNIORB_BIDIR: &str = "omniORB hands the reply to a callback made over a \
+    client's bidirectional connection to a server thread of that connection, and its \
+    bench server allows one per connection (maxServerThreadPerConnection=1, so that \
+    oneways keep their order); that one waits in call_back, so the reply is never read \
+    and the call hangs (omniORB 4.2.5; with -ORBmaxServerThreadPerConnection 2 the \
+    check passes); tracker: no entry known, the limit is omniORB's thread-per-connection \
+    dispatch (giopServer)";
+
+const KNOWN_DEFECTS: [KnownDefect; 7] = [
+    KnownDefect {
+        orb_type: OMNIORB,
+        check: "bidirectional GIOP callback, GIOP 1.2 LE",
+        symptom: "no reply to call_back within",
+        defect: OMNIORB_BIDIR,
+    },
+    KnownDefect {
+        orb_type: OMNIORB,
+        check: "bidirectional GIOP callback, GIOP 1.2 BE",
+        symptom: "no reply to call_back within",
+        defect: OMNIORB_BIDIR,
+    },
     KnownDefect {
         orb_type: OMNIORB,
         check: "TargetAddress ProfileAddr, ping",

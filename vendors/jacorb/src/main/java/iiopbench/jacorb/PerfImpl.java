@@ -253,4 +253,13 @@ final class PerfImpl extends PerfPOA {
   @Override public Bench.Node[] echo_nodes(Bench.Node[] s) { calls.increment(); return s; }
   @Override public Bench.LongBox echo_box(Bench.LongBox b) { calls.increment(); return b; }
   @Override public boolean same_node(Bench.Node a, Bench.Node b) { calls.increment(); return a == b; }
+
+  // ---- bidirectional GIOP (bench.idl's CALLBACKS): the ORB calls back over
+  // the client's connection when it offered it (see Server), else over one
+  // of its own to cb's address.
+  @Override public int call_back(Bench.Callback cb, int n) {
+    calls.increment();
+    if (cb == null) throw new BAD_PARAM("call_back: nil Callback");
+    return cb._notify(n); // notify(n), as the IDL-to-Java mapping names it
+  }
 }
