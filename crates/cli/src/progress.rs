@@ -1,13 +1,16 @@
-//! Progress on a terminal: one spinner line per case with its elapsed time,
+//! Progress on a terminal: one spinner line per case with its elapsed time
+//! and, where the run has stages (`--runs`, a suite's cases), which one it
+//! is in and the time left,
 //! drawn on stderr, and nothing at all when stdout is not a terminal or
 //! with `--quiet` (so piped and JSON output stays clean). News lines of a
 //! run (a soak's intervals) go to stderr unless `--quiet`. This is the
 //! command line's [`ProgressSink`] for the engine.
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink};
+use iiopbench_engine::progress::{CaseSink, Progress, ProgressSink, Stage, Stages};
 use iiopbench_engine::results::Results;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,6 +30,7 @@ pub fn unless_quiet(quiet: bool) -> Progress {
     Progress::to(Terminal {
         spinners: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
         parts: false,
+        stages: Arc::default(),
     })
 }
 
@@ -39,15 +43,18 @@ pub fn showing_parts(quiet: bool) -> Progress {
     Progress::to(Terminal {
         spinners: std::io::stdout().is_terminal() && std::io::stderr().is_terminal(),
         parts: true,
+        stages: Arc::default(),
     })
 }
 
 /// Spinners on a terminal, news lines on stderr; with `parts`, the
 /// results of a larger run's parts on stdout.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Terminal {
     spinners: bool,
     parts: bool,
+    /// Which run / suite case is under way, for the time left.
+    stages: Arc<Mutex<Stages>>,
 }
 
 impl ProgressSink for Terminal {
@@ -60,13 +67,27 @@ impl ProgressSink for Terminal {
             ProgressStyle::with_template("{spinner} {msg} {elapsed_precise}")
                 .expect("static template"),
         );
-        pb.set_message(label.to_string());
+        let at = self
+            .stages
+            .lock()
+            .map(|s| s.describe(Instant::now()))
+            .unwrap_or_default();
+        pb.set_message(match at.is_empty() {
+            true => label.to_string(),
+            false => format!("{label}  [{at}]"),
+        });
         pb.enable_steady_tick(Duration::from_millis(100));
         Box::new(Spinner(Some(pb)))
     }
 
     fn note(&self, line: &str) {
         eprintln!("{line}");
+    }
+
+    fn stage(&self, level: Stage, k: usize, n: usize) {
+        if let Ok(mut s) = self.stages.lock() {
+            s.start(level, k, n, Instant::now());
+        }
     }
 
     fn results(&self, r: &Results) {

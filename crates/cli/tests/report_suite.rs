@@ -837,3 +837,79 @@ fn runs_decide_verdicts_and_mixed_placements_are_refused_or_split() {
     assert_eq!(run(&["compare", old.to_str().unwrap(), sa]), 0);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Cases measured over several runs carry their intervals onto the page:
+/// the throughput figure draws a whisker (a line and two caps) per case
+/// with an interval and none for a single run, and the runs' noise
+/// warnings are printed with the figures.
+#[test]
+fn report_shows_the_runs_intervals_and_noise_warnings() {
+    let d = tmp("whiskers");
+    let tp = |runs: &[&[f64]]| {
+        let cases = runs
+            .iter()
+            .zip([1024u64, 4096, 16384])
+            .map(|(r, size)| {
+                let mut c = lat_case(
+                    &format!("twoway octet {size}"),
+                    "twoway",
+                    size,
+                    &[1000],
+                    0.0,
+                );
+                c.throughput_mbps = r.iter().sum::<f64>() / r.len() as f64;
+                c.intervals
+                    .insert("throughput_mbps".into(), results::Interval::of(r));
+                c
+            })
+            .collect();
+        file("throughput", cases)
+    };
+    let lines = |r: &Results, name: &str| {
+        let f = d.join(format!("{name}.json"));
+        results::write_atomic(&f, &results::to_json(r)).unwrap();
+        let out = d.join(name);
+        assert_eq!(
+            run(&[
+                "report",
+                f.to_str().unwrap(),
+                "--report",
+                out.to_str().unwrap()
+            ]),
+            0
+        );
+        let svg = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .contains("throughput")
+            })
+            .expect("a throughput figure");
+        let svg = std::fs::read_to_string(svg).unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let n = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .count();
+        (n, std::fs::read_to_string(out.join("index.html")).unwrap())
+    };
+    // The same y axis for both (its ticks are lines too): the single
+    // runs reach as high as the highest whisker.
+    let top = results::Interval::of(&[280.0, 300.0, 320.0]);
+    let (single, _) = lines(&tp(&[&[100.0], &[200.0], &[top.mean + top.ci95]]), "single");
+    let mut noisy = tp(&[&[90.0, 100.0, 110.0], &[200.0], &[280.0, 300.0, 320.0]]);
+    noisy.quality = Some(results::Quality {
+        warnings: vec!["Warning: the machine was busy during twoway octet 1KiB".into()],
+        runs: Vec::new(),
+    });
+    let (runs, page) = lines(&noisy, "runs");
+    assert_eq!(runs, single + 2 * 3, "two whiskers of three lines each");
+    assert!(
+        page.contains("runs: the machine was busy during twoway octet 1KiB"),
+        "{page}"
+    );
+}

@@ -83,6 +83,9 @@ pub struct Series {
     /// Marker shape index (one per source): circle, triangle, square,
     /// cross, then again.
     pub marker: usize,
+    /// Whiskers `(x, lo, hi)`: where a point is a figure over several
+    /// runs, its 95 % interval (mean ± half-width, Student's t).
+    pub whiskers: Vec<(f64, f64, f64)>,
 }
 
 /// The x axis of a chart.
@@ -304,6 +307,10 @@ fn throughput_figures(
                     style: Style::LineMarkers,
                     color: index_of(&mut types, &v[0].c.params.ty),
                     marker: index_of(&mut origins, &v[0].origin),
+                    whiskers: v
+                        .iter()
+                        .filter_map(|e| run_interval(e.c, "throughput_mbps"))
+                        .collect(),
                 }
             })
             .collect();
@@ -318,7 +325,7 @@ fn throughput_figures(
         });
         figs.push((
             t,
-            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source.".into(),
+            "Sender-side payload throughput (Mbit/s) against bytes per call, one line per element type and source; whiskers, where a case ran more than once (--runs), span the 95 % interval of its runs.".into(),
             svg,
         ));
     }
@@ -362,6 +369,7 @@ fn percentile_figures(
                 style: Style::Line,
                 color: i,
                 marker: 0,
+                whiskers: Vec::new(),
             });
         }
         if series.is_empty() {
@@ -387,6 +395,19 @@ fn percentile_chart(title: &str, series: Vec<Series>) -> Plot {
         x: XAxis::Percentile,
         log_y: true,
         series,
+    })
+}
+
+/// The whisker of a case's figure `key` over its runs: `(size, lo, hi)`,
+/// the 95 % interval about the runs' mean; none for a single run.
+fn run_interval(c: &Case, key: &str) -> Option<(f64, f64, f64)> {
+    let i = c.intervals.get(key)?;
+    (i.n >= 2 && i.ci95.is_finite()).then(|| {
+        (
+            c.params.size as f64,
+            (i.mean - i.ci95).max(0.0),
+            i.mean + i.ci95,
+        )
     })
 }
 
@@ -450,6 +471,7 @@ fn latency_size_figures(
                 style: Style::Markers,
                 color: i,
                 marker,
+                whiskers: Vec::new(),
             });
             if let Some(f) = fit {
                 series.push(Series {
@@ -464,6 +486,7 @@ fn latency_size_figures(
                     style: Style::Line,
                     color: i,
                     marker,
+                    whiskers: Vec::new(),
                 });
             }
         }
@@ -772,6 +795,7 @@ fn agent_figures(
                         style: Style::Line,
                         color: i,
                         marker: 0,
+                        whiskers: Vec::new(),
                     });
                 }
             }
@@ -785,6 +809,7 @@ fn agent_figures(
                     style: Style::LineMarkers,
                     color: c.agents.len(),
                     marker: 0,
+                    whiskers: Vec::new(),
                 });
             }
             if series.is_empty() {
@@ -842,6 +867,7 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
                 style: Style::LineMarkers,
                 color: i,
                 marker: i,
+                whiskers: Vec::new(),
             })
             .collect();
         let knee = r.params.get("knee").filter(|k| !k.is_null());
@@ -861,6 +887,7 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
                 style: Style::Line,
                 color: 4,
                 marker: 0,
+                whiskers: Vec::new(),
             });
         }
         if let Some(k) = knee {
@@ -878,6 +905,7 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
                     style: Style::Markers,
                     color: 5,
                     marker: 2,
+                    whiskers: Vec::new(),
                 });
             }
         }
@@ -978,6 +1006,24 @@ pub fn placement_warning(inputs: &[(String, Results)]) -> Option<String> {
     })
 }
 
+/// The noise warnings each input's run printed under its table ("busy
+/// machine", "runs disagree" …), as `file: warning`, so a noisy run does
+/// not look clean on the page.
+pub fn run_warnings(inputs: &[(String, Results)]) -> Vec<String> {
+    inputs
+        .iter()
+        .flat_map(|(n, r)| {
+            r.quality
+                .iter()
+                .flat_map(|q| q.warnings.iter())
+                .map(move |w| {
+                    let w = w.strip_prefix("Warning: ").unwrap_or(w);
+                    format!("{}: {w}", stem(n))
+                })
+        })
+        .collect()
+}
+
 /// One line about an input: kind, title, target, start, host, cases,
 /// and whether it is incomplete.
 pub fn describe(name: &str, r: &Results) -> String {
@@ -1049,6 +1095,56 @@ mod tests {
                 vec!["pass 4/4".to_string(), "FAIL 3/4".into()],
                 vec!["pass 2/2".into(), String::new()],
             ]
+        );
+    }
+
+    #[test]
+    fn throughput_over_runs_gets_whiskers_and_the_runs_warnings_reach_the_page() {
+        use crate::results::{CaseParams, Interval, Quality};
+        let case = |size: u64, mbps: f64, runs: &[f64]| {
+            let mut c = Case {
+                name: format!("twoway octet {size}"),
+                params: CaseParams {
+                    ty: "octet".into(),
+                    size,
+                    mode: "twoway".into(),
+                    extra: BTreeMap::new(),
+                },
+                calls: 100,
+                bytes: 100 * size,
+                seconds: 1.0,
+                throughput_mbps: mbps,
+                ..Default::default()
+            };
+            c.intervals
+                .insert("throughput_mbps".into(), Interval::of(runs));
+            c
+        };
+        let mut r = Results::new("throughput", Vec::new());
+        r.cases = vec![
+            case(1024, 100.0, &[90.0, 100.0, 110.0]),
+            // One run: no interval to draw.
+            case(2048, 180.0, &[180.0]),
+        ];
+        r.quality = Some(Quality {
+            warnings: vec!["Warning: busy machine: load 9.1 on 2 CPUs".into()],
+            runs: Vec::new(),
+        });
+        let inputs = [("runs/tp.json".to_string(), r)];
+        let figs = figures(&inputs).unwrap();
+        let Plot::Chart(ch) = &figs[0].plot else {
+            panic!("{:?}", figs[0].plot)
+        };
+        assert!(figs[0].title.starts_with("Throughput"), "{}", figs[0].title);
+        let w = &ch.series[0].whiskers;
+        assert_eq!(w.len(), 1, "{w:?}");
+        let i = Interval::of(&[90.0, 100.0, 110.0]);
+        assert_eq!(w[0], (1024.0, i.mean - i.ci95, i.mean + i.ci95));
+        // Student's t with 2 degrees of freedom: 4.30 × 10 / √3.
+        assert!((i.ci95 - 24.8).abs() < 0.1, "{}", i.ci95);
+        assert_eq!(
+            run_warnings(&inputs),
+            ["tp: busy machine: load 9.1 on 2 CPUs"]
         );
     }
 }

@@ -486,6 +486,14 @@ pub fn run(o: &StudySuiteOpts, ctx: &RunContext) -> Result<Results> {
     let mut failures: Vec<String> = Vec::new();
     let mut first = true;
     let mut ran_once: std::collections::BTreeSet<String> = Default::default();
+    // The parts to run, for the time left: every case on every target,
+    // a case that takes no target once.
+    let orbless = plan
+        .iter()
+        .filter(|(_, j)| NO_ORB_TARGET.contains(&j.kind()))
+        .count();
+    let parts = (plan.len() - orbless) * targets.len() + orbless;
+    let mut part = 0;
     for t in &targets {
         ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         let label = t.label();
@@ -522,6 +530,8 @@ pub fn run(o: &StudySuiteOpts, ctx: &RunContext) -> Result<Results> {
                 "suite {}: case {} on {tlabel}",
                 suite.name, case.id
             ));
+            part += 1;
+            progress.stage(crate::progress::Stage::Part, part, parts);
             let mut job = job.clone();
             if let (false, Some(t)) = (orbless, job.target_mut()) {
                 t.target = reference.clone();

@@ -333,6 +333,7 @@ pub fn observed_placement(o: &Observed, client_tid: i32) -> ObservedPlacement {
 /// the first failed run, keeping what it measured.
 pub fn repeat(
     runs: u32,
+    progress: &crate::progress::Progress,
     results: &mut Results,
     watching: &Watching,
     client_tid: i32,
@@ -343,7 +344,8 @@ pub fn repeat(
     let mut per_run = Vec::new();
     let mut noise = Vec::new();
     let mut res = Ok(());
-    for _ in 0..runs {
+    for k in 1..=runs {
+        progress.stage(crate::progress::Stage::Run, k as usize, runs as usize);
         let mut rr = results.clone();
         rr.cases.clear();
         rr.fits.clear();
@@ -506,38 +508,46 @@ where
         param(&mut results.params, "tls_vs_plain", true);
     }
     let mut run_no = 0u32;
-    let r = repeat(runs, results, &session.watching, client_tid, |rr| {
-        if !vs_plain {
-            return rt.block_on(body(&session, rr));
-        }
-        // Both halves of every run; which goes first alternates, so a
-        // machine that slows down or speeds up over the runs does not
-        // favour one.
-        run_no += 1;
-        let mut halves = [true, false];
-        if run_no.is_multiple_of(2) {
-            halves.reverse();
-        }
-        let mut cases = Vec::new();
-        for plain in halves {
-            session
-                .on_plain
-                .store(plain, std::sync::atomic::Ordering::Relaxed);
-            let mut half = rr.clone();
-            half.cases.clear();
-            half.fits.clear();
-            let res = rt.block_on(body(&session, &mut half));
-            rr.params = half.params;
-            rr.fits.extend(half.fits.into_iter().map(|mut f| {
-                f.label = crate::tls_vs_plain::label(&f.label, plain);
-                f
-            }));
-            cases.push((plain, half.cases));
-            res?;
-        }
-        rr.cases = crate::tls_vs_plain::merge_halves(cases);
-        Ok(())
-    });
+    let progress = session.progress.clone();
+    let r = repeat(
+        runs,
+        &progress,
+        results,
+        &session.watching,
+        client_tid,
+        |rr| {
+            if !vs_plain {
+                return rt.block_on(body(&session, rr));
+            }
+            // Both halves of every run; which goes first alternates, so a
+            // machine that slows down or speeds up over the runs does not
+            // favour one.
+            run_no += 1;
+            let mut halves = [true, false];
+            if run_no.is_multiple_of(2) {
+                halves.reverse();
+            }
+            let mut cases = Vec::new();
+            for plain in halves {
+                session
+                    .on_plain
+                    .store(plain, std::sync::atomic::Ordering::Relaxed);
+                let mut half = rr.clone();
+                half.cases.clear();
+                half.fits.clear();
+                let res = rt.block_on(body(&session, &mut half));
+                rr.params = half.params;
+                rr.fits.extend(half.fits.into_iter().map(|mut f| {
+                    f.label = crate::tls_vs_plain::label(&f.label, plain);
+                    f
+                }));
+                cases.push((plain, half.cases));
+                res?;
+            }
+            rr.cases = crate::tls_vs_plain::merge_halves(cases);
+            Ok(())
+        },
+    );
     if vs_plain {
         crate::tls_vs_plain::attach_ratios(results);
     }

@@ -248,7 +248,7 @@ pub fn run(o: &TcpJob, ctx: &RunContext) -> (Results, Option<Error>) {
             .placement
             .runs
             .unwrap_or_else(|| crate::bench::session::default_runs("tcp"));
-        crate::bench::session::repeat(runs, &mut r, &watching, tid, |rr| {
+        crate::bench::session::repeat(runs, &ctx.progress, &mut r, &watching, tid, |rr| {
             measure(o, ctx, addr, sock, waiting.spin, &mut rr.cases, &watching)
         })
     })()

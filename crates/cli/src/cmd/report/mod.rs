@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use iiopbench_engine::report::SUMMARY_HEAD;
-use iiopbench_engine::report::{self as data, describe, placement_warning, summary_rows, Plot};
+use iiopbench_engine::report::{
+    self as data, describe, placement_warning, run_warnings, summary_rows, Plot,
+};
 use iiopbench_engine::results::{self, Results};
 
 /// `report` options.
@@ -78,6 +80,14 @@ pub fn html(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     if let Some(w) = placement_warning(inputs) {
         h.push_str(&format!("<p><b>Warning:</b> {}</p>\n", esc(&w)));
     }
+    let noise = run_warnings(inputs);
+    if !noise.is_empty() {
+        h.push_str("<p><b>How far to trust these figures</b> (warnings of the runs):</p>\n<ul>\n");
+        for w in &noise {
+            h.push_str(&format!("<li>{}</li>\n", esc(w)));
+        }
+        h.push_str("</ul>\n");
+    }
     h.push_str("<h2>Figures</h2>\n");
     for f in figs {
         let svg = f.svg.trim_start();
@@ -117,6 +127,13 @@ pub fn markdown(inputs: &[(String, Results)], figs: &[Figure]) -> String {
     }
     if let Some(w) = placement_warning(inputs) {
         m.push_str(&format!("\n**Warning:** {w}\n"));
+    }
+    let noise = run_warnings(inputs);
+    if !noise.is_empty() {
+        m.push_str("\n**How far to trust these figures** (warnings of the runs):\n\n");
+        for w in &noise {
+            m.push_str(&format!("- {w}\n"));
+        }
     }
     m.push_str("\n## Figures\n\n");
     for f in figs {

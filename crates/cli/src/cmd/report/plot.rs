@@ -129,7 +129,14 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
     let pts: Vec<(f64, f64)> = c
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|&(x, y)| (x_of(c.x, x), y_of(y))))
+        .flat_map(|s| {
+            let ends = s
+                .whiskers
+                .iter()
+                .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+            s.points.iter().copied().chain(ends)
+        })
+        .map(|(x, y)| (x_of(c.x, x), y_of(y)))
         .filter(|p| p.0.is_finite() && p.1.is_finite())
         .collect();
     anyhow::ensure!(!pts.is_empty(), "figure {:?} has no data", c.title);
@@ -215,6 +222,30 @@ pub fn chart(c: &Chart) -> anyhow::Result<String> {
             }
             if s.style != Style::Line {
                 marker(ch.plotting_area(), &p, s.marker, col).map_err(&e)?;
+            }
+            // Whiskers: a vertical line from lo to hi with short caps
+            // (cap width in x units: a tenth of a size step on a log2
+            // axis, else a hundredth of the axis).
+            let cap = match c.x {
+                XAxis::Log2Size => 0.1,
+                _ => (x1 - x0) * 0.01,
+            };
+            for &(x, lo, hi) in &s.whiskers {
+                let (x, lo, hi) = (x_of(c.x, x), y_of(lo), y_of(hi));
+                if !(x.is_finite() && lo.is_finite() && hi.is_finite()) {
+                    continue;
+                }
+                let lines = [
+                    vec![(x, lo), (x, hi)],
+                    vec![(x - cap, lo), (x + cap, lo)],
+                    vec![(x - cap, hi), (x + cap, hi)],
+                ];
+                ch.draw_series(
+                    lines
+                        .into_iter()
+                        .map(|l| PathElement::new(l, col.stroke_width(1))),
+                )
+                .map_err(&e)?;
             }
         }
         let items: Vec<_> = c
