@@ -55,8 +55,9 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     // Everything else that passes: 27 checks of locate, exceptions,
     // `_is_a`, counters, references, large payloads, and the reply's
     // version and byte order per unfragmented set; the 17 valuetype
-    // checks; and 25 field checks (the 26th, a LocateRequest forward, is
-    // skipped: this server does not forward).
+    // checks; 25 field checks (the 26th, a LocateRequest forward, is
+    // skipped: this server does not forward); and the 3 bidirectional
+    // GIOP checks.
     let values = rep
         .checks
         .iter()
@@ -64,14 +65,14 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .map(|c| c.verdict)
         .collect::<Vec<_>>();
     assert_eq!(values, [Verdict::Pass; 17]);
-    assert_eq!(rep.count(Verdict::Pass), 197);
+    assert_eq!(rep.count(Verdict::Pass), 200);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 197);
+    assert_eq!(r.params["passed"], 200);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -80,7 +81,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 197);
+    assert_eq!(passed_cases, 200);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

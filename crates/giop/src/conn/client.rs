@@ -50,7 +50,6 @@ pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
 use super::server::{finish_reply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
-use crate::context::ServiceContextList;
 use crate::context::{
     default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
 };
@@ -1234,7 +1233,6 @@ pub fn answer_request<H: Handler + ?Sized>(
             offset: 0,
         }));
     };
-    let none = ServiceContextList::default();
     let ctx = RequestContext {
         version: req.version,
         order,
@@ -1242,11 +1240,7 @@ pub fn answer_request<H: Handler + ?Sized>(
         request_id: h.request_id,
         object_key: &key,
         operation: h.operation(),
-        contexts: if h.contexts.is_empty() {
-            &none
-        } else {
-            &h.contexts
-        },
+        contexts: &h.contexts,
         response_expected: expects,
         options: opts,
         body: &req.body,
