@@ -6,6 +6,7 @@
 //   bench-client --target REF --mode throughput --op oneway|send|echo
 //                --type T --size BYTES [--total BYTES] [--min-duration S]
 //   bench-client --target REF --mode conformance
+//   bench-client --target REF --mode callback
 //
 // REF is IOR:..., corbaloc:..., or a file holding either. -ORB... options
 // go to ORB_init. The last stdout line is one JSON object. Payloads are
@@ -678,6 +679,7 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
   raise("user_exception", 16);
   raise("user_exception_3000", 3000);
 }
+int report(const Checks& ck, const char* mode);
 
 int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& target) {
   Checks ck;
@@ -831,8 +833,14 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
     return same_seq<bench::T_octet>(s, *r, d);
   });
 
+  return report(ck, "conformance");
+}
+
+// The JSON line of a conformance-style run (docs/vendor-protocol.md); the
+// exit status: 1 when a check failed.
+int report(const Checks& ck, const char* mode) {
   int passed = 0, failed = 0;
-  std::string js = "{\"orb\":\"" + json_escape(orbx::orb_name()) + "\",\"mode\":\"conformance\",\"checks\":[";
+  std::string js = "{\"orb\":\"" + json_escape(orbx::orb_name()) + "\",\"mode\":\"" + mode + "\",\"checks\":[";
   for (size_t i = 0; i < ck.v.size(); ++i) {
     const Checks::C& c = ck.v[i];
     (c.pass ? passed : failed)++;
@@ -850,6 +858,26 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
   js += "]}";
   printf("%s\n", js.c_str());
   return failed ? 1 : 0;
+}
+
+// --mode callback (bench.idl's CALLBACKS): a Callback servant of ours,
+// offered for bidirectional GIOP where the ORB header sets that up
+// (omniORB), passed to call_back(cb, 41); the server must call notify(41)
+// once and return its 42. Against a server that calls back only over the
+// client's own connection (ours), a pass proves the offer was taken.
+int run_callback(CORBA::ORB_ptr orb, Bench::Perf_ptr p) {
+  bench::CallbackImpl* impl = new bench::CallbackImpl;
+  PortableServer::ServantBase_var owner = impl;
+  CORBA::Object_var o = orbx::bind_callback(orb, impl);
+  Bench::Callback_var cb = Bench::Callback::_narrow(o.in());
+  Checks ck;
+  ck.run("call_back", [&](std::string& d) {
+    CORBA::Long r = p->call_back(cb.in(), 41);
+    d = "call_back(41) returned " + std::to_string(r) + "; notify called " + std::to_string(impl->calls.load()) +
+        " time(s), last with " + std::to_string(impl->last.load());
+    return r == 42 && impl->calls == 1 && impl->last == 41;
+  });
+  return report(ck, "callback");
 }
 
 int dispatch_latency(Bench::Perf_ptr p, const Args& a) {
@@ -911,8 +939,8 @@ int main(int argc, char** argv) {
     if (a.op != "oneway" && a.op != "send" && a.op != "echo")
       die("--mode throughput wants --op oneway|send|echo");
     if (!a.size_given || a.size == 0) die("--mode throughput wants --size BYTES > 0");
-  } else if (a.mode != "conformance") {
-    die("--mode must be latency, throughput or conformance");
+  } else if (a.mode != "conformance" && a.mode != "callback") {
+    die("--mode must be latency, throughput, conformance or callback");
   }
   std::string ref = resolve_target(a.target);
   signal(SIGPIPE, SIG_IGN);
@@ -920,7 +948,7 @@ int main(int argc, char** argv) {
   int oargc = (int)rest.size() - 1;
   try {
     orbx::Config cfg;
-    CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), tls, cfg);
+    CORBA::ORB_var orb = orbx::init_client(oargc, rest.data(), tls, cfg, a.mode == "callback");
     bench::register_value_factories(orb.in());
     for (size_t i = 0; i < cfg.size(); ++i)
       printf("config %s=%s\n", cfg[i].first.c_str(), cfg[i].second.c_str());
@@ -930,6 +958,7 @@ int main(int argc, char** argv) {
     int rc;
     if (a.mode == "latency") rc = dispatch_latency(p.in(), a);
     else if (a.mode == "throughput") rc = dispatch_throughput(p.in(), a);
+    else if (a.mode == "callback") rc = run_callback(orb.in(), p.in());
     else rc = run_conformance(orb.in(), p.in(), ref);
     fflush(stdout);
     orb->destroy();

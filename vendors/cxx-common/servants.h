@@ -229,6 +229,32 @@ class PerfImpl : public virtual POA_Bench::Perf {
     return new CORBA::Any(a);
   }
   // ---- end of user exception and any ----
+  // ---- bidirectional GIOP (bench.idl's CALLBACKS) -----------------------
+  // call_back(cb, n) returns cb->notify(n). Where the ORB needs a POA with
+  // the BiDir policy to call back over the client's own connection
+  // (omniORB), `bidir` is this servant's reference in that POA and a call
+  // that came through another POA is forwarded there first
+  // (orbx::forward_to_bidir); elsewhere `bidir` stays nil.
+  CORBA::Object_var bidir;
+
+  CORBA::Long call_back(Bench::Callback_ptr cb, CORBA::Long n) override {
+    orbx::forward_to_bidir(bidir.in());
+    ++c.calls;
+    if (CORBA::is_nil(cb)) throw CORBA::BAD_PARAM(0, CORBA::COMPLETED_NO);
+    return cb->notify(n);
+  }
+};
+
+// The client's Callback object: notify(n) returns n + 1 and counts.
+class CallbackImpl : public virtual POA_Bench::Callback {
+ public:
+  std::atomic<unsigned> calls{0};
+  std::atomic<int> last{0};
+  CORBA::Long notify(CORBA::Long n) override {
+    ++calls;
+    last = n;
+    return n + 1;
+  }
 };
 
 // Factories for bench.idl's valuetypes with state (the value box needs

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     bench::PerfImpl* perf = new bench::PerfImpl(counters, singles);
     perf_servant = perf;
     CORBA::Object_var perf_obj = orbx::bind_key(orb.in(), "Bench", perf);
+    perf->bidir = orbx::bind_bidir(orb.in(), "Bench", perf);
     PortableServer::ServantBase_var d50 = new bench::Dispatch50Impl;
     CORBA::Object_var d50_obj = orbx::bind_key(orb.in(), "Dispatch50", d50.in());
     PortableServer::ServantBase_var d500 = new bench::Dispatch500Impl;

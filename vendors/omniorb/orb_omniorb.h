@@ -54,6 +54,72 @@ inline PortableServer::POA_var& ins_poa() {
   return poa;
 }
 
+// ---- bidirectional GIOP (bench.idl's CALLBACKS) ---------------------------
+// omniORB calls back over the client's own connection only when the server
+// accepts bidirectional GIOP (acceptBiDirectionalGIOP=1 and "bidir" in the
+// serverTransportRule; init_server sets both) and the POA that dispatched
+// the call carrying the callback reference has BiDirPolicy BOTH. omniINSPOA
+// (our fixed keys) has not, so the Perf servant is also activated in a POA
+// "BiDir" that has, and call_back on the fixed key is forwarded there
+// (LOCATION_FORWARD, which the client follows on the same connection).
+// A client offers bidirectional GIOP (offerBiDirectionalGIOP=1, "bidir" in
+// the clientTransportRule) only in --mode callback (init_client), as it
+// pins every call to one connection per server.
+inline PortableServer::POA_var& bidir_poa() {
+  static PortableServer::POA_var poa;
+  return poa;
+}
+
+inline CORBA::ORB_var& the_orb() {
+  static CORBA::ORB_var orb;
+  return orb;
+}
+
+// The POA with BiDirPolicy BOTH (a child of RootPOA), made on first use.
+inline PortableServer::POA_ptr make_bidir_poa(CORBA::ORB_ptr orb) {
+  if (CORBA::is_nil(bidir_poa().in())) {
+    CORBA::Object_var o = orb->resolve_initial_references("RootPOA");
+    PortableServer::POA_var root = PortableServer::POA::_narrow(o.in());
+    CORBA::Any both;
+    both <<= BiDirPolicy::BOTH;
+    CORBA::PolicyList pl;
+    pl.length(2);
+    pl[0] = orb->create_policy(BiDirPolicy::BIDIRECTIONAL_POLICY_TYPE, both);
+    pl[1] = root->create_id_assignment_policy(PortableServer::USER_ID);
+    PortableServer::POAManager_var pm = root->the_POAManager();
+    bidir_poa() = root->create_POA("BiDir", pm.in(), pl);
+  }
+  return bidir_poa().in();
+}
+
+// Server: `s` also answers in the BiDir POA under the ObjectId `key`.
+inline CORBA::Object_ptr bind_bidir(CORBA::ORB_ptr orb, const char* key, PortableServer::Servant s) {
+  PortableServer::POA_ptr poa = make_bidir_poa(orb);
+  PortableServer::ObjectId_var oid = PortableServer::string_to_ObjectId(key);
+  poa->activate_object_with_id(oid, s);
+  return poa->id_to_reference(oid);
+}
+
+// In an upcall: forward to `bidir` unless the BiDir POA dispatched it.
+inline void forward_to_bidir(CORBA::Object_ptr bidir) {
+  if (CORBA::is_nil(bidir) || CORBA::is_nil(the_orb().in())) return;
+  CORBA::Object_var o = the_orb()->resolve_initial_references("POACurrent");
+  PortableServer::Current_var cur = PortableServer::Current::_narrow(o.in());
+  PortableServer::POA_var poa = cur->get_POA();
+  CORBA::String_var name = poa->the_name();
+  if (std::string(name.in()) != "BiDir") throw omniORB::LOCATION_FORWARD(CORBA::Object::_duplicate(bidir), 0);
+}
+
+// Client (--mode callback): a Callback servant in the BiDir POA.
+inline CORBA::Object_ptr bind_callback(CORBA::ORB_ptr orb, PortableServer::Servant s) {
+  PortableServer::POA_ptr poa = make_bidir_poa(orb);
+  PortableServer::ObjectId_var oid = PortableServer::string_to_ObjectId("Callback");
+  poa->activate_object_with_id(oid, s);
+  PortableServer::POAManager_var pm = poa->the_POAManager();
+  pm->activate();
+  return poa->id_to_reference(oid);
+}
+
 // omniORB's SSL transport (libomnisslTP4, OpenSSL) reads its settings
 // from sslContext's statics before ORB_init: a CA file, and ONE file with
 // our certificate and key (so the two given files are joined into a
@@ -104,17 +170,23 @@ inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& hos
   // reordered by concurrent upcalls (omniORB's default is up to 100 threads
   // per connection). Concurrency across connections is unaffected
   // (thread-per-connection model). Any -ORB<param> on the command line wins.
+  // acceptBiDirectionalGIOP and "bidir" in the rule: callbacks may go over
+  // a client's own connection when it offers it (see bidir_poa).
   const char* options[][2] = {{"endPoint", endpoint.c_str()},
                               {"giopMaxMsgSize", kMaxMsg},
                               {"maxServerThreadPerConnection", "1"},
+                              {"acceptBiDirectionalGIOP", "1"},
+                              {"serverTransportRule", "* unix,ssl,tcp,bidir"},
                               {0, 0}};
   CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, "omniORB4", options);
+  the_orb() = CORBA::ORB::_duplicate(orb);
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("endpoint", endpoint));
   cfg.push_back(std::make_pair("max_message_size", std::to_string(omniORB::giopMaxMsgSize())));
   cfg.push_back(std::make_pair("threads", "thread-per-connection"));
   cfg.push_back(std::make_pair("maxServerThreadPerConnection", "1"));
   cfg.push_back(std::make_pair("poa", "omniINSPOA (object key = ObjectId)"));
+  cfg.push_back(std::make_pair("bidir", "acceptBiDirectionalGIOP=1, call_back forwarded to POA BiDir"));
   CORBA::Object_var obj = orb->resolve_initial_references("omniINSPOA");
   ins_poa() = PortableServer::POA::_narrow(obj);
   return orb;
@@ -130,13 +202,24 @@ inline CORBA::Object_ptr bind_key(CORBA::ORB_ptr, const char* key, PortableServe
 inline void activate(CORBA::ORB_ptr) {
   PortableServer::POAManager_var pm = ins_poa()->the_POAManager();
   pm->activate();
+  if (!CORBA::is_nil(bidir_poa().in())) {
+    PortableServer::POAManager_var bpm = bidir_poa()->the_POAManager();
+    bpm->activate();
+  }
 }
 
+// `bidir`: offer bidirectional GIOP on every connection (--mode callback).
 inline CORBA::ORB_ptr init_client(int& argc, char** argv, const bench::TlsOptions& tls,
-                                  Config& cfg) {
+                                  Config& cfg, bool bidir = false) {
   if (tls.on()) configure_ssl(tls, false, cfg);
-  const char* options[][2] = {{"giopMaxMsgSize", kMaxMsg}, {0, 0}};
-  CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, "omniORB4", options);
+  const char* plain[][2] = {{"giopMaxMsgSize", kMaxMsg}, {0, 0}};
+  const char* offer[][2] = {{"giopMaxMsgSize", kMaxMsg},
+                            {"offerBiDirectionalGIOP", "1"},
+                            {"clientTransportRule", "* unix,ssl,tcp,bidir"},
+                            {0, 0}};
+  CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv, "omniORB4", bidir ? offer : plain);
+  the_orb() = CORBA::ORB::_duplicate(orb);
+  if (bidir) cfg.push_back(std::make_pair("bidir", "offerBiDirectionalGIOP=1, Callback in POA BiDir"));
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("max_message_size", std::to_string(omniORB::giopMaxMsgSize())));
   return orb;

@@ -14,8 +14,8 @@ use iiop_giop::exception::{Completion, MINOR_MARSHAL_BAD_BODY};
 use iiop_giop::ior::{tls_only_profile, CodeSetsSource, IiopProfile, Ior, IorBuilder};
 use iiop_giop::SystemException;
 use iiop_transport::server::{
-    arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
-    LocateOutcome, Outcome, RequestContext,
+    arguments_end_body, handle_builtin, AsyncReply, CallBack, ConnectionSummary, Dispatch, Handler,
+    LocateOutcome, NoCallBack, Outcome, RequestContext,
 };
 
 use crate::bench::counters::Counters;
@@ -490,6 +490,7 @@ impl Handler for BenchHandler {
                 }
             }
             Op::Payload(elem, mode) => self.payload(ctx, elem, mode, body, reply),
+            Op::CallBack => call_back(ctx, body),
             Op::IsA | Op::NonExistent | Op::Interface | Op::RepositoryId => {
                 unreachable!("handled above")
             }
@@ -518,6 +519,66 @@ impl Handler for BenchHandler {
             LocateOutcome::Unknown
         }
     }
+}
+
+/// `call_back(in Callback cb, in long n)`: call `cb->notify(n)` over the
+/// client's own connection and answer with its result. The connection
+/// decides whether that is allowed (a BI_DIR_IIOP offer listing cb's
+/// address, GIOP 1.2: [`CallBack`]); when it is not, NO_PERMISSION
+/// (COMPLETED_NO): this server opens no connection back to a client. An
+/// exception from `notify` is passed on.
+fn call_back(ctx: &RequestContext<'_>, body: &mut Reader<'_>) -> Dispatch {
+    let Ok(target) = Ior::decode(body) else {
+        return marshal_error();
+    };
+    let Ok(n) = body.read_i32() else {
+        return marshal_error();
+    };
+    if !arguments_end_body(body) {
+        return marshal_error();
+    }
+    let order = ctx.reply_order;
+    let mut args = bytes::BytesMut::new();
+    Writer::new(&mut args, order).write_i32(n);
+    let system = |e: SystemException| AsyncReply {
+        outcome: Outcome::System(e),
+        body: bytes::Bytes::new(),
+    };
+    Dispatch::CallBack(CallBack {
+        target,
+        operation: "notify".into(),
+        args: args.freeze(),
+        order,
+        then: Box::new(move |r: Result<iiop_giop::message::Reply, NoCallBack>| {
+            let reply = match r {
+                Ok(reply) => reply,
+                Err(_) => {
+                    return system(SystemException::no_permission(
+                        iiop_giop::exception::MINOR_NO_PERMISSION_NOT_BIDIR,
+                        Completion::No,
+                    ))
+                }
+            };
+            match iiop_giop::conn::client::reply_result(reply) {
+                Ok(b) => match b.reader(iiop_cdr::Options::default()).read_i32() {
+                    Ok(v) => {
+                        let mut out = bytes::BytesMut::new();
+                        Writer::new(&mut out, order).write_i32(v);
+                        AsyncReply {
+                            outcome: Outcome::Reply,
+                            body: out.freeze(),
+                        }
+                    }
+                    Err(_) => system(SystemException::marshal(
+                        MINOR_MARSHAL_BAD_BODY,
+                        Completion::Yes,
+                    )),
+                },
+                Err(iiop_giop::conn::client::ClientError::System(e)) => system(e),
+                Err(_) => system(SystemException::unknown(0, Completion::Maybe)),
+            }
+        }),
+    })
 }
 
 /// The references a running server hands out.

@@ -71,6 +71,23 @@ fn suite_at(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
     (j["params"].clone(), j["cases"].as_array().unwrap().to_vec())
 }
 
+/// The quick suite against the server whose IOR is in `ior`, whatever
+/// its exit status (a server run with other options may fail checks
+/// this test does not look at).
+fn suite_at_lenient(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
+    let json = tmp(&format!("{name}.json"));
+    run(&[
+        "interop",
+        "--quick",
+        "--target",
+        ior.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let j = load(&json);
+    (j["params"].clone(), j["cases"].as_array().unwrap().to_vec())
+}
+
 fn case<'a>(cases: &'a [Value], name: &str) -> &'a Value {
     cases
         .iter()
@@ -109,6 +126,13 @@ const FIELD: [&str; 28] = [
     "reply above our maximum message size -> a clear error, no hang",
 ];
 
+/// The bidirectional GIOP checks (bench.idl's CALLBACKS).
+const BIDIR: [&str; 3] = [
+    "bidirectional GIOP callback, GIOP 1.2 LE",
+    "bidirectional GIOP callback, GIOP 1.2 BE",
+    "callback without BI_DIR_IIOP, GIOP 1.2",
+];
+
 /// The check that needs a server forwarding the short key `Bench`.
 const FORWARD: &str = "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE";
 
@@ -127,9 +151,9 @@ fn expected(orb: &str, check: &str) -> &'static str {
     }
 }
 
-/// `orb`'s field checks as [`expected`].
+/// `orb`'s field and bidirectional checks as [`expected`].
 fn assert_field(orb: &str, cases: &[Value]) {
-    for name in FIELD {
+    for &name in FIELD.iter().chain(&BIDIR) {
         let e = &case(cases, name)["extra"];
         let detail = e["detail"].as_str().unwrap();
         match expected(orb, name) {
@@ -155,6 +179,8 @@ fn known_defects(orb: &str) -> &'static [&'static str] {
             "TargetAddress ProfileAddr, LocateRequest",
             "TargetAddress ReferenceAddr, ping",
             "TargetAddress ReferenceAddr, LocateRequest",
+            "bidirectional GIOP callback, GIOP 1.2 LE",
+            "bidirectional GIOP callback, GIOP 1.2 BE",
         ],
         "jacorb" => &["malformed message (message type 42) -> MessageError or close"],
         _ => &[],
@@ -269,6 +295,118 @@ fn locate_request_forward_is_followed_against_a_forwarding_server() {
         d.starts_with("OBJECT_FORWARD to 127.0.0.1:") && d.ends_with("; there OBJECT_HERE"),
         "{d}"
     );
+}
+
+/// Bidirectional GIOP against our server, bytes and all: `notify` comes
+/// over our client's own connection (nothing connects to its listen
+/// point), the BI_DIR_IIOP context went out as CORBA 3.0 15.8 lays it out
+/// (one ListenPoint, 127.0.0.1 and our listener's port, in each byte
+/// order), and without the context our server answers NO_PERMISSION with
+/// our minor code instead of calling back.
+#[test]
+fn bidir_checks_pass_against_our_server() {
+    let srv = serve(&[]);
+    let (params, cases) = suite(&srv, "bidir");
+    assert_eq!(params["failed"], 0);
+    let detail = |n: &str| {
+        let e = &case(&cases, n)["extra"];
+        assert_eq!(e["result"], "pass", "{n}: {e}");
+        e["detail"].as_str().unwrap().to_string()
+    };
+    // Byte order flag, pad, one ListenPoint, host "127.0.0.1" (10 bytes
+    // with its NUL), then the port (our listener's: any).
+    let le = detail("bidirectional GIOP callback, GIOP 1.2 LE");
+    assert!(
+        le.starts_with("notify(41) came over our own connection, call_back returned 42; ")
+            && le.contains(
+                "BI_DIR_IIOP context sent: 01000000 01000000 0a000000 3132372e 302e302e 3100"
+            ),
+        "{le}"
+    );
+    let be = detail("bidirectional GIOP callback, GIOP 1.2 BE");
+    assert!(
+        be.contains("BI_DIR_IIOP context sent: 00000000 00000001 0000000a 3132372e 302e302e 3100"),
+        "{be}"
+    );
+    for d in [&le, &be] {
+        assert!(!d.contains("LOCATION_FORWARD"), "{d}");
+    }
+    let none = detail("callback without BI_DIR_IIOP, GIOP 1.2");
+    assert!(
+        none.contains("call_back raised NO_PERMISSION minor 0x49420007")
+            && none.contains("connections to our listen point: 0"),
+        "{none}"
+    );
+}
+
+/// omniORB's bench server with two server threads per connection (one
+/// waits in `call_back`, the other reads the callback's reply): both
+/// offered checks pass, over our connection, after omniORB's
+/// LocateRequest and its forward to the POA with the BiDir policy; the
+/// known defect of the default server (one thread, the call hangs) is
+/// that limit and nothing else.
+#[test]
+fn bidir_passes_against_omniorb_with_two_threads_per_connection() {
+    if !common::vendor_built("interop bidir omniORB", "omniorb", true) {
+        return;
+    }
+    let ior = tmp("omniorb-bidir.ior");
+    let _srv =
+        common::vendor_server_with("omniorb", &ior, &["-ORBmaxServerThreadPerConnection", "2"]);
+    let (_, cases) = suite_at_lenient(&ior, "omniorb-bidir");
+    let _ = std::fs::remove_file(&ior);
+    for name in &BIDIR[..2] {
+        let e = &case(&cases, name)["extra"];
+        assert_eq!(e["result"], "pass", "{name}: {e}");
+        let d = e["detail"].as_str().unwrap();
+        assert!(
+            d.contains("came over our own connection")
+                && d.contains("1 LocateRequest(s) for the Callback over our connection")
+                && d.contains("after LOCATION_FORWARD to key %ffBiDir"),
+            "{name}: {d}"
+        );
+    }
+    let e = &case(&cases, BIDIR[2])["extra"];
+    assert_eq!(e["result"], "pass", "{e}");
+}
+
+/// The omniORB and JacORB clients (`--mode callback`: a Callback object
+/// offered for bidirectional GIOP) against our server, which calls back
+/// only over the client's own connection (NO_PERMISSION otherwise): their
+/// one check passes, so the callback came over their connection.
+#[test]
+fn vendor_clients_are_called_back_over_their_own_connection() {
+    let srv = serve(&[]);
+    let ior = tmp("bidir-ours.ior");
+    std::fs::write(&ior, format!("{}\n", srv.refs().ior)).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for orb in ["omniorb", "jacorb"] {
+        if !common::vendor_built("interop bidir vendor clients", orb, true) {
+            continue;
+        }
+        let out = std::process::Command::new(root.join(format!("scripts/orbs/{orb}/client")))
+            .args(["--target"])
+            .arg(&ior)
+            .args(["--mode", "callback"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let last = text.lines().last().unwrap_or_default();
+        let j: Value = serde_json::from_str(last).unwrap_or_else(|e| {
+            panic!(
+                "{orb}: {e}: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(j["mode"], "callback", "{orb}: {j}");
+        assert_eq!(
+            (&j["passed"], &j["failed"]),
+            (&Value::from(1), &Value::from(0)),
+            "{orb}: {j}"
+        );
+        assert!(out.status.success(), "{orb}: {j}");
+    }
+    let _ = std::fs::remove_file(&ior);
 }
 
 /// The omniORB and JacORB clients (their conformance modes) against our

@@ -55,9 +55,9 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     // Everything else that passes: 27 checks of locate, exceptions,
     // `_is_a`, counters, references, large payloads, and the reply's
     // version and byte order per unfragmented set; the 17 valuetype
-    // checks; the 26 any and user-exception checks; and 27 field checks
-    // (the 28th, a LocateRequest forward, is skipped: this server does not
-    // forward).
+    // checks; the 26 any and user-exception checks; 27 field checks (the
+    // 28th, a LocateRequest forward, is skipped: this server does not
+    // forward); and the 3 bidirectional GIOP checks.
     let values = rep
         .checks
         .iter()
@@ -74,14 +74,14 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .map(|c| c.verdict)
         .collect::<Vec<_>>();
     assert_eq!(anys, [Verdict::Pass; 28]);
-    assert_eq!(rep.count(Verdict::Pass), 225);
+    assert_eq!(rep.count(Verdict::Pass), 228);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 225);
+    assert_eq!(r.params["passed"], 228);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -90,7 +90,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 225);
+    assert_eq!(passed_cases, 228);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

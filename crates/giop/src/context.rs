@@ -202,6 +202,38 @@ impl BiDirIiop {
         }
         Ok(BiDirIiop { listen_points })
     }
+
+    /// Encode as an encapsulation in `order` (CORBA 3.0, 15.8:
+    /// `BiDirIIOPServiceContext { ListenPointList listen_points; }`).
+    pub fn encode(&self, order: ByteOrder) -> Result<Bytes> {
+        let mut buf = BytesMut::with_capacity(16 + 16 * self.listen_points.len());
+        let mut w = Writer::new(&mut buf, order);
+        w.write_u8(order.flag());
+        w.write_len(self.listen_points.len())
+            .map_err(GiopError::cdr("BI_DIR_IIOP count"))?;
+        for (host, port) in &self.listen_points {
+            w.write_string(host)
+                .map_err(GiopError::cdr("BI_DIR_IIOP host"))?;
+            w.write_u16(*port);
+        }
+        Ok(buf.freeze())
+    }
+
+    /// The BI_DIR_IIOP service context (id 5) offering these listen points.
+    pub fn context(&self, order: ByteOrder) -> Result<ServiceContext> {
+        Ok(ServiceContext {
+            id: SC_BI_DIR_IIOP,
+            data: self.encode(order)?,
+        })
+    }
+
+    /// Whether `host:port` is one of the listen points (hosts compared
+    /// without regard to case, as DNS names are).
+    pub fn lists(&self, host: &str, port: u16) -> bool {
+        self.listen_points
+            .iter()
+            .any(|(h, p)| *p == port && h.eq_ignore_ascii_case(host))
+    }
 }
 
 /// TAG_CODE_SETS, part of the IOR's wire form in `iiop-cdr`.
@@ -288,6 +320,26 @@ mod tests {
         let b = c.encode(ByteOrder::Little);
         assert_eq!(&b[..], &[1, 0, 0, 0, 1, 0, 1, 0, 9, 1, 1, 0]);
         assert_eq!(CodeSetContext::decode(&b).unwrap(), c);
+    }
+
+    /// BiDirIIOPServiceContext, big-endian, one listen point 127.0.0.1:2809:
+    /// byte order, pad, count 1, string length 10 + "127.0.0.1\0", port.
+    #[test]
+    fn bi_dir_context_big_endian_bytes() {
+        let c = BiDirIiop {
+            listen_points: vec![("127.0.0.1".into(), 2809)],
+        };
+        let sc = c.context(ByteOrder::Big).unwrap();
+        assert_eq!(sc.id, 5);
+        let mut want = vec![0u8, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 10];
+        want.extend_from_slice(b"127.0.0.1\0");
+        want.extend_from_slice(&[0x0a, 0xf9]);
+        assert_eq!(&sc.data[..], &want[..]);
+        assert_eq!(BiDirIiop::decode(&sc.data).unwrap(), c);
+        assert!(c.lists("127.0.0.1", 2809));
+        assert!(!c.lists("127.0.0.1", 2810));
+        let le = c.encode(ByteOrder::Little).unwrap();
+        assert_eq!(BiDirIiop::decode(&le).unwrap(), c);
     }
 
     /// The first context a connection carries wins; the same one again is

@@ -34,6 +34,14 @@ pub const MINOR_BAD_PARAM_WCHAR_NOT_NEGOTIATED: u32 = omg_minor(23);
 pub const MINOR_TRANSIENT_CONNECTION_CLOSED: u32 = VMCID_IIOPBENCH | 2;
 /// MARSHAL: a request body that does not decode (our own minor code).
 pub const MINOR_MARSHAL_BAD_BODY: u32 = VMCID_IIOPBENCH | 1;
+/// NO_IMPLEMENT: a client-side servant answering a callback went
+/// asynchronous (callbacks are served on the spot).
+pub const MINOR_NO_IMPLEMENT_ASYNC_CALLBACK: u32 = VMCID_IIOPBENCH | 6;
+/// NO_PERMISSION: a call that must call the client back, on a connection
+/// the client did not offer for callbacks (no BI_DIR_IIOP context, or not
+/// GIOP 1.2, or the callback's address not among its listen points): our
+/// server opens no connection back to a client.
+pub const MINOR_NO_PERMISSION_NOT_BIDIR: u32 = VMCID_IIOPBENCH | 7;
 /// Our own VMCID ("IB"), for minor codes the OMG does not define.
 pub const VMCID_IIOPBENCH: u32 = 0x4942_0000;
 

@@ -9,16 +9,25 @@ fn spec() -> iiop_idl::Spec {
 }
 
 #[test]
-fn perf_has_10_control_78_payload_4_valuetype_and_2_any_operations() {
+fn perf_has_10_control_78_payload_4_valuetype_2_any_and_1_callback_operations() {
     let spec = spec();
     let perf = spec.lookup("Bench::Perf").unwrap();
     assert_eq!(spec.def(perf).repo_id, "IDL:Bench/Perf:1.0");
     let ops = spec.operations(perf);
-    assert_eq!(ops.len(), 94);
+    assert_eq!(ops.len(), 95);
     let values: Vec<&str> = ops[88..92].iter().map(|o| o.name.as_str()).collect();
     assert_eq!(values, ["echo_node", "echo_nodes", "echo_box", "same_node"]);
-    let anys: Vec<&str> = ops[92..].iter().map(|o| o.name.as_str()).collect();
+    let anys: Vec<&str> = ops[92..94].iter().map(|o| o.name.as_str()).collect();
     assert_eq!(anys, ["raise_user", "echo_any"]);
+    // CALLBACKS: the last operation, in a block of its own.
+    let cb = &ops[94];
+    assert_eq!(cb.name, "call_back");
+    assert_eq!(cb.params.len(), 2);
+    let callback = spec.lookup("Bench::Callback").unwrap();
+    assert_eq!(spec.def(callback).repo_id, "IDL:Bench/Callback:1.0");
+    let cb_ops = spec.operations(callback);
+    let notify: Vec<&str> = cb_ops.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(notify, ["notify"]);
     let names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(
         &names[..10],

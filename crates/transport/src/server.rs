@@ -48,8 +48,8 @@ use tokio_rustls::TlsAcceptor;
 
 pub use crate::config::ServerConfig;
 pub use iiop_giop::conn::server::{
-    arguments_end_body, handle_builtin, AsyncReply, ConnectionSummary, Dispatch, Handler,
-    LocateOutcome, Outcome, RequestContext, ServerConnConfig, ServerPhases,
+    arguments_end_body, handle_builtin, AsyncReply, CallBack, ConnectionSummary, Dispatch, Handler,
+    LocateOutcome, NoCallBack, Outcome, RequestContext, ServerConnConfig, ServerPhases,
 };
 use iiop_giop::conn::server::{AsyncCall, AsyncTicket, Ending, ServerConn};
 

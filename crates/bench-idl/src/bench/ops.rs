@@ -16,6 +16,7 @@ pub const PERF_ID: &str = "IDL:Bench/Perf:1.0";
 pub const DISPATCH50_ID: &str = "IDL:Bench/Dispatch50:1.0";
 pub const DISPATCH500_ID: &str = "IDL:Bench/Dispatch500:1.0";
 pub const SINGLE_ID: &str = "IDL:Bench/Single:1.0";
+pub const CALLBACK_ID: &str = "IDL:Bench/Callback:1.0";
 pub const OBJECT_ID: &str = "IDL:omg.org/CORBA/Object:1.0";
 
 /// The prefix of the long, POA-style object keys that the objects also
@@ -147,6 +148,8 @@ pub enum Op {
     RaiseUser,
     /// `echo_any(in any a)`.
     EchoAny,
+    /// `call_back(in Callback cb, in long n)`: bidirectional GIOP.
+    CallBack,
     /// A payload operation.
     Payload(Elem, CallMode),
     /// A no-op dispatch method (`m00` … / `op`), with its position.
@@ -205,6 +208,7 @@ fn perf_ops() -> &'static OpTable {
             ("same_node", Op::SameNode),
             ("raise_user", Op::RaiseUser),
             ("echo_any", Op::EchoAny),
+            ("call_back", Op::CallBack),
         ] {
             m.insert(name.to_string(), op);
         }

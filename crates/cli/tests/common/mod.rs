@@ -88,6 +88,12 @@ pub fn start(mut cmd: std::process::Command) -> Proc {
 /// Start `orb`'s bench server (scripts/orbs/ORB/start) on a free port of
 /// 127.0.0.1, its IOR written to `ior_file`, and wait for it.
 pub fn vendor_server(orb: &str, ior_file: &std::path::Path) -> Proc {
+    vendor_server_with(orb, ior_file, &[])
+}
+
+/// [`vendor_server`] with `extra` arguments for the server (its ORB's
+/// options, e.g. `-ORB…` for omniORB).
+pub fn vendor_server_with(orb: &str, ior_file: &std::path::Path, extra: &[&str]) -> Proc {
     // Not every vendor server accepts port 0: take a free port first.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -97,6 +103,7 @@ pub fn vendor_server(orb: &str, ior_file: &std::path::Path) -> Proc {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut c = std::process::Command::new(root.join(format!("scripts/orbs/{orb}/start")));
     c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"])
-        .arg(ior_file);
+        .arg(ior_file)
+        .args(extra);
     start(c)
 }

@@ -31,6 +31,7 @@ pub use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
 use super::{anys, values};
 use crate::target::TlsOpts;
 
+mod bidir;
 mod field;
 
 /// What to run.
@@ -398,6 +399,7 @@ impl InteropSuite {
         self.anys(&mut main).await;
         self.values(&mut main).await;
         self.field().await;
+        self.bidir().await;
         SuiteReport {
             checks: self.checks,
             seconds: t0.elapsed().as_secs_f64(),

@@ -186,6 +186,16 @@ impl<H: Handler> Handler for Metered<H> {
                 cell.done(start, &r.outcome, r.body.len());
                 r
             })),
+            // Timed until the callback's reply came and the answer is made.
+            Dispatch::CallBack(mut cb) => {
+                let then = cb.then;
+                cb.then = Box::new(move |r| {
+                    let a = then(r);
+                    cell.done(start, &a.outcome, a.body.len());
+                    a
+                });
+                Dispatch::CallBack(cb)
+            }
         }
     }
 

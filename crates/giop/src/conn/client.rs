@@ -48,17 +48,20 @@ use super::deadline::Timer;
 use super::endpoint::TlsWanted;
 pub use super::error::ClientError;
 use super::out::{head_first_for, Outbox};
+use super::server::{finish_reply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
 use crate::context::{
     default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
 };
 use crate::error::GiopError;
+use crate::exception::{Completion, SystemException, MINOR_NO_IMPLEMENT_ASYNC_CALLBACK};
 use crate::header::{MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
 use crate::memo::RequestHeadCache;
 use crate::message::{
-    begin_request, encode_cancel_request, encode_empty, encode_locate_request, Body, LocateReply,
-    LocateStatus, Message, Reply, ReplyStatus, RequestHead, ResponseMode, TargetAddress,
+    begin_reply, begin_request, encode_cancel_request, encode_empty, encode_locate_reply,
+    encode_locate_request, Body, LocateReply, LocateRequest, LocateStatus, Message, Reply,
+    ReplyStatus, Request, RequestHead, ResponseMode, TargetAddress,
 };
 
 /// What the client state machine reads of a client's settings: the
@@ -171,13 +174,35 @@ fn unexpected(addr: &str, what: &'static str) -> ClientError {
     }
 }
 
-/// A message from the server as the answer to a request id, or the error
-/// it means: CloseConnection (retryable: nothing pending was processed),
-/// MessageError, or a message type a server must not send.
-fn incoming(msg: Message, addr: &str) -> Result<(u32, Incoming), ClientError> {
+/// What arrives on a client connection: an answer to one of our
+/// requests, or (on a bidirectional connection only) a Request of the
+/// server's to an object of ours.
+#[derive(Debug)]
+pub enum Arrival {
+    /// The answer to request id `.0`.
+    Answer(u32, Incoming),
+    /// A GIOP 1.2 Request the server sent over our connection, which we
+    /// offered for callbacks ([`ClientSetup::bidir`]): answer it with
+    /// [`answer_request`].
+    Request(Request),
+    /// A GIOP 1.2 LocateRequest for an object of ours on such a
+    /// connection (omniORB locates a callback object before its first
+    /// call): answer it with [`answer_locate`].
+    Locate(LocateRequest),
+}
+
+/// A message from the server as the answer to a request id, the server's
+/// own Request on a connection we offered for callbacks (`bidir`, GIOP
+/// 1.2 only: CORBA 3.0, 15.8), or the error it means: CloseConnection
+/// (retryable: nothing pending was processed), MessageError, or a message
+/// type a server must not send (a Request on a connection not offered
+/// for callbacks is one).
+fn incoming(msg: Message, addr: &str, bidir: bool) -> Result<Arrival, ClientError> {
     match msg {
-        Message::Reply(r) => Ok((r.header.request_id, Incoming::Reply(r))),
-        Message::LocateReply(l) => Ok((l.request_id, Incoming::Locate(l))),
+        Message::Reply(r) => Ok(Arrival::Answer(r.header.request_id, Incoming::Reply(r))),
+        Message::LocateReply(l) => Ok(Arrival::Answer(l.request_id, Incoming::Locate(l))),
+        Message::Request(r) if bidir && r.version.is_12() => Ok(Arrival::Request(r)),
+        Message::LocateRequest(l) if bidir => Ok(Arrival::Locate(l)),
         Message::CloseConnection => Err(ClientError::Closed {
             addr: addr.to_string(),
             retryable: true,
@@ -343,6 +368,12 @@ pub struct ClientSetup {
     pub oneway_buffer: Option<usize>,
     /// Nagle on while only oneways go out ([`ConnConfig::coalesce_oneways`]).
     pub coalesce_oneways: bool,
+    /// Whether we offered this connection for callbacks (our requests
+    /// carry a BI_DIR_IIOP context, GIOP 1.2): only then may the server
+    /// send Requests over it ([`Inbound::arrival`]). Off after
+    /// [`negotiate`](Self::negotiate); the caller that sends the context
+    /// turns it on.
+    pub bidir: bool,
 }
 
 impl ClientSetup {
@@ -383,6 +414,7 @@ impl ClientSetup {
             request_timeout: cfg.request_timeout,
             oneway_buffer: cfg.oneway_buffer.filter(|&n| n > 0),
             coalesce_oneways: cfg.coalesce_oneways,
+            bidir: false,
         }
     }
 
@@ -1129,11 +1161,37 @@ impl Inbound {
     /// `Ok(None)` until more bytes arrive. An error ends the connection:
     /// malformed input or an answer in another version than its request's
     /// (answer both with MessageError: [`ClientSetup::farewell`]), the
-    /// peer's CloseConnection or MessageError.
+    /// peer's CloseConnection or MessageError, and a Request of the
+    /// server's (this reader serves none: see [`arrival`](Self::arrival)).
     pub fn next(&mut self, s: &ClientSetup) -> Result<Option<(u32, Incoming)>, ClientError> {
+        match self.arrival(s)? {
+            None => Ok(None),
+            Some(Arrival::Answer(id, inc)) => Ok(Some((id, inc))),
+            Some(Arrival::Request(r)) => Err(s.protocol(GiopError::BadValue {
+                what: "Request from a server to a client that serves none",
+                value: r.header.request_id,
+                offset: 0,
+            })),
+            Some(Arrival::Locate(l)) => Err(s.protocol(GiopError::BadValue {
+                what: "LocateRequest from a server to a client that serves none",
+                value: l.request_id,
+                offset: 0,
+            })),
+        }
+    }
+
+    /// The next message in the bytes received: an answer, or a Request
+    /// of the server's when the connection was offered for callbacks
+    /// ([`ClientSetup::bidir`]); `Ok(None)` until more bytes arrive.
+    /// Errors as for [`next`](Self::next); a Request on a connection not
+    /// offered for callbacks is a protocol error (MessageError).
+    pub fn arrival(&mut self, s: &ClientSetup) -> Result<Option<Arrival>, ClientError> {
         if let Some(r) = Reply::take_quiet(&mut self.decoder, &mut self.buf) {
             s.answer_version(MsgType::Reply, r.version)?;
-            return Ok(Some((r.header.request_id, Incoming::Reply(r))));
+            return Ok(Some(Arrival::Answer(
+                r.header.request_id,
+                Incoming::Reply(r),
+            )));
         }
         let Some(frame) = self
             .decoder
@@ -1143,11 +1201,105 @@ impl Inbound {
             return Ok(None);
         };
         // Before decoding: a header laid out for another version is not
-        // what the request's version says it is.
+        // what the request's version says it is. (A Request of the
+        // server's is no answer: any version passes here, and `incoming`
+        // takes GIOP 1.2 only.)
         s.answer_version(frame.header.msg_type, frame.header.version)?;
         let msg = Message::decode_frame(frame, self.opts).map_err(|e| s.protocol(e))?;
-        incoming(msg, &s.addr).map(Some)
+        incoming(msg, &s.addr, s.bidir).map(Some)
     }
+}
+
+/// Answer a Request the server sent over our bidirectional connection
+/// ([`Arrival::Request`]): `servant` (a server's [`Handler`], on the
+/// client side) reads its arguments and writes its results, and the Reply
+/// (in the request's version and byte order, fragmented as our requests
+/// are) is appended to `out`; a oneway gets nothing. A servant that goes
+/// asynchronous gets NO_IMPLEMENT: callbacks are served on the spot.
+pub fn answer_request<H: Handler + ?Sized>(
+    out: &mut BytesMut,
+    s: &ClientSetup,
+    req: &Request,
+    servant: &H,
+) -> Result<(), ClientError> {
+    let h = &req.header;
+    let expects = h.response.expects_reply();
+    let order = req.body.order;
+    let opts = s.wire.opts;
+    let Some(key) = h.target.object_key() else {
+        return Err(s.protocol(GiopError::BadValue {
+            what: "callback TargetAddress other than KeyAddr",
+            value: h.request_id,
+            offset: 0,
+        }));
+    };
+    let ctx = RequestContext {
+        version: req.version,
+        order,
+        reply_order: order,
+        request_id: h.request_id,
+        object_key: &key,
+        operation: h.operation(),
+        contexts: &h.contexts,
+        response_expected: expects,
+        options: opts,
+        body: &req.body,
+        connection: 0,
+    };
+    let start = out.len();
+    let p = begin_reply(
+        out,
+        req.version,
+        order,
+        opts,
+        h.request_id,
+        ReplyStatus::NoException,
+        &[],
+    )
+    .map_err(ClientError::Encode)?;
+    let dispatch = {
+        let mut reader = req.body.reader(opts);
+        servant.handle(&ctx, &mut reader, &mut p.writer(out))
+    };
+    if !expects {
+        out.truncate(start);
+        return Ok(());
+    }
+    let outcome = match dispatch {
+        Dispatch::Done(o) => o,
+        Dispatch::Async(_) | Dispatch::CallBack(_) => Outcome::System(
+            SystemException::no_implement(MINOR_NO_IMPLEMENT_ASYNC_CALLBACK, Completion::No),
+        ),
+    };
+    finish_reply(s.fragment_size, out, p, req.version, outcome);
+    Ok(())
+}
+
+/// Answer a LocateRequest the server sent over our bidirectional
+/// connection ([`Arrival::Locate`]) with `servant`'s
+/// [`locate`](Handler::locate); the LocateReply (in the connection's
+/// version, which bidirectional GIOP fixes at 1.2) is appended to `out`.
+pub fn answer_locate<H: Handler + ?Sized>(
+    out: &mut BytesMut,
+    s: &ClientSetup,
+    l: &LocateRequest,
+    servant: &H,
+) -> Result<(), ClientError> {
+    let status = match l.target.object_key() {
+        None => LocateStatus::NeedsAddressingMode(0),
+        Some(key) => match servant.locate(&key) {
+            LocateOutcome::Here => LocateStatus::ObjectHere,
+            LocateOutcome::Unknown => LocateStatus::UnknownObject,
+            LocateOutcome::Forward(i) => LocateStatus::ObjectForward(i),
+            LocateOutcome::ForwardPerm(i) => LocateStatus::ObjectForwardPerm(i),
+        },
+    };
+    let reply = LocateReply {
+        request_id: l.request_id,
+        status,
+    };
+    encode_locate_reply(out, s.wire.version, s.wire.order, &reply).map_err(ClientError::Encode)?;
+    Ok(())
 }
 
 /// A complete request message built once and sent many times: only the
@@ -1372,6 +1524,54 @@ impl ClientConn {
             Ok(got) => Ok(got.map(|(id, (), inc)| (id, inc))),
             Err(e) => Err(self.fail(e)),
         }
+    }
+
+    /// The next arrival ([`Inbound::arrival`]): an answer somebody waits
+    /// for (answers nobody waits for are dropped), or a Request of the
+    /// server's on a connection offered for callbacks
+    /// ([`ClientSetup::bidir`]; answer it with [`answer`](Self::answer)).
+    /// Errors fail the connection, as for [`poll`](Self::poll).
+    pub fn poll_arrival(&mut self) -> Result<Option<Arrival>, ClientError> {
+        loop {
+            match self.inbound.arrival(&self.setup) {
+                Ok(Some(Arrival::Answer(id, inc))) => {
+                    if self.requests.complete(id).is_some() {
+                        return Ok(Some(Arrival::Answer(id, inc)));
+                    }
+                }
+                Ok(other) => return Ok(other),
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+    }
+
+    /// Answer the server's Request `req` with `servant`
+    /// ([`answer_request`]); the Reply is queued in the outbox.
+    pub fn answer<H: Handler + ?Sized>(
+        &mut self,
+        req: &Request,
+        servant: &H,
+    ) -> Result<(), ClientError> {
+        let (out, _) = self.queue.outbox().parts();
+        answer_request(out, &self.setup, req, servant)
+    }
+
+    /// Answer the server's LocateRequest `l` with `servant`
+    /// ([`answer_locate`]); the LocateReply is queued in the outbox.
+    pub fn answer_locate<H: Handler + ?Sized>(
+        &mut self,
+        l: &LocateRequest,
+        servant: &H,
+    ) -> Result<(), ClientError> {
+        let (out, _) = self.queue.outbox().parts();
+        answer_locate(out, &self.setup, l, servant)
+    }
+
+    /// Mark the connection as offered for callbacks: our requests carry
+    /// a BI_DIR_IIOP context (the caller's), so the server may send
+    /// Requests over it ([`ClientSetup::bidir`]).
+    pub fn offer_bidir(&mut self) {
+        self.setup.bidir = true;
     }
 
     /// The peer closed the connection: it fails (not retryable: the peer

@@ -38,15 +38,16 @@ use bytes::{Bytes, BytesMut};
 use iiop_cdr::{ByteOrder, Options, Reader, Writer};
 
 use crate::codec::{fragment_message, CodecConfig, Decoder, Frame};
-use crate::context::{ConnectionCodeSets, ServiceContextList};
+use crate::context::{BiDirIiop, ConnectionCodeSets, ServiceContextList};
 use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_MARSHAL_BAD_BODY};
 use crate::header::{Header, MsgType, Version, HEADER_LEN};
 use crate::ior::Ior;
 use crate::memo::RequestHeadMemo;
 use crate::message::{
-    begin_reply, encode_empty, encode_locate_reply, Body, LocateReply, LocateStatus, Message,
-    Pending, ReplyStatus, Request,
+    begin_reply, encode_empty, encode_locate_reply, encode_request, Body, LocateReply,
+    LocateStatus, Message, Pending, Reply, ReplyStatus, Request, RequestHead, ResponseMode,
+    TargetAddress,
 };
 
 /// What the server state machine reads of a server's settings: limits
@@ -213,6 +214,9 @@ pub struct AsyncReply {
 pub enum Dispatch {
     Done(Outcome),
     Async(Pin<Box<dyn Future<Output = AsyncReply> + Send + 'static>>),
+    /// Call an object of the client's over the client's own connection
+    /// (bidirectional GIOP) before answering: [`CallBack`].
+    CallBack(CallBack),
 }
 
 impl std::fmt::Debug for Dispatch {
@@ -220,7 +224,84 @@ impl std::fmt::Debug for Dispatch {
         match self {
             Dispatch::Done(o) => f.debug_tuple("Done").field(o).finish(),
             Dispatch::Async(_) => f.write_str("Async(..)"),
+            Dispatch::CallBack(c) => f.debug_tuple("CallBack").field(c).finish(),
         }
+    }
+}
+
+/// A twoway request a handler makes to an object of the client's (a
+/// reference the client passed) over the client's own connection, and
+/// what the handler answers once its reply is in.
+///
+/// The connection decides whether it may (CORBA 3.0, 15.8): only when
+/// the client offered the connection with a BI_DIR_IIOP context, in
+/// GIOP 1.2, and the reference's first IIOP profile names one of the
+/// listen points offered. Otherwise `then` learns why not
+/// ([`NoCallBack`]) and nothing is sent: this server never opens a
+/// connection back to a client.
+pub struct CallBack {
+    /// The client's object.
+    pub target: Ior,
+    pub operation: String,
+    /// The arguments, marshalled in `order` with a [`Writer`] whose origin
+    /// is 8-aligned (a GIOP 1.2 request body starts 8-aligned).
+    pub args: Bytes,
+    pub order: ByteOrder,
+    /// The handler's answer to its own request, from the callback's reply.
+    #[allow(clippy::type_complexity)]
+    pub then: Box<dyn FnOnce(Result<Reply, NoCallBack>) -> AsyncReply + Send + 'static>,
+}
+
+impl std::fmt::Debug for CallBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallBack")
+            .field("operation", &self.operation)
+            .field("args", &self.args.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a [`CallBack`] was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoCallBack {
+    /// The client sent no BI_DIR_IIOP context on this connection (or the
+    /// request is not GIOP 1.2): the server must not send it Requests.
+    NotOffered,
+    /// The reference's address is not among the listen points offered.
+    NotListed { host: String, port: u16 },
+    /// The reference has no IIOP profile to call.
+    BadReference,
+    /// As many callbacks as `max_in_flight` wait for replies already.
+    Busy,
+}
+
+impl std::fmt::Display for NoCallBack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoCallBack::NotOffered => {
+                f.write_str("the client offered no bidirectional GIOP 1.2 connection")
+            }
+            NoCallBack::NotListed { host, port } => write!(
+                f,
+                "the callback's address {host}:{port} is not a listen point the client offered"
+            ),
+            NoCallBack::BadReference => f.write_str("the callback reference has no IIOP profile"),
+            NoCallBack::Busy => f.write_str("too many callbacks wait for replies"),
+        }
+    }
+}
+
+/// A callback sent and waiting for its reply.
+struct Calling {
+    ticket: AsyncTicket,
+    then: Box<dyn FnOnce(Result<Reply, NoCallBack>) -> AsyncReply + Send + 'static>,
+}
+
+impl std::fmt::Debug for Calling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Calling")
+            .field("ticket", &self.ticket)
+            .finish_non_exhaustive()
     }
 }
 
@@ -403,6 +484,13 @@ pub struct ServerConn {
     clock: Option<fn() -> Instant>,
     /// The last Request headers decoded, for the next ones like them.
     head_memo: RequestHeadMemo,
+    /// The listen points the client offered with BI_DIR_IIOP (GIOP 1.2):
+    /// only then may callbacks go over this connection.
+    bidir: Option<BiDirIiop>,
+    /// Callbacks sent and waiting for their replies, by our request id.
+    calling: std::collections::HashMap<u32, Calling>,
+    /// The request id of our next callback.
+    next_call_id: u32,
 }
 
 /// The least a read is limited to (see [`ServerConn::read_limit`]).
@@ -454,6 +542,9 @@ impl ServerConn {
             full_reads: 0,
             clock: clock.filter(|_| cfg.phases.is_some()),
             head_memo: RequestHeadMemo::default(),
+            bidir: None,
+            calling: std::collections::HashMap::new(),
+            next_call_id: 0,
             cfg,
         }
     }
@@ -601,8 +692,21 @@ impl ServerConn {
     }
 
     /// Whether the connection is over (write its [`ending`](Self::ending)).
+    ///
+    /// Callbacks still waiting for replies do not keep a closing
+    /// connection open: their replies are no longer read.
     pub fn is_done(&self) -> bool {
         self.aborted || ((self.closing || self.peer_gone) && self.in_flight == 0)
+    }
+
+    /// Callbacks sent over this connection and waiting for their replies.
+    pub fn calling(&self) -> usize {
+        self.calling.len()
+    }
+
+    /// The listen points the client offered for callbacks, if it did.
+    pub fn bidir(&self) -> Option<&BiDirIiop> {
+        self.bidir.as_ref()
     }
 
     /// How the connection ends, once [done](Self::is_done).
@@ -660,9 +764,9 @@ impl ServerConn {
 
     /// The idle timeout, while it applies: nothing in flight, not closing.
     fn idle_timeout(&self) -> Option<Duration> {
-        self.cfg
-            .idle_timeout
-            .filter(|_| self.in_flight == 0 && !self.closing && !self.peer_gone)
+        self.cfg.idle_timeout.filter(|_| {
+            self.in_flight == 0 && self.calling.is_empty() && !self.closing && !self.peer_gone
+        })
     }
 
     fn read_deadline(&self) -> Option<Instant> {
@@ -786,7 +890,30 @@ impl ServerConn {
                 if let Ok(Some(cs)) = req.header.contexts.code_sets() {
                     let _ = self.code_sets.offer(cs);
                 }
+                // BI_DIR_IIOP counts in GIOP 1.2 only (CORBA 3.0, 15.8);
+                // a later context adds its listen points.
+                if version.is_12() {
+                    if let Ok(Some(b)) = req.header.contexts.bi_dir() {
+                        let offered = self.bidir.get_or_insert(BiDirIiop {
+                            listen_points: Vec::new(),
+                        });
+                        for lp in b.listen_points {
+                            if !offered.listen_points.contains(&lp) {
+                                offered.listen_points.push(lp);
+                            }
+                        }
+                    }
+                }
                 self.request(req, handler, spawn);
+            }
+            // The answer to a callback of ours; any other Reply is the
+            // peer's error.
+            Message::Reply(r) if self.calling.contains_key(&r.header.request_id) => {
+                if let Some(c) = self.calling.remove(&r.header.request_id) {
+                    let answer = (c.then)(Ok(r));
+                    self.in_flight += 1;
+                    self.finish_async(c.ticket, answer);
+                }
             }
             Message::LocateRequest(l) => {
                 let order = self.cfg.reply_order.unwrap_or(frame.header.order);
@@ -913,6 +1040,68 @@ impl ServerConn {
                     future,
                 });
             }
+            Dispatch::CallBack(cb) => {
+                self.out.truncate(start);
+                let ticket = AsyncTicket {
+                    request_id: h.request_id,
+                    version,
+                    order,
+                    expects,
+                };
+                self.call_back(ticket, cb);
+            }
+        }
+    }
+
+    /// Send the callback `cb` over this connection if the client offered
+    /// it for callbacks (see [`CallBack`]), else answer the request of
+    /// `ticket` with what the handler says to that at once.
+    fn call_back(&mut self, ticket: AsyncTicket, cb: CallBack) {
+        let profile = cb.target.profiles.iter().find_map(|p| p.iiop()?.ok());
+        let why = match (&self.bidir, profile) {
+            _ if !ticket.version.is_12() => Some(NoCallBack::NotOffered),
+            (None, _) => Some(NoCallBack::NotOffered),
+            (Some(_), None) => Some(NoCallBack::BadReference),
+            (Some(b), Some(p)) if !b.lists(&p.host, p.port) => Some(NoCallBack::NotListed {
+                host: p.host,
+                port: p.port,
+            }),
+            _ if self.calling.len() >= self.cfg.max_in_flight => Some(NoCallBack::Busy),
+            (Some(_), Some(p)) => {
+                let id = self.next_call_id;
+                self.next_call_id = self.next_call_id.wrapping_add(1);
+                let target = TargetAddress::Key(p.object_key);
+                let head = RequestHead {
+                    request_id: id,
+                    response: ResponseMode::Twoway,
+                    target: &target,
+                    operation: &cb.operation,
+                    contexts: &[],
+                };
+                let opts = self.options(Version::V1_2);
+                let args = cb.args;
+                match encode_request(&mut self.out, Version::V1_2, cb.order, opts, &head, |w| {
+                    w.write_bytes(&args);
+                    Ok(())
+                }) {
+                    Ok(_) => {
+                        self.calling.insert(
+                            id,
+                            Calling {
+                                ticket,
+                                then: cb.then,
+                            },
+                        );
+                        return;
+                    }
+                    Err(_) => Some(NoCallBack::BadReference),
+                }
+            }
+        };
+        if let Some(why) = why {
+            let answer = (cb.then)(Err(why));
+            self.in_flight += 1;
+            self.finish_async(ticket, answer);
         }
     }
 
@@ -967,6 +1156,18 @@ fn finish(
     version: Version,
     outcome: Outcome,
 ) {
+    finish_reply(cfg.fragment_size, out, p, version, outcome)
+}
+
+/// [`finish`] with the fragment size alone (a client answering a
+/// callback has no server configuration).
+pub(crate) fn finish_reply(
+    fragment_size: Option<usize>,
+    out: &mut BytesMut,
+    p: Pending,
+    version: Version,
+    outcome: Outcome,
+) {
     let res = match outcome {
         Outcome::Reply => Ok(()),
         Outcome::UserException => {
@@ -998,7 +1199,7 @@ fn finish(
         out.truncate(p.start());
         return;
     }
-    if let Some(fs) = cfg.fragment_size {
+    if let Some(fs) = fragment_size {
         if version.is_12() && out.len() - p.start() > fs {
             let msg = out.split_off(p.start());
             if fragment_message(&msg, fs, out).is_err() {

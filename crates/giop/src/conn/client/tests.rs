@@ -1075,3 +1075,222 @@ fn a_batch_is_a_oneway_only_while_nothing_in_it_must_go_at_once() {
     c.fail(ClientError::LocallyClosed);
     assert!(!c.queue.only_oneways(), "the goodbye");
 }
+
+/// Bidirectional GIOP, both cores wired together by hand: `call_back`
+/// makes the server call `notify(n)` on the client's object over the
+/// client's own connection, and answers with what `notify` returned.
+mod bidir {
+    use std::sync::Arc;
+
+    use iiop_cdr::{Reader, Writer};
+
+    use super::*;
+    use crate::conn::server::{
+        AsyncReply, CallBack, Dispatch, Handler, NoCallBack, Outcome, RequestContext, ServerConn,
+        ServerConnConfig,
+    };
+    use crate::context::BiDirIiop;
+    use crate::exception::{SystemException, MINOR_NO_PERMISSION_NOT_BIDIR};
+
+    const LISTEN: (&str, u16) = ("127.0.0.1", 4711);
+
+    /// The server side: `call_back(in Callback cb, in long n)` calls
+    /// `cb.notify(n)` and returns its result, or NO_PERMISSION when it
+    /// may not call back.
+    struct Server;
+
+    impl Handler for Server {
+        fn handle(
+            &self,
+            req: &RequestContext<'_>,
+            body: &mut Reader<'_>,
+            _reply: &mut Writer<'_>,
+        ) -> Dispatch {
+            assert_eq!(req.operation, "call_back");
+            let target = Ior::decode(body).unwrap();
+            let n = body.read_i32().unwrap();
+            let mut args = BytesMut::new();
+            Writer::new(&mut args, req.reply_order).write_i32(n);
+            let order = req.reply_order;
+            Dispatch::CallBack(CallBack {
+                target,
+                operation: "notify".into(),
+                args: args.freeze(),
+                order,
+                then: Box::new(move |r| match r {
+                    Ok(reply) => {
+                        let v = reply.body.reader(Options::default()).read_i32().unwrap();
+                        let mut b = BytesMut::new();
+                        Writer::new(&mut b, order).write_i32(v);
+                        AsyncReply {
+                            outcome: Outcome::Reply,
+                            body: b.freeze(),
+                        }
+                    }
+                    Err(why) => {
+                        assert_eq!(why, NoCallBack::NotOffered);
+                        AsyncReply {
+                            outcome: Outcome::System(SystemException::no_permission(
+                                MINOR_NO_PERMISSION_NOT_BIDIR,
+                                crate::exception::Completion::No,
+                            )),
+                            body: Bytes::new(),
+                        }
+                    }
+                }),
+            })
+        }
+    }
+
+    /// The client's callback object: `notify(n)` returns `n + 1`.
+    struct Notify;
+
+    impl Handler for Notify {
+        fn handle(
+            &self,
+            req: &RequestContext<'_>,
+            body: &mut Reader<'_>,
+            reply: &mut Writer<'_>,
+        ) -> Dispatch {
+            assert_eq!(
+                (req.operation, req.object_key),
+                ("notify", &b"Callback"[..])
+            );
+            reply.write_i32(body.read_i32().unwrap() + 1);
+            Dispatch::Done(Outcome::Reply)
+        }
+    }
+
+    fn call_back(c: &mut ClientConn, contexts: &[ServiceContext], n: i32) -> u32 {
+        let cb = Ior::iiop(
+            "IDL:Bench/Callback:1.0",
+            LISTEN.0,
+            LISTEN.1,
+            &b"Callback"[..],
+        );
+        let target = key();
+        c.send(
+            Outgoing::Request {
+                target: &target,
+                operation: "call_back",
+                response: ResponseMode::Twoway,
+                contexts,
+                body: |w: &mut Writer<'_>| {
+                    cb.encode(w).unwrap();
+                    w.write_i32(n);
+                    Ok(())
+                },
+            },
+            None,
+            None,
+        )
+        .unwrap()
+    }
+
+    fn to_server(s: &mut ServerConn, bytes: &[u8]) {
+        s.read_buf().extend_from_slice(bytes);
+        s.received(bytes.len());
+        s.process(&Server, &mut |_| panic!("nothing goes asynchronous"));
+    }
+
+    fn from_server(s: &mut ServerConn) -> Vec<u8> {
+        let v = s.output().to_vec();
+        s.sent();
+        v
+    }
+
+    #[test]
+    fn the_callback_comes_over_the_clients_connection_when_offered() {
+        let cfg = ConnConfig {
+            version: Some(Version::V1_2),
+            ..cfg()
+        };
+        let mut c = conn_with(Version::V1_2, &cfg, false);
+        c.offer_bidir();
+        let offer = BiDirIiop {
+            listen_points: vec![(LISTEN.0.into(), LISTEN.1)],
+        };
+        let id = call_back(&mut c, &[offer.context(ByteOrder::Big).unwrap()], 41);
+        let mut s = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
+        to_server(&mut s, &written(&mut c));
+        assert_eq!(s.bidir(), Some(&offer));
+        assert_eq!(s.calling(), 1);
+        // The server's Request: GIOP 1.2, to the callback's key.
+        let out = from_server(&mut s);
+        let sent = messages(&out);
+        let [Message::Request(r)] = &sent[..] else {
+            panic!("one Request, got {sent:?}")
+        };
+        assert_eq!((r.version, r.header.operation()), (Version::V1_2, "notify"));
+        receive(&mut c, &out);
+        let Some(Arrival::Request(req)) = c.poll_arrival().unwrap() else {
+            panic!("the server's Request arrives")
+        };
+        c.answer(&req, &Notify).unwrap();
+        to_server(&mut s, &written(&mut c));
+        assert_eq!(s.calling(), 0);
+        receive(&mut c, &from_server(&mut s));
+        let Some(Arrival::Answer(got, inc)) = c.poll_arrival().unwrap() else {
+            panic!("the answer to call_back")
+        };
+        assert_eq!(got, id);
+        let r = inc.into_reply(ADDR).unwrap();
+        assert_eq!(r.header.status, ReplyStatus::NoException);
+        assert_eq!(r.body.reader(Options::default()).read_i32().unwrap(), 42);
+    }
+
+    #[test]
+    fn without_the_offer_the_server_refuses_and_the_client_rejects_requests() {
+        let cfg = ConnConfig {
+            version: Some(Version::V1_2),
+            ..cfg()
+        };
+        let mut c = conn_with(Version::V1_2, &cfg, false);
+        let id = call_back(&mut c, &[], 1);
+        let mut s = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
+        to_server(&mut s, &written(&mut c));
+        assert_eq!(s.calling(), 0);
+        receive(&mut c, &from_server(&mut s));
+        let Some(Arrival::Answer(got, inc)) = c.poll_arrival().unwrap() else {
+            panic!("an answer")
+        };
+        assert_eq!(got, id);
+        let r = inc.into_reply(ADDR).unwrap();
+        assert_eq!(r.header.status, ReplyStatus::SystemException);
+        let e = r.system_exception().unwrap();
+        assert_eq!(
+            (e.name(), e.minor),
+            ("NO_PERMISSION", MINOR_NO_PERMISSION_NOT_BIDIR)
+        );
+        // A Request from the server on a connection not offered is the
+        // server's protocol error (MessageError goes back).
+        let mut b = BytesMut::new();
+        let target = TargetAddress::Key(Bytes::from_static(b"Callback"));
+        crate::message::encode_request(
+            &mut b,
+            Version::V1_2,
+            ByteOrder::Big,
+            Options::default(),
+            &crate::message::RequestHead {
+                request_id: 0,
+                response: ResponseMode::Twoway,
+                target: &target,
+                operation: "notify",
+                contexts: &[],
+            },
+            |w| {
+                w.write_i32(1);
+                Ok(())
+            },
+        )
+        .unwrap();
+        receive(&mut c, &b);
+        assert!(matches!(
+            c.poll_arrival(),
+            Err(ClientError::Protocol { .. })
+        ));
+        assert!(messages(&written(&mut c))
+            .iter()
+            .any(|m| matches!(m, Message::MessageError)));
+    }
+}

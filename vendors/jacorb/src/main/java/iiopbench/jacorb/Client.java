@@ -49,6 +49,9 @@ public final class Client {
     PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false,
         StandardCharsets.UTF_8);
     Map<String, String> props = Orbs.common();
+    if (o.mode.equals("callback")) {
+      Orbs.bidir(props);
+    }
     if (o.tls.on()) {
       try {
         o.tls.addProperties(props, false, 0);
@@ -67,6 +70,11 @@ public final class Client {
       switch (o.mode) {
         case "latency": result = latency(perf, o); status = 0; break;
         case "throughput": result = throughput(perf, o); status = 0; break;
+        case "callback": {
+          result = callback(orb, perf);
+          status = ((Integer) result.get("failed")) == 0 ? 0 : 1;
+          break;
+        }
         default: {
           result = conformance(orb, perf, ref);
           status = ((Integer) result.get("failed")) == 0 ? 0 : 1;
@@ -134,9 +142,10 @@ public final class Client {
         if (o.warmup < 0) o.warmup = 10;
         break;
       case "conformance":
+      case "callback":
         break;
       default:
-        usage("--mode must be latency, throughput or conformance, not " + o.mode);
+        usage("--mode must be latency, throughput, conformance or callback, not " + o.mode);
     }
     if (o.type != null && !Payload.TOKENS.contains(o.type)) {
       usage("unknown --type " + o.type + "; one of " + Payload.TOKENS);
@@ -163,6 +172,7 @@ public final class Client {
     System.err.println("       Client --target REF --mode throughput --op oneway|send|echo --type T"
         + " --size BYTES [--total BYTES] [--min-duration SECONDS] [--warmup W]");
     System.err.println("       Client --target REF --mode conformance");
+    System.err.println("       Client --target REF --mode callback");
     System.exit(2);
   }
 
@@ -323,6 +333,56 @@ public final class Client {
     if (s.calls == calls && s.oneways == oneways && s.bytes == bytes) return null;
     return "calls=" + s.calls + " oneways=" + s.oneways + " bytes=" + s.bytes + ", expected calls="
         + calls + " oneways=" + oneways + " bytes=" + bytes;
+  }
+
+  /** The client's Callback object: notify(n) returns n + 1 and counts. */
+  static final class CallbackImpl extends Bench.CallbackPOA {
+    final java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+    volatile int last;
+
+    // notify(n): the IDL-to-Java mapping names it _notify (Object.notify).
+    @Override public int _notify(int n) {
+      calls.incrementAndGet();
+      last = n;
+      return n + 1;
+    }
+  }
+
+  /**
+   * --mode callback (bench.idl's CALLBACKS): a Callback in a POA with
+   * BiDirPolicy BOTH, so JacORB offers the connection for callbacks
+   * (BI_DIR_IIOP), passed to call_back(cb, 41); the server must call
+   * notify(41) once and return 42. Against a server that calls back only
+   * over the client's own connection (ours), a pass proves the offer was
+   * taken.
+   */
+  static Map<String, Object> callback(ORB orb, Perf perf) {
+    Checks c = new Checks();
+    c.run("call_back", () -> {
+      try {
+        org.omg.PortableServer.POA root =
+            org.omg.PortableServer.POAHelper.narrow(orb.resolve_initial_references("RootPOA"));
+        org.omg.PortableServer.POA poa = root.create_POA("BiDir", root.the_POAManager(),
+            new org.omg.CORBA.Policy[] {Orbs.bidirPolicy(orb)});
+        root.the_POAManager().activate();
+        CallbackImpl impl = new CallbackImpl();
+        Bench.Callback cb = Bench.CallbackHelper.narrow(poa.id_to_reference(poa.activate_object(impl)));
+        int r = perf.call_back(cb, 41);
+        String d = "call_back(41) returned " + r + "; notify called " + impl.calls.get()
+            + " time(s), last with " + impl.last;
+        return r == 42 && impl.calls.get() == 1 && impl.last == 41 ? null : d;
+      } catch (org.omg.CORBA.UserException e) {
+        return "setting up the BiDir POA: " + e;
+      }
+    });
+    Map<String, Object> r = new LinkedHashMap<>();
+    r.put("orb", Orbs.ORB_NAME);
+    r.put("mode", "callback");
+    r.put("checks", c.list);
+    r.put("passed", c.passed);
+    r.put("failed", c.failed);
+    r.put("skipped", c.skipped);
+    return r;
   }
 
   static Map<String, Object> conformance(ORB orb, Perf perf, String ref) {

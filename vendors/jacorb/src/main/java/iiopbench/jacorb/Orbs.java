@@ -55,6 +55,23 @@ final class Orbs {
   }
 
   /**
+   * Bidirectional GIOP (bench.idl's CALLBACKS): JacORB's BiDir interceptors,
+   * which send (client) and honour (server) the BI_DIR_IIOP context. They act
+   * only for an ORB that has a POA with BiDirPolicy BOTH ({@link #bidirPoa}).
+   */
+  static void bidir(Map<String, String> p) {
+    p.put("org.omg.PortableInterceptor.ORBInitializerClass.bidir_init",
+        "org.jacorb.orb.giop.BiDirConnectionInitializer");
+  }
+
+  /** The BiDirPolicy BOTH, for a POA's policy list. */
+  static org.omg.CORBA.Policy bidirPolicy(org.omg.CORBA.ORB orb) throws org.omg.CORBA.PolicyError {
+    org.omg.CORBA.Any both = orb.create_any();
+    org.omg.BiDirPolicy.BidirectionalPolicyValueHelper.insert(both, org.omg.BiDirPolicy.BOTH.value);
+    return orb.create_policy(org.omg.BiDirPolicy.BIDIRECTIONAL_POLICY_TYPE.value, both);
+  }
+
+  /**
    * The ORB.init properties: {@code tuned} as defaults, each replaced by a
    * system property of the same name when one is set.
    */

@@ -264,4 +264,12 @@ final class PerfImpl extends PerfPOA {
   }
   @Override public org.omg.CORBA.Any echo_any(org.omg.CORBA.Any a) { calls.increment(); return a; }
   // ---- end of user exception and any ----
+  // ---- bidirectional GIOP (bench.idl's CALLBACKS): the ORB calls back over
+  // the client's connection when it offered it (see Server), else over one
+  // of its own to cb's address.
+  @Override public int call_back(Bench.Callback cb, int n) {
+    calls.increment();
+    if (cb == null) throw new BAD_PARAM("call_back: nil Callback");
+    return cb._notify(n); // notify(n), as the IDL-to-Java mapping names it
+  }
 }

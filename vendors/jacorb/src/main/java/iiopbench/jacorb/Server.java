@@ -89,6 +89,9 @@ public final class Server {
     // -Djacorb.poa.thread_pool_max=N for concurrency experiments.
     tuned.put("jacorb.poa.thread_pool_min", "1");
     tuned.put("jacorb.poa.thread_pool_max", "1");
+    // call_back calls the client back over its own connection when it
+    // offers it (the "bench" POA has BiDirPolicy BOTH).
+    Orbs.bidir(tuned);
     ORB orb = ORB.init(new String[0], Orbs.initProperties(tuned));
     org.jacorb.orb.ORB jorb = (org.jacorb.orb.ORB) orb;
     Values.register(orb);
@@ -97,6 +100,7 @@ public final class Server {
     org.omg.CORBA.Policy[] policies = {
       root.create_lifespan_policy(LifespanPolicyValue.PERSISTENT),
       root.create_id_assignment_policy(IdAssignmentPolicyValue.USER_ID),
+      Orbs.bidirPolicy(orb),
     };
     POA poa = root.create_POA("bench", root.the_POAManager(), policies);
 
@@ -136,6 +140,7 @@ public final class Server {
     out.println("config native_char_codeset=" + jorb.getTCSDefault().getName());
     out.println("config native_wchar_codeset=" + jorb.getTCSWDefault().getName());
     out.println("config giop_minor=" + jorb.getGIOPMinorVersion());
+    out.println("config bidir=BiDirConnectionInitializer, POA bench with BiDirPolicy BOTH");
     out.println("config object_keys=Bench,Dispatch50,Dispatch500,Single0..Single" + (SINGLES - 1)
         + " via ORB.addObjectKey onto iiopbench/bench/<oid>");
 
