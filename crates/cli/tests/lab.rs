@@ -81,15 +81,8 @@ fn lab_run(link: &str, json: &Path, count: &str) -> i32 {
 /// which is the machine's doing, not the lab's. The bench's threads block
 /// between calls, or spin a bounded moment before blocking.
 fn realtime() {
-    let param = libc::sched_param { sched_priority: 3 };
-    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    assert_eq!(
-        rc,
-        0,
-        "SCHED_FIFO as root: {}",
-        std::io::Error::last_os_error()
-    );
+    let rc = common::realtime(3);
+    assert!(rc.is_ok(), "SCHED_FIFO as root: {rc:?}");
 }
 
 fn read(p: &Path) -> Value {

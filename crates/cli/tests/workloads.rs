@@ -3,6 +3,8 @@
 //! against our embedded server; exact structure asserted from the JSON.
 //! Also E2.2: a target resolved through omniNames (corbaname).
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -59,14 +61,8 @@ fn no_errors(v: &Value) {
 /// stop rule's. The threads block between calls, so they cannot starve
 /// the machine.
 fn realtime_if_allowed() {
-    let param = libc::sched_param { sched_priority: 2 };
-    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-    if rc != 0 {
-        eprintln!(
-            "not in the real-time class ({}): a busy machine may stretch the run",
-            std::io::Error::last_os_error()
-        );
+    if let Err(e) = common::realtime(2) {
+        eprintln!("not in the real-time class ({e}): a busy machine may stretch the run");
     }
 }
 

@@ -858,21 +858,18 @@ fn sweep_figures(inputs: &[(String, Results)], figs: &mut Vec<(String, String, P
                 .iter()
                 .filter(|c| tag(c, "server") == Some(srv))
                 .collect();
-            let knees: Vec<&serde_json::Value> = sweeps
+            let mine: Vec<&serde_json::Value> = sweeps
                 .iter()
                 .filter(|sw| sw.get("server").and_then(|v| v.as_str()) == Some(srv))
-                .filter_map(|sw| sw.get("knee"))
                 .collect();
-            let rounds = sweeps
-                .iter()
-                .filter(|sw| sw.get("server").and_then(|v| v.as_str()) == Some(srv))
-                .count();
+            let knees: Vec<&serde_json::Value> =
+                mine.iter().filter_map(|sw| sw.get("knee")).collect();
             sweep_figure(
                 r,
                 &cases,
                 &knees,
                 &format!("{srv}, {who}"),
-                rounds > 1,
+                mine.len() > 1,
                 figs,
             );
         }

@@ -55,7 +55,7 @@ fn the_checker_finds_a_circle_it_is_given() {
     std::fs::write(src.join("a.rs"), "use crate::b::B;\npub struct A(B);\n").unwrap();
     std::fs::write(
         src.join("b.rs"),
-        "pub struct B;\npub fn f() -> crate::a::A { todo!() }\n",
+        "pub struct B;\npub fn f() -> crate::a::A { crate::a::A(B) }\n",
     )
     .unwrap();
     let o = checker(std::slice::from_ref(&dir));

@@ -7,6 +7,21 @@
 
 pub mod agents;
 
+/// Puts the calling thread in the real-time class (SCHED_FIFO at
+/// `priority`); threads it starts afterwards inherit the class. Timing
+/// tests use it so that a build beside them does not make them wait
+/// milliseconds for a CPU at each wake-up.
+pub fn realtime(priority: i32) -> std::io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: sets this thread's (tid 0 = caller) policy from a valid param.
+    match unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
 /// Whether CI is set (`CI=true`, `1`, or any value but `false`/`0`).
 pub fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "false" | "0"))
