@@ -430,6 +430,31 @@ impl InteropSuite {
         k
     }
 
+    /// A raw-probe check addressed by disposition `d`, with its target;
+    /// or `None` when it is already recorded: a skip when the raw probes
+    /// cannot connect (no plain-TCP endpoint), a failure when the
+    /// reference has no IIOP profile to address.
+    fn raw_check(
+        &mut self,
+        name: String,
+        mode: &str,
+        order: ByteOrder,
+        calls: u64,
+        d: i16,
+    ) -> Option<(Check, TargetAddress)> {
+        let mut k = self.field_check(name, mode, order);
+        k.calls = calls;
+        if let Err(e) = self.raw_endpoint() {
+            self.push_field(k.set(Verdict::Skip, e));
+            return None;
+        }
+        let Some(target) = address(&self.ior, d) else {
+            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+            return None;
+        };
+        Some((k, target))
+    }
+
     /// `ping` addressed by disposition `d`; a NEEDS_ADDRESSING_MODE is
     /// answered by resending in the form asked for.
     async fn addressing(&mut self, d: i16) {
@@ -486,13 +511,7 @@ impl InteropSuite {
     async fn locate_addressing(&mut self, d: i16) {
         let order = ByteOrder::NATIVE;
         let name = format!("TargetAddress {}, LocateRequest", form_name(d));
-        let mut k = self.field_check(name, "locate", order);
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, d) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "locate", order, 1, d) else {
             return;
         };
         let t = Instant::now();
@@ -527,16 +546,10 @@ impl InteropSuite {
     /// forward: a skip saying so.
     async fn locate_forward(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE".into(),
-            "locate",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
+        let name = "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE";
+        let Some((mut k, _)) = self.raw_check(name.into(), "locate", order, 2, 0) else {
             return;
-        }
+        };
         let t = Instant::now();
         let r: Result<Result<String, String>, String> = async {
             let mut c = self.raw().await?;
@@ -590,18 +603,8 @@ impl InteropSuite {
     /// reply may come (it is discarded) or not.
     async fn cancel(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "CancelRequest for a slow call; the server keeps serving".into(),
-            "twoway",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let name = "CancelRequest for a slow call; the server keeps serving";
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
         };
         let t = Instant::now();
@@ -684,11 +687,9 @@ impl InteropSuite {
                 )
             }
         };
-        let mut k = self.field_check(name.into(), "twoway", order);
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
-        }
+        };
         let t = Instant::now();
         let r = async {
             let mut c = self.raw().await?;
@@ -709,7 +710,6 @@ impl InteropSuite {
             };
             // Still serving: a new connection's ping.
             let mut c = self.raw().await.map_err(|e| format!("{what}; then {e}"))?;
-            let target = address(&self.ior, 0).ok_or("no IIOP profile")?;
             c.send(&request(order, 1, &target, "ping", |_| Ok(())))
                 .await?;
             let (r, _) = c
@@ -721,7 +721,6 @@ impl InteropSuite {
         }
         .await;
         k.seconds = t.elapsed().as_secs_f64();
-        k.calls = 2;
         self.push_field(match r {
             Ok(what) => k.set(
                 Verdict::Pass,
@@ -740,18 +739,8 @@ impl InteropSuite {
     /// must go on serving new connections.
     async fn message_error_to_server(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "MessageError from the client -> close or ignore, keep serving".into(),
-            "twoway",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let name = "MessageError from the client -> close or ignore, keep serving";
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
         };
         let bytes = Header::new(V12, order, MsgType::MessageError, 0).to_bytes();
@@ -808,20 +797,11 @@ impl InteropSuite {
     /// An unknown operation, read as the server sends it (in Fragments
     /// where it fragments replies): BAD_OPERATION, decoded exactly.
     async fn exception_reply(&mut self, order: ByteOrder) {
-        let mut k = self.field_check(
-            format!(
-                "exception reply, fragmented or whole, GIOP 1.2 {}",
-                short(order)
-            ),
-            "twoway",
-            order,
+        let name = format!(
+            "exception reply, fragmented or whole, GIOP 1.2 {}",
+            short(order)
         );
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "twoway", order, 1, 0) else {
             return;
         };
         let t = Instant::now();
@@ -870,23 +850,14 @@ impl InteropSuite {
     /// USER_EXCEPTION BenchError, decoded exactly, nothing but padding
     /// after it.
     async fn user_exception_reply(&mut self, order: ByteOrder) {
-        let mut k = self.field_check(
-            format!(
-                "user exception reply, fragmented or whole, GIOP 1.2 {}",
-                short(order)
-            ),
-            "twoway",
-            order,
+        let name = format!(
+            "user exception reply, fragmented or whole, GIOP 1.2 {}",
+            short(order)
         );
-        k.ty = "exception".into();
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "twoway", order, 1, 0) else {
             return;
         };
+        k.ty = "exception".into();
         let want = BenchErrorData::raised(11, "field", USER_EXCEPTION_DETAIL);
         let t = Instant::now();
         let r = async {
