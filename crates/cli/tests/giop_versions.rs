@@ -171,7 +171,8 @@ struct Interop {
 }
 
 fn interop_quick(target: &str, name: &str) -> Interop {
-    let path = std::env::temp_dir().join(format!("iiopbench-{name}-{}.json", std::process::id()));
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-{name}-{}.json", std::process::id()));
     let (code, out, err) = iiopbench(&[
         "interop",
         "--target",

@@ -18,7 +18,7 @@ use iiop_transport::server::{
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-interop-test-{}-{name}",
         std::process::id()
     ))

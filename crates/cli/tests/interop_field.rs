@@ -16,7 +16,7 @@ use iiopbench::opts::{Cli, Command};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-field-test-{}-{name}",
         std::process::id()
     ))
