@@ -391,7 +391,7 @@ fn interop_by_corbaloc_10_sends_giop_10_only() {
         let why = c["extra"]["detail"].as_str().unwrap();
         assert!(why.contains("the reference publishes GIOP 1.0"), "{c}");
     }
-    assert_eq!(skips.len(), 7 + 27 + 3, "{skipped:?}");
+    assert_eq!(skips.len(), 7 + 29 + 3, "{skipped:?}");
     assert_eq!(
         skipped[..7],
         [
