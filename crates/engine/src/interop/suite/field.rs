@@ -303,6 +303,9 @@ impl Raw {
     }
 }
 
+/// Requests below and above the server's own maximum message size.
+mod peer_limit;
+
 /// Send a LocateRequest for `target` and read its LocateReply's status.
 async fn locate(
     c: &mut Raw,
@@ -407,6 +410,7 @@ impl InteropSuite {
         if !self.expired() {
             self.over_our_limit().await;
         }
+        self.peer_limit().await;
     }
 
     /// Record `k`; a failure that is a [`KnownDefect`] of the server's
