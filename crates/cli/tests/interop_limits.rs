@@ -2,9 +2,10 @@
 //! (`interop --peer-max-message-size`), end to end: against our server
 //! told the same limit (`serve --max-message-size`, both server models)
 //! every check passes; against our server without it (a server that
-//! ignores the limit) and behind a relay that swallows what is above it
-//! (a server that hangs) the refusal checks fail, saying so; without the
-//! option they are skips naming it. And, when omniORB is built (a
+//! ignores the limit), behind a relay that swallows what is above it (a
+//! server that hangs) and behind one that then serves no one (a server
+//! that crashed) the refusal checks fail, saying so; without the option
+//! they are skips naming it. And, when omniORB is built (a
 //! failure in CI when it is not), against its bench server run with
 //! `-ORBgiopMaxMsgSize`. JacORB has no maximum message size to configure.
 
@@ -213,17 +214,27 @@ fn a_server_that_ignores_the_limit_fails_the_refusal_checks() {
     }
 }
 
+/// What the relay of [`relay`] does with a message above the limit.
+#[derive(Clone, Copy, PartialEq)]
+enum Above {
+    /// Swallow it and answer nothing: a server that hangs.
+    Hang,
+    /// Drop the connection, and every connection after: a server that
+    /// crashed.
+    Crash,
+}
+
 /// A relay to `upstream` on 127.0.0.1 that passes every GIOP message
 /// client to server except those above `limit` bytes after the header,
 /// and the rest of a fragmented one once its pieces add up to more: those
-/// it swallows, answering nothing — a server that hangs on them. Replies
-/// pass unchanged. Stops accepting when dropped.
-struct Swallowing {
+/// it treats as `above` says. Replies pass unchanged. Stops accepting
+/// when dropped.
+struct Relay {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
 }
 
-impl Drop for Swallowing {
+impl Drop for Relay {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wake the accept loop.
@@ -231,17 +242,21 @@ impl Drop for Swallowing {
     }
 }
 
-fn swallowing(upstream: SocketAddr, limit: usize) -> Swallowing {
+fn relay(upstream: SocketAddr, limit: usize, above: Above) -> Relay {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
+    let crashed = Arc::new(AtomicBool::new(false));
     std::thread::spawn(move || {
         for client in l.incoming() {
             if stopped.load(Ordering::SeqCst) {
                 break;
             }
             let Ok(client) = client else { continue };
+            if crashed.load(Ordering::SeqCst) {
+                continue;
+            }
             let Ok(server) = TcpStream::connect(upstream) else {
                 continue;
             };
@@ -251,17 +266,25 @@ fn swallowing(upstream: SocketAddr, limit: usize) -> Swallowing {
                 let _ = std::io::copy(&mut s_in, &mut c_out);
                 let _ = c_out.shutdown(Shutdown::Both);
             });
+            let crash = (above == Above::Crash).then(|| crashed.clone());
             std::thread::spawn(move || {
-                let _ = pass_below(&mut c_in, &mut s_out, limit);
-                let _ = s_out.shutdown(Shutdown::Write);
+                let _ = pass_below(&mut c_in, &mut s_out, limit, crash.as_deref());
+                let _ = c_in.shutdown(Shutdown::Both);
+                let _ = s_out.shutdown(Shutdown::Both);
             });
         }
     });
-    Swallowing { addr, stop }
+    Relay { addr, stop }
 }
 
-/// Copy GIOP messages `from` → `to`, swallowing those above `limit`.
-fn pass_below(from: &mut TcpStream, to: &mut TcpStream, limit: usize) -> std::io::Result<()> {
+/// Copy GIOP messages `from` → `to`, swallowing those above `limit`; or,
+/// with `crash`, setting it and returning at the first.
+fn pass_below(
+    from: &mut TcpStream,
+    to: &mut TcpStream,
+    limit: usize,
+    crash: Option<&AtomicBool>,
+) -> std::io::Result<()> {
     // Bytes so far of the fragmented message in progress, and whether
     // it is being swallowed.
     let (mut partial, mut swallowing) = (0usize, false);
@@ -273,8 +296,6 @@ fn pass_below(from: &mut TcpStream, to: &mut TcpStream, limit: usize) -> std::io
         } else {
             u32::from_be_bytes(h[8..12].try_into().unwrap())
         } as usize;
-        let mut body = vec![0; size];
-        from.read_exact(&mut body)?;
         let more = h[5] >= 1 && h[6] & 2 != 0;
         let fragment = h[7] == 7;
         if !fragment {
@@ -283,6 +304,12 @@ fn pass_below(from: &mut TcpStream, to: &mut TcpStream, limit: usize) -> std::io
         }
         partial += size;
         swallowing |= size > limit || partial > limit;
+        if let (true, Some(crashed)) = (swallowing, crash) {
+            crashed.store(true, Ordering::SeqCst);
+            return Ok(());
+        }
+        let mut body = vec![0; size];
+        from.read_exact(&mut body)?;
         if !swallowing {
             to.write_all(&h)?;
             to.write_all(&body)?;
@@ -295,12 +322,12 @@ fn pass_below(from: &mut TcpStream, to: &mut TcpStream, limit: usize) -> std::io
 }
 
 /// A server that hangs on what is above its limit: our server (no limit)
-/// behind [`swallowing`]. Each refusal check fails within the timeout
+/// behind a [`relay`] that swallows it. Each refusal check fails within the timeout
 /// given, saying it hung, and that other connections are still served.
 #[test]
 fn a_server_that_hangs_above_the_limit_fails_the_refusal_checks() {
     let srv = serve(&[]);
-    let relay = swallowing(srv.addr(), 65536);
+    let relay = relay(srv.addr(), 65536, Above::Hang);
     let key = srv.refs().ior.iiop_profile().unwrap().object_key;
     let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", relay.addr.port(), key);
     let t = std::time::Instant::now();
@@ -325,6 +352,36 @@ fn a_server_that_hangs_above_the_limit_fails_the_refusal_checks() {
     }
     // 7 waits of 1 s, and the rest of the quick suite.
     assert!(took < Duration::from_secs(60), "took {took:?}");
+    drop(relay);
+}
+
+/// A server that crashes on what is above its limit: our server behind a
+/// [`relay`] that drops the connection and serves no one after. The
+/// first refusal check fails, saying the server stopped serving; the
+/// echo before it passed. (A limit of 128 KiB: the check of our own
+/// limit before them sends 64 KiB.)
+#[test]
+fn a_server_that_crashes_above_the_limit_fails_the_refusal_check() {
+    let srv = serve(&[]);
+    let relay = relay(srv.addr(), 128 << 10, Above::Crash);
+    let key = srv.refs().ior.iiop_profile().unwrap().object_key;
+    let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", relay.addr.port(), key);
+    let (code, cases) = suite(
+        &ior.to_string(),
+        "crashes",
+        &["--peer-max-message-size", "128KiB", "--timeout", "1s"],
+    );
+    assert_eq!(code, 1);
+    let checks = limit_checks(&cases);
+    assert_eq!(checks[0].1, "pass", "{:?}", checks[0]);
+    let (name, result, detail) = &checks[1];
+    assert_eq!(result, "fail", "{name}: {detail}");
+    assert!(
+        detail.contains(": closed the connection (")
+            && detail.contains("; then a new connection's ping: ")
+            && detail.ends_with(" (the server stopped serving)"),
+        "{name}: {detail}"
+    );
     drop(relay);
 }
 
