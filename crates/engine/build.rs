@@ -11,7 +11,12 @@ fn main() {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_else(|| "unknown".into());
+    // GIT_OPTIONAL_LOCKS=0: `git status` must not refresh the index as it
+    // reads it. A refresh rewrites .git/index, which this script watches,
+    // so the next cargo command would run it again and rebuild the engine
+    // and everything above it (on a fresh clone, the second command).
     let dirty = Command::new("git")
+        .env("GIT_OPTIONAL_LOCKS", "0")
         .args(["status", "--porcelain", "--untracked-files=no"])
         .output()
         .ok()

@@ -91,6 +91,22 @@ fn marshal_error() -> Dispatch {
     )))
 }
 
+/// Arguments that do not decode: BAD_PARAM minor 23 (the OMG's) for wide
+/// characters on a connection that negotiated no wchar code set (what
+/// omniORB raises, and a client hit by the code-set negotiation race
+/// meets), MARSHAL otherwise.
+fn decode_error(e: &iiop_cdr::CdrError) -> Dispatch {
+    match e {
+        iiop_cdr::CdrError::WcharNotNegotiated { .. } => {
+            Dispatch::Done(Outcome::System(SystemException::bad_param(
+                iiop_giop::exception::MINOR_BAD_PARAM_WCHAR_NOT_NEGOTIATED,
+                Completion::No,
+            )))
+        }
+        _ => marshal_error(),
+    }
+}
+
 fn typecodes() -> &'static [TypeCode] {
     static TCS: OnceLock<Vec<TypeCode>> = OnceLock::new();
     TCS.get_or_init(|| Elem::ALL.iter().map(|&e| seq_typecode(e)).collect())
@@ -270,8 +286,9 @@ impl BenchHandler {
         let cs = ctx.options.char_set;
         match self.skeleton {
             Skeleton::Typed => {
-                let Ok(p) = Payload::decode(elem, body) else {
-                    return marshal_error();
+                let p = match Payload::decode(elem, body) {
+                    Ok(p) => p,
+                    Err(e) => return decode_error(&e),
                 };
                 if !arguments_end_body(body) {
                     return marshal_error();
@@ -283,8 +300,9 @@ impl BenchHandler {
             }
             Skeleton::Dynamic => {
                 let tc = typecode(elem);
-                let Ok(v) = Value::decode(tc, body) else {
-                    return marshal_error();
+                let v = match Value::decode(tc, body) {
+                    Ok(v) => v,
+                    Err(e) => return decode_error(&e),
                 };
                 if !arguments_end_body(body) {
                     return marshal_error();

@@ -18,7 +18,8 @@ use iiopbench_engine::hist::Latency;
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-agents-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-agents-{}-{name}", std::process::id()))
 }
 
 fn exe() -> &'static str {

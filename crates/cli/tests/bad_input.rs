@@ -125,13 +125,15 @@ fn negative_durations_are_called_negative() {
 
 #[test]
 fn an_unreadable_target_is_refused_without_a_table() {
-    let missing = std::env::temp_dir().join(format!("iiopbench-bad-{}.ior", std::process::id()));
+    let missing = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-bad-{}.ior", std::process::id()));
     let m = missing.to_str().unwrap();
     for kind in ["latency", "throughput", "connect", "closed"] {
         refused(&["bench", kind, "--target", m], "cannot read");
     }
     // A file that holds no reference.
-    let junk = std::env::temp_dir().join(format!("iiopbench-junk-{}.ior", std::process::id()));
+    let junk = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-junk-{}.ior", std::process::id()));
     std::fs::write(&junk, "not a reference\n").unwrap();
     refused(
         &["bench", "latency", "--target", junk.to_str().unwrap()],
@@ -185,7 +187,8 @@ fn closed_before_it_writes(args: &[&str]) {
 fn a_closed_stdout_ends_the_command_quietly() {
     // A bench table, written well after the reader left (the run takes
     // longer than the drop).
-    let json = std::env::temp_dir().join(format!("iiopbench-pipe-{}.json", std::process::id()));
+    let json = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-pipe-{}.json", std::process::id()));
     closed_before_it_writes(&[
         "bench",
         "latency",

@@ -14,7 +14,8 @@ use iiop_transport::server::{serve, Dispatch, Handler, Outcome, RequestContext, 
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-{}-{name}", std::process::id()))
 }
 
 fn run(args: &[&str]) -> i32 {

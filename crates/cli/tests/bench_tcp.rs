@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-{}-{name}", std::process::id()))
 }
 
 fn run(args: &[&str]) -> i32 {

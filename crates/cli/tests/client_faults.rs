@@ -231,7 +231,8 @@ async fn conn(mut s: tokio::net::TcpStream, fault: Fault, ok: u64, seen: Arc<Ato
 }
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-faults-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-faults-{}-{name}", std::process::id()))
 }
 
 /// Run the CLI in-process with `--json`, on a thread, bounded by a

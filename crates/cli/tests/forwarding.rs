@@ -14,7 +14,8 @@ use iiop_bench_idl::run::{RunningServer, ServerOptions};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-fwd-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-fwd-{}-{name}", std::process::id()))
 }
 
 fn server(forwarding: Option<Forwarding>) -> RunningServer {

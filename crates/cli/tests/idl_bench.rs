@@ -11,7 +11,7 @@ fn bench_idl() -> String {
 }
 
 fn run(args: &[&str]) -> (i32, serde_json::Value) {
-    let out = std::env::temp_dir().join(format!(
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-idl-bench-{}-{}.json",
         std::process::id(),
         args.join("_").len()

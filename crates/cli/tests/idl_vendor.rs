@@ -86,7 +86,8 @@ fn same_answers_as_typed_client(orb: &str) {
     if !available(orb) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("iiopbench-idl-{orb}-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-idl-{orb}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ior_file = dir.join("ior");
     let _srv = vendor_server(orb, &ior_file);
@@ -212,7 +213,8 @@ fn omniorb_client_is_answered_by_serve_idl() {
     if !available("omniorb") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("iiopbench-serve-idl-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-serve-idl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ior_file = dir.join("ior");
     let mut c = Command::new(env!("CARGO_BIN_EXE_iiopbench"));

@@ -16,7 +16,7 @@ use iiopbench::opts::{Cli, Command};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-field-test-{}-{name}",
         std::process::id()
     ))
@@ -95,7 +95,7 @@ fn case<'a>(cases: &'a [Value], name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {name:?}"))
 }
 
-const FIELD: [&str; 28] = [
+const FIELD: [&str; 30] = [
     "TargetAddress KeyAddr, ping",
     "TargetAddress KeyAddr, LocateRequest",
     "TargetAddress ProfileAddr, ping",
@@ -124,6 +124,8 @@ const FIELD: [&str; 28] = [
     "wstring surrogate pairs GIOP 1.2 LE",
     "wstring surrogate pairs GIOP 1.2 BE",
     "reply above our maximum message size -> a clear error, no hang",
+    "wstring on a connection without a CodeSets context, then ping",
+    "CodeSets context on a later request, wstring echo, then ping",
 ];
 
 /// The bidirectional GIOP checks (bench.idl's CALLBACKS).
@@ -235,6 +237,15 @@ fn field_checks_pass_against_our_server() {
     );
     let d = detail("reply above our maximum message size -> a clear error, no hang");
     assert!(d.contains("exceeds the limit of 16384 bytes"), "{d}");
+    // A wide string before any CodeSets context: the OMG's BAD_PARAM
+    // minor 23, as omniORB; a late context is taken.
+    let d = detail("wstring on a connection without a CodeSets context, then ping");
+    assert!(
+        d.starts_with("refused the wstring: BAD_PARAM minor 0x4f4d0017"),
+        "{d}"
+    );
+    let d = detail("CodeSets context on a later request, wstring echo, then ping");
+    assert!(d.starts_with("read the wstring in the UTF-16"), "{d}");
 }
 
 /// `serve --fragment-replies 64`: every check still passes, and the

@@ -14,7 +14,7 @@ use std::process::Command;
 use roxmltree::{Document, Node};
 
 fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-interop-reports-{}-{test}",
         std::process::id()
     ));

@@ -24,7 +24,8 @@ fn root() -> PathBuf {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-ior-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-ior-{}-{name}", std::process::id()))
 }
 
 /// `catior`, if installed; panics under CI when it is not.

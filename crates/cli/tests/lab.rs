@@ -100,7 +100,8 @@ fn lab_run_moves_ping_pong_by_the_added_round_trip() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let t0 = Instant::now();
-    let dir = std::env::temp_dir().join(format!("iiopbench-labtest-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-labtest-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (bare_f, imp_f) = (dir.join("bare.json"), dir.join("impaired.json"));
 
@@ -173,7 +174,8 @@ fn lab_run_points_tcp_and_baselines_at_the_servers_raw_tcp_port() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
-    let dir = std::env::temp_dir().join(format!("iiopbench-labtcp-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-labtcp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let run = |json: &Path, bench: &[&str]| {
         let mut a = vec![
@@ -284,7 +286,8 @@ fn lab_as_non_root_fails_with_one_line() {
     // A copy in a world-readable directory: the build tree may sit under a
     // directory uid 65534 cannot enter (e.g. /root).
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("iiopbench-nonroot-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-nonroot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let exe = dir.join("iiopbench");
@@ -314,7 +317,8 @@ fn lab_suite_runs_every_case_under_every_condition_into_one_file() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
-    let dir = std::env::temp_dir().join(format!("iiopbench-labsuite-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-labsuite-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let suite = dir.join("mini.toml");
     std::fs::write(
@@ -421,7 +425,8 @@ fn ctrl_c_keeps_partial_results_and_removes_the_lab() {
     if !root_or_skip("ctrl_c_keeps_partial_results_and_removes_the_lab") {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("iiopbench-labint-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-labint-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("partial.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))

@@ -24,8 +24,8 @@ fn four_lab_host_agents_against_one_server_host() {
         return;
     }
     std::env::set_var("IIOPBENCH_EXE", env!("CARGO_BIN_EXE_iiopbench"));
-    let json =
-        std::env::temp_dir().join(format!("iiopbench-lab-agents-{}.json", std::process::id()));
+    let json = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-lab-agents-{}.json", std::process::id()));
     let code = iiopbench::main_with_args([
         "iiopbench",
         "lab",

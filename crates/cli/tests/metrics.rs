@@ -23,8 +23,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let d =
-            std::env::temp_dir().join(format!("iiopbench-metrics-{}-{name}", std::process::id()));
+        let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("iiopbench-metrics-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         Scratch(d)

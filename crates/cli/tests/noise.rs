@@ -14,7 +14,8 @@ mod common;
 const BUSY: &str = "the machine was busy with other work";
 
 fn run_json(name: &str, args: &[&str]) -> (i32, Value, String) {
-    let json = std::env::temp_dir().join(format!("iiopbench-{}-{name}", std::process::id()));
+    let json = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-{}-{name}", std::process::id()));
     let bin = env!("CARGO_BIN_EXE_iiopbench");
     let out = Command::new(bin)
         .args(args)

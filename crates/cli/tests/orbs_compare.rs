@@ -78,7 +78,8 @@ fn quick_comparison_of_ours_and_omniorb_is_written_and_reported() {
     if !common::vendor_built("orbs_compare", "omniorb", true) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("iiopbench-orbs-compare-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-orbs-compare-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("compare.json");

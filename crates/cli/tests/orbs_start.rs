@@ -25,7 +25,7 @@ fn root() -> PathBuf {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-orbs-start-{}-{name}",
         std::process::id()
     ))

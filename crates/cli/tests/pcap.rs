@@ -70,7 +70,7 @@ fn tmpdir(name: &str) -> TmpDir {
     let base = if shm.is_dir() {
         shm.to_path_buf()
     } else {
-        std::env::temp_dir()
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
     };
     let d = base.join(format!("iiopbench-pcap-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

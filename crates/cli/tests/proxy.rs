@@ -13,7 +13,8 @@ use iiop_giop::{Ior, ResponseMode};
 use iiop_transport::ClientConfig;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-proxy-cli-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-proxy-cli-{}-{name}", std::process::id()))
 }
 
 #[test]

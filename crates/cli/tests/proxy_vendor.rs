@@ -30,7 +30,7 @@ fn root() -> PathBuf {
 }
 
 fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-proxy-vendor-{}-{test}",
         std::process::id()
     ));

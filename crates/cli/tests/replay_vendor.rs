@@ -29,7 +29,7 @@ fn server() -> RunningServer {
 /// `iiopbench replay FIXTURE --target IOR --idl bench.idl`: exit code and
 /// the results document.
 fn replay(fixture: &str, srv: &RunningServer) -> (i32, Value) {
-    let json = std::env::temp_dir().join(format!(
+    let json = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-replay-vendor-{}-{}.json",
         std::process::id(),
         fixture.replace('/', "-")

@@ -11,7 +11,8 @@ use iiopbench_engine::hist::Latency;
 use iiopbench_engine::results::{self, Case, CaseParams, Placement, Results, TargetInfo};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("iiopbench-report-{}-{name}", std::process::id()));
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-report-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -57,7 +57,8 @@ fn slow_proxy(upstream: std::net::SocketAddr) -> u16 {
 /// The quick suite against `target` with `--timeout 1s` and `extra`:
 /// exit status, the checks, and the calibration note.
 fn quick_suite(target: &str, extra: &[&str]) -> (i32, Vec<serde_json::Value>, String) {
-    let json = std::env::temp_dir().join(format!("iiopbench-slow-{}.json", std::process::id()));
+    let json = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-slow-{}.json", std::process::id()));
     let j = json.display().to_string();
     let mut args = vec![
         "iiopbench",

@@ -99,8 +99,10 @@ fn three_slurm_tasks_sweep_in_step_and_merge_exactly() {
         common::skip_or_fail(test, &why);
         return;
     }
-    let scratch =
-        Scratch(std::env::temp_dir().join(format!("iiopbench-slurm-test-{}", std::process::id())));
+    let scratch = Scratch(
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("iiopbench-slurm-test-{}", std::process::id())),
+    );
     let _ = std::fs::remove_dir_all(&scratch.0);
     std::fs::create_dir_all(&scratch.0).unwrap();
     let t0 = Instant::now();

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-soak-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-soak-{}-{name}", std::process::id()))
 }
 
 fn run(args: &[&str]) -> i32 {

@@ -12,7 +12,8 @@ use std::process::Command;
 use serde_json::Value;
 
 fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("iiopbench-sweep-{}-{test}", std::process::id()));
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-sweep-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

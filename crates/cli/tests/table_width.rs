@@ -14,7 +14,8 @@ const WIDTH: usize = 100;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-tw-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-tw-{}-{name}", std::process::id()))
 }
 
 /// Run the binary with `args` (stdout not a terminal: no colour, no

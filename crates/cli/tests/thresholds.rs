@@ -17,7 +17,7 @@ fn exe() -> &'static str {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-thresholds-{}-{name}",
         std::process::id()
     ))

@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-tls-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-tls-{}-{name}", std::process::id()))
 }
 
 fn run_json(name: &str, args: &[&str]) -> (i32, serde_json::Value) {

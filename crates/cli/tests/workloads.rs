@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("iiopbench-wl-{}-{name}", std::process::id()))
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-wl-{}-{name}", std::process::id()))
 }
 
 /// The tests measure: one at a time, so they do not load each other.

@@ -84,7 +84,8 @@ fn write_capture(path: &Path) {
 }
 
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("iiopbench-engine-replay-{}", std::process::id()));
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-engine-replay-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -47,7 +47,8 @@ fn no_crate_has_an_import_circle() {
 /// fails, and naming both modules' parts shows the circle.
 #[test]
 fn the_checker_finds_a_circle_it_is_given() {
-    let dir = std::env::temp_dir().join(format!("module-cycles-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("module-cycles-{}", std::process::id()));
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"circle\"\n").unwrap();

@@ -58,7 +58,8 @@ fn fake_tao_tree(root: &Path) -> PathBuf {
 
 #[test]
 fn tao_status_agrees_with_itself_in_30_runs() {
-    let root = std::env::temp_dir().join(format!("iiopbench-tao-status-{}", std::process::id()));
+    let root = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("iiopbench-tao-status-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let ace = fake_tao_tree(&root);
     let path = format!(

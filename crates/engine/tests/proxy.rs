@@ -24,7 +24,7 @@ use iiop_transport::ClientConfig;
 use iiopbench_engine::proxy::{Proxy, ProxyConfig, RelayStats};
 
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "iiopbench-proxy-test-{}-{name}",
         std::process::id()
     ))

@@ -10,7 +10,8 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("iiop-idl-{tag}-{}", std::process::id()));
+        let p = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("iiop-idl-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)

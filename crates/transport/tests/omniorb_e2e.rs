@@ -61,7 +61,8 @@ fn start_names(test: &str) -> Option<Names> {
         return None;
     }
     let port = free_port();
-    let dir = std::env::temp_dir().join(format!("giop-e2e-{}-{port}", std::process::id()));
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("giop-e2e-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new("omniNames")
         .args(["-start", &port.to_string()])

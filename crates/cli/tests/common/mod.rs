@@ -66,11 +66,25 @@ pub fn vendor_built(test: &str, orb: &str, required: bool) -> bool {
     false
 }
 
-/// A child process killed (by its id) and reaped on drop.
+/// A child process stopped and reaped on drop: SIGTERM first, so that a
+/// vendor server removes its temporary files (the TLS key files the
+/// omniORB and JacORB servers write) as it exits; SIGKILL when it has not
+/// exited within 5 s.
 pub struct Proc(pub std::process::Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        if let Ok(pid) = libc::pid_t::try_from(self.0.id()) {
+            // SAFETY: kill(2) with our own child's pid and a valid signal.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while std::time::Instant::now() < end {
+                if let Ok(Some(_)) = self.0.try_wait() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

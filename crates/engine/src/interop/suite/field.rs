@@ -6,8 +6,10 @@
 //! it), an exception reply and a user exception reply read as the peer
 //! may fragment them, Requests
 //! split into Fragments at every 8-byte boundary from 32 to 64 bytes,
-//! wstrings of characters beyond U+FFFF (UTF-16 surrogate pairs), and a
-//! reply above our maximum message size.
+//! wstrings of characters beyond U+FFFF (UTF-16 surrogate pairs), a
+//! reply above our maximum message size, and a wstring on a connection
+//! whose CodeSets context is missing or late (what a client hit by the
+//! code-set negotiation race sends).
 //!
 //! A failure that is a known defect of the server's ORB
 //! ([`KNOWN_DEFECTS`], matched by TAG_ORB_TYPE, check and symptom) is
@@ -24,6 +26,7 @@ use iiop_bench_idl::bench::anys::{BenchErrorData, BENCH_ERROR_ID};
 use iiop_bench_idl::bench::types::Payload;
 use iiop_cdr::{ByteOrder, Options, WString, Writer};
 use iiop_giop::codec::{CodecConfig, Decoder};
+use iiop_giop::context::{negotiate, ServiceContext, SC_CODE_SETS};
 use iiop_giop::header::HEADER_LEN;
 use iiop_giop::message::{
     encode_cancel_request, encode_locate_request, encode_request, LocateStatus, Reply, ReplyStatus,
@@ -174,16 +177,30 @@ fn request(
     op: &str,
     body: impl FnOnce(&mut Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
 ) -> BytesMut {
+    request_with(order, id, target, op, &[], Options::default(), body)
+}
+
+/// [`request`] carrying `contexts`, its body written with `opts` (the
+/// code sets a client believes in force).
+fn request_with(
+    order: ByteOrder,
+    id: u32,
+    target: &TargetAddress,
+    op: &str,
+    contexts: &[ServiceContext],
+    opts: Options,
+    body: impl FnOnce(&mut Writer<'_>) -> Result<(), iiop_cdr::CdrError>,
+) -> BytesMut {
     let mut b = BytesMut::new();
     let head = RequestHead {
         request_id: id,
         response: ResponseMode::Twoway,
         target,
         operation: op,
-        contexts: &[],
+        contexts,
     };
     // Only fails for a key a 1.0/1.1 header cannot carry: these are 1.2.
-    let _ = encode_request(&mut b, V12, order, Options::default(), &head, body);
+    let _ = encode_request(&mut b, V12, order, opts, &head, body);
     b
 }
 
@@ -410,6 +427,11 @@ impl InteropSuite {
         if !self.expired() {
             self.over_our_limit().await;
         }
+        for late in [false, true] {
+            if !self.expired() {
+                self.code_sets_missed(late).await;
+            }
+        }
         self.peer_limit().await;
     }
 
@@ -432,6 +454,31 @@ impl InteropSuite {
         k.order = super::order_name(order).into();
         k.calls = 1;
         k
+    }
+
+    /// A raw-probe check addressed by disposition `d`, with its target;
+    /// or `None` when it is already recorded: a skip when the raw probes
+    /// cannot connect (no plain-TCP endpoint), a failure when the
+    /// reference has no IIOP profile to address.
+    fn raw_check(
+        &mut self,
+        name: String,
+        mode: &str,
+        order: ByteOrder,
+        calls: u64,
+        d: i16,
+    ) -> Option<(Check, TargetAddress)> {
+        let mut k = self.field_check(name, mode, order);
+        k.calls = calls;
+        if let Err(e) = self.raw_endpoint() {
+            self.push_field(k.set(Verdict::Skip, e));
+            return None;
+        }
+        let Some(target) = address(&self.ior, d) else {
+            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+            return None;
+        };
+        Some((k, target))
     }
 
     /// `ping` addressed by disposition `d`; a NEEDS_ADDRESSING_MODE is
@@ -490,13 +537,7 @@ impl InteropSuite {
     async fn locate_addressing(&mut self, d: i16) {
         let order = ByteOrder::NATIVE;
         let name = format!("TargetAddress {}, LocateRequest", form_name(d));
-        let mut k = self.field_check(name, "locate", order);
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, d) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "locate", order, 1, d) else {
             return;
         };
         let t = Instant::now();
@@ -531,16 +572,10 @@ impl InteropSuite {
     /// forward: a skip saying so.
     async fn locate_forward(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE".into(),
-            "locate",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
+        let name = "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE";
+        let Some((mut k, _)) = self.raw_check(name.into(), "locate", order, 2, 0) else {
             return;
-        }
+        };
         let t = Instant::now();
         let r: Result<Result<String, String>, String> = async {
             let mut c = self.raw().await?;
@@ -594,18 +629,8 @@ impl InteropSuite {
     /// reply may come (it is discarded) or not.
     async fn cancel(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "CancelRequest for a slow call; the server keeps serving".into(),
-            "twoway",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let name = "CancelRequest for a slow call; the server keeps serving";
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
         };
         let t = Instant::now();
@@ -688,11 +713,9 @@ impl InteropSuite {
                 )
             }
         };
-        let mut k = self.field_check(name.into(), "twoway", order);
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
-        }
+        };
         let t = Instant::now();
         let r = async {
             let mut c = self.raw().await?;
@@ -713,7 +736,6 @@ impl InteropSuite {
             };
             // Still serving: a new connection's ping.
             let mut c = self.raw().await.map_err(|e| format!("{what}; then {e}"))?;
-            let target = address(&self.ior, 0).ok_or("no IIOP profile")?;
             c.send(&request(order, 1, &target, "ping", |_| Ok(())))
                 .await?;
             let (r, _) = c
@@ -725,7 +747,6 @@ impl InteropSuite {
         }
         .await;
         k.seconds = t.elapsed().as_secs_f64();
-        k.calls = 2;
         self.push_field(match r {
             Ok(what) => k.set(
                 Verdict::Pass,
@@ -744,18 +765,8 @@ impl InteropSuite {
     /// must go on serving new connections.
     async fn message_error_to_server(&mut self) {
         let order = ByteOrder::NATIVE;
-        let mut k = self.field_check(
-            "MessageError from the client -> close or ignore, keep serving".into(),
-            "twoway",
-            order,
-        );
-        k.calls = 2;
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let name = "MessageError from the client -> close or ignore, keep serving";
+        let Some((mut k, target)) = self.raw_check(name.into(), "twoway", order, 2, 0) else {
             return;
         };
         let bytes = Header::new(V12, order, MsgType::MessageError, 0).to_bytes();
@@ -812,20 +823,11 @@ impl InteropSuite {
     /// An unknown operation, read as the server sends it (in Fragments
     /// where it fragments replies): BAD_OPERATION, decoded exactly.
     async fn exception_reply(&mut self, order: ByteOrder) {
-        let mut k = self.field_check(
-            format!(
-                "exception reply, fragmented or whole, GIOP 1.2 {}",
-                short(order)
-            ),
-            "twoway",
-            order,
+        let name = format!(
+            "exception reply, fragmented or whole, GIOP 1.2 {}",
+            short(order)
         );
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "twoway", order, 1, 0) else {
             return;
         };
         let t = Instant::now();
@@ -874,23 +876,14 @@ impl InteropSuite {
     /// USER_EXCEPTION BenchError, decoded exactly, nothing but padding
     /// after it.
     async fn user_exception_reply(&mut self, order: ByteOrder) {
-        let mut k = self.field_check(
-            format!(
-                "user exception reply, fragmented or whole, GIOP 1.2 {}",
-                short(order)
-            ),
-            "twoway",
-            order,
+        let name = format!(
+            "user exception reply, fragmented or whole, GIOP 1.2 {}",
+            short(order)
         );
-        k.ty = "exception".into();
-        if let Err(e) = self.raw_endpoint() {
-            self.push_field(k.set(Verdict::Skip, e));
-            return;
-        }
-        let Some(target) = address(&self.ior, 0) else {
-            self.push_field(k.set(Verdict::Fail, "no IIOP profile"));
+        let Some((mut k, target)) = self.raw_check(name, "twoway", order, 1, 0) else {
             return;
         };
+        k.ty = "exception".into();
         let want = BenchErrorData::raised(11, "field", USER_EXCEPTION_DETAIL);
         let t = Instant::now();
         let r = async {
@@ -1059,6 +1052,115 @@ impl InteropSuite {
                 Verdict::Pass,
                 "U+1F600, U+10348, U+10FFFF, U+10000, U+1D11E echoed exactly",
             ),
+            Err(e) => k.set(Verdict::Fail, e),
+        });
+    }
+
+    /// What a client hit by the code-set negotiation race sends (a client
+    /// whose threads share a new connection, one of them marking the code
+    /// sets negotiated before any request carried the CodeSets context:
+    /// JacORB #211, #329): `echo_wstring` in UTF-16 on a connection whose
+    /// first request carried no CodeSets context, then `ping` on the same
+    /// connection. With `late`, a `ping` without the context goes first
+    /// and the `echo_wstring` carries it (the context arrives late).
+    ///
+    /// The code sets are fixed by the connection's first request (CORBA 3
+    /// §13.10.2.6), so the server may refuse the wide string with a
+    /// system exception (omniORB: BAD_PARAM) or read it in the UTF-16 its
+    /// reference offers: both pass, and the detail says which. A garbled
+    /// echo, a hang, a closed connection or a ping unanswered after it
+    /// fail: the race's other requests share that connection.
+    async fn code_sets_missed(&mut self, late: bool) {
+        let order = ByteOrder::NATIVE;
+        let name = if late {
+            "CodeSets context on a later request, wstring echo, then ping"
+        } else {
+            "wstring on a connection without a CodeSets context, then ping"
+        };
+        let Some((mut k, target)) = self.raw_check(name.into(), "echo", order, 3, 0) else {
+            return;
+        };
+        k.ty = "wstring".into();
+        let Some((cs, _)) = self.ior.code_sets() else {
+            let why = "the server's IOR advertises no code sets";
+            self.push_field(k.set(Verdict::Skip, why));
+            return;
+        };
+        let n = negotiate(&cs, V12);
+        if n.context.wchar_data == 0 {
+            let why = "the server's IOR advertises no wchar code set";
+            self.push_field(k.set(Verdict::Skip, why));
+            return;
+        }
+        let context = [ServiceContext {
+            id: SC_CODE_SETS,
+            data: n.context.encode(order),
+        }];
+        let sent = Payload::WString(vec![WString("race é \u{1F600}".into())]);
+        let t = Instant::now();
+        let r = async {
+            let mut c = self.raw().await?;
+            let mut id = 30;
+            if late {
+                c.send(&request(order, id, &target, "ping", |_| Ok(())))
+                    .await?;
+                let (r, _) = c.reply(id).await?;
+                ping_outcome(&r).map_err(|e| format!("the first ping: {e}"))?;
+                id += 1;
+            }
+            let contexts: &[ServiceContext] = if late { &context } else { &[] };
+            c.send(&request_with(
+                order,
+                id,
+                &target,
+                "echo_wstring",
+                contexts,
+                n.options,
+                |w| sent.encode(w),
+            ))
+            .await?;
+            let (r, _) = c.reply(id).await.map_err(|e| format!("the wstring: {e}"))?;
+            let what = match r.header.status {
+                ReplyStatus::NoException => {
+                    let mut rd = r.body.reader(n.options);
+                    match Payload::decode(sent.elem(), &mut rd) {
+                        Ok(got) if got == sent => {
+                            "read the wstring in the UTF-16 its reference offers".to_string()
+                        }
+                        Ok(got) => {
+                            return Err(format!("echoed {got:?} (sent {sent:?}): garbled"));
+                        }
+                        Err(e) => {
+                            return Err(format!(
+                                "an echo that does not decode ({e}); body {}",
+                                hex(&r.body.bytes, 48)
+                            ))
+                        }
+                    }
+                }
+                ReplyStatus::SystemException => {
+                    let x = r
+                        .system_exception()
+                        .map_err(|e| format!("SYSTEM_EXCEPTION that does not decode: {e}"))?;
+                    format!("refused the wstring: {}", super::system_text(&x))
+                }
+                other => return Err(format!("answered the wstring {other:?}")),
+            };
+            id += 1;
+            c.send(&request(order, id, &target, "ping", |_| Ok(())))
+                .await
+                .map_err(|e| format!("{what}; then {e}"))?;
+            let (r, _) = c
+                .reply(id)
+                .await
+                .map_err(|e| format!("{what}; then the ping on that connection: {e}"))?;
+            ping_outcome(&r).map_err(|e| format!("{what}; then the ping: {e}"))?;
+            Ok(what)
+        }
+        .await;
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push_field(match r {
+            Ok(what) => k.set(Verdict::Pass, format!("{what}; the ping after it answered")),
             Err(e) => k.set(Verdict::Fail, e),
         });
     }

@@ -119,6 +119,7 @@ public final class Server {
     sun.misc.SignalHandler onSignal = sig -> {
       out.println(perf.statsLine());
       out.flush();
+      Tls.removeKeystores();
       Runtime.getRuntime().halt(0);
     };
     sun.misc.Signal.handle(new sun.misc.Signal("TERM"), onSignal);

@@ -13,8 +13,11 @@ import java.security.PrivateKey;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.security.spec.PKCS8EncodedKeySpec;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,6 +29,26 @@ import java.util.Map;
  * removed at exit) and the jacorb.security.* properties.
  */
 final class Tls {
+  /** The temporary keystores written so far (see {@link #removeKeystores}). */
+  private static final List<Path> KEYSTORES = Collections.synchronizedList(new ArrayList<>());
+
+  /**
+   * Remove the temporary keystores now: a process that ends by
+   * Runtime.halt (the server on SIGTERM) runs no deleteOnExit.
+   */
+  static void removeKeystores() {
+    synchronized (KEYSTORES) {
+      for (Path f : KEYSTORES) {
+        try {
+          Files.deleteIfExists(f);
+        } catch (IOException e) {
+          // nothing more to do at exit
+        }
+      }
+      KEYSTORES.clear();
+    }
+  }
+
   String cert;
   String key;
   String ca;
@@ -109,6 +132,7 @@ final class Tls {
     ks.setCertificateEntry("ca", caCert);
     Path f = Files.createTempFile("iiopbench-jacorb-tls-", ".p12");
     f.toFile().deleteOnExit();
+    KEYSTORES.add(f);
     try (FileOutputStream out = new FileOutputStream(f.toFile())) {
       ks.store(out, password.toCharArray());
     }
