@@ -18,8 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Parser;
-use iiopbench::opts::{Cli, Command};
+use common::serve_in_process as serve;
 use serde_json::Value;
 
 /// The limit the servers here are run with: small, so the checks are
@@ -31,17 +30,6 @@ fn tmp(name: &str) -> PathBuf {
         "iiopbench-limits-test-{}-{name}",
         std::process::id()
     ))
-}
-
-/// Our server started as `iiopbench serve ARGS` would, in-process.
-fn serve(args: &[&str]) -> iiop_bench_idl::run::RunningServer {
-    let mut v = vec!["iiopbench", "serve", "--server-threads", "2"];
-    v.extend_from_slice(args);
-    let Command::Serve(o) = Cli::try_parse_from(v).unwrap().command else {
-        unreachable!("serve command")
-    };
-    iiop_bench_idl::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
-        .unwrap()
 }
 
 /// The quick suite against the server whose reference is `target`, with
@@ -199,16 +187,23 @@ fn a_server_that_ignores_the_limit_fails_the_refusal_checks() {
     let ior = srv.refs().ior.to_string();
     let (code, cases) = suite(&ior, "ignores", &["--peer-max-message-size", LIMIT]);
     assert_eq!(code, 1);
-    for (name, result, detail) in limit_checks(&cases) {
+    refusals_fail(
+        &cases,
+        ": echoed all 65552 octets: the limit of 65536 bytes was not enforced (",
+    );
+}
+
+/// Each check below the limit in `cases` passes, and each refusal check
+/// fails with `why` in its detail, other connections still served.
+fn refusals_fail(cases: &[Value], why: &str) {
+    for (name, result, detail) in limit_checks(cases) {
         if is_below(&name) {
             assert_eq!(result, "pass", "{name}: {detail}");
             continue;
         }
         assert_eq!(result, "fail", "{name}: {detail}");
         assert!(
-            detail
-                .contains(": echoed all 65552 octets: the limit of 65536 bytes was not enforced (")
-                && detail.ends_with("; a new connection is served"),
+            detail.contains(why) && detail.ends_with("; a new connection is served"),
             "{name}: {detail}"
         );
     }
@@ -232,6 +227,14 @@ enum Above {
 struct Relay {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+}
+
+impl Relay {
+    /// A reference to `srv`'s object through the relay.
+    fn ior_of(&self, srv: &iiop_bench_idl::run::RunningServer) -> String {
+        let key = srv.refs().ior.iiop_profile().unwrap().object_key;
+        iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", self.addr.port(), key).to_string()
+    }
 }
 
 impl Drop for Relay {
@@ -328,28 +331,16 @@ fn pass_below(
 fn a_server_that_hangs_above_the_limit_fails_the_refusal_checks() {
     let srv = serve(&[]);
     let relay = relay(srv.addr(), 65536, Above::Hang);
-    let key = srv.refs().ior.iiop_profile().unwrap().object_key;
-    let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", relay.addr.port(), key);
+    let ior = relay.ior_of(&srv);
     let t = std::time::Instant::now();
     let (code, cases) = suite(
-        &ior.to_string(),
+        &ior,
         "hangs",
         &["--peer-max-message-size", LIMIT, "--timeout", "1s"],
     );
     let took = t.elapsed();
     assert_eq!(code, 1);
-    for (name, result, detail) in limit_checks(&cases) {
-        if is_below(&name) {
-            assert_eq!(result, "pass", "{name}: {detail}");
-            continue;
-        }
-        assert_eq!(result, "fail", "{name}: {detail}");
-        assert!(
-            detail.contains(": neither answered nor closed within 1s (a hang) (")
-                && detail.ends_with("; a new connection is served"),
-            "{name}: {detail}"
-        );
-    }
+    refusals_fail(&cases, ": neither answered nor closed within 1s (a hang) (");
     // 7 waits of 1 s, and the rest of the quick suite.
     assert!(took < Duration::from_secs(60), "took {took:?}");
     drop(relay);
@@ -364,10 +355,9 @@ fn a_server_that_hangs_above_the_limit_fails_the_refusal_checks() {
 fn a_server_that_crashes_above_the_limit_fails_the_refusal_check() {
     let srv = serve(&[]);
     let relay = relay(srv.addr(), 128 << 10, Above::Crash);
-    let key = srv.refs().ior.iiop_profile().unwrap().object_key;
-    let ior = iiop_giop::Ior::iiop("IDL:Bench/Perf:1.0", "127.0.0.1", relay.addr.port(), key);
+    let ior = relay.ior_of(&srv);
     let (code, cases) = suite(
-        &ior.to_string(),
+        &ior,
         "crashes",
         &["--peer-max-message-size", "128KiB", "--timeout", "1s"],
     );

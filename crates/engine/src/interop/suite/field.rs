@@ -363,6 +363,11 @@ impl InteropSuite {
                 self.ceiling
             ));
         }
+        self.plain_endpoint()
+    }
+
+    /// The server's plain TCP endpoint, or why it has none to probe.
+    fn plain_endpoint(&self) -> Result<(String, u16), String> {
         let p = &self.profile;
         if p.port == 0 || iiop_giop::ior::tls_offer(p).is_some_and(|t| t.required()) {
             return Err("raw GIOP probes speak plain TCP; the server requires TLS".into());

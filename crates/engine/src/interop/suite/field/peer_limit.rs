@@ -376,11 +376,7 @@ impl InteropSuite {
                 self.ceiling
             ));
         }
-        let p = &self.profile;
-        if p.port == 0 || iiop_giop::ior::tls_offer(p).is_some_and(|t| t.required()) {
-            return Err("raw GIOP probes speak plain TCP; the server requires TLS".into());
-        }
-        Ok((p.host.clone(), p.port))
+        self.plain_endpoint()
     }
 
     /// The echo just below the limit.
