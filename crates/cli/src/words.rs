@@ -21,7 +21,7 @@ const RENAMED: [(&str, &str); 8] = [
 
 /// Job fields (and option names of the non-job commands) that are flags
 /// of the same name.
-const SAME: [&str; 87] = [
+const SAME: [&str; 88] = [
     "a_target",
     "agents",
     "b_target",
@@ -60,6 +60,7 @@ const SAME: [&str; 87] = [
     "order",
     "pairs",
     "pattern",
+    "peer_max_message_size",
     "pin",
     "points",
     "raise_limits",
@@ -164,13 +165,20 @@ pub fn in_results(r: &mut Results) {
     }
 }
 
-/// `r`'s failure and its cases' `detail` (the interop suite's checks) in
-/// the command line's words.
+/// `r`'s failure, its cases' `detail` (the interop suite's checks) and
+/// its skip reasons in the command line's words.
 pub fn in_checks(r: &mut Results) {
     in_results(r);
     for c in &mut r.cases {
         if let Some(serde_json::Value::String(d)) = c.extra.get_mut("detail") {
             *d = flags(d);
+        }
+    }
+    if let Some(serde_json::Value::Array(reasons)) = r.params.get_mut("skip_reasons") {
+        for why in reasons {
+            if let Some(serde_json::Value::String(w)) = why.get_mut("reason") {
+                *w = flags(w);
+            }
         }
     }
 }

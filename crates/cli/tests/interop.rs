@@ -60,8 +60,11 @@ fn suite_passes_against_our_server() {
     assert_eq!(j["params"]["failed"], 0);
     assert_eq!(j["params"]["passed"], 311);
     assert_eq!(j["params"]["notes"], 5);
-    assert_eq!(j["params"]["skipped"], 5);
-    assert_eq!(j["cases"].as_array().unwrap().len(), 321);
+    assert_eq!(j["params"]["skipped"], 5 + LIMIT_CHECKS.len());
+    assert_eq!(
+        j["cases"].as_array().unwrap().len(),
+        321 + LIMIT_CHECKS.len()
+    );
     assert!(cases_with(&j, "fail").is_empty());
     let notes = cases_with(&j, "note");
     assert_eq!(
@@ -76,23 +79,30 @@ fn suite_passes_against_our_server() {
     );
     // 8 echo sets × 26 types; the 4 wide checks in GIOP 1.0 are skipped,
     // counted apart with their reason; so is the forward check (our
-    // server serves the short key itself).
-    assert_eq!(
-        cases_with(&j, "skip"),
-        [
-            "echo wchar GIOP 1.0 BE",
-            "echo wstring GIOP 1.0 BE",
-            "echo wchar GIOP 1.0 LE",
-            "echo wstring GIOP 1.0 LE",
-            "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE",
-        ]
-    );
+    // server serves the short key itself), and so are the checks of the
+    // server's maximum message size (not given).
+    let skipped: Vec<String> = [
+        "echo wchar GIOP 1.0 BE",
+        "echo wstring GIOP 1.0 BE",
+        "echo wchar GIOP 1.0 LE",
+        "echo wstring GIOP 1.0 LE",
+        "LocateRequest answered with a forward -> the forwarded key is OBJECT_HERE",
+    ]
+    .iter()
+    .chain(&LIMIT_CHECKS)
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(cases_with(&j, "skip"), skipped);
     let reasons = j["params"]["skip_reasons"].as_array().unwrap();
     assert_eq!(
         reasons[0],
+        serde_json::json!({"count": 14, "reason": "the server's maximum message size is not known: give the limit it is configured with as --peer-max-message-size"})
+    );
+    assert_eq!(
+        reasons[1],
         serde_json::json!({"count": 4, "reason": "wchar/wstring are illegal in GIOP 1.0"})
     );
-    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
     let big = j["cases"]
         .as_array()
         .unwrap()
@@ -139,8 +149,27 @@ fn quick_suite_is_smaller() {
     assert_eq!(j["params"]["failed"], 0);
     assert_eq!(j["params"]["passed"], 230);
     assert_eq!(j["params"]["notes"], 5);
-    assert_eq!(j["params"]["skipped"], 3);
+    assert_eq!(j["params"]["skipped"], 3 + LIMIT_CHECKS.len());
 }
+
+/// The checks of the server's maximum message size: skips without
+/// `--peer-max-message-size` (tests/interop_limits.rs runs them).
+const LIMIT_CHECKS: [&str; 14] = [
+    "request below the server's maximum message size -> echoed, GIOP 1.2 LE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.2 LE",
+    "request above the server's maximum message size in Fragments below it -> refused, no hang, GIOP 1.2 LE",
+    "request below the server's maximum message size -> echoed, GIOP 1.2 BE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.2 BE",
+    "request above the server's maximum message size in Fragments below it -> refused, no hang, GIOP 1.2 BE",
+    "request below the server's maximum message size -> echoed, GIOP 1.1 LE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.1 LE",
+    "request below the server's maximum message size -> echoed, GIOP 1.1 BE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.1 BE",
+    "request below the server's maximum message size -> echoed, GIOP 1.0 LE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.0 LE",
+    "request below the server's maximum message size -> echoed, GIOP 1.0 BE",
+    "request above the server's maximum message size -> refused, no hang, GIOP 1.0 BE",
+];
 
 /// Our handler, except that `echo_long` answers every value with its
 /// bytes reversed.

@@ -11,8 +11,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use clap::Parser;
-use iiopbench::opts::{Cli, Command};
+use common::serve_in_process as serve;
 use serde_json::Value;
 
 fn tmp(name: &str) -> PathBuf {
@@ -32,17 +31,6 @@ fn load(path: &PathBuf) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     std::fs::remove_file(path).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-/// Our server started as `iiopbench serve ARGS` would, in-process.
-fn serve(args: &[&str]) -> iiop_bench_idl::run::RunningServer {
-    let mut v = vec!["iiopbench", "serve", "--server-threads", "2"];
-    v.extend_from_slice(args);
-    let Command::Serve(o) = Cli::try_parse_from(v).unwrap().command else {
-        unreachable!("serve command")
-    };
-    iiop_bench_idl::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
-        .unwrap()
 }
 
 /// The quick suite against `srv`: (params, the cases).

@@ -40,9 +40,17 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     assert_eq!(Elem::ALL.len(), 26);
     assert_eq!(echo(Verdict::Skip), 2);
     assert_eq!(echo(Verdict::Pass), 5 * 26 - 2);
+    // The 14 checks of the server's maximum message size are skipped
+    // without `peer_max_message_size`.
     assert_eq!(
         rep.skip_reasons(),
         [
+            (
+                14,
+                "the server's maximum message size is not known: give the limit it is \
+                 configured with as `peer_max_message_size`"
+                    .to_string()
+            ),
             (2, "wchar/wstring are illegal in GIOP 1.0".to_string()),
             (
                 1,

@@ -136,3 +136,18 @@ pub fn vendor_server_with(orb: &str, ior_file: &std::path::Path, extra: &[&str])
         .args(extra);
     start(c)
 }
+
+/// Our server started as `iiopbench serve --server-threads 2 ARGS` would,
+/// in this process (127.0.0.1, a free port unless ARGS say otherwise).
+pub fn serve_in_process(args: &[&str]) -> iiop_bench_idl::run::RunningServer {
+    use clap::Parser;
+    let mut v = vec!["iiopbench", "serve", "--server-threads", "2"];
+    v.extend_from_slice(args);
+    let iiopbench::opts::Command::Serve(o) =
+        iiopbench::opts::Cli::try_parse_from(v).unwrap().command
+    else {
+        unreachable!("serve command")
+    };
+    iiop_bench_idl::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
+        .unwrap()
+}

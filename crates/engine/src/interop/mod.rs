@@ -64,6 +64,10 @@ pub struct InteropOpts {
     /// The suite alone: the proxy records what it passes here (pcapng,
     /// or the `pcap` command's JSON for a `.json` name).
     pub record: Option<PathBuf>,
+    /// The suite alone: the server's configured maximum message size
+    /// (bytes after the GIOP header), to check what it does with
+    /// requests just below and above it; `None` skips those checks.
+    pub peer_max_message_size: Option<u64>,
 }
 
 impl Default for InteropOpts {
@@ -81,6 +85,7 @@ impl Default for InteropOpts {
             progress: Progress::none(),
             via_proxy: None,
             record: None,
+            peer_max_message_size: None,
         }
     }
 }
@@ -96,6 +101,7 @@ impl InteropOpts {
             time_limit_given: self.max_duration_given,
             raise_limits: self.raise_limits,
             tls: self.tls.clone(),
+            peer_max_message_size: self.peer_max_message_size,
         }
     }
 }

@@ -320,6 +320,9 @@ impl Raw {
     }
 }
 
+/// Requests below and above the server's own maximum message size.
+mod peer_limit;
+
 /// Send a LocateRequest for `target` and read its LocateReply's status.
 async fn locate(
     c: &mut Raw,
@@ -360,6 +363,11 @@ impl InteropSuite {
                 self.ceiling
             ));
         }
+        self.plain_endpoint()
+    }
+
+    /// The server's plain TCP endpoint, or why it has none to probe.
+    fn plain_endpoint(&self) -> Result<(String, u16), String> {
         let p = &self.profile;
         if p.port == 0 || iiop_giop::ior::tls_offer(p).is_some_and(|t| t.required()) {
             return Err("raw GIOP probes speak plain TCP; the server requires TLS".into());
@@ -429,6 +437,7 @@ impl InteropSuite {
                 self.code_sets_missed(late).await;
             }
         }
+        self.peer_limit().await;
     }
 
     /// Record `k`; a failure that is a [`KnownDefect`] of the server's
