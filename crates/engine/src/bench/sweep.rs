@@ -412,6 +412,7 @@ impl SweepJob {
             connections,
             in_flight: 1,
             rate,
+            max_outstanding: loops::DEFAULT_MAX_OUTSTANDING,
             // A step counts its failures; the stop rule ends the sweep.
             on_error: OnError::Continue,
         }
