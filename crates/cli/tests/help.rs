@@ -311,7 +311,7 @@ const IDEAS: &[Idea] = &[
         None,
         "service",
         "DURATION",
-        "bench closed/packing/balance/sweep",
+        "bench closed/latency/packing/balance/sweep",
     ),
     idea(
         "Stop at this 95 % confidence interval",

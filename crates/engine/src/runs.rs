@@ -316,6 +316,25 @@ fn fold(mut cases: Vec<Case>) -> Case {
     if let Some(n) = total_extra(&cases, "head_first_calls") {
         param(&mut out.extra, "head_first_calls", n);
     }
+    // The generator's memory and calls in flight: the most any run had
+    // (the first run's calls grow the heap; later ones reuse it).
+    for key in [
+        "max_in_flight",
+        "client_rss_bytes",
+        "client_rss_per_call_bytes",
+    ] {
+        let most = cases
+            .iter()
+            .filter_map(|c| c.extra.get(key).and_then(|v| v.as_f64()))
+            .reduce(f64::max);
+        if let Some(most) = most {
+            let v = match key {
+                "client_rss_per_call_bytes" => serde_json::json!(most),
+                _ => serde_json::json!(most as u64),
+            };
+            out.extra.insert(key.into(), v);
+        }
+    }
     let iv = intervals(&runs);
     out.baseline = fold_baseline(cases.iter().map(|c| c.baseline.as_ref()), iv.get("vs_tcp"));
     out.limit = fold_baseline(cases.iter().map(|c| c.limit.as_ref()), iv.get("vs_limit"));

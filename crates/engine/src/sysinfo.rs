@@ -121,9 +121,27 @@ pub fn proc_rss(pid: u32) -> Option<u64> {
 }
 
 fn parse_vm_rss(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    parse_kib(text, "VmRSS:")
+}
+
+/// The `NAME: N kB` line of a /proc status file, in bytes.
+fn parse_kib(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// This process's peak resident memory since it started or since the
+/// last [`reset_own_peak_rss`], bytes (VmHWM).
+pub fn own_peak_rss() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_kib(&text, "VmHWM:")
+}
+
+/// Start this process's peak resident memory afresh from what is resident
+/// now (`5` to /proc/self/clear_refs); false where the kernel refuses.
+pub fn reset_own_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// This process's open-file limit, raised for a run that needs `needed`

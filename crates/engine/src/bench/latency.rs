@@ -17,6 +17,7 @@ use iiop_bench_idl::bench::types::{Outgoing, Payload};
 use iiop_bench_idl::client::{BenchClient, BenchError};
 use serde::{Deserialize, Serialize};
 
+use super::closed::ServiceKind;
 use super::loops::{self, Invoke, Loop, Tally};
 use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
@@ -91,6 +92,15 @@ pub struct LatencyJob {
     /// send time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Open loop: at most this many calls outstanding; a call due beyond
+    /// them is counted as an `overload` error instead of sent.
+    pub max_outstanding: usize,
+    /// Call `work` with this service time instead of `op` (0: `op`): a
+    /// server that holds each call this long keeps calls in flight.
+    #[serde(with = "crate::units::duration")]
+    pub service: Duration,
+    /// How the server spends `service`.
+    pub service_kind: ServiceKind,
     /// Also measure raw-TCP ping-pong at the same sizes (ratios).
     pub baseline: bool,
     /// Raw-TCP server (`HOST:PORT`) for `baseline` with a remote target.
@@ -124,6 +134,9 @@ impl Default for LatencyJob {
             connections: 1,
             in_flight: 1,
             rate: None,
+            max_outstanding: loops::DEFAULT_MAX_OUTSTANDING,
+            service: Duration::ZERO,
+            service_kind: ServiceKind::Sleep,
             baseline: false,
             baseline_target: None,
             slices: 16,
@@ -146,6 +159,7 @@ impl LatencyJob {
             connections: self.connections,
             in_flight: self.in_flight,
             rate: self.rate,
+            max_outstanding: self.max_outstanding,
             on_error: self.on_error,
         }
     }
@@ -171,6 +185,23 @@ impl LatencyJob {
                 "`in_flight` is the closed loop's; with `rate` (the open loop) calls are in flight as the rate makes them".into()
             })?;
         }
+        check(self.max_outstanding >= 1, || {
+            "`max_outstanding` must be at least 1".into()
+        })?;
+        check(
+            self.max_outstanding == d.max_outstanding || self.rate.is_some(),
+            || "`max_outstanding` caps the open loop's calls, which needs `rate`".into(),
+        )?;
+        check(
+            self.service_kind == d.service_kind || !self.service.is_zero(),
+            || "`service_kind` is how the server spends `service`, which is 0".into(),
+        )?;
+        check(
+            self.service.is_zero() || (self.op == d.op && self.idl.is_none() && !self.baseline),
+            || {
+                "`service` calls bench.idl's `work` instead of `op` (or `idl`), without `baseline`: give one or the other".into()
+            },
+        )?;
         match self.duration {
             Some(t) => check(!t.is_zero(), || "`duration` must be more than 0".into())?,
             None => check(self.count >= 1, || "`count` must be at least 1".into())?,
@@ -258,6 +289,17 @@ pub fn run(o: &LatencyJob, ctx: &RunContext) -> (Results, Option<Error>) {
         return crate::dynamic::bench::latency(o, idl, o.point_loop(), ctx);
     }
     let lo = o.point_loop();
+    // Many connections: our embedded server serves them all, and the
+    // open-file limit is raised for them (both ends, when it is ours).
+    let mut job = o.clone();
+    let embedded = o.target.target.is_none();
+    let default_most = iiop_transport::server::ServerConfig::default().max_connections;
+    if embedded && o.connections > default_most && o.target.server_max_connections.is_none() {
+        job.target.server_max_connections = Some(o.connections);
+    }
+    let o = &job;
+    let per_connection = if embedded { 2 } else { 1 };
+    let fds = crate::sysinfo::raise_nofile(o.connections * per_connection + 64);
     session::run(
         o,
         Shape {
@@ -265,7 +307,16 @@ pub fn run(o: &LatencyJob, ctx: &RunContext) -> (Results, Option<Error>) {
             ..Shape::default()
         },
         ctx,
-        |r| lo.record(&mut r.params, o.socket.nodelay),
+        |r| {
+            lo.record(&mut r.params, o.socket.nodelay);
+            if fds.capped || fds.soft != fds.before {
+                param(&mut r.params, "nofile", fds);
+            }
+            if !o.service.is_zero() {
+                param(&mut r.params, "service_s", o.service.as_secs_f64());
+                param(&mut r.params, "service_kind", o.service_kind.name());
+            }
+        },
         async |s: &Session, r: &mut Results| measure(o, s, r).await,
     )
 }
@@ -303,6 +354,16 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     for (elem, size) in points {
         ensure!(!crate::interrupt::requested(), Interrupted, "interrupted");
         let (what, per_call, label, ty) = match (o.op, elem) {
+            _ if !o.service.is_zero() => (
+                Call::Work(o.service.as_secs_f64() * 1e6, o.service_kind.wire()),
+                0,
+                format!(
+                    "work {} {}",
+                    crate::units::micros(o.service.as_secs_f64() * 1e6),
+                    o.service_kind.name()
+                ),
+                "void".to_string(),
+            ),
             (LatencyOp::Ping, _) | (_, None) => {
                 (Call::Ping, 0, "ping".to_string(), "void".to_string())
             }
@@ -330,7 +391,10 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
                 what: what.clone(),
             })
             .collect();
-        let mode = o.op.name();
+        let mode = match o.service.is_zero() {
+            true => o.op.name(),
+            false => "work",
+        };
         let params = CaseParams {
             ty,
             size,
@@ -339,6 +403,7 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         };
         let watch = s.watch_case();
         let live = s.live(&label);
+        let own = (!s.embedded()).then(loops::OwnMemory::start).flatten();
         let (mut case, first_error) = match &mut sliced {
             Some(b) => {
                 let raw_size = if o.op == LatencyOp::Ping { 1 } else { size };
@@ -353,6 +418,9 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
             }
         };
         watch.finish(&mut case);
+        if let Some(m) = own {
+            m.finish(&mut case);
+        }
         if let Some(b) = &mut sliced {
             b.watched(&case);
         }

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use iiop_bench_idl::client::BenchError;
@@ -42,6 +42,9 @@ pub struct Loop {
     pub in_flight: usize,
     /// Open loop at this many calls per second.
     pub rate: Option<f64>,
+    /// Open loop: at most this many calls outstanding; a call due beyond
+    /// them is counted as an `overload` error instead of sent.
+    pub max_outstanding: usize,
     /// Stop at the first failed call, or count failures and go on.
     pub on_error: OnError,
 }
@@ -64,6 +67,9 @@ impl Loop {
         param(p, "connections", self.connections);
         param(p, "in_flight", self.in_flight);
         param(p, "rate", self.rate);
+        if self.rate.is_some() {
+            param(p, "max_outstanding", self.max_outstanding);
+        }
         param(p, "nodelay", nodelay);
         param(
             p,
@@ -86,11 +92,14 @@ pub(crate) struct Tally {
     pub(crate) first_error: Option<String>,
     /// The time cap ended the point before its count.
     pub(crate) capped: bool,
+    /// The most calls outstanding at once.
+    pub(crate) peak_in_flight: usize,
 }
 
 impl Tally {
     pub(crate) fn merge(&mut self, o: Tally) {
         self.capped |= o.capped;
+        self.peak_in_flight = self.peak_in_flight.max(o.peak_in_flight);
         self.lat.merge(&o.lat);
         self.calls += o.calls;
         for (k, v) in o.errors {
@@ -106,6 +115,39 @@ impl Tally {
         if self.first_error.is_none() {
             self.first_error = Some(e.to_string());
         }
+    }
+}
+
+/// The default of [`Loop::max_outstanding`]. The open loop holds per
+/// outstanding call its task (the call's future) and the connection's
+/// waiter for the reply, within the bound per call that docs/methodology.md
+/// states; so the cap bounds the loop's memory, at a size a small machine
+/// holds, while 100 000 outstanding calls are more than a server answers
+/// in time at any rate this generator offers.
+pub const DEFAULT_MAX_OUTSTANDING: usize = 100_000;
+
+/// Calls outstanding now and the most at once, shared by a closed loop's
+/// callers (all on one runtime thread: the atomics are uncontended).
+#[derive(Debug, Default)]
+struct InFlight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl InFlight {
+    /// One more call outstanding until the guard drops.
+    fn enter(&self) -> InFlightGuard<'_> {
+        let n = self.now.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(n, Ordering::Relaxed);
+        InFlightGuard(self)
+    }
+}
+
+struct InFlightGuard<'a>(&'a InFlight);
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -209,6 +251,7 @@ pub(crate) fn tally_case(
     };
     param(&mut case.params.extra, "connections", lo.connections);
     param(&mut case.params.extra, "in_flight", lo.in_flight);
+    param(&mut case.extra, "max_in_flight", tally.peak_in_flight);
     if let Some(rate) = lo.rate {
         param(&mut case.params.extra, "rate", rate);
     }
@@ -222,7 +265,9 @@ pub(crate) fn tally_case(
 }
 
 /// Every caller issues its next call when the previous one returns,
-/// `in_flight` times over, until `count` calls or `duration`.
+/// `in_flight` times over, until `count` calls or `duration`. The callers
+/// record into one tally (a histogram each would cost every caller its
+/// own, hundreds of KiB, where 100 000 callers may be in flight).
 pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live) -> Tally {
     let issued = Arc::new(AtomicU64::new(0));
     let now = Instant::now();
@@ -234,12 +279,14 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live
         lo.count
     };
     let stop_on_error = lo.on_error == OnError::Stop;
-    let mut tasks = Vec::new();
+    let total = Arc::new(Mutex::new(Tally::default()));
+    let in_flight = Arc::new(InFlight::default());
+    let mut tasks = Vec::with_capacity(callers.len() * lo.in_flight);
     for c in callers {
         for _ in 0..lo.in_flight {
             let (c, issued, live) = (c.clone(), issued.clone(), live.clone());
+            let (total, in_flight) = (total.clone(), in_flight.clone());
             tasks.push(tokio::spawn(async move {
-                let mut t = Tally::default();
                 loop {
                     if issued.fetch_add(1, Ordering::Relaxed) >= count
                         || deadline.is_some_and(|d| Instant::now() >= d)
@@ -248,22 +295,27 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live
                         break;
                     }
                     if cap.is_some_and(|d| Instant::now() >= d) {
-                        t.capped = true;
+                        tally(&total).capped = true;
                         break;
                     }
                     let t0 = Instant::now();
-                    match c.invoke().await {
+                    let r = {
+                        let _out = in_flight.enter();
+                        c.invoke().await
+                    };
+                    match r {
                         Ok(()) => {
                             let ns = t0.elapsed().as_nanos() as u64;
-                            t.lat.record_ns(ns);
                             live.call(ns);
+                            let mut t = tally(&total);
+                            t.lat.record_ns(ns);
                             t.calls += 1;
                         }
                         // Cut short by Ctrl-C: not the server's failure.
                         Err(_) if crate::interrupt::requested() => break,
                         Err(e) => {
                             live.error(&error_kind(&e));
-                            t.fail(&e);
+                            tally(&total).fail(&e);
                             if stop_on_error {
                                 issued.store(u64::MAX / 2, Ordering::Relaxed);
                                 break;
@@ -271,17 +323,54 @@ pub(crate) async fn closed_loop<I: Invoke>(lo: &Loop, callers: &[I], live: &Live
                         }
                     }
                 }
-                t
             }));
         }
     }
-    let mut total = Tally::default();
     for t in tasks {
-        if let Ok(t) = t.await {
-            total.merge(t);
+        let _ = t.await;
+    }
+    let mut total = std::mem::take(&mut *tally(&total));
+    total.peak_in_flight = in_flight.peak.load(Ordering::Relaxed);
+    total
+}
+
+/// The generator's own resident memory over one point, read where the
+/// server is another process (else its memory would count too): the
+/// peak while the point ran, and what the calls in flight added over what
+/// was resident before them, per call at the most in flight.
+pub(crate) struct OwnMemory {
+    before: u64,
+}
+
+impl OwnMemory {
+    /// Before the point's calls (connections open): `None` where the
+    /// peak cannot be started afresh.
+    pub(crate) fn start() -> Option<OwnMemory> {
+        if !crate::sysinfo::reset_own_peak_rss() {
+            return None;
+        }
+        let before = crate::sysinfo::proc_rss(std::process::id())?;
+        Some(OwnMemory { before })
+    }
+
+    /// `client_rss_bytes` (the peak) and `client_rss_per_call_bytes` into
+    /// the point's case, whose `max_in_flight` is set.
+    pub(crate) fn finish(self, case: &mut Case) {
+        let Some(peak) = crate::sysinfo::own_peak_rss() else {
+            return;
+        };
+        param(&mut case.extra, "client_rss_bytes", peak);
+        let most = case.extra.get("max_in_flight").and_then(|v| v.as_u64());
+        if let Some(most) = most.filter(|&n| n > 0) {
+            let per = peak.saturating_sub(self.before) as f64 / most as f64;
+            param(&mut case.extra, "client_rss_per_call_bytes", per);
         }
     }
-    total
+}
+
+/// The shared tally of a closed loop's callers.
+fn tally(t: &Mutex<Tally>) -> std::sync::MutexGuard<'_, Tally> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Close every caller's connection on Ctrl-C, while the guard lives.
@@ -310,24 +399,52 @@ async fn wait_until(at: tokio::time::Instant) {
 }
 
 /// Calls at fixed intended times; each latency counts from its intended
-/// time. At most 10 000 calls are outstanding; beyond that, calls are
-/// counted as `overload` errors rather than queued without bound.
+/// time. At most `lo.max_outstanding` calls are outstanding; beyond them,
+/// calls are counted as `overload` errors rather than queued without
+/// bound.
 pub(crate) async fn open_loop<I: Invoke>(
     lo: &Loop,
     callers: &[I],
     rate: f64,
     live: &Live,
 ) -> Tally {
-    const MAX_OUTSTANDING: usize = 10_000;
+    open_loop_waiting(lo, callers, rate, live, wait_until).await
+}
+
+/// [`open_loop`] with the wait for each intended time given (a test's
+/// paused clock needs `sleep_until`: the precise wait spins on the clock).
+///
+/// The loop holds what is outstanding only: each call is a task in one
+/// set, and the calls that have completed are taken out of it (and their
+/// latencies recorded into the one histogram) before every send, so
+/// memory follows the calls outstanding, not the calls sent.
+async fn open_loop_waiting<I: Invoke, W: std::future::Future<Output = ()>>(
+    lo: &Loop,
+    callers: &[I],
+    rate: f64,
+    live: &Live,
+    wait: impl Fn(tokio::time::Instant) -> W,
+) -> Tally {
     let n = match lo.duration {
         Some(d) => (d.as_secs_f64() * rate).ceil() as u64,
         None => lo.count,
     };
     let interval = Duration::from_secs_f64(1.0 / rate);
     let start = tokio::time::Instant::now();
-    let outstanding = Arc::new(AtomicUsize::new(0));
-    let mut tasks = Vec::new();
+    let mut calls = tokio::task::JoinSet::new();
     let mut total = Tally::default();
+    let record =
+        |total: &mut Tally, done: Result<(u64, Result<(), BenchError>), tokio::task::JoinError>| {
+            match done {
+                Ok((ns, Ok(()))) => {
+                    total.lat.record_ns(ns);
+                    total.calls += 1;
+                }
+                Ok((_, Err(_))) if crate::interrupt::requested() => {}
+                Ok((_, Err(e))) => total.fail(&e),
+                Err(_) => {}
+            }
+        };
     for i in 0..n {
         if crate::interrupt::requested() {
             break;
@@ -337,44 +454,31 @@ pub(crate) async fn open_loop<I: Invoke>(
             total.capped = true;
             break;
         }
-        wait_until(intended).await;
-        if outstanding.load(Ordering::Relaxed) >= MAX_OUTSTANDING {
+        wait(intended).await;
+        while let Some(done) = calls.try_join_next() {
+            record(&mut total, done);
+        }
+        if calls.len() >= lo.max_outstanding {
             count_error(&mut total.errors, "overload".into());
             live.error("overload");
             continue;
         }
-        outstanding.fetch_add(1, Ordering::Relaxed);
-        let (c, out, live) = (
-            callers[i as usize % callers.len()].clone(),
-            outstanding.clone(),
-            live.clone(),
-        );
+        let (c, live) = (callers[i as usize % callers.len()].clone(), live.clone());
         let intended = intended.into_std();
-        // Each call hands back its figure; one histogram records them all
-        // (a histogram per call was 264 KiB allocated and zeroed inside the
-        // timed interval, and held until the end).
-        tasks.push(tokio::spawn(async move {
+        calls.spawn(async move {
             let r = c.invoke().await;
             let ns = intended.elapsed().as_nanos() as u64;
-            out.fetch_sub(1, Ordering::Relaxed);
             match &r {
                 Ok(()) => live.call(ns),
                 Err(_) if crate::interrupt::requested() => {}
                 Err(e) => live.error(&error_kind(e)),
             }
             (ns, r)
-        }));
+        });
+        total.peak_in_flight = total.peak_in_flight.max(calls.len());
     }
-    for t in tasks {
-        match t.await {
-            Ok((ns, Ok(()))) => {
-                total.lat.record_ns(ns);
-                total.calls += 1;
-            }
-            Ok((_, Err(_))) if crate::interrupt::requested() => {}
-            Ok((_, Err(e))) => total.fail(&e),
-            Err(_) => {}
-        }
+    while let Some(done) = calls.join_next().await {
+        record(&mut total, done);
     }
     total
 }
@@ -491,6 +595,96 @@ pub(crate) async fn send_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call the test's clock holds: it returns once the clock has moved
+    /// `hold` ticks past the tick it was sent at, or at the `last` tick
+    /// (after which the clock stands still).
+    #[derive(Clone)]
+    struct Held {
+        clock: tokio::sync::watch::Receiver<u64>,
+        hold: u64,
+        last: u64,
+    }
+
+    impl Invoke for Held {
+        async fn invoke(&self) -> Result<(), BenchError> {
+            let mut clock = self.clock.clone();
+            let due = (*clock.borrow() + self.hold).min(self.last);
+            let _ = clock.wait_for(|&t| t >= due).await;
+            Ok(())
+        }
+
+        fn close(&self) {}
+    }
+
+    /// An open loop of `n` calls, each held for `hold` intended times (the
+    /// clock ticks once per intended time, and the calls it frees finish
+    /// before the next send), at most `cap` outstanding.
+    fn held_open_loop(n: u64, hold: u64, cap: usize) -> Tally {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (tick, clock) = tokio::sync::watch::channel(0u64);
+            let lo = Loop {
+                count: n,
+                duration: None,
+                max_duration: None,
+                warmup: 0,
+                connections: 1,
+                in_flight: 1,
+                rate: Some(1e6),
+                max_outstanding: cap,
+                on_error: OnError::Continue,
+            };
+            let wait = |_at| {
+                tick.send_modify(|t| *t += 1);
+                async {
+                    for _ in 0..4 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            };
+            let callers = [Held {
+                clock,
+                hold,
+                last: n,
+            }];
+            let live = Live::off();
+            let run = open_loop_waiting(&lo, &callers, 1e6, &live, wait);
+            tokio::time::timeout(Duration::from_secs(30), run)
+                .await
+                .expect("the open loop ends within 30 s")
+        })
+    }
+
+    /// The open loop holds what is outstanding, not what it sent: 2000
+    /// calls each outstanding for 10 sends keep at most about 10 tasks
+    /// held at once, and every call is recorded once.
+    #[test]
+    fn the_open_loop_holds_the_calls_outstanding_not_the_calls_sent() {
+        let t = held_open_loop(2000, 10, DEFAULT_MAX_OUTSTANDING);
+        assert_eq!(t.calls, 2000);
+        assert_eq!(t.lat.len(), 2000);
+        assert!(t.errors.is_empty(), "{:?}", t.errors);
+        assert!(
+            (10..=12).contains(&t.peak_in_flight),
+            "{}",
+            t.peak_in_flight
+        );
+    }
+
+    /// At the cap, a call due is counted as overload instead of sent, and
+    /// the outstanding ones never exceed the cap.
+    #[test]
+    fn beyond_max_outstanding_calls_are_overload_errors() {
+        let t = held_open_loop(2000, 10, 4);
+        assert_eq!(t.peak_in_flight, 4);
+        let overload = t.errors.get("overload").copied().unwrap_or(0);
+        assert!(overload > 1000, "{overload}");
+        assert_eq!(t.calls + overload, 2000);
+    }
 
     /// An open loop's call leaves at its intended time to within
     /// microseconds, not on the timer's next millisecond: the median

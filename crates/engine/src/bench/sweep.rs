@@ -412,6 +412,7 @@ impl SweepJob {
             connections,
             in_flight: 1,
             rate,
+            max_outstanding: loops::DEFAULT_MAX_OUTSTANDING,
             // A step counts its failures; the stop rule ends the sweep.
             on_error: OnError::Continue,
         }
@@ -929,8 +930,10 @@ fn knee_params(
 /// step, the agents' loads, offered calls/s and connections summed (each
 /// agent offered the step's load), achieved the merged calls/s, the
 /// client CPU summed, the server's figures the highest any agent read
-/// (only an agent on the server's host reads them); then the stop rules
-/// and the knee, on the merged steps.
+/// (only an agent on the server's host reads them), the generators'
+/// resident memory and calls in flight summed and their memory per
+/// connection the highest any agent paid; then the stop rules and the
+/// knee, on the merged steps.
 pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
     let rule = o.rule();
     let (mut loads, mut labels) = (Vec::new(), Vec::new());
@@ -972,6 +975,17 @@ pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
             if let Some(v) = max(k) {
                 param(e, k, v);
             }
+        }
+        // The generators' own memory: all of them together, and the
+        // most any one paid per connection (the bound each one holds).
+        if let Some(v) = sum("client_rss_bytes") {
+            param(e, "client_rss_bytes", v as u64);
+        }
+        if let Some(v) = max("client_rss_per_connection_bytes") {
+            param(e, "client_rss_per_connection_bytes", v);
+        }
+        if let Some(v) = sum("max_in_flight") {
+            param(e, "max_in_flight", v as u64);
         }
         match stop_reason(&step, &rule) {
             Some(st) => param(e, "stopped_by", st.to_string()),
@@ -1017,6 +1031,56 @@ fn step_label(o: &SweepJob, load: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sweep of one connections step as an agent ran it: its figures.
+    fn agent_step(rss: u64, per_connection: f64, in_flight: u64) -> Results {
+        let mut r = Results::new("sweep", Vec::new());
+        let mut c = crate::results::Case {
+            name: "N=100".into(),
+            calls: 1000,
+            seconds: 1.0,
+            calls_per_sec: 1000.0,
+            ..Default::default()
+        };
+        let e = &mut c.extra;
+        param(e, "step", 1);
+        param(e, "load", 100.0);
+        param(e, "offered_per_s", 1000.0);
+        param(e, "connections", 100);
+        param(e, "client_rss_bytes", rss);
+        param(e, "client_rss_per_connection_bytes", per_connection);
+        param(e, "max_in_flight", in_flight);
+        r.cases.push(c);
+        r
+    }
+
+    /// The merged step carries the generators' memory: summed over the
+    /// agents, and per connection the most any one paid.
+    #[test]
+    fn merged_steps_carry_the_generators_memory() {
+        let (a, b) = (
+            agent_step(30 << 20, 9000.0, 100),
+            agent_step(40 << 20, 12000.0, 98),
+        );
+        let mut merged = Results::new("agents", Vec::new());
+        let mut c = a.cases[0].clone();
+        c.extra.clear();
+        merged.cases.push(c);
+        let job = SweepJob {
+            mode: SweepMode::Connections,
+            steps: Steps(vec![100.0]),
+            ..SweepJob::default()
+        };
+        merge_steps(&mut merged, &[&a, &b], &job);
+        let e = &merged.cases[0].extra;
+        assert_eq!(e["client_rss_bytes"], serde_json::json!(70u64 << 20));
+        assert_eq!(
+            e["client_rss_per_connection_bytes"],
+            serde_json::json!(12000.0)
+        );
+        assert_eq!(e["max_in_flight"], serde_json::json!(198));
+        assert_eq!(e["connections"], serde_json::json!(200.0));
+    }
 
     fn step(load: f64, offered: Option<f64>, achieved: f64, p99: f64, errors: u64) -> StepLoad {
         StepLoad {

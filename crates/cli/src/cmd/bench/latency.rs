@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use clap::Args;
 use iiopbench_engine::bench::latency::{LatencyJob, LatencyOp};
+use iiopbench_engine::bench::loops::DEFAULT_MAX_OUTSTANDING;
 use iiopbench_engine::options::Sizes;
 use iiopbench_engine::units::parse_duration;
 
-use crate::flags::{BenchArgs, ElemList, IdlArgs, OnErrorArg, TargetArgs};
+use crate::flags::{BenchArgs, ElemList, IdlArgs, OnErrorArg, ServiceKindArg, TargetArgs};
 
 /// `--op`: one of bench.idl's, or an IDL operation with `--idl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +73,21 @@ pub struct LatencyArgs {
     /// send time).
     #[arg(long, value_name = "N")]
     pub rate: Option<f64>,
+    /// With --rate: at most N calls outstanding; a call due beyond them is
+    /// counted as an `overload` error instead of sent. The generator's
+    /// memory follows the calls outstanding, so N bounds it.
+    #[arg(long, default_value_t = DEFAULT_MAX_OUTSTANDING, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_outstanding: usize,
+    /// Call `work` with this service time instead of --op: a server that
+    /// holds each call this long keeps --connections x --in-flight calls
+    /// in flight (or rate x service with --rate). Serve with enough
+    /// `serve --max-in-flight` per connection, and give a small --warmup:
+    /// each warm-up call takes the service time.
+    #[arg(long, value_parser = parse_duration, default_value = "0s", value_name = "DURATION")]
+    pub service: Duration,
+    /// How the server spends --service.
+    #[arg(long, value_enum, default_value_t = ServiceKindArg::Sleep)]
+    pub service_kind: ServiceKindArg,
     /// Also measure raw-TCP ping-pong at the same sizes and print ratios.
     #[arg(long)]
     pub baseline: bool,
@@ -113,6 +129,9 @@ impl LatencyArgs {
             connections: self.connections,
             in_flight: self.in_flight,
             rate: self.rate,
+            max_outstanding: self.max_outstanding,
+            service: self.service,
+            service_kind: self.service_kind.into(),
             baseline: self.baseline,
             baseline_target: self.baseline_target.clone(),
             slices: self.slices,
