@@ -58,12 +58,12 @@ fn suite_passes_against_our_server() {
     assert_eq!(j["target"]["kind"], "embedded");
     assert_eq!(j["target"]["orb_type"], "iiopbench");
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 311);
+    assert_eq!(j["params"]["passed"], 314);
     assert_eq!(j["params"]["notes"], 5);
     assert_eq!(j["params"]["skipped"], 5 + LIMIT_CHECKS.len());
     assert_eq!(
         j["cases"].as_array().unwrap().len(),
-        321 + LIMIT_CHECKS.len()
+        324 + LIMIT_CHECKS.len()
     );
     assert!(cases_with(&j, "fail").is_empty());
     let notes = cases_with(&j, "note");
@@ -147,7 +147,7 @@ fn quick_suite_is_smaller() {
     let j = load(&json);
     assert_eq!(j["params"]["quick"], true);
     assert_eq!(j["params"]["failed"], 0);
-    assert_eq!(j["params"]["passed"], 230);
+    assert_eq!(j["params"]["passed"], 233);
     assert_eq!(j["params"]["notes"], 5);
     assert_eq!(j["params"]["skipped"], 3 + LIMIT_CHECKS.len());
 }
@@ -837,6 +837,7 @@ fn known_defects(client: &str, server: &str) -> Vec<&'static str> {
         ],
         ("ours", "jacorb") => vec![
             "malformed message (message type 42) -> MessageError or close",
+            "non-ASCII strings GIOP 1.0",
             "value: echo_box chunked",
             "value: echo_nodes TaggedNodes, id list indirected",
         ],
@@ -920,7 +921,7 @@ fn matrix_ours_omniorb_jacorb() {
             .as_u64()
             .unwrap()
     };
-    assert_eq!(ours("ours"), 230);
+    assert_eq!(ours("ours"), 233);
     // The valuetype checks our client runs into a peer's known defect
     // with are skips naming it (omniORB's not even sent: its server
     // aborts); the rest pass.
@@ -1194,7 +1195,7 @@ fn suite_reaches_a_tls_only_server_with_the_tls_flags() {
     assert_eq!(run(&[&quick[..], &tls[..]].concat()), 0);
     let r = load(&json);
     assert_eq!(r["params"]["failed"], 0);
-    assert_eq!(r["params"]["passed"], 211);
+    assert_eq!(r["params"]["passed"], 214);
     // Plain IIOP to the same server: every connection is refused.
     assert_eq!(run(&quick), 1);
     let r = load(&json);

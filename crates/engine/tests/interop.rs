@@ -82,14 +82,14 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .map(|c| c.verdict)
         .collect::<Vec<_>>();
     assert_eq!(anys, [Verdict::Pass; 28]);
-    assert_eq!(rep.count(Verdict::Pass), 230);
+    assert_eq!(rep.count(Verdict::Pass), 233);
     assert_eq!(rep.count(Verdict::Note), 5);
 
     // The results document says the same.
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 230);
+    assert_eq!(r.params["passed"], 233);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -98,7 +98,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 230);
+    assert_eq!(passed_cases, 233);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();

@@ -9,7 +9,8 @@
 //! wstrings of characters beyond U+FFFF (UTF-16 surrogate pairs), a
 //! reply above our maximum message size, and a wstring on a connection
 //! whose CodeSets context is missing or late (what a client hit by the
-//! code-set negotiation race sends).
+//! code-set negotiation race sends), and strings beyond ASCII in the char
+//! code set in force.
 //!
 //! A failure that is a known defect of the server's ORB
 //! ([`KNOWN_DEFECTS`], matched by TAG_ORB_TYPE, check and symptom) is
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use iiop_bench_idl::bench::anys::{BenchErrorData, BENCH_ERROR_ID};
 use iiop_bench_idl::bench::types::Payload;
-use iiop_cdr::{ByteOrder, Options, WString, Writer};
+use iiop_cdr::{ByteOrder, CharCodeSet, Options, WString, Writer};
 use iiop_giop::codec::{CodecConfig, Decoder};
 use iiop_giop::context::{negotiate, ServiceContext, SC_CODE_SETS};
 use iiop_giop::header::HEADER_LEN;
@@ -32,11 +33,11 @@ use iiop_giop::message::{
     encode_cancel_request, encode_locate_request, encode_request, LocateStatus, Reply, ReplyStatus,
     RequestHead,
 };
-use iiop_giop::{Header, Ior, Message, MsgType, ResponseMode, TargetAddress};
+use iiop_giop::{Header, Ior, Message, MsgType, ResponseMode, TargetAddress, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{describe, echo_check, hex, Check, InteropSuite, Verdict, V12};
+use super::{describe, echo_check, hex, Check, InteropSuite, Verdict, V10, V11, V12};
 
 /// The longest a probe waits for an answer of a few bytes (a peer
 /// that neither answers nor closes by then hangs the connection).
@@ -83,7 +84,7 @@ const OMNIORB_BIDIR: &str = "omniORB hands the reply to a callback made over a \
     check passes); tracker: no entry known, the limit is omniORB's thread-per-connection \
     dispatch (giopServer)";
 
-const KNOWN_DEFECTS: [KnownDefect; 7] = [
+const KNOWN_DEFECTS: [KnownDefect; 8] = [
     KnownDefect {
         orb_type: OMNIORB,
         check: "bidirectional GIOP callback, GIOP 1.2 LE",
@@ -128,6 +129,17 @@ const KNOWN_DEFECTS: [KnownDefect; 7] = [
             logs \"received message with unknown message type\" and neither answers \
             MessageError (CORBA 3.x, 15.4.8) nor closes; tracker: no entry known, \
             the gap is in JacORB's source",
+    },
+    KnownDefect {
+        orb_type: JACORB,
+        check: "non-ASCII strings GIOP 1.0",
+        // U+FFFD in UTF-8: our ISO-8859-1 bytes read as UTF-8.
+        symptom: "efbfbd",
+        defect: "JacORB reads and writes GIOP 1.0 strings, which negotiate no code set \
+            and so are ISO-8859-1 (CORBA 3.x, 13.10.2.6), in its native char code set \
+            (UTF-8, the JVM's file.encoding): a Latin-1 letter arrives as U+FFFD and \
+            comes back as its UTF-8 bytes; tracker: no entry known (OpenLiberty #33474 \
+            is the same class in Yoko)",
     },
 ];
 
@@ -435,6 +447,11 @@ impl InteropSuite {
         for late in [false, true] {
             if !self.expired() {
                 self.code_sets_missed(late).await;
+            }
+        }
+        for v in [V12, V11, V10] {
+            if !self.expired() {
+                self.non_ascii_strings(v).await;
             }
         }
         self.peer_limit().await;
@@ -1058,6 +1075,58 @@ impl InteropSuite {
                 "U+1F600, U+10348, U+10FFFF, U+10000, U+1D11E echoed exactly",
             ),
             Err(e) => k.set(Verdict::Fail, e),
+        });
+    }
+
+    /// Strings beyond ASCII, echoed in GIOP `v` (OpenLiberty #33474: a
+    /// peer that takes another char code set than the one in force
+    /// garbles them): in GIOP 1.1 and 1.2 in the char code set negotiated
+    /// from the reference's TAG_CODE_SETS, in GIOP 1.0 (and without code
+    /// sets) in ISO-8859-1, the default. Letters of ISO-8859-1 always;
+    /// where UTF-8 is in force, also characters beyond it.
+    async fn non_ascii_strings(&mut self, v: Version) {
+        let order = ByteOrder::NATIVE;
+        let mut k = self.field_check(format!("non-ASCII strings GIOP {v}"), "echo", order);
+        k.giop = v.to_string();
+        k.ty = "string".into();
+        if self.ceiling < v {
+            let why = format!("the reference publishes GIOP {}", self.ceiling);
+            self.push_field(k.set(Verdict::Skip, why));
+            return;
+        }
+        let char_set = match self.ior.code_sets() {
+            Some((cs, _)) if v >= V11 => negotiate(&cs, v).options.char_set,
+            _ => CharCodeSet::Latin1,
+        };
+        let mut strings: Vec<String> = ["é", "Grüße, Ærøskøbing", "¿Señor? ¡Sí! ÿ ß ½ °"]
+            .map(String::from)
+            .to_vec();
+        if char_set == CharCodeSet::Utf8 {
+            strings.extend(["€ 100", "漢字 かな", "emoji \u{1F600}"].map(String::from));
+        }
+        let set = match char_set {
+            CharCodeSet::Latin1 => "ISO-8859-1",
+            CharCodeSet::Utf8 => "UTF-8",
+        };
+        let sent = strings.len();
+        let p = Payload::String(strings);
+        k.size = p.counted_bytes(char_set);
+        let t = Instant::now();
+        let r = match self.connect(v, order).await {
+            Ok(c) => {
+                let r = echo_check(&c, &p).await;
+                c.close();
+                r.map_err(|e| e.detail)
+            }
+            Err(e) => Err(e),
+        };
+        k.seconds = t.elapsed().as_secs_f64();
+        self.push_field(match r {
+            Ok(()) => k.set(
+                Verdict::Pass,
+                format!("{sent} strings beyond ASCII in {set} echoed exactly"),
+            ),
+            Err(e) => k.set(Verdict::Fail, format!("in {set}: {e}")),
         });
     }
 
