@@ -1060,14 +1060,7 @@ impl InteropSuite {
         );
         k.size = 64;
         let t = Instant::now();
-        let r = match self.connect(V12, order).await {
-            Ok(c) => {
-                let r = echo_check(&c, &p).await;
-                c.close();
-                r.map_err(|e| e.detail)
-            }
-            Err(e) => Err(e),
-        };
+        let r = self.echo_on_new_connection(V12, order, &p).await;
         k.seconds = t.elapsed().as_secs_f64();
         self.push_field(match r {
             Ok(()) => k.set(
@@ -1076,6 +1069,20 @@ impl InteropSuite {
             ),
             Err(e) => k.set(Verdict::Fail, e),
         });
+    }
+
+    /// `p` echoed on a connection of its own in GIOP `v` and `order`,
+    /// closed after it: the failure's detail.
+    async fn echo_on_new_connection(
+        &self,
+        v: Version,
+        order: ByteOrder,
+        p: &Payload,
+    ) -> Result<(), String> {
+        let c = self.connect(v, order).await?;
+        let r = echo_check(&c, p).await;
+        c.close();
+        r.map_err(|e| e.detail)
     }
 
     /// Strings beyond ASCII, echoed in GIOP `v` (OpenLiberty #33474: a
@@ -1112,14 +1119,7 @@ impl InteropSuite {
         let p = Payload::String(strings);
         k.size = p.counted_bytes(char_set);
         let t = Instant::now();
-        let r = match self.connect(v, order).await {
-            Ok(c) => {
-                let r = echo_check(&c, &p).await;
-                c.close();
-                r.map_err(|e| e.detail)
-            }
-            Err(e) => Err(e),
-        };
+        let r = self.echo_on_new_connection(v, order, &p).await;
         k.seconds = t.elapsed().as_secs_f64();
         self.push_field(match r {
             Ok(()) => k.set(
