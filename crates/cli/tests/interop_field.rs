@@ -45,6 +45,21 @@ fn suite(srv: &iiop_bench_idl::run::RunningServer, name: &str) -> (Value, Vec<Va
 /// The quick suite against the server whose IOR is in `ior`; it must
 /// exit 0 (nothing failed).
 fn suite_at(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
+    let (code, params, cases) = quick_suite(ior, name);
+    assert_eq!(code, 0, "{params}");
+    (params, cases)
+}
+
+/// The quick suite against the server whose IOR is in `ior`, whatever
+/// its exit status (a server run with other options may fail checks
+/// this test does not look at).
+fn suite_at_lenient(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
+    let (_, params, cases) = quick_suite(ior, name);
+    (params, cases)
+}
+
+/// `interop --quick` against `ior`: its exit status, params and cases.
+fn quick_suite(ior: &std::path::Path, name: &str) -> (i32, Value, Vec<Value>) {
     let json = tmp(&format!("{name}.json"));
     let code = run(&[
         "interop",
@@ -55,25 +70,11 @@ fn suite_at(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
         json.to_str().unwrap(),
     ]);
     let j = load(&json);
-    assert_eq!(code, 0, "{}", j["params"]);
-    (j["params"].clone(), j["cases"].as_array().unwrap().to_vec())
-}
-
-/// The quick suite against the server whose IOR is in `ior`, whatever
-/// its exit status (a server run with other options may fail checks
-/// this test does not look at).
-fn suite_at_lenient(ior: &std::path::Path, name: &str) -> (Value, Vec<Value>) {
-    let json = tmp(&format!("{name}.json"));
-    run(&[
-        "interop",
-        "--quick",
-        "--target",
-        ior.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let j = load(&json);
-    (j["params"].clone(), j["cases"].as_array().unwrap().to_vec())
+    (
+        code,
+        j["params"].clone(),
+        j["cases"].as_array().unwrap().to_vec(),
+    )
 }
 
 fn case<'a>(cases: &'a [Value], name: &str) -> &'a Value {
