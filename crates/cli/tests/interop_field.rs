@@ -385,32 +385,86 @@ fn vendor_clients_are_called_back_over_their_own_connection() {
     let srv = serve(&[]);
     let ior = tmp("bidir-ours.ior");
     std::fs::write(&ior, format!("{}\n", srv.refs().ior)).unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     for orb in ["omniorb", "jacorb"] {
         if !common::vendor_built("interop bidir vendor clients", orb, true) {
             continue;
         }
-        let out = std::process::Command::new(root.join(format!("scripts/orbs/{orb}/client")))
-            .args(["--target"])
-            .arg(&ior)
-            .args(["--mode", "callback"])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let last = text.lines().last().unwrap_or_default();
-        let j: Value = serde_json::from_str(last).unwrap_or_else(|e| {
-            panic!(
-                "{orb}: {e}: {text} {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let (ok, j) = vendor_client(orb, &ior, &["--mode", "callback"]);
         assert_eq!(j["mode"], "callback", "{orb}: {j}");
         assert_eq!(
             (&j["passed"], &j["failed"]),
             (&Value::from(1), &Value::from(0)),
             "{orb}: {j}"
         );
-        assert!(out.status.success(), "{orb}: {j}");
+        assert!(ok, "{orb}: {j}");
+    }
+    let _ = std::fs::remove_file(&ior);
+}
+
+/// `orb`'s bench client (scripts/orbs/ORB/client) against the IOR in
+/// `ior` with `args`: whether it exited 0, and its JSON line.
+fn vendor_client(orb: &str, ior: &std::path::Path, args: &[&str]) -> (bool, Value) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(root.join(format!("scripts/orbs/{orb}/client")))
+        .arg("--target")
+        .arg(ior)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    let j: Value = serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!(
+            "{orb}: {e}: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.success(), j)
+}
+
+/// The code-set negotiation race from the vendor clients' side (their
+/// `--mode race`: 32 threads make the first calls on a new connection at
+/// once, each an `echo_wstring` beyond ASCII) against our server, which
+/// fixes a connection's code sets from its first request and refuses wide
+/// strings sent before any CodeSets context (BAD_PARAM minor 23). The
+/// omniORB client must win every round: every echo exact. The JacORB
+/// client loses it (JacORB #211, #329: a thread marks the connection's
+/// code sets sent before any request carried them, and no request on the
+/// connection ever does): a round of its may only end with every echo
+/// exact or with BAD_PARAM for some, never a garbled echo, another
+/// exception or a hang, and its ping on the same connection must be
+/// answered. Five rounds, each on a new connection.
+#[test]
+fn vendor_clients_win_the_code_set_race_against_our_server() {
+    let srv = serve(&[]);
+    let ior = tmp("race-ours.ior");
+    std::fs::write(&ior, format!("{}\n", srv.refs().ior)).unwrap();
+    for orb in ["omniorb", "jacorb"] {
+        if !common::vendor_built("interop code-set race vendor clients", orb, true) {
+            continue;
+        }
+        for round in 0..5 {
+            let (ok, j) = vendor_client(orb, &ior, &["--mode", "race", "--threads", "32"]);
+            assert_eq!(j["mode"], "race", "{orb}: {j}");
+            let checks = j["checks"].as_array().unwrap();
+            let race = &checks[0];
+            assert_eq!(race["name"], "race_echo_wstring[32]", "{orb}: {j}");
+            assert_eq!(checks[1]["pass"], true, "{orb}: {j}");
+            let detail = race["detail"].as_str().unwrap();
+            if orb == "jacorb" && race["pass"] == false {
+                // "N of 32 exact; K x <exception>; …": each kind BAD_PARAM.
+                let kinds: Vec<&str> = detail.split("; ").skip(1).collect();
+                assert!(
+                    !kinds.is_empty() && kinds.iter().all(|k| k.contains("BAD_PARAM")),
+                    "{orb} round {round}: {detail}"
+                );
+                eprintln!("{orb} round {round}: lost the code-set race (JacORB #329): {detail}");
+                continue;
+            }
+            assert_eq!(race["pass"], true, "{orb} round {round}: {race}");
+            assert_eq!(detail, "32 of 32 exact", "{orb}: {race}");
+            assert!(ok, "{orb}: {j}");
+        }
     }
     let _ = std::fs::remove_file(&ior);
 }
@@ -473,4 +527,48 @@ fn vendor_clients_read_our_fragmented_and_forwarded_replies() {
     // Cells of the vendor servers may fail (their own findings); the
     // exit status says so.
     let _ = code;
+}
+
+/// Servers whose native char code set is not ours: JacORB told
+/// `jacorb.native_char_codeset` ISO8859_15 (Latin-9, which our client
+/// does not speak; JacORB lists ISO-8859-1 among its conversion sets, so
+/// the connection runs in ours, which it converts) and UTF8 (its native
+/// set, which we speak). The reference must carry that native set, the
+/// non-ASCII strings must come back exactly in GIOP 1.2 and 1.1 in the
+/// set negotiated, and nothing else in the quick suite may fail.
+#[test]
+fn non_ascii_strings_against_servers_of_other_native_char_sets() {
+    if !common::vendor_built("interop native char code sets", "jacorb", true) {
+        return;
+    }
+    for (native, id, used) in [
+        ("ISO8859_15", "0x0001000f", "ISO-8859-1"),
+        ("UTF8", "0x05010001", "UTF-8"),
+    ] {
+        let ior = tmp(&format!("jacorb-{native}.ior"));
+        let mut cmd = common::vendor_command("jacorb", &ior, &[]);
+        cmd.env(
+            "JAVA_OPTS",
+            format!("-Djacorb.native_char_codeset={native}"),
+        );
+        let _srv = common::start(cmd);
+        let (params, cases) = suite_at_lenient(&ior, &format!("jacorb-{native}"));
+        let _ = std::fs::remove_file(&ior);
+        let sets = &case(&cases, "ior: code sets")["extra"]["detail"];
+        assert!(
+            sets.as_str()
+                .is_some_and(|d| d.contains(&format!("char native {id}"))),
+            "{native}: {sets}"
+        );
+        for v in ["1.2", "1.1"] {
+            let e = &case(&cases, &format!("non-ASCII strings GIOP {v}"))["extra"];
+            assert_eq!(e["result"], "pass", "{native} GIOP {v}: {e}");
+            let detail = e["detail"].as_str().unwrap();
+            assert!(
+                detail.ends_with(&format!("in {used} echoed exactly")),
+                "{native}: {detail}"
+            );
+        }
+        assert_eq!(params["failed"], 0, "{native}: {params}");
+    }
 }

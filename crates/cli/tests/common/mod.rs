@@ -123,6 +123,17 @@ pub fn vendor_server(orb: &str, ior_file: &std::path::Path) -> Proc {
 /// [`vendor_server`] with `extra` arguments for the server (its ORB's
 /// options, e.g. `-ORB…` for omniORB).
 pub fn vendor_server_with(orb: &str, ior_file: &std::path::Path, extra: &[&str]) -> Proc {
+    start(vendor_command(orb, ior_file, extra))
+}
+
+/// The command [`vendor_server_with`] runs, for a caller that adds to
+/// it (an environment variable such as JacORB's `JAVA_OPTS`) before
+/// [`start`].
+pub fn vendor_command(
+    orb: &str,
+    ior_file: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Command {
     // Not every vendor server accepts port 0: take a free port first.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -134,7 +145,7 @@ pub fn vendor_server_with(orb: &str, ior_file: &std::path::Path, extra: &[&str])
     c.args(["--host", "127.0.0.1", "--port", &port, "--ior-file"])
         .arg(ior_file)
         .args(extra);
-    start(c)
+    c
 }
 
 /// Our server started as `iiopbench serve --server-threads 2 ARGS` would,

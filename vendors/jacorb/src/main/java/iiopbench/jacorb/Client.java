@@ -21,7 +21,7 @@ import org.omg.CORBA.ORB;
 
 /**
  * The JacORB client of bench.idl, driven by docs/vendor-protocol.md:
- * {@code Client --target REF --mode latency|throughput|conformance ...}.
+ * {@code Client --target REF --mode latency|throughput|conformance|callback|race ...}.
  * Diagnostics go to stderr; the last stdout line is one JSON object.
  */
 public final class Client {
@@ -40,6 +40,7 @@ public final class Client {
     int warmup = -1;
     long total = 64 * MIB;
     double minDuration = 1.0;
+    int threads = 16;
     Tls tls = new Tls();
   }
 
@@ -65,11 +66,19 @@ public final class Client {
     int status;
     try {
       String ref = resolveRef(o.target);
-      Perf perf = PerfHelper.narrow(orb.string_to_object(ref));
+      // race: no call before the threads' first ones (a checked narrow may
+      // ask the server with _is_a on the new connection).
+      Perf perf = o.mode.equals("race") ? PerfHelper.unchecked_narrow(orb.string_to_object(ref))
+          : PerfHelper.narrow(orb.string_to_object(ref));
       Map<String, Object> result;
       switch (o.mode) {
         case "latency": result = latency(perf, o); status = 0; break;
         case "throughput": result = throughput(perf, o); status = 0; break;
+        case "race": {
+          result = race(perf, o.threads);
+          status = ((Integer) result.get("failed")) == 0 ? 0 : 1;
+          break;
+        }
         case "callback": {
           result = callback(orb, perf);
           status = ((Integer) result.get("failed")) == 0 ? 0 : 1;
@@ -116,6 +125,7 @@ public final class Client {
         case "--warmup": o.warmup = (int) parseLong(a, v); break;
         case "--total": o.total = parseLong(a, v); break;
         case "--min-duration": o.minDuration = Double.parseDouble(v); break;
+        case "--threads": o.threads = (int) parseLong(a, v); break;
         default: usage("unknown argument " + a);
       }
     }
@@ -141,11 +151,14 @@ public final class Client {
         if (o.type == null || o.size <= 0) usage("throughput needs --type and --size > 0");
         if (o.warmup < 0) o.warmup = 10;
         break;
+      case "race":
+        if (o.threads < 2 || o.threads > 1024) usage("--mode race wants --threads from 2 to 1024");
+        break;
       case "conformance":
       case "callback":
         break;
       default:
-        usage("--mode must be latency, throughput, conformance or callback, not " + o.mode);
+        usage("--mode must be latency, throughput, conformance, callback or race, not " + o.mode);
     }
     if (o.type != null && !Payload.TOKENS.contains(o.type)) {
       usage("unknown --type " + o.type + "; one of " + Payload.TOKENS);
@@ -173,6 +186,7 @@ public final class Client {
         + " --size BYTES [--total BYTES] [--min-duration SECONDS] [--warmup W]");
     System.err.println("       Client --target REF --mode conformance");
     System.err.println("       Client --target REF --mode callback");
+    System.err.println("       Client --target REF --mode race [--threads N]");
     System.exit(2);
   }
 
@@ -317,6 +331,18 @@ public final class Client {
       skipped.add(c);
     }
 
+    /** The JSON object of a checks mode (docs/vendor-protocol.md). */
+    Map<String, Object> result(String mode) {
+      Map<String, Object> r = new LinkedHashMap<>();
+      r.put("orb", Orbs.ORB_NAME);
+      r.put("mode", mode);
+      r.put("checks", list);
+      r.put("passed", passed);
+      r.put("failed", failed);
+      r.put("skipped", skipped);
+      return r;
+    }
+
     /** Runs {@code body}; it returns null on success or what went wrong. */
     void run(String name, java.util.function.Supplier<String> body) {
       String problem;
@@ -375,14 +401,54 @@ public final class Client {
         return "setting up the BiDir POA: " + e;
       }
     });
-    Map<String, Object> r = new LinkedHashMap<>();
-    r.put("orb", Orbs.ORB_NAME);
-    r.put("mode", "callback");
-    r.put("checks", c.list);
-    r.put("passed", c.passed);
-    r.put("failed", c.failed);
-    r.put("skipped", c.skipped);
-    return r;
+    return c.result("callback");
+  }
+
+  /**
+   * --mode race: THREADS threads make the first calls on a new connection at
+   * once, each an echo_wstring of wide strings beyond ASCII: the code-set
+   * negotiation race (JacORB #211, #329), in which a request whose wide
+   * strings use the negotiated code set can leave before the request that
+   * carries the CodeSets context. The server fixes the code sets from the
+   * connection's first request, so a client in the race sees BAD_PARAM or a
+   * garbled echo. One check: every echo exact; then a ping on the same
+   * connection.
+   */
+  static Map<String, Object> race(Perf perf, int threads) {
+    String[] in = {"Gr\u00fc\u00dfe \u00e9 \u20ac \u4e2d\u6587", "x"};
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+    List<java.util.concurrent.Future<String>> outcomes = new ArrayList<>();
+    for (int t = 0; t < threads; t++) {
+      outcomes.add(pool.submit(() -> {
+        go.await();
+        try {
+          String[] back = perf.echo_wstring(in);
+          return Arrays.equals(in, back) ? null : "an echo that differs";
+        } catch (org.omg.CORBA.SystemException e) {
+          return e.toString();
+        }
+      }));
+    }
+    go.countDown();
+    int exact = 0;
+    Map<String, Integer> problems = new java.util.TreeMap<>();
+    for (java.util.concurrent.Future<String> f : outcomes) {
+      String p;
+      try {
+        p = f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (Exception e) {
+        p = "no answer within 60 s: " + e;
+      }
+      if (p == null) exact++; else problems.merge(p, 1, Integer::sum);
+    }
+    pool.shutdownNow();
+    Checks c = new Checks();
+    StringBuilder d = new StringBuilder(exact + " of " + threads + " exact");
+    problems.forEach((k, n) -> d.append("; ").append(n).append(" x ").append(k));
+    c.add("race_echo_wstring[" + threads + "]", exact == threads, d.toString());
+    c.run("ping_after_race", () -> { perf.ping(); return null; });
+    return c.result("race");
   }
 
   static Map<String, Object> conformance(ORB orb, Perf perf, String ref) {
@@ -506,13 +572,6 @@ public final class Client {
       return Payload.diff("octet", in, perf.echo_octet((byte[]) in));
     });
 
-    Map<String, Object> r = new LinkedHashMap<>();
-    r.put("orb", Orbs.ORB_NAME);
-    r.put("mode", "conformance");
-    r.put("checks", c.list);
-    r.put("passed", c.passed);
-    r.put("failed", c.failed);
-    r.put("skipped", c.skipped);
-    return r;
+    return c.result("conformance");
   }
 }
