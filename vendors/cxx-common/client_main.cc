@@ -206,6 +206,17 @@ struct Checks {
   // (docs/vendor-protocol.md: the "skipped" list, as the Java client's).
   std::vector<C> skipped;
   void skip(const std::string& name, const std::string& reason) { skipped.push_back(C{name, reason, false}); }
+  // The last check run, `name`, failed as `why` (a known defect, with its
+  // tracker) says it does (its detail contains `symptom`): a skip naming
+  // the defect and what was seen, never a pass. Another failure stays one.
+  void known_defect(const std::string& name, const std::string& symptom, const std::string& why) {
+    if (v.empty() || v.back().name != name || v.back().pass ||
+        v.back().detail.find(symptom) == std::string::npos)
+      return;
+    C c = v.back();
+    v.pop_back();
+    skip(c.name, "known defect: " + why + "; seen: " + c.detail);
+  }
   // Runs f(detail) -> pass; a CORBA exception fails the check with its name.
   void run(const std::string& name, const std::function<bool(std::string&)>& f) {
     std::string d;
@@ -329,6 +340,9 @@ bool node_is(const Bench::Node* n, CORBA::Long id, const char* label, std::strin
   return false;
 }
 
+// Whether this client's ORB is TAO (its known defects in conf_values and conf_anys).
+bool is_tao() { return orbx::orb_name().compare(0, 4, "TAO ") == 0; }
+
 // Values sent and checked on their way back: a chain, null, a cycle, one
 // value twice in a sequence (an indirection), same_node telling one value
 // from two equal ones, a truncatable TaggedNode, boxes.
@@ -402,13 +416,16 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
       d = "length " + std::to_string((unsigned long)r->length());
       return false;
     }
-    if (!node_is(r[0].in(), 1, "a", d)) return false;
-    if (r[1].in() != r[0].in()) {
-      d = "elements 0 and 1 came back as two values (" + node_str(r[1].in()) + ")";
+    // A value sequence's element converts to its pointer in every
+    // mapping (TAO's valuetype_sequence_element has no in()).
+    auto at = [&](CORBA::ULong i) -> Bench::Node* { return r[i]; };
+    if (!node_is(at(0), 1, "a", d)) return false;
+    if (at(1) != at(0)) {
+      d = "elements 0 and 1 came back as two values (" + node_str(at(1)) + ")";
       return false;
     }
-    if (r[2].in()) {
-      d = "element 2 is " + node_str(r[2].in()) + ", want null";
+    if (at(2)) {
+      d = "element 2 is " + node_str(at(2)) + ", want null";
       return false;
     }
     d = "[a, a (one value), null]";
@@ -449,6 +466,15 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
     d = "a TaggedNode, whole";
     return true;
   });
+  if (is_tao())
+    ck.known_defect("value_echo_node_tagged", "MARSHAL",
+                    orbx::orb_name() +
+                        " writes the chunked TaggedNode with its nested Node value unchunked and "
+                        "inside the outer chunk, then end tags of a nesting level it never opened "
+                        "(-2), where chunks are never nested and a nested value ends the enclosing "
+                        "chunk (CORBA 3.0, 15.3.4.6); a server reading the spec's encoding answers "
+                        "MARSHAL, TAO's own server reads it; tracker: no entry known, the gap is in "
+                        "TAO's ValueBase chunk writer (TAO_ChunkInfo)");
   ck.run("value_echo_box", [&](std::string& d) {
     Bench::LongBox_var b = new Bench::LongBox(42);
     Bench::LongBox_var r = p->echo_box(b.in());
@@ -621,6 +647,14 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
   };
   tc_check("any_typecode_struct", Bench::_tc_PerfStruct);
   tc_check("any_typecode_recursive", Bench::_tc_Node);
+  if (is_tao())
+    ck.known_defect("any_typecode_recursive", "equivalent but not equal",
+                    orbx::orb_name() +
+                        "'s TypeCode::equal() finds the recursive valuetype TypeCode Bench::Node "
+                        "read back from the wire equivalent but not equal to its compiled one, "
+                        "whichever server echoes it (its own too; iiopbench's client finds the "
+                        "echoed bytes equal); tracker: no entry known, the gap is in TAO's "
+                        "AnyTypeCode equal()");
   tc_check("any_typecode_except", Bench::_tc_BenchError);
   ck.run("any_exception", [&](std::string& d) {
     Bench::OctetSeq det;
@@ -645,17 +679,14 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
   ex <<= Bench::BenchError(42, "in an any", exd);
   // An ORB that writes the exception without its id fails against a
   // server that reads it with one: that is this client's ORB's defect.
-  if (bare_exceptions_in_any() && !ck.v.empty() && ck.v.back().name == "any_exception" &&
-      !ck.v.back().pass) {
-    Checks::C c = ck.v.back();
-    ck.v.pop_back();
-    ck.skip(c.name, "known defect: " + orbx::orb_name() +
+  if (bare_exceptions_in_any())
+    ck.known_defect("any_exception", "",
+                    orbx::orb_name() +
                         " writes an exception inside an any as its members alone, without the "
                         "repository id the common reading of the spec puts first (JacORB and "
                         "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
-                        "exceptionIdInAny parameter; seen: " + c.detail +
-                        "; the any as this client writes it: " + orbx::any_hex(ex));
-  }
+                        "exceptionIdInAny parameter; the any as this client writes it: " +
+                        orbx::any_hex(ex));
   auto raise = [&](const char* name, CORBA::ULong n) {
     ck.run(name, [&, n](std::string& d) {
       try {
