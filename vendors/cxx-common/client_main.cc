@@ -346,7 +346,7 @@ bool is_tao() { return orbx::orb_name().compare(0, 4, "TAO ") == 0; }
 // Values sent and checked on their way back: a chain, null, a cycle, one
 // value twice in a sequence (an indirection), same_node telling one value
 // from two equal ones, a truncatable TaggedNode, boxes.
-void conf_values(Checks& ck, Bench::Perf_ptr p) {
+void conf_values(Checks& ck, Bench::Perf_ptr p, uint32_t server_orb) {
   // A server without the operations (built from an older bench.idl, or
   // an ORB without valuetypes): every value check a skip, with the reason.
   static const char* const names[] = {
@@ -475,6 +475,13 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
                         "chunk (CORBA 3.0, 15.3.4.6); a server reading the spec's encoding answers "
                         "MARSHAL, TAO's own server reads it; tracker: no entry known, the gap is in "
                         "TAO's ValueBase chunk writer (TAO_ChunkInfo)");
+  else if (server_orb == bench::kOrbTAO)
+    ck.known_defect("value_echo_node_tagged", "MARSHAL",
+                    "TAO 2.2.2 (the server) reads chunked values only as it writes them, a nested "
+                    "value inside the enclosing chunk, where chunks are never nested (CORBA 3.0, "
+                    "15.3.4.6): the spec's chunked TaggedNode, its nested Node chunked, is MARSHAL; "
+                    "tracker: no entry known, the gap is in TAO's TAO_ChunkInfo "
+                    "(tao/Valuetype/ValueBase.cpp)");
   ck.run("value_echo_box", [&](std::string& d) {
     Bench::LongBox_var b = new Bench::LongBox(42);
     Bench::LongBox_var r = p->echo_box(b.in());
@@ -504,7 +511,7 @@ bool bare_exceptions_in_any() {
 // echo_any of values, TypeCodes and an exception, each compared with what
 // was sent (TypeCodes with equal(), so member names count); raise_user's
 // BenchError caught and compared member by member.
-void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
+void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide, uint32_t server_orb) {
   static const char* const names[] = {
       "any_long",           "any_string",           "any_wstring",         "any_octet_seq",
       "any_struct",         "any_alias",            "any_enum",            "any_union",
@@ -687,6 +694,13 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
                         "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
                         "exceptionIdInAny parameter; the any as this client writes it: " +
                         orbx::any_hex(ex));
+  else if (server_orb == bench::kOrbOmniORB)
+    ck.known_defect("any_exception", "MARSHAL",
+                    "omniORB before 4.3 (the server) reads an exception inside an any as its members "
+                    "alone, so the repository id " + orbx::orb_name() +
+                        " writes first (the common reading of the spec) is taken for the first "
+                        "member; tracker: omniORB 4.3 changed this with its exceptionIdInAny "
+                        "parameter");
   auto raise = [&](const char* name, CORBA::ULong n) {
     ck.run(name, [&, n](std::string& d) {
       try {
@@ -855,8 +869,11 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
     d = ok ? "true" : "false";
     return ok;
   });
-  conf_anys(ck, p, no_wide);
-  conf_values(ck, p);
+  // The server's ORB, from its IOR (unknown through a corbaloc): for the
+  // known defects of servers below.
+  uint32_t server_orb = loc ? 0 : bench::orb_type(target);
+  conf_anys(ck, p, no_wide, server_orb);
+  conf_values(ck, p, server_orb);
   ck.run("echo_octet_4MiB", [&](std::string& d) {
     Bench::OctetSeq s;
     bench::T_octet::fill(s, 4u << 20, false);
