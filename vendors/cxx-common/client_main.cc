@@ -210,6 +210,17 @@ struct Checks {
   // (docs/vendor-protocol.md: the "skipped" list, as the Java client's).
   std::vector<C> skipped;
   void skip(const std::string& name, const std::string& reason) { skipped.push_back(C{name, reason, false}); }
+  // The last check run, `name`, failed as `why` (a known defect, with its
+  // tracker) says it does (its detail contains `symptom`): a skip naming
+  // the defect and what was seen, never a pass. Another failure stays one.
+  void known_defect(const std::string& name, const std::string& symptom, const std::string& why) {
+    if (v.empty() || v.back().name != name || v.back().pass ||
+        v.back().detail.find(symptom) == std::string::npos)
+      return;
+    C c = v.back();
+    v.pop_back();
+    skip(c.name, "known defect: " + why + "; seen: " + c.detail);
+  }
   // Runs f(detail) -> pass; a CORBA exception fails the check with its name.
   void run(const std::string& name, const std::function<bool(std::string&)>& f) {
     std::string d;
@@ -333,10 +344,13 @@ bool node_is(const Bench::Node* n, CORBA::Long id, const char* label, std::strin
   return false;
 }
 
+// Whether this client's ORB is TAO (its known defects in conf_values and conf_anys).
+bool is_tao() { return orbx::orb_name().compare(0, 4, "TAO ") == 0; }
+
 // Values sent and checked on their way back: a chain, null, a cycle, one
 // value twice in a sequence (an indirection), same_node telling one value
 // from two equal ones, a truncatable TaggedNode, boxes.
-void conf_values(Checks& ck, Bench::Perf_ptr p) {
+void conf_values(Checks& ck, Bench::Perf_ptr p, uint32_t server_orb) {
   // A server without the operations (built from an older bench.idl, or
   // an ORB without valuetypes): every value check a skip, with the reason.
   static const char* const names[] = {
@@ -406,13 +420,16 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
       d = "length " + std::to_string((unsigned long)r->length());
       return false;
     }
-    if (!node_is(r[0].in(), 1, "a", d)) return false;
-    if (r[1].in() != r[0].in()) {
-      d = "elements 0 and 1 came back as two values (" + node_str(r[1].in()) + ")";
+    // A value sequence's element converts to its pointer in every
+    // mapping (TAO's valuetype_sequence_element has no in()).
+    auto at = [&](CORBA::ULong i) -> Bench::Node* { return r[i]; };
+    if (!node_is(at(0), 1, "a", d)) return false;
+    if (at(1) != at(0)) {
+      d = "elements 0 and 1 came back as two values (" + node_str(at(1)) + ")";
       return false;
     }
-    if (r[2].in()) {
-      d = "element 2 is " + node_str(r[2].in()) + ", want null";
+    if (at(2)) {
+      d = "element 2 is " + node_str(at(2)) + ", want null";
       return false;
     }
     d = "[a, a (one value), null]";
@@ -453,6 +470,22 @@ void conf_values(Checks& ck, Bench::Perf_ptr p) {
     d = "a TaggedNode, whole";
     return true;
   });
+  if (is_tao())
+    ck.known_defect("value_echo_node_tagged", "MARSHAL",
+                    orbx::orb_name() +
+                        " writes the chunked TaggedNode with its nested Node value unchunked and "
+                        "inside the outer chunk, then end tags of a nesting level it never opened "
+                        "(-2), where chunks are never nested and a nested value ends the enclosing "
+                        "chunk (CORBA 3.0, 15.3.4.6); a server reading the spec's encoding answers "
+                        "MARSHAL, TAO's own server reads it; tracker: no entry known, the gap is in "
+                        "TAO's ValueBase chunk writer (TAO_ChunkInfo)");
+  else if (server_orb == bench::kOrbTAO)
+    ck.known_defect("value_echo_node_tagged", "MARSHAL",
+                    "TAO 2.2.2 (the server) reads chunked values only as it writes them, a nested "
+                    "value inside the enclosing chunk, where chunks are never nested (CORBA 3.0, "
+                    "15.3.4.6): the spec's chunked TaggedNode, its nested Node chunked, is MARSHAL; "
+                    "tracker: no entry known, the gap is in TAO's TAO_ChunkInfo "
+                    "(tao/Valuetype/ValueBase.cpp)");
   ck.run("value_echo_box", [&](std::string& d) {
     Bench::LongBox_var b = new Bench::LongBox(42);
     Bench::LongBox_var r = p->echo_box(b.in());
@@ -482,7 +515,7 @@ bool bare_exceptions_in_any() {
 // echo_any of values, TypeCodes and an exception, each compared with what
 // was sent (TypeCodes with equal(), so member names count); raise_user's
 // BenchError caught and compared member by member.
-void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
+void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide, uint32_t server_orb) {
   static const char* const names[] = {
       "any_long",           "any_string",           "any_wstring",         "any_octet_seq",
       "any_struct",         "any_alias",            "any_enum",            "any_union",
@@ -625,6 +658,14 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
   };
   tc_check("any_typecode_struct", Bench::_tc_PerfStruct);
   tc_check("any_typecode_recursive", Bench::_tc_Node);
+  if (is_tao())
+    ck.known_defect("any_typecode_recursive", "equivalent but not equal",
+                    orbx::orb_name() +
+                        "'s TypeCode::equal() finds the recursive valuetype TypeCode Bench::Node "
+                        "read back from the wire equivalent but not equal to its compiled one, "
+                        "whichever server echoes it (its own too; iiopbench's client finds the "
+                        "echoed bytes equal); tracker: no entry known, the gap is in TAO's "
+                        "AnyTypeCode equal()");
   tc_check("any_typecode_except", Bench::_tc_BenchError);
   ck.run("any_exception", [&](std::string& d) {
     Bench::OctetSeq det;
@@ -649,17 +690,21 @@ void conf_anys(Checks& ck, Bench::Perf_ptr p, const std::string& no_wide) {
   ex <<= Bench::BenchError(42, "in an any", exd);
   // An ORB that writes the exception without its id fails against a
   // server that reads it with one: that is this client's ORB's defect.
-  if (bare_exceptions_in_any() && !ck.v.empty() && ck.v.back().name == "any_exception" &&
-      !ck.v.back().pass) {
-    Checks::C c = ck.v.back();
-    ck.v.pop_back();
-    ck.skip(c.name, "known defect: " + orbx::orb_name() +
+  if (bare_exceptions_in_any())
+    ck.known_defect("any_exception", "",
+                    orbx::orb_name() +
                         " writes an exception inside an any as its members alone, without the "
                         "repository id the common reading of the spec puts first (JacORB and "
                         "omniORB 4.3 read only that form); tracker: omniORB 4.3 changed this with its "
-                        "exceptionIdInAny parameter; seen: " + c.detail +
-                        "; the any as this client writes it: " + orbx::any_hex(ex));
-  }
+                        "exceptionIdInAny parameter; the any as this client writes it: " +
+                        orbx::any_hex(ex));
+  else if (server_orb == bench::kOrbOmniORB)
+    ck.known_defect("any_exception", "MARSHAL",
+                    "omniORB before 4.3 (the server) reads an exception inside an any as its members "
+                    "alone, so the repository id " + orbx::orb_name() +
+                        " writes first (the common reading of the spec) is taken for the first "
+                        "member; tracker: omniORB 4.3 changed this with its exceptionIdInAny "
+                        "parameter");
   auto raise = [&](const char* name, CORBA::ULong n) {
     ck.run(name, [&, n](std::string& d) {
       try {
@@ -828,8 +873,11 @@ int run_conformance(CORBA::ORB_ptr orb, Bench::Perf_ptr p, const std::string& ta
     d = ok ? "true" : "false";
     return ok;
   });
-  conf_anys(ck, p, no_wide);
-  conf_values(ck, p);
+  // The server's ORB, from its IOR (unknown through a corbaloc): for the
+  // known defects of servers below.
+  uint32_t server_orb = loc ? 0 : bench::orb_type(target);
+  conf_anys(ck, p, no_wide, server_orb);
+  conf_values(ck, p, server_orb);
   ck.run("echo_octet_4MiB", [&](std::string& d) {
     Bench::OctetSeq s;
     bench::T_octet::fill(s, 4u << 20, false);

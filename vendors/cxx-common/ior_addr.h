@@ -118,10 +118,11 @@ inline bool iiop_address(const std::string& ior, std::string* host, uint16_t* po
   }
 }
 
-// Sets port from TAG_SSL_SEC_TRANS (20: encapsulated {ushort
-// target_supports, target_requires, port}) of the first IIOP profile:
-// where a TLS-only server listens (its profile's own port is 0).
-inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
+// Finds component `ctag` of the first IIOP profile and hands its
+// encapsulated data to `read`; false with `why` set when the IOR is
+// malformed or that profile has no such component.
+template <class F>
+inline bool iiop_component(const std::string& ior, uint32_t ctag, F read, std::string* why) {
   try {
     std::vector<uint8_t> bytes = ior_bytes(ior);
     EncapReader r(bytes.data(), bytes.size());
@@ -141,18 +142,16 @@ inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
       if (minor == 0) break;
       uint32_t n = pr.u32();
       for (uint32_t c = 0; c < n; ++c) {
-        uint32_t ctag = pr.u32(), clen = 0;
+        uint32_t t = pr.u32(), clen = 0;
         const uint8_t* cdata = pr.octets(&clen);
-        if (ctag != 20) continue;
-        EncapReader sr(cdata, clen);
-        sr.u16();
-        sr.u16();
-        *port = sr.u16();
+        if (t != ctag) continue;
+        EncapReader cr(cdata, clen);
+        read(cr);
         return true;
       }
       break;
     }
-    throw std::string("no TAG_SSL_SEC_TRANS in the IIOP profile");
+    throw std::string("no component ") + std::to_string(ctag) + " in the IIOP profile";
   } catch (const std::string& e) {
     *why = e;
     return false;
@@ -160,6 +159,29 @@ inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
     *why = e.what();
     return false;
   }
+}
+
+// Sets port from TAG_SSL_SEC_TRANS (20: encapsulated {ushort
+// target_supports, target_requires, port}) of the first IIOP profile:
+// where a TLS-only server listens (its profile's own port is 0).
+inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
+  return iiop_component(ior, 20, [port](EncapReader& r) {
+    r.u16();
+    r.u16();
+    *port = r.u16();
+  }, why);
+}
+
+// The server's ORB by TAG_ORB_TYPE (0: encapsulated ulong) of the first
+// IIOP profile: 0x41545400 omniORB, 0x4a414300 JacORB, 0x54414f00 TAO;
+// 0 when the IOR has none (or the target is a corbaloc).
+const uint32_t kOrbOmniORB = 0x41545400, kOrbTAO = 0x54414f00;
+inline uint32_t orb_type(const std::string& ior) {
+  uint32_t t = 0;
+  std::string why;
+  if (ior.compare(0, 4, "IOR:") != 0) return 0;
+  iiop_component(ior, 0, [&t](EncapReader& r) { t = r.u32(); }, &why);
+  return t;
 }
 
 // A CDR writer for one encapsulation in a given byte order.

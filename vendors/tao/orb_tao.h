@@ -26,6 +26,9 @@
 // cover $ACE_ROOT/lib; without it TAO runs with no code set support, its
 // IORs carry no TAG_CODE_SETS and it negotiates nothing).
 #include "tao/Codeset/Codeset.h"
+// Bidirectional GIOP (bench.idl's CALLBACKS): linked in (-lTAO_BiDirGIOP)
+// and registered by this header's static initializer, as libTAO_Codeset.
+#include "tao/BiDir_GIOP/BiDirGIOP.h"
 
 #include <stdexcept>
 #include <string>
@@ -92,6 +95,7 @@ inline CORBA::ORB_ptr init_server(int& argc, char** argv, const std::string& hos
   cfg.push_back(std::make_pair("max_message_size", "unlimited"));
   cfg.push_back(std::make_pair("threads", "reactive (orb->run in one thread)"));
   cfg.push_back(std::make_pair("poa", "RootPOA + IORTable (LOCATION_FORWARD for short keys)"));
+  cfg.push_back(std::make_pair("bidir", "BiDirPolicy BOTH (POA BiDir): calls back over a client's offered connection"));
   TaoState& s = state();
   s.orb = orb;
   CORBA::Object_var obj = orb->resolve_initial_references("RootPOA");
@@ -115,31 +119,54 @@ inline void activate(CORBA::ORB_ptr) {
   pm->activate();
 }
 
-// Bidirectional GIOP (bench.idl's CALLBACKS) is not set up for TAO here:
-// its servers call back as it does by default (a connection of their own
-// to the callback's address), and --mode callback offers nothing (`bidir`
-// is ignored), so a server that calls back only over the client's own
-// connection refuses.
-inline CORBA::Object_ptr bind_bidir(CORBA::ORB_ptr, const char*, PortableServer::Servant) {
+// ---- bidirectional GIOP (bench.idl's CALLBACKS) ---------------------------
+// TAO decides per ORB, not per POA: creating a POA with BiDirPolicy BOTH
+// sets the ORB's bidir flag (TAO_BiDirPolicy_Validator), after which a
+// client sends its listen points (BI_DIR_IIOP) on the first request of
+// each connection, and a server reads them (with libTAO_BiDirGIOP loaded)
+// and calls back over that connection. The POA "BiDir" is made for the
+// flag; a server needs no forward to it (unlike omniORB, whose flag is
+// the dispatching POA's).
+inline PortableServer::POA_ptr make_bidir_poa(CORBA::ORB_ptr orb) {
+  static PortableServer::POA_var poa;
+  if (CORBA::is_nil(poa.in())) {
+    CORBA::Object_var o = orb->resolve_initial_references("RootPOA");
+    PortableServer::POA_var root = PortableServer::POA::_narrow(o.in());
+    CORBA::Any both;
+    both <<= BiDirPolicy::BOTH;
+    CORBA::PolicyList pl;
+    pl.length(1);
+    pl[0] = orb->create_policy(BiDirPolicy::BIDIRECTIONAL_POLICY_TYPE, both);
+    PortableServer::POAManager_var pm = root->the_POAManager();
+    poa = root->create_POA("BiDir", pm.in(), pl);
+    pl[0]->destroy();
+  }
+  return poa.in();
+}
+
+// Server: the BiDir POA (for the ORB's flag); call_back stays on `key`.
+inline CORBA::Object_ptr bind_bidir(CORBA::ORB_ptr orb, const char*, PortableServer::Servant) {
+  make_bidir_poa(orb);
   return CORBA::Object::_nil();
 }
 
 inline void forward_to_bidir(CORBA::Object_ptr) {}
 
+// Client (--mode callback): a Callback servant in the BiDir POA, so that
+// this ORB offers its connections for callbacks.
 inline CORBA::Object_ptr bind_callback(CORBA::ORB_ptr orb, PortableServer::Servant sv) {
-  CORBA::Object_var obj = orb->resolve_initial_references("RootPOA");
-  PortableServer::POA_var root = PortableServer::POA::_narrow(obj.in());
-  PortableServer::ObjectId_var id = root->activate_object(sv);
-  PortableServer::POAManager_var pm = root->the_POAManager();
+  PortableServer::POA_ptr poa = make_bidir_poa(orb);
+  PortableServer::ObjectId_var id = poa->activate_object(sv);
+  PortableServer::POAManager_var pm = poa->the_POAManager();
   pm->activate();
-  return root->id_to_reference(id.in());
+  return poa->id_to_reference(id.in());
 }
 
 inline CORBA::ORB_ptr init_client(int& argc, char** argv, const bench::TlsOptions& tls,
                                   Config& cfg, bool bidir = false) {
   if (tls.on()) throw std::runtime_error("TLS is not supported by the TAO bench programs");
   CORBA::ORB_ptr orb = CORBA::ORB_init(argc, argv);
-  if (bidir) cfg.push_back(std::make_pair("bidir", "not offered (TAO's BiDir_GIOP is not set up here)"));
+  if (bidir) cfg.push_back(std::make_pair("bidir", "BiDirPolicy BOTH (POA BiDir), Callback in it"));
   cfg.push_back(std::make_pair("orb", orb_name()));
   cfg.push_back(std::make_pair("codesets", codesets(orb)));
   cfg.push_back(std::make_pair("max_message_size", "unlimited"));

@@ -227,3 +227,39 @@ fn omniorbs_locate_requests_replay_against_our_server() {
         assert_eq!(c["extra"]["answered_forwards"], 0);
     }
 }
+
+/// TAO 2.2.2's client writes a chunked truncatable `TaggedNode` with its
+/// nested `Node` value inside the outer chunk, unchunked, and end tags
+/// of a level it never opened (fixtures/giop/tao/values/README.md): not
+/// CORBA's chunked encoding (chunks are never nested), so our server
+/// answers that Request, as TAO's client sent it, MARSHAL (docs/tao.md).
+#[test]
+fn taos_chunked_tagged_node_is_answered_marshal() {
+    use std::io::{Read, Write};
+    let raw =
+        std::fs::read(root().join("fixtures/giop/tao/values/tagged-node-request.bin")).unwrap();
+    let srv = server();
+    let mut c = std::net::TcpStream::connect(srv.addr()).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    c.write_all(&raw).unwrap();
+    let mut head = [0u8; iiop_giop::header::HEADER_LEN];
+    c.read_exact(&mut head).unwrap();
+    let h = iiop_giop::Header::parse(&head).unwrap();
+    let mut body = vec![0u8; h.size as usize];
+    c.read_exact(&mut body).unwrap();
+    let m =
+        iiop_giop::Message::decode(&h, body.clone().into(), iiop_cdr::Options::default()).unwrap();
+    let iiop_giop::Message::Reply(r) = m else {
+        panic!("not a Reply: {m:?}")
+    };
+    // TAO's request id, 1287.
+    assert_eq!(r.header.request_id, 1287);
+    assert_eq!(
+        r.header.status,
+        iiop_giop::message::ReplyStatus::SystemException
+    );
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("IDL:omg.org/CORBA/MARSHAL:1.0"), "{text}");
+    srv.stop().unwrap();
+}

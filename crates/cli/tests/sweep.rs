@@ -417,6 +417,48 @@ fn a_knee_gate_passes_below_the_knee_and_fails_above_it() {
     );
 }
 
+/// TAO's server is swept with the others where an ACE+TAO build is set up
+/// (docs/tao.md; skipped otherwise, CI included), its reactive threading
+/// recorded.
+#[test]
+fn taos_server_is_swept_with_its_threading_stated() {
+    let test = "taos_server_is_swept_with_its_threading_stated";
+    if !common::vendor_built(test, "tao", false) {
+        return;
+    }
+    let (code, out, v) = sweep(
+        "servers-tao",
+        &[
+            "--servers",
+            "ours,tao",
+            "--open",
+            "100,200",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "10",
+            "--p99-bound",
+            "2s",
+            "--min-achieved",
+            "1%",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let sweeps = v["params"]["sweeps"].as_array().unwrap();
+    let tao = sweeps
+        .iter()
+        .find(|s| s["server"] == "tao")
+        .expect("tao swept");
+    assert!(
+        tao["threads"].as_str().unwrap().starts_with("reactive"),
+        "{tao}"
+    );
+    assert!(
+        f(&v["params"]["knees"]["tao"]["median_per_s"]) > 150.0,
+        "{out}"
+    );
+}
+
 /// `--servers` sweeps every server in one run with the same client and
 /// placement: our two models and omniORB's server (started and stopped by
 /// the run), two rounds in rotating order; each step is tagged by server
@@ -482,6 +524,19 @@ fn every_server_is_swept_in_one_run_and_their_knees_compared() {
             "ours:threads",
             "omniorb",
             "ours:reactor"
+        ]
+    );
+    // Each sweep says how its server was threaded.
+    let threads: Vec<&str> = sweeps[..3]
+        .iter()
+        .map(|s| s["threads"].as_str().unwrap_or("none"))
+        .collect();
+    assert_eq!(
+        threads,
+        [
+            "--server-model reactor",
+            "--server-model threads",
+            "thread-per-connection"
         ]
     );
     let r = &v["params"]["knee_ratio"];

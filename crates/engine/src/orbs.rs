@@ -164,6 +164,9 @@ pub fn status(orb: &str) -> Status {
 pub struct OrbServer {
     child: Child,
     pub ior_file: PathBuf,
+    /// The `config KEY=VALUE` lines it printed before `ready`, as
+    /// (KEY, VALUE) (docs/vendor-protocol.md): its threading among them.
+    pub config: Vec<(String, String)>,
 }
 
 impl OrbServer {
@@ -185,17 +188,26 @@ impl OrbServer {
         let out = child.stdout.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
+            let mut config = Vec::new();
             for line in std::io::BufReader::new(out).lines() {
                 let Ok(l) = line else { break };
+                if let Some((k, v)) = l.strip_prefix("config ").and_then(|c| c.split_once('=')) {
+                    config.push((k.to_string(), v.to_string()));
+                }
                 if l.trim() == "ready" {
-                    let _ = tx.send(());
+                    let _ = tx.send(std::mem::take(&mut config));
                 }
             }
         });
-        let mut srv = OrbServer { child, ior_file };
+        let mut srv = OrbServer {
+            child,
+            ior_file,
+            config: Vec::new(),
+        };
         let t0 = Instant::now();
         loop {
-            if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
+            if let Ok(config) = rx.recv_timeout(Duration::from_millis(100)) {
+                srv.config = config;
                 break;
             }
             if let Some(st) = srv.child.try_wait()? {

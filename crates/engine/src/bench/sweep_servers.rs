@@ -102,7 +102,7 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             job.ceiling = o.ceiling && first;
             job.placement.client_cpus = CpuList::new(vec![client_cpu]).ok();
             job.placement.server_cpus = server_cpu.and_then(|c| CpuList::new(vec![c]).ok());
-            let _started = match srv {
+            let started = match srv {
                 SweepServer::Ours(m) => {
                     job.target.server_model = *m;
                     None
@@ -153,9 +153,21 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             if let Some(k) = knee {
                 entry.push(k);
             }
+            // How the server was threaded: a vendor server says so in its
+            // `config threads=` line, ours is the model swept.
+            let threads = match (srv, &started) {
+                (SweepServer::Ours(m), _) => Some(format!("--server-model {}", m.name())),
+                (_, Some(s)) => s
+                    .config
+                    .iter()
+                    .find(|(k, _)| k == "threads")
+                    .map(|(_, v)| v.clone()),
+                _ => None,
+            };
             sweeps.push(json!({
                 "server": label,
                 "round": round + 1,
+                "threads": threads,
                 "target": r.target.orb_type.clone().unwrap_or_else(|| r.target.kind.clone()),
                 "knee": r.params.get("knee"),
                 "stopped_by": r.params.get("stopped_by"),

@@ -84,7 +84,17 @@ const OMNIORB_BIDIR: &str = "omniORB hands the reply to a callback made over a \
     check passes); tracker: no entry known, the limit is omniORB's thread-per-connection \
     dispatch (giopServer)";
 
-const KNOWN_DEFECTS: [KnownDefect; 8] = [
+const TAO: u32 = 0x5441_4F00;
+
+const TAO_TARGET: &str = "TAO (2.2.2) cannot read a ProfileAddr or ReferenceAddr \
+    TargetAddress naming its own profile: TAO_IIOP_Acceptor::object_key \
+    (tao/IIOP_Acceptor.cpp) decodes the received profile_data from a stream that does not \
+    start at the profile's encapsulation (with -ORBDebugLevel 10 it logs \
+    \"TAO_IIOP_Acceptor::object_key, v65.0\" or \"v0.0\", the IIOP version it read), so a \
+    Request gets OBJECT_NOT_EXIST and a LocateRequest UNKNOWN_OBJECT; tracker: no entry known, \
+    the gap is in TAO's source";
+
+const KNOWN_DEFECTS: [KnownDefect; 12] = [
     KnownDefect {
         orb_type: OMNIORB,
         check: "bidirectional GIOP callback, GIOP 1.2 LE",
@@ -120,6 +130,30 @@ const KNOWN_DEFECTS: [KnownDefect; 8] = [
         check: "TargetAddress ReferenceAddr, LocateRequest",
         symptom: "no LocateReply",
         defect: OMNIORB_TARGET,
+    },
+    KnownDefect {
+        orb_type: TAO,
+        check: "TargetAddress ProfileAddr, ping",
+        symptom: "OBJECT_NOT_EXIST",
+        defect: TAO_TARGET,
+    },
+    KnownDefect {
+        orb_type: TAO,
+        check: "TargetAddress ReferenceAddr, ping",
+        symptom: "OBJECT_NOT_EXIST",
+        defect: TAO_TARGET,
+    },
+    KnownDefect {
+        orb_type: TAO,
+        check: "TargetAddress ProfileAddr, LocateRequest",
+        symptom: "UNKNOWN_OBJECT",
+        defect: TAO_TARGET,
+    },
+    KnownDefect {
+        orb_type: TAO,
+        check: "TargetAddress ReferenceAddr, LocateRequest",
+        symptom: "UNKNOWN_OBJECT",
+        defect: TAO_TARGET,
     },
     KnownDefect {
         orb_type: JACORB,

@@ -42,6 +42,8 @@ final class Anys {
 
   /** TAG_ORB_TYPE of omniORB. */
   static final int OMNIORB = 0x41545400;
+  /** TAG_ORB_TYPE of TAO. */
+  static final int TAO = 0x54414f00;
 
   /** The TAG_ORB_TYPE of the server's IOR, or -1 (a corbaloc has none). */
   static int serverOrbType(Perf perf) {

@@ -345,13 +345,32 @@ public final class Client {
 
     /** Runs {@code body}; it returns null on success or what went wrong. */
     void run(String name, java.util.function.Supplier<String> body) {
-      String problem;
-      try {
-        problem = body.get();
-      } catch (RuntimeException e) {
-        problem = "exception " + e;
-      }
+      String problem = attempt(body);
       add(name, problem == null, problem == null ? "ok" : problem);
+    }
+
+    /**
+     * As {@link #run}, but where {@code applies} (the server's ORB has the
+     * known defect {@code defect}), a failure whose detail contains
+     * {@code symptom} is a skip naming the defect, never a pass; another
+     * failure stays one.
+     */
+    void run(String name, boolean applies, String symptom, String defect,
+        java.util.function.Supplier<String> body) {
+      String problem = attempt(body);
+      if (applies && problem != null && problem.contains(symptom)) {
+        skip(name, "known defect: " + defect + "; seen: " + problem);
+      } else {
+        add(name, problem == null, problem == null ? "ok" : problem);
+      }
+    }
+
+    private static String attempt(java.util.function.Supplier<String> body) {
+      try {
+        return body.get();
+      } catch (RuntimeException e) {
+        return "exception " + e;
+      }
     }
   }
 

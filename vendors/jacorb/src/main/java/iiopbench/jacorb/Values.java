@@ -123,7 +123,11 @@ final class Values {
     });
     c.run("value_same_node_two", () ->
         perf.same_node(node(5, "same", null), node(5, "same", null)) ? "true, want false" : null);
-    c.run("value_echo_node_tagged", () -> {
+    c.run("value_echo_node_tagged", Anys.serverOrbType(perf) == Anys.TAO, "MARSHAL",
+        "TAO 2.2.2 (the server) reads chunked values only as it writes them, a nested value "
+        + "inside the enclosing chunk, where chunks are never nested (CORBA 3.0, 15.3.4.6): the "
+        + "spec's chunked TaggedNode, its nested Node chunked, is MARSHAL; tracker: no entry "
+        + "known, the gap is in TAO's TAO_ChunkInfo (tao/Valuetype/ValueBase.cpp)", () -> {
       TaggedNode t = new TaggedNodeImpl();
       t.id = 20;
       t.label = "tagged";
