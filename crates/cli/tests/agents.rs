@@ -4,7 +4,8 @@
 //! 127.0.0.1:0 (and omniORB's, a real vendor server), and their results
 //! merge into one file whose histogram is exactly the sum of the agents'.
 //! A run where an agent never comes ends with the others, names it, and
-//! is marked partial.
+//! is marked partial. A latency bench keeps its `extra` figures, each
+//! merged by its rule.
 
 mod common;
 
@@ -361,4 +362,78 @@ fn three_local_agents_sweep_in_step_and_merge_exactly() {
         .map(|c| c["calls"].as_u64().unwrap())
         .sum();
     assert!(srv.stats().calls >= measured);
+}
+
+/// A plain latency bench through 3 local agents keeps the figures of its
+/// `extra` (issue 58's gap: only a sweep's were merged): the calls in
+/// flight and the generators' resident memory of all the agents together,
+/// the memory per call the most any agent paid, and each agent's own in
+/// its share.
+#[test]
+fn three_local_agents_of_a_latency_bench_keep_its_extra_figures() {
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let (code, v) = coordinator(
+        "latency-extra.json",
+        &[
+            "--agents",
+            "3",
+            "--local",
+            "--duration",
+            "1s",
+            "--register-timeout",
+            "60s",
+            "--",
+            "bench",
+            "latency",
+            "--target",
+            &target,
+            "--connections",
+            "2",
+            "--in-flight",
+            "4",
+            "--warmup",
+            "20",
+        ],
+    );
+    assert_eq!(code, 0, "{}", v["outcome"]);
+    check_merged(&v, 3);
+    assert_eq!(v["kind"], "latency");
+    let c = &v["cases"][0];
+    let e = &c["extra"];
+    assert_eq!(e["agents_merged"], 3, "{e}");
+    let shares = c["agents"].as_array().unwrap();
+    let each = |k: &str| -> Vec<f64> {
+        shares
+            .iter()
+            .map(|s| {
+                s["extra"][k]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("agent {} without {k}: {s}", s["agent"]))
+            })
+            .collect()
+    };
+    let merged = |k: &str| {
+        e[k].as_f64()
+            .unwrap_or_else(|| panic!("merged case without {k}: {e}"))
+    };
+    // Every agent's 8 callers had calls out at once at some point.
+    let in_flight = each("max_in_flight");
+    assert!(
+        in_flight.iter().all(|&n| (1.0..=8.0).contains(&n)),
+        "{in_flight:?}"
+    );
+    for k in ["max_in_flight", "client_rss_bytes"] {
+        assert_eq!(merged(k), each(k).iter().sum::<f64>(), "{k}: {e}");
+    }
+    let per_call = each("client_rss_per_call_bytes");
+    assert_eq!(
+        merged("client_rss_per_call_bytes"),
+        per_call.iter().copied().fold(f64::MIN, f64::max),
+        "{e}"
+    );
 }
