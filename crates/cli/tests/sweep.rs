@@ -515,3 +515,38 @@ fn every_server_is_swept_in_one_run_and_their_knees_compared() {
         );
     }
 }
+
+/// `--ceiling` in a run of several servers: the generator's ceiling is
+/// measured once and every server's sweep is judged against it, not only
+/// the first one's.
+#[test]
+fn one_ceiling_marks_every_servers_sweep() {
+    let (code, out, v) = sweep(
+        "servers-ceiling",
+        &[
+            "--servers",
+            "ours,ours:threads",
+            "--rounds",
+            "2",
+            "--ceiling",
+            "--open",
+            "100,200",
+            "--step-duration",
+            "300ms",
+            "--warmup",
+            "10",
+            "--min-achieved",
+            "1%",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let ceiling = f(&v["params"]["ceiling_per_s"]);
+    assert!(ceiling > 400.0, "{}", v["params"]);
+    let sweeps = v["params"]["sweeps"].as_array().unwrap();
+    assert_eq!(sweeps.len(), 4, "{sweeps:?}");
+    for s in sweeps {
+        assert_eq!(f(&s["ceiling_per_s"]), ceiling, "{s}");
+        assert_eq!(s["knee"]["above_half_ceiling"], false, "{s}");
+    }
+    assert!(out.contains("generator ceiling: "), "{out}");
+}

@@ -550,28 +550,42 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
         );
         return session::refused("sweep", o, ctx, e);
     }
-    // The generator's ceiling: its own closed loop, as many calls in
-    // flight as keep a no-work server busy, against our embedded server.
-    let ceiling = o.ceiling.then(|| {
-        let j = LatencyJob {
-            count: 1,
-            duration: Some(o.step_duration),
-            warmup: o.warmup,
-            connections: CEILING_CONNECTIONS,
-            in_flight: CEILING_IN_FLIGHT,
-            socket: o.socket,
-            placement: PlacementOpts {
-                runs: Some(1),
-                ..o.placement.clone()
-            },
-            ..LatencyJob::default()
-        };
-        let (r, e) = super::latency::run(&j, ctx);
-        match (e, r.cases.first()) {
-            (None, Some(c)) => Ok(c.calls_per_sec),
-            (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
-        }
-    });
+    let ceiling = o.ceiling.then(|| ceiling(o, ctx));
+    run_with_ceiling(o, ctx, ceiling)
+}
+
+/// The generator's ceiling, calls/s: its own closed loop, as many calls in
+/// flight as keep a no-work server busy, against our embedded server, for
+/// one step's duration with `o`'s placement; or why it could not be read.
+pub(crate) fn ceiling(o: &SweepJob, ctx: &RunContext) -> std::result::Result<f64, String> {
+    let j = LatencyJob {
+        count: 1,
+        duration: Some(o.step_duration),
+        warmup: o.warmup,
+        connections: CEILING_CONNECTIONS,
+        in_flight: CEILING_IN_FLIGHT,
+        socket: o.socket,
+        placement: PlacementOpts {
+            runs: Some(1),
+            ..o.placement.clone()
+        },
+        ..LatencyJob::default()
+    };
+    let (r, e) = super::latency::run(&j, ctx);
+    match (e, r.cases.first()) {
+        (None, Some(c)) => Ok(c.calls_per_sec),
+        (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
+    }
+}
+
+/// Run a sweep whose generator's ceiling was read before (`None`: not
+/// asked for): a sweep of several servers reads it once and marks every
+/// server's steps against it.
+pub(crate) fn run_with_ceiling(
+    o: &SweepJob,
+    ctx: &RunContext,
+    ceiling: Option<std::result::Result<f64, String>>,
+) -> (Results, Option<Error>) {
     // Our embedded server serves every connection of the largest step.
     let mut job = o.clone();
     if o.target.target.is_none() && o.mode != SweepMode::Open {
