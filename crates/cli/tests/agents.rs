@@ -42,25 +42,31 @@ fn coordinator(name: &str, args: &[&str]) -> (i32, Value) {
 
 /// 4 local agents, 1 s of `bench latency` each against `target`.
 fn four_local_agents(name: &str, target: &str) -> (i32, Value) {
-    coordinator(
+    local_agents(
         name,
-        &[
-            "--agents",
-            "4",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
-            "latency",
-            "--target",
-            target,
-            "--warmup",
-            "20",
-        ],
+        "4",
+        &["latency", "--target", target, "--warmup", "20"],
     )
+}
+
+/// `n` local agents, 1 s each of `bench BENCH…`.
+fn local_agents(name: &str, n: &str, bench: &[&str]) -> (i32, Value) {
+    let mut a = vec!["--agents", n, "--local", "--duration", "1s"];
+    a.extend(["--register-timeout", "60s", "--", "bench"]);
+    a.extend_from_slice(bench);
+    coordinator(name, &a)
+}
+
+/// Our server on 127.0.0.1:0 in this process (2 threads), and a
+/// corbaloc of its object.
+fn our_server() -> (RunningServer, String) {
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    (srv, target)
 }
 
 fn hist(b64: &Value) -> Latency {
@@ -116,12 +122,7 @@ fn check_merged(v: &Value, n: usize) {
 
 #[test]
 fn four_local_agents_load_our_server_and_merge_losslessly() {
-    let srv = RunningServer::start(ServerOptions {
-        threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
-    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let (srv, target) = our_server();
     let t0 = Instant::now();
     let (code, v) = four_local_agents("ours.json", &target);
     assert_eq!(code, 0, "{}", v["outcome"]);
@@ -316,25 +317,12 @@ fn four_local_agents_load_omniorb() {
 /// histogram are exactly the sum of the agents'.
 #[test]
 fn three_local_agents_sweep_in_step_and_merge_exactly() {
-    let srv = RunningServer::start(ServerOptions {
-        threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
-    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let (srv, target) = our_server();
     let t0 = Instant::now();
-    let (code, v) = coordinator(
+    let (code, v) = local_agents(
         "sweep.json",
+        "3",
         &[
-            "--agents",
-            "3",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
             "sweep",
             "--target",
             &target,
@@ -365,30 +353,16 @@ fn three_local_agents_sweep_in_step_and_merge_exactly() {
 }
 
 /// A plain latency bench through 3 local agents keeps the figures of its
-/// `extra` (issue 58's gap: only a sweep's were merged): the calls in
-/// flight and the generators' resident memory of all the agents together,
-/// the memory per call the most any agent paid, and each agent's own in
-/// its share.
+/// `extra`, as a sweep does: the calls in flight and the generators'
+/// resident memory of all the agents together, the memory per call the
+/// most any agent paid, and each agent's own in its share.
 #[test]
 fn three_local_agents_of_a_latency_bench_keep_its_extra_figures() {
-    let srv = RunningServer::start(ServerOptions {
-        threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
-    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
-    let (code, v) = coordinator(
+    let (_srv, target) = our_server();
+    let (code, v) = local_agents(
         "latency-extra.json",
+        "3",
         &[
-            "--agents",
-            "3",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
             "latency",
             "--target",
             &target,

@@ -1106,14 +1106,8 @@ mod tests {
         r
     }
 
-    /// The merged step carries the generators' memory: summed over the
-    /// agents, and per connection the most any one paid.
-    #[test]
-    fn merged_steps_carry_the_generators_memory() {
-        let (a, b) = (
-            agent_step(30 << 20, 9000.0, 100),
-            agent_step(40 << 20, 12000.0, 98),
-        );
+    /// The one connections step of agents `a` and `b`, merged: its extra.
+    fn merged_step(a: &Results, b: &Results) -> BTreeMap<String, serde_json::Value> {
         let mut merged = Results::new("agents", Vec::new());
         let mut c = a.cases[0].clone();
         c.extra.clear();
@@ -1123,8 +1117,19 @@ mod tests {
             steps: Steps(vec![100.0]),
             ..SweepJob::default()
         };
-        merge_steps(&mut merged, &[&a, &b], &job);
-        let e = &merged.cases[0].extra;
+        merge_steps(&mut merged, &[a, b], &job);
+        merged.cases.remove(0).extra
+    }
+
+    /// The merged step carries the generators' memory: summed over the
+    /// agents, and per connection the most any one paid.
+    #[test]
+    fn merged_steps_carry_the_generators_memory() {
+        let (a, b) = (
+            agent_step(30 << 20, 9000.0, 100),
+            agent_step(40 << 20, 12000.0, 98),
+        );
+        let e = merged_step(&a, &b);
         assert_eq!(e["client_rss_bytes"], serde_json::json!(70u64 << 20));
         assert_eq!(
             e["client_rss_per_connection_bytes"],
@@ -1141,15 +1146,7 @@ mod tests {
         let mut a = agent_step(30 << 20, 9000.0, 100);
         param(&mut a.cases[0].extra, "rss_per_connection_bytes", 20000.0);
         let b = agent_step(40 << 20, 12000.0, 98);
-        let mut merged = Results::new("agents", Vec::new());
-        merged.cases.push(a.cases[0].clone());
-        let job = SweepJob {
-            mode: SweepMode::Connections,
-            steps: Steps(vec![100.0]),
-            ..SweepJob::default()
-        };
-        merge_steps(&mut merged, &[&a, &b], &job);
-        let e = &merged.cases[0].extra;
+        let e = merged_step(&a, &b);
         // 100 connections of each agent: the server grew by 100 × 20000.
         assert_eq!(e["rss_per_connection_bytes"], serde_json::json!(10000.0));
     }
