@@ -70,6 +70,8 @@ pub struct ServeOpts {
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub fragment_replies: Option<u64>,
     /// Connections served at once; further clients wait in the backlog.
+    /// The open-file limit is raised to match where the hard limit allows
+    /// (printed as `config nofile=`).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
     /// Asynchronous requests (e.g. work with KIND_SLEEP) in flight per
