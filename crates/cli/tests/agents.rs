@@ -4,7 +4,8 @@
 //! 127.0.0.1:0 (and omniORB's, a real vendor server), and their results
 //! merge into one file whose histogram is exactly the sum of the agents'.
 //! A run where an agent never comes ends with the others, names it, and
-//! is marked partial.
+//! is marked partial. A latency bench keeps its `extra` figures, each
+//! merged by its rule.
 
 mod common;
 
@@ -41,25 +42,31 @@ fn coordinator(name: &str, args: &[&str]) -> (i32, Value) {
 
 /// 4 local agents, 1 s of `bench latency` each against `target`.
 fn four_local_agents(name: &str, target: &str) -> (i32, Value) {
-    coordinator(
+    local_agents(
         name,
-        &[
-            "--agents",
-            "4",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
-            "latency",
-            "--target",
-            target,
-            "--warmup",
-            "20",
-        ],
+        "4",
+        &["latency", "--target", target, "--warmup", "20"],
     )
+}
+
+/// `n` local agents, 1 s each of `bench BENCH…`.
+fn local_agents(name: &str, n: &str, bench: &[&str]) -> (i32, Value) {
+    let mut a = vec!["--agents", n, "--local", "--duration", "1s"];
+    a.extend(["--register-timeout", "60s", "--", "bench"]);
+    a.extend_from_slice(bench);
+    coordinator(name, &a)
+}
+
+/// Our server on 127.0.0.1:0 in this process (2 threads), and a
+/// corbaloc of its object.
+fn our_server() -> (RunningServer, String) {
+    let srv = RunningServer::start(ServerOptions {
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    (srv, target)
 }
 
 fn hist(b64: &Value) -> Latency {
@@ -115,12 +122,7 @@ fn check_merged(v: &Value, n: usize) {
 
 #[test]
 fn four_local_agents_load_our_server_and_merge_losslessly() {
-    let srv = RunningServer::start(ServerOptions {
-        threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
-    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let (srv, target) = our_server();
     let t0 = Instant::now();
     let (code, v) = four_local_agents("ours.json", &target);
     assert_eq!(code, 0, "{}", v["outcome"]);
@@ -315,25 +317,12 @@ fn four_local_agents_load_omniorb() {
 /// histogram are exactly the sum of the agents'.
 #[test]
 fn three_local_agents_sweep_in_step_and_merge_exactly() {
-    let srv = RunningServer::start(ServerOptions {
-        threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
-    let target = format!("corbaloc:iiop:1.2@127.0.0.1:{}/Bench", srv.addr().port());
+    let (srv, target) = our_server();
     let t0 = Instant::now();
-    let (code, v) = coordinator(
+    let (code, v) = local_agents(
         "sweep.json",
+        "3",
         &[
-            "--agents",
-            "3",
-            "--local",
-            "--duration",
-            "1s",
-            "--register-timeout",
-            "60s",
-            "--",
-            "bench",
             "sweep",
             "--target",
             &target,
@@ -361,4 +350,64 @@ fn three_local_agents_sweep_in_step_and_merge_exactly() {
         .map(|c| c["calls"].as_u64().unwrap())
         .sum();
     assert!(srv.stats().calls >= measured);
+}
+
+/// A plain latency bench through 3 local agents keeps the figures of its
+/// `extra`, as a sweep does: the calls in flight and the generators'
+/// resident memory of all the agents together, the memory per call the
+/// most any agent paid, and each agent's own in its share.
+#[test]
+fn three_local_agents_of_a_latency_bench_keep_its_extra_figures() {
+    let (_srv, target) = our_server();
+    let (code, v) = local_agents(
+        "latency-extra.json",
+        "3",
+        &[
+            "latency",
+            "--target",
+            &target,
+            "--connections",
+            "2",
+            "--in-flight",
+            "4",
+            "--warmup",
+            "20",
+        ],
+    );
+    assert_eq!(code, 0, "{}", v["outcome"]);
+    check_merged(&v, 3);
+    assert_eq!(v["kind"], "latency");
+    let c = &v["cases"][0];
+    let e = &c["extra"];
+    assert_eq!(e["agents_merged"], 3, "{e}");
+    let shares = c["agents"].as_array().unwrap();
+    let each = |k: &str| -> Vec<f64> {
+        shares
+            .iter()
+            .map(|s| {
+                s["extra"][k]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("agent {} without {k}: {s}", s["agent"]))
+            })
+            .collect()
+    };
+    let merged = |k: &str| {
+        e[k].as_f64()
+            .unwrap_or_else(|| panic!("merged case without {k}: {e}"))
+    };
+    // Every agent's 8 callers had calls out at once at some point.
+    let in_flight = each("max_in_flight");
+    assert!(
+        in_flight.iter().all(|&n| (1.0..=8.0).contains(&n)),
+        "{in_flight:?}"
+    );
+    for k in ["max_in_flight", "client_rss_bytes"] {
+        assert_eq!(merged(k), each(k).iter().sum::<f64>(), "{k}: {e}");
+    }
+    let per_call = each("client_rss_per_call_bytes");
+    assert_eq!(
+        merged("client_rss_per_call_bytes"),
+        per_call.iter().copied().fold(f64::MIN, f64::max),
+        "{e}"
+    );
 }

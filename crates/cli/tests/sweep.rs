@@ -46,6 +46,15 @@ fn sweep(test: &str, args: &[&str]) -> (i32, String, Value) {
     )
 }
 
+/// `sweep` of two short open steps (100 and 200 calls/s, 300 ms each, no
+/// shortfall rule to speak of) with `args` besides.
+fn short_open_sweep(test: &str, args: &[&str]) -> (i32, String, Value) {
+    let mut all = vec!["--open", "100,200", "--step-duration", "300ms"];
+    all.extend(["--warmup", "10", "--min-achieved", "1%"]);
+    all.extend_from_slice(args);
+    sweep(test, &all)
+}
+
 fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
@@ -383,19 +392,11 @@ fn a_sweep_of_omniorbs_server_reads_its_cpu_and_memory() {
 /// written to the JSON with the knee's achieved rate.
 #[test]
 fn a_knee_gate_passes_below_the_knee_and_fails_above_it() {
-    let (code, out, v) = sweep(
+    let (code, out, v) = short_open_sweep(
         "knee-gate",
         &[
-            "--open",
-            "100,200",
-            "--step-duration",
-            "300ms",
-            "--warmup",
-            "10",
             "--p99-bound",
             "2s",
-            "--min-achieved",
-            "1%",
             "--threshold",
             "knee>10/s",
             "--threshold",
@@ -471,23 +472,15 @@ fn every_server_is_swept_in_one_run_and_their_knees_compared() {
     if !common::vendor_built(test, "omniorb", true) {
         return;
     }
-    let (code, out, v) = sweep(
+    let (code, out, v) = short_open_sweep(
         "servers",
         &[
+            "--p99-bound",
+            "2s",
             "--servers",
             "ours,ours:threads,omniorb",
             "--rounds",
             "2",
-            "--open",
-            "100,200",
-            "--step-duration",
-            "300ms",
-            "--warmup",
-            "10",
-            "--p99-bound",
-            "2s",
-            "--min-achieved",
-            "1%",
         ],
     );
     assert_eq!(code, 0, "{out}");
@@ -569,4 +562,31 @@ fn every_server_is_swept_in_one_run_and_their_knees_compared() {
             "no figure for {name}: {svgs:?}"
         );
     }
+}
+
+/// `--ceiling` in a run of several servers: the generator's ceiling is
+/// measured once and every server's sweep is judged against it, not only
+/// the first one's.
+#[test]
+fn one_ceiling_marks_every_servers_sweep() {
+    let (code, out, v) = short_open_sweep(
+        "servers-ceiling",
+        &[
+            "--servers",
+            "ours,ours:threads",
+            "--rounds",
+            "2",
+            "--ceiling",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let ceiling = f(&v["params"]["ceiling_per_s"]);
+    assert!(ceiling > 400.0, "{}", v["params"]);
+    let sweeps = v["params"]["sweeps"].as_array().unwrap();
+    assert_eq!(sweeps.len(), 4, "{sweeps:?}");
+    for s in sweeps {
+        assert_eq!(f(&s["ceiling_per_s"]), ceiling, "{s}");
+        assert_eq!(s["knee"]["above_half_ceiling"], false, "{s}");
+    }
+    assert!(out.contains("generator ceiling: "), "{out}");
 }

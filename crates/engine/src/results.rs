@@ -250,6 +250,10 @@ pub struct AgentCase {
     pub histogram: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors: BTreeMap<String, u64>,
+    /// The agent's own `extra` figures of the case (the merged case's
+    /// combine them by their rule).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
 }
 
 /// What measured.

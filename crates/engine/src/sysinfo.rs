@@ -161,7 +161,9 @@ pub struct NoFile {
 }
 
 /// Raise this process's RLIMIT_NOFILE soft limit to its hard limit when
-/// it is below `needed`, and say where it stands.
+/// it is below `needed`, and say where it stands. A process that may raise
+/// the hard limit too (CAP_SYS_RESOURCE) raises it to `needed` first, up to
+/// the kernel's most (`fs.nr_open`); any other keeps the hard limit it has.
 pub fn raise_nofile(needed: usize) -> NoFile {
     let mut r = libc::rlimit {
         rlim_cur: 0,
@@ -172,6 +174,21 @@ pub fn raise_nofile(needed: usize) -> NoFile {
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
     }
     let before = r.rlim_cur;
+    let kernel_most = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(r.rlim_max);
+    let want = (needed as u64).min(kernel_most);
+    if want > r.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: want,
+        };
+        // SAFETY: as above; refused (EPERM) without the capability.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            r = raised;
+        }
+    }
     if r.rlim_cur < needed as u64 && r.rlim_cur < r.rlim_max {
         let raised = libc::rlimit {
             rlim_cur: r.rlim_max,

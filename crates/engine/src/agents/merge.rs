@@ -137,6 +137,7 @@ fn merge_case(g: &[(u32, &Case)]) -> crate::error::Result<Case> {
         latency_us: a.latency_us,
         histogram: a.histogram.clone(),
         errors: a.errors.clone(),
+        extra: a.extra.clone(),
     };
     let moved = |id: u32, a: &Case| -> Vec<String> {
         a.moved.iter().map(|m| format!("agent {id}: {m}")).collect()
@@ -169,9 +170,91 @@ fn merge_case(g: &[(u32, &Case)]) -> crate::error::Result<Case> {
         c.moved.extend(moved(id, a));
         c.agents.push(share(id, a));
     }
+    let cases: Vec<&Case> = g.iter().map(|&(_, a)| a).collect();
+    c.extra = merge_extra(&cases, c.calls);
     c.extra
         .insert("agents_merged".into(), (g.len() as u64).into());
     Ok(c)
+}
+
+/// How one figure of a case's `extra` merges over agents that ran at once
+/// (docs/results-schema.md, "Agent runs", states the rule per field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ExtraRule {
+    /// All the generators together: summed, when every agent has it.
+    Sum,
+    /// What one agent paid or read: the most any did.
+    Max,
+    /// A mark any agent set marks the merged case (the first agent's).
+    Any,
+    /// A description: kept when every agent has the same.
+    Same,
+}
+
+fn extra_rule(key: &str) -> ExtraRule {
+    match key {
+        "max_in_flight" | "client_rss_bytes" | "client_cpu_util" | "connections"
+        | "data_segments" | "head_first_calls" | "planned_calls" | "server_bytes"
+        | "lost_bytes" | "busy_calls_per_sec" => ExtraRule::Sum,
+        "client_rss_per_call_bytes"
+        | "client_rss_per_connection_bytes"
+        | "receiver_seconds"
+        | "server_rss_bytes"
+        | "server_cpu_util"
+        | "rss_per_connection_bytes" => ExtraRule::Max,
+        "above_half_ceiling" | "stopped_by" => ExtraRule::Any,
+        _ => ExtraRule::Same,
+    }
+}
+
+/// The merged `extra` of one case measured by `cases` (one per agent), of
+/// `calls` calls in all: each figure by its [`extra_rule`], and
+/// `calls_per_segment` again from the summed segments. A figure left out
+/// here stays in each agent's share.
+fn merge_extra(cases: &[&Case], calls: u64) -> BTreeMap<String, serde_json::Value> {
+    use serde_json::Value;
+    let mut out = BTreeMap::new();
+    let keys: std::collections::BTreeSet<&String> =
+        cases.iter().flat_map(|c| c.extra.keys()).collect();
+    for k in keys {
+        let vals: Vec<&Value> = cases.iter().filter_map(|c| c.extra.get(k)).collect();
+        let every = vals.len() == cases.len();
+        let merged = match extra_rule(k) {
+            ExtraRule::Sum if every => match vals.iter().map(|v| v.as_u64()).sum::<Option<u64>>() {
+                Some(n) => Some(Value::from(n)),
+                None => vals
+                    .iter()
+                    .map(|v| v.as_f64())
+                    .sum::<Option<f64>>()
+                    .map(Value::from),
+            },
+            ExtraRule::Sum => None,
+            ExtraRule::Max => vals
+                .iter()
+                .filter(|v| v.is_number())
+                .max_by(|a, b| a.as_f64().partial_cmp(&b.as_f64()).unwrap())
+                .map(|v| (*v).clone()),
+            ExtraRule::Any => vals
+                .iter()
+                .find(|v| !matches!(v, Value::Null | Value::Bool(false)))
+                .or(vals.first())
+                .map(|v| (*v).clone()),
+            ExtraRule::Same => {
+                Some(vals[0].clone()).filter(|v| every && vals.iter().all(|w| *w == v))
+            }
+        };
+        if let Some(v) = merged {
+            out.insert(k.clone(), v);
+        }
+    }
+    if let Some(n) = out.get("data_segments").and_then(|v| v.as_u64()) {
+        if n > 0 {
+            out.insert("calls_per_segment".into(), (calls as f64 / n as f64).into());
+        }
+    } else {
+        out.remove("calls_per_segment");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -276,6 +359,48 @@ mod tests {
         assert_eq!(cpu.client_s_per_mib, 2.25 / 3.0);
         assert_eq!(c.breakdown.as_ref().unwrap()["write"], 1.5);
         assert_eq!(c.agents.len(), 3);
+    }
+
+    /// Every bench's `extra` survives the merge, each figure by its rule:
+    /// the generators' counts summed, what one paid the most of any, a
+    /// mark any agent set kept, descriptions kept when all agree (and
+    /// dropped when not, each agent's own in its share).
+    #[test]
+    fn extra_figures_merge_by_their_rule() {
+        let ran: Vec<Ran> = (0..3u32)
+            .map(|id| {
+                let mut r = agent_results(id, &samples(id, 100), 1.0);
+                let e = &mut r.cases[0].extra;
+                e.insert("max_in_flight".into(), (8 + id as u64).into());
+                e.insert("client_rss_bytes".into(), ((10 + id as u64) << 20).into());
+                e.insert(
+                    "client_rss_per_call_bytes".into(),
+                    (4000.0 + id as f64).into(),
+                );
+                e.insert("data_segments".into(), 50u64.into());
+                e.insert("calls_per_segment".into(), 2.0.into());
+                e.insert("transport".into(), "plain".into());
+                e.insert("r_ci95".into(), (id as f64).into());
+                if id == 1 {
+                    e.insert("stopped_by".into(), "time-cap".into());
+                }
+                Ran { id, results: r }
+            })
+            .collect();
+        let m = merge_agents(base(), &ran, info(3)).unwrap();
+        let c = &m.cases[0];
+        let e = &c.extra;
+        assert_eq!(e["max_in_flight"], serde_json::json!(27));
+        assert_eq!(e["client_rss_bytes"], serde_json::json!(33u64 << 20));
+        assert_eq!(e["client_rss_per_call_bytes"], serde_json::json!(4002.0));
+        assert_eq!(e["data_segments"], serde_json::json!(150));
+        assert_eq!(e["calls_per_segment"], serde_json::json!(2.0));
+        assert_eq!(e["transport"], "plain");
+        assert_eq!(e["stopped_by"], "time-cap");
+        assert_eq!(e["agents_merged"], serde_json::json!(3));
+        assert!(!e.contains_key("r_ci95"), "{e:?}");
+        assert_eq!(c.agents[2].extra["r_ci95"], serde_json::json!(2.0));
+        assert_eq!(c.agents[1].extra["max_in_flight"], serde_json::json!(9));
     }
 
     #[test]

@@ -550,28 +550,42 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
         );
         return session::refused("sweep", o, ctx, e);
     }
-    // The generator's ceiling: its own closed loop, as many calls in
-    // flight as keep a no-work server busy, against our embedded server.
-    let ceiling = o.ceiling.then(|| {
-        let j = LatencyJob {
-            count: 1,
-            duration: Some(o.step_duration),
-            warmup: o.warmup,
-            connections: CEILING_CONNECTIONS,
-            in_flight: CEILING_IN_FLIGHT,
-            socket: o.socket,
-            placement: PlacementOpts {
-                runs: Some(1),
-                ..o.placement.clone()
-            },
-            ..LatencyJob::default()
-        };
-        let (r, e) = super::latency::run(&j, ctx);
-        match (e, r.cases.first()) {
-            (None, Some(c)) => Ok(c.calls_per_sec),
-            (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
-        }
-    });
+    let ceiling = o.ceiling.then(|| ceiling(o, ctx));
+    run_with_ceiling(o, ctx, ceiling)
+}
+
+/// The generator's ceiling, calls/s: its own closed loop, as many calls in
+/// flight as keep a no-work server busy, against our embedded server, for
+/// one step's duration with `o`'s placement; or why it could not be read.
+pub(crate) fn ceiling(o: &SweepJob, ctx: &RunContext) -> std::result::Result<f64, String> {
+    let j = LatencyJob {
+        count: 1,
+        duration: Some(o.step_duration),
+        warmup: o.warmup,
+        connections: CEILING_CONNECTIONS,
+        in_flight: CEILING_IN_FLIGHT,
+        socket: o.socket,
+        placement: PlacementOpts {
+            runs: Some(1),
+            ..o.placement.clone()
+        },
+        ..LatencyJob::default()
+    };
+    let (r, e) = super::latency::run(&j, ctx);
+    match (e, r.cases.first()) {
+        (None, Some(c)) => Ok(c.calls_per_sec),
+        (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
+    }
+}
+
+/// Run a sweep whose generator's ceiling was read before (`None`: not
+/// asked for): a sweep of several servers reads it once and marks every
+/// server's steps against it.
+pub(crate) fn run_with_ceiling(
+    o: &SweepJob,
+    ctx: &RunContext,
+    ceiling: Option<std::result::Result<f64, String>>,
+) -> (Results, Option<Error>) {
     // Our embedded server serves every connection of the largest step.
     let mut job = o.clone();
     if o.target.target.is_none() && o.mode != SweepMode::Open {
@@ -930,14 +944,18 @@ fn knee_params(
 /// step, the agents' loads, offered calls/s and connections summed (each
 /// agent offered the step's load), achieved the merged calls/s, the
 /// client CPU summed, the server's figures the highest any agent read
-/// (only an agent on the server's host reads them), the generators'
+/// (only an agent on the server's host reads them; its memory per
+/// connection over every agent's added connections), the generators'
 /// resident memory and calls in flight summed and their memory per
 /// connection the highest any agent paid; then the stop rules and the
 /// knee, on the merged steps.
 pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
     let rule = o.rule();
     let (mut loads, mut labels) = (Vec::new(), Vec::new());
+    // Each agent's connections at the end of the step before.
+    let mut prev_conns = vec![0.0; agents.len()];
     for c in &mut merged.cases {
+        let server_per_connection = server_rss_per_connection(agents, &c.name, &mut prev_conns);
         let shares: Vec<&crate::results::Case> = agents
             .iter()
             .filter_map(|r| r.cases.iter().find(|a| a.name == c.name))
@@ -976,6 +994,12 @@ pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
                 param(e, k, v);
             }
         }
+        match server_per_connection {
+            Some(v) => param(e, "rss_per_connection_bytes", v),
+            None => {
+                e.remove("rss_per_connection_bytes");
+            }
+        }
         // The generators' own memory: all of them together, and the
         // most any one paid per connection (the bound each one holds).
         if let Some(v) = sum("client_rss_bytes") {
@@ -997,6 +1021,34 @@ pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
         labels.push(c.name.clone());
     }
     knee_params(&mut merged.params, &loads, &labels, &rule, None);
+}
+
+/// The server's resident memory per connection of one merged step named
+/// `name`: an agent on the server's host read the server's growth over the
+/// connections it added itself, but every agent's added connections made
+/// it, so its figure times its own added connections, over all the
+/// agents' (the most of any agent that read one). `prev_conns` holds each
+/// agent's connections at the end of the step before, and is moved on.
+fn server_rss_per_connection(
+    agents: &[&Results],
+    name: &str,
+    prev_conns: &mut [f64],
+) -> Option<f64> {
+    let (mut added_all, mut grew) = (0.0, None::<f64>);
+    for (r, prev) in agents.iter().zip(prev_conns.iter_mut()) {
+        let Some(a) = r.cases.iter().find(|a| a.name == name) else {
+            continue;
+        };
+        let figure = |k: &str| a.extra.get(k).and_then(|v| v.as_f64());
+        let conns = figure("connections").unwrap_or(*prev);
+        let added = (conns - *prev).max(0.0);
+        *prev = conns;
+        added_all += added;
+        if let Some(per) = figure("rss_per_connection_bytes") {
+            grew = Some(grew.unwrap_or(0.0).max(per * added));
+        }
+    }
+    grew.filter(|_| added_all > 0.0).map(|g| g / added_all)
 }
 
 /// A load as people read it: whole numbers without decimals (`500`,
@@ -1054,14 +1106,8 @@ mod tests {
         r
     }
 
-    /// The merged step carries the generators' memory: summed over the
-    /// agents, and per connection the most any one paid.
-    #[test]
-    fn merged_steps_carry_the_generators_memory() {
-        let (a, b) = (
-            agent_step(30 << 20, 9000.0, 100),
-            agent_step(40 << 20, 12000.0, 98),
-        );
+    /// The one connections step of agents `a` and `b`, merged: its extra.
+    fn merged_step(a: &Results, b: &Results) -> BTreeMap<String, serde_json::Value> {
         let mut merged = Results::new("agents", Vec::new());
         let mut c = a.cases[0].clone();
         c.extra.clear();
@@ -1071,8 +1117,19 @@ mod tests {
             steps: Steps(vec![100.0]),
             ..SweepJob::default()
         };
-        merge_steps(&mut merged, &[&a, &b], &job);
-        let e = &merged.cases[0].extra;
+        merge_steps(&mut merged, &[a, b], &job);
+        merged.cases.remove(0).extra
+    }
+
+    /// The merged step carries the generators' memory: summed over the
+    /// agents, and per connection the most any one paid.
+    #[test]
+    fn merged_steps_carry_the_generators_memory() {
+        let (a, b) = (
+            agent_step(30 << 20, 9000.0, 100),
+            agent_step(40 << 20, 12000.0, 98),
+        );
+        let e = merged_step(&a, &b);
         assert_eq!(e["client_rss_bytes"], serde_json::json!(70u64 << 20));
         assert_eq!(
             e["client_rss_per_connection_bytes"],
@@ -1080,6 +1137,18 @@ mod tests {
         );
         assert_eq!(e["max_in_flight"], serde_json::json!(198));
         assert_eq!(e["connections"], serde_json::json!(200.0));
+    }
+
+    /// The server's memory per connection of a merged step: the growth
+    /// the one agent on its host read, over every agent's connections.
+    #[test]
+    fn merged_steps_spread_the_servers_growth_over_every_agents_connections() {
+        let mut a = agent_step(30 << 20, 9000.0, 100);
+        param(&mut a.cases[0].extra, "rss_per_connection_bytes", 20000.0);
+        let b = agent_step(40 << 20, 12000.0, 98);
+        let e = merged_step(&a, &b);
+        // 100 connections of each agent: the server grew by 100 × 20000.
+        assert_eq!(e["rss_per_connection_bytes"], serde_json::json!(10000.0));
     }
 
     fn step(load: f64, offered: Option<f64>, achieved: f64, p99: f64, errors: u64) -> StepLoad {

@@ -10,7 +10,8 @@
 //! is started from its `scripts/orbs/<orb>/start` for each of its sweeps
 //! and stopped after it (one that is not installed and built here is
 //! skipped, and said). The generator's ceiling, when asked, is measured
-//! once, before the first sweep.
+//! once, before the first sweep, and every sweep's steps are marked
+//! against it.
 //!
 //! The result is one `sweep` results file: every server's steps, each case
 //! named and tagged (`params.server`, `params.round`) by its server, so a
@@ -83,6 +84,14 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     let mut skipped: Vec<String> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let mut first = true;
+    // The generator's ceiling once, before the first sweep, with the
+    // client's placement; every server's steps are marked against it.
+    let ceiling = o.ceiling.then(|| {
+        let mut job = o.clone();
+        job.servers.clear();
+        job.placement.client_cpus = CpuList::new(vec![client_cpu]).ok();
+        super::sweep::ceiling(&job, ctx)
+    });
     let total = servers.len() * o.rounds as usize;
     let mut part = 0;
     'rounds: for round in 0..o.rounds as usize {
@@ -98,8 +107,6 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
             let mut job = o.clone();
             job.servers.clear();
             job.rounds = 1;
-            // The ceiling once, before the first sweep.
-            job.ceiling = o.ceiling && first;
             job.placement.client_cpus = CpuList::new(vec![client_cpu]).ok();
             job.placement.server_cpus = server_cpu.and_then(|c| CpuList::new(vec![c]).ok());
             let started = match srv {
@@ -129,7 +136,7 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
                 }
             };
             progress.note(&format!("sweep: {label}, round {}", round + 1));
-            let (r, err) = super::sweep::run(&job, ctx);
+            let (r, err) = super::sweep::run_with_ceiling(&job, ctx, ceiling.clone());
             if first {
                 out.host = r.host.clone();
                 out.placement = r.placement.clone();
@@ -171,6 +178,7 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
                 "target": r.target.orb_type.clone().unwrap_or_else(|| r.target.kind.clone()),
                 "knee": r.params.get("knee"),
                 "stopped_by": r.params.get("stopped_by"),
+                "ceiling_per_s": r.params.get("ceiling_per_s"),
                 "server_cpu_source": r.params.get("server_cpu_source"),
                 "server_rss_source": r.params.get("server_rss_source"),
                 "complete": err.is_none(),

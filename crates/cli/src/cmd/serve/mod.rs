@@ -70,6 +70,8 @@ pub struct ServeOpts {
     #[arg(long, value_parser = parse_size, value_name = "SIZE")]
     pub fragment_replies: Option<u64>,
     /// Connections served at once; further clients wait in the backlog.
+    /// The open-file limit is raised to match where the hard limit allows
+    /// (printed as `config nofile=`).
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
     /// Asynchronous requests (e.g. work with KIND_SLEEP) in flight per
@@ -271,6 +273,9 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         return run_idl(o, file);
     }
     let opts = server_options(o)?;
+    // A descriptor per connection served, and a few for the listener,
+    // the IOR file and the metrics.
+    let nofile = iiopbench_engine::sysinfo::raise_nofile(opts.config.max_connections + 64);
     let raw = match &o.raw_tcp {
         Some(addr) => Some(RawServer::start(
             addr,
@@ -341,6 +346,7 @@ pub fn run(o: &ServeOpts) -> anyhow::Result<()> {
         }
     }
     print_limits(&mut out, &opts.config)?;
+    print_nofile(&mut out, &nofile)?;
     if let Some(c) = &opts.cpus {
         writeln!(
             out,
@@ -415,6 +421,25 @@ pub fn print_limits(out: &mut impl Write, c: &ServerConfig) -> std::io::Result<(
     writeln!(out, "config max_in_flight={}", c.max_in_flight)?;
     writeln!(out, "config idle_timeout={}", d(c.idle_timeout))?;
     writeln!(out, "config read_timeout={}", d(c.read_timeout))
+}
+
+/// The open-file limit as `serve` raised it (soft to hard, when
+/// `--max-connections` needs more), and a warning on stderr when the hard
+/// limit is too low for them.
+fn print_nofile(
+    out: &mut impl Write,
+    n: &iiopbench_engine::sysinfo::NoFile,
+) -> std::io::Result<()> {
+    writeln!(out, "config nofile={} hard={}", n.soft, n.hard)?;
+    if n.capped {
+        eprintln!(
+            "iiopbench serve: the open-file limit ({}) is below the {} descriptors \
+             --max-connections needs: connections beyond it are refused; raise the \
+             hard limit (ulimit -Hn) to serve them",
+            n.hard, n.needed
+        );
+    }
+    Ok(())
 }
 
 /// `serve --idl`: any interface through the dynamic skeleton, with the
