@@ -13,8 +13,10 @@
 //!
 //! Every protocol decision (request ids, code sets, fragmenting, reply
 //! matching, timeouts and CancelRequest, MessageError, CloseConnection)
-//! is the pure [`ClientConn`]'s, as for the tokio client. This driver only
-//! moves bytes and time:
+//! is the pure [`ClientConn`]'s, as for the tokio client (also which
+//! Requests of the server's may arrive on a connection offered for
+//! callbacks: the waiting call answers them with the servant and writes
+//! the Reply before it reads on). This driver only moves bytes and time:
 //! - SO_RCVTIMEO/SO_SNDTIMEO are set to a short poll interval, so a call
 //!   that waits can see its deadline and the abort check
 //!   ([`BlockingConnection::set_abort`]) without a timer;

@@ -39,6 +39,11 @@
 //! `writev`, between the buffer pieces around them (omniORB's
 //! `directSendCutOff` idea). The bytes on the wire are the same; a message
 //! that must be fragmented is flattened first.
+//!
+//! Callbacks ([`ClientConfig::callbacks`]): the core offers the
+//! connection (BI_DIR_IIOP on every request) and lets the server's
+//! Requests arrive on it; the reader task answers each with the servant
+//! at once and the writer task sends the Reply, as it sends requests.
 
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -390,12 +390,9 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
                 ),
                 "void".to_string(),
             ),
-            (LatencyOp::CallBack, _) => (
-                Call::Bidir,
-                0,
-                "call_back".to_string(),
-                "void".to_string(),
-            ),
+            (LatencyOp::CallBack, _) => {
+                (Call::Bidir, 0, "call_back".to_string(), "void".to_string())
+            }
             (LatencyOp::Ping, _) | (_, None) => {
                 (Call::Ping, 0, "ping".to_string(), "void".to_string())
             }
