@@ -705,3 +705,42 @@ fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::job::Job;
+
+    /// A suite's or an agent's job carries `bidir` (in `target`) and
+    /// `op: call_back`; without `bidir`, call_back is refused before
+    /// anything runs, naming the field.
+    #[test]
+    fn a_call_back_job_carries_bidir_and_needs_it() {
+        let job: Job = serde_json::from_str(
+            r#"{"bench": "latency", "op": "call_back", "target": {"bidir": true}, "count": 10}"#,
+        )
+        .unwrap();
+        let Job::Latency(l) = &job else {
+            panic!("a latency job")
+        };
+        assert_eq!((l.op, l.target.bidir), (super::LatencyOp::CallBack, true));
+        job.validate_fields().unwrap();
+        // Round trip: the field survives, and a job without it has none.
+        let back = serde_json::to_value(&job).unwrap();
+        assert_eq!(back["op"], "call_back");
+        assert_eq!(back["target"]["bidir"], true);
+        let plain = serde_json::to_value(Job::Latency(Default::default())).unwrap();
+        assert!(plain["target"].get("bidir").is_none(), "{plain}");
+        let job: Job = serde_json::from_str(r#"{"bench": "latency", "op": "call_back"}"#).unwrap();
+        let e = job.validate_fields().unwrap_err().to_string();
+        assert!(e.contains("`op` call_back needs `bidir`"), "{e}");
+        let job: Job = serde_json::from_str(
+            r#"{"bench": "latency", "op": "call_back", "target": {"bidir": true, "giop": "1.1"}}"#,
+        )
+        .unwrap();
+        let e = job.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("`bidir` (bidirectional GIOP) needs GIOP 1.2"),
+            "{e}"
+        );
+    }
+}
