@@ -134,6 +134,13 @@ fn call_back_without_bidir_is_refused_before_anything_starts() {
     // Refused at validation: no embedded server, no run.
     assert!(out.is_empty(), "{out}");
     assert!(took < Duration::from_secs(10), "{took:?}");
+    // A sweep likewise.
+    let (code, _, err, _) = iiopbench(
+        &["bench", "sweep", "--op", "call_back", "--quick"],
+        Duration::from_secs(30),
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("--op call_back needs --bidir"), "{err}");
     // --bidir speaks GIOP 1.2 only.
     let (code, _, err, _) = iiopbench(
         &[
@@ -168,6 +175,43 @@ fn call_back_against_our_server_with_both_drivers() {
         &ior,
         &["--connections", "2", "--in-flight", "4"],
     );
+    // An open-loop sweep: calls overlap on the runtime's connection.
+    let json = tmp("sweep");
+    let j = json.to_str().unwrap();
+    let (code, _, err, _) = iiopbench(
+        &[
+            "bench",
+            "sweep",
+            "--op",
+            "call_back",
+            "--bidir",
+            "--open",
+            "500,1000",
+            "--step-duration",
+            "1s",
+            "--quick",
+            "--quiet",
+            "--json",
+            j,
+            "--target",
+            &ior,
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    let steps: Vec<&Value> = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"].as_str().unwrap().starts_with("call_back"))
+        .collect();
+    assert_eq!(steps.len(), 2, "{v}");
+    for c in steps {
+        assert!(c["calls"].as_u64().unwrap() > 0, "{c}");
+        assert_eq!(c["errors"], serde_json::json!({}), "{c}");
+    }
     let (code, out, err) = call_back_once(&ior);
     assert_eq!((code, out.trim()), (0, r#"{"return":42}"#), "{err}");
     // Without --bidir, our server refuses to call back: NO_PERMISSION.
