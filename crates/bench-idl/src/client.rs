@@ -26,8 +26,10 @@ pub use iiop_giop::conn::route::{key_text, Hop};
 pub use iiop_transport::stub::Wait;
 
 use crate::bench::elements::{CallMode, Elem};
+use crate::bench::ops::CALLBACK_ID;
 use crate::bench::types::{seq_typecode, Outgoing, Payload, StatsWire};
 use crate::bench::work::{Dist, Kind};
+use crate::callback::CALLBACK_KEY;
 
 /// Why a bench call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -389,6 +391,43 @@ impl BenchClient {
             Ok(())
         };
         self.call_decoded("work", args, |r| r.read_f64()).await
+    }
+
+    /// `call_back(cb, n)` with `cb` our [`CallbackServant`] on this
+    /// connection (offered for callbacks: [`ClientConfig::callbacks`]):
+    /// the server calls `cb->notify(n)` back over it before it answers.
+    /// Fails unless the result is `n + 1`, what our servant answers. The
+    /// reference names the connection the call starts on (a forward to
+    /// the same server stays on it).
+    ///
+    /// [`CallbackServant`]: crate::callback::CallbackServant
+    pub async fn call_back(&self, n: i32) -> Result<i32, BenchError> {
+        let bound = self.stub.bound();
+        let cb = bound
+            .link()
+            .setup()
+            .callback_reference(CALLBACK_ID, CALLBACK_KEY)
+            .ok_or_else(|| {
+                BenchError::Reference(format!(
+                    "call_back needs a connection offered for callbacks (bidirectional GIOP 1.2); the one to {} is not",
+                    bound.addr()
+                ))
+            })?;
+        let args = |w: &mut Writer<'_>| {
+            cb.encode(w)?;
+            w.write_i32(n);
+            Ok(())
+        };
+        let v = self
+            .call_decoded("call_back", args, |r| r.read_i32())
+            .await?;
+        if v != n.wrapping_add(1) {
+            return Err(BenchError::Reference(format!(
+                "call_back({n}) returned {v}, not {} (what our Callback's notify answers)",
+                n.wrapping_add(1)
+            )));
+        }
+        Ok(v)
     }
 
     /// `get_single(i)`.

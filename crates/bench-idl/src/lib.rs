@@ -2,7 +2,8 @@
 //! - [`bench`]: its data model: element types, Rust types and TypeCodes,
 //!   objects and operations, counters, service time;
 //! - [`client`]: bench.idl's typed operations over one GIOP connection
-//!   ([`value_ops`]: the valuetype ones);
+//!   ([`value_ops`]: the valuetype ones; [`callback`]: the Callback
+//!   object a client serves on a connection it offers for callbacks);
 //! - [`reference`] and [`run`]: our reference server (typed and dynamic
 //!   skeletons), and running it on threads of its own;
 //! - [`dispatcher`]: the central dispatcher object of the load-balancing
@@ -13,6 +14,7 @@
 //! (`iiopbench_engine::dynamic::server`).
 
 pub mod bench;
+pub mod callback;
 pub mod client;
 pub mod dispatcher;
 pub mod reference;

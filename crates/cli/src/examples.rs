@@ -87,6 +87,7 @@ Examples:
 pub const CALL: &str = "\
 Examples:
   iiopbench call --idl fixtures/idl/bench.idl --op Bench::Perf::echo_long --args '{\"s\": [1, 2, 3]}'
+  iiopbench call --idl fixtures/idl/bench.idl --op Bench::Perf::call_back --args '{\"n\": 41}' --bidir   # cb: our Callback
   iiopbench call --idl my.idl --target my.ior --op Mod::Iface::op --gen len=4 --compact";
 
 pub const ORBS: &str = "\

@@ -266,6 +266,12 @@ pub struct TargetArgs {
     /// (implies --tls; no --target).
     #[arg(long)]
     pub tls_vs_plain: bool,
+    /// Offer every connection for callbacks (bidirectional GIOP 1.2) and
+    /// serve bench.idl's Callback object on it, over the connection
+    /// itself (notify(n) answers n+1): what call_back needs. Implies
+    /// --giop 1.2.
+    #[arg(long)]
+    pub bidir: bool,
 }
 
 impl TargetArgs {
@@ -285,6 +291,7 @@ impl TargetArgs {
             waiting: self.waiting.engine(),
             tls: self.tls.engine(),
             tls_vs_plain: self.tls_vs_plain,
+            bidir: self.bidir,
         }
     }
 }

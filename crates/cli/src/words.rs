@@ -21,7 +21,7 @@ const RENAMED: [(&str, &str); 8] = [
 
 /// Job fields (and option names of the non-job commands) that are flags
 /// of the same name.
-const SAME: [&str; 88] = [
+const SAME: [&str; 89] = [
     "a_target",
     "agents",
     "b_target",
@@ -30,6 +30,7 @@ const SAME: [&str; 88] = [
     "baseline_target",
     "batch",
     "behaviour",
+    "bidir",
     "breakdown",
     "check_reply",
     "client_cpus",

@@ -293,6 +293,13 @@ const IDEAS: &[Idea] = &[
         "bench * but tcp, soak, call",
     ),
     idea(
+        "Offer connections for callbacks (bidirectional GIOP 1.2), serving bench.idl's Callback on them (`call_back` needs it)",
+        None,
+        "bidir",
+        "—",
+        "bench * but tcp, soak, call",
+    ),
+    idea(
         "CA certificates that verify clients (PEM)",
         None,
         "tls-client-ca",

@@ -14,6 +14,7 @@ use iiop_giop::conn::route::version_for;
 use iiop_giop::ior::{orb_type_name, Ior};
 use iiop_giop::{Target, Version};
 use iiop_transport::client::{Client, ClientConfig, TlsMode};
+use iiop_transport::config::Callbacks;
 use iiop_transport::hosted::ServerModel;
 use iiop_transport::naming::resolve_target;
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,12 @@ pub struct TargetOpts {
     /// TLS/plain ratio: the embedded server serves a TLS port and a plain
     /// one (implies `tls.tls`; no `target`).
     pub tls_vs_plain: bool,
+    /// Offer every connection for callbacks (bidirectional GIOP 1.2) and
+    /// serve bench.idl's Callback object on it (`notify(n)` answers
+    /// `n + 1`): what `call_back` needs. Implies GIOP 1.2 when `giop` is
+    /// not given.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bidir: bool,
 }
 
 /// The byte order of our requests.
@@ -277,6 +284,7 @@ impl Default for TargetOpts {
             waiting: WaitOpts::default(),
             tls: TlsOpts::default(),
             tls_vs_plain: false,
+            bidir: false,
         }
     }
 }
@@ -297,6 +305,9 @@ impl TargetOpts {
             "`fragment_size` must be more than 0 bytes".into()
         })?;
         self.tls.validate()?;
+        check(!self.bidir || self.giop.is_none_or(|v| v.is_12()), || {
+            "`bidir` (bidirectional GIOP) needs GIOP 1.2: a BI_DIR_IIOP offer means nothing in an earlier version".into()
+        })?;
         if let Some(r) = &self.target {
             check(!self.tls_vs_plain, || {
                 "`tls_vs_plain` runs the embedded server twice (TLS and plain); against a `target`, \
@@ -471,7 +482,13 @@ pub fn client_config(t: &TargetOpts, s: &Sockets) -> Result<ClientConfig> {
     };
     Ok(ClientConfig {
         tls,
-        version: t.giop,
+        // Callbacks come over GIOP 1.2 connections only.
+        version: t.giop.or(t.bidir.then_some(Version::V1_2)),
+        callbacks: t.bidir.then(|| {
+            Callbacks(std::sync::Arc::new(
+                iiop_bench_idl::callback::CallbackServant::default(),
+            ))
+        }),
         order: t.order.byte_order(),
         nodelay: s.nodelay,
         send_buffer,

@@ -13,8 +13,10 @@
 //!
 //! Every protocol decision (request ids, code sets, fragmenting, reply
 //! matching, timeouts and CancelRequest, MessageError, CloseConnection)
-//! is the pure [`ClientConn`]'s, as for the tokio client. This driver only
-//! moves bytes and time:
+//! is the pure [`ClientConn`]'s, as for the tokio client (also which
+//! Requests of the server's may arrive on a connection offered for
+//! callbacks: the waiting call answers them with the servant and writes
+//! the Reply before it reads on). This driver only moves bytes and time:
 //! - SO_RCVTIMEO/SO_SNDTIMEO are set to a short poll interval, so a call
 //!   that waits can see its deadline and the abort check
 //!   ([`BlockingConnection::set_abort`]) without a timer;
@@ -36,12 +38,12 @@ use std::time::{Duration, Instant};
 
 use iiop_cdr::{CdrError, Writer};
 
-use crate::config::ClientConfig;
+use crate::config::{Callbacks, ClientConfig};
 use crate::socket::tcp_socket;
 pub use crate::socket::{data_segments_out, recv_spinning, segment_size, send_spinning, Spin};
 use crate::tls::{handshake_failure, server_name, Side};
 use iiop_giop::conn::client::{
-    ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
+    Arrival, ClientConn, ClientError, ClientSetup, Coalescing, Incoming, Outgoing,
 };
 use iiop_giop::conn::deadline::check_interval;
 use iiop_giop::conn::endpoint::Endpoint;
@@ -82,6 +84,10 @@ pub struct BlockingConnection {
     head_first: HeadFirstTuner,
     /// Messages written headers-first so far.
     head_first_writes: u64,
+    /// The servant of a connection offered for callbacks
+    /// ([`ClientConfig::callbacks`]): the server's Requests that arrive
+    /// while a call waits are answered with it.
+    callbacks: Option<Callbacks>,
 }
 
 impl BlockingConnection {
@@ -154,7 +160,11 @@ impl BlockingConnection {
         sock.set_read_timeout(Some(poll)).map_err(connect_err)?;
         sock.set_write_timeout(Some(poll)).map_err(connect_err)?;
         let local = sock.local_addr().map_err(connect_err)?;
-        let setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
+        let mut setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
+        // Offered for callbacks: our own end is the listen point.
+        if cfg.callbacks.is_some() {
+            setup.offer_callbacks(&local.ip().to_string(), local.port())?;
+        }
         let coalescing = Coalescing::new(&setup, || segment_size(&sock).ok());
         Ok(BlockingConnection {
             sock,
@@ -171,6 +181,7 @@ impl BlockingConnection {
             coalescing,
             head_first: HeadFirstTuner::default(),
             head_first_writes: 0,
+            callbacks: cfg.callbacks.clone(),
         })
     }
 
@@ -358,9 +369,15 @@ impl BlockingConnection {
     fn read_reply(&mut self, id: u32) -> Result<Incoming, ClientError> {
         let mut spin = Spin::new(self.spin);
         loop {
-            while let Some((rid, inc)) = self.conn.poll()? {
-                if rid == id {
+            if self.callbacks.is_some() {
+                if let Some(inc) = self.serve_arrivals(id)? {
                     return Ok(inc);
+                }
+            } else {
+                while let Some((rid, inc)) = self.conn.poll()? {
+                    if rid == id {
+                        return Ok(inc);
+                    }
                 }
             }
             let buf = self.conn.read_buf();
@@ -393,6 +410,26 @@ impl BlockingConnection {
                 Err(e) => return Err(self.io(e)),
             }
         }
+    }
+
+    /// On a connection offered for callbacks: take what arrived, answering
+    /// the server's Requests and LocateRequests with the servant (written
+    /// at once: the server waits for them before it answers us), until
+    /// the answer to `id` (returned) or the end of what arrived.
+    fn serve_arrivals(&mut self, id: u32) -> Result<Option<Incoming>, ClientError> {
+        let Some(Callbacks(servant)) = self.callbacks.clone() else {
+            return Ok(None);
+        };
+        while let Some(a) = self.conn.poll_arrival()? {
+            match a {
+                Arrival::Answer(rid, inc) if rid == id => return Ok(Some(inc)),
+                Arrival::Answer(..) => continue,
+                Arrival::Request(req) => self.conn.answer(&req, &*servant)?,
+                Arrival::Locate(l) => self.conn.answer_locate(&l, &*servant)?,
+            }
+            self.write_queued(usize::MAX)?;
+        }
+        Ok(None)
     }
 
     /// A read or write that just waited a whole poll interval began no

@@ -10,7 +10,7 @@ use iiop_cdr::ByteOrder;
 use iiop_giop::codec::CodecConfig;
 use iiop_giop::conn::client::{ConnConfig, DEFAULT_SPLICE_CUTOFF};
 use iiop_giop::conn::endpoint::TlsWanted;
-use iiop_giop::conn::server::{ServerConnConfig, ServerPhases};
+use iiop_giop::conn::server::{Handler, ServerConnConfig, ServerPhases};
 use iiop_giop::header::Version;
 
 /// A client's settings: the protocol's choices, which the state machine
@@ -97,6 +97,26 @@ pub struct ClientConfig {
     /// callers queued while it was busy, and pushes any batch with
     /// something answered in it.
     pub coalesce_oneways: bool,
+    /// Offer every connection for callbacks (bidirectional GIOP, GIOP 1.2
+    /// only) and serve this object on it: the core puts a BI_DIR_IIOP
+    /// context naming the connection's local address on every request
+    /// ([`ClientSetup::offer_callbacks`](iiop_giop::conn::client::ClientSetup::offer_callbacks)),
+    /// and both drivers answer the server's Requests and LocateRequests
+    /// over the connection with it, on the connection itself (no socket
+    /// listens). `None`: a Request from the server is its protocol error.
+    pub callbacks: Option<Callbacks>,
+}
+
+/// The servant a client serves to the servers it calls, over its own
+/// connections ([`ClientConfig::callbacks`]). A reference to it is the
+/// connection's [`ClientSetup::callback_reference`](iiop_giop::conn::client::ClientSetup::callback_reference).
+#[derive(Clone)]
+pub struct Callbacks(pub Arc<dyn Handler>);
+
+impl std::fmt::Debug for Callbacks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Callbacks(..)")
+    }
 }
 
 /// Whether and where a client uses TLS: no settings, settings used where
@@ -169,6 +189,7 @@ impl Default for ClientConfig {
             tls: TlsMode::Off,
             oneway_buffer: None,
             coalesce_oneways: false,
+            callbacks: None,
         }
     }
 }

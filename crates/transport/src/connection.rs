@@ -39,6 +39,11 @@
 //! `writev`, between the buffer pieces around them (omniORB's
 //! `directSendCutOff` idea). The bytes on the wire are the same; a message
 //! that must be fragmented is flattened first.
+//!
+//! Callbacks ([`ClientConfig::callbacks`]): the core offers the
+//! connection (BI_DIR_IIOP on every request) and lets the server's
+//! Requests arrive on it; the reader task answers each with the servant
+//! at once and the writer task sends the Reply, as it sends requests.
 
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -53,15 +58,16 @@ use tokio::sync::futures::Notified;
 use tokio::sync::{oneshot, watch, Notify};
 use tokio_rustls::client::TlsStream;
 
-use crate::config::ClientConfig;
+use crate::config::{Callbacks, ClientConfig};
 use crate::tls::{handshake_failure, server_name, Side};
 use iiop_giop::codec::CodecConfig;
 use iiop_giop::conn::client::{
-    ClientError, ClientSetup, Coalescing, Inbound, Incoming, Outgoing, Requests, SendQueue,
+    Arrival, ClientError, ClientSetup, Coalescing, Inbound, Incoming, Outgoing, Requests, SendQueue,
 };
 use iiop_giop::conn::deadline::Timer;
 use iiop_giop::conn::endpoint::Endpoint;
 use iiop_giop::conn::out::{Outbox, MAX_IOV};
+use iiop_giop::conn::server::Handler;
 use iiop_giop::context::CodeSetComponentInfo;
 use iiop_giop::header::Version;
 
@@ -189,6 +195,10 @@ struct Shared {
     pending: Mutex<Requests<Waiter>>,
     handles: AtomicUsize,
     shutdown: watch::Sender<bool>,
+    /// The servant of a connection offered for callbacks
+    /// ([`ClientConfig::callbacks`]): the reader task answers the
+    /// server's Requests with it.
+    callbacks: Option<Callbacks>,
 }
 
 impl Shared {
@@ -384,18 +394,11 @@ impl Connection {
             let (rd, wr) = tokio::io::split(tls);
             let wr = WriteSide::Tls(wr);
             let link = (addr, local, handshake);
-            return Ok(Self::start(link, rd, wr, version, cfg, code_sets));
+            return Self::start(link, rd, wr, version, cfg, code_sets);
         }
         let (rd, wr) = stream.into_split();
         let link = (addr, local, None);
-        Ok(Self::start(
-            link,
-            rd,
-            WriteSide::Tcp(wr),
-            version,
-            cfg,
-            code_sets,
-        ))
+        Self::start(link, rd, WriteSide::Tcp(wr), version, cfg, code_sets)
     }
 
     /// The driver's tasks over a connected stream.
@@ -407,8 +410,12 @@ impl Connection {
         version: Version,
         cfg: &ClientConfig,
         code_sets: Option<&CodeSetComponentInfo>,
-    ) -> Connection {
-        let setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
+    ) -> Result<Connection, ClientError> {
+        let mut setup = ClientSetup::negotiate(addr, version, &cfg.conn(), code_sets);
+        // Offered for callbacks: our own end is the listen point.
+        if cfg.callbacks.is_some() {
+            setup.offer_callbacks(&local.ip().to_string(), local.port())?;
+        }
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (wr, tls_wr) = match wr {
             WriteSide::Tcp(w) => (Some(w), None),
@@ -439,6 +446,7 @@ impl Connection {
             pending: Mutex::new(Requests::default()),
             handles: AtomicUsize::new(1),
             shutdown,
+            callbacks: cfg.callbacks.clone(),
         });
         tokio::spawn(reader_task(
             shared.clone(),
@@ -448,7 +456,7 @@ impl Connection {
         ));
         tokio::spawn(reaper_task(shared.clone(), shutdown_rx.clone()));
         tokio::spawn(writer_task(shared.clone(), tls_wr, shutdown_rx));
-        Connection { shared }
+        Ok(Connection { shared })
     }
 
     /// Our end of the TCP connection.
@@ -480,6 +488,13 @@ impl Connection {
     }
 
     client_api!(async: [async], self: [&], await: [await]);
+
+    /// A reference to the object this connection serves for callbacks
+    /// ([`ClientConfig::callbacks`]) under `key`, typed `type_id`; `None`
+    /// when it was not offered for callbacks.
+    pub fn callback_reference(&self, type_id: &str, key: &[u8]) -> Option<iiop_giop::ior::Ior> {
+        self.shared.setup.callback_reference(type_id, key)
+    }
 
     /// What the connection fixed when it opened.
     pub(crate) fn setup(&self) -> &ClientSetup {
@@ -861,7 +876,11 @@ async fn reader_task<R: AsyncRead + Unpin>(
             Ok(_) => {}
             Err(e) => break crate::tls::client_io_error(&shared.setup, &e),
         }
-        if let Err(e) = drain_replies(&shared, &mut inbound, clock.as_mut()) {
+        let drained = match &shared.callbacks {
+            None => drain_replies(&shared, &mut inbound, clock.as_mut()),
+            Some(cb) => drain_arrivals(&shared, &mut inbound, &*cb.0),
+        };
+        if let Err(e) = drained {
             break e;
         }
     };
@@ -913,6 +932,42 @@ fn drain_replies(
         };
         let _ = waiter.send(Ok((inc, stamp)));
     }
+}
+
+/// On a connection offered for callbacks: hand every complete answer to
+/// its waiter (no phase stamps), and answer the server's Requests and
+/// LocateRequests with `servant` at once, in this task (the core says
+/// which may come and writes the answers; the writer task sends them).
+fn drain_arrivals(
+    shared: &Shared,
+    inbound: &mut Inbound,
+    servant: &dyn Handler,
+) -> Result<(), ClientError> {
+    while let Some(a) = inbound.arrival(&shared.setup)? {
+        match a {
+            Arrival::Answer(id, inc) => {
+                let waiter = shared
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .complete(id);
+                if let Some(w) = waiter {
+                    let _ = w.send(Ok((inc, None)));
+                }
+                continue;
+            }
+            Arrival::Request(req) => {
+                let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+                st.q.answer(&shared.setup, &req, servant)?;
+            }
+            Arrival::Locate(l) => {
+                let mut st = shared.out.lock().unwrap_or_else(|e| e.into_inner());
+                st.q.answer_locate(&shared.setup, &l, servant)?;
+            }
+        }
+        shared.out_ready.notify_one();
+    }
+    Ok(())
 }
 
 /// The TLS handshake over a connected socket, bounded by the connect

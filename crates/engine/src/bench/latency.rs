@@ -21,7 +21,7 @@ use super::closed::ServiceKind;
 use super::loops::{self, Invoke, Loop, Tally};
 use super::session::{self, Session, Shape};
 use crate::dynamic::IdlOp;
-use crate::error::{bail, check, ensure, fail, Error, JobError, Result};
+use crate::error::{check, ensure, fail, Error, JobError, Result};
 use crate::metrics::Live;
 use crate::options::{OnError, PlacementOpts, Sizes, Sockets};
 use crate::progress::CaseProgress;
@@ -42,15 +42,21 @@ pub enum LatencyOp {
     Echo,
     /// `send_T(s)`: the payload there, an empty reply back.
     Send,
+    /// `call_back(cb, n)` with `cb` our Callback object on the calling
+    /// connection: the server calls `cb->notify(n)` back over it before
+    /// it answers (bidirectional GIOP: needs `target.bidir`).
+    #[serde(rename = "call_back")]
+    CallBack,
 }
 
 impl LatencyOp {
-    /// `ping`, `echo`, `send`.
+    /// `ping`, `echo`, `send`, `call_back`.
     pub fn name(self) -> &'static str {
         match self {
             LatencyOp::Ping => "ping",
             LatencyOp::Echo => "echo",
             LatencyOp::Send => "send",
+            LatencyOp::CallBack => "call_back",
         }
     }
 }
@@ -231,6 +237,7 @@ impl LatencyJob {
                     "`types` and `sizes` are the payload of echo and send: ping sends none".into()
                 })?
             }
+            (None, LatencyOp::CallBack) => check_call_back(self, &self.target)?,
             (None, _) => check(!self.types.is_empty(), || "`types` is empty".into())?,
         }
         self.socket.validate()?;
@@ -240,6 +247,18 @@ impl LatencyJob {
 
 session::bench_job!(LatencyJob, "latency", LatencyJob::validate);
 
+/// `call_back` needs callbacks offered (`bidir`): without them the
+/// server answers NO_PERMISSION to every call. It sends no payload.
+pub(crate) fn check_call_back(j: &LatencyJob, t: &TargetOpts) -> Result<(), JobError> {
+    let d = LatencyJob::default();
+    check(t.bidir, || {
+        "`op` call_back needs `bidir`: without a BI_DIR_IIOP offer the server cannot call back and answers NO_PERMISSION".into()
+    })?;
+    check(j.types == d.types && j.sizes == d.sizes, || {
+        "`types` and `sizes` are the payload of echo and send: call_back sends none".into()
+    })
+}
+
 /// What one caller sends (here and in a sweep's steps).
 #[derive(Debug, Clone)]
 pub(crate) enum Call {
@@ -247,11 +266,18 @@ pub(crate) enum Call {
     Payload(CallMode, Arc<Outgoing>),
     /// `work(us)`, fixed, spent as the kind says (a sweep's `service`).
     Work(f64, iiop_bench_idl::bench::work::Kind),
+    /// `call_back(cb, n)`: the server's `notify` over our connection
+    /// (bidirectional GIOP).
+    Bidir,
 }
+
+/// The `n` every benchmarked `call_back` passes.
+const CALL_BACK_N: i32 = 41;
 
 async fn call(c: &BenchClient, what: &Call) -> Result<(), BenchError> {
     match what {
         Call::Ping => c.ping().await,
+        Call::Bidir => c.call_back(CALL_BACK_N).await.map(drop),
         Call::Work(us, kind) => c
             .work(*us, iiop_bench_idl::bench::work::Dist::Fixed, *kind)
             .await
@@ -333,7 +359,7 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     }
     let cs = conns[0].options().char_set;
     let points: Vec<(Option<Elem>, u64)> = match o.op {
-        LatencyOp::Ping => vec![(None, 0)],
+        LatencyOp::Ping | LatencyOp::CallBack => vec![(None, 0)],
         _ => o
             .types
             .iter()
@@ -364,6 +390,9 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
                 ),
                 "void".to_string(),
             ),
+            (LatencyOp::CallBack, _) => {
+                (Call::Bidir, 0, "call_back".to_string(), "void".to_string())
+            }
             (LatencyOp::Ping, _) | (_, None) => {
                 (Call::Ping, 0, "ping".to_string(), "void".to_string())
             }
@@ -406,15 +435,23 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         let own = (!s.embedded()).then(loops::OwnMemory::start).flatten();
         let (mut case, first_error) = match &mut sliced {
             Some(b) => {
-                let raw_size = if o.op == LatencyOp::Ping { 1 } else { size };
+                let raw_size = if matches!(o.op, LatencyOp::Ping | LatencyOp::CallBack) {
+                    1
+                } else {
+                    size
+                };
                 let pb = progress.case(&label);
                 let point = (params, per_call, &live);
-                sliced_point(o, &callers, &label, pb, point, b, raw_size).await?
+                sliced_point(o, &callers, &label, pb, point, b, raw_size)
+                    .await
+                    .map_err(|e| call_back_hint(o.op, e))?
             }
             None => {
                 let pb = progress.case(&label);
                 let gate = s.gate.as_ref();
-                loops::point(&lo, gate, &callers, &label, pb, params, per_call, &live).await?
+                loops::point(&lo, gate, &callers, &label, pb, params, per_call, &live)
+                    .await
+                    .map_err(|e| call_back_hint(o.op, e))?
             }
         };
         watch.finish(&mut case);
@@ -431,7 +468,7 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         }
         r.cases.push(case);
         if let (OnError::Stop, Some(e)) = (o.on_error, first_error) {
-            bail!(Target, "{label}: {e}");
+            return Err(call_back_hint(o.op, fail!(Target, "{label}: {e}")));
         }
     }
     for (label, pts) in fits {
@@ -445,6 +482,23 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         None => {}
     }
     Ok(())
+}
+
+/// A `call_back` that timed out, said with its likely cause: the server
+/// did not read `notify`'s reply because the thread that reads our
+/// connection waits in `call_back` (omniORB's thread-per-connection
+/// server with one thread per connection does). Other errors as they are.
+fn call_back_hint(op: LatencyOp, e: Error) -> Error {
+    match e {
+        Error::Target(m) if op == LatencyOp::CallBack && m.contains("timed out") => {
+            Error::Target(format!(
+                "{m} (the server did not answer call_back: one that reads a connection with a \
+                 single thread cannot read notify's reply while call_back waits; omniORB needs \
+                 -ORBmaxServerThreadPerConnection 2)"
+            ))
+        }
+        e => e,
+    }
 }
 
 /// Whether the baseline is measured slice by slice alongside each point:
@@ -609,7 +663,7 @@ fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Ca
 fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
     let echo = o.op == LatencyOp::Echo;
-    let sizes: Vec<u64> = if o.op == LatencyOp::Ping {
+    let sizes: Vec<u64> = if matches!(o.op, LatencyOp::Ping | LatencyOp::CallBack) {
         vec![1]
     } else {
         o.sizes.0.clone()
@@ -650,4 +704,43 @@ fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::job::Job;
+
+    /// A suite's or an agent's job carries `bidir` (in `target`) and
+    /// `op: call_back`; without `bidir`, call_back is refused before
+    /// anything runs, naming the field.
+    #[test]
+    fn a_call_back_job_carries_bidir_and_needs_it() {
+        let job: Job = serde_json::from_str(
+            r#"{"bench": "latency", "op": "call_back", "target": {"bidir": true}, "count": 10}"#,
+        )
+        .unwrap();
+        let Job::Latency(l) = &job else {
+            panic!("a latency job")
+        };
+        assert_eq!((l.op, l.target.bidir), (super::LatencyOp::CallBack, true));
+        job.validate_fields().unwrap();
+        // Round trip: the field survives, and a job without it has none.
+        let back = serde_json::to_value(&job).unwrap();
+        assert_eq!(back["op"], "call_back");
+        assert_eq!(back["target"]["bidir"], true);
+        let plain = serde_json::to_value(Job::Latency(Default::default())).unwrap();
+        assert!(plain["target"].get("bidir").is_none(), "{plain}");
+        let job: Job = serde_json::from_str(r#"{"bench": "latency", "op": "call_back"}"#).unwrap();
+        let e = job.validate_fields().unwrap_err().to_string();
+        assert!(e.contains("`op` call_back needs `bidir`"), "{e}");
+        let job: Job = serde_json::from_str(
+            r#"{"bench": "latency", "op": "call_back", "target": {"bidir": true, "giop": "1.1"}}"#,
+        )
+        .unwrap();
+        let e = job.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("`bidir` (bidirectional GIOP) needs GIOP 1.2"),
+            "{e}"
+        );
+    }
 }

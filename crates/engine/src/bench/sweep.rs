@@ -361,6 +361,9 @@ impl SweepJob {
             LatencyOp::Ping => check(self.types == d.types && self.sizes == d.sizes, || {
                 "`types` and `sizes` are the payload of echo and send: ping sends none".into()
             })?,
+            LatencyOp::CallBack => check(self.target.bidir, || {
+                "`op` call_back needs `bidir`: without a BI_DIR_IIOP offer the server cannot call back and answers NO_PERMISSION".into()
+            })?,
             _ => {
                 check(self.types.len() == 1, || {
                     "`types`: a sweep calls with one element type".into()
@@ -765,6 +768,7 @@ async fn measure(
                 0,
                 "void".to_string(),
             ),
+            (LatencyOp::CallBack, _) => (Call::Bidir, 0, "void".to_string()),
             (LatencyOp::Ping, _) | (_, None) => (Call::Ping, 0, "void".to_string()),
             (op, Some(&e)) => {
                 let mode = if op == LatencyOp::Echo {
@@ -1070,6 +1074,7 @@ fn step_label(o: &SweepJob, load: f64) -> String {
             micros(o.service.as_secs_f64() * 1e6),
             o.service_kind.name()
         ),
+        (LatencyOp::CallBack, _) => "call_back".to_string(),
         (LatencyOp::Ping, _) | (_, None) => "ping".to_string(),
         (op, Some(e)) => format!("{} {e} {}", op.name(), format_size(o.size())),
     };

@@ -1,7 +1,8 @@
 //! The ORB × ORB interop matrix (`iiopbench interop --matrix`): every available server (ours in-process,
 //! vendors through `scripts/orbs/<orb>/start`) against every available
 //! client (our suite in-process, vendors through `scripts/orbs/<orb>/client
-//! --mode conformance`). Vendor processes run in their own process group,
+//! --mode conformance`, and `--mode callback` for those with bench.idl's
+//! CALLBACKS: [`CALLBACK_CLIENTS`]). Vendor processes run in their own process group,
 //! bounded by timeouts, and are stopped (SIGTERM, then SIGKILL) and reaped
 //! on every path, errors and panics included, by [`Child`]'s drop.
 
@@ -367,14 +368,14 @@ struct VendorCheck {
 
 /// A vendor client's checks as the suite's (name, verdict, detail; its
 /// skips with their reasons).
-fn vendor_checks(r: &VendorReport) -> Vec<super::suite::Check> {
+fn vendor_checks(r: &VendorReport, mode: &str) -> Vec<super::suite::Check> {
     let check = |name: &str, verdict, detail: &str| super::suite::Check {
         name: name.to_string(),
         verdict,
         detail: detail.to_string(),
         ty: String::new(),
         size: 0,
-        mode: "conformance".into(),
+        mode: mode.into(),
         giop: String::new(),
         order: String::new(),
         calls: 1,
@@ -392,8 +393,8 @@ fn vendor_checks(r: &VendorReport) -> Vec<super::suite::Check> {
 }
 
 /// Fill `cell` from a vendor client's stdout (its last non-empty line is
-/// the conformance JSON).
-pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
+/// the conformance JSON; `mode`: the client's `--mode`).
+pub fn parse_vendor_output(cell: &mut Cell, stdout: &str, mode: &str) {
     let Some(last) = stdout.lines().rev().find(|l| !l.trim().is_empty()) else {
         cell.error = Some("the client printed nothing".into());
         return;
@@ -409,7 +410,7 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
                 .map(|c| format!("{}: {}", c.name, c.detail))
                 .collect();
             cell.skipped = r.skipped.iter().map(VendorSkip::line).collect();
-            cell.checks = vendor_checks(&r);
+            cell.checks = vendor_checks(&r, mode);
             let listed = r.checks.iter().filter(|c| !c.pass).count();
             if listed != r.failed {
                 cell.notes.push(format!(
@@ -427,12 +428,12 @@ pub fn parse_vendor_output(cell: &mut Cell, stdout: &str) {
     }
 }
 
-/// `orb`'s client in conformance mode against `ior_file`.
-/// `target` is the IOR file's path or a corbaloc URL; `label` names the
-/// client in the matrix.
+/// `orb`'s client in `--mode MODE` (`conformance`, `callback`) against
+/// `ior_file`. `target` is the IOR file's path or a corbaloc URL;
+/// `label` names the client in the matrix.
 pub fn run_vendor_client(
     orb: &str,
-    label: &str,
+    (label, mode): (&str, &str),
     server: &str,
     target: &str,
     dir: &Path,
@@ -446,11 +447,11 @@ pub fn run_vendor_client(
     };
     let r = (|| -> crate::error::Result<(String, Option<std::process::ExitStatus>)> {
         let script = orbs::script(orb, "client")?;
-        let log = dir.join(format!("{orb}-client-vs-{server}.log"));
+        let log = dir.join(format!("{orb}-client-{mode}-vs-{server}.log"));
         let mut cmd = Command::new(&script);
         cmd.arg("--target")
             .arg(target)
-            .args(["--mode", "conformance"])
+            .args(["--mode", mode])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log)?);
@@ -491,7 +492,7 @@ pub fn run_vendor_client(
     })();
     match r {
         Ok((text, st)) => {
-            parse_vendor_output(&mut cell, &text);
+            parse_vendor_output(&mut cell, &text, mode);
             if let Some(s) = st {
                 if !s.success() && cell.failed == 0 && cell.error.is_none() {
                     cell.error = Some(format!("exit status {s} with no failed check"));
@@ -502,6 +503,72 @@ pub fn run_vendor_client(
     }
     cell.seconds = t0.elapsed().as_secs_f64();
     cell
+}
+
+/// Vendor clients with a `--mode callback`: a Callback object of theirs
+/// offered for bidirectional GIOP, passed to `call_back`, which the
+/// server must call back over their own connection. (TAO's client
+/// compiles the mode but offers nothing, its BiDir_GIOP not set up: not
+/// run.)
+pub const CALLBACK_CLIENTS: [&str; 2] = ["omniorb", "jacorb"];
+
+/// How long a vendor client's callback run may take: its start-up (a
+/// JVM's too) and one call; a server that cannot call back makes it hang
+/// that long, so it is not the per-request timeout.
+fn callback_bound(o: &InteropOpts) -> Duration {
+    Duration::from_secs(10).min(o.max_duration)
+}
+
+/// Whether `server`'s bench server reads each connection with one thread,
+/// which waits in `call_back` and so never reads the callback's reply
+/// (omniORB's, started as the matrix starts it).
+fn one_thread_per_connection(server: &str) -> bool {
+    server == "omniorb"
+}
+
+/// Count a vendor client's callback run `cb` in its conformance cell:
+/// its checks (mode `callback`) beside the others. A run that did not
+/// finish against a server with one thread per connection is that
+/// server's known defect, a skip that names it; any other error is a
+/// failed `call_back`.
+pub fn add_callback(cell: &mut Cell, cb: Cell, server: &str) {
+    let check = |verdict, detail: String| super::suite::Check {
+        name: "call_back".into(),
+        verdict,
+        detail,
+        ty: String::new(),
+        size: 0,
+        mode: "callback".into(),
+        giop: "1.2".into(),
+        order: String::new(),
+        calls: 1,
+        seconds: cb.seconds,
+    };
+    match &cb.error {
+        Some(e) if one_thread_per_connection(server) && e.contains("did not finish within") => {
+            let detail = format!("known defect: {}; seen: {e}", suite::OMNIORB_BIDIR);
+            cell.skipped.push(format!("call_back (callback): {detail}"));
+            cell.checks.push(check(Verdict::Skip, detail));
+        }
+        Some(e) => {
+            cell.failed += 1;
+            cell.failures.push(format!("call_back (callback): {e}"));
+            cell.checks.push(check(Verdict::Fail, e.clone()));
+        }
+        None => {
+            cell.passed += cb.passed;
+            cell.failed += cb.failed;
+            let tag = |l: &String| match l.split_once(": ") {
+                Some((name, rest)) => format!("{name} (callback): {rest}"),
+                None => format!("{l} (callback)"),
+            };
+            cell.failures.extend(cb.failures.iter().map(tag));
+            cell.skipped.extend(cb.skipped.iter().map(tag));
+            cell.notes.extend(cb.notes);
+            cell.checks.extend(cb.checks);
+        }
+    }
+    cell.seconds += cb.seconds;
 }
 
 /// The GIOP version of the reference `client` is given: the IIOP
@@ -719,7 +786,10 @@ pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
                 run_ours(&rt, &o.suite, &ior_file)
             } else if let Some(orb) = client.strip_suffix(CORBALOC_SUFFIX) {
                 match corbaloc_of(&ior_file) {
-                    Ok(url) => run_vendor_client(orb, client, server, &url, &dir, timeout),
+                    Ok(url) => {
+                        let row = (client.as_str(), "conformance");
+                        run_vendor_client(orb, row, server, &url, &dir, timeout)
+                    }
                     Err(e) => Cell {
                         client: client.clone(),
                         error: Some(e.to_string()),
@@ -728,7 +798,15 @@ pub fn run(o: &InteropMatrixOpts) -> crate::error::Result<MatrixRun> {
                 }
             } else {
                 let target = ior_file.display().to_string();
-                run_vendor_client(client, client, server, &target, &dir, timeout)
+                let row = (client.as_str(), "conformance");
+                let mut cell = run_vendor_client(client, row, server, &target, &dir, timeout);
+                if CALLBACK_CLIENTS.contains(&client.as_str()) {
+                    let bound = callback_bound(&o.suite);
+                    let row = (client.as_str(), "callback");
+                    let cb = run_vendor_client(client, row, server, &target, &dir, bound);
+                    add_callback(&mut cell, cb, server);
+                }
+                cell
             };
             case.done();
             cell.server = server.clone();
@@ -777,6 +855,7 @@ mod tests {
         parse_vendor_output(
             &mut c,
             "config x\n{\"orb\":\"o\",\"mode\":\"conformance\",\"checks\":[{\"name\":\"ping\",\"pass\":true,\"detail\":\"\"},{\"name\":\"echo_wchar 7\",\"pass\":false,\"detail\":\"MARSHAL\"}],\"passed\":1,\"failed\":1}\n\n",
+            "conformance",
         );
         assert_eq!((c.passed, c.failed), (1, 1));
         assert_eq!(c.failures, vec!["echo_wchar 7: MARSHAL".to_string()]);
@@ -787,6 +866,7 @@ mod tests {
         parse_vendor_output(
             &mut s,
             r#"{"orb":"o","mode":"conformance","checks":[{"name":"ping","pass":true,"detail":""}],"passed":1,"failed":0,"skipped":[{"name":"echo_wchar[0]","detail":"wchar needs the server's code sets"},"dispatch50_m00_m49"]}"#,
+            "conformance",
         );
         assert_eq!((s.passed, s.failed), (1, 0));
         assert_eq!(
@@ -798,9 +878,64 @@ mod tests {
         );
         assert_eq!(s.label(), "pass 1/1");
         let mut d = Cell::default();
-        parse_vendor_output(&mut d, "Segmentation fault\n");
+        parse_vendor_output(&mut d, "Segmentation fault\n", "conformance");
         assert!(d.error.as_deref().unwrap().contains("Segmentation fault"));
         assert_eq!(d.label(), "ERROR");
+    }
+
+    /// A conformance cell of 10 passes, for the callback run to join.
+    fn conformance_cell() -> Cell {
+        Cell {
+            passed: 10,
+            ..Cell::default()
+        }
+    }
+
+    #[test]
+    fn a_callback_run_counts_in_its_cell() {
+        let mut ok = Cell::default();
+        parse_vendor_output(
+            &mut ok,
+            r#"{"orb":"o","mode":"callback","checks":[{"name":"call_back","pass":true,"detail":"ok"}],"passed":1,"failed":0,"skipped":[]}"#,
+            "callback",
+        );
+        let mut c = conformance_cell();
+        add_callback(&mut c, ok, "jacorb");
+        assert_eq!(
+            (c.passed, c.failed, c.label().as_str()),
+            (11, 0, "pass 11/11")
+        );
+        assert_eq!(c.checks.last().map(|k| k.mode.as_str()), Some("callback"));
+        // A failed call_back fails the cell, named as the callback's.
+        let mut bad = Cell::default();
+        parse_vendor_output(
+            &mut bad,
+            r#"{"orb":"o","mode":"callback","checks":[{"name":"call_back","pass":false,"detail":"NO_PERMISSION"}],"passed":0,"failed":1}"#,
+            "callback",
+        );
+        let mut c = conformance_cell();
+        add_callback(&mut c, bad, "ours");
+        assert_eq!((c.passed, c.failed), (10, 1));
+        assert_eq!(c.failures, ["call_back (callback): NO_PERMISSION"]);
+    }
+
+    #[test]
+    fn a_hung_callback_is_omniorbs_known_defect_only() {
+        let hung = || Cell {
+            error: Some("omniorb client did not finish within 25s; stderr: ".into()),
+            ..Cell::default()
+        };
+        let mut c = conformance_cell();
+        add_callback(&mut c, hung(), "omniorb");
+        assert_eq!((c.passed, c.failed, c.ok()), (10, 0, true));
+        assert_eq!(c.skipped.len(), 1);
+        assert!(c.skipped[0].starts_with("call_back (callback): known defect: omniORB"));
+        assert_eq!(c.checks[0].verdict, Verdict::Skip);
+        // The same hang against another server is a failure.
+        let mut c = conformance_cell();
+        add_callback(&mut c, hung(), "jacorb");
+        assert_eq!((c.passed, c.failed, c.ok()), (10, 1, false));
+        assert_eq!(c.checks[0].verdict, Verdict::Fail);
     }
 
     #[test]

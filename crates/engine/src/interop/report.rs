@@ -171,6 +171,28 @@ pub fn suite_results(
     r
 }
 
+/// A cell's callback column: how its bidirectional GIOP `call_back` through
+/// the client as users run it went (a vendor client's `--mode callback`,
+/// our client's driver with `--bidir`): `pass`, `fail`, `skip` (a known
+/// defect, or not implemented), `None` when the client has none.
+pub fn callback_verdict(c: &Cell) -> Option<&'static str> {
+    let mut v = c
+        .checks
+        .iter()
+        .filter(|k| k.mode == "callback" || k.name == super::suite::DRIVER_CHECK)
+        .map(|k| k.verdict)
+        .peekable();
+    v.peek()?;
+    let all: Vec<Verdict> = v.collect();
+    Some(if all.contains(&Verdict::Fail) {
+        "fail"
+    } else if all.contains(&Verdict::Pass) {
+        "pass"
+    } else {
+        "skip"
+    })
+}
+
 /// The matrix as a results document (`kind: "interop-matrix"`): one case
 /// per cell.
 pub fn matrix_results(cells: &[Cell], skipped: &[String], started_at: &str) -> Results {
@@ -195,6 +217,7 @@ pub fn matrix_results(cells: &[Cell], skipped: &[String], started_at: &str) -> R
             extra.insert("skipped".into(), json!(c.skipped.len()));
             extra.insert("skip_list".into(), json!(c.skipped));
             extra.insert("result".into(), json!(c.label()));
+            extra.insert("callback".into(), json!(callback_verdict(c)));
             Case {
                 name: format!("{} client x {} server", c.client, c.server),
                 params: CaseParams {

@@ -30,6 +30,7 @@ use super::check::system_text;
 pub use super::check::{describe, hex, Check, Verdict, PADDING_RULE};
 use super::{anys, values};
 use crate::target::TlsOpts;
+pub(crate) use field::{DRIVER_CHECK, OMNIORB_BIDIR};
 
 mod bidir;
 mod field;

@@ -51,7 +51,7 @@ use super::out::{head_first_for, Outbox};
 use super::server::{finish_reply, Dispatch, Handler, LocateOutcome, Outcome, RequestContext};
 use crate::codec::{fragment_message, CodecConfig, Decoder};
 use crate::context::{
-    default_options, negotiate, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
+    default_options, negotiate, BiDirIiop, CodeSetComponentInfo, ServiceContext, SC_CODE_SETS,
 };
 use crate::error::GiopError;
 use crate::exception::{Completion, SystemException, MINOR_NO_IMPLEMENT_ASYNC_CALLBACK};
@@ -372,8 +372,17 @@ pub struct ClientSetup {
     /// carry a BI_DIR_IIOP context, GIOP 1.2): only then may the server
     /// send Requests over it ([`Inbound::arrival`]). Off after
     /// [`negotiate`](Self::negotiate); the caller that sends the context
-    /// turns it on.
+    /// turns it on, or [`offer_callbacks`](Self::offer_callbacks) does.
     pub bidir: bool,
+    /// The BI_DIR_IIOP context every Request of ours carries, when the
+    /// connection was offered for callbacks with
+    /// [`offer_callbacks`](Self::offer_callbacks) (the core sends it; a
+    /// caller that offers with [`ClientConn::offer_bidir`] sends its own).
+    pub bidir_context: Option<ServiceContext>,
+    /// The listen point that context names: the address the references
+    /// of the objects we serve on this connection carry
+    /// ([`callback_reference`](Self::callback_reference)).
+    pub listen_point: Option<(String, u16)>,
 }
 
 impl ClientSetup {
@@ -415,6 +424,71 @@ impl ClientSetup {
             oneway_buffer: cfg.oneway_buffer.filter(|&n| n > 0),
             coalesce_oneways: cfg.coalesce_oneways,
             bidir: false,
+            bidir_context: None,
+            listen_point: None,
+        }
+    }
+
+    /// Offer this connection for callbacks (bidirectional GIOP, CORBA
+    /// 3.0, 15.8): every Request of ours carries a BI_DIR_IIOP context
+    /// naming `host:port` as our listen point, and the server's Requests
+    /// and LocateRequests over the connection are ours to answer
+    /// ([`Inbound::arrival`], [`answer_request`]). The listen point need
+    /// not be a listening socket: a server that calls back over the
+    /// offering connection only matches a callback reference's address
+    /// ([`callback_reference`](Self::callback_reference)) with it; the
+    /// drivers name the connection's own local address, so a server that
+    /// would rather connect there is refused instead of reaching
+    /// something else. GIOP 1.2 only (the context means nothing before).
+    pub fn offer_callbacks(&mut self, host: &str, port: u16) -> Result<(), ClientError> {
+        if !self.wire.version.is_12() {
+            return Err(ClientError::Encode(GiopError::NotInVersion {
+                what: "bidirectional GIOP (a BI_DIR_IIOP offer)",
+                minor: self.wire.version.minor,
+            }));
+        }
+        let offer = BiDirIiop {
+            listen_points: vec![(host.to_string(), port)],
+        };
+        self.bidir_context = Some(
+            offer
+                .context(self.wire.order)
+                .map_err(ClientError::Encode)?,
+        );
+        self.listen_point = Some((host.to_string(), port));
+        self.bidir = true;
+        Ok(())
+    }
+
+    /// A reference to an object we serve on this connection, with key
+    /// `key` and repository id `type_id`: one IIOP profile at the listen
+    /// point we offered ([`offer_callbacks`](Self::offer_callbacks)).
+    /// `None` when the connection was not offered so.
+    pub fn callback_reference(&self, type_id: &str, key: &[u8]) -> Option<Ior> {
+        let (host, port) = self.listen_point.as_ref()?;
+        Some(Ior::iiop(type_id, host, *port, Bytes::copy_from_slice(key)))
+    }
+
+    /// The contexts the core adds to a Request of ours: the CodeSets
+    /// context while it is `due`, and the BI_DIR_IIOP offer on every
+    /// Request of a connection offered for callbacks (a server may read
+    /// it on any of them; ours, omniORB and JacORB mark the connection on
+    /// the first).
+    fn our_contexts<'a>(
+        &'a self,
+        contexts: &'a [ServiceContext],
+        due: Option<&'a ServiceContext>,
+    ) -> Cow<'a, [ServiceContext]> {
+        match &self.bidir_context {
+            None => with_code_sets(contexts, due),
+            Some(b) => Cow::Owned(
+                contexts
+                    .iter()
+                    .chain(due)
+                    .chain(std::iter::once(b))
+                    .cloned()
+                    .collect(),
+            ),
         }
     }
 
@@ -801,7 +875,7 @@ impl SendQueue {
         F: FnOnce(&mut Writer<'_>) -> Result<(), CdrError>,
     {
         self.push(s, Sending::Request(response), |out, splices, due, heads| {
-            let contexts = with_code_sets(contexts, due);
+            let contexts = s.our_contexts(contexts, due);
             let head = RequestHead {
                 request_id: id,
                 response,
@@ -834,6 +908,48 @@ impl SendQueue {
                 .map(|_| ())
                 .map_err(ClientError::Encode)
         })
+    }
+
+    /// Queue our answer to the server's Request `req` on a connection
+    /// offered for callbacks ([`answer_request`]: `servant` writes it),
+    /// due at once like anything answered.
+    pub fn answer<H: Handler + ?Sized>(
+        &mut self,
+        s: &ClientSetup,
+        req: &Request,
+        servant: &H,
+    ) -> Result<(), ClientError> {
+        self.answered(|buf| answer_request(buf, s, req, servant))
+    }
+
+    /// Queue our LocateReply to the server's LocateRequest `l` on a
+    /// connection offered for callbacks ([`answer_locate`]).
+    pub fn answer_locate<H: Handler + ?Sized>(
+        &mut self,
+        s: &ClientSetup,
+        l: &LocateRequest,
+        servant: &H,
+    ) -> Result<(), ClientError> {
+        self.answered(|buf| answer_locate(buf, s, l, servant))
+    }
+
+    /// Queue what `encode` appends as an answer of ours (counted in the
+    /// stream, due at once); nothing stays queued on an error.
+    fn answered(
+        &mut self,
+        encode: impl FnOnce(&mut BytesMut) -> Result<(), ClientError>,
+    ) -> Result<(), ClientError> {
+        let before = self.out.len();
+        let (buf, _) = self.out.parts();
+        let start = buf.len();
+        if let Err(e) = encode(buf) {
+            self.out.truncate(start);
+            return Err(e);
+        }
+        self.holding = false;
+        self.urgent = true;
+        self.queued += (self.out.len() - before) as u64;
+        Ok(())
     }
 
     /// Requests timed out ([`Requests::expire`]): tell the server with
@@ -1340,10 +1456,8 @@ impl Prepared {
     {
         let wire = s.wire;
         let mut buf = BytesMut::new();
-        let contexts: &[ServiceContext] = match &s.code_sets {
-            Some(c) => std::slice::from_ref(c),
-            None => &[],
-        };
+        let contexts = s.our_contexts(&[], s.code_sets.as_ref());
+        let contexts: &[ServiceContext] = &contexts;
         let head = RequestHead {
             request_id: 0,
             response,
@@ -1552,8 +1666,7 @@ impl ClientConn {
         req: &Request,
         servant: &H,
     ) -> Result<(), ClientError> {
-        let (out, _) = self.queue.outbox().parts();
-        answer_request(out, &self.setup, req, servant)
+        self.queue.answer(&self.setup, req, servant)
     }
 
     /// Answer the server's LocateRequest `l` with `servant`
@@ -1563,8 +1676,7 @@ impl ClientConn {
         l: &LocateRequest,
         servant: &H,
     ) -> Result<(), ClientError> {
-        let (out, _) = self.queue.outbox().parts();
-        answer_locate(out, &self.setup, l, servant)
+        self.queue.answer_locate(&self.setup, l, servant)
     }
 
     /// Mark the connection as offered for callbacks: our requests carry

@@ -21,15 +21,17 @@ pub enum OpArg {
     Idl(String),
 }
 
-/// `ping`, `echo`, `send`, or `Module::Interface::op` (with `--idl`).
+/// `ping`, `echo`, `send`, `call_back`, or `Module::Interface::op` (with
+/// `--idl`).
 pub fn parse_op(s: &str) -> Result<OpArg, String> {
     match s {
         "ping" => Ok(OpArg::Bench(LatencyOp::Ping)),
         "echo" => Ok(OpArg::Bench(LatencyOp::Echo)),
         "send" => Ok(OpArg::Bench(LatencyOp::Send)),
+        "call_back" => Ok(OpArg::Bench(LatencyOp::CallBack)),
         q if q.contains("::") => Ok(OpArg::Idl(q.to_string())),
         other => Err(format!(
-            "{other:?}: ping, echo, send, or Module::Interface::op with --idl"
+            "{other:?}: ping, echo, send, call_back, or Module::Interface::op with --idl"
         )),
     }
 }
@@ -39,8 +41,10 @@ pub fn parse_op(s: &str) -> Result<OpArg, String> {
 pub struct LatencyArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The operation: ping, echo, send, or with --idl an operation of
-    /// that file as `Module::Interface::op`.
+    /// The operation: ping, echo, send, call_back (with --bidir: the
+    /// server calls our Callback back over our connection before it
+    /// answers), or with --idl an operation of that file as
+    /// `Module::Interface::op`.
     #[arg(long, default_value = "ping", value_parser = parse_op, value_name = "OP")]
     pub op: OpArg,
     /// Element types for echo/send (bench.idl tokens), comma-separated.

@@ -13,13 +13,14 @@ use iiopbench_engine::units::{parse_duration, parse_percent};
 
 use crate::flags::{BenchArgs, ElemList, ServiceKindArg, TargetArgs};
 
-/// `--op` of a sweep: bench.idl's ping, echo or send.
+/// `--op` of a sweep: bench.idl's ping, echo, send or call_back.
 fn parse_op(s: &str) -> Result<LatencyOp, String> {
     match s {
         "ping" => Ok(LatencyOp::Ping),
         "echo" => Ok(LatencyOp::Echo),
         "send" => Ok(LatencyOp::Send),
-        other => Err(format!("{other:?}: ping, echo or send")),
+        "call_back" => Ok(LatencyOp::CallBack),
+        other => Err(format!("{other:?}: ping, echo, send or call_back")),
     }
 }
 
@@ -48,7 +49,8 @@ pub struct SweepArgs {
     /// over them: a comma list, or start:factor:max.
     #[arg(long, value_parser = Steps::from_str, value_name = "N")]
     pub connections: Option<Steps>,
-    /// The operation: ping, echo or send.
+    /// The operation: ping, echo, send, or call_back (with --bidir: the
+    /// server calls our Callback back over our connection).
     #[arg(long, default_value = "ping", value_parser = parse_op, value_name = "OP")]
     pub op: LatencyOp,
     /// Call `work` with this service time instead of --op: a server

@@ -10,86 +10,40 @@
 //! connection, nothing connected to the listen point, and the result is
 //! `n + 1`. The context we sent is read back from our own bytes.
 //!
+//! Through the client driver (`--bidir`): `call_back` made by a
+//! [`BenchClient`] whose connection the core offered for callbacks and
+//! whose driver serves our Callback on it; passes when `notify(n)`
+//! reached that servant and the result is `n + 1`.
+//!
 //! Not offered: no context. A Request over our connection is the
 //! server's protocol error (the client core refuses it: MessageError);
 //! the server may instead open a connection to cb's address (we listen
 //! there and serve `notify` with our server core), or raise an exception
 //! (ours raises NO_PERMISSION: it opens no connection back).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
 use iiop_bench_idl::bench::ops::CALLBACK_ID;
-use iiop_cdr::{ByteOrder, Options, Reader, Writer};
+use iiop_bench_idl::callback::{CallbackServant, CALLBACK_KEY};
+use iiop_bench_idl::client::{BenchClient, BenchError};
+use iiop_cdr::{ByteOrder, Options, Writer};
 use iiop_giop::conn::client::{Arrival, ClientConn, ClientSetup, ConnConfig, Incoming, Outgoing};
 use iiop_giop::conn::server::{ServerConn, ServerConnConfig};
 use iiop_giop::context::BiDirIiop;
 use iiop_giop::message::{Reply, ReplyStatus};
-use iiop_giop::SystemException;
 use iiop_giop::{Header, Ior, Message, ResponseMode, TargetAddress};
-use iiop_transport::server::{
-    handle_builtin, Dispatch, Handler, LocateOutcome, Outcome, RequestContext,
-};
+use iiop_transport::client::{ClientConfig, ClientError};
+use iiop_transport::config::Callbacks;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::field::{address, short, PROBE_WAIT};
+use super::field::{address, short, DRIVER_CHECK, PROBE_WAIT};
 use super::{hex, system_text, InteropSuite, Verdict, V12};
-
-/// The object key of our Callback object.
-const CALLBACK_KEY: &[u8] = b"Callback";
 
 /// The `n` passed to `call_back`; `notify` answers `n + 1`.
 const N: i32 = 41;
-
-/// Our Callback object: `notify(n)` returns `n + 1` and records the call.
-#[derive(Default)]
-struct Notify {
-    seen: Mutex<Vec<i32>>,
-}
-
-impl Notify {
-    fn seen(&self) -> Vec<i32> {
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl Handler for Notify {
-    fn locate(&self, object_key: &[u8]) -> LocateOutcome {
-        if object_key == CALLBACK_KEY {
-            LocateOutcome::Here
-        } else {
-            LocateOutcome::Unknown
-        }
-    }
-
-    fn handle(
-        &self,
-        req: &RequestContext<'_>,
-        body: &mut Reader<'_>,
-        reply: &mut Writer<'_>,
-    ) -> Dispatch {
-        if req.object_key != CALLBACK_KEY {
-            return Dispatch::Done(Outcome::System(SystemException::unknown_object()));
-        }
-        if let Some(d) = handle_builtin(req, body, reply, &[CALLBACK_ID]) {
-            return d;
-        }
-        if req.operation != "notify" {
-            return Dispatch::Done(Outcome::System(SystemException::unknown_operation()));
-        }
-        let Ok(n) = body.read_i32() else {
-            return Dispatch::Done(Outcome::System(SystemException::marshal(
-                0,
-                iiop_giop::Completion::No,
-            )));
-        };
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push(n);
-        reply.write_i32(n.wrapping_add(1));
-        Dispatch::Done(Outcome::Reply)
-    }
-}
 
 /// What one `call_back` came to.
 struct Called {
@@ -140,7 +94,7 @@ fn forward_here(r: &Reply, host: &str, port: u16, hops: usize) -> Result<bytes::
 
 /// Serve `notify` on a connection the server opened to our listen point,
 /// with our server core, until it closes or `until`.
-async fn serve_back(mut s: TcpStream, h: Arc<Notify>, until: tokio::time::Instant) {
+async fn serve_back(mut s: TcpStream, h: Arc<CallbackServant>, until: tokio::time::Instant) {
     let mut sc = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
     loop {
         sc.process(&*h, &mut |_| {});
@@ -200,6 +154,66 @@ impl InteropSuite {
         if !self.expired() {
             self.bidir_check(None).await;
         }
+        if !self.expired() {
+            self.bidir_driver().await;
+        }
+    }
+
+    /// `call_back` through our client driver offered for callbacks (what
+    /// `--bidir` runs: the core sends the offer, the driver serves our
+    /// Callback on the connection and nothing listens), in our native
+    /// order.
+    async fn bidir_driver(&mut self) {
+        let order = ByteOrder::NATIVE;
+        let mut k = self.field_check(DRIVER_CHECK.to_string(), "twoway", order);
+        k.calls = 2;
+        let servant = Arc::new(CallbackServant::default());
+        // Bounded as the raw checks are: a server that cannot call back
+        // hangs the call.
+        let cfg = ClientConfig {
+            callbacks: Some(Callbacks(servant.clone())),
+            request_timeout: Some(self.opts.request_timeout.min(PROBE_WAIT)),
+            ..self.cfg(V12, order, None)
+        };
+        let t = Instant::now();
+        let r = async {
+            let c = BenchClient::connect(&self.ior, &cfg).await?;
+            let v = c.call_back(N).await;
+            c.close();
+            v
+        }
+        .await;
+        k.seconds = t.elapsed().as_secs_f64();
+        let seen = servant.seen();
+        let (v, detail) = match r {
+            Ok(v) if seen == [N] => (
+                Verdict::Pass,
+                format!(
+                    "notify({N}) served by the client driver over its own connection, \
+                     call_back returned {v}"
+                ),
+            ),
+            Ok(v) => (
+                Verdict::Fail,
+                format!("call_back returned {v}, and our Callback saw notify {seen:?}"),
+            ),
+            Err(BenchError::Call(ClientError::System(x)))
+                if x.name().ends_with("BAD_OPERATION") || x.name().ends_with("NO_IMPLEMENT") =>
+            {
+                (
+                    Verdict::Skip,
+                    format!(
+                        "the server does not implement call_back (bench.idl's CALLBACKS): {}",
+                        system_text(&x)
+                    ),
+                )
+            }
+            Err(e) => (
+                Verdict::Fail,
+                format!("{e}; our Callback saw notify {seen:?}"),
+            ),
+        };
+        self.push_field(k.set(v, detail));
     }
 
     /// `call_back` offered for callbacks in `order`, or (`None`) not
@@ -302,8 +316,8 @@ impl InteropSuite {
         } else {
             None
         };
-        let ours = Arc::new(Notify::default());
-        let theirs = Arc::new(Notify::default());
+        let ours = Arc::new(CallbackServant::default());
+        let theirs = Arc::new(CallbackServant::default());
         let until = tokio::time::Instant::now() + wait;
         let mut accepted = 0;
         let mut located = 0;
@@ -517,6 +531,8 @@ fn judge(c: &Called, offered: bool) -> (Verdict, String) {
 
 #[cfg(test)]
 mod tests {
+    use iiop_cdr::Reader;
+
     use super::*;
 
     #[test]

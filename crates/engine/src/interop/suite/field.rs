@@ -76,7 +76,11 @@ const OMNIORB_TARGET: &str = "omniORB serves only the KeyAddr TargetAddress: its
     \"Assertion failed ... file: GIOP_S.cc line: 808\"); tracker: no entry known, \
     the gap is in omniORB's source";
 
-const OMNIORB_BIDIR: &str = "omniORB hands the reply to a callback made over a \
+/// The bidirectional check of `call_back` through our client driver
+/// (`--bidir`; run in the bidirectional group).
+pub(crate) const DRIVER_CHECK: &str = "bidirectional GIOP callback, client driver (--bidir)";
+
+pub(crate) const OMNIORB_BIDIR: &str = "omniORB hands the reply to a callback made over a \
     client's bidirectional connection to a server thread of that connection, and its \
     bench server allows one per connection (maxServerThreadPerConnection=1, so that \
     oneways keep their order); that one waits in call_back, so the reply is never read \
@@ -94,7 +98,13 @@ const TAO_TARGET: &str = "TAO (2.2.2) cannot read a ProfileAddr or ReferenceAddr
     Request gets OBJECT_NOT_EXIST and a LocateRequest UNKNOWN_OBJECT; tracker: no entry known, \
     the gap is in TAO's source";
 
-const KNOWN_DEFECTS: [KnownDefect; 12] = [
+const KNOWN_DEFECTS: [KnownDefect; 13] = [
+    KnownDefect {
+        orb_type: OMNIORB,
+        check: DRIVER_CHECK,
+        symptom: "timed out after",
+        defect: OMNIORB_BIDIR,
+    },
     KnownDefect {
         orb_type: OMNIORB,
         check: "bidirectional GIOP callback, GIOP 1.2 LE",

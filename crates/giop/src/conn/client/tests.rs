@@ -1293,4 +1293,81 @@ mod bidir {
             .iter()
             .any(|m| matches!(m, Message::MessageError)));
     }
+
+    #[test]
+    fn offered_by_the_core_every_request_carries_the_offer_and_callbacks_come_back() {
+        let cfg = ConnConfig {
+            version: Some(Version::V1_2),
+            ..cfg()
+        };
+        let mut c = conn_with(Version::V1_2, &cfg, true);
+        c.setup.offer_callbacks(LISTEN.0, LISTEN.1).unwrap();
+        let cb = c
+            .setup()
+            .callback_reference("IDL:Bench/Callback:1.0", b"Callback")
+            .unwrap();
+        let p = cb.profiles[0].iiop().unwrap().unwrap();
+        assert_eq!((p.host.as_str(), p.port), LISTEN);
+        assert_eq!(&p.object_key[..], b"Callback");
+        let offer = BiDirIiop {
+            listen_points: vec![(LISTEN.0.into(), LISTEN.1)],
+        };
+        // The first request: CodeSets and the offer; the second: the
+        // offer alone; a prepared one: both (it may be a connection's
+        // first).
+        let first = call_back(&mut c, &[], 41);
+        let bytes = written(&mut c);
+        let sent = messages(&bytes);
+        let [Message::Request(r)] = &sent[..] else {
+            panic!("one Request, got {sent:?}")
+        };
+        assert!(r.header.contexts.code_sets().unwrap().is_some());
+        assert_eq!(r.header.contexts.bi_dir().unwrap(), Some(offer.clone()));
+        let mut s = ServerConn::new(Arc::new(ServerConnConfig::default()), 1, None, None);
+        to_server(&mut s, &bytes);
+        assert_eq!(s.bidir(), Some(&offer));
+        receive(&mut c, &from_server(&mut s));
+        let Some(Arrival::Request(req)) = c.poll_arrival().unwrap() else {
+            panic!("the server's Request arrives")
+        };
+        c.answer(&req, &Notify).unwrap();
+        to_server(&mut s, &written(&mut c));
+        receive(&mut c, &from_server(&mut s));
+        let Some(Arrival::Answer(got, inc)) = c.poll_arrival().unwrap() else {
+            panic!("the answer to call_back")
+        };
+        assert_eq!(got, first);
+        let r = inc.into_reply(ADDR).unwrap();
+        assert_eq!(r.body.reader(Options::default()).read_i32().unwrap(), 42);
+        call_back(&mut c, &[], 1);
+        let sent = messages(&written(&mut c));
+        let [Message::Request(r)] = &sent[..] else {
+            panic!("one Request, got {sent:?}")
+        };
+        assert!(r.header.contexts.code_sets().unwrap().is_none());
+        assert_eq!(r.header.contexts.bi_dir().unwrap(), Some(offer.clone()));
+        let prepared =
+            Prepared::build(c.setup(), &key(), "ping", ResponseMode::Twoway, |_| Ok(())).unwrap();
+        let h = crate::Header::parse(prepared.message()).unwrap();
+        let Ok(Message::Request(r)) =
+            Message::decode(&h, prepared.message().slice(12..), Options::default())
+        else {
+            panic!("a prepared Request")
+        };
+        assert_eq!(r.header.contexts.bi_dir().unwrap(), Some(offer));
+    }
+
+    #[test]
+    fn callbacks_are_offered_in_giop_1_2_only() {
+        let mut c = conn(Version::V1_1);
+        assert!(matches!(
+            c.setup.offer_callbacks(LISTEN.0, LISTEN.1),
+            Err(ClientError::Encode(GiopError::NotInVersion {
+                minor: 1,
+                ..
+            }))
+        ));
+        assert!(!c.setup().bidir);
+        assert!(c.setup().callback_reference("IDL:x:1.0", b"k").is_none());
+    }
 }
