@@ -507,10 +507,9 @@ pub fn run_vendor_client(
 
 /// Vendor clients with a `--mode callback`: a Callback object of theirs
 /// offered for bidirectional GIOP, passed to `call_back`, which the
-/// server must call back over their own connection. (TAO's client
-/// compiles the mode but offers nothing, its BiDir_GIOP not set up: not
-/// run.)
-pub const CALLBACK_CLIENTS: [&str; 2] = ["omniorb", "jacorb"];
+/// server must call back over their own connection (TAO's through
+/// libTAO_BiDirGIOP and a POA with the BiDir policy).
+pub const CALLBACK_CLIENTS: [&str; 3] = ["omniorb", "jacorb", "tao"];
 
 /// How long a vendor client's callback run may take: its start-up (a
 /// JVM's too) and one call; a server that cannot call back makes it hang
