@@ -3,37 +3,16 @@
 //! failing status — and a standard output closed by its reader (`… |
 //! head -1`) ends the command quietly, without a panic.
 
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Run the binary with `args`; (status code, stdout, stderr), within
 /// `limit` (killed beyond it).
 fn run(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("iiopbench runs");
-    let t0 = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} still ran after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = common::iiopbench_bounded(args, limit);
+    (r.code, r.stdout, r.stderr)
 }
 
 /// `args` are refused: a failing status, nothing on stdout, one line on

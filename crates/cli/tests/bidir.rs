@@ -9,8 +9,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -22,31 +21,8 @@ fn tmp(name: &str) -> PathBuf {
 /// `iiopbench ARGS` as a process: exit code, stdout, stderr, and how long
 /// it took. Killed (and the test failed) after `limit`.
 fn iiopbench(args: &[&str], limit: Duration) -> (i32, String, String, Duration) {
-    let t = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iiopbench"))
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("iiopbench {args:?} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        t.elapsed(),
-    )
+    let r = common::iiopbench_bounded(args, limit);
+    (r.code.unwrap_or(-1), r.stdout, r.stderr, r.took)
 }
 
 /// `bench latency --op call_back --bidir` against `target` with `extra`

@@ -162,3 +162,55 @@ pub fn serve_in_process(args: &[&str]) -> iiop_bench_idl::run::RunningServer {
     iiop_bench_idl::run::RunningServer::start(iiopbench::cmd::serve::server_options(&o).unwrap())
         .unwrap()
 }
+
+/// What [`iiopbench_bounded`] saw: the exit code (None: killed by a
+/// signal), standard output and error, and how long the run took.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: std::time::Duration,
+}
+
+/// Runs this package's `iiopbench` with `args` (standard input closed),
+/// killing it and failing the test when it still runs after `limit`.
+/// Standard output and error are read while it runs, so a chatty run
+/// cannot stall on a full pipe and be taken for a hang.
+pub fn iiopbench_bounded(args: &[&str], limit: std::time::Duration) -> Ran {
+    use std::io::Read;
+    use std::process::Stdio;
+    let t = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_iiopbench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iiopbench runs");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("iiopbench {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Ran {
+        code: status.code(),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+        took: t.elapsed(),
+    }
+}
