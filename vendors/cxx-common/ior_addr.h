@@ -175,7 +175,7 @@ inline bool ssl_port(const std::string& ior, uint16_t* port, std::string* why) {
 // The server's ORB by TAG_ORB_TYPE (0: encapsulated ulong) of the first
 // IIOP profile: 0x41545400 omniORB, 0x4a414300 JacORB, 0x54414f00 TAO;
 // 0 when the IOR has none (or the target is a corbaloc).
-const uint32_t kOrbOmniORB = 0x41545400, kOrbTAO = 0x54414f00;
+const uint32_t kOrbOmniORB = 0x41545400, kOrbJacORB = 0x4a414300, kOrbTAO = 0x54414f00;
 inline uint32_t orb_type(const std::string& ior) {
   uint32_t t = 0;
   std::string why;
