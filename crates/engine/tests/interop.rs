@@ -89,7 +89,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
     let r = &run.results;
     assert_eq!(r.kind, "interop");
     assert_eq!(r.target.kind, "embedded");
-    assert_eq!(r.params["passed"], 233);
+    assert_eq!(r.params["passed"], 234);
     assert_eq!(r.params["failed"], 0);
     assert_eq!(r.params["quick"], true);
     assert_eq!(r.cases.len(), rep.checks.len());
@@ -98,7 +98,7 @@ fn quick_suite_against_the_embedded_server_passes_every_check_it_runs() {
         .iter()
         .filter(|c| c.extra["result"] == "pass")
         .count();
-    assert_eq!(passed_cases, 233);
+    assert_eq!(passed_cases, 234);
     assert!(r.outcome.complete && r.outcome.failure.is_none());
 
     let seen = log.0.lock().unwrap().clone();
