@@ -369,16 +369,8 @@ impl BlockingConnection {
     fn read_reply(&mut self, id: u32) -> Result<Incoming, ClientError> {
         let mut spin = Spin::new(self.spin);
         loop {
-            if self.callbacks.is_some() {
-                if let Some(inc) = self.serve_arrivals(id)? {
-                    return Ok(inc);
-                }
-            } else {
-                while let Some((rid, inc)) = self.conn.poll()? {
-                    if rid == id {
-                        return Ok(inc);
-                    }
-                }
+            if let Some(inc) = self.take_answer(id)? {
+                return Ok(inc);
             }
             let buf = self.conn.read_buf();
             let got = match self.tls.as_deref_mut() {
@@ -412,12 +404,18 @@ impl BlockingConnection {
         }
     }
 
-    /// On a connection offered for callbacks: take what arrived, answering
-    /// the server's Requests and LocateRequests with the servant (written
-    /// at once: the server waits for them before it answers us), until
-    /// the answer to `id` (returned) or the end of what arrived.
-    fn serve_arrivals(&mut self, id: u32) -> Result<Option<Incoming>, ClientError> {
+    /// The answer to `id` among what arrived, if it has; answers to others
+    /// are dropped. On a connection offered for callbacks the server's
+    /// Requests and LocateRequests among it are answered with the servant
+    /// on the way (written at once: the server waits for them before it
+    /// answers us).
+    fn take_answer(&mut self, id: u32) -> Result<Option<Incoming>, ClientError> {
         let Some(Callbacks(servant)) = self.callbacks.clone() else {
+            while let Some((rid, inc)) = self.conn.poll()? {
+                if rid == id {
+                    return Ok(Some(inc));
+                }
+            }
             return Ok(None);
         };
         while let Some(a) = self.conn.poll_arrival()? {
