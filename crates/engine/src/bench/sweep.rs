@@ -943,16 +943,15 @@ fn knee_params(
 }
 
 /// The merged steps of an agent run, in which every agent ran every step
-/// at the same instants ([`SweepJob::every_step`]; `merged` is the
-/// agents' results merged case by case, `agents` each agent's own): per
-/// step, the agents' loads, offered calls/s and connections summed (each
-/// agent offered the step's load), achieved the merged calls/s, the
-/// client CPU summed, the server's figures the highest any agent read
-/// (only an agent on the server's host reads them; its memory per
-/// connection over every agent's added connections), the generators'
-/// resident memory and calls in flight summed and their memory per
-/// connection the highest any agent paid; then the stop rules and the
-/// knee, on the merged steps.
+/// at the same instants ([`SweepJob::every_step`]). `merged` is the
+/// agents' results merged case by case (`agents::merge`, whose per-field
+/// rules already sum the generators' connections, CPU, memory and calls
+/// in flight and keep the highest server figures); `agents` is each
+/// agent's own. What only a sweep knows is done here, per step: the
+/// agents' loads and offered calls/s summed (each agent offered the
+/// step's load), achieved the merged calls/s, the server's memory per
+/// connection spread over every agent's added connections; then the stop
+/// rules and the knee, on the merged steps.
 pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
     let rule = o.rule();
     let (mut loads, mut labels) = (Vec::new(), Vec::new());
@@ -975,7 +974,6 @@ pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
                 .filter(|v| !v.is_empty())
                 .map(|v| v.iter().sum())
         };
-        let max = |k: &str| figures(k).into_iter().reduce(f64::max);
         let step = StepLoad {
             load: sum("load").unwrap_or(0.0),
             offered: sum("offered_per_s"),
@@ -991,29 +989,11 @@ pub fn merge_steps(merged: &mut Results, agents: &[&Results], o: &SweepJob) {
         param(e, "load", step.load);
         param(e, "offered_per_s", step.offered);
         param(e, "achieved_per_s", step.achieved);
-        param(e, "connections", sum("connections"));
-        param(e, "client_cpu_util", sum("client_cpu_util"));
-        for k in ["server_cpu_util", "server_rss_bytes"] {
-            if let Some(v) = max(k) {
-                param(e, k, v);
-            }
-        }
         match server_per_connection {
             Some(v) => param(e, "rss_per_connection_bytes", v),
             None => {
                 e.remove("rss_per_connection_bytes");
             }
-        }
-        // The generators' own memory: all of them together, and the
-        // most any one paid per connection (the bound each one holds).
-        if let Some(v) = sum("client_rss_bytes") {
-            param(e, "client_rss_bytes", v as u64);
-        }
-        if let Some(v) = max("client_rss_per_connection_bytes") {
-            param(e, "client_rss_per_connection_bytes", v);
-        }
-        if let Some(v) = sum("max_in_flight") {
-            param(e, "max_in_flight", v as u64);
         }
         match stop_reason(&step, &rule) {
             Some(st) => param(e, "stopped_by", st.to_string()),
@@ -1111,12 +1091,23 @@ mod tests {
         r
     }
 
-    /// The one connections step of agents `a` and `b`, merged: its extra.
+    /// The one connections step of agents `a` and `b`, merged as an agent
+    /// run merges it (case by case, then the sweep's own figures): its
+    /// extra.
     fn merged_step(a: &Results, b: &Results) -> BTreeMap<String, serde_json::Value> {
-        let mut merged = Results::new("agents", Vec::new());
-        let mut c = a.cases[0].clone();
-        c.extra.clear();
-        merged.cases.push(c);
+        use crate::agents::merge::{merge_agents, Ran};
+        let ran = [
+            Ran {
+                id: 0,
+                results: a.clone(),
+            },
+            Ran {
+                id: 1,
+                results: b.clone(),
+            },
+        ];
+        let base = Results::new("agents", Vec::new());
+        let mut merged = merge_agents(base, &ran, Default::default()).unwrap();
         let job = SweepJob {
             mode: SweepMode::Connections,
             steps: Steps(vec![100.0]),
@@ -1141,7 +1132,12 @@ mod tests {
             serde_json::json!(12000.0)
         );
         assert_eq!(e["max_in_flight"], serde_json::json!(198));
-        assert_eq!(e["connections"], serde_json::json!(200.0));
+        assert_eq!(e["connections"], serde_json::json!(200));
+        // The sweep's own: loads and offered rates summed, the step kept.
+        assert_eq!(e["load"], serde_json::json!(200.0));
+        assert_eq!(e["load_per_agent"], serde_json::json!(100.0));
+        assert_eq!(e["offered_per_s"], serde_json::json!(2000.0));
+        assert_eq!(e["step"], serde_json::json!(1));
     }
 
     /// The server's memory per connection of a merged step: the growth
