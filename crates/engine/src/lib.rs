@@ -96,6 +96,7 @@ pub mod procnet;
 pub mod programs;
 pub mod progress;
 pub mod proxy;
+pub mod rawloop;
 pub mod rawtcp;
 pub mod replay;
 pub mod report;

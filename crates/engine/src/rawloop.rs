@@ -1,0 +1,403 @@
+//! The raw-TCP baseline of loops with many callers: the frames of
+//! [`crate::rawtcp`] (a 12-byte header, the size of GIOP's, and no
+//! marshalling) carried by the same tokio machinery as the benchmark's
+//! own calls, so that a sweep step or a latency point of N connections,
+//! closed or open loop, has a raw round trip "written and waited the same
+//! way" to be measured against.
+//!
+//! - [`RawReactor`]: a server on one thread of its own (placed where the
+//!   embedded server would be), a current-thread tokio runtime with one
+//!   task per connection, as our reactor server is. Each task reads what
+//!   has arrived into one buffer, answers every whole frame in it with a
+//!   single write, and reads again: per round trip the epoll wait, recv and
+//!   send our reactor makes, without decoding anything.
+//! - [`RawCaller`]: one connection of the generator, an [`Invoke`] that the
+//!   latency loops drive exactly as they drive a bench.idl caller. Calls
+//!   on one connection may overlap (an open loop through few connections):
+//!   a reader task completes them in order, as GIOP's reader completes
+//!   replies by request id; the server answers in order, so the order is
+//!   the id.
+//!
+//! Every frame's declared length is checked against [`MAX_BODY`] before
+//! anything is read or allocated for it; a bad frame closes that
+//! connection only.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::{Buf, BytesMut};
+use iiop_bench_idl::client::BenchError;
+use iiop_transport::client::ClientError;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use crate::bench::loops::Invoke;
+use crate::rawtcp::{Kind, SocketOpts, HEADER, MAX_BODY};
+
+/// A frame's header: magic, kind, length (as [`crate::rawtcp`] writes it).
+fn header(kind: Kind, len: usize) -> [u8; HEADER] {
+    let mut h = [0u8; HEADER];
+    h[..4].copy_from_slice(b"RAWT");
+    h[4] = kind as u8;
+    h[8..].copy_from_slice(&(len as u32).to_le_bytes());
+    h
+}
+
+/// The kind and body length of the frame whose header starts `b`, or why
+/// it is refused.
+fn parse(b: &[u8]) -> Result<(u8, usize), String> {
+    if &b[..4] != b"RAWT" {
+        return Err("bad raw-tcp magic".into());
+    }
+    let len = u32::from_le_bytes(b[8..HEADER].try_into().expect("4 bytes")) as usize;
+    if len > MAX_BODY {
+        return Err(format!("raw-tcp frame of {len} bytes exceeds {MAX_BODY}"));
+    }
+    Ok((b[4], len))
+}
+
+/// The replies to every whole frame at the front of `buf`, taken off it,
+/// appended to `out`; a frame not yet whole stays. Echo frames come back
+/// whole, ack frames as a header alone, sink frames not at all.
+fn answer(buf: &mut BytesMut, out: &mut Vec<u8>) -> Result<(), String> {
+    while buf.len() >= HEADER {
+        let (kind, len) = parse(&buf[..HEADER])?;
+        if buf.len() < HEADER + len {
+            // Room for the rest of it, at once.
+            buf.reserve(HEADER + len - buf.len());
+            break;
+        }
+        match kind {
+            k if k == Kind::Echo as u8 => out.extend_from_slice(&buf[..HEADER + len]),
+            k if k == Kind::Ack as u8 => out.extend_from_slice(&header(Kind::Ack, 0)),
+            k if k == Kind::Sink as u8 => {}
+            k => {
+                return Err(format!(
+                    "raw-tcp frame of kind {k}: not one this server answers"
+                ))
+            }
+        }
+        buf.advance(HEADER + len);
+    }
+    Ok(())
+}
+
+/// One connection of the server: read, answer every whole frame, write.
+async fn serve(mut s: TcpStream) {
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut out = Vec::with_capacity(64 << 10);
+    loop {
+        match s.read_buf(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if answer(&mut buf, &mut out).is_err() {
+            return;
+        }
+        if !out.is_empty() {
+            if s.write_all(&out).await.is_err() {
+                return;
+            }
+            out.clear();
+        }
+    }
+}
+
+/// The raw-TCP server of a baseline with many callers: a thread of its
+/// own, one tokio task per connection. Stops when dropped.
+#[derive(Debug)]
+pub struct RawReactor {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl RawReactor {
+    /// Listen on 127.0.0.1 (port 0), the serving thread pinned to `cpus`
+    /// where given, its sockets set as `opts` says.
+    pub fn start(cpus: Option<Vec<usize>>, opts: SocketOpts) -> std::io::Result<RawReactor> {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        l.set_nonblocking(true)?;
+        let addr = l.local_addr()?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        let thread = std::thread::Builder::new()
+            .name("raw-reactor".into())
+            .spawn(move || {
+                if let Some(c) = &cpus {
+                    let _ = crate::sysinfo::pin_current_thread(c);
+                }
+                rt.block_on(async move {
+                    let Ok(l) = tokio::net::TcpListener::from_std(l) else {
+                        return;
+                    };
+                    let accept = async {
+                        loop {
+                            if let Ok((s, _)) = l.accept().await {
+                                if let Ok(std) = s.into_std() {
+                                    let _ = opts.apply(&std);
+                                    if let Ok(s) = TcpStream::from_std(std) {
+                                        tokio::spawn(serve(s));
+                                    }
+                                }
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = stopped => {}
+                        _ = accept => {}
+                    }
+                });
+            })?;
+        Ok(RawReactor {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for RawReactor {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The calls of one connection waiting for their replies, oldest first,
+/// and why the connection ended once it has (no call waits after that).
+#[derive(Default)]
+struct Queue {
+    calls: VecDeque<oneshot::Sender<Result<(), String>>>,
+    ended: Option<String>,
+}
+
+impl Queue {
+    /// The connection ended: every waiting call fails with `why`, and so
+    /// does every later one.
+    fn end(&mut self, why: String) {
+        for t in self.calls.drain(..) {
+            let _ = t.send(Err(why.clone()));
+        }
+        self.ended.get_or_insert(why);
+    }
+}
+
+type Waiters = Arc<Mutex<Queue>>;
+
+/// One raw connection of the generator: each call writes one frame (an
+/// echo of `size` bytes, or for ping an ack of a 1-byte frame, as the
+/// latency baseline's) and waits for its reply.
+#[derive(Clone)]
+pub struct RawCaller {
+    addr: SocketAddr,
+    frame: Arc<[u8]>,
+    write: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    waiting: Waiters,
+    reader: Arc<tokio::task::AbortHandle>,
+}
+
+impl std::fmt::Debug for RawCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawCaller")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+fn io_error(addr: SocketAddr, message: impl std::fmt::Display) -> BenchError {
+    BenchError::Call(ClientError::Io {
+        addr: addr.to_string(),
+        message: message.to_string(),
+    })
+}
+
+impl RawCaller {
+    /// Connect to a raw server at `addr`; each call carries `size` body
+    /// bytes, echoed back when `echo`, else acknowledged by a header.
+    pub async fn connect(
+        addr: SocketAddr,
+        opts: SocketOpts,
+        size: usize,
+        echo: bool,
+    ) -> std::io::Result<RawCaller> {
+        let s = TcpStream::connect(addr).await?;
+        let s = {
+            let std = s.into_std()?;
+            opts.apply(&std)?;
+            TcpStream::from_std(std)?
+        };
+        let (mut rd, wr) = s.into_split();
+        let kind = if echo { Kind::Echo } else { Kind::Ack };
+        let mut frame = header(kind, size).to_vec();
+        frame.extend((0..size).map(|i| i as u8));
+        let reply = if echo { HEADER + size } else { HEADER };
+        let waiting: Waiters = Arc::default();
+        let w = waiting.clone();
+        let reader = tokio::spawn(async move {
+            let mut buf = BytesMut::with_capacity(reply.max(HEADER) * 4);
+            let fail = |why: String| w.lock().expect("waiters").end(why);
+            loop {
+                while buf.len() >= HEADER {
+                    let len = match parse(&buf[..HEADER]) {
+                        Ok((_, len)) => len,
+                        Err(e) => return fail(e),
+                    };
+                    if buf.len() < HEADER + len {
+                        break;
+                    }
+                    buf.advance(HEADER + len);
+                    match w.lock().expect("waiters").calls.pop_front() {
+                        Some(t) => {
+                            let _ = t.send(Ok(()));
+                        }
+                        None => return fail("a raw-tcp reply to no call".into()),
+                    }
+                }
+                match rd.read_buf(&mut buf).await {
+                    Ok(0) => return fail("closed by the raw-tcp server".into()),
+                    Err(e) => return fail(e.to_string()),
+                    Ok(_) => {}
+                }
+            }
+        });
+        Ok(RawCaller {
+            addr,
+            frame: frame.into(),
+            write: Arc::new(tokio::sync::Mutex::new(wr)),
+            waiting,
+            reader: Arc::new(reader.abort_handle()),
+        })
+    }
+}
+
+impl Invoke for RawCaller {
+    async fn invoke(&self) -> Result<(), BenchError> {
+        let (tx, rx) = oneshot::channel();
+        {
+            // The waiter goes in the queue in the order its frame goes on
+            // the wire.
+            let mut w = self.write.lock().await;
+            {
+                let mut q = self.waiting.lock().expect("waiters");
+                if let Some(why) = &q.ended {
+                    return Err(io_error(self.addr, why));
+                }
+                q.calls.push_back(tx);
+            }
+            w.write_all(&self.frame)
+                .await
+                .map_err(|e| io_error(self.addr, e))?;
+        }
+        match rx.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(io_error(self.addr, e)),
+            Err(_) => Err(io_error(self.addr, "the connection's reader ended")),
+        }
+    }
+
+    fn close(&self) {
+        self.reader.abort();
+        self.waiting.lock().expect("waiters").end("closed".into());
+    }
+}
+
+impl Drop for RawCaller {
+    fn drop(&mut self) {
+        // The last clone ends the reader (which holds only the read half).
+        if Arc::strong_count(&self.reader) == 1 {
+            self.reader.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_frames_are_answered_and_a_partial_one_waits() {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&header(Kind::Echo, 3));
+        buf.extend_from_slice(b"abc");
+        buf.extend_from_slice(&header(Kind::Ack, 2));
+        buf.extend_from_slice(b"xy");
+        buf.extend_from_slice(&header(Kind::Sink, 1));
+        buf.extend_from_slice(b"s");
+        buf.extend_from_slice(&header(Kind::Echo, 4));
+        buf.extend_from_slice(b"pa");
+        let mut out = Vec::new();
+        answer(&mut buf, &mut out).unwrap();
+        let mut want = header(Kind::Echo, 3).to_vec();
+        want.extend_from_slice(b"abc");
+        want.extend_from_slice(&header(Kind::Ack, 0));
+        assert_eq!(out, want);
+        // The partial echo stays, whole header and all.
+        assert_eq!(buf.len(), HEADER + 2);
+    }
+
+    #[test]
+    fn a_length_beyond_the_limit_is_refused_before_anything_is_read() {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&header(Kind::Echo, 0)[..8]);
+        buf.extend_from_slice(&((MAX_BODY as u32) + 1).to_le_bytes());
+        let e = answer(&mut buf, &mut Vec::new()).unwrap_err();
+        assert!(e.contains("exceeds"), "{e}");
+        let mut bad = BytesMut::from(&b"GIOP\x01\x02\x00\x00\x00\x00\x00\x00"[..]);
+        assert!(answer(&mut bad, &mut Vec::new())
+            .unwrap_err()
+            .contains("magic"));
+    }
+
+    /// Many calls at once on one connection complete, each by its own
+    /// reply, and a stopped server fails the next call instead of hanging.
+    #[test]
+    fn overlapping_calls_on_one_connection_each_get_their_reply() {
+        let srv = RawReactor::start(None, SocketOpts::default()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = RawCaller::connect(srv.addr(), SocketOpts::default(), 100, true)
+                .await
+                .unwrap();
+            let calls: Vec<_> = (0..64)
+                .map(|_| {
+                    let c = c.clone();
+                    tokio::spawn(async move { c.invoke().await })
+                })
+                .collect();
+            for t in calls {
+                tokio::time::timeout(std::time::Duration::from_secs(10), t)
+                    .await
+                    .expect("a reply within 10 s")
+                    .unwrap()
+                    .unwrap();
+            }
+            assert!(c.waiting.lock().unwrap().calls.is_empty());
+            let ack = RawCaller::connect(srv.addr(), SocketOpts::default(), 1, false)
+                .await
+                .unwrap();
+            ack.invoke().await.unwrap();
+            drop(srv);
+            let r = tokio::time::timeout(std::time::Duration::from_secs(10), ack.invoke())
+                .await
+                .expect("a stopped server fails the call within 10 s");
+            assert!(r.is_err());
+        });
+    }
+}
