@@ -927,6 +927,13 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
     if !servers {
         head.push("max");
     }
+    // With --baseline: raw TCP's figure that compares with ours at the
+    // same load (a closed loop's calls/s; an open loop's p99).
+    let tcp = any("tcp_achieved_per_s");
+    let tcp_rate = mode == "clients";
+    if tcp {
+        head.push(if tcp_rate { "tcp/s" } else { "tcp p99" });
+    }
     head.extend(["err", "cli%"]);
     if srv {
         head.push("srv%");
@@ -967,6 +974,15 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
         if !servers {
             row.push(c.latency_us.map(|l| micros(l.max)).unwrap_or("-".into()));
         }
+        if tcp {
+            row.push(
+                match tcp_rate {
+                    true => f(c, "tcp_achieved_per_s").map(num),
+                    false => f(c, "tcp_p99_us").map(micros),
+                }
+                .unwrap_or("-".into()),
+            );
+        }
         row.push(c.errors.values().sum::<u64>().to_string());
         row.push(pct(f(c, "client_cpu_util")));
         if srv {
@@ -985,6 +1001,12 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
         t.row(row);
     }
     let mut out = t.render();
+    if tcp {
+        out.push_str(&format!(
+            "  {}: raw TCP right after each step, driven the same way (ours over it: vs_tcp_*)\n",
+            if tcp_rate { "tcp/s" } else { "tcp p99" }
+        ));
+    }
     if let (Some("connections"), Some(rate)) = (Some(mode), p.get("rate").and_then(|v| v.as_f64()))
     {
         out.push_str(&format!(
@@ -1007,15 +1029,21 @@ pub fn sweep_summary(r: &Results, st: Style) -> String {
         p.get("ceiling_failure").and_then(|v| v.as_str()),
     ) {
         (Some(c), _) => out.push_str(&format!(
-            "  generator ceiling: {} calls/s against a server that does no work; * marks steps above half of it\n",
-            num(c)
+            "  generator ceiling: {} calls/s against a server that does no work ({}); * marks steps above half of it\n",
+            num(c),
+            p.get("ceiling_how")
+                .and_then(|v| v.as_str())
+                .unwrap_or("its own pass")
         )),
         (_, Some(e)) => out.push_str(&format!("  generator ceiling not measured: {e}\n")),
         _ => {}
     }
     match p.get("server_cpu_source").and_then(|v| v.as_str()) {
-        Some("process-less-client-thread") => out.push_str(
+        Some("process-less-client-thread") if rss => out.push_str(
             "  server in this process: srv% = its CPU less the client thread's; RSS = client + server\n",
+        ),
+        Some("process-less-client-thread") => out.push_str(
+            "  server in this process: srv% = its CPU less the client thread's; no RSS: the raw baseline shares the process\n",
         ),
         Some("none") => out.push_str("  server: not on this machine; its CPU and memory are not measured\n"),
         _ => {}
@@ -1104,7 +1132,22 @@ pub fn knee_line(r: &Results) -> String {
     } else {
         ""
     };
-    format!("knee: {at}, {within}{gen}")
+    // With --baseline: raw TCP at the same step, measured the same way.
+    let mode = p.get("mode").and_then(|v| v.as_str());
+    let tcp = match (mode, g("tcp_achieved_per_s"), g("tcp_p99_us")) {
+        (Some("clients"), Some(t), _) => format!(
+            "; raw TCP the same way: {} calls/s (ours {:.2}x)",
+            num(t),
+            g("vs_tcp_achieved").unwrap_or(0.0)
+        ),
+        (_, _, Some(t)) => format!(
+            "; raw TCP the same way: p99 {} (ours {:.2}x)",
+            micros(t),
+            g("vs_tcp_p99").unwrap_or(0.0)
+        ),
+        _ => String::new(),
+    };
+    format!("knee: {at}, {within}{gen}{tcp}")
 }
 
 /// The closed-system summary: X, R, Z with their CIs and Little's law.

@@ -590,3 +590,62 @@ fn one_ceiling_marks_every_servers_sweep() {
     }
     assert!(out.contains("generator ceiling: "), "{out}");
 }
+
+/// `--baseline` measures every step again over raw TCP, the same loop
+/// through the same runtime, right after it: a closed loop's calls/s and
+/// an open loop's p99 beside ours, ours over them in the JSON, and at the
+/// knee.
+#[test]
+fn a_baseline_measures_every_step_again_over_raw_tcp() {
+    let args = ["--step-duration", "300ms", "--warmup", "10", "--baseline"];
+    let mut clients = vec!["--clients", "1,4", "--pin", "cross"];
+    clients.extend(args);
+    let (code, out, v) = sweep("baseline-clients", &clients);
+    assert_eq!(code, 0, "{out}");
+    for (c, n) in v["cases"].as_array().unwrap().iter().zip([1.0, 4.0]) {
+        let e = &c["extra"];
+        let (x, p50) = (f(&e["tcp_achieved_per_s"]), f(&e["tcp_p50_us"]));
+        assert!(x > 0.0 && f(&e["tcp_p99_us"]) >= p50, "{e}");
+        assert_eq!(e["tcp_errors"], 0, "{e}");
+        // A closed loop of n raw clients: calls/s times the time a call
+        // takes is about n (Little's law; p50 for the mean, loosely).
+        let little = x * p50 / 1e6;
+        assert!(
+            little > n / 4.0 && little < n * 4.0,
+            "{little} for {n}: {e}"
+        );
+        let ratio = f(&c["calls_per_sec"]) / x;
+        assert!((f(&e["vs_tcp_achieved"]) - ratio).abs() < 1e-9, "{e}");
+        // This process holds the raw side too: its memory is left out.
+        assert!(e.get("server_rss_bytes").is_none(), "{e}");
+    }
+    let knee = &v["params"]["knee"];
+    assert!(f(&knee["tcp_achieved_per_s"]) > 0.0, "{knee}");
+    assert!(v["params"]["baseline"]
+        .as_str()
+        .unwrap()
+        .contains("raw TCP"));
+    assert!(
+        out.contains(" tcp/s ") && out.contains("raw TCP the same way:"),
+        "{out}"
+    );
+    narrow(&out);
+    let mut open = vec!["--open", "200,400", "--min-achieved", "1%"];
+    open.extend(args);
+    let (code, out, v) = sweep("baseline-open", &open);
+    assert_eq!(code, 0, "{out}");
+    for c in v["cases"].as_array().unwrap() {
+        let e = &c["extra"];
+        // The same rate offered to both: raw TCP keeps it too.
+        assert!(
+            f(&e["tcp_achieved_per_s"]) > 0.5 * f(&e["offered_per_s"]),
+            "{e}"
+        );
+        assert!(f(&e["vs_tcp_p99"]) > 0.0, "{e}");
+    }
+    assert!(
+        out.contains(" tcp p99 ") && out.contains("raw TCP the same way: p99"),
+        "{out}"
+    );
+    narrow(&out);
+}

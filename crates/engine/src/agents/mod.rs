@@ -186,6 +186,9 @@ pub fn prepare_job(job: &Job, duration: Duration) -> Result<Job, JobError> {
             check(!w.ceiling, || {
                 "`ceiling` is one process's: measure the generator's ceiling with a sweep of its own, not in an agent run".into()
             })?;
+            check(!w.baseline, || {
+                "`baseline` is one process's: measure raw TCP with a sweep of its own, not in an agent run".into()
+            })?;
             w.step_duration = duration;
             // Every agent on every step at the same instants; the stop
             // rules judge the merged steps.
@@ -485,6 +488,7 @@ mod tests {
             "`step_duration` is set by the agent run: every agent measures the run's `duration` per case"
         );
         assert!(err(&|j| j.ceiling = true).starts_with("`ceiling` is one process's"));
+        assert!(err(&|j| j.baseline = true).starts_with("`baseline` is one process's"));
         // The run's own duration given as the step's is no contradiction.
         let same = SweepJob {
             step_duration: d,

@@ -28,7 +28,7 @@ use iiop_transport::hosted::ServerModel;
 use serde::{Deserialize, Serialize};
 
 use super::closed::ServiceKind;
-use super::latency::{Call, Caller, LatencyJob, LatencyOp};
+use super::latency::{Call, Caller, LatencyOp};
 use super::loops::{self, Loop};
 use super::session::{self, Session, Shape};
 use crate::error::{bail, check, ensure, Error, JobError, Result};
@@ -211,8 +211,13 @@ pub struct SweepJob {
     /// of the offered one (open and connections modes).
     pub min_achieved: f64,
     /// First measure the generator's ceiling against a server that does
-    /// no work (our embedded server's ping).
+    /// no work ([`ceiling_job`]).
     pub ceiling: bool,
+    /// Measure each step again over raw TCP ([`crate::rawloop`]): the same
+    /// loop, connections and rate through the same runtime, against a raw
+    /// server placed where the sweep's server runs, right after the step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub baseline: bool,
     /// Sweep each of these servers in one run, one after the other in
     /// rotating order for `rounds` rounds (see [`super::sweep_servers`]):
     /// `ours` (or `ours:reactor`, `ours:threads`), `omniorb`, `jacorb`,
@@ -250,6 +255,7 @@ impl Default for SweepJob {
             p99_bound: None,
             min_achieved: 0.95,
             ceiling: false,
+            baseline: false,
             servers: Vec::new(),
             rounds: 1,
             every_step: false,
@@ -536,11 +542,6 @@ pub fn near_ceiling(achieved: f64, ceiling: Option<f64>) -> bool {
     ceiling.is_some_and(|c| achieved > c / 2.0)
 }
 
-/// Calls/s the generator's ceiling pass keeps in flight: connections ×
-/// calls on each.
-const CEILING_CONNECTIONS: usize = 4;
-const CEILING_IN_FLIGHT: usize = 16;
-
 /// Run a sweep.
 pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     if let Err(e) = session::BenchJob::validate(o) {
@@ -557,27 +558,130 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     run_with_ceiling(o, ctx, ceiling)
 }
 
-/// The generator's ceiling, calls/s: its own closed loop, as many calls in
-/// flight as keep a no-work server busy, against our embedded server, for
-/// one step's duration with `o`'s placement; or why it could not be read.
-pub(crate) fn ceiling(o: &SweepJob, ctx: &RunContext) -> std::result::Result<f64, String> {
-    let j = LatencyJob {
-        count: 1,
-        duration: Some(o.step_duration),
-        warmup: o.warmup,
-        connections: CEILING_CONNECTIONS,
-        in_flight: CEILING_IN_FLIGHT,
-        socket: o.socket,
-        placement: PlacementOpts {
-            runs: Some(1),
-            ..o.placement.clone()
+/// How far the ceiling pass goes past the sweep's own steps: at most this
+/// many more steps.
+const CEILING_EXTRA_STEPS: usize = 8;
+/// The most clients a clients sweep's ceiling pass adds steps up to.
+const CEILING_MOST_CLIENTS: f64 = 4096.0;
+
+/// The generator's ceiling: the most calls/s this client completed in the
+/// same sweep against a server that does no work, and that pass's steps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ceiling {
+    /// Calls/s: the highest any of the pass's steps achieved.
+    pub per_s: f64,
+    /// Each step of the pass: `load`, `offered_per_s`, `achieved_per_s`,
+    /// `p99_us`, `stopped_by` where it tripped a rule.
+    pub steps: Vec<serde_json::Value>,
+    /// How the pass ran, in a line.
+    pub how: String,
+}
+
+/// The sweep that measures `o`'s generator: the same operation, payload,
+/// step duration, socket options and placement, against our embedded
+/// server in its reactor model answering at once (a `work` sweep calls
+/// ping: no service time), with no p99 bound, and continued past the
+/// sweep's top step until the generator gives out (errors, or below 95 %
+/// of an offered rate):
+/// - open: the rates go on doubling (up to [`CEILING_EXTRA_STEPS`] more)
+///   and the pass stops at the first the client cannot keep;
+/// - clients: the client count goes on doubling while descriptors allow
+///   (a closed loop's calls/s stop rising once client or server is busy);
+/// - connections: an open loop through as many of the top step's
+///   connections as descriptors allow, its rate doubling from the sweep's
+///   until the client cannot keep it.
+///
+/// `fds_soft`: the open-file limit the pass may use (our embedded server
+/// holds the other end of every connection: two descriptors each).
+pub fn ceiling_job(o: &SweepJob, fds_soft: u64) -> SweepJob {
+    let mut j = o.clone();
+    j.target = crate::target::TargetOpts {
+        giop: o.target.giop,
+        order: o.target.order,
+        timeout: o.target.timeout,
+        fragment_size: o.target.fragment_size,
+        waiting: o.target.waiting,
+        tls: crate::target::TlsOpts {
+            tls: o.target.tls.tls,
+            ..Default::default()
         },
-        ..LatencyJob::default()
+        bidir: o.target.bidir,
+        ..Default::default()
     };
-    let (r, e) = super::latency::run(&j, ctx);
-    match (e, r.cases.first()) {
-        (None, Some(c)) => Ok(c.calls_per_sec),
-        (e, _) => Err(e.map(|e| e.to_string()).unwrap_or_else(|| "no case".into())),
+    j.service = Duration::ZERO;
+    j.service_kind = SweepJob::default().service_kind;
+    j.p99_bound = None;
+    // "Gives out": falls below the default share of its rate, whatever
+    // share the sweep itself accepts.
+    j.min_achieved = SweepJob::default().min_achieved;
+    j.ceiling = false;
+    j.baseline = false;
+    j.servers.clear();
+    j.rounds = 1;
+    j.every_step = false;
+    let fits = (fds_soft.saturating_sub(64) / 2).max(1) as f64;
+    let top = o.steps.0.last().copied().unwrap_or(1.0);
+    let doubling = |from: f64, upto: f64| -> Vec<f64> {
+        (1..=CEILING_EXTRA_STEPS as i32)
+            .map(|k| from * 2f64.powi(k))
+            .take_while(|&v| v <= upto)
+            .collect()
+    };
+    match o.mode {
+        SweepMode::Open => j.steps.0.extend(doubling(top, f64::MAX)),
+        SweepMode::Clients => j
+            .steps
+            .0
+            .extend(doubling(top, CEILING_MOST_CLIENTS.min(fits))),
+        SweepMode::Connections => {
+            j.mode = SweepMode::Open;
+            j.spread = top.min(fits) as usize;
+            let mut steps = vec![o.rate];
+            steps.extend(doubling(o.rate, f64::MAX));
+            j.steps = Steps(steps);
+            j.rate = SweepJob::default().rate;
+        }
+    }
+    j
+}
+
+/// The generator's ceiling ([`ceiling_job`]'s pass), or why it could not
+/// be read.
+pub(crate) fn ceiling(o: &SweepJob, ctx: &RunContext) -> std::result::Result<Ceiling, String> {
+    let most = o.max_connections().max(o.spread) as u64;
+    let fds = crate::sysinfo::raise_nofile((most * 2 + 64) as usize);
+    let j = ceiling_job(o, fds.soft);
+    let how = match o.mode {
+        SweepMode::Connections => format!(
+            "an open loop through {} connections at doubling rates",
+            j.spread
+        ),
+        m => format!("the same {} sweep, continued past its top step", m.name()),
+    };
+    let (r, e) = run_with_ceiling(&j, ctx, None);
+    let steps: Vec<serde_json::Value> = r
+        .cases
+        .iter()
+        .map(|c| {
+            let x = |k: &str| c.extra.get(k).cloned().unwrap_or(serde_json::Value::Null);
+            serde_json::json!({
+                "load": x("load"),
+                "offered_per_s": x("offered_per_s"),
+                "achieved_per_s": c.calls_per_sec,
+                "p99_us": c.latency_us.map(|l| l.p99),
+                "stopped_by": x("stopped_by"),
+            })
+        })
+        .collect();
+    let best = r.cases.iter().map(|c| c.calls_per_sec).reduce(f64::max);
+    match (best, e) {
+        (Some(per_s), _) if per_s > 0.0 => Ok(Ceiling {
+            per_s,
+            steps,
+            how: format!("{how}, against our embedded server (reactor), no p99 bound"),
+        }),
+        (_, Some(e)) => Err(e.to_string()),
+        _ => Err("no call of the ceiling pass completed".into()),
     }
 }
 
@@ -587,16 +691,18 @@ pub(crate) fn ceiling(o: &SweepJob, ctx: &RunContext) -> std::result::Result<f64
 pub(crate) fn run_with_ceiling(
     o: &SweepJob,
     ctx: &RunContext,
-    ceiling: Option<std::result::Result<f64, String>>,
+    ceiling: Option<std::result::Result<Ceiling, String>>,
 ) -> (Results, Option<Error>) {
-    // Our embedded server serves every connection of the largest step.
+    // Our embedded server serves every connection of the largest step
+    // (an open sweep's: those it spreads its calls over).
+    let holds = o.mode != SweepMode::Open || o.spread > 1;
     let mut job = o.clone();
-    if o.target.target.is_none() && o.mode != SweepMode::Open {
+    if o.target.target.is_none() && holds {
         let most = o.max_connections().max(1024);
         job.target.server_max_connections = Some(most);
     }
     let o = &job;
-    let fds = (o.mode != SweepMode::Open)
+    let fds = holds
         .then(|| crate::sysinfo::raise_nofile(o.max_connections() * per_connection_fds(o) + 64));
     session::run(
         o,
@@ -621,7 +727,11 @@ pub(crate) fn run_with_ceiling(
                 SweepMode::Clients => {}
             }
             match &ceiling {
-                Some(Ok(c)) => param(p, "ceiling_per_s", c),
+                Some(Ok(c)) => {
+                    param(p, "ceiling_per_s", c.per_s);
+                    param(p, "ceiling_steps", &c.steps);
+                    param(p, "ceiling_how", &c.how);
+                }
                 Some(Err(e)) => param(p, "ceiling_failure", e),
                 None => {}
             }
@@ -630,7 +740,9 @@ pub(crate) fn run_with_ceiling(
             }
         },
         async |s: &Session, r: &mut Results| {
-            let ceiling = ceiling.as_ref().and_then(|c| c.as_ref().ok().copied());
+            let ceiling = ceiling
+                .as_ref()
+                .and_then(|c| c.as_ref().ok().map(|c| c.per_s));
             measure(o, s, r, ceiling, fds.as_ref()).await
         },
     )
@@ -713,17 +825,33 @@ async fn measure(
 ) -> Result<()> {
     let probe = ServerProbe::of(s);
     param(&mut r.params, "server_cpu_source", probe.cpu_source());
-    param(&mut r.params, "server_rss_source", probe.rss_source());
+    match probe {
+        ServerProbe::Embedded if o.baseline => param(&mut r.params, "server_rss_source", "none"),
+        _ => param(&mut r.params, "server_rss_source", probe.rss_source()),
+    }
     // Resident memory and connections at the end of the step before.
-    let mut prev: (Option<u64>, usize) = (probe.rss(), 0);
+    // (Our embedded server's memory is this process's: with a raw
+    // baseline, it holds the raw connections too, and is left out.)
+    let server_rss = || match probe {
+        ServerProbe::Embedded if o.baseline => None,
+        _ => probe.rss(),
+    };
+    let mut prev: (Option<u64>, usize) = (server_rss(), 0);
     // The generator's own, where the server is another process: what
     // holding the connections costs this side.
+    // (With a raw baseline, this process also holds the raw connections
+    // and the raw server: its memory is not the generator's alone.)
     let own_rss = || match probe {
+        _ if o.baseline => None,
         ServerProbe::Embedded => None,
         _ => crate::sysinfo::proc_rss(std::process::id()),
     };
     let mut prev_own = own_rss();
     let mut conns: Vec<BenchClient> = Vec::new();
+    let mut raw = match o.baseline {
+        true => Some(RawSide::start(o, s)?),
+        false => None,
+    };
     let rule = o.rule();
     let mut loads: Vec<StepLoad> = Vec::new();
     let mut labels: Vec<String> = Vec::new();
@@ -831,6 +959,14 @@ async fn measure(
         if let (Some(cpu), Some(srv)) = (&mut case.cpu, server_cpu) {
             cpu.server_s = Some(srv);
         }
+        // Raw TCP at the same step, right after it (with its own warm-up).
+        if let Some(raw) = &mut raw {
+            let lo = Loop {
+                warmup: o.warmup,
+                ..lo
+            };
+            raw.step(s, &lo, &label, &mut case).await?;
+        }
         let step = StepLoad {
             load,
             offered: o.offered(load),
@@ -848,7 +984,7 @@ async fn measure(
         if let Some(srv) = server_cpu {
             param(e, "server_cpu_util", srv / case.seconds.max(1e-9));
         }
-        let rss = probe.rss();
+        let rss = server_rss();
         if let Some(rss) = rss {
             param(e, "server_rss_bytes", rss);
         }
@@ -892,11 +1028,143 @@ async fn measure(
         c.close();
     }
     knee_params(&mut r.params, &loads, &labels, &rule, ceiling);
+    if let Some(raw) = &raw {
+        raw.record(&mut r.params, &r.cases);
+    }
     // A step that could not run ended the sweep unless a rule did first.
     if let Some(why) = stopped.filter(|_| r.params["stopped_by"] == "the last step") {
         param(&mut r.params, "stopped_by", why);
     }
     Ok(())
+}
+
+/// A sweep's raw-TCP baseline ([`SweepJob::baseline`]): a raw server
+/// where the sweep's server runs, and raw connections opened as the
+/// sweep's own are, each step measured again through them.
+struct RawSide {
+    server: crate::rawloop::RawReactor,
+    callers: Vec<crate::rawloop::RawCaller>,
+    /// Body bytes per call, and whether they come back (echo) or a bare
+    /// header acknowledges them (ping, send, work), as the latency
+    /// bench's baseline frames them.
+    size: usize,
+    echo: bool,
+}
+
+impl RawSide {
+    fn start(o: &SweepJob, s: &Session) -> Result<RawSide> {
+        let host = &s.resolved.info.host;
+        ensure!(
+            s.embedded() || session::is_loopback(host),
+            Job,
+            "`baseline` runs a raw-TCP server beside the sweep's server, which is on {host}: \
+             sweep a server on this machine (or measure raw TCP there with `bench latency --baseline-target`)"
+        );
+        let server =
+            crate::rawloop::RawReactor::start(Some(s.cpus.server_or_all()), s.socket.raw())
+                .map_err(|e| crate::error::fail!(Local, "starting the raw-TCP server: {e}"))?;
+        let echo = o.op == LatencyOp::Echo && o.service.is_zero();
+        let size = match (o.op, o.service.is_zero()) {
+            (LatencyOp::Echo | LatencyOp::Send, true) => o.size() as usize,
+            _ => 1,
+        };
+        Ok(RawSide {
+            server,
+            callers: Vec::new(),
+            size,
+            echo,
+        })
+    }
+
+    /// Measure step `lo` (labelled `label`) over raw TCP, and put its
+    /// figures and ours over them in the step's `case`.
+    async fn step(
+        &mut self,
+        s: &Session,
+        lo: &Loop,
+        label: &str,
+        case: &mut crate::results::Case,
+    ) -> Result<()> {
+        while self.callers.len() < lo.connections {
+            let c = crate::rawloop::RawCaller::connect(
+                self.server.addr(),
+                s.socket.raw(),
+                self.size,
+                self.echo,
+            )
+            .await
+            .map_err(|e| {
+                crate::error::fail!(
+                    Local,
+                    "raw-TCP connection {} of {label}: {e}",
+                    self.callers.len() + 1
+                )
+            })?;
+            self.callers.push(c);
+        }
+        let rlabel = format!("{label} (raw TCP)");
+        let (raw, _) = loops::point(
+            lo,
+            None,
+            &self.callers[..lo.connections],
+            &rlabel,
+            s.progress.case(&rlabel),
+            CaseParams::default(),
+            0,
+            &crate::metrics::Live::off(),
+        )
+        .await?;
+        let e = &mut case.extra;
+        param(e, "tcp_achieved_per_s", raw.calls_per_sec);
+        if let Some(l) = raw.latency_us {
+            param(e, "tcp_p50_us", l.p50);
+            param(e, "tcp_p99_us", l.p99);
+            param(e, "tcp_p999_us", l.p999);
+            param(e, "tcp_max_us", l.max);
+            if let Some(ours) = case.latency_us {
+                param(e, "vs_tcp_p99", ours.p99 / l.p99.max(1e-9));
+            }
+        }
+        param(e, "tcp_errors", raw.errors.values().sum::<u64>());
+        param(
+            e,
+            "vs_tcp_achieved",
+            case.calls_per_sec / raw.calls_per_sec.max(1e-9),
+        );
+        Ok(())
+    }
+
+    /// What the raw steps were, for the results' `params`, and raw TCP's
+    /// figures at the knee's step beside the knee's.
+    fn record(&self, p: &mut BTreeMap<String, serde_json::Value>, cases: &[crate::results::Case]) {
+        let at_knee = p
+            .get("knee")
+            .and_then(|k| k.get("step"))
+            .and_then(|v| v.as_u64())
+            .and_then(|i| cases.get(i as usize - 1));
+        if let (Some(c), Some(serde_json::Value::Object(k))) = (at_knee, p.get_mut("knee")) {
+            for f in [
+                "tcp_achieved_per_s",
+                "tcp_p99_us",
+                "vs_tcp_achieved",
+                "vs_tcp_p99",
+            ] {
+                if let Some(v) = c.extra.get(f) {
+                    k.insert(f.into(), v.clone());
+                }
+            }
+        }
+        let what = if self.echo { "echo" } else { "ack" };
+        param(
+            p,
+            "baseline",
+            format!(
+                "raw TCP, {what} of {} byte frames: the same loop, connections and rate through the same runtime; \
+                 the raw server one tokio thread where the sweep's server runs",
+                self.size
+            ),
+        );
+    }
 }
 
 /// The run's `knee` and `stopped_by` from its steps: the knee among the
@@ -1261,6 +1529,74 @@ mod tests {
         short[2].achieved = 3000.0;
         assert_eq!(knee(&short, &RULE), Some(1));
         assert_eq!(knee(&[], &RULE), None);
+    }
+
+    /// The ceiling pass is the same sweep against our embedded server,
+    /// with no p99 bound and no service time, continued past its top step.
+    #[test]
+    fn the_ceiling_pass_is_the_same_sweep_against_a_server_that_does_no_work() {
+        let o = SweepJob {
+            target: crate::target::TargetOpts {
+                target: Some("corbaloc:iiop:127.0.0.1:2809/Bench".into()),
+                server_model: ServerModel::Threads,
+                server_threads: Some(7),
+                ..Default::default()
+            },
+            steps: Steps(vec![1000.0, 2000.0, 4000.0]),
+            p99_bound: Some(Duration::from_millis(1)),
+            service: Duration::from_micros(100),
+            ceiling: true,
+            ..SweepJob::default()
+        };
+        let j = ceiling_job(&o, 1024);
+        assert_eq!(j.target.target, None);
+        assert_eq!(j.target.server_model, ServerModel::Reactor);
+        assert_eq!(j.target.server_threads, None);
+        assert_eq!(
+            (j.p99_bound, j.service, j.ceiling),
+            (None, Duration::ZERO, false)
+        );
+        assert_eq!(
+            (j.mode, j.min_achieved, j.step_duration),
+            (o.mode, o.min_achieved, o.step_duration)
+        );
+        // The sweep's rates, then doubling: the pass stops where the
+        // client cannot keep the rate.
+        assert_eq!(&j.steps.0[..3], &o.steps.0[..]);
+        assert_eq!(j.steps.0.len(), 3 + CEILING_EXTRA_STEPS);
+        assert_eq!(j.steps.0[3], 8000.0);
+        assert_eq!(*j.steps.0.last().unwrap(), 4000.0 * 256.0);
+        // A clients sweep doubles its clients while the descriptors
+        // (two per connection with the server in this process) allow.
+        let c = SweepJob {
+            mode: SweepMode::Clients,
+            steps: Steps(vec![1.0, 10.0, 100.0]),
+            ..SweepJob::default()
+        };
+        assert_eq!(
+            ceiling_job(&c, 1024).steps.0,
+            vec![1.0, 10.0, 100.0, 200.0, 400.0]
+        );
+        assert_eq!(
+            ceiling_job(&c, 1 << 20).steps.0,
+            vec![1.0, 10.0, 100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0]
+        );
+        // A connections sweep's ceiling is an open loop through its top
+        // step's connections (as many as fit), from its rate up.
+        let n = SweepJob {
+            mode: SweepMode::Connections,
+            steps: Steps(vec![10.0, 1000.0, 10000.0]),
+            rate: 2000.0,
+            ..SweepJob::default()
+        };
+        let j = ceiling_job(&n, 20000);
+        assert_eq!(
+            (j.mode, j.spread, j.rate),
+            (SweepMode::Open, 9968, SweepJob::default().rate)
+        );
+        assert_eq!(j.steps.0[..3], [2000.0, 4000.0, 8000.0]);
+        assert_eq!(j.steps.0.len(), 1 + CEILING_EXTRA_STEPS);
+        assert_eq!(ceiling_job(&n, 1 << 20).spread, 10000);
     }
 
     #[test]

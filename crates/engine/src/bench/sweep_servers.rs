@@ -84,12 +84,15 @@ pub fn run(o: &SweepJob, ctx: &RunContext) -> (Results, Option<Error>) {
     let mut skipped: Vec<String> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let mut first = true;
-    // The generator's ceiling once, before the first sweep, with the
-    // client's placement; every server's steps are marked against it.
+    // The generator's ceiling once, before the first sweep, placed as
+    // every sweep is (its no-work server where the servers run); every
+    // server's steps are marked against it.
     let ceiling = o.ceiling.then(|| {
         let mut job = o.clone();
         job.servers.clear();
         job.placement.client_cpus = CpuList::new(vec![client_cpu]).ok();
+        job.placement.server_cpus = server_cpu.and_then(|c| CpuList::new(vec![c]).ok());
+        progress.note("sweep: the generator's ceiling");
         super::sweep::ceiling(&job, ctx)
     });
     let total = servers.len() * o.rounds as usize;

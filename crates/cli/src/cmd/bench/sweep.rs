@@ -86,10 +86,18 @@ pub struct SweepArgs {
     /// offered rate.
     #[arg(long, value_parser = parse_share, default_value = "95%", value_name = "PERCENT")]
     pub min_achieved: f64,
-    /// First measure the generator's own ceiling against our embedded
-    /// server's ping, and mark every step above half of it.
+    /// First measure the generator's own ceiling: the same sweep against
+    /// our embedded server (a server that does no work), continued past
+    /// the top step until the generator gives out; every step above half
+    /// of it is marked.
     #[arg(long)]
     pub ceiling: bool,
+    /// Measure every step again over raw TCP, right after it: the same
+    /// loop, connections and rate, against a raw server where the swept
+    /// server runs. Each row shows what raw TCP achieved (a clients sweep)
+    /// or its p99 (open and connections sweeps), and the JSON ours over it.
+    #[arg(long)]
+    pub baseline: bool,
     /// Sweep each of these servers in one run, with the same client and
     /// placement, comma-separated: ours (ours:reactor), ours:threads,
     /// omniorb, jacorb, tao (vendor servers not built here are skipped).
@@ -138,6 +146,7 @@ impl SweepArgs {
             p99_bound: self.p99_bound,
             min_achieved: self.min_achieved,
             ceiling: self.ceiling,
+            baseline: self.baseline,
             servers: self.servers.clone(),
             rounds: self.rounds,
             every_step: false,
