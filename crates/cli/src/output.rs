@@ -278,6 +278,9 @@ fn baseline_lines(r: &Results, out: &mut String) {
     let p = |k: &str| r.params.get(k).and_then(|v| v.as_str());
     let server = match p("baseline_server_wait") {
         Some("epoll") => Some("its server waits in epoll, as the reactor does"),
+        Some("reactor") => Some(
+            "driven by the same loop on as many connections, its server one tokio thread (as our reactor)",
+        ),
         Some("recv") => Some("its server blocks in recv, a thread per connection"),
         Some("poll") if r.kind == "latency" || p("limit_server_wait").is_some() => {
             Some("its server polls for each request before it blocks in recv, as this one does")

@@ -883,3 +883,53 @@ fn a_time_cap_ends_a_point_with_what_it_measured() {
         assert!(warned, "{name}: {}", v["quality"]["warnings"]);
     }
 }
+
+/// `--baseline` with several callers: raw TCP is driven by the very loop
+/// the GIOP calls were (as many connections and calls in flight, the same
+/// count or rate), against a raw server of one tokio thread, and each
+/// case's `vs tcp` is its p50 over that raw case's of its size: like with
+/// like, where a lone raw ping-pong would set ten callers' queueing beside
+/// one caller's round trip.
+#[test]
+fn many_callers_are_set_beside_raw_tcp_driven_by_the_same_loop() {
+    let (code, v) = latency_with_baseline(
+        "lat-loop.json",
+        600,
+        &["--connections", "3", "--in-flight", "2"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["params"]["baseline_server_wait"], "reactor");
+    let cs = cases(&v);
+    let raw = cs
+        .iter()
+        .find(|c| c["params"]["mode"] == "tcp-loop-ack")
+        .unwrap_or_else(|| panic!("no raw loop case: {v}"));
+    assert_eq!(raw["calls"], 600, "{raw}");
+    assert_eq!(raw["params"]["connections"], 3, "{raw}");
+    assert_eq!(raw["params"]["in_flight"], 2, "{raw}");
+    let ping = cs.iter().find(|c| c["params"]["mode"] == "ping").unwrap();
+    assert_eq!(ping["baseline"]["baseline_value"], raw["latency_us"]["p50"]);
+    let ratio =
+        ping["latency_us"]["p50"].as_f64().unwrap() / raw["latency_us"]["p50"].as_f64().unwrap();
+    assert!((ping["baseline"]["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9);
+
+    // Echo at two sizes, open loop: a raw echo of each size at the rate.
+    let (code, v) = latency_with_baseline(
+        "lat-loop-echo.json",
+        200,
+        &["--op", "echo", "--size", "64,1KiB", "--rate", "2000"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let raw: Vec<&Value> = cases(&v)
+        .iter()
+        .filter(|c| c["params"]["mode"] == "tcp-loop-echo")
+        .collect();
+    assert_eq!(raw.len(), 2, "{v}");
+    for (r, size) in raw.iter().zip([64, 1024]) {
+        assert_eq!(r["params"]["size"], size, "{r}");
+        assert_eq!(r["calls"], 200, "{r}");
+    }
+    for c in cases(&v).iter().filter(|c| c["params"]["mode"] == "echo") {
+        assert!(c["baseline"]["ratio"].as_f64().unwrap() > 0.0, "{c}");
+    }
+}

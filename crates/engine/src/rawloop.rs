@@ -123,6 +123,9 @@ impl RawReactor {
         l.set_nonblocking(true)?;
         let addr = l.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
+        // Placed and serving before `start` returns, so that a watch
+        // started after it sees the thread only where it was placed.
+        let (ready, is_ready) = std::sync::mpsc::channel::<()>();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_io()
             .build()?;
@@ -136,6 +139,7 @@ impl RawReactor {
                     let Ok(l) = tokio::net::TcpListener::from_std(l) else {
                         return;
                     };
+                    let _ = ready.send(());
                     let accept = async {
                         loop {
                             if let Ok((s, _)) = l.accept().await {
@@ -154,6 +158,9 @@ impl RawReactor {
                     }
                 });
             })?;
+        is_ready
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .map_err(|_| std::io::Error::other("the raw-TCP server did not start"))?;
         Ok(RawReactor {
             addr,
             stop: Some(stop),

@@ -478,6 +478,10 @@ async fn measure(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
     }
     match sliced {
         Some(b) => r.cases.extend(b.cases),
+        // Many callers (connections, calls in flight, a rate) beside raw
+        // TCP driven by the same loop, where the raw side runs here in
+        // plain TCP; one caller beside the raw ping-pong.
+        None if o.baseline && loops_baseline(o, s) => loop_baseline(o, s, r, lo).await?,
         None if o.baseline => baseline(o, s, r)?,
         None => {}
     }
@@ -701,6 +705,101 @@ fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
         }
         if let Some(&p50) = raw.get(&(true, key)) {
             session::tls_latency_baseline(c, p50);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `o`'s baseline is raw TCP driven by its own loop
+/// ([`loop_baseline`]): a point of many callers, in plain TCP, with the
+/// raw server here.
+fn loops_baseline(o: &LatencyJob, s: &Session) -> bool {
+    !o.point_loop().single_caller()
+        && o.baseline_target.is_none()
+        && !crate::target::over_tls(s.ior(), &s.cfg)
+}
+
+/// The raw-TCP baseline of a point with many callers: the same loop
+/// (connections, calls in flight, rate, duration, warm-up) driving raw
+/// frames through the same runtime ([`crate::rawloop`]) against a raw
+/// server of one tokio thread on the server's CPUs, each size after the
+/// points; each GIOP case's `vs tcp` is its p50 over that of the raw case
+/// of its size.
+async fn loop_baseline(o: &LatencyJob, s: &Session, r: &mut Results, lo: Loop) -> Result<()> {
+    let host = &s.resolved.info.host;
+    ensure!(
+        s.embedded() || session::is_loopback(host),
+        Job,
+        "`baseline` with several callers runs a raw-TCP server beside the target, which is on {host}: \
+         run `iiopbench serve --raw-tcp HOST:PORT` there and give `baseline_target` (one caller), \
+         or measure a server on this machine"
+    );
+    let srv = crate::rawloop::RawReactor::start(Some(s.cpus.server_or_all()), s.socket.raw())
+        .map_err(|e| fail!(Local, "starting the raw-TCP server: {e}"))?;
+    param(&mut r.params, "baseline_server_wait", "reactor");
+    let echo = o.op == LatencyOp::Echo && o.service.is_zero();
+    let sizes: Vec<u64> = match (o.op, o.service.is_zero()) {
+        (LatencyOp::Echo | LatencyOp::Send, true) => o.sizes.0.clone(),
+        _ => vec![1],
+    };
+    let mut raw = BTreeMap::new();
+    for size in sizes {
+        let mut callers = Vec::with_capacity(lo.connections);
+        for i in 0..lo.connections {
+            let c =
+                crate::rawloop::RawCaller::connect(srv.addr(), s.socket.raw(), size as usize, echo)
+                    .await
+                    .map_err(|e| {
+                        fail!(
+                            Local,
+                            "raw-TCP connection {} of {}: {e}",
+                            i + 1,
+                            lo.connections
+                        )
+                    })?;
+            callers.push(c);
+        }
+        let pattern = if echo { "echo" } else { "ack" };
+        let label = format!("tcp {pattern} {}", format_size(size));
+        let watch = s.watch_case();
+        let params = CaseParams {
+            ty: "octet".into(),
+            size,
+            mode: format!("tcp-loop-{pattern}"),
+            extra: BTreeMap::new(),
+        };
+        let (mut c, _) = loops::point(
+            &lo,
+            None,
+            &callers,
+            &label,
+            s.progress.case(&label),
+            params,
+            size,
+            &crate::metrics::Live::off(),
+        )
+        .await?;
+        watch.finish(&mut c);
+        for k in &callers {
+            k.close();
+        }
+        if let Some(l) = &c.latency_us {
+            raw.insert(size, l.p50);
+        }
+        r.cases.push(c);
+    }
+    for c in r
+        .cases
+        .iter_mut()
+        .filter(|c| !c.params.mode.starts_with("tcp"))
+    {
+        let key = if c.params.mode == "ping" || !o.service.is_zero() {
+            1
+        } else {
+            c.params.size
+        };
+        if let Some(&p50) = raw.get(&key) {
+            session::latency_baseline(c, p50);
         }
     }
     Ok(())
