@@ -37,6 +37,10 @@ use tokio::sync::oneshot;
 use crate::bench::loops::Invoke;
 use crate::rawtcp::{Kind, SocketOpts, HEADER, MAX_BODY};
 
+/// Bytes each side reads at most at once (reads that find many frames
+/// waiting take them all, as GIOP's readers do).
+const READ_BUF: usize = 64 << 10;
+
 /// A frame's header: magic, kind, length (as [`crate::rawtcp`] writes it).
 fn header(kind: Kind, len: usize) -> [u8; HEADER] {
     let mut h = [0u8; HEADER];
@@ -87,9 +91,10 @@ fn answer(buf: &mut BytesMut, out: &mut Vec<u8>) -> Result<(), String> {
 
 /// One connection of the server: read, answer every whole frame, write.
 async fn serve(mut s: TcpStream) {
-    let mut buf = BytesMut::with_capacity(64 << 10);
-    let mut out = Vec::with_capacity(64 << 10);
+    let mut buf = BytesMut::with_capacity(READ_BUF);
+    let mut out = Vec::with_capacity(READ_BUF);
     loop {
+        buf.reserve(READ_BUF / 2);
         match s.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
@@ -205,16 +210,55 @@ impl Queue {
 
 type Waiters = Arc<Mutex<Queue>>;
 
-/// One raw connection of the generator: each call writes one frame (an
+/// Frames queued for the wire and not yet written, and whether a caller
+/// is writing them now.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    flushing: bool,
+}
+
+/// One raw connection of the generator: each call queues one frame (an
 /// echo of `size` bytes, or for ping an ack of a 1-byte frame, as the
-/// latency baseline's) and waits for its reply.
+/// latency baseline's) and waits for its reply. Written as our GIOP
+/// connection writes: a call with nothing else in flight writes its frame
+/// itself; with company, a writer task takes whatever accumulated and
+/// writes it at once, so frames issued together leave together.
 #[derive(Clone)]
 pub struct RawCaller {
     addr: SocketAddr,
     frame: Arc<[u8]>,
     write: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    pending: Arc<Mutex<Pending>>,
+    out_ready: Arc<tokio::sync::Notify>,
     waiting: Waiters,
     reader: Arc<tokio::task::AbortHandle>,
+    writer: Arc<tokio::task::AbortHandle>,
+}
+
+/// Write everything queued in `pending` to `w` until nothing is left
+/// (the flag held meanwhile); on failure, the connection's calls end.
+async fn flush(
+    w: &mut OwnedWriteHalf,
+    pending: &Mutex<Pending>,
+    waiting: &Mutex<Queue>,
+) -> std::io::Result<()> {
+    loop {
+        let out = {
+            let mut p = pending.lock().expect("pending");
+            if p.bytes.is_empty() {
+                p.flushing = false;
+                return Ok(());
+            }
+            p.flushing = true;
+            std::mem::take(&mut p.bytes)
+        };
+        if let Err(e) = w.write_all(&out).await {
+            pending.lock().expect("pending").flushing = false;
+            waiting.lock().expect("waiters").end(e.to_string());
+            return Err(e);
+        }
+    }
 }
 
 impl std::fmt::Debug for RawCaller {
@@ -255,7 +299,7 @@ impl RawCaller {
         let waiting: Waiters = Arc::default();
         let w = waiting.clone();
         let reader = tokio::spawn(async move {
-            let mut buf = BytesMut::with_capacity(reply.max(HEADER) * 4);
+            let mut buf = BytesMut::with_capacity(READ_BUF.max(reply));
             let fail = |why: String| w.lock().expect("waiters").end(why);
             loop {
                 while buf.len() >= HEADER {
@@ -274,6 +318,8 @@ impl RawCaller {
                         None => return fail("a raw-tcp reply to no call".into()),
                     }
                 }
+                // Room for many replies per read, as GIOP's reader has.
+                buf.reserve(READ_BUF / 2);
                 match rd.read_buf(&mut buf).await {
                     Ok(0) => return fail("closed by the raw-tcp server".into()),
                     Err(e) => return fail(e.to_string()),
@@ -281,12 +327,35 @@ impl RawCaller {
                 }
             }
         });
+        let write = Arc::new(tokio::sync::Mutex::new(wr));
+        let pending: Arc<Mutex<Pending>> = Arc::default();
+        let out_ready = Arc::new(tokio::sync::Notify::new());
+        let writer = {
+            let (write, pending, out_ready, waiting) = (
+                write.clone(),
+                pending.clone(),
+                out_ready.clone(),
+                waiting.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    out_ready.notified().await;
+                    let mut w = write.lock().await;
+                    if flush(&mut w, &pending, &waiting).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
         Ok(RawCaller {
             addr,
             frame: frame.into(),
-            write: Arc::new(tokio::sync::Mutex::new(wr)),
+            write,
+            pending,
+            out_ready,
             waiting,
             reader: Arc::new(reader.abort_handle()),
+            writer: Arc::new(writer.abort_handle()),
         })
     }
 }
@@ -294,20 +363,30 @@ impl RawCaller {
 impl Invoke for RawCaller {
     async fn invoke(&self) -> Result<(), BenchError> {
         let (tx, rx) = oneshot::channel();
-        {
-            // The waiter goes in the queue in the order its frame goes on
-            // the wire.
-            let mut w = self.write.lock().await;
-            {
-                let mut q = self.waiting.lock().expect("waiters");
-                if let Some(why) = &q.ended {
-                    return Err(io_error(self.addr, why));
-                }
-                q.calls.push_back(tx);
+        // The waiter goes in the queue in the order its frame goes on the
+        // wire: both under the same locks.
+        let direct = {
+            let mut q = self.waiting.lock().expect("waiters");
+            if let Some(why) = &q.ended {
+                return Err(io_error(self.addr, why));
             }
-            w.write_all(&self.frame)
+            let alone = q.calls.is_empty();
+            let mut p = self.pending.lock().expect("pending");
+            q.calls.push_back(tx);
+            p.bytes.extend_from_slice(&self.frame);
+            let direct = alone && !p.flushing;
+            p.flushing |= direct;
+            direct
+        };
+        if direct {
+            // Nothing else in flight and no write under way: this task
+            // writes, saving a switch to the writer task.
+            let mut w = self.write.lock().await;
+            flush(&mut w, &self.pending, &self.waiting)
                 .await
                 .map_err(|e| io_error(self.addr, e))?;
+        } else {
+            self.out_ready.notify_one();
         }
         match rx.await {
             Ok(Ok(())) => Ok(()),
@@ -318,15 +397,18 @@ impl Invoke for RawCaller {
 
     fn close(&self) {
         self.reader.abort();
+        self.writer.abort();
         self.waiting.lock().expect("waiters").end("closed".into());
     }
 }
 
 impl Drop for RawCaller {
     fn drop(&mut self) {
-        // The last clone ends the reader (which holds only the read half).
+        // The last clone ends the reader and the writer (which hold the
+        // halves).
         if Arc::strong_count(&self.reader) == 1 {
             self.reader.abort();
+            self.writer.abort();
         }
     }
 }
