@@ -287,3 +287,47 @@ fn call_back_against_omniorb_with_one_thread_fails_within_the_timeout() {
     }
     let _ = std::fs::remove_file(&ior);
 }
+
+/// `--breakdown` on a connection offered for callbacks: every twoway's
+/// phases are timed as on any other connection (the reader that also
+/// answers the server's callbacks stamps each answer it hands over; it
+/// used to hand them over unstamped, and every phase read 0).
+#[test]
+fn phases_are_timed_on_a_connection_offered_for_callbacks() {
+    let json = tmp("breakdown.json");
+    let j = json.to_str().unwrap();
+    let args = [
+        "bench",
+        "throughput",
+        "--type",
+        "long",
+        "--size",
+        "1KiB",
+        "--total",
+        "128KiB",
+        "--mode",
+        "twoway",
+        "--breakdown",
+        "--bidir",
+        "--quiet",
+        "--json",
+        j,
+    ];
+    let (code, _, err, _) = iiopbench(&args, Duration::from_secs(120));
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    let c = &v["cases"][0];
+    assert_eq!(c["errors"], serde_json::json!({}), "{c}");
+    let b = &c["breakdown"];
+    let ph = |k: &str| b[k].as_f64().unwrap_or_else(|| panic!("{k} in {b}"));
+    for k in ["marshal", "write", "wait", "read", "demarshal"] {
+        assert!(ph(k) > 0.0, "{k}: {b}");
+    }
+    // The client's phases fit in the time measured.
+    let client: f64 = ["marshal", "write", "wait", "read", "demarshal"]
+        .iter()
+        .map(|k| ph(k))
+        .sum();
+    assert!(client <= c["seconds"].as_f64().unwrap() * 1.01, "{b}");
+}

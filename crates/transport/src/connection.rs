@@ -878,7 +878,7 @@ async fn reader_task<R: AsyncRead + Unpin>(
         }
         let drained = match &shared.callbacks {
             None => drain_replies(&shared, &mut inbound, clock.as_mut()),
-            Some(cb) => drain_arrivals(&shared, &mut inbound, &*cb.0),
+            Some(cb) => drain_arrivals(&shared, &mut inbound, clock.as_mut(), &*cb.0),
         };
         if let Err(e) = drained {
             break e;
@@ -912,38 +912,52 @@ fn drain_replies(
         let Some((_, waiter, inc)) = inbound.next_waited(&shared.setup, complete)? else {
             return Ok(());
         };
-        let stamp = match (clock.as_deref_mut(), t_decode) {
-            (Some(c), Some(t)) => {
-                let decoded = Instant::now();
-                let s = ReadStamp {
-                    first_read: c.first_read.take().unwrap_or(t),
-                    reading: std::mem::take(&mut c.reading),
-                    decoded,
-                    decoding: decoded - t,
-                };
-                // Bytes of the next message already here came with the
-                // last read.
-                if inbound.has_buffered() {
-                    c.first_read = c.last_read;
-                }
-                Some(s)
-            }
-            _ => None,
-        };
+        let stamp = answer_stamp(clock.as_deref_mut(), t_decode, inbound);
         let _ = waiter.send(Ok((inc, stamp)));
     }
 }
 
+/// The phase stamp of an answer just decoded (decoding began at
+/// `t_decode`), when the connection times phases: from the first read
+/// that brought its bytes to the end of its decoding. The clock moves on:
+/// bytes of the next message already here came with the last read.
+fn answer_stamp(
+    clock: Option<&mut ReadClock>,
+    t_decode: Option<Instant>,
+    inbound: &Inbound,
+) -> Option<ReadStamp> {
+    let (c, t) = (clock?, t_decode?);
+    let decoded = Instant::now();
+    let s = ReadStamp {
+        first_read: c.first_read.take().unwrap_or(t),
+        reading: std::mem::take(&mut c.reading),
+        decoded,
+        decoding: decoded - t,
+    };
+    if inbound.has_buffered() {
+        c.first_read = c.last_read;
+    }
+    Some(s)
+}
+
 /// On a connection offered for callbacks: hand every complete answer to
-/// its waiter (no phase stamps), and answer the server's Requests and
-/// LocateRequests with `servant` at once, in this task (the core says
-/// which may come and writes the answers; the writer task sends them).
+/// its waiter, with its phase stamp as [`drain_replies`] does, and answer
+/// the server's Requests and LocateRequests with `servant` at once, in
+/// this task (the core says which may come and writes the answers; the
+/// writer task sends them). The reading of a callback counts in the
+/// reading of the answer that follows it: both are the call's wait for
+/// its reply.
 fn drain_arrivals(
     shared: &Shared,
     inbound: &mut Inbound,
+    mut clock: Option<&mut ReadClock>,
     servant: &dyn Handler,
 ) -> Result<(), ClientError> {
-    while let Some(a) = inbound.arrival(&shared.setup)? {
+    loop {
+        let t_decode = clock.is_some().then(Instant::now);
+        let Some(a) = inbound.arrival(&shared.setup)? else {
+            return Ok(());
+        };
         match a {
             Arrival::Answer(id, inc) => {
                 let waiter = shared
@@ -951,8 +965,9 @@ fn drain_arrivals(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .complete(id);
+                let stamp = answer_stamp(clock.as_deref_mut(), t_decode, inbound);
                 if let Some(w) = waiter {
-                    let _ = w.send(Ok((inc, None)));
+                    let _ = w.send(Ok((inc, stamp)));
                 }
                 continue;
             }
@@ -967,7 +982,6 @@ fn drain_arrivals(
         }
         shared.out_ready.notify_one();
     }
-    Ok(())
 }
 
 /// The TLS handshake over a connected socket, bounded by the connect
