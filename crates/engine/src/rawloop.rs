@@ -18,7 +18,8 @@
 //!   replies by request id; the server answers in order, so the order is
 //!   the id.
 //!
-//! Every frame's declared length is checked against [`MAX_BODY`] before
+//! Every frame's declared length is checked against the raw baseline's
+//! limit ([`crate::rawtcp::MAX_BODY`]) before
 //! anything is read or allocated for it; a bad frame closes that
 //! connection only.
 
@@ -35,32 +36,18 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::bench::loops::Invoke;
-use crate::rawtcp::{Kind, SocketOpts, HEADER, MAX_BODY};
+#[cfg(test)]
+use crate::rawtcp::MAX_BODY;
+use crate::rawtcp::{header, parse_header, Kind, SocketOpts, HEADER};
 
 /// Bytes each side reads at most at once (reads that find many frames
 /// waiting take them all, as GIOP's readers do).
 const READ_BUF: usize = 64 << 10;
 
-/// A frame's header: magic, kind, length (as [`crate::rawtcp`] writes it).
-fn header(kind: Kind, len: usize) -> [u8; HEADER] {
-    let mut h = [0u8; HEADER];
-    h[..4].copy_from_slice(b"RAWT");
-    h[4] = kind as u8;
-    h[8..].copy_from_slice(&(len as u32).to_le_bytes());
-    h
-}
-
 /// The kind and body length of the frame whose header starts `b`, or why
-/// it is refused.
+/// it is refused ([`parse_header`]: the length checked against the limit).
 fn parse(b: &[u8]) -> Result<(u8, usize), String> {
-    if &b[..4] != b"RAWT" {
-        return Err("bad raw-tcp magic".into());
-    }
-    let len = u32::from_le_bytes(b[8..HEADER].try_into().expect("4 bytes")) as usize;
-    if len > MAX_BODY {
-        return Err(format!("raw-tcp frame of {len} bytes exceeds {MAX_BODY}"));
-    }
-    Ok((b[4], len))
+    parse_header(b[..HEADER].try_into().expect("HEADER bytes")).map_err(|e| e.to_string())
 }
 
 /// The replies to every whole frame at the front of `buf`, taken off it,
@@ -211,7 +198,8 @@ impl Queue {
 type Waiters = Arc<Mutex<Queue>>;
 
 /// Frames queued for the wire and not yet written, and whether a caller
-/// is writing them now.
+/// is writing them now. (The buffer trades places with the writer's,
+/// [`Out`], so neither is allocated again per write.)
 #[derive(Default)]
 struct Pending {
     bytes: Vec<u8>,
@@ -228,7 +216,7 @@ struct Pending {
 pub struct RawCaller {
     addr: SocketAddr,
     frame: Arc<[u8]>,
-    write: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
+    write: Arc<tokio::sync::Mutex<Out>>,
     pending: Arc<Mutex<Pending>>,
     out_ready: Arc<tokio::sync::Notify>,
     waiting: Waiters,
@@ -236,24 +224,34 @@ pub struct RawCaller {
     writer: Arc<tokio::task::AbortHandle>,
 }
 
-/// Write everything queued in `pending` to `w` until nothing is left
+/// The write half and the buffer its writer writes from: whoever holds
+/// the lock writes.
+struct Out {
+    wr: OwnedWriteHalf,
+    buf: Vec<u8>,
+}
+
+/// Write everything queued in `pending` to `out` until nothing is left
 /// (the flag held meanwhile); on failure, the connection's calls end.
 async fn flush(
-    w: &mut OwnedWriteHalf,
+    out: &mut Out,
     pending: &Mutex<Pending>,
     waiting: &Mutex<Queue>,
 ) -> std::io::Result<()> {
     loop {
-        let out = {
+        {
             let mut p = pending.lock().expect("pending");
             if p.bytes.is_empty() {
                 p.flushing = false;
                 return Ok(());
             }
             p.flushing = true;
-            std::mem::take(&mut p.bytes)
-        };
-        if let Err(e) = w.write_all(&out).await {
+            // The queued frames to the writer; its emptied buffer back.
+            std::mem::swap(&mut p.bytes, &mut out.buf);
+        }
+        let r = out.wr.write_all(&out.buf).await;
+        out.buf.clear();
+        if let Err(e) = r {
             pending.lock().expect("pending").flushing = false;
             waiting.lock().expect("waiters").end(e.to_string());
             return Err(e);
@@ -327,7 +325,10 @@ impl RawCaller {
                 }
             }
         });
-        let write = Arc::new(tokio::sync::Mutex::new(wr));
+        let write = Arc::new(tokio::sync::Mutex::new(Out {
+            wr,
+            buf: Vec::new(),
+        }));
         let pending: Arc<Mutex<Pending>> = Arc::default();
         let out_ready = Arc::new(tokio::sync::Notify::new());
         let writer = {

@@ -73,7 +73,7 @@ pub enum Kind {
     Stats = 3,
 }
 
-fn header(kind: Kind, len: usize) -> [u8; HEADER] {
+pub(crate) fn header(kind: Kind, len: usize) -> [u8; HEADER] {
     let mut h = [0u8; HEADER];
     h[..4].copy_from_slice(b"RAWT");
     h[4] = kind as u8;
@@ -81,7 +81,7 @@ fn header(kind: Kind, len: usize) -> [u8; HEADER] {
     h
 }
 
-fn parse_header(h: &[u8; HEADER]) -> std::io::Result<(u8, usize)> {
+pub(crate) fn parse_header(h: &[u8; HEADER]) -> std::io::Result<(u8, usize)> {
     if &h[..4] != b"RAWT" {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
