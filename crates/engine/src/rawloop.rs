@@ -414,6 +414,42 @@ impl Drop for RawCaller {
     }
 }
 
+/// Raw connections to one raw server, each call a frame of `size` body
+/// bytes (echoed, or acknowledged by a header), opened as a loop needs
+/// more of them and kept for the next.
+#[derive(Debug)]
+pub struct RawCallers {
+    addr: SocketAddr,
+    opts: SocketOpts,
+    size: usize,
+    echo: bool,
+    open: Vec<RawCaller>,
+}
+
+impl RawCallers {
+    pub fn new(addr: SocketAddr, opts: SocketOpts, size: usize, echo: bool) -> RawCallers {
+        RawCallers {
+            addr,
+            opts,
+            size,
+            echo,
+            open: Vec::new(),
+        }
+    }
+
+    /// The first `n` connections, opening those not open yet; or which
+    /// one could not be opened, and why.
+    pub async fn first(&mut self, n: usize) -> Result<&[RawCaller], String> {
+        while self.open.len() < n {
+            let c = RawCaller::connect(self.addr, self.opts, self.size, self.echo)
+                .await
+                .map_err(|e| format!("raw-TCP connection {} of {n}: {e}", self.open.len() + 1))?;
+            self.open.push(c);
+        }
+        Ok(&self.open[..n])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -664,42 +664,60 @@ fn raw_case(run: &crate::rawtcp::RawRun, size: u64, echo: bool, tls: bool) -> Ca
     c
 }
 
-fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
-    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
-    let echo = o.op == LatencyOp::Echo;
-    let sizes: Vec<u64> = if matches!(o.op, LatencyOp::Ping | LatencyOp::CallBack) {
-        vec![1]
-    } else {
-        o.sizes.0.clone()
-    };
-    let dur = o.duration.unwrap_or(Duration::from_secs(1));
-    let rc = session::raw_client(addr, s)?;
-    // Over TLS, raw TLS-over-TCP too, each size right after raw TCP's.
-    let (_tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
-    let mut clients: Vec<_> = std::iter::once(rc).chain(tls_client).collect();
-    let mut raw = BTreeMap::new();
-    for size in sizes {
-        for rc in clients.iter_mut() {
-            let watch = s.watch_case();
-            let run = session::raw_pingpong(rc, size, echo, dur)?;
-            let mut c = raw_case(&run, size, echo, rc.is_tls());
-            watch.finish(&mut c);
-            if let Some(l) = &c.latency_us {
-                raw.insert((rc.is_tls(), size), l.p50);
-            }
-            r.cases.push(c);
+/// The raw frames set beside an operation's calls (every raw baseline:
+/// one caller's, many callers', a sweep's): the call's payload, echoed
+/// for `echo` and acknowledged by a header for `send`; calls without one
+/// (ping, call_back, `work`) beside a 1-byte frame acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawFrames {
+    pub echo: bool,
+    /// The frame carries the call's payload size (else 1 byte).
+    pub sized: bool,
+}
+
+impl RawFrames {
+    pub fn of(op: LatencyOp, service: Duration) -> RawFrames {
+        let plain = service.is_zero();
+        RawFrames {
+            echo: plain && op == LatencyOp::Echo,
+            sized: plain && matches!(op, LatencyOp::Echo | LatencyOp::Send),
         }
     }
+
+    /// The frame's body size beside a call of `payload` bytes.
+    pub fn size_for(self, payload: u64) -> u64 {
+        if self.sized {
+            payload
+        } else {
+            1
+        }
+    }
+
+    /// The frame sizes beside calls of `sizes`, each once.
+    pub fn sizes(self, sizes: &[u64]) -> Vec<u64> {
+        let mut v: Vec<u64> = sizes.iter().map(|&z| self.size_for(z)).collect();
+        v.dedup();
+        v
+    }
+
+    pub fn pattern(self) -> &'static str {
+        if self.echo {
+            "echo"
+        } else {
+            "ack"
+        }
+    }
+}
+
+/// Each GIOP case's ratio to the raw case of its frame size (`raw`: p50
+/// by TLS or not and size), the raw cases left as they are.
+fn set_p50_ratios(r: &mut Results, frames: RawFrames, raw: &BTreeMap<(bool, u64), f64>) {
     for c in r
         .cases
         .iter_mut()
         .filter(|c| !c.params.mode.starts_with("tcp") && !c.params.mode.starts_with("tls-tcp"))
     {
-        let key = if c.params.mode == "ping" {
-            1
-        } else {
-            c.params.size
-        };
+        let key = frames.size_for(c.params.size);
         if let Some(&p50) = raw.get(&(false, key)) {
             session::latency_baseline(c, p50);
         }
@@ -707,6 +725,30 @@ fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
             session::tls_latency_baseline(c, p50);
         }
     }
+}
+
+fn baseline(o: &LatencyJob, s: &Session, r: &mut Results) -> Result<()> {
+    let (_srv, addr) = session::baseline_server(s, o.baseline_target.as_deref(), true)?;
+    let frames = RawFrames::of(o.op, o.service);
+    let dur = o.duration.unwrap_or(Duration::from_secs(1));
+    let rc = session::raw_client(addr, s)?;
+    // Over TLS, raw TLS-over-TCP too, each size right after raw TCP's.
+    let (_tls_srv, tls_client) = session::tls_baseline(s, o.baseline_target.as_deref())?.unzip();
+    let mut clients: Vec<_> = std::iter::once(rc).chain(tls_client).collect();
+    let mut raw = BTreeMap::new();
+    for size in frames.sizes(&o.sizes.0) {
+        for rc in clients.iter_mut() {
+            let watch = s.watch_case();
+            let run = session::raw_pingpong(rc, size, frames.echo, dur)?;
+            let mut c = raw_case(&run, size, frames.echo, rc.is_tls());
+            watch.finish(&mut c);
+            if let Some(l) = &c.latency_us {
+                raw.insert((rc.is_tls(), size), l.p50);
+            }
+            r.cases.push(c);
+        }
+    }
+    set_p50_ratios(r, frames, &raw);
     Ok(())
 }
 
@@ -726,52 +768,29 @@ fn loops_baseline(o: &LatencyJob, s: &Session) -> bool {
 /// points; each GIOP case's `vs tcp` is its p50 over that of the raw case
 /// of its size.
 async fn loop_baseline(o: &LatencyJob, s: &Session, r: &mut Results, lo: Loop) -> Result<()> {
-    let host = &s.resolved.info.host;
-    ensure!(
-        s.embedded() || session::is_loopback(host),
-        Job,
-        "`baseline` with several callers runs a raw-TCP server beside the target, which is on {host}: \
-         run `iiopbench serve --raw-tcp HOST:PORT` there and give `baseline_target` (one caller), \
-         or measure a server on this machine"
-    );
-    let srv = crate::rawloop::RawReactor::start(Some(s.cpus.server_or_all()), s.socket.raw())
-        .map_err(|e| fail!(Local, "starting the raw-TCP server: {e}"))?;
+    let srv = session::loop_baseline_server(s)?;
     param(&mut r.params, "baseline_server_wait", "reactor");
-    let echo = o.op == LatencyOp::Echo && o.service.is_zero();
-    let sizes: Vec<u64> = match (o.op, o.service.is_zero()) {
-        (LatencyOp::Echo | LatencyOp::Send, true) => o.sizes.0.clone(),
-        _ => vec![1],
-    };
+    let frames = RawFrames::of(o.op, o.service);
     let mut raw = BTreeMap::new();
-    for size in sizes {
-        let mut callers = Vec::with_capacity(lo.connections);
-        for i in 0..lo.connections {
-            let c =
-                crate::rawloop::RawCaller::connect(srv.addr(), s.socket.raw(), size as usize, echo)
-                    .await
-                    .map_err(|e| {
-                        fail!(
-                            Local,
-                            "raw-TCP connection {} of {}: {e}",
-                            i + 1,
-                            lo.connections
-                        )
-                    })?;
-            callers.push(c);
-        }
-        let pattern = if echo { "echo" } else { "ack" };
-        let label = format!("tcp {pattern} {}", format_size(size));
+    for size in frames.sizes(&o.sizes.0) {
+        let mut callers =
+            crate::rawloop::RawCallers::new(srv.addr(), s.socket.raw(), size as usize, frames.echo);
+        let label = format!("tcp {} {}", frames.pattern(), format_size(size));
+        let callers = callers
+            .first(lo.connections)
+            .await
+            .map_err(|e| fail!(Local, "{label}: {e}"))?;
         let watch = s.watch_case();
         let params = CaseParams {
             ty: "octet".into(),
             size,
-            mode: format!("tcp-loop-{pattern}"),
+            mode: format!("tcp-loop-{}", frames.pattern()),
             extra: BTreeMap::new(),
         };
         let (mut c, _) = loops::point(
             &lo,
             None,
-            &callers,
+            callers,
             &label,
             s.progress.case(&label),
             params,
@@ -780,28 +799,12 @@ async fn loop_baseline(o: &LatencyJob, s: &Session, r: &mut Results, lo: Loop) -
         )
         .await?;
         watch.finish(&mut c);
-        for k in &callers {
-            k.close();
-        }
         if let Some(l) = &c.latency_us {
-            raw.insert(size, l.p50);
+            raw.insert((false, size), l.p50);
         }
         r.cases.push(c);
     }
-    for c in r
-        .cases
-        .iter_mut()
-        .filter(|c| !c.params.mode.starts_with("tcp"))
-    {
-        let key = if c.params.mode == "ping" || !o.service.is_zero() {
-            1
-        } else {
-            c.params.size
-        };
-        if let Some(&p50) = raw.get(&key) {
-            session::latency_baseline(c, p50);
-        }
-    }
+    set_p50_ratios(r, frames, &raw);
     Ok(())
 }
 

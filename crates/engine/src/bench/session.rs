@@ -607,6 +607,22 @@ pub fn baseline_server(
     Ok((Some(srv), addr))
 }
 
+/// The raw-TCP server of a baseline driven by the benchmark's own loop
+/// ([`crate::rawloop`]): one thread on the server's CPUs, beside a server
+/// on this machine (elsewhere there is nothing to set it beside).
+pub fn loop_baseline_server(s: &Session) -> crate::error::Result<crate::rawloop::RawReactor> {
+    let host = &s.resolved.info.host;
+    crate::error::ensure!(
+        s.embedded() || is_loopback(host),
+        Job,
+        "`baseline` with several callers runs a raw-TCP server beside the server, which is on {host}: \
+         measure a server on this machine (one caller of bench latency or throughput takes \
+         `baseline_target`: a raw-TCP server run there with `iiopbench serve --raw-tcp HOST:PORT`)"
+    );
+    crate::rawloop::RawReactor::start(Some(s.cpus.server_or_all()), s.socket.raw())
+        .map_err(|e| crate::error::fail!(Local, "starting the raw-TCP server: {e}"))
+}
+
 /// How the local raw-TCP server of `s`'s baseline waits: as the embedded
 /// server's model does when `wait_as_server` (latency: the raw round trip
 /// that waits the same way; polling as long as the embedded server does

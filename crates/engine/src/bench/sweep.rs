@@ -1042,37 +1042,30 @@ async fn measure(
 /// where the sweep's server runs, and raw connections opened as the
 /// sweep's own are, each step measured again through them.
 struct RawSide {
-    server: crate::rawloop::RawReactor,
-    callers: Vec<crate::rawloop::RawCaller>,
-    /// Body bytes per call, and whether they come back (echo) or a bare
-    /// header acknowledges them (ping, send, work), as the latency
-    /// bench's baseline frames them.
-    size: usize,
-    echo: bool,
+    /// Held for the sweep: it stops when dropped.
+    _server: crate::rawloop::RawReactor,
+    callers: crate::rawloop::RawCallers,
+    /// The frames, as the latency bench's baseline frames them.
+    frames: super::latency::RawFrames,
+    size: u64,
 }
 
 impl RawSide {
     fn start(o: &SweepJob, s: &Session) -> Result<RawSide> {
-        let host = &s.resolved.info.host;
-        ensure!(
-            s.embedded() || session::is_loopback(host),
-            Job,
-            "`baseline` runs a raw-TCP server beside the sweep's server, which is on {host}: \
-             sweep a server on this machine (or measure raw TCP there with `bench latency --baseline-target`)"
+        let server = session::loop_baseline_server(s)?;
+        let frames = super::latency::RawFrames::of(o.op, o.service);
+        let size = frames.size_for(o.size());
+        let callers = crate::rawloop::RawCallers::new(
+            server.addr(),
+            s.socket.raw(),
+            size as usize,
+            frames.echo,
         );
-        let server =
-            crate::rawloop::RawReactor::start(Some(s.cpus.server_or_all()), s.socket.raw())
-                .map_err(|e| crate::error::fail!(Local, "starting the raw-TCP server: {e}"))?;
-        let echo = o.op == LatencyOp::Echo && o.service.is_zero();
-        let size = match (o.op, o.service.is_zero()) {
-            (LatencyOp::Echo | LatencyOp::Send, true) => o.size() as usize,
-            _ => 1,
-        };
         Ok(RawSide {
-            server,
-            callers: Vec::new(),
+            _server: server,
+            callers,
+            frames,
             size,
-            echo,
         })
     }
 
@@ -1085,28 +1078,16 @@ impl RawSide {
         label: &str,
         case: &mut crate::results::Case,
     ) -> Result<()> {
-        while self.callers.len() < lo.connections {
-            let c = crate::rawloop::RawCaller::connect(
-                self.server.addr(),
-                s.socket.raw(),
-                self.size,
-                self.echo,
-            )
+        let callers = self
+            .callers
+            .first(lo.connections)
             .await
-            .map_err(|e| {
-                crate::error::fail!(
-                    Local,
-                    "raw-TCP connection {} of {label}: {e}",
-                    self.callers.len() + 1
-                )
-            })?;
-            self.callers.push(c);
-        }
+            .map_err(|e| crate::error::fail!(Local, "{label}: {e}"))?;
         let rlabel = format!("{label} (raw TCP)");
         let (raw, _) = loops::point(
             lo,
             None,
-            &self.callers[..lo.connections],
+            callers,
             &rlabel,
             s.progress.case(&rlabel),
             CaseParams::default(),
@@ -1154,7 +1135,7 @@ impl RawSide {
                 }
             }
         }
-        let what = if self.echo { "echo" } else { "ack" };
+        let what = self.frames.pattern();
         param(
             p,
             "baseline",
